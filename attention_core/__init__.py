@@ -1,0 +1,32 @@
+"""attention_core: the attention math of Attention Explorer, step by step.
+
+Pure Python on torch and sympy; never imports streamlit. Every function
+returns a frozen trace of its intermediates so that pages can show each
+number. See ``functional`` (the math), ``modules`` (the seed articles'
+nn.Modules), ``formulas`` (sympy), ``tokens``, ``presets``, ``settings`` and
+``walkthrough`` (settings -> every number on the pages).
+"""
+
+from .errors import InputError
+from .functional import (
+    AttentionTrace,
+    SelfAttentionTrace,
+    attention_without_weights,
+    scaled_dot_product_attention,
+    self_attention,
+)
+from .settings import Settings, validate_settings
+from .walkthrough import Walkthrough, build_walkthrough
+
+__all__ = [
+    "AttentionTrace",
+    "InputError",
+    "SelfAttentionTrace",
+    "Settings",
+    "Walkthrough",
+    "attention_without_weights",
+    "build_walkthrough",
+    "scaled_dot_product_attention",
+    "self_attention",
+    "validate_settings",
+]

@@ -1,0 +1,231 @@
+r"""The formulas of each step, built with sympy, general and with numbers in.
+
+Each step of :func:`functional.self_attention` has a matrix formula, an
+element formula, and (for one chosen entry (i, j)) the element formula with
+the real numbers substituted and its result. Formulas are sympy expressions
+rendered with ``sympy.latex``; no user text ever goes through sympy.
+
+Sources: Vaswani et al. 2017, eq. 1 (softmax(Q Kᵀ / √d_k) V); seed 002
+(002_26eab86218c0ec33.txt) for the element forms a(q, k_i) = q · k_i / √d,
+α = exp(a) / Σ exp(a), f(q) = Σ α v; seed 000 for the projections Q = X W_q.
+
+Index legend: i query row, j key row or output column, l the summed index,
+T tokens, D = d_model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sympy as sp
+
+from .functional import SelfAttentionTrace
+
+#: The self-attention walk-through's stages, in order: key -> title.
+STAGES: dict[str, str] = {
+    "inputs": "Inputs X",
+    "query": "Queries Q = X W_q",
+    "key": "Keys K = X W_k",
+    "value": "Values V = X W_v",
+    "scores": "Scores Q Kᵀ",
+    "scaled_scores": "Scaled scores ÷ √d_k",
+    "weights": "Weights: softmax",
+    "output": "Output: weights · V",
+}
+
+_i, _j, _l = sp.symbols("i j l", integer=True)
+_D, _T = sp.Symbol("D"), sp.Symbol("T")
+_d_k = sp.Symbol("d_k", positive=True)
+_X, _Q, _K, _V = (sp.Symbol(n, commutative=False) for n in "XQKV")
+_TOP = sp.Symbol(r"\top")
+_softmax = sp.Function(r"\operatorname{softmax}")
+_x, _q, _k, _v = (sp.IndexedBase(n) for n in "xqkv")
+_s, _a, _alpha, _z = (sp.IndexedBase(n) for n in ("s", "a", r"\alpha", "z"))
+_W = {name: sp.Symbol(f"W_{name[0]}", commutative=False) for name in ("query", "key", "value")}
+_w = {name: sp.IndexedBase(f"W^{{{name[0]}}}") for name in ("query", "key", "value")}
+_elem = {"query": _q, "key": _k, "value": _v}
+
+
+def _matrix_formula(stage: str) -> sp.Expr:
+    if stage == "inputs":
+        return sp.Eq(_X, sp.Symbol(r"\mathrm{Embedding}(\mathrm{ids})"))
+    if stage in _W:
+        return sp.Eq(sp.Symbol(stage[0].upper(), commutative=False), sp.Mul(_X, _W[stage]))
+    kt = sp.Pow(_K, _TOP, evaluate=False)
+    if stage == "scores":
+        return sp.Eq(sp.Symbol("S", commutative=False), sp.Mul(_Q, kt))
+    if stage == "scaled_scores":
+        return sp.Eq(sp.Symbol("A", commutative=False), sp.Mul(_Q, kt, 1 / sp.sqrt(_d_k)))
+    if stage == "weights":
+        return sp.Eq(sp.Symbol(r"\mathcal{A}", commutative=False),
+                     _softmax(sp.Mul(_Q, kt, 1 / sp.sqrt(_d_k))))
+    if stage == "output":
+        return sp.Eq(sp.Symbol("Z", commutative=False),
+                     sp.Mul(_softmax(sp.Mul(_Q, kt, 1 / sp.sqrt(_d_k))), _V))
+    raise KeyError(stage)
+
+
+def _element_formula(stage: str, i=_i, j=_j) -> sp.Expr:
+    """The element form of a stage, for symbolic (i, j) or for given 1-based indices."""
+
+    def prod(a, b):
+        return sp.Mul(a, b, evaluate=False)  # keep the seed's order: q k, x W, alpha v
+
+    if stage == "inputs":
+        return sp.Eq(_x[i, j], sp.IndexedBase("E")[sp.Symbol(r"t_{%s}" % sp.latex(i)), j])
+    if stage in _W:
+        return sp.Eq(_elem[stage][i, j], sp.Sum(prod(_x[i, _l], _w[stage][_l, j]), (_l, 1, _D)))
+    if stage == "scores":
+        return sp.Eq(_s[i, j], sp.Sum(prod(_q[i, _l], _k[j, _l]), (_l, 1, _d_k)))
+    if stage == "scaled_scores":
+        return sp.Eq(_a[i, j], _s[i, j] / sp.sqrt(_d_k))
+    if stage == "weights":
+        return sp.Eq(_alpha[i, j], sp.exp(_a[i, j]) / sp.Sum(sp.exp(_a[i, _l]), (_l, 1, _T)))
+    if stage == "output":
+        return sp.Eq(_z[i, j], sp.Sum(prod(_alpha[i, _l], _v[_l, j]), (_l, 1, _T)))
+    raise KeyError(stage)
+
+
+@lru_cache(maxsize=None)
+def general_latex(stage: str) -> tuple[str, str]:
+    """The (matrix form, element form) of a stage, as LaTeX.
+
+    Pure and constant per stage, so cached (a handful of short strings).
+
+    Raises:
+        KeyError: for a stage not in :data:`STAGES`.
+    """
+    return sp.latex(_matrix_formula(stage)), sp.latex(_element_formula(stage), order="none")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """The numbers behind one entry (row, col) of one stage.
+
+    Attributes:
+        stage: a key of :data:`STAGES`.
+        row, col: 0-based indices into that stage's matrix.
+        left, right: the two vectors multiplied term by term (e.g. q_i and k_j),
+            or for ``scaled_scores`` (s_ij,) and (), for ``weights`` the row of
+            scaled scores a_i and (), for ``inputs`` (x_ij,) and ().
+        value: the stage's own number at (row, col), from the trace.
+        d_k: the query/key width (for the scaling step).
+    """
+
+    stage: str
+    row: int
+    col: int
+    left: tuple[float, ...]
+    right: tuple[float, ...]
+    value: float
+    d_k: int
+
+    def recompute(self) -> float:
+        """The entry recomputed from its numbers with a plain Python loop (float64).
+
+        The naive reference that tests compare the matrix code against.
+        """
+        if self.stage == "inputs":
+            return self.left[0]
+        if self.stage == "scaled_scores":
+            return self.left[0] / math.sqrt(self.d_k)
+        if self.stage == "weights":
+            finite = [a for a in self.left if a != -math.inf]
+            if not finite:
+                return 0.0
+            top = max(finite)
+            exps = [math.exp(a - top) if a != -math.inf else 0.0 for a in self.left]
+            return exps[self.col] / sum(exps)
+        total = 0.0
+        for a, b in zip(self.left, self.right):
+            total += a * b
+        return total
+
+
+def entry_of(trace: SelfAttentionTrace, stage: str, row: int, col: int) -> Entry:
+    """Collect the numbers that make entry (row, col) of ``stage``.
+
+    Args:
+        trace: a 2-d self-attention trace (X of shape (T, D)).
+        stage: a key of :data:`STAGES`.
+        row, col: indices into the stage's matrix; must be in range.
+
+    Raises:
+        KeyError: unknown stage. IndexError: row or col out of range.
+    """
+    att = trace.attention
+    matrix = stage_matrix(trace, stage)
+    if not (0 <= row < matrix.shape[0] and 0 <= col < matrix.shape[1]):
+        raise IndexError(f"entry ({row}, {col}) is outside {tuple(matrix.shape)}")
+    value = float(matrix[row, col])
+    d_k = att.query.shape[-1]
+
+    def vec(t) -> tuple[float, ...]:
+        return tuple(float(v) for v in t)
+
+    if stage == "inputs":
+        left, right = (value,), ()
+    elif stage in ("query", "key", "value"):
+        w = {"query": trace.w_query, "key": trace.w_key, "value": trace.w_value}[stage]
+        left, right = vec(trace.x[row]), vec(w[:, col])
+    elif stage == "scores":
+        left, right = vec(att.query[row]), vec(att.key[col])
+    elif stage == "scaled_scores":
+        left, right = (float(att.scores[row, col]),), ()
+    elif stage == "weights":
+        left, right = vec(att.masked_scores[row]), ()
+    elif stage == "output":
+        left, right = vec(att.dropped_weights[row]), vec(att.value[:, col])
+    else:
+        raise KeyError(stage)
+    return Entry(stage, row, col, left, right, value, d_k)
+
+
+def stage_matrix(trace: SelfAttentionTrace, stage: str):
+    """The matrix a stage produces: X, Q, K, V (T, ·) or scores/weights (T, T) or output (T, d_v)."""
+    att = trace.attention
+    return {
+        "inputs": trace.x,
+        "query": att.query,
+        "key": att.key,
+        "value": att.value,
+        "scores": att.scores,
+        "scaled_scores": att.scaled_scores,
+        "weights": att.weights,
+        "output": att.output,
+    }[stage]
+
+
+def _num(value: float) -> sp.Expr:
+    """A number shown with 4 significant digits, kept apart from its neighbours."""
+    if math.isinf(value):
+        return sp.oo if value > 0 else -sp.oo
+    return sp.UnevaluatedExpr(sp.Float(value, 4))
+
+
+def _dot(left, right) -> sp.Expr:
+    terms = [sp.Mul(_num(a), _num(b), evaluate=False) for a, b in zip(left, right)]
+    return sp.Add(*terms, evaluate=False) if len(terms) > 1 else terms[0]
+
+
+@lru_cache(maxsize=256)
+def entry_latex(entry: Entry) -> str:
+    """The element formula of ``entry`` with its numbers substituted, and the result.
+
+    For example, for ``scores``: ``s_{1,2} = Σ_l q_{1,l} k_{2,l} = 0.3·(−1.2) + … = −0.41``.
+    Indices are shown 1-based, as in the seed articles' formulas.
+    """
+    general = _element_formula(entry.stage, entry.row + 1, entry.col + 1)
+    if entry.stage == "inputs":
+        numbers = sp.latex(_num(entry.value))
+    elif entry.stage == "scaled_scores":
+        numbers = r"\frac{%s}{\sqrt{%d}}" % (sp.latex(_num(entry.left[0])), entry.d_k)
+    elif entry.stage == "weights":
+        exps = [sp.latex(sp.exp(_num(a), evaluate=False)) for a in entry.left]
+        numbers = r"\frac{%s}{%s}" % (exps[entry.col], " + ".join(exps))
+    else:
+        numbers = sp.latex(_dot(entry.left, entry.right), order="none")
+    parts = [sp.latex(general, order="none"), numbers, sp.latex(sp.Float(entry.value, 4))]
+    return " = ".join(parts)

@@ -1,0 +1,188 @@
+"""From settings to every number on the self-attention pages.
+
+:func:`build_walkthrough` turns a :class:`~attention_core.settings.Settings`
+and the user's :data:`~attention_core.settings.Edits` into tokens, the
+embedding matrix X, the weights and the full attention trace, and checks the
+result against ``torch.nn.functional.scaled_dot_product_attention``.
+
+Shape legend: T tokens, D = d_model, V vocabulary rows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+import torch
+import torch.nn.functional as F
+
+from .errors import InputError
+from .functional import AttentionTrace, SelfAttentionTrace, attention_without_weights, self_attention
+from .presets import PRESETS, Preset
+from .settings import EDITABLE, MAX_ABS_VALUE, MAX_TOKENS, Edits, Settings
+from .tokens import Vocabulary, seed000_tables, tokenize
+
+
+@dataclass(frozen=True)
+class Walkthrough:
+    """Every number the self-attention pages show, for one settings + edits.
+
+    Attributes:
+        settings: the settings it was built from.
+        preset: their preset.
+        tokens: the tokens as words of the vocabulary, length T.
+        token_ids: their ids, length T.
+        vocabulary: word -> id.
+        base: the seeded (unedited) matrices by name: "x" (T, D), "w_query",
+            "w_key", "w_value" (D, d_k); float32.
+        trace: self-attention on the edited matrices.
+        weightless: seed 004's attention without trainable weights on the edited X.
+        torch_max_abs_diff: max |trace.output - F.scaled_dot_product_attention(Q, K, V)|.
+        torch_matches: whether they agree to rtol = atol = 1e-5.
+        notes: remarks for the user (e.g. the softmax saturates).
+    """
+
+    settings: Settings
+    preset: Preset
+    tokens: tuple[str, ...]
+    token_ids: tuple[int, ...]
+    vocabulary: Vocabulary
+    base: Mapping[str, torch.Tensor]
+    trace: SelfAttentionTrace
+    weightless: AttentionTrace
+    torch_max_abs_diff: float
+    torch_matches: bool
+    notes: tuple[str, ...]
+
+
+def check_tokens(settings: Settings) -> tuple[tuple[str, ...], tuple[int, ...], Vocabulary]:
+    """Tokenise the sentence and check it against the preset's vocabulary and the page's cap.
+
+    Returns:
+        (words, ids, vocabulary).
+
+    Raises:
+        InputError: empty sentence, a single token, more than MAX_TOKENS tokens,
+            or words outside a fixed vocabulary (all named).
+    """
+    preset = PRESETS[settings.preset]
+    raw = tokenize(settings.sentence)
+    if not raw:
+        raise InputError("The sentence is empty: type a few words, separated by spaces.", field="sentence")
+    if len(raw) == 1:
+        raise InputError(
+            f"The sentence has one token (“{raw[0]}”). Attention relates tokens to each other: "
+            "type at least two words.",
+            field="sentence",
+        )
+    if len(raw) > MAX_TOKENS:
+        raise InputError(
+            f"The sentence has {len(raw)} tokens; this page shows at most {MAX_TOKENS} "
+            f"(a {MAX_TOKENS} × {MAX_TOKENS} grid of numbers is the most that stays readable). "
+            "Shorten the sentence.",
+            field="sentence",
+        )
+    if preset.vocabulary is not None:
+        vocabulary = preset.vocabulary
+    elif preset.table is not None:
+        vocabulary = Vocabulary({w: i for i, w in enumerate(preset.table)})
+    else:
+        vocabulary = Vocabulary.from_tokens(raw)
+    words, ids = vocabulary.encode(raw)
+    return words, ids, vocabulary
+
+
+def base_matrices(settings: Settings, token_ids: tuple[int, ...], vocabulary: Vocabulary) -> dict[str, torch.Tensor]:
+    """The seeded, unedited X (T, D) and W_q, W_k, W_v (D, d_k), float32.
+
+    Follows the preset's recipe (see ``presets.WeightInit``); every random draw
+    comes from a local ``torch.Generator`` seeded with ``settings.seed``.
+    """
+    preset = PRESETS[settings.preset]
+    d_model, d_k, seed = settings.d_model, settings.d_k, settings.seed
+    ids = torch.tensor(token_ids)
+    if preset.table is not None:
+        table = torch.tensor(list(preset.table.values()), dtype=torch.float32)  # (V, D)
+    else:
+        table, w_q, w_k, w_v = seed000_tables(seed, vocabulary.num_rows, d_model, d_k)
+    x = table[ids]  # (T, D)
+
+    if preset.weight_init == "randn" and preset.table is None:
+        weights = (w_q, w_k, w_v)
+    elif preset.weight_init == "rand":
+        g = torch.Generator().manual_seed(seed)
+        weights = tuple(torch.rand(d_model, d_k, generator=g) for _ in range(3))
+    elif preset.weight_init == "linear":
+        # nn.Linear(D, d_k) draws its (d_k, D) weight from U(-1/√D, 1/√D); W = weight.T.
+        g = torch.Generator().manual_seed(seed)
+        bound = 1.0 / math.sqrt(d_model)
+        weights = tuple(torch.empty(d_k, d_model).uniform_(-bound, bound, generator=g).T for _ in range(3))
+    else:  # identity
+        weights = tuple(torch.eye(d_model, d_k) for _ in range(3))
+    return {"x": x, "w_query": weights[0], "w_key": weights[1], "w_value": weights[2]}
+
+
+def apply_edits(name: str, base: torch.Tensor, cells: Mapping[tuple[int, int], Optional[float]]) -> torch.Tensor:
+    """``base`` with the user's cell edits; edits outside its shape are kept but not applied.
+
+    Raises:
+        InputError: for an emptied, non-numeric, non-finite or too large cell,
+            naming the matrix and the cell (1-based).
+    """
+    if not cells:
+        return base
+    out = base.clone()
+    rows, cols = base.shape
+    label = EDITABLE.get(name, name)
+    for (i, j), value in sorted(cells.items()):
+        if not (0 <= i < rows and 0 <= j < cols):
+            continue
+        where = f"{label} row {i + 1}, column {j + 1}"
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            raise InputError(f"The cell {where} is empty: type a number.", field=name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InputError(f"The cell {where} holds “{value}”, which is not a number.", field=name)
+        if not math.isfinite(value) or abs(value) > MAX_ABS_VALUE:
+            raise InputError(
+                f"The cell {where} is {value:g}; values must lie between −{MAX_ABS_VALUE:g} and {MAX_ABS_VALUE:g}.",
+                field=name,
+            )
+        out[i, j] = float(value)
+    return out
+
+
+def build_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> Walkthrough:
+    """Everything the self-attention pages show.
+
+    Args:
+        settings: validated settings (see ``settings.validate_settings``).
+        edits: the user's cell edits by matrix name ("x", "w_query", "w_key", "w_value").
+
+    Returns:
+        The :class:`Walkthrough`.
+
+    Raises:
+        InputError: for a bad sentence (see :func:`check_tokens`) or a bad edited cell.
+    """
+    edits = edits or {}
+    words, ids, vocabulary = check_tokens(settings)
+    base = base_matrices(settings, ids, vocabulary)
+    m = {name: apply_edits(name, base[name], edits.get(name, {})) for name in base}
+    trace = self_attention(m["x"], m["w_query"], m["w_key"], m["w_value"])
+    att = trace.attention
+    reference = F.scaled_dot_product_attention(att.query, att.key, att.value)
+    diff = float((att.output - reference).abs().max())
+    matches = bool(torch.allclose(att.output, reference, rtol=1e-5, atol=1e-5))
+    notes = []
+    top = float(att.weights.max(dim=-1).values.min())
+    if top > 0.999:
+        notes.append(
+            "Every row of the weights is (almost) one-hot: the scaled scores differ by so much that "
+            "the softmax puts all the weight on one key. This is the saturation that ÷ √d_k is there to reduce."
+        )
+    return Walkthrough(
+        settings=settings, preset=PRESETS[settings.preset], tokens=words, token_ids=ids,
+        vocabulary=vocabulary, base=base, trace=trace, weightless=attention_without_weights(m["x"]),
+        torch_max_abs_diff=diff, torch_matches=matches, notes=tuple(notes),
+    )
