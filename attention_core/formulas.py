@@ -210,7 +210,6 @@ def _dot(left, right) -> sp.Expr:
     return sp.Add(*terms, evaluate=False) if len(terms) > 1 else terms[0]
 
 
-@lru_cache(maxsize=256)
 def entry_latex(entry: Entry) -> str:
     """The element formula of ``entry`` with its numbers substituted, and the result.
 
@@ -226,6 +225,104 @@ def entry_latex(entry: Entry) -> str:
         exps = [sp.latex(sp.exp(_num(a), evaluate=False)) for a in entry.left]
         numbers = r"\frac{%s}{%s}" % (exps[entry.col], " + ".join(exps))
     else:
-        numbers = sp.latex(_dot(entry.left, entry.right), order="none")
+        numbers = sp.latex(_dot(entry.left, entry.right), order="none", mul_symbol="dot")
     parts = [sp.latex(general, order="none"), numbers, sp.latex(sp.Float(entry.value, 4))]
     return " = ".join(parts)
+
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
+    "^": r"\^{}", "_": r"\_", "%": r"\%", "~": r"\~{}",
+}
+
+
+def latex_text(text: str) -> str:
+    r"""User text (a token) as a safe LaTeX ``\text{...}``: every special character escaped."""
+    return r"\text{" + "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text) + "}"
+
+
+@dataclass(frozen=True)
+class WeightlessSteps:
+    """Seed 004's worked example for one query token, as LaTeX lines.
+
+    Attributes:
+        dots: ω_qj = x_q · x_j with every product written out, one per key token j.
+        exps: e^{ω_qj} = value, one per key (as e^{ω_qj − m} with m the row maximum
+            when the scores are too large for exp; the softmax is the same).
+        total: Σ_j e^{ω_qj} with its terms and value.
+        weights: α_qj = e^{ω_qj} / Σ = value, one per key.
+        context: z_q = Σ_j α_qj x_j with the vectors written out, and the result.
+        context_value: z_q as floats.
+    """
+
+    dots: tuple[str, ...]
+    exps: tuple[str, ...]
+    total: str
+    weights: tuple[str, ...]
+    context: str
+    context_value: tuple[float, ...]
+
+
+def weightless_steps(x: tuple[tuple[float, ...], ...], tokens: tuple[str, ...], query_index: int) -> WeightlessSteps:
+    """The arithmetic of attention without trainable weights for query token ``query_index``.
+
+    Seed 004 (004_56c592a3d25bc184.txt), "Hello shiny sun!": scores are plain
+    dot products ω_qj = x_q · x_j (no scaling), α_qj = exp(ω_qj) / Σ_l exp(ω_ql),
+    z_q = Σ_j α_qj x_j. Computed with :func:`functional.attention_without_weights`;
+    plain-tuple arguments so that callers can cache the rendering.
+
+    Args:
+        x: X as rows, (T, D).
+        tokens: the T tokens (escaped here before they enter LaTeX).
+        query_index: q, 0-based, < T.
+
+    Raises:
+        IndexError: if query_index is out of range.
+    """
+    import torch  # local: keeps this module's import light for formula-only users
+
+    from .functional import attention_without_weights
+
+    if not 0 <= query_index < len(x):
+        raise IndexError(f"query_index {query_index} outside 0..{len(x) - 1}")
+    trace = attention_without_weights(torch.tensor(x, dtype=torch.float32))
+    q = query_index + 1
+    scores = trace.scores[query_index].tolist()
+    weights = trace.weights[query_index].tolist()
+    # Large scores would overflow exp(); subtract the row maximum m (softmax is unchanged by it).
+    shift = max(scores) if max(scores) > 80 else 0.0
+    exps = [math.exp(s - shift) for s in scores]
+    minus = f" - {sp.latex(sp.Float(shift, 4))}" if shift else ""
+    omega, alpha, z = sp.IndexedBase(r"\omega"), sp.IndexedBase(r"\alpha"), sp.IndexedBase("z")
+    xq = latex_text(tokens[query_index])
+
+    dots, exp_lines, weight_lines = [], [], []
+    for j, (row, token) in enumerate(zip(x, tokens)):
+        lhs = sp.latex(omega[q, j + 1])
+        dots.append(
+            f"{lhs} = x_{{{xq}}} \\cdot x_{{{latex_text(token)}}} = "
+            f"{sp.latex(_dot(x[query_index], row), order='none', mul_symbol='dot')} = {sp.latex(sp.Float(scores[j], 4))}"
+        )
+        exp_lines.append(
+            f"e^{{{lhs}{minus}}} = e^{{{sp.latex(sp.Float(scores[j] - shift, 4))}}} = {sp.latex(sp.Float(exps[j], 4))}"
+        )
+        weight_lines.append(
+            f"{sp.latex(alpha[q, j + 1])} = \\frac{{e^{{{lhs}{minus}}}}}{{\\sum_l e^{{{sp.latex(omega[q, sp.Symbol('l')])}{minus}}}}}"
+            f" = \\frac{{{sp.latex(sp.Float(exps[j], 4))}}}{{{sp.latex(sp.Float(sum(exps), 4))}}}"
+            f" = {sp.latex(sp.Float(weights[j], 4))}"
+        )
+    total = (
+        f"\\sum_l e^{{{sp.latex(omega[q, sp.Symbol('l')])}{minus}}} = "
+        + " + ".join(sp.latex(sp.Float(e, 4)) for e in exps)
+        + f" = {sp.latex(sp.Float(sum(exps), 4))}"
+    )
+    context_value = tuple(trace.output[query_index].tolist())
+    terms = " + ".join(
+        f"{sp.latex(sp.Float(w, 4))} {sp.latex(sp.Matrix([[sp.Float(v, 4) for v in row]]))}"
+        for w, row in zip(weights, x)
+    )
+    context = (
+        f"{sp.latex(z[q])} = \\sum_j {sp.latex(alpha[q, sp.Symbol('j')])} x_j = {terms} = "
+        f"{sp.latex(sp.Matrix([[sp.Float(v, 4) for v in context_value]]))}"
+    )
+    return WeightlessSteps(tuple(dots), tuple(exp_lines), total, tuple(weight_lines), context, context_value)

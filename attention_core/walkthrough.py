@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from .errors import InputError
+from .formulas import stage_matrix
 from .functional import AttentionTrace, SelfAttentionTrace, attention_without_weights, self_attention
 from .presets import PRESETS, Preset
 from .settings import EDITABLE, MAX_ABS_VALUE, MAX_TOKENS, Edits, Settings
@@ -40,6 +41,8 @@ class Walkthrough:
         weightless: seed 004's attention without trainable weights on the edited X.
         torch_max_abs_diff: max |trace.output - F.scaled_dot_product_attention(Q, K, V)|.
         torch_matches: whether they agree to rtol = atol = 1e-5.
+        weightless_torch_diff, weightless_torch_matches: the same for ``weightless``
+            against ``F.scaled_dot_product_attention(X, X, X, scale=1.0)``.
         notes: remarks for the user (e.g. the softmax saturates).
     """
 
@@ -53,6 +56,8 @@ class Walkthrough:
     weightless: AttentionTrace
     torch_max_abs_diff: float
     torch_matches: bool
+    weightless_torch_diff: float
+    weightless_torch_matches: bool
     notes: tuple[str, ...]
 
 
@@ -152,6 +157,11 @@ def apply_edits(name: str, base: torch.Tensor, cells: Mapping[tuple[int, int], O
     return out
 
 
+def _compare(ours: torch.Tensor, reference: torch.Tensor) -> tuple[float, bool]:
+    """(max |ours - reference|, allclose with rtol = atol = 1e-5)."""
+    return float((ours - reference).abs().max()), bool(torch.allclose(ours, reference, rtol=1e-5, atol=1e-5))
+
+
 def build_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> Walkthrough:
     """Everything the self-attention pages show.
 
@@ -171,9 +181,9 @@ def build_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> Walk
     m = {name: apply_edits(name, base[name], edits.get(name, {})) for name in base}
     trace = self_attention(m["x"], m["w_query"], m["w_key"], m["w_value"])
     att = trace.attention
-    reference = F.scaled_dot_product_attention(att.query, att.key, att.value)
-    diff = float((att.output - reference).abs().max())
-    matches = bool(torch.allclose(att.output, reference, rtol=1e-5, atol=1e-5))
+    diff, matches = _compare(att.output, F.scaled_dot_product_attention(att.query, att.key, att.value))
+    weightless = attention_without_weights(m["x"])
+    w_diff, w_matches = _compare(weightless.output, F.scaled_dot_product_attention(m["x"], m["x"], m["x"], scale=1.0))
     notes = []
     top = float(att.weights.max(dim=-1).values.min())
     if top > 0.999:
@@ -183,6 +193,32 @@ def build_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> Walk
         )
     return Walkthrough(
         settings=settings, preset=PRESETS[settings.preset], tokens=words, token_ids=ids,
-        vocabulary=vocabulary, base=base, trace=trace, weightless=attention_without_weights(m["x"]),
-        torch_max_abs_diff=diff, torch_matches=matches, notes=tuple(notes),
+        vocabulary=vocabulary, base=base, trace=trace, weightless=weightless,
+        torch_max_abs_diff=diff, torch_matches=matches,
+        weightless_torch_diff=w_diff, weightless_torch_matches=w_matches, notes=tuple(notes),
     )
+
+
+def token_labels(tokens: tuple[str, ...]) -> list[str]:
+    """Row/column labels for tokens: "1 I", "2 Like", ... (numbered, so repeated words stay distinct)."""
+    return [f"{i + 1} {t}" for i, t in enumerate(tokens)]
+
+
+def dim_labels(prefix: str, n: int) -> list[str]:
+    """Column labels for vector components: "d1", "d2", ..."""
+    return [f"{prefix}{j + 1}" for j in range(n)]
+
+
+def stage_labels(walk: Walkthrough, stage: str) -> tuple[list[str], list[str]]:
+    """(row labels, column labels) of a stage's matrix; rows are the tokens (queries)."""
+    rows = token_labels(walk.tokens)
+    if stage in ("scores", "scaled_scores", "weights"):
+        return rows, rows
+    width = stage_matrix(walk.trace, stage).shape[1]
+    return rows, dim_labels("d" if stage == "inputs" else "c", width)
+
+
+def clamp_entry(walk: Walkthrough, stage: str, row: int, col: int) -> tuple[int, int]:
+    """(row, col) moved inside the stage's matrix (its shape changes with the stage and dims)."""
+    rows, cols = stage_matrix(walk.trace, stage).shape
+    return min(max(row, 0), rows - 1), min(max(col, 0), cols - 1)

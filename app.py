@@ -1,0 +1,32 @@
+"""Attention Explorer: the router. Pages live in pages/; the math in attention_core/."""
+
+import streamlit as st
+
+from attention_core.presets import PRESETS
+from ui import state
+
+st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
+
+PAGES = {
+    "Start": [
+        st.Page("pages/overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
+    ],
+    "Self-attention": [
+        st.Page("pages/tokens.py", title="Tokens & embeddings", icon=":material/abc:", url_path="tokens"),
+        st.Page("pages/no_weights.py", title="Attention without trainable weights", icon=":material/front_hand:",
+                url_path="no-weights"),
+        st.Page("pages/self_attention.py", title="Scaled dot-product self-attention", icon=":material/calculate:",
+                url_path="self-attention"),
+    ],
+}
+
+page = st.navigation(PAGES)
+
+with st.sidebar:
+    st.markdown("### Example")
+    state.bind(st.selectbox, "Worked example", "preset", options=list(PRESETS),
+               format_func=lambda k: PRESETS[k].title)
+    preset = PRESETS[state.settings().preset]
+    st.caption(f"{preset.note}  \nSource: {preset.source}")
+
+page.run()

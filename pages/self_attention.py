@@ -1,0 +1,94 @@
+"""Scaled dot-product self-attention, step by step: X -> Q, K, V -> Q Kᵀ -> ÷ √d_k -> softmax -> · V."""
+
+import inspect
+
+import streamlit as st
+
+from attention_core import functional
+from attention_core.errors import InputError
+from attention_core.formulas import STAGES, entry_of, stage_matrix
+from attention_core.settings import MAX_DIM, MAX_SEED, MIN_DIM
+from attention_core.walkthrough import build_walkthrough, clamp_entry, dim_labels, stage_labels, token_labels
+from ui import state, widgets
+
+EXPLAIN = {
+    "inputs": "Each row is one token's embedding (from *Tokens & embeddings*).",
+    "query": "Each token's **query**: what it is looking for. Row i of Q is x_i times W_q.",
+    "key": "Each token's **key**: how it presents itself to queries. Row j of K is x_j times W_k.",
+    "value": "Each token's **value**: what it hands over when attended to. Row j of V is x_j times W_v.",
+    "scores": "Entry (i, j) is the dot product of query i with key j: how well token j matches what token i "
+              "looks for.",
+    "scaled_scores": "Divide by √d_k. The dot product of two d_k-long vectors grows with d_k; without this "
+                     "the softmax would put nearly all weight on one key.",
+    "weights": "Softmax along each row: exponentiate, divide by the row's sum. Each row now sums to 1.",
+    "output": "Row i is token i's **context vector**: the weighted sum of all value rows, with row i of the "
+              "weights.",
+}
+
+st.title("Scaled dot-product self-attention, step by step")
+st.latex(r"\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V"
+         r"\qquad\text{(Vaswani et al. 2017, eq. 1)}")
+widgets.show_messages()
+
+settings = state.settings()
+c1, c2, c3 = st.columns([1, 1, 3])
+with c1:
+    state.bind(st.number_input, "d_k (width of q, k, v)", "d_k", min_value=MIN_DIM, max_value=MAX_DIM, step=1)
+with c2:
+    state.bind(st.number_input, "Seed", "seed", min_value=0, max_value=MAX_SEED, step=1,
+               disabled=settings.preset == "hello", help="Seeds the random W_q, W_k, W_v (and embeddings).")
+with c3:
+    st.markdown(f"**Sentence:** {widgets.md_escape(settings.sentence)}  \n"
+                f"d_model = {settings.d_model}. Change them on *Tokens & embeddings*.")
+
+try:
+    walk = build_walkthrough(settings, state.edits())
+except InputError as error:
+    widgets.show_error(error)
+    st.stop()
+
+rows = token_labels(walk.tokens)
+with st.expander("The weights W_q, W_k, W_v (seeded; edit any cell)"):
+    st.caption(f"Each is d_model × d_k = {settings.d_model} × {settings.d_k}: Q = X W_q, K = X W_k, V = X W_v.")
+    tabs = st.tabs(["W_q", "W_k", "W_v"])
+    for tab, name in zip(tabs, ("w_query", "w_key", "w_value")):
+        with tab:
+            widgets.matrix_editor(name, walk.base[name], dim_labels("d", settings.d_model),
+                                  dim_labels("c", settings.d_k))
+
+widgets.stepper(STAGES, settings.stage)
+stage = settings.stage
+st.markdown(EXPLAIN[stage])
+
+formula_col, matrix_col = st.columns([2, 3])
+with formula_col:
+    st.markdown("**Formula**")
+    widgets.stage_formulas(stage)
+row, col = clamp_entry(walk, stage, settings.entry_row, settings.entry_col)
+if (row, col) != (settings.entry_row, settings.entry_col):
+    state.update(entry_row=row, entry_col=col)
+row_labels, col_labels = stage_labels(walk, stage)
+with matrix_col:
+    shape = tuple(stage_matrix(walk.trace, stage).shape)
+    st.markdown(f"**{STAGES[stage]}**: {shape[0]} × {shape[1]}. Click a cell to explain it.")
+    widgets.heatmap(stage_matrix(walk.trace, stage), row_labels, col_labels, key=f"sa_heatmap_{stage}",
+                    selected=(row, col), clickable=True,
+                    row_title="query token" if stage != "inputs" else "token",
+                    col_title="key token" if col_labels == rows else "column")
+
+st.subheader("Explain this entry")
+r1, r2 = st.columns(2)
+with r1:
+    state.bind(st.selectbox, "Row", "entry_row", options=list(range(len(row_labels))),
+               format_func=lambda i: row_labels[i])
+with r2:
+    state.bind(st.selectbox, "Column", "entry_col", options=list(range(len(col_labels))),
+               format_func=lambda j: col_labels[j])
+widgets.entry_formula(entry_of(walk.trace, stage, row, col))
+
+for note in walk.notes:
+    st.info(note)
+widgets.torch_check(walk.torch_max_abs_diff, walk.torch_matches,
+                    "torch.nn.functional.scaled_dot_product_attention(Q, K, V)")
+with st.expander("Show the code"):
+    st.code(inspect.getsource(functional.scaled_dot_product_attention), language="python")

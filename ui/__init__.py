@@ -1,0 +1,1 @@
+"""Shared Streamlit widgets and session state for the pages (no math here)."""

@@ -1,0 +1,98 @@
+"""The one home for session state: the settings object and the user's matrix edits.
+
+Per session we keep only a frozen :class:`Settings` (a few numbers and the
+sentence) and the cells the user edited (a small dict per preset). Widgets are
+bound to settings fields through callbacks, so a change on one page shows on
+every page, and widget keys are re-seeded from the settings whenever a page
+renders a widget again (Streamlit deletes the state of widgets it did not
+render on the last run).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import streamlit as st
+
+from attention_core.settings import Settings
+
+_SETTINGS = "settings"
+_MESSAGES = "settings_messages"
+_EDITS = "edits"  # {preset: {matrix name: {(row, col): value}}}
+_VERSIONS = "editor_versions"  # {matrix name: int}, bumped to give an editor a fresh widget
+
+
+def settings() -> Settings:
+    """The current settings (created with the defaults on first use)."""
+    return st.session_state.setdefault(_SETTINGS, Settings())
+
+
+def widget_key(field: str) -> str:
+    """The session-state key of the widget bound to a settings field."""
+    return f"setting_{field}"
+
+
+def update(**changes: Any) -> None:
+    """Validate and store changed settings; keep bound widgets in step.
+
+    Call from widget callbacks, or in a page before the bound widgets of the
+    changed fields are created (their keys may only be written before then).
+    """
+    new, messages = settings().replace(**changes)
+    st.session_state[_SETTINGS] = new
+    st.session_state[_MESSAGES] = messages
+    for field in new.__dataclass_fields__:
+        key = widget_key(field)
+        if key in st.session_state and st.session_state[key] != getattr(new, field):
+            st.session_state[key] = getattr(new, field)
+
+
+def choose_preset(key: str) -> None:
+    """Switch to a preset's sentence, dims and seed, keeping the walk-through position.
+
+    The user's edits are stored per preset, so switching back restores them.
+    """
+    defaults = Settings.for_preset(key)
+    update(**{f: getattr(defaults, f) for f in ("preset", "sentence", "d_model", "d_k", "seed")})
+
+
+def messages() -> list[str]:
+    """Messages from the last settings validation (e.g. a value that was out of range)."""
+    return st.session_state.get(_MESSAGES, [])
+
+
+def bind(widget: Callable[..., Any], label: str, field: str, **kwargs: Any) -> Any:
+    """Create ``widget`` bound to settings ``field``: it shows the setting and writes changes back."""
+    key = widget_key(field)
+    if key not in st.session_state:
+        st.session_state[key] = getattr(settings(), field)
+    return widget(label, key=key, on_change=_commit, args=(field,), **kwargs)
+
+
+def _commit(field: str) -> None:
+    value = st.session_state[widget_key(field)]
+    if field == "preset":
+        choose_preset(value)
+    else:
+        update(**{field: value})
+
+
+def edits() -> dict[str, dict[tuple[int, int], Optional[float]]]:
+    """The current preset's cell edits: matrix name -> {(row, col): value}."""
+    return st.session_state.setdefault(_EDITS, {}).setdefault(settings().preset, {})
+
+
+def set_cells(name: str, cells: dict[tuple[int, int], Optional[float]]) -> None:
+    """Merge cell edits into a matrix's stored edits."""
+    edits().setdefault(name, {}).update(cells)
+
+
+def reset_matrix(name: str) -> None:
+    """Forget a matrix's edits and give its editor a fresh widget."""
+    edits().pop(name, None)
+    versions = st.session_state.setdefault(_VERSIONS, {})
+    versions[name] = versions.get(name, 0) + 1
+
+
+def editor_version(name: str) -> int:
+    return st.session_state.get(_VERSIONS, {}).get(name, 0)

@@ -1,0 +1,229 @@
+"""Widgets every page uses: heatmaps, formulas, matrix editors, the step picker, the PyTorch check.
+
+Pages call these with values from ``attention_core``; nothing here computes
+attention. Rendering of formulas is cached (``st.cache_data``) on plain values.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Optional, Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from attention_core.errors import InputError
+from attention_core.formulas import Entry, entry_latex, general_latex
+from attention_core.matrix_text import parse_matrix
+from attention_core.settings import EDITABLE, MAX_ABS_VALUE
+
+from . import state
+
+CELL_PX = 56  # heatmap cell size: numbers stay readable on a projector
+
+
+# ---------------------------------------------------------------- text helpers
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~])")
+
+
+def md_escape(text: str) -> str:
+    """User text made safe for Markdown (and Streamlit's $...$ LaTeX)."""
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def show_error(error: InputError) -> None:
+    st.error(error.message, icon=":material/error:")
+
+
+def show_messages() -> None:
+    """Messages from settings validation (a value was out of range and was repaired)."""
+    for message in state.messages():
+        st.warning(message, icon=":material/info:")
+
+
+# ---------------------------------------------------------------- formulas
+
+
+@st.cache_data(show_spinner=False)
+def _general_latex(stage: str) -> tuple[str, str]:
+    return general_latex(stage)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _entry_latex(entry: Entry) -> str:
+    return entry_latex(entry)
+
+
+def stage_formulas(stage: str) -> None:
+    """The matrix form and the element form of a stage."""
+    matrix, element = _general_latex(stage)
+    st.latex(matrix)
+    st.latex(element)
+
+
+def entry_formula(entry: Entry) -> None:
+    """One entry's formula with its numbers in and its result."""
+    st.latex(_entry_latex(entry))
+
+
+# ---------------------------------------------------------------- heatmap
+
+
+def heatmap(
+    matrix,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    key: str,
+    selected: Optional[tuple[int, int]] = None,
+    clickable: bool = False,
+    row_title: str = "",
+    col_title: str = "",
+) -> None:
+    """A matrix as an Altair heatmap with its numbers written in the cells.
+
+    Clicking a cell (when ``clickable``) sets the explained entry in the settings.
+    Values of -inf (blocked by a mask) are drawn grey and labelled −∞.
+    """
+    m = np.asarray(matrix, dtype=float)
+    ii, jj = np.indices(m.shape)
+    values = m.ravel()
+    blocked = np.isneginf(values)
+    df = pd.DataFrame({
+        "i": ii.ravel(),
+        "j": jj.ravel(),
+        "row": np.asarray(row_labels, dtype=object)[ii.ravel()],
+        "col": np.asarray(col_labels, dtype=object)[jj.ravel()],
+        "value": np.where(blocked, np.nan, values),
+        "blocked": blocked,
+    })
+    finite = values[np.isfinite(values)]
+    top = float(np.abs(finite).max()) if finite.size else 1.0
+    x = alt.X("col:N", sort=list(col_labels), title=col_title, axis=alt.Axis(labelAngle=-40, orient="top", labelOverlap=False, labelLimit=140))
+    y = alt.Y("row:N", sort=list(row_labels), title=row_title)
+    color = alt.condition(
+        "datum.blocked",
+        alt.value("#d0d0d0"),
+        alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domain=[-top or -1, top or 1], reverse=True),
+                  legend=alt.Legend(title="value", orient="right")),
+    )
+    base = alt.Chart(df).encode(x=x, y=y)
+    rect = base.mark_rect().encode(color=color, tooltip=["row", "col", alt.Tooltip("value:Q", format=".6g")])
+    text = base.mark_text(fontSize=15).encode(
+        text=alt.condition("datum.blocked", alt.value("−∞"), alt.Text("value:Q", format=".3~g")),
+        color=alt.condition(f"abs(datum.value) > {0.6 * top}", alt.value("white"), alt.value("black")),
+    )
+    layers = [rect, text]
+    if selected is not None:
+        si, sj = selected
+        outline = base.transform_filter(f"datum.i == {si} && datum.j == {sj}").mark_rect(
+            fill=None, stroke="#111", strokeWidth=4
+        )
+        layers.append(outline)
+    chart = alt.layer(*layers).properties(
+        width=alt.Step(CELL_PX), height=alt.Step(CELL_PX * 0.75)
+    ).configure_axis(labelFontSize=15, titleFontSize=15).configure_legend(labelFontSize=13, titleFontSize=13)
+    if clickable:
+        cell = alt.selection_point(name="cell", fields=["i", "j"], on="click")
+        chart = chart.add_params(cell)
+        st.altair_chart(chart, key=key, on_select=functools.partial(_on_cell_click, key),
+                        selection_mode="cell", width="content")
+    else:
+        st.altair_chart(chart, key=key, width="content")
+
+
+def _on_cell_click(key: str) -> None:
+    event = st.session_state.get(key)
+    points = (event or {}).get("selection", {}).get("cell") or []
+    if points:
+        state.update(entry_row=int(points[0]["i"]), entry_col=int(points[0]["j"]))
+
+
+# ---------------------------------------------------------------- editors
+
+
+def matrix_editor(name: str, base, row_labels: Sequence[str], col_labels: Sequence[str]) -> None:
+    """Edit a matrix cell by cell; edits are kept in ``ui.state`` and survive page switches.
+
+    ``base`` is the seeded matrix; the editor shows it with the stored edits on top.
+    """
+    preset = state.settings().preset
+    shape = tuple(base.shape)
+    cells = state.edits().get(name, {})
+    data = np.array(base, dtype=float, copy=True)
+    for (i, j), value in cells.items():
+        if i < shape[0] and j < shape[1]:
+            data[i, j] = np.nan if value is None else value
+    df = pd.DataFrame(data, index=list(row_labels), columns=list(col_labels))
+    key = f"editor_{preset}_{name}_{shape[0]}x{shape[1]}_{state.editor_version(name)}"
+    st.data_editor(
+        df,
+        key=key,
+        num_rows="fixed",
+        on_change=_on_edit,
+        args=(name, key, list(col_labels)),
+        column_config={c: st.column_config.NumberColumn(c, format="%.4f") for c in col_labels},
+    )
+    label = EDITABLE[name]
+    c1, c2 = st.columns([1, 3])
+    c1.button(f"Reset {label}", key=f"reset_{name}", on_click=state.reset_matrix, args=(name,),
+              disabled=not cells, help=f"Forget your edits of {label} and go back to the seeded values.")
+    with c2.popover(f"Paste {label} as text"):
+        st.caption(f"{shape[0]} lines of {shape[1]} numbers, separated by spaces or commas.")
+        draft_key = f"paste_{name}"
+        st.text_area(f"{label} as text", key=draft_key, height=120)
+        st.button(f"Use this {label}", key=f"paste_apply_{name}", on_click=_on_paste,
+                  args=(name, draft_key, shape))
+        if error := st.session_state.get(f"paste_error_{name}"):
+            st.error(error, icon=":material/error:")
+
+
+def _on_edit(name: str, key: str, col_labels: list[str]) -> None:
+    delta = st.session_state[key].get("edited_rows", {})
+    cells = {}
+    for row, changes in delta.items():
+        for col, value in changes.items():
+            if col in col_labels:
+                cells[(int(row), col_labels.index(col))] = None if value is None else float(value)
+    state.set_cells(name, cells)
+
+
+def _on_paste(name: str, draft_key: str, shape: tuple[int, int]) -> None:
+    try:
+        rows = parse_matrix(st.session_state.get(draft_key, ""), *shape, label=EDITABLE[name], max_abs=MAX_ABS_VALUE)
+    except InputError as error:
+        st.session_state[f"paste_error_{name}"] = error.message
+        return
+    st.session_state.pop(f"paste_error_{name}", None)
+    state.reset_matrix(name)
+    state.set_cells(name, {(i, j): v for i, row in enumerate(rows) for j, v in enumerate(row)})
+
+
+# ---------------------------------------------------------------- stepping and checks
+
+
+def stepper(stages: dict[str, str], current: str) -> None:
+    """Previous / Next buttons and a step picker bound to ``settings.stage``."""
+    keys = list(stages)
+    index = keys.index(current)
+    left, middle, right = st.columns([1, 3, 1], vertical_alignment="bottom")
+    left.button("◀ Previous", key="step_prev", disabled=index == 0, width="stretch",
+                on_click=state.update, kwargs={"stage": keys[max(index - 1, 0)]})
+    with middle:
+        state.bind(st.selectbox, "Step", "stage", options=keys,
+                   format_func=lambda k: f"{keys.index(k) + 1} / {len(keys)}: {stages[k]}")
+    right.button("Next ▶", key="step_next", disabled=index == len(keys) - 1, width="stretch",
+                 on_click=state.update, kwargs={"stage": keys[min(index + 1, len(keys) - 1)]})
+
+
+def torch_check(max_abs_diff: float, matches: bool, reference: str) -> None:
+    """The line that states our numbers against PyTorch's."""
+    text = f"Checked against PyTorch: max |ours − `{reference}`| = {max_abs_diff:.2e}"
+    if matches:
+        st.success(text + " ✓", icon=":material/check_circle:")
+    else:
+        st.error(text + " — they disagree.", icon=":material/cancel:")
