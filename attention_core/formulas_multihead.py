@@ -1,0 +1,197 @@
+r"""The formulas of the masking and multi-head steps, built with sympy.
+
+Like :mod:`formulas`: each stage has a matrix formula and an element formula
+(:func:`general_latex`), and :func:`entry_latex` writes one entry (row, col)
+of a :class:`multihead.MultiHeadTrace` with its numbers substituted.
+No user text goes through sympy.
+
+Sources: Vaswani et al. 2017, "Attention Is All You Need", eq. 1 and
+sec. 3.2.2 (MultiHead = Concat(head_1, ..., head_h) W^O); sec. 3.2.3 (masking
+to -inf); seed 001 (001_9275b51964da46b3.txt) for
+softmax(Q Kᵀ / √d_k + Mask) V with Mask_ij = 0 if j <= i, -inf otherwise, and
+the multi-head formulas with d_h = d_model / h.
+
+Index legend: i query row, j key row or output column, l the summed index,
+r the head (1..h), c a column inside a head (1..d_head), h = num_heads.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import sympy as sp
+import torch
+
+from .multihead import MultiHeadTrace, head_columns
+
+#: The multi-head walk-through's new stages, in order: key -> title.
+STAGES: dict[str, str] = {
+    "masked_scores": "Masked scores: −∞ where blocked",
+    "split": "Split Q, K, V into heads",
+    "head": "Each head: softmax(Q_r K_rᵀ / √d_head + M) V_r",
+    "concat": "Concat(head_1, …, head_h)",
+    "output": "Output: Concat · W_O + b_O",
+}
+
+_i, _j, _l, _r, _c = sp.symbols("i j l r c", integer=True, positive=True)
+_h = sp.Symbol("h", integer=True, positive=True)
+_d_head = sp.Symbol(r"d_{head}", integer=True, positive=True)
+_d_out = sp.Symbol(r"d_{out}", integer=True, positive=True)
+_n = sp.Symbol("n", integer=True, positive=True)
+_TOP = sp.Symbol(r"\top")
+_softmax = sp.Function(r"\operatorname{softmax}")
+_concat = sp.Function(r"\operatorname{Concat}")
+
+
+def _nc(name: str) -> sp.Symbol:
+    return sp.Symbol(name, commutative=False)
+
+
+def _head(name: str, r=_r) -> sp.Symbol:
+    return _nc(f"{name}_{{{sp.latex(r)}}}")
+
+
+_a, _a_masked, _q, _k, _v = (sp.IndexedBase(n) for n in ("a", r"a'", "q", "k", "v"))
+_c_base, _o, _w_o, _b_o = (sp.IndexedBase(n) for n in ("c", "o", "W^{O}", "b^{O}"))
+
+
+def _column(r=_r, c=_c) -> sp.Expr:
+    """The column (r - 1) d_head + c of Q that is column c of head r, kept in that order."""
+    return sp.Add(sp.Mul(sp.Add(r, -1, evaluate=False), _d_head, evaluate=False), c, evaluate=False)
+
+
+def _per_head(base: str, r=_r) -> sp.IndexedBase:
+    return sp.IndexedBase(f"{base}^{{({sp.latex(r)})}}")
+
+
+def _matrix_formula(stage: str) -> sp.Expr:
+    scaled = sp.Mul(_nc("Q"), sp.Pow(_nc("K"), _TOP, evaluate=False), 1 / sp.sqrt(sp.Symbol("d_k")))
+    if stage == "masked_scores":
+        return sp.Eq(_nc("A'"), sp.Add(scaled, _nc("M"), evaluate=False))
+    if stage == "split":
+        return sp.Eq(_head("Q"), sp.Symbol(r"Q_{:,\ (r-1)\,d_{head}+1\,:\,r\,d_{head}}"))
+    if stage == "head":
+        inner = sp.Add(
+            sp.Mul(_head("Q"), sp.Pow(_head("K"), _TOP, evaluate=False), 1 / sp.sqrt(_d_head)),
+            _nc("M"), evaluate=False,
+        )
+        return sp.Eq(_head(r"\mathrm{head}"), sp.Mul(_softmax(inner), _head("V")))
+    if stage == "concat":
+        heads = (_head(r"\mathrm{head}", 1), sp.Symbol(r"\dots"), _head(r"\mathrm{head}", _h))
+        return sp.Eq(_nc("C"), _concat(*heads))
+    if stage == "output":
+        return sp.Eq(_nc("O"), sp.Add(sp.Mul(_nc("C"), _nc("W_O")), _nc("b_O"), evaluate=False))
+    raise KeyError(stage)
+
+
+def _element_formula(stage: str, i=_i, j=_j, r=_r) -> sp.Expr:
+    """The element form of a stage, for symbolic or given 1-based (i, j) and head r."""
+
+    def prod(a, b):
+        return sp.Mul(a, b, evaluate=False)
+
+    if stage == "masked_scores":
+        # Seed 001's causal mask: M_ij = 0 for j <= i, -inf for j > i.
+        return sp.Eq(_a_masked[i, j], sp.Piecewise((_a[i, j], sp.Le(_j, _i)), (-sp.oo, True)))
+    if stage == "split":
+        return sp.Eq(_per_head("q", r)[i, _c], _q[i, _column(r)])
+    if stage == "head":
+        alpha, v, z = _per_head(r"\alpha", r), _per_head("v", r), _per_head("z", r)
+        return sp.Eq(z[i, _c], sp.Sum(prod(alpha[i, _l], v[_l, _c]), (_l, 1, _n)))
+    if stage == "concat":
+        return sp.Eq(_c_base[i, _column(r)], _per_head("z", r)[i, _c])
+    if stage == "output":
+        return sp.Eq(_o[i, j], sp.Add(sp.Sum(prod(_c_base[i, _l], _w_o[_l, j]), (_l, 1, _d_out)),
+                                      _b_o[j], evaluate=False))
+    raise KeyError(stage)
+
+
+@lru_cache(maxsize=None)
+def general_latex(stage: str) -> tuple[str, str]:
+    """The (matrix form, element form) of a stage, as LaTeX.
+
+    Raises:
+        KeyError: for a stage not in :data:`STAGES`.
+    """
+    return sp.latex(_matrix_formula(stage), order="none"), sp.latex(_element_formula(stage), order="none")
+
+
+def mask_latex(mask: torch.Tensor) -> str:
+    r"""The additive mask M of a 2-d bool mask (True = may attend) as a LaTeX matrix of 0 and −∞."""
+    if mask.dim() != 2:
+        raise ValueError(f"mask_latex needs a 2-d mask, got shape {tuple(mask.shape)}")
+    rows = [[sp.Integer(0) if allowed else -sp.oo for allowed in row] for row in mask.tolist()]
+    return "M = " + sp.latex(sp.Matrix(rows))
+
+
+def _num(value: float) -> sp.Expr:
+    if value in (float("inf"), float("-inf")):
+        return sp.oo if value > 0 else -sp.oo
+    return sp.UnevaluatedExpr(sp.Float(value, 4))
+
+
+def entry_latex(trace: MultiHeadTrace, stage: str, row: int, col: int, head: int = 0) -> str:
+    """The element formula of one entry with its numbers substituted, and the result.
+
+    Indices are shown 1-based, as in the seed articles.
+
+    Args:
+        trace: an unbatched trace (inputs (T, d)); for a batch, pass one example's inputs.
+        stage: a key of :data:`STAGES`.
+        row: the query row i (0-based).
+        col: for ``masked_scores`` the key j; for ``split``, ``head`` the column
+            c inside the head; for ``concat`` and ``output`` the column j.
+        head: the head r (0-based) for ``masked_scores``, ``split`` and ``head``.
+
+    Raises:
+        ValueError: for a batched trace. KeyError: unknown stage.
+        IndexError: row, col or head out of range.
+    """
+    if trace.x_query.dim() != 2:
+        raise ValueError("entry_latex needs an unbatched trace (inputs of shape (T, d))")
+    if not 0 <= head < trace.num_heads:
+        raise IndexError(f"head {head} outside 0..{trace.num_heads - 1}")
+    att = trace.heads[head]
+    matrix = {
+        "masked_scores": att.masked_scores, "split": trace.query_heads[head],
+        "head": att.output, "concat": trace.concat, "output": trace.output,
+    }[stage]
+    if not (0 <= row < matrix.shape[0] and 0 <= col < matrix.shape[1]):
+        raise IndexError(f"entry ({row}, {col}) is outside {tuple(matrix.shape)}")
+    value = float(matrix[row, col])
+    i, j, r = row + 1, col + 1, head + 1
+
+    if stage == "masked_scores":
+        allowed = att.attn_mask is None or bool(att.attn_mask[row, col])
+        general = sp.Eq(_a_masked[i, j], _a[i, j]) if allowed else _a_masked[i, j]
+        numbers = None
+    elif stage == "split":
+        general = sp.Eq(_per_head("q", r)[i, j], _q[i, head * trace.head_dim + j])
+        numbers = None
+    elif stage == "head":
+        general = _element_formula(stage, i, r=r).subs(_c, j)
+        terms = [sp.Mul(_num(a), _num(b), evaluate=False)
+                 for a, b in zip(att.dropped_weights[row].tolist(), att.value[:, col].tolist())]
+        numbers = sp.latex(sp.Add(*terms, evaluate=False), order="none", mul_symbol="dot")
+    elif stage == "concat":
+        r_of = next(k for k, cols in enumerate(head_columns(trace.concat.shape[-1], trace.num_heads)) if col in cols)
+        c = col - r_of * trace.head_dim + 1
+        general = sp.Eq(_c_base[i, j], _per_head("z", r_of + 1)[i, c])
+        numbers = None
+    elif stage == "output":
+        general = _element_formula(stage, i, j)
+        if trace.w_out is None:
+            general, numbers = sp.Eq(_o[i, j], _c_base[i, j]), None
+        else:
+            terms = [sp.Mul(_num(a), _num(b), evaluate=False)
+                     for a, b in zip(trace.concat[row].tolist(), trace.w_out[:, col].tolist())]
+            if trace.b_out is not None:
+                terms.append(_num(float(trace.b_out[col])))
+            numbers = sp.latex(sp.Add(*terms, evaluate=False), order="none", mul_symbol="dot")
+    else:
+        raise KeyError(stage)
+    parts = [sp.latex(general, order="none")]
+    if numbers is not None:
+        parts.append(numbers)
+    parts.append(sp.latex(_num(value)) if value in (float("inf"), float("-inf")) else sp.latex(sp.Float(value, 4)))
+    return " = ".join(parts)
