@@ -1,4 +1,10 @@
-"""Attention Explorer: the router. Pages live in pages/; the math in attention_core/."""
+"""Attention Explorer: the router. Pages live in app_pages/; the math in attention_core/.
+
+The page folder is not called ``pages/``: Streamlit auto-discovers a ``pages/``
+folder next to the entry script and, on a fresh server, runs a deep-linked page
+file on its own (no sidebar, no shared settings) before ``st.navigation`` has
+run once. Every page is listed here explicitly instead.
+"""
 
 import streamlit as st
 
@@ -9,13 +15,13 @@ st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibil
 
 PAGES = {
     "Start": [
-        st.Page("pages/overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
+        st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
     ],
     "Self-attention": [
-        st.Page("pages/tokens.py", title="Tokens & embeddings", icon=":material/abc:", url_path="tokens"),
-        st.Page("pages/no_weights.py", title="Attention without trainable weights", icon=":material/front_hand:",
+        st.Page("app_pages/tokens.py", title="Tokens & embeddings", icon=":material/abc:", url_path="tokens"),
+        st.Page("app_pages/no_weights.py", title="Attention without trainable weights", icon=":material/front_hand:",
                 url_path="no-weights"),
-        st.Page("pages/self_attention.py", title="Scaled dot-product self-attention", icon=":material/calculate:",
+        st.Page("app_pages/self_attention.py", title="Scaled dot-product self-attention", icon=":material/calculate:",
                 url_path="self-attention"),
     ],
 }

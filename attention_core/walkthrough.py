@@ -185,11 +185,12 @@ def build_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> Walk
     weightless = attention_without_weights(m["x"])
     w_diff, w_matches = _compare(weightless.output, F.scaled_dot_product_attention(m["x"], m["x"], m["x"], scale=1.0))
     notes = []
-    top = float(att.weights.max(dim=-1).values.min())
-    if top > 0.999:
+    saturated = (att.weights.max(dim=-1).values > 0.999).nonzero().flatten().tolist()
+    if saturated:
+        which = ", ".join(str(i + 1) for i in saturated)
         notes.append(
-            "Every row of the weights is (almost) one-hot: the scaled scores differ by so much that "
-            "the softmax puts all the weight on one key. This is the saturation that ÷ √d_k is there to reduce."
+            f"Weight row(s) {which} are (almost) one-hot: the scaled scores differ by so much that the "
+            "softmax puts all the weight on one key. This saturation is what ÷ √d_k is there to reduce."
         )
     return Walkthrough(
         settings=settings, preset=PRESETS[settings.preset], tokens=words, token_ids=ids,

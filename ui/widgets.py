@@ -154,7 +154,7 @@ def matrix_editor(name: str, base, row_labels: Sequence[str], col_labels: Sequen
     preset = state.settings().preset
     shape = tuple(base.shape)
     cells = state.edits().get(name, {})
-    data = np.array(base, dtype=float, copy=True)
+    data = base.detach().numpy().astype(float)  # a copy
     for (i, j), value in cells.items():
         if i < shape[0] and j < shape[1]:
             data[i, j] = np.nan if value is None else value

@@ -53,6 +53,6 @@ for key, preset in PRESETS.items():
         )
 
 st.subheader("Where to go next")
-st.page_link("pages/tokens.py", label="Tokens & embeddings: from a sentence to the matrix X", icon=":material/abc:")
-st.page_link("pages/no_weights.py", label="Attention without trainable weights: one context vector by hand", icon=":material/front_hand:")
-st.page_link("pages/self_attention.py", label="Scaled dot-product self-attention, step by step", icon=":material/calculate:")
+st.page_link("app_pages/tokens.py", label="Tokens & embeddings: from a sentence to the matrix X", icon=":material/abc:")
+st.page_link("app_pages/no_weights.py", label="Attention without trainable weights: one context vector by hand", icon=":material/front_hand:")
+st.page_link("app_pages/self_attention.py", label="Scaled dot-product self-attention, step by step", icon=":material/calculate:")

@@ -5,7 +5,7 @@ import streamlit as st
 
 from attention_core.errors import InputError
 from attention_core.presets import PRESETS
-from attention_core.settings import MAX_DIM, MAX_SEED, MAX_TOKENS, MIN_DIM
+from attention_core.settings import MAX_DIM, MAX_TOKENS, MIN_DIM
 from attention_core.walkthrough import build_walkthrough, dim_labels, token_labels
 from ui import state, widgets
 
@@ -28,12 +28,12 @@ with left:
 with right:
     a, b = st.columns(2)
     with a:
-        state.bind(st.number_input, "d_model (embedding width)", "d_model", min_value=MIN_DIM, max_value=MAX_DIM,
+        state.bind(st.number_input, "d_model (embedding width)", "d_model",
                    step=1, disabled=preset.fixed_embeddings,
                    help="Fixed by this example's hand-made vectors." if preset.fixed_embeddings else
-                   "How many numbers describe each token.")
+                   f"How many numbers describe each token ({MIN_DIM} to {MAX_DIM}).")
     with b:
-        state.bind(st.number_input, "Seed", "seed", min_value=0, max_value=MAX_SEED, step=1,
+        state.bind(st.number_input, "Seed", "seed", step=1,
                    disabled=preset.fixed_embeddings,
                    help="torch.manual_seed for the random embedding table.")
 

@@ -7,7 +7,7 @@ import streamlit as st
 from attention_core import functional
 from attention_core.errors import InputError
 from attention_core.formulas import STAGES, entry_of, stage_matrix
-from attention_core.settings import MAX_DIM, MAX_SEED, MIN_DIM
+from attention_core.settings import MAX_DIM, MIN_DIM
 from attention_core.walkthrough import build_walkthrough, clamp_entry, dim_labels, stage_labels, token_labels
 from ui import state, widgets
 
@@ -33,9 +33,10 @@ widgets.show_messages()
 settings = state.settings()
 c1, c2, c3 = st.columns([1, 1, 3])
 with c1:
-    state.bind(st.number_input, "d_k (width of q, k, v)", "d_k", min_value=MIN_DIM, max_value=MAX_DIM, step=1)
+    state.bind(st.number_input, "d_k (width of q, k, v)", "d_k", step=1,
+               help=f"{MIN_DIM} to {MAX_DIM}. d_v = d_k here.")
 with c2:
-    state.bind(st.number_input, "Seed", "seed", min_value=0, max_value=MAX_SEED, step=1,
+    state.bind(st.number_input, "Seed", "seed", step=1,
                disabled=settings.preset == "hello", help="Seeds the random W_q, W_k, W_v (and embeddings).")
 with c3:
     st.markdown(f"**Sentence:** {widgets.md_escape(settings.sentence)}  \n"

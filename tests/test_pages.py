@@ -1,0 +1,248 @@
+"""Every page under streamlit.testing.v1.AppTest: renders on every preset, reacts to widgets,
+and answers bad input with a message while keeping the user's state."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attention_core.presets import PRESETS
+from attention_core.settings import MAX_TOKENS
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+PAGES = ["app_pages/overview.py", "app_pages/tokens.py", "app_pages/no_weights.py", "app_pages/self_attention.py"]
+
+
+def open_app(page: str = "app_pages/overview.py", preset: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception, at.exception
+    if preset is not None:
+        at.selectbox(key="setting_preset").set_value(preset).run()
+    if page != "app_pages/overview.py":
+        at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def errors(at: AppTest) -> str:
+    return " ".join(e.value for e in at.error)
+
+
+def warnings(at: AppTest) -> str:
+    return " ".join(w.value for w in at.warning)
+
+
+def latex(at: AppTest) -> str:
+    return "\n".join(element.value for element in at.latex)
+
+
+def settings(at: AppTest):
+    return at.session_state["settings"]
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders_on_every_preset(page, preset):
+    at = open_app(page, preset)
+    assert settings(at).preset == preset
+    assert not at.exception
+    assert not at.error, errors(at)
+    assert at.title, "every page has a title"
+
+
+@pytest.mark.parametrize("preset", [p for p in PRESETS if p != "hello"])
+def test_self_attention_states_a_passing_torch_check(preset):
+    at = open_app("app_pages/self_attention.py", preset)
+    (check,) = [s.value for s in at.success]
+    assert "torch.nn.functional.scaled_dot_product_attention" in check
+    diff = float(check.split("= ")[-1].split(" ")[0])
+    assert diff < 1e-5
+
+
+def test_preset_switch_loads_the_seed_example():
+    at = open_app("app_pages/tokens.py", "journey_v1")
+    s = settings(at)
+    assert (s.sentence, s.d_model, s.d_k, s.seed) == ("Your journey starts with one step", 3, 2, 123)
+    table = at.dataframe[0].value
+    assert list(table.loc["token"]) == ["Your", "journey", "starts", "with", "one", "step"]
+
+
+def test_seed000_tokens_page_shows_the_seed_ids():
+    at = open_app("app_pages/tokens.py")
+    table = at.dataframe[0].value
+    assert [int(v) for v in table.loc["id"]] == [1, 2, 5, 6, 4, 14, 6]  # seed 000 prints this tensor
+
+
+def test_changing_the_sentence_changes_the_tokens_and_is_shared():
+    at = open_app("app_pages/tokens.py", "custom")
+    at.text_input(key="setting_sentence").set_value("a dog saw a cat").run()
+    assert list(at.dataframe[0].value.loc["token"]) == ["a", "dog", "saw", "a", "cat"]
+    assert [int(v) for v in at.dataframe[0].value.loc["id"]] == [0, 1, 2, 0, 3]
+    at.switch_page("app_pages/self_attention.py").run()
+    assert "a dog saw a cat" in " ".join(m.value for m in at.markdown)
+
+
+def test_stepping_through_the_stages_shows_each_formula():
+    at = open_app("app_pages/self_attention.py")
+    at.selectbox(key="setting_stage").set_value("inputs").run()
+    seen = []
+    for _ in range(8):
+        seen.append(settings(at).stage)
+        assert not at.exception
+        assert len(at.latex) >= 4  # title formula, matrix form, element form, the explained entry
+        next_button = at.button(key="step_next")
+        if next_button.disabled:
+            break
+        next_button.click().run()
+    assert seen == ["inputs", "query", "key", "value", "scores", "scaled_scores", "weights", "output"]
+    at.button(key="step_prev").click().run()
+    assert settings(at).stage == "weights"
+    assert r"\operatorname{softmax}" in latex(at)
+
+
+def test_explain_entry_uses_the_chosen_cell_and_its_real_numbers():
+    at = open_app("app_pages/self_attention.py", "journey_v1")
+    at.selectbox(key="setting_stage").set_value("output").run()
+    at.selectbox(key="setting_entry_row").set_value(1).run()
+    at.selectbox(key="setting_entry_col").set_value(1).run()
+    # rasbt ch03 / seed 004: SelfAttention_v1 with seed 123, context vector of "journey" = [0.3061, 0.8210]
+    assert "{z}_{2,2}" in latex(at)
+    assert "= 0.821" in latex(at)
+
+
+def test_changing_d_k_changes_the_numbers_shown():
+    at = open_app("app_pages/self_attention.py")
+    before = latex(at)
+    at.number_input(key="setting_d_k").set_value(2).run()
+    assert settings(at).d_k == 2
+    assert latex(at) != before
+    assert not at.error
+
+
+def test_weightless_page_reproduces_seed_004_for_shiny():
+    at = open_app("app_pages/no_weights.py", "hello")
+    at.selectbox(key="setting_query_index").set_value(1).run()
+    text = latex(at)
+    assert r"{\omega}_{2,1}" in text and "= 0.7842" in text  # Hello · shiny = 0.34·0.53 + 0.22·0.34 + 0.54·0.98
+    assert "0.399" in text and "0.3854" in text and "0.861" in text  # exact context vector of "shiny"
+    assert any("0.3992, 0.3858, 0.8610" in c.value for c in at.caption)  # the seed's rounded print, explained
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    "sentence, message",
+    [
+        ("", "empty"),
+        ("   !!  ", "empty"),
+        ("Learning", "one token"),
+        ("I Like Pizza And Cats", "“Pizza”, “Cats”"),
+        (" ".join(["Learning"] * (MAX_TOKENS + 1)), f"at most {MAX_TOKENS}"),
+    ],
+)
+@pytest.mark.parametrize("page", ["app_pages/tokens.py", "app_pages/no_weights.py", "app_pages/self_attention.py"])
+def test_bad_sentence_gets_a_message_and_is_kept(page, sentence, message):
+    at = open_app(page)
+    at.switch_page("app_pages/tokens.py").run()
+    at.text_input(key="setting_sentence").set_value(sentence).run()
+    at.switch_page(page).run()
+    assert not at.exception
+    assert message in errors(at)
+    assert settings(at).sentence == sentence  # what the user typed is not lost
+    at.switch_page("app_pages/tokens.py").run()
+    assert at.text_input(key="setting_sentence").value == sentence
+
+
+def test_every_dictionary_word_including_the_last_one_works():
+    at = open_app("app_pages/tokens.py")
+    at.text_input(key="setting_sentence").set_value("Neural Knowledge Automation Innovation").run()
+    assert not at.error, errors(at)
+    assert [int(v) for v in at.dataframe[0].value.loc["id"]] == [20, 21, 22, 23]
+
+
+@pytest.mark.parametrize("field, value, shown", [("d_k", 99, 16), ("d_k", 0, 1), ("d_model", 40, 16)])
+def test_dims_out_of_range_are_clamped_with_a_message(field, value, shown):
+    page = "app_pages/self_attention.py" if field == "d_k" else "app_pages/tokens.py"
+    at = open_app(page, "custom")
+    at.number_input(key=f"setting_{field}").set_value(value).run()
+    assert f"between 1 and 16; got {value}" in warnings(at)
+    assert getattr(settings(at), field) == shown
+    assert at.number_input(key=f"setting_{field}").value == shown
+    assert not at.exception and not at.error
+
+
+def test_fixed_embeddings_keep_d_model():
+    at = open_app("app_pages/tokens.py", "hello")
+    assert at.number_input(key="setting_d_model").disabled
+
+
+@pytest.mark.parametrize("value, message", [(None, "is empty"), (float("nan"), "is empty"), (1e7, "between")])
+def test_bad_cell_gets_a_message_and_the_edit_is_kept(value, message):
+    at = open_app("app_pages/self_attention.py")
+    at.session_state["edits"] = {"seed000": {"x": {(0, 1): value, (2, 2): 0.5}}}
+    at.run()
+    assert "X row 1, column 2" in errors(at) and message in errors(at)
+    at.switch_page("app_pages/tokens.py").run()
+    assert "X row 1, column 2" in errors(at)
+    cells = at.session_state["edits"]["seed000"]["x"]
+    assert cells[(2, 2)] == 0.5 and (0, 1) in cells
+
+
+def test_huge_values_keep_the_softmax_finite():
+    at = open_app("app_pages/self_attention.py")
+    at.session_state["edits"] = {"seed000": {"x": {(0, 0): 1e6, (0, 1): -1e6}}}
+    at.run()
+    at.selectbox(key="setting_stage").set_value("weights").run()
+    assert not at.error, errors(at)
+    assert "one-hot" in " ".join(i.value for i in at.info)
+    (check,) = [s.value for s in at.success]
+    assert "scaled_dot_product_attention" in check
+    assert "nan" not in latex(at).lower() and "infty" not in latex(at)
+
+
+def test_pasted_matrix_with_a_word_gets_a_message_and_keeps_the_text():
+    at = open_app("app_pages/tokens.py", "hello")
+    bad = "0.1 0.2 0.3\n0.4 oops 0.6\n0.7 0.8 0.9"
+    at.text_area(key="paste_x").set_value(bad).run()
+    at.button(key="paste_apply_x").click().run()
+    assert "row 2, column 2: “oops” is not a number" in errors(at)
+    assert at.text_area(key="paste_x").value == bad
+    assert not at.session_state["edits"].get("hello", {}).get("x")
+
+
+def test_pasted_matrix_flows_through_every_page_and_survives_page_switches():
+    at = open_app("app_pages/tokens.py", "hello")
+    at.text_area(key="paste_x").set_value("[[1, 0, 0],\n [0, 1, 0],\n [0, 0, 1]]").run()
+    at.button(key="paste_apply_x").click().run()
+    assert not at.error, errors(at)
+    at.switch_page("app_pages/no_weights.py").run()
+    at.selectbox(key="setting_query_index").set_value(0).run()
+    # X = I: scores of token 1 are (1, 0, 0), so its weights are e/(e+2), 1/(e+2), 1/(e+2)
+    assert f"= {round(math.e / (math.e + 2), 4)}" in latex(at)
+    at.switch_page("app_pages/overview.py").run()
+    at.switch_page("app_pages/tokens.py").run()
+    assert at.session_state["edits"]["hello"]["x"][(1, 1)] == 1.0
+    at.button(key="reset_x").click().run()
+    assert not at.session_state["edits"]["hello"].get("x")
+
+
+def test_edits_are_kept_per_preset():
+    at = open_app("app_pages/tokens.py", "hello")
+    at.session_state["edits"] = {"hello": {"x": {(0, 0): 2.0}}}
+    at.run()
+    at.selectbox(key="setting_preset").set_value("seed000").run()
+    at.selectbox(key="setting_preset").set_value("hello").run()
+    assert at.session_state["edits"]["hello"]["x"] == {(0, 0): 2.0}
+
+
+def test_user_tokens_are_escaped_in_markdown_and_latex():
+    at = open_app("app_pages/no_weights.py", "custom")
+    at.switch_page("app_pages/tokens.py").run()
+    at.text_input(key="setting_sentence").set_value(r"a$b x\y_z c{d}").run()
+    at.switch_page("app_pages/no_weights.py").run()
+    assert not at.exception and not at.error
+    assert r"\text{a\$b}" in latex(at) and r"\text{x\textbackslash{}y\_z}" in latex(at)
