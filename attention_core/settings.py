@@ -95,7 +95,6 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
         (valid settings, messages for the user; empty when nothing was changed).
     """
     messages: list[str] = []
-    default = Settings()
     fixed: dict[str, Any] = {}
 
     preset_key = settings.preset
@@ -104,6 +103,9 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
         preset_key = DEFAULT_PRESET
     fixed["preset"] = preset_key
     preset = PRESETS[preset_key]
+    # Fallbacks for malformed values: the preset's own defaults.
+    default = Settings(preset=preset.key, sentence=preset.sentence, d_model=preset.d_model, d_k=preset.d_k,
+                       seed=preset.seed)
 
     if not isinstance(settings.sentence, str):
         messages.append("The sentence must be text; restored the example's sentence.")

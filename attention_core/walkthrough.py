@@ -11,6 +11,7 @@ Shape legend: T tokens, D = d_model, V vocabulary rows.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
@@ -144,9 +145,9 @@ def apply_edits(name: str, base: torch.Tensor, cells: Mapping[tuple[int, int], O
         if not (0 <= i < rows and 0 <= j < cols):
             continue
         where = f"{label} row {i + 1}, column {j + 1}"
-        if value is None or (isinstance(value, float) and math.isnan(value)):
+        if value is None or (isinstance(value, numbers.Real) and math.isnan(value)):
             raise InputError(f"The cell {where} is empty: type a number.", field=name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise InputError(f"The cell {where} holds “{value}”, which is not a number.", field=name)
         if not math.isfinite(value) or abs(value) > MAX_ABS_VALUE:
             raise InputError(
