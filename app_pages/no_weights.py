@@ -45,11 +45,14 @@ for line in steps.dots:
     st.latex(line)
 st.subheader("2. Softmax: exponentials, their sum, the weights")
 st.latex(r"\alpha_{q,j} = \frac{e^{\omega_{q,j}}}{\sum_l e^{\omega_{q,l}}}")
-for line in steps.exps:
-    st.latex(line)
-st.latex(steps.total)
-for line in steps.weights:
-    st.latex(line)
+exp_column, weight_column = st.columns(2)
+with exp_column:
+    for line in steps.exps:
+        st.latex(line)
+    st.latex(steps.total)
+with weight_column:
+    for line in steps.weights:
+        st.latex(line)
 st.subheader(f"3. The context vector of “{query}”: the weighted sum of the embeddings")
 st.latex(steps.context)
 

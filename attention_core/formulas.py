@@ -299,9 +299,14 @@ def weightless_steps(x: tuple[tuple[float, ...], ...], tokens: tuple[str, ...], 
     dots, exp_lines, weight_lines = [], [], []
     for j, (row, token) in enumerate(zip(x, tokens)):
         lhs = sp.latex(omega[q, j + 1])
+        products = [sp.latex(sp.Mul(_num(a), _num(b), evaluate=False), mul_symbol="dot")
+                    for a, b in zip(x[query_index], row)]
+        # at most 4 products per line, so that the line fits a projector
+        chunks = [" + ".join(products[k:k + 4]) for k in range(0, len(products), 4)]
         dots.append(
-            f"{lhs} = x_{{{xq}}} \\cdot x_{{{latex_text(token)}}} = "
-            f"{sp.latex(_dot(x[query_index], row), order='none', mul_symbol='dot')} = {sp.latex(sp.Float(scores[j], 4))}"
+            f"\\begin{{aligned}} {lhs} &= x_{{{xq}}} \\cdot x_{{{latex_text(token)}}} \\\\ &= "
+            + " \\\\ &\\quad + ".join(chunks)
+            + f" \\\\ &= {sp.latex(sp.Float(scores[j], 4))} \\end{{aligned}}"
         )
         exp_lines.append(
             f"e^{{{lhs}{minus}}} = e^{{{sp.latex(sp.Float(scores[j] - shift, 4))}}} = {sp.latex(sp.Float(exps[j], 4))}"
@@ -311,18 +316,20 @@ def weightless_steps(x: tuple[tuple[float, ...], ...], tokens: tuple[str, ...], 
             f" = \\frac{{{sp.latex(sp.Float(exps[j], 4))}}}{{{sp.latex(sp.Float(sum(exps), 4))}}}"
             f" = {sp.latex(sp.Float(weights[j], 4))}"
         )
+    exp_terms = [sp.latex(sp.Float(e, 4)) for e in exps]
     total = (
-        f"\\sum_l e^{{{sp.latex(omega[q, sp.Symbol('l')])}{minus}}} = "
-        + " + ".join(sp.latex(sp.Float(e, 4)) for e in exps)
-        + f" = {sp.latex(sp.Float(sum(exps), 4))}"
+        f"\\begin{{aligned}} \\sum_l e^{{{sp.latex(omega[q, sp.Symbol('l')])}{minus}}} &= "
+        + " \\\\ &\\quad + ".join(" + ".join(exp_terms[k:k + 4]) for k in range(0, len(exp_terms), 4))
+        + f" \\\\ &= {sp.latex(sp.Float(sum(exps), 4))} \\end{{aligned}}"
     )
     context_value = tuple(trace.output[query_index].tolist())
-    terms = " + ".join(
-        f"{sp.latex(sp.Float(w, 4))} {sp.latex(sp.Matrix([[sp.Float(v, 4) for v in row]]))}"
+    terms = [
+        f"{sp.latex(sp.Float(w, 4))} \\cdot {sp.latex(sp.Matrix([[sp.Float(v, 4) for v in row]]))}"
         for w, row in zip(weights, x)
-    )
+    ]
     context = (
-        f"{sp.latex(z[q])} = \\sum_j {sp.latex(alpha[q, sp.Symbol('j')])} x_j = {terms} = "
-        f"{sp.latex(sp.Matrix([[sp.Float(v, 4) for v in context_value]]))}"
+        f"\\begin{{aligned}} {sp.latex(z[q])} &= \\sum_j {sp.latex(alpha[q, sp.Symbol('j')])} x_j \\\\ &= "
+        + " \\\\ &\\quad + ".join(terms)
+        + f" \\\\ &= {sp.latex(sp.Matrix([[sp.Float(v, 4) for v in context_value]]))} \\end{{aligned}}"
     )
     return WeightlessSteps(tuple(dots), tuple(exp_lines), total, tuple(weight_lines), context, context_value)

@@ -113,8 +113,13 @@ def heatmap(
     )
     base = alt.Chart(df).encode(x=x, y=y)
     rect = base.mark_rect().encode(color=color, tooltip=["row", "col", alt.Tooltip("value:Q", format=".6g")])
-    text = base.mark_text(fontSize=15).encode(
-        text=alt.condition("datum.blocked", alt.value("−∞"), alt.Text("value:Q", format=".3~g")),
+    # short labels: 3 significant digits, scientific notation for very small or large numbers
+    label = (
+        "datum.blocked ? '−∞' : (abs(datum.value) >= 1e4 || (abs(datum.value) < 1e-3 && datum.value != 0))"
+        " ? format(datum.value, '.1e') : format(datum.value, '.3~g')"
+    )
+    text = base.transform_calculate(label=label).mark_text(fontSize=15).encode(
+        text="label:N",
         color=alt.condition(f"abs(datum.value) > {0.6 * top}", alt.value("white"), alt.value("black")),
     )
     layers = [rect, text]
