@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The test command: bash scripts/test.sh [pytest args...]
+#
+# Sets everything up itself, idempotently, then runs pytest over tests/:
+#   1. .venv (python3 -m venv) with requirements-dev.txt installed;
+#   2. Debian's chromium at /usr/bin/chromium, for tests/test_browser.py
+#      (Playwright's own browser download cannot work here: never `playwright install`);
+#   3. pytest, with any extra arguments passed through. Exits with pytest's status.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PYTHON=.venv/bin/python
+
+if [[ ! -x "$PYTHON" ]]; then
+    echo "==> creating .venv"
+    python3 -m venv .venv
+fi
+
+echo "==> pip install -r requirements-dev.txt"
+# pip warns "Location ... is ignored" for every index location it skips; drop those
+# lines only. pipefail keeps pip's exit status (grep -v's own "no lines left" is ignored).
+"$PYTHON" -m pip install -q --disable-pip-version-check -r requirements-dev.txt 2>&1 \
+    | { grep -v 'Location .* is ignored' || true; }
+
+if [[ ! -x /usr/bin/chromium ]]; then
+    echo "==> installing Debian's chromium"
+    SUDO=()
+    if [[ "$(id -u)" -ne 0 ]] && command -v sudo >/dev/null; then
+        SUDO=(sudo)
+    fi
+    "${SUDO[@]}" apt-get update
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+fi
+
+echo "==> pytest"
+# exec: the script's exit status is pytest's.
+exec "$PYTHON" -m pytest "$@"

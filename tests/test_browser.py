@@ -1,0 +1,199 @@
+"""Real browser: `streamlit run app.py` headless, every page opened by URL in Debian's chromium.
+
+What AppTest cannot see: that the pages render in a browser without an exception box,
+that the Vega (Altair) charts draw and that KaTeX typesets the formulas. Each page's
+full-page screenshot goes to test-artifacts/ (gitignored) for a human to look at.
+
+The setup follows Streamlit's own e2e suite: start the server headless, poll
+/_stcore/health, then wait on the app's `data-test-script-state` before checking anything.
+Chromium is Debian's /usr/bin/chromium (Playwright's browser download cannot work here);
+`bash scripts/test.sh` installs it. Without it the tests skip locally and fail under CI.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    # Needed on a closed network: without them chromium keeps trying to reach Google's services.
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+SERVER_START_S = 90  # streamlit start-up; the first page run then imports torch
+APP_RUN_MS = 60_000  # one script run, seen from the browser (the first one imports torch)
+
+# (url path, the page's st.title, a Vega chart must render, KaTeX must render).
+# The first visit to the fresh server is a deep link on purpose: Streamlit once ran a
+# deep-linked page file on its own there, without app.py's sidebar and shared settings.
+PAGES = [
+    ("/tokens", "Tokens & embeddings", True, False),
+    ("/no-weights", "Attention without trainable weights", False, True),
+    ("/self-attention", "Scaled dot-product self-attention, step by step", True, True),
+    ("/", "Attention Explorer", False, False),
+]
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.read().decode().strip() == "ok"
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    """`streamlit run app.py` on a free port; yields its base URL and stops it afterwards."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    port = _free_port()
+    log_path = ARTIFACTS / "streamlit-server.log"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py",
+             "--server.headless", "true", "--server.port", str(port),
+             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )
+    try:
+        health = f"http://127.0.0.1:{port}/_stcore/health"
+        deadline = time.monotonic() + SERVER_START_S
+        while not _healthy(health):
+            if server.poll() is not None:
+                pytest.fail(f"streamlit exited with {server.returncode} before it was healthy:\n"
+                            f"{log_path.read_text()[-3000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"streamlit not healthy after {SERVER_START_S} s:\n{log_path.read_text()[-3000:]}")
+            time.sleep(0.25)  # between polls only
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        message = (f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium), "
+                   "or run `bash scripts/test.sh`, which does. Never `playwright install` here.")
+        if _in_ci():
+            pytest.fail(message)
+        pytest.skip(message)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser):
+    """A fresh browser context per test (its own Streamlit session), at a projector-sized viewport."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(APP_RUN_MS)
+    page.js_errors = []
+    page.on("pageerror", lambda error: page.js_errors.append(str(error)))
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def wait_for_app_run(page: Page) -> None:
+    """Wait until the app is connected and its script has finished running."""
+    app = page.locator('[data-testid="stApp"]')
+    expect(app).to_have_attribute("data-test-connection-state", "CONNECTED", timeout=APP_RUN_MS)
+    expect(app).to_have_attribute("data-test-script-state", "notRunning", timeout=APP_RUN_MS)
+    expect(page.locator('[data-testid="stStatusWidget"]')).to_be_hidden(timeout=APP_RUN_MS)
+
+
+def open_page(page: Page, base_url: str, path: str, title: str) -> None:
+    page.goto(base_url + path)
+    wait_for_app_run(page)
+    expect(page.locator("h1").filter(has_text=title)).to_be_visible(timeout=APP_RUN_MS)
+    # app.py ran around the page: its sidebar (the shared worked-example picker) is there.
+    expect(page.get_by_role("combobox", name="Worked example", exact=True)).to_be_visible()
+
+
+def assert_no_exception(page: Page) -> None:
+    exceptions = page.locator('[data-testid="stException"]')
+    assert exceptions.count() == 0, "the page shows an exception:\n" + "\n---\n".join(exceptions.all_inner_texts())
+    assert not page.js_errors, f"JavaScript errors: {page.js_errors}"
+
+
+def save_screenshot(page: Page, name: str) -> Path:
+    """A full-page screenshot. Streamlit scrolls inside its main section, not the document,
+    so the viewport is first made as tall as that section's content."""
+    height = page.evaluate(
+        """() => Math.max(document.documentElement.scrollHeight,
+                          ...[...document.querySelectorAll('[data-testid="stMain"], [data-testid="stSidebarContent"]')]
+                             .map(e => e.scrollHeight))"""
+    )
+    page.set_viewport_size({"width": 1280, "height": max(800, min(int(height) + 40, 16_000))})
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=path, full_page=True)
+    return path
+
+
+@pytest.mark.parametrize(("path", "title", "has_chart", "has_latex"), PAGES,
+                         ids=[p.strip("/") or "overview" for p, *_ in PAGES])
+def test_page_renders(page: Page, app_url: str, path: str, title: str, has_chart: bool, has_latex: bool):
+    open_page(page, app_url, path, title)
+    assert_no_exception(page)
+    if has_chart:
+        charts = page.locator(".vega-embed canvas, .vega-embed svg").filter(visible=True)
+        expect(charts.first).to_be_visible()
+    if has_latex:
+        formulas = page.locator(".katex").filter(visible=True)
+        expect(formulas.first).to_be_visible()
+    assert save_screenshot(page, "page-" + (path.strip("/") or "overview")).stat().st_size > 0
+
+
+def test_self_attention_next_advances_the_step(page: Page, app_url: str):
+    open_page(page, app_url, "/self-attention", "Scaled dot-product self-attention, step by step")
+    step = page.get_by_role("combobox", name="Step", exact=True)  # the selectbox's input holds the choice
+    expect(step).to_have_count(1)
+    before = step.input_value()
+    number = re.search(r"(\d+) / (\d+)", before)
+    assert number, f"no 'n / N' in the Step selectbox: {before!r}"
+
+    page.get_by_role("button", name="Next ▶").click()
+    expect(step).not_to_have_value(before)
+    wait_for_app_run(page)
+
+    after = step.input_value()
+    moved = re.search(r"(\d+) / (\d+)", after)
+    assert moved and int(moved[1]) == int(number[1]) + 1, f"Next moved the step from {before!r} to {after!r}"
+    assert_no_exception(page)
+    save_screenshot(page, "page-self-attention-after-next")
