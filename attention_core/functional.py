@@ -89,6 +89,9 @@ def scaled_dot_product_attention(
         scale: multiplier of the scores; default 1 / sqrt(d_k). Seed 004's
             attention without trainable weights uses ``scale=1.0``.
         generator: the random source for the dropout mask (reproducible when seeded).
+            Each weight is kept with probability 1 - p by the same call ``nn.Dropout``
+            makes, ``bernoulli_(1 - p)``, so a generator seeded s gives ``nn.Dropout``'s
+            mask after ``torch.manual_seed(s)``.
 
     Returns:
         The :class:`AttentionTrace` of every intermediate.
@@ -130,7 +133,9 @@ def scaled_dot_product_attention(
     weights = weights.masked_fill(blocked_rows.unsqueeze(-1), 0.0)
 
     if dropout_p > 0.0:
-        dropout_mask = torch.rand(weights.shape, generator=generator) >= dropout_p
+        # The draw nn.Dropout makes (bernoulli_(1 - p)), but from our generator: with a generator seeded s,
+        # the mask equals nn.Dropout's after torch.manual_seed(s) (rasbt ch03's printed 6 x 6 example).
+        dropout_mask = torch.empty(weights.shape).bernoulli_(1.0 - dropout_p, generator=generator).bool()
         dropped_weights = weights * dropout_mask / (1.0 - dropout_p)
     else:
         dropout_mask = None

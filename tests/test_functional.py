@@ -226,11 +226,30 @@ def test_dropout_same_seed_same_mask_and_other_seed_other_mask():
 
 
 def test_dropout_mask_is_drawn_as_documented():
-    """Kept = uniform draw >= p, from the given generator."""
+    """Kept = bernoulli(1 - p) draw, nn.Dropout's own call, from the given generator."""
     q, k, v = _dropout_case()
     trace = scaled_dot_product_attention(q, k, v, dropout_p=0.3, generator=torch.Generator().manual_seed(11))
-    expected = torch.rand(trace.weights.shape, generator=torch.Generator().manual_seed(11)) >= 0.3
+    expected = torch.empty(trace.weights.shape).bernoulli_(0.7, generator=torch.Generator().manual_seed(11)).bool()
     assert torch.equal(trace.dropout_mask, expected)
+
+
+@pytest.mark.parametrize("p, seed", [(0.5, 123), (0.1, 0), (0.8, 7)])
+def test_dropout_mask_equals_nn_dropout_after_manual_seed(p, seed):
+    """A generator seeded s gives nn.Dropout's mask after torch.manual_seed(s) (the global RNG, forked)."""
+    q, k, v = _dropout_case()
+    trace = scaled_dot_product_attention(q, k, v, dropout_p=p, generator=torch.Generator().manual_seed(seed))
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        dropped = torch.nn.Dropout(p).train()(trace.weights)
+    torch.testing.assert_close(trace.dropped_weights, dropped)
+
+
+def test_dropout_of_ones_reproduces_rasbt_printed_example():
+    """rasbt/LLMs-from-scratch ch03 (seed 004): torch.manual_seed(123); nn.Dropout(0.5)(torch.ones(6, 6))."""
+    printed = torch.tensor([[2., 2., 0., 2., 2., 0.], [0., 0., 0., 2., 0., 2.], [2., 2., 2., 2., 0., 2.],
+                            [0., 2., 2., 0., 0., 2.], [0., 2., 0., 2., 0., 2.], [0., 2., 2., 2., 2., 0.]])
+    mask = torch.empty(6, 6).bernoulli_(0.5, generator=torch.Generator().manual_seed(123)).bool()
+    assert torch.equal(torch.ones(6, 6) * mask / 0.5, printed)
 
 
 def test_dropout_zero_has_no_mask():
