@@ -39,6 +39,10 @@ class Preset:
             seed, or None to build the vocabulary from the sentence.
         table: fixed embedding vectors per word (d_model is then fixed), or None.
         note: one line on what this example shows.
+        encoder_sentence: the default encoder sentence of the cross-attention
+            page (its keys and values); ``sentence`` is the decoder's (queries).
+        d_out: the default width of Q, K, V on the multi-head pages (h · head_dim).
+        num_heads: the default number of heads h; divides d_out.
     """
 
     key: str
@@ -52,6 +56,9 @@ class Preset:
     vocabulary: Optional[Vocabulary] = None
     table: Optional[Mapping[str, tuple[float, ...]]] = field(default=None)
     note: str = ""
+    encoder_sentence: str = ""
+    d_out: int = 4
+    num_heads: int = 2
 
     @property
     def fixed_embeddings(self) -> bool:
@@ -79,6 +86,7 @@ PRESETS: dict[str, Preset] = {
             d_model=4, d_k=3, seed=12, weight_init="randn",
             vocabulary=SEED000_VOCABULARY,
             note="A 23-word dictionary, torch.manual_seed(12), nn.Embedding(23, 4) and random W of shape (4, 3).",
+            encoder_sentence="Neural Networks Learning Data",
         ),
         Preset(
             key="hello",
@@ -88,6 +96,8 @@ PRESETS: dict[str, Preset] = {
             d_model=3, d_k=3, seed=0, weight_init="identity",
             table={"Hello": (0.34, 0.22, 0.54), "shiny": (0.53, 0.34, 0.98), "sun": (0.29, 0.54, 0.93)},
             note="Three words with hand-picked 3-d embeddings; no trainable weights (W = I, so Q = K = V = X).",
+            encoder_sentence="shiny sun",
+            d_out=3, num_heads=1,
         ),
         Preset(
             key="journey_v1",
@@ -96,7 +106,10 @@ PRESETS: dict[str, Preset] = {
             sentence="Your journey starts with one step",
             d_model=3, d_k=2, seed=123, weight_init="rand",
             table=_JOURNEY,
-            note="Six 3-d inputs; W_q, W_k, W_v = torch.rand(3, 2) after torch.manual_seed(123).",
+            note="Six 3-d inputs; W_q, W_k, W_v = torch.rand(3, 2) after torch.manual_seed(123). On the masking "
+                 "pages: CausalAttention(3, 2, 6, 0.0) and MultiHeadAttention(3, 2, 6, 0.0, num_heads=2).",
+            encoder_sentence="starts with one step",
+            d_out=2, num_heads=2,
         ),
         Preset(
             key="journey_v2",
@@ -106,6 +119,8 @@ PRESETS: dict[str, Preset] = {
             d_model=3, d_k=2, seed=789, weight_init="linear",
             table=_JOURNEY,
             note="Six 3-d inputs; W from nn.Linear(3, 2, bias=False) after torch.manual_seed(789).",
+            encoder_sentence="starts with one step",
+            d_out=2, num_heads=2,
         ),
         Preset(
             key="custom",
@@ -114,6 +129,7 @@ PRESETS: dict[str, Preset] = {
             sentence="the cat sat on the mat",
             d_model=4, d_k=3, seed=0, weight_init="randn",
             note="Any words: the vocabulary is built from your sentence, embeddings and W drawn from the seed.",
+            encoder_sentence="le chat est assis sur le tapis",
         ),
     )
 }

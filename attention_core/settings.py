@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from .formulas import STAGES
-from .presets import DEFAULT_PRESET, PRESETS
+from .formulas_masking import CAUSAL_STAGES, CROSS_STAGES, DROPOUT_STAGES, MHA_STAGES
+from .presets import DEFAULT_PRESET, PRESETS, Preset
 
 #: Limits the pages enforce. MAX_TOKENS is the page's cap on sentence length
 #: (a T x T heatmap with numbers stays readable on a projector up to about 12).
@@ -24,6 +25,13 @@ MAX_SEED = 2**31 - 1
 #: Largest |value| accepted in an edited matrix. At 1e6 the scores reach ~1e12
 #: and the softmax is one-hot, but every number stays finite in float32.
 MAX_ABS_VALUE = 1e6
+
+#: Dropout probabilities accepted: [0, MAX_DROPOUT]. p = 1 would drop every weight
+#: (and divide by 1 - p = 0), so the nearest allowed value below 1 is used instead.
+MAX_DROPOUT = 0.99
+
+#: The settings a preset sets when it is chosen (see ``Settings.for_preset``).
+PRESET_FIELDS = ("preset", "sentence", "d_model", "d_k", "seed", "encoder_sentence", "d_out", "num_heads")
 
 #: The matrices a user can edit, by name -> label.
 EDITABLE = {"x": "X", "w_query": "W_q", "w_key": "W_k", "w_value": "W_v"}
@@ -46,6 +54,26 @@ class Settings:
         query_index: the token whose context vector the weightless page explains (0-based).
         stage: the self-attention walk-through's current stage (a key of ``STAGES``).
         entry_row, entry_col: the entry explained on the walk-through (0-based).
+
+    The masking & heads pages (causal, dropout, multi-head, cross-attention) add:
+
+    Attributes:
+        context_length: the most tokens the modules accept (the size of their
+            causal-mask buffer); longer sentences get a message.
+        causal: whether the causal mask (query i sees keys j <= i) is on.
+        padding: how many trailing tokens of the sentence are padding (their
+            keys are blocked by the key-padding mask).
+        dropout_p: the probability of zeroing an attention weight, in [0, MAX_DROPOUT].
+        training: True = training mode (dropout active), False = eval mode.
+        dropout_seed: the seed of the local generator that draws the dropout mask.
+        d_out: the width of Q, K, V on the multi-head pages (num_heads · head_dim).
+        num_heads: h, the number of heads; must divide d_out (checked on the page,
+            where the message can say which head counts fit).
+        head: the head whose entry is explained (0-based).
+        encoder_sentence: the cross-attention page's encoder sentence (keys and
+            values); ``sentence`` is the decoder's (queries). Never altered.
+        causal_stage, dropout_stage, mha_stage, cross_stage: each page's current
+            step (keys of ``formulas_masking``'s stage dicts).
     """
 
     preset: str = DEFAULT_PRESET
@@ -57,17 +85,52 @@ class Settings:
     stage: str = "scores"
     entry_row: int = 0
     entry_col: int = 0
+    context_length: int = MAX_TOKENS
+    causal: bool = True
+    padding: int = 0
+    dropout_p: float = 0.5
+    training: bool = True
+    dropout_seed: int = 123
+    d_out: int = PRESETS[DEFAULT_PRESET].d_out
+    num_heads: int = PRESETS[DEFAULT_PRESET].num_heads
+    head: int = 0
+    encoder_sentence: str = PRESETS[DEFAULT_PRESET].encoder_sentence
+    causal_stage: str = "masked_scores"
+    dropout_stage: str = "dropout_mask"
+    mha_stage: str = "split"
+    cross_stage: str = "weights"
 
     @classmethod
     def for_preset(cls, key: str, **overrides: Any) -> "Settings":
         """The defaults of preset ``key`` (then validated)."""
         p = PRESETS.get(key, PRESETS[DEFAULT_PRESET])
-        base = cls(preset=p.key, sentence=p.sentence, d_model=p.d_model, d_k=p.d_k, seed=p.seed)
+        base = cls(**_preset_values(p))
         return validate_settings(dataclasses.replace(base, **overrides))[0]
 
     def replace(self, **changes: Any) -> tuple["Settings", list[str]]:
         """A validated copy with ``changes``; returns (settings, messages)."""
         return validate_settings(dataclasses.replace(self, **changes))
+
+
+def _preset_values(preset: Preset) -> dict[str, Any]:
+    """The values of :data:`PRESET_FIELDS` that ``preset`` sets."""
+    return {field: preset.key if field == "preset" else getattr(preset, field) for field in PRESET_FIELDS}
+
+
+def _as_float(value: Any) -> Optional[float]:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    try:  # numpy numbers
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _as_int(value: Any) -> Optional[int]:
@@ -104,12 +167,14 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
     fixed["preset"] = preset_key
     preset = PRESETS[preset_key]
     # Fallbacks for malformed values: the preset's own defaults.
-    default = Settings(preset=preset.key, sentence=preset.sentence, d_model=preset.d_model, d_k=preset.d_k,
-                       seed=preset.seed)
+    default = Settings(**_preset_values(preset))
 
     if not isinstance(settings.sentence, str):
         messages.append("The sentence must be text; restored the example's sentence.")
         fixed["sentence"] = preset.sentence
+    if not isinstance(settings.encoder_sentence, str):
+        messages.append("The encoder sentence must be text; restored the example's encoder sentence.")
+        fixed["encoder_sentence"] = preset.encoder_sentence
 
     def clamp(name: str, low: int, high: int, label: str) -> None:
         raw = getattr(settings, name)
@@ -130,6 +195,34 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
     clamp("query_index", 0, MAX_TOKENS - 1, "The query token")
     clamp("entry_row", 0, MAX_TOKENS - 1, "The entry's row")
     clamp("entry_col", 0, max(MAX_TOKENS, MAX_DIM) - 1, "The entry's column")
+    clamp("context_length", 1, MAX_TOKENS, "The context length")
+    clamp("padding", 0, MAX_TOKENS, "The number of padding tokens")
+    clamp("dropout_seed", 0, MAX_SEED, "The dropout seed")
+    clamp("d_out", MIN_DIM, MAX_DIM, "d_out")
+    clamp("num_heads", 1, MAX_DIM, "The number of heads")
+    clamp("head", 0, MAX_DIM - 1, "The head")
+
+    for name, label in (("causal", "The causal switch"), ("training", "The training switch")):
+        raw = getattr(settings, name)
+        if isinstance(raw, bool):
+            continue
+        if isinstance(raw, (int, float)) and raw in (0, 1):
+            fixed[name] = bool(raw)
+        else:
+            messages.append(f"{label} must be on or off; got “{raw}”, using {'on' if getattr(default, name) else 'off'}.")
+            fixed[name] = getattr(default, name)
+
+    p = _as_float(settings.dropout_p)
+    if p is None or math.isnan(p):
+        messages.append(f"dropout_p must be a number in [0, 1); got “{settings.dropout_p}”, using {default.dropout_p}.")
+        fixed["dropout_p"] = default.dropout_p
+    elif not 0.0 <= p <= MAX_DROPOUT:
+        clamped = min(max(p, 0.0), MAX_DROPOUT)
+        why = " (p = 1 would drop every weight)" if p >= 1 else ""
+        messages.append(f"dropout_p must be in [0, 1){why}; got {p:g}, using {clamped:g}.")
+        fixed["dropout_p"] = clamped
+    else:
+        fixed["dropout_p"] = p
 
     if preset.fixed_embeddings:
         width = len(next(iter(preset.table.values())))
@@ -140,8 +233,10 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
             )
             fixed["d_model"] = width
 
-    if settings.stage not in STAGES:
-        messages.append(f"Unknown step “{settings.stage}”; showing “{STAGES[default.stage]}”.")
-        fixed["stage"] = default.stage
+    for name, stages in (("stage", STAGES), ("causal_stage", CAUSAL_STAGES), ("dropout_stage", DROPOUT_STAGES),
+                         ("mha_stage", MHA_STAGES), ("cross_stage", CROSS_STAGES)):
+        if getattr(settings, name) not in stages:
+            messages.append(f"Unknown step “{getattr(settings, name)}”; showing “{stages[getattr(default, name)]}”.")
+            fixed[name] = getattr(default, name)
 
     return dataclasses.replace(settings, **fixed), messages

@@ -1,0 +1,397 @@
+r"""The formulas of the masking & heads pages, built with sympy, general and with numbers in.
+
+Four pages step through the math of seed 001's ``CausalAttention`` and
+``MultiHeadAttention`` and seed 003's cross-attention; each has its own stage
+dict here (key -> title), a matrix and an element formula per stage
+(:func:`general_latex`), and builders that write one entry with its real numbers
+substituted (``*_entry_latex``). Numbers come in as plain floats; no user text
+ever goes through sympy or into these strings.
+
+Sources: Vaswani et al. 2017, "Attention Is All You Need", eq. 1, sec. 3.2.2
+(multi-head) and 3.2.3 (masking to -inf); seed 001 (001_9275b51964da46b3.txt)
+for softmax(Q Kᵀ / √d_k + Mask) V and the multi-head formulas; seed 004
+(004_56c592a3d25bc184.txt, after rasbt/LLMs-from-scratch ch03) for the causal
+mask, the "softmax, zero, renormalise" route and dropout with 1 / (1 - p);
+seed 003 (003_734755b2d0b981d3.txt) for cross-attention (queries from the
+decoder, keys and values from the encoder).
+
+Index legend: i query row, j key row or column, l the summed index, r the head,
+c a column inside a head, m decoder tokens, n encoder tokens, T tokens,
+D = d_model, p = dropout_p.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Optional, Sequence
+
+import sympy as sp
+
+from . import formulas, formulas_multihead
+
+#: The causal-attention page's stages, in order: key -> title.
+CAUSAL_STAGES: dict[str, str] = {
+    "scaled_scores": "Scaled scores Q Kᵀ / √d_k",
+    "mask": "The mask: who may look at whom",
+    "masked_scores": "Masked scores: −∞ where blocked",
+    "weights": "Weights: softmax over the allowed keys",
+    "other_route": "Other route: softmax, zero, renormalise",
+    "output": "Output: weights · V",
+}
+
+#: The dropout page's stages.
+DROPOUT_STAGES: dict[str, str] = {
+    "weights": "Causal weights (each row sums to 1)",
+    "dropout_mask": "The dropout mask (seeded)",
+    "dropped_weights": "Dropped and rescaled by 1 / (1 − p)",
+    "output": "Output: dropped weights · V",
+}
+
+#: The multi-head page's stages.
+MHA_STAGES: dict[str, str] = {
+    "inputs": "Inputs X",
+    "projections": "Q = X W_q, K = X W_k, V = X W_v (d_out wide)",
+    "split": "Split into heads: view, then transpose",
+    "scaled_scores": "Each head's scores Q_r K_rᵀ / √head_dim",
+    "masked_scores": "Each head's masked scores (−∞ where blocked)",
+    "weights": "Each head's weights: softmax",
+    "head": "Each head's context vectors",
+    "concat": "Concat(head_1, …, head_h)",
+    "output": "Output: Concat · W_O + b_O",
+}
+
+#: The cross-attention page's stages.
+CROSS_STAGES: dict[str, str] = {
+    "inputs": "Decoder and encoder inputs",
+    "query": "Queries from the decoder: Q = X_dec W_q",
+    "key": "Keys from the encoder: K = X_enc W_k",
+    "value": "Values from the encoder: V = X_enc W_v",
+    "scaled_scores": "Scores Q_r K_rᵀ / √head_dim: m × n",
+    "weights": "Weights: softmax over the encoder tokens",
+    "head": "Each head's context vectors",
+    "output": "Output: Concat · W_O + b_O",
+}
+
+PAGES = {"causal": CAUSAL_STAGES, "dropout": DROPOUT_STAGES, "mha": MHA_STAGES, "cross": CROSS_STAGES}
+
+_i, _j, _l, _c, _r = sp.symbols("i j l c r", integer=True, positive=True)
+_p = sp.Symbol("p", positive=True)
+_n, _T, _D = sp.Symbol("n"), sp.Symbol("T"), sp.Symbol("D")
+_d_k = sp.Symbol("d_k", positive=True)
+_d_head = sp.Symbol(r"d_{head}", positive=True)
+_TOP = sp.Symbol(r"\top")
+_softmax = sp.Function(r"\operatorname{softmax}")
+_a, _a_masked, _alpha, _alpha_hat = (sp.IndexedBase(s) for s in ("a", "a'", r"\alpha", r"\hat{\alpha}"))
+_alpha_tilde, _z, _v, _M, _m = (sp.IndexedBase(s) for s in (r"\tilde{\alpha}", "z", "v", "M", "m"))
+_d, _u, _q, _k, _x = (sp.IndexedBase(s) for s in ("d", "u", "q", "k", "x"))
+
+
+def _nc(name: str) -> sp.Symbol:
+    return sp.Symbol(name, commutative=False)
+
+
+def _prod(*factors) -> sp.Expr:
+    return sp.Mul(*factors, evaluate=False)
+
+
+def _per_head(base: str, r=_r) -> sp.IndexedBase:
+    return sp.IndexedBase(f"{base}^{{({sp.latex(r)})}}")
+
+
+def _masked_weight_element(i=_i, j=_j, upper=_T, alpha=_alpha, a=_a_masked) -> sp.Expr:
+    # e^{-inf} = 0: blocked keys drop out of the sum
+    return sp.Eq(alpha[i, j], sp.exp(a[i, j]) / sp.Sum(sp.exp(a[i, _l]), (_l, 1, upper)))
+
+
+def _latex(expr: sp.Expr) -> str:
+    return sp.latex(expr, order="none")
+
+
+@lru_cache(maxsize=None)
+def general_latex(page: str, stage: str) -> tuple[str, ...]:
+    """The matrix form and the element form (and sometimes a remark) of a stage, as LaTeX.
+
+    Args:
+        page: "causal", "dropout", "mha" or "cross".
+        stage: a key of that page's stage dict.
+
+    Raises:
+        KeyError: for an unknown page or stage.
+    """
+    stages = PAGES[page]
+    if stage not in stages:
+        raise KeyError(stage)
+    kt = sp.Pow(_nc("K"), _TOP, evaluate=False)
+    scaled = sp.Mul(_nc("Q"), kt, 1 / sp.sqrt(_d_k))
+    a_prime, weights, tilde = _nc("A'"), _nc(r"\mathcal{A}"), _nc(r"\tilde{\mathcal{A}}")
+
+    if page in ("causal", "dropout"):
+        if stage == "scaled_scores":
+            return formulas.general_latex("scaled_scores")
+        if stage == "mask":
+            matrix = sp.Eq(_nc("M"), sp.Symbol(r"\text{causal mask} \wedge \text{padding mask} \wedge \text{your edits}"))
+            element = sp.Eq(_M[_i, _j], sp.Piecewise((0, sp.Symbol(r"\text{query } i \text{ may look at key } j")),
+                                                      (-sp.oo, True)))
+            causal = sp.Eq(sp.Symbol(r"\text{causal: } M_{i,j}"), sp.Piecewise((0, sp.Le(_j, _i)), (-sp.oo, True)))
+            return _latex(matrix), _latex(element), _latex(causal)
+        if stage == "masked_scores":
+            matrix = sp.Eq(a_prime, sp.Add(scaled, _nc("M"), evaluate=False))
+            element = sp.Eq(_a_masked[_i, _j], sp.Piecewise((_a[_i, _j], sp.Eq(_M[_i, _j], 0)), (-sp.oo, True)))
+            return _latex(matrix), _latex(element)
+        if stage == "weights":
+            matrix = sp.Eq(weights, _softmax(sp.Add(scaled, _nc("M"), evaluate=False)))
+            return _latex(matrix), _latex(_masked_weight_element()), r"e^{-\infty} = 0:\ \text{blocked keys drop out of the sum}"
+        if stage == "other_route":
+            matrix = sp.Eq(_nc(r"\hat{\mathcal{A}}"), _softmax(scaled))
+            element = sp.Eq(_alpha[_i, _j], _prod(_alpha_hat[_i, _j], _m[_i, _j])
+                            / sp.Sum(_prod(_alpha_hat[_i, _l], _m[_i, _l]), (_l, 1, _T)))
+            remark = r"m_{i,j} = 1 \text{ if allowed, } 0 \text{ if blocked}"
+            return _latex(matrix), _latex(element), remark
+        if stage == "dropout_mask":
+            matrix = sp.Eq(_nc("D"), sp.Symbol(r"\left[\, U \ge p \,\right],\quad U_{i,j} \sim \mathcal{U}[0, 1)"))
+            element = sp.Eq(_d[_i, _j], sp.Piecewise((1, sp.Ge(_u[_i, _j], _p)), (0, True)))
+            return _latex(matrix), _latex(element)
+        if stage == "dropped_weights":
+            matrix = sp.Eq(tilde, sp.Mul(sp.Symbol(r"\mathcal{A} \odot D"), 1 / (1 - _p), evaluate=False))
+            element = sp.Eq(_alpha_tilde[_i, _j], _prod(_alpha[_i, _j], _d[_i, _j]) / (1 - _p))
+            sums = sp.Eq(sp.Sum(_alpha_tilde[_i, _j], (_j, 1, _T)),
+                         _prod(1 / (1 - _p), sp.Sum(_prod(_alpha[_i, _j], _d[_i, _j]), (_j, 1, _T))))
+            return _latex(matrix), _latex(element), _latex(sums)
+        if stage == "output":
+            if page == "dropout":
+                return (_latex(sp.Eq(_nc("Z"), sp.Mul(tilde, _nc("V")))),
+                        _latex(sp.Eq(_z[_i, _j], sp.Sum(_prod(_alpha_tilde[_i, _l], _v[_l, _j]), (_l, 1, _T)))))
+            return (_latex(sp.Eq(_nc("Z"), sp.Mul(weights, _nc("V")))),
+                    _latex(sp.Eq(_z[_i, _j], sp.Sum(_prod(_alpha[_i, _l], _v[_l, _j]), (_l, 1, _T)))))
+
+    # the multi-head pages: per head r, scaled by sqrt(d_head)
+    q_r, k_r = _nc("Q_{r}"), _nc("K_{r}")
+    head_scaled = sp.Mul(q_r, sp.Pow(k_r, _TOP, evaluate=False), 1 / sp.sqrt(_d_head))
+    a_r, a_masked_r, alpha_r = _per_head("a"), _per_head("a'"), _per_head(r"\alpha")
+    upper = _n if page == "cross" else _T
+    if stage == "head" and page == "cross":  # no mask: every query may look at every encoder token
+        matrix = sp.Eq(_nc(r"\mathrm{head}_{r}"), sp.Mul(_softmax(head_scaled), _nc("V_{r}")))
+        return _latex(matrix), formulas_multihead.general_latex(stage)[1]
+    if stage in ("head", "concat", "output", "split"):
+        return formulas_multihead.general_latex(stage)
+    if stage == "inputs":
+        if page == "mha":
+            return formulas.general_latex("inputs")
+        return (_latex(sp.Eq(_nc(r"X_{dec}"), sp.Symbol(r"\mathrm{Embedding}(\text{decoder ids}) \in \mathbb{R}^{m \times D}"))),
+                _latex(sp.Eq(_nc(r"X_{enc}"), sp.Symbol(r"\mathrm{Embedding}(\text{encoder ids}) \in \mathbb{R}^{n \times D}"))))
+    if stage in ("projections", "query", "key", "value"):
+        rows = {"query": "dec", "key": "enc", "value": "enc"}
+        lines = []
+        for name in (("query", "key", "value") if stage == "projections" else (stage,)):
+            letter = name[0]
+            x_name = "X" if page == "mha" else f"X_{{{rows[name]}}}"
+            lines.append(_latex(sp.Eq(_nc(letter.upper()), sp.Mul(_nc(x_name), _nc(f"W_{letter}")))))
+        x_base = _x if page == "mha" else sp.IndexedBase(f"x^{{{rows.get(stage, 'dec')}}}")
+        letter = "q" if stage == "projections" else stage[0]
+        element = sp.Eq(sp.IndexedBase(letter)[_i, _j],
+                        sp.Sum(_prod(x_base[_i, _l], sp.IndexedBase(f"W^{{{letter}}}")[_l, _j]), (_l, 1, _D)))
+        return (*lines, _latex(element))
+    if stage == "scaled_scores":
+        matrix = sp.Eq(_nc("A_{r}"), head_scaled)
+        element = sp.Eq(a_r[_i, _j], sp.Sum(_prod(_per_head("q")[_i, _c], _per_head("k")[_j, _c]), (_c, 1, _d_head))
+                        / sp.sqrt(_d_head))
+        note = r"d_{head} = d_{out} / h \quad (\text{not } \sqrt{d_{out}})"
+        return _latex(matrix), _latex(element), note
+    if stage == "masked_scores":
+        matrix = sp.Eq(_nc("A'_{r}"), sp.Add(head_scaled, _nc("M"), evaluate=False))
+        element = sp.Eq(a_masked_r[_i, _j], sp.Piecewise((a_r[_i, _j], sp.Eq(_M[_i, _j], 0)), (-sp.oo, True)))
+        return _latex(matrix), _latex(element)
+    if stage == "weights":
+        inner = sp.Add(head_scaled, _nc("M"), evaluate=False) if page == "mha" else head_scaled
+        matrix = sp.Eq(_nc(r"\mathcal{A}_{r}"), _softmax(inner))
+        a = a_masked_r if page == "mha" else a_r
+        return _latex(matrix), _latex(_masked_weight_element(upper=upper, alpha=alpha_r, a=a))
+    raise KeyError(stage)
+
+
+# ---------------------------------------------------------------- one entry, numbers in
+
+
+def _num(value: float) -> str:
+    """A number with 4 significant digits (−∞ for a blocked score)."""
+    if math.isinf(value):
+        return r"\infty" if value > 0 else r"-\infty"
+    return sp.latex(sp.Float(value, 4))
+
+
+def _factor(value: float) -> str:
+    """A number as a factor of a product: negatives in parentheses."""
+    text = _num(value)
+    return f"\\left({text}\\right)" if text.startswith("-") else text
+
+
+def _terms_lines(terms: Sequence[str], per_line: int = 4) -> str:
+    """Terms joined by +, broken after every ``per_line`` terms (aligned), so a line fits a projector."""
+    chunks = [" + ".join(terms[k:k + per_line]) for k in range(0, len(terms), per_line)]
+    return " \\\\ &\\quad + ".join(chunks)
+
+
+def _aligned(lhs: str, steps: Sequence[str]) -> str:
+    """lhs = step1 = step2 = ..., one step per line."""
+    return "\\begin{aligned} " + lhs + " &= " + " \\\\ &= ".join(steps) + " \\end{aligned}"
+
+
+def _idx(base: str, i: int, j: int, head: Optional[int] = None) -> str:
+    sup = f"^{{({head + 1})}}" if head is not None else ""
+    return f"{base}{sup}_{{{i + 1},{j + 1}}}"
+
+
+def mask_entry_latex(row: int, col: int, allowed: bool, reasons: Sequence[str]) -> str:
+    """M_ij = 0 (may attend) or −∞ (blocked), with the reasons (app text, never user text).
+
+    Args:
+        row, col: the query i and key j, 0-based.
+        allowed: whether query i may attend to key j.
+        reasons: short phrases, e.g. ("key 4 is in the future",).
+    """
+    why = r",\ ".join(r"\text{" + reason + "}" for reason in reasons)
+    value = "0" if allowed else r"-\infty"
+    return f"{_idx('M', row, col)} = {value}" + (f"\\qquad ({why})" if why else "")
+
+
+def masked_score_entry_latex(row: int, col: int, scaled: float, allowed: bool, head: Optional[int] = None) -> str:
+    """a'_ij = a_ij (allowed) or −∞ (blocked), with the number."""
+    lhs, a = _idx("a'", row, col, head), _idx("a", row, col, head)
+    if allowed:
+        return f"{lhs} = {a} + 0 = {_num(scaled)}"
+    return f"{lhs} = {a} + (-\\infty) = {_num(scaled)} - \\infty = -\\infty"
+
+
+def _blocked_row(lhs: str, general: str, row: int) -> str:
+    return _aligned(lhs, [general, r"\frac{0}{0} \;\to\; 0 \quad \text{(every key of row %d is blocked)}" % (row + 1)])
+
+
+def masked_weight_entry_latex(row: int, col: int, masked_row: Sequence[float], value: float,
+                              head: Optional[int] = None) -> str:
+    """α_ij = e^{a'_ij} / Σ_l e^{a'_il} with the row's numbers in; e^{−∞} terms written as 0.
+
+    A row whose every key is blocked has no allowed key to normalise over:
+    the result is stated as 0 by convention (what we and PyTorch return).
+    Scores above 80 would overflow e^x, so the row maximum is subtracted
+    first (the softmax is unchanged by it) and the step says so.
+    """
+    lhs = _idx(r"\alpha", row, col, head)
+    sup = f"^{{({head + 1})}}" if head is not None else ""
+    a_ij = _idx("a'", row, col, head)
+    general = f"\\frac{{e^{{{a_ij}}}}}{{\\sum_l e^{{a'{sup}_{{{row + 1},l}}}}}}"
+    finite = [s for s in masked_row if not math.isinf(s)]
+    if not finite:
+        return _blocked_row(lhs, general, row)
+    top = max(finite)
+    shift = top if top > 80 else 0.0
+
+    def term(s: float) -> str:
+        return "0" if math.isinf(s) else f"e^{{{_num(s - shift)}}}"
+
+    terms = [term(s) for s in masked_row]
+    numbers = f"\\frac{{{terms[col]}}}{{{' + '.join(terms)}}}"
+    exps = [0.0 if math.isinf(s) else math.exp(s - shift) for s in masked_row]
+    evaluated = f"\\frac{{{_num(exps[col])}}}{{{_num(sum(exps))}}}"
+    steps = [general, numbers, evaluated, _num(value)]
+    if shift:
+        steps.insert(1, f"\\frac{{e^{{{a_ij} - {_num(shift)}}}}}"
+                        f"{{\\sum_l e^{{a'{sup}_{{{row + 1},l}} - {_num(shift)}}}}}")
+    return _aligned(lhs, steps)
+
+
+def renormalised_entry_latex(row: int, col: int, unmasked_row: Sequence[float], allowed_row: Sequence[bool],
+                             value: float) -> str:
+    """The other route for one weight: α_ij = α̂_ij m_ij / Σ_l α̂_il m_il, numbers in."""
+    lhs = _idx(r"\alpha", row, col)
+    hat, m = _idx(r"\hat{\alpha}", row, col), _idx("m", row, col)
+    general = f"\\frac{{{hat}\\, {m}}}{{\\sum_l \\hat{{\\alpha}}_{{{row + 1},l}}\\, m_{{{row + 1},l}}}}"
+    if not any(allowed_row):
+        return _blocked_row(lhs, general, row)
+    terms = [f"{_num(w)} \\cdot {int(a)}" for w, a in zip(unmasked_row, allowed_row)]
+    numbers = f"\\frac{{{_num(unmasked_row[col])} \\cdot {int(allowed_row[col])}}}{{{' + '.join(terms)}}}"
+    total = sum(w for w, a in zip(unmasked_row, allowed_row) if a)
+    evaluated = f"\\frac{{{_num(unmasked_row[col] * allowed_row[col])}}}{{{_num(total)}}}"
+    return _aligned(lhs, [general, numbers, evaluated, _num(value)])
+
+
+def dropout_mask_entry_latex(row: int, col: int, kept: bool, p: float, training: bool) -> str:
+    """d_ij = 1 (kept) or 0 (dropped); in eval mode every d_ij = 1."""
+    lhs = _idx("d", row, col)
+    if not training:
+        return f"{lhs} = 1 \\qquad (\\text{{eval mode: dropout keeps every weight}})"
+    if p == 0:
+        return f"{lhs} = 1 \\qquad (p = 0)"
+    verdict = r"u_{%d,%d} \ge %s:\ \text{kept}" % (row + 1, col + 1, _num(p)) if kept else \
+        r"u_{%d,%d} < %s:\ \text{dropped}" % (row + 1, col + 1, _num(p))
+    return f"{lhs} = {int(kept)} \\qquad ({verdict})"
+
+
+def dropped_weight_entry_latex(row: int, col: int, weight: float, kept: bool, p: float, value: float) -> str:
+    """α̃_ij = α_ij d_ij / (1 − p), numbers in."""
+    lhs = _idx(r"\tilde{\alpha}", row, col)
+    alpha, d = _idx(r"\alpha", row, col), _idx("d", row, col)
+    general = f"\\frac{{{alpha}\\, {d}}}{{1 - p}}"
+    numbers = f"\\frac{{{_factor(weight)} \\cdot {int(kept)}}}{{1 - {_num(p)}}}"
+    return _aligned(lhs, [general, numbers, _num(value)])
+
+
+def weighted_sum_entry_latex(row: int, col: int, weights_row: Sequence[float], value_col: Sequence[float],
+                             value: float, *, weight_symbol: str = r"\alpha", head: Optional[int] = None) -> str:
+    """z_ij = Σ_l w_il v_lj (a context vector's entry), numbers in, long sums broken into lines."""
+    lhs = _idx("z", row, col, head)
+    sup = f"^{{({head + 1})}}" if head is not None else ""
+    general = f"\\sum_l {weight_symbol}{sup}_{{{row + 1},l}}\\, v{sup}_{{l,{col + 1}}}"
+    terms = [f"{_factor(w)} \\cdot {_factor(v)}" for w, v in zip(weights_row, value_col)]
+    return _aligned(lhs, [general, _terms_lines(terms), _num(value)])
+
+
+def projection_entry_latex(letter: str, row: int, col: int, x_row: Sequence[float], w_col: Sequence[float],
+                           value: float, x_name: str = "x") -> str:
+    """q_ij = Σ_l x_il W_lj (or k, v), numbers in.
+
+    Args:
+        letter: "q", "k" or "v".
+        x_name: the inputs' symbol, e.g. "x" or "x^{enc}".
+    """
+    lhs = f"{letter}_{{{row + 1},{col + 1}}}"
+    general = f"\\sum_l {x_name}_{{{row + 1},l}}\\, W^{{{letter}}}_{{l,{col + 1}}}"
+    terms = [f"{_factor(a)} \\cdot {_factor(b)}" for a, b in zip(x_row, w_col)]
+    return _aligned(lhs, [general, _terms_lines(terms), _num(value)])
+
+
+def scaled_score_entry_latex(row: int, col: int, q_row: Sequence[float], k_row: Sequence[float], width: int,
+                             value: float, *, head: Optional[int] = None, width_symbol: str = "d_k") -> str:
+    """a_ij = (Σ_c q_ic k_jc) / √width, numbers in.
+
+    On the multi-head pages ``head`` is set and ``width_symbol`` is d_head: the
+    scale is √head_dim, the width of one head's queries and keys, not √d_out.
+    """
+    lhs = _idx("a", row, col, head)
+    sup = f"^{{({head + 1})}}" if head is not None else ""
+    general = (f"\\frac{{\\sum_c q{sup}_{{{row + 1},c}}\\, k{sup}_{{{col + 1},c}}}}"
+               f"{{\\sqrt{{{width_symbol}}}}}")
+    terms = [f"{_factor(a)} \\cdot {_factor(b)}" for a, b in zip(q_row, k_row)]
+    dot = sum(a * b for a, b in zip(q_row, k_row))
+    steps = [general]
+    if len(terms) <= 4:
+        steps.append(f"\\frac{{{' + '.join(terms)}}}{{\\sqrt{{{width}}}}}")
+    else:
+        steps.append(f"\\frac{{1}}{{\\sqrt{{{width}}}}} \\cdot \\big( {_terms_lines(terms)} \\big)")
+    steps.append(f"\\frac{{{_num(dot)}}}{{{_num(math.sqrt(width))}}}")
+    steps.append(_num(value))
+    return _aligned(lhs, steps)
+
+
+def output_entry_latex(row: int, col: int, concat_row: Sequence[float], w_col: Sequence[float], bias: float,
+                       value: float) -> str:
+    """o_ij = Σ_l c_il W^O_lj + b^O_j, numbers in, long sums broken into lines."""
+    lhs = f"o_{{{row + 1},{col + 1}}}"
+    general = f"\\sum_l c_{{{row + 1},l}}\\, W^{{O}}_{{l,{col + 1}}} + b^{{O}}_{{{col + 1}}}"
+    terms = [f"{_factor(a)} \\cdot {_factor(b)}" for a, b in zip(concat_row, w_col)] + [_factor(bias)]
+    return _aligned(lhs, [general, _terms_lines(terms), _num(value)])
+
+
+def number_latex(value: float) -> str:
+    """A number as LaTeX with 4 significant digits (−∞ for a blocked score)."""
+    return _num(value)
