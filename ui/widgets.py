@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import altair as alt
 import numpy as np
@@ -73,6 +73,48 @@ def entry_formula(entry: Entry) -> None:
 # ---------------------------------------------------------------- heatmap
 
 
+@st.cache_data(show_spinner=False)
+def _heatmap_spec(clickable: bool, row_title: str, col_title: str) -> dict:
+    """The Vega-Lite spec of a heatmap, built once with Altair; the data is passed per call.
+
+    Everything that changes with the numbers (colour domain, text colour, the selected
+    cell) is a column of the data, so one spec serves every matrix.
+    """
+    x = alt.X("col:N", sort=alt.EncodingSortField("j"), title=col_title,
+              axis=alt.Axis(labelAngle=-40, orient="top", labelOverlap=False, labelLimit=140))
+    y = alt.Y("row:N", sort=alt.EncodingSortField("i"), title=row_title)
+    color = alt.condition(
+        "datum.blocked",
+        alt.value("#d0d0d0"),
+        alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True),
+                  legend=alt.Legend(title="value", orient="right")),
+    )
+    base = alt.Chart().encode(x=x, y=y)
+    rect = base.mark_rect().encode(color=color, tooltip=["row:N", "col:N", alt.Tooltip("value:Q", format=".6g")])
+    # short labels: 3 significant digits, scientific notation for very small or large numbers
+    label = (
+        "datum.blocked ? '−∞' : (abs(datum.value) >= 1e4 || (abs(datum.value) < 1e-3 && datum.value != 0))"
+        " ? format(datum.value, '.1e') : format(datum.value, '.3~g')"
+    )
+    text = base.transform_calculate(label=label).mark_text(fontSize=15).encode(
+        text="label:N",
+        color=alt.condition("datum.dark", alt.value("white"), alt.value("black")),
+    )
+    outline = base.transform_filter("datum.selected").mark_rect(fill=None, stroke="#111", strokeWidth=4)
+    chart = alt.layer(rect, text, outline).properties(
+        width=alt.Step(CELL_PX), height=alt.Step(CELL_PX * 0.75)
+    ).configure_axis(labelFontSize=15, titleFontSize=15).configure_legend(labelFontSize=13, titleFontSize=13)
+    if clickable:
+        chart = chart.add_params(alt.selection_point(name="cell", fields=["i", "j"], on="click"))
+    spec = chart.to_dict(validate=False)
+    # alt.Chart() without data gives each layer Altair's one-row "empty" placeholder
+    # dataset; drop it so every layer uses the data passed with the spec.
+    spec.pop("datasets", None)
+    for layer in spec["layer"]:
+        layer.pop("data", None)
+    return spec
+
+
 def heatmap(
     matrix,
     row_labels: Sequence[str],
@@ -83,69 +125,47 @@ def heatmap(
     clickable: bool = False,
     row_title: str = "",
     col_title: str = "",
+    on_cell: Optional[Callable[[int, int], None]] = None,
 ) -> None:
-    """A matrix as an Altair heatmap with its numbers written in the cells.
+    """A matrix as an Altair (Vega-Lite) heatmap with its numbers written in the cells.
 
-    Clicking a cell (when ``clickable``) sets the explained entry in the settings.
+    Clicking a cell (when ``clickable``) sets the explained entry in the settings,
+    or calls ``on_cell(row, col)`` instead when given (e.g. to flip a mask cell).
     Values of -inf (blocked by a mask) are drawn grey and labelled −∞.
     """
     m = np.asarray(matrix, dtype=float)
     ii, jj = np.indices(m.shape)
-    values = m.ravel()
+    ii, jj, values = ii.ravel(), jj.ravel(), m.ravel()
     blocked = np.isneginf(values)
-    df = pd.DataFrame({
-        "i": ii.ravel(),
-        "j": jj.ravel(),
-        "row": np.asarray(row_labels, dtype=object)[ii.ravel()],
-        "col": np.asarray(col_labels, dtype=object)[jj.ravel()],
-        "value": np.where(blocked, np.nan, values),
-        "blocked": blocked,
-    })
     finite = values[np.isfinite(values)]
     top = float(np.abs(finite).max()) if finite.size else 1.0
-    x = alt.X("col:N", sort=list(col_labels), title=col_title, axis=alt.Axis(labelAngle=-40, orient="top", labelOverlap=False, labelLimit=140))
-    y = alt.Y("row:N", sort=list(row_labels), title=row_title)
-    color = alt.condition(
-        "datum.blocked",
-        alt.value("#d0d0d0"),
-        alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domain=[-top or -1, top or 1], reverse=True),
-                  legend=alt.Legend(title="value", orient="right")),
-    )
-    base = alt.Chart(df).encode(x=x, y=y)
-    rect = base.mark_rect().encode(color=color, tooltip=["row", "col", alt.Tooltip("value:Q", format=".6g")])
-    # short labels: 3 significant digits, scientific notation for very small or large numbers
-    label = (
-        "datum.blocked ? '−∞' : (abs(datum.value) >= 1e4 || (abs(datum.value) < 1e-3 && datum.value != 0))"
-        " ? format(datum.value, '.1e') : format(datum.value, '.3~g')"
-    )
-    text = base.transform_calculate(label=label).mark_text(fontSize=15).encode(
-        text="label:N",
-        color=alt.condition(f"abs(datum.value) > {0.6 * top}", alt.value("white"), alt.value("black")),
-    )
-    layers = [rect, text]
-    if selected is not None:
-        si, sj = selected
-        outline = base.transform_filter(f"datum.i == {si} && datum.j == {sj}").mark_rect(
-            fill=None, stroke="#111", strokeWidth=4
-        )
-        layers.append(outline)
-    chart = alt.layer(*layers).properties(
-        width=alt.Step(CELL_PX), height=alt.Step(CELL_PX * 0.75)
-    ).configure_axis(labelFontSize=15, titleFontSize=15).configure_legend(labelFontSize=13, titleFontSize=13)
+    df = pd.DataFrame({
+        "i": ii,
+        "j": jj,
+        "row": np.asarray(row_labels, dtype=object)[ii],
+        "col": np.asarray(col_labels, dtype=object)[jj],
+        "value": np.where(blocked, np.nan, values),
+        "blocked": blocked,
+        "dark": np.abs(np.nan_to_num(values)) > 0.6 * top,
+        "selected": (ii == selected[0]) & (jj == selected[1]) if selected else np.zeros(values.shape, bool),
+    })
+    spec = _heatmap_spec(clickable, row_title, col_title)
     if clickable:
-        cell = alt.selection_point(name="cell", fields=["i", "j"], on="click")
-        chart = chart.add_params(cell)
-        st.altair_chart(chart, key=key, on_select=functools.partial(_on_cell_click, key),
-                        selection_mode="cell", width="content")
+        st.vega_lite_chart(df, spec, key=key, on_select=functools.partial(_on_cell_click, key, on_cell),
+                           selection_mode="cell", width="content")
     else:
-        st.altair_chart(chart, key=key, width="content")
+        st.vega_lite_chart(df, spec, key=key, width="content")
 
 
-def _on_cell_click(key: str) -> None:
+def _on_cell_click(key: str, on_cell: Optional[Callable[[int, int], None]] = None) -> None:
     event = st.session_state.get(key)
     points = (event or {}).get("selection", {}).get("cell") or []
     if points:
-        state.update(entry_row=int(points[0]["i"]), entry_col=int(points[0]["j"]))
+        row, col = int(points[0]["i"]), int(points[0]["j"])
+        if on_cell is not None:
+            on_cell(row, col)
+        else:
+            state.update(entry_row=row, entry_col=col)
 
 
 # ---------------------------------------------------------------- editors
@@ -211,18 +231,18 @@ def _on_paste(name: str, draft_key: str, shape: tuple[int, int]) -> None:
 # ---------------------------------------------------------------- stepping and checks
 
 
-def stepper(stages: dict[str, str], current: str) -> None:
-    """Previous / Next buttons and a step picker bound to ``settings.stage``."""
+def stepper(stages: dict[str, str], current: str, field: str = "stage") -> None:
+    """Previous / Next buttons and a step picker bound to settings ``field`` (default ``stage``)."""
     keys = list(stages)
     index = keys.index(current)
     left, middle, right = st.columns([1, 3, 1], vertical_alignment="bottom")
     left.button("◀ Previous", key="step_prev", disabled=index == 0, width="stretch",
-                on_click=state.update, kwargs={"stage": keys[max(index - 1, 0)]})
+                on_click=state.update, kwargs={field: keys[max(index - 1, 0)]})
     with middle:
-        state.bind(st.selectbox, "Step", "stage", options=keys,
+        state.bind(st.selectbox, "Step", field, options=keys,
                    format_func=lambda k: f"{keys.index(k) + 1} / {len(keys)}: {stages[k]}")
     right.button("Next ▶", key="step_next", disabled=index == len(keys) - 1, width="stretch",
-                 on_click=state.update, kwargs={"stage": keys[min(index + 1, len(keys) - 1)]})
+                 on_click=state.update, kwargs={field: keys[min(index + 1, len(keys) - 1)]})
 
 
 def torch_check(max_abs_diff: float, matches: bool, reference: str) -> None:
