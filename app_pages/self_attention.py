@@ -49,7 +49,9 @@ except InputError as error:
     st.stop()
 
 rows = token_labels(walk.tokens)
-with st.expander("The weights W_q, W_k, W_v (seeded; edit any cell)"):
+# A toggle, not an expander: a collapsed expander still sends its three editors on every rerun.
+if st.toggle("Show and edit the weights W_q, W_k, W_v", key="sa_show_weights",
+             help="Seeded from the example; your edits are kept when you hide them or switch pages."):
     st.caption(f"Each is d_model × d_k = {settings.d_model} × {settings.d_k}: Q = X W_q, K = X W_k, V = X W_v.")
     tabs = st.tabs(["W_q", "W_k", "W_v"])
     for tab, name in zip(tabs, ("w_query", "w_key", "w_value")):

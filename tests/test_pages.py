@@ -246,3 +246,19 @@ def test_user_tokens_are_escaped_in_markdown_and_latex():
     at.switch_page("app_pages/no_weights.py").run()
     assert not at.exception and not at.error
     assert r"\text{a\$b}" in latex(at) and r"\text{x\textbackslash{}y\_z}" in latex(at)
+
+
+def test_weights_can_be_edited_and_the_edits_survive_hiding_and_page_switches():
+    at = open_app("app_pages/self_attention.py", "journey_v1")
+    at.selectbox(key="setting_stage").set_value("query").run()
+    at.toggle(key="sa_show_weights").set_value(True).run()
+    at.text_area(key="paste_w_query").set_value("1 0\n0 1\n0 0").run()
+    at.button(key="paste_apply_w_query").click().run()
+    assert not at.error, errors(at)
+    # W_q keeps the first two dims of x: q_{1,1} = x_{1,1} = 0.43 ("Your")
+    assert "{q}_{1,1}" in latex(at) and latex(at).rstrip("$\n ").endswith("= 0.43")
+    at.toggle(key="sa_show_weights").set_value(False).run()
+    at.switch_page("app_pages/tokens.py").run()
+    at.switch_page("app_pages/self_attention.py").run()
+    assert latex(at).rstrip("$\n ").endswith("= 0.43")
+    assert at.session_state["edits"]["journey_v1"]["w_query"][(2, 1)] == 0.0
