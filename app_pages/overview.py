@@ -27,7 +27,7 @@ with right:
     st.subheader("The pipeline")
     st.graphviz_chart(
         """digraph {
-            rankdir=TB; node [shape=box, style="rounded,filled", fillcolor="#eef3ff", fontsize=14];
+            rankdir=TB; node [shape=box, style="rounded,filled", fillcolor="#eef3ff", fontsize=22, margin="0.3,0.15"];
             tokens [label="tokens"]; X [label="embeddings X"];
             QKV [label="Q = X W_q,  K = X W_k,  V = X W_v"];
             S [label="scores Q Kᵀ"]; A [label="scaled ÷ √d_k"]; W [label="weights = softmax"];
