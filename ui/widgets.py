@@ -86,7 +86,9 @@ def _heatmap_spec(clickable: bool, row_title: str, col_title: str) -> dict:
     color = alt.condition(
         "datum.blocked",
         alt.value("#d0d0d0"),
-        alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True),
+        # "shade" is the value with 0 for blocked cells: a NaN in a colour field would make
+        # Vega-Lite filter the cell out instead of drawing it grey.
+        alt.Color("shade:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True),
                   legend=alt.Legend(title="value", orient="right")),
     )
     base = alt.Chart().encode(x=x, y=y)
@@ -145,8 +147,9 @@ def heatmap(
         "row": np.asarray(row_labels, dtype=object)[ii],
         "col": np.asarray(col_labels, dtype=object)[jj],
         "value": np.where(blocked, np.nan, values),
+        "shade": np.where(blocked, 0.0, values),
         "blocked": blocked,
-        "dark": np.abs(np.nan_to_num(values)) > 0.6 * top,
+        "dark": ~blocked & (np.abs(np.nan_to_num(values)) > 0.6 * top),
         "selected": (ii == selected[0]) & (jj == selected[1]) if selected else np.zeros(values.shape, bool),
     })
     spec = _heatmap_spec(clickable, row_title, col_title)
