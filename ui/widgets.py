@@ -6,6 +6,7 @@ attention. Rendering of formulas is cached (``st.cache_data``) on plain values.
 
 from __future__ import annotations
 
+import copy
 import functools
 import re
 from typing import Callable, Optional, Sequence
@@ -83,13 +84,16 @@ def _heatmap_spec(clickable: bool, row_title: str, col_title: str) -> dict:
     x = alt.X("col:N", sort=alt.EncodingSortField("j"), title=col_title,
               axis=alt.Axis(labelAngle=-40, orient="top", labelOverlap=False, labelLimit=140))
     y = alt.Y("row:N", sort=alt.EncodingSortField("i"), title=row_title)
+    # The domain [-max|value|, max|value|] is set per call (see heatmap): 0 stays white, as the
+    # text colour rule "dark" assumes.
+    shade = alt.Color("shade:Q", scale=alt.Scale(scheme="redblue", reverse=True),
+                      legend=alt.Legend(title="value", orient="right"))
     color = alt.condition(
         "datum.blocked",
         alt.value("#d0d0d0"),
         # "shade" is the value with 0 for blocked cells: a NaN in a colour field would make
         # Vega-Lite filter the cell out instead of drawing it grey.
-        alt.Color("shade:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True),
-                  legend=alt.Legend(title="value", orient="right")),
+        shade,
     )
     base = alt.Chart().encode(x=x, y=y)
     rect = base.mark_rect().encode(color=color, tooltip=["row:N", "col:N", alt.Tooltip("value:Q", format=".6g")])
@@ -152,7 +156,8 @@ def heatmap(
         "dark": ~blocked & (np.abs(np.nan_to_num(values)) > 0.6 * top),
         "selected": (ii == selected[0]) & (jj == selected[1]) if selected else np.zeros(values.shape, bool),
     })
-    spec = _heatmap_spec(clickable, row_title, col_title)
+    spec = copy.deepcopy(_heatmap_spec(clickable, row_title, col_title))  # a few kB; the cached one stays intact
+    spec["layer"][0]["encoding"]["color"]["scale"]["domain"] = [-top or -1.0, top or 1.0]
     if clickable:
         st.vega_lite_chart(df, spec, key=key, on_select=functools.partial(_on_cell_click, key, on_cell),
                            selection_mode="cell", width="content")
