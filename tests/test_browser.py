@@ -197,3 +197,20 @@ def test_self_attention_next_advances_the_step(page: Page, app_url: str):
     assert moved and int(moved[1]) == int(number[1]) + 1, f"Next moved the step from {before!r} to {after!r}"
     assert_no_exception(page)
     save_screenshot(page, "page-self-attention-after-next")
+
+
+def test_clicking_a_heatmap_cell_explains_that_entry(page: Page, app_url: str):
+    """The heatmap's click selection (what AppTest cannot drive) sets the explained entry."""
+    open_page(page, app_url, "/self-attention", "Scaled dot-product self-attention, step by step")
+    row = page.get_by_role("combobox", name="Row", exact=True)
+    column = page.get_by_role("combobox", name="Column", exact=True)
+    expect(row).to_have_value("1 I")
+    # The scores heatmap of seed 000's sentence: 7 x 7 coloured cells, drawn in row-major order.
+    cells = page.locator(".vega-embed svg g.mark-rect").first.locator("path")
+    expect(cells).to_have_count(49)
+    cells.nth(2 * 7 + 1).click()  # query "3 Machine", key "2 Like"
+    expect(row).to_have_value("3 Machine")
+    expect(column).to_have_value("2 Like")
+    wait_for_app_run(page)
+    expect(page.locator(".katex").filter(has_text="s3,2").first).to_be_visible()
+    assert_no_exception(page)
