@@ -132,12 +132,16 @@ def heatmap(
     row_title: str = "",
     col_title: str = "",
     on_cell: Optional[Callable[[int, int], None]] = None,
+    legend: bool = True,
+    row_axis: bool = True,
 ) -> None:
     """A matrix as an Altair (Vega-Lite) heatmap with its numbers written in the cells.
 
     Clicking a cell (when ``clickable``) sets the explained entry in the settings,
     or calls ``on_cell(row, col)`` instead when given (e.g. to flip a mask cell).
     Values of -inf (blocked by a mask) are drawn grey and labelled −∞.
+    ``legend=False`` and ``row_axis=False`` save width when heatmaps with the same rows
+    stand side by side (the numbers are written in the cells anyway).
     """
     m = np.asarray(matrix, dtype=float)
     ii, jj = np.indices(m.shape)
@@ -158,6 +162,11 @@ def heatmap(
     })
     spec = copy.deepcopy(_heatmap_spec(clickable, row_title, col_title))  # a few kB; the cached one stays intact
     spec["layer"][0]["encoding"]["color"]["scale"]["domain"] = [-top or -1.0, top or 1.0]
+    if not legend:
+        spec["layer"][0]["encoding"]["color"]["legend"] = None
+    if not row_axis:
+        for layer in spec["layer"]:
+            layer["encoding"]["y"]["axis"] = None
     if clickable:
         st.vega_lite_chart(df, spec, key=key, on_select=functools.partial(_on_cell_click, key, on_cell),
                            selection_mode="cell", width="content")
