@@ -24,6 +24,14 @@ PAGES = {
         st.Page("app_pages/self_attention.py", title="Scaled dot-product self-attention", icon=":material/calculate:",
                 url_path="self-attention"),
     ],
+    "Masking & heads": [
+        st.Page("app_pages/causal.py", title="Causal attention", icon=":material/visibility_off:", url_path="causal"),
+        st.Page("app_pages/dropout.py", title="Dropout", icon=":material/grain:", url_path="dropout"),
+        st.Page("app_pages/multi_head.py", title="Multi-head attention", icon=":material/view_column:",
+                url_path="multi-head"),
+        st.Page("app_pages/cross_attention.py", title="Cross-attention", icon=":material/compare_arrows:",
+                url_path="cross-attention"),
+    ],
 }
 
 page = st.navigation(PAGES)

@@ -84,7 +84,7 @@ _TOP = sp.Symbol(r"\top")
 _softmax = sp.Function(r"\operatorname{softmax}")
 _a, _a_masked, _alpha, _alpha_hat = (sp.IndexedBase(s) for s in ("a", "a'", r"\alpha", r"\hat{\alpha}"))
 _alpha_tilde, _z, _v, _M, _m = (sp.IndexedBase(s) for s in (r"\tilde{\alpha}", "z", "v", "M", "m"))
-_d, _u, _q, _k, _x = (sp.IndexedBase(s) for s in ("d", "u", "q", "k", "x"))
+_d, _q, _k, _x = (sp.IndexedBase(s) for s in ("d", "q", "k", "x"))
 
 
 def _nc(name: str) -> sp.Symbol:
@@ -130,9 +130,8 @@ def general_latex(page: str, stage: str) -> tuple[str, ...]:
         if stage == "scaled_scores":
             return formulas.general_latex("scaled_scores")
         if stage == "mask":
-            matrix = sp.Eq(_nc("M"), sp.Symbol(r"\text{causal mask} \wedge \text{padding mask} \wedge \text{your edits}"))
-            element = sp.Eq(_M[_i, _j], sp.Piecewise((0, sp.Symbol(r"\text{query } i \text{ may look at key } j")),
-                                                      (-sp.oo, True)))
+            matrix = sp.Symbol(r"\text{allowed} = \text{causal} \wedge \text{not padding},\ \text{then your clicks}")
+            element = sp.Symbol(r"M_{i,j} = \begin{cases} 0 & \text{if allowed} \\ -\infty & \text{if blocked} \end{cases}")
             causal = sp.Eq(sp.Symbol(r"\text{causal: } M_{i,j}"), sp.Piecewise((0, sp.Le(_j, _i)), (-sp.oo, True)))
             return _latex(matrix), _latex(element), _latex(causal)
         if stage == "masked_scores":
@@ -149,8 +148,9 @@ def general_latex(page: str, stage: str) -> tuple[str, ...]:
             remark = r"m_{i,j} = 1 \text{ if allowed, } 0 \text{ if blocked}"
             return _latex(matrix), _latex(element), remark
         if stage == "dropout_mask":
-            matrix = sp.Eq(_nc("D"), sp.Symbol(r"\left[\, U \ge p \,\right],\quad U_{i,j} \sim \mathcal{U}[0, 1)"))
-            element = sp.Eq(_d[_i, _j], sp.Piecewise((1, sp.Ge(_u[_i, _j], _p)), (0, True)))
+            matrix = sp.Symbol(r"D_{i,j} \sim \operatorname{Bernoulli}(1 - p)")
+            element = sp.Eq(_d[_i, _j], sp.Piecewise((1, sp.Symbol(r"\text{kept, with probability } 1 - p")),
+                                                      (0, sp.Symbol(r"\text{dropped, with probability } p"))))
             return _latex(matrix), _latex(element)
         if stage == "dropped_weights":
             matrix = sp.Eq(tilde, sp.Mul(sp.Symbol(r"\mathcal{A} \odot D"), 1 / (1 - _p), evaluate=False))
@@ -267,52 +267,56 @@ def _blocked_row(lhs: str, general: str, row: int) -> str:
     return _aligned(lhs, [general, r"\frac{0}{0} \;\to\; 0 \quad \text{(every key of row %d is blocked)}" % (row + 1)])
 
 
+def _two_steps(sum_lhs: str, terms: Sequence[str], total: float,
+               lhs: str, general: str, numerator: str, numerator_value: float, value: float) -> str:
+    """The row's sum on its own lines (long rows break after 4 terms), then the entry divided by it."""
+    return (
+        "\\begin{aligned} " + sum_lhs + " &= " + _terms_lines(terms)
+        + " \\\\ &= " + _num(total) + " \\\\[6pt] "
+        + lhs + " &= " + general + " = \\frac{" + numerator + "}{" + _num(total) + "} = \\frac{"
+        + _num(numerator_value) + "}{" + _num(total) + "} = " + _num(value) + " \\end{aligned}"
+    )
+
+
 def masked_weight_entry_latex(row: int, col: int, masked_row: Sequence[float], value: float,
                               head: Optional[int] = None) -> str:
     """α_ij = e^{a'_ij} / Σ_l e^{a'_il} with the row's numbers in; e^{−∞} terms written as 0.
 
+    First the row's sum Σ_l e^{a'_il} (on lines of 4 terms), then the entry.
     A row whose every key is blocked has no allowed key to normalise over:
     the result is stated as 0 by convention (what we and PyTorch return).
-    Scores above 80 would overflow e^x, so the row maximum is subtracted
-    first (the softmax is unchanged by it) and the step says so.
+    Scores above 80 would overflow e^x, so the row maximum m is subtracted
+    first (the softmax is unchanged by it) and the formula says so.
     """
     lhs = _idx(r"\alpha", row, col, head)
     sup = f"^{{({head + 1})}}" if head is not None else ""
-    a_ij = _idx("a'", row, col, head)
-    general = f"\\frac{{e^{{{a_ij}}}}}{{\\sum_l e^{{a'{sup}_{{{row + 1},l}}}}}}"
+    a_ij, a_il = _idx("a'", row, col, head), f"a'{sup}_{{{row + 1},l}}"
     finite = [s for s in masked_row if not math.isinf(s)]
     if not finite:
-        return _blocked_row(lhs, general, row)
+        return _blocked_row(lhs, f"\\frac{{e^{{{a_ij}}}}}{{\\sum_l e^{{{a_il}}}}}", row)
     top = max(finite)
     shift = top if top > 80 else 0.0
-
-    def term(s: float) -> str:
-        return "0" if math.isinf(s) else f"e^{{{_num(s - shift)}}}"
-
-    terms = [term(s) for s in masked_row]
-    numbers = f"\\frac{{{terms[col]}}}{{{' + '.join(terms)}}}"
+    minus = f" - {_num(shift)}" if shift else ""
+    terms = ["0" if math.isinf(s) else f"e^{{{_num(s - shift)}}}" for s in masked_row]
     exps = [0.0 if math.isinf(s) else math.exp(s - shift) for s in masked_row]
-    evaluated = f"\\frac{{{_num(exps[col])}}}{{{_num(sum(exps))}}}"
-    steps = [general, numbers, evaluated, _num(value)]
-    if shift:
-        steps.insert(1, f"\\frac{{e^{{{a_ij} - {_num(shift)}}}}}"
-                        f"{{\\sum_l e^{{a'{sup}_{{{row + 1},l}} - {_num(shift)}}}}}")
-    return _aligned(lhs, steps)
+    return _two_steps(f"\\textstyle\\sum_l e^{{{a_il}{minus}}}", terms, sum(exps), lhs,
+                      f"\\frac{{e^{{{a_ij}{minus}}}}}{{\\sum_l e^{{{a_il}{minus}}}}}", terms[col], exps[col], value)
 
 
 def renormalised_entry_latex(row: int, col: int, unmasked_row: Sequence[float], allowed_row: Sequence[bool],
                              value: float) -> str:
-    """The other route for one weight: α_ij = α̂_ij m_ij / Σ_l α̂_il m_il, numbers in."""
+    """The other route for one weight: α_ij = α̂_ij m_ij / Σ_l α̂_il m_il, numbers in (the sum first)."""
     lhs = _idx(r"\alpha", row, col)
     hat, m = _idx(r"\hat{\alpha}", row, col), _idx("m", row, col)
-    general = f"\\frac{{{hat}\\, {m}}}{{\\sum_l \\hat{{\\alpha}}_{{{row + 1},l}}\\, m_{{{row + 1},l}}}}"
+    sum_il = f"\\sum_l \\hat{{\\alpha}}_{{{row + 1},l}}\\, m_{{{row + 1},l}}"
+    general = f"\\frac{{{hat}\\, {m}}}{{{sum_il}}}"
     if not any(allowed_row):
         return _blocked_row(lhs, general, row)
     terms = [f"{_num(w)} \\cdot {int(a)}" for w, a in zip(unmasked_row, allowed_row)]
-    numbers = f"\\frac{{{_num(unmasked_row[col])} \\cdot {int(allowed_row[col])}}}{{{' + '.join(terms)}}}"
     total = sum(w for w, a in zip(unmasked_row, allowed_row) if a)
-    evaluated = f"\\frac{{{_num(unmasked_row[col] * allowed_row[col])}}}{{{_num(total)}}}"
-    return _aligned(lhs, [general, numbers, evaluated, _num(value)])
+    numerator = f"{_num(unmasked_row[col])} \\cdot {int(allowed_row[col])}"
+    return _two_steps(f"\\textstyle {sum_il}", terms, total, lhs, general, numerator,
+                      unmasked_row[col] * allowed_row[col], value)
 
 
 def dropout_mask_entry_latex(row: int, col: int, kept: bool, p: float, training: bool) -> str:
@@ -322,8 +326,8 @@ def dropout_mask_entry_latex(row: int, col: int, kept: bool, p: float, training:
         return f"{lhs} = 1 \\qquad (\\text{{eval mode: dropout keeps every weight}})"
     if p == 0:
         return f"{lhs} = 1 \\qquad (p = 0)"
-    verdict = r"u_{%d,%d} \ge %s:\ \text{kept}" % (row + 1, col + 1, _num(p)) if kept else \
-        r"u_{%d,%d} < %s:\ \text{dropped}" % (row + 1, col + 1, _num(p))
+    verdict = (r"\text{kept; this happens with probability } 1 - p = %s" % _num(1 - p) if kept else
+               r"\text{dropped; this happens with probability } p = %s" % _num(p))
     return f"{lhs} = {int(kept)} \\qquad ({verdict})"
 
 

@@ -232,14 +232,18 @@ def _head_labels(d_out: int, num_heads: int) -> tuple[str, ...]:
     return tuple(f"h{r + 1}·c{c + 1}" for r, cols in enumerate(head_columns(d_out, num_heads)) for c in range(len(cols)))
 
 
-def clamp_entry(panels: tuple[Panel, ...], row: int, col: int, head: int) -> tuple[int, int, int]:
-    """(row, col, head) moved inside the explained panels of a stage (shapes change with stage and dims)."""
+def clamp_entry(panels: tuple[Panel, ...], row: int, col: int, head: int = 0,
+                num_heads: int = 1) -> tuple[int, int, int]:
+    """(row, col, head) moved inside the explained panels of a stage and the heads 0..num_heads - 1.
+
+    Shapes change with the stage, the sentence and the dims, so a remembered
+    entry may fall outside; it moves to the nearest entry that exists.
+    """
+    head = min(max(head, 0), num_heads - 1)
     explained = [p for p in panels if p.explained]
     if not explained:
         return row, col, head
     rows, cols = explained[0].matrix.shape
-    heads = [p.head for p in explained if p.head is not None]
-    head = min(max(head, 0), max(heads)) if heads else head
     return min(max(row, 0), rows - 1), min(max(col, 0), cols - 1), head
 
 
@@ -265,7 +269,8 @@ class CausalWalkthrough:
         row_sums: (T,), the row sums of the weights after dropout.
         blocked_rows: the rows (0-based) with every key blocked.
         checks: the comparisons with PyTorch.
-        notes: remarks for the user (plain text; may contain the user's tokens).
+        warnings: one explanation per fully blocked row (plain text; may contain the user's tokens).
+        notes: other remarks for the user (plain text; may contain the user's tokens).
     """
 
     settings: Settings
@@ -281,6 +286,7 @@ class CausalWalkthrough:
     row_sums: torch.Tensor
     blocked_rows: tuple[int, ...]
     checks: tuple[TorchCheck, ...]
+    warnings: tuple[str, ...]
     notes: tuple[str, ...]
 
     @property
@@ -321,7 +327,8 @@ def build_causal_walkthrough(settings: Settings, edits: Optional[Edits] = None, 
     other = mask_after_softmax(att.scaled_scores, mask.attn_mask)
     route_diff = float((other.weights - att.weights).abs().max())
     keep = att.dropout_mask if att.dropout_mask is not None else torch.ones(t, t, dtype=torch.bool)
-    blocked_rows, notes = _blocked_notes(att.blocked_rows, tokens)
+    blocked_rows, warnings = _blocked_notes(att.blocked_rows, tokens)
+    notes: tuple[str, ...] = ()
 
     q, k, v = att.query, att.key, att.value
     checks = []
@@ -338,15 +345,20 @@ def build_causal_walkthrough(settings: Settings, edits: Optional[Edits] = None, 
         checks.append(_compare(undropped, F.scaled_dot_product_attention(q, k, v, attn_mask=mask.attn_mask),
                                "torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=mask)",
                                "weights before dropout, times V"))
-        reference = torch.where(keep, att.weights / (1.0 - p), torch.zeros(())) @ v
-        checks.append(_compare(att.output, reference, "torch.where(D, weights / (1 - p), 0) @ V",
-                               "our output with our seeded dropout mask D"))
-    if t > 1 and settings.padding >= t:
-        notes = notes + (f"All {t} tokens are padding, so every key is blocked.",)
+        # nn.Dropout's own draw, bernoulli_(1 - p), made afresh from a generator with the same seed.
+        drawn = torch.empty(t, t).bernoulli_(1.0 - p, generator=torch.Generator().manual_seed(settings.dropout_seed))
+        reference = (att.weights * drawn / (1.0 - p)) @ v  # what nn.Dropout(p) does to the weights, then · V
+        checks.append(_compare(
+            att.output, reference,
+            f"weights * torch.empty(T, T).bernoulli_(1 - p, generator=torch.Generator().manual_seed("
+            f"{settings.dropout_seed})) / (1 - p) @ V",
+            "our output against nn.Dropout's draw made afresh from the same seed"))
+    if settings.padding >= t:
+        warnings = (f"All {t} tokens are padding, so every key is blocked.",) + warnings
     return CausalWalkthrough(
         settings=settings, base=base, tokens=tokens, weights=w, mask=mask, trace=trace, other_route=other,
         route_max_abs_diff=route_diff, dropout_p=p, keep=keep, row_sums=att.dropped_weights.sum(dim=-1),
-        blocked_rows=blocked_rows, checks=tuple(checks), notes=notes,
+        blocked_rows=blocked_rows, checks=tuple(checks), warnings=warnings, notes=notes,
     )
 
 
@@ -442,7 +454,7 @@ class MultiHeadWalkthrough:
             weights, concat (m, d_out), output (m, d_out).
         columns: head r owns columns ``columns[r]`` of Q, K, V and the concatenation.
         shapes: the reshape chain with b = 1: (b, m, d_out), (b, m, h, head_dim), (b, h, m, head_dim).
-        blocked_rows, checks, notes: as in :class:`CausalWalkthrough`.
+        blocked_rows, checks, warnings, notes: as in :class:`CausalWalkthrough`.
     """
 
     settings: Settings
@@ -458,11 +470,22 @@ class MultiHeadWalkthrough:
     shapes: tuple[tuple[int, ...], ...]
     blocked_rows: tuple[int, ...]
     checks: tuple[TorchCheck, ...]
+    warnings: tuple[str, ...]
     notes: tuple[str, ...]
 
     @property
     def is_cross(self) -> bool:
         return self.mask is None
+
+    @property
+    def scale(self) -> float:
+        """1 / √head_dim, the factor every head's scores are multiplied by."""
+        return self.trace.scale
+
+    @property
+    def wrong_scale(self) -> float:
+        """1 / √d_out: the factor of a common published bug (every head's softmax too flat)."""
+        return 1.0 / math.sqrt(self.trace.concat.shape[-1])
 
 
 def _torch_mha_checks(trace: MultiHeadTrace, weights: Mapping[str, torch.Tensor], x_query: torch.Tensor,
@@ -541,8 +564,9 @@ def build_multihead_walkthrough(settings: Settings, edits: Optional[Edits] = Non
     trace = multi_head_attention(x, x, w["w_query"], w["w_key"], w["w_value"], w["w_out"], b_out=w["b_out"],
                                  num_heads=settings.num_heads, attn_mask=mask.attn_mask)
     blocked = trace.heads[0].blocked_rows  # the same mask for every head: (T,)
-    blocked_rows, notes = _blocked_notes(blocked, tokens)
+    blocked_rows, warnings = _blocked_notes(blocked, tokens)
     checks = _torch_mha_checks(trace, w, x, x, mask.attn_mask, blocked)
+    notes: tuple[str, ...] = ()
     if settings.d_model != settings.d_out:
         notes = notes + (
             f"torch.nn.MultiheadAttention needs queries as wide as d_out (its embed_dim); here d_model = "
@@ -552,7 +576,7 @@ def build_multihead_walkthrough(settings: Settings, edits: Optional[Edits] = Non
     return MultiHeadWalkthrough(
         settings=settings, base=base, tokens=tokens, kv_tokens=tokens, x_query=x, x_kv=x, weights=w, mask=mask,
         trace=trace, columns=columns, shapes=_reshape_chain(t, settings.d_out, settings.num_heads),
-        blocked_rows=blocked_rows, checks=tuple(checks), notes=notes,
+        blocked_rows=blocked_rows, checks=tuple(checks), warnings=warnings, notes=notes,
     )
 
 
@@ -638,7 +662,7 @@ def build_cross_walkthrough(settings: Settings, edits: Optional[Edits] = None) -
         settings=settings, base=base, tokens=base.tokens, kv_tokens=enc_tokens, x_query=x_dec, x_kv=x_enc,
         weights=w, mask=None, trace=trace, columns=columns, shapes=_reshape_chain(m, settings.d_out,
                                                                                    settings.num_heads),
-        blocked_rows=(), checks=tuple(checks), notes=tuple(notes),
+        blocked_rows=(), checks=tuple(checks), warnings=(), notes=tuple(notes),
     )
 
 

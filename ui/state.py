@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 import streamlit as st
 
-from attention_core.settings import Settings
+from attention_core.settings import PRESET_FIELDS, Settings
 
 _SETTINGS = "settings"
 _MESSAGES = "settings_messages"
@@ -48,12 +48,12 @@ def update(**changes: Any) -> None:
 
 
 def choose_preset(key: str) -> None:
-    """Switch to a preset's sentence, dims and seed, keeping the walk-through position.
+    """Switch to a preset's sentences, dims, heads and seed, keeping the walk-through position.
 
     The user's edits are stored per preset, so switching back restores them.
     """
     defaults = Settings.for_preset(key)
-    update(**{f: getattr(defaults, f) for f in ("preset", "sentence", "d_model", "d_k", "seed")})
+    update(**{f: getattr(defaults, f) for f in PRESET_FIELDS})
 
 
 def messages() -> list[str]:
@@ -96,3 +96,19 @@ def reset_matrix(name: str) -> None:
 
 def editor_version(name: str) -> int:
     return st.session_state.get(_VERSIONS, {}).get(name, 0)
+
+
+def flip_cell(name: str, row: int, col: int, allowed_now: bool) -> None:
+    """Store the opposite of a mask cell's current state (1.0 = allowed, 0.0 = blocked).
+
+    Bumps the matrix's version so that the clickable grid comes back without a
+    stale selection (clicking the same cell again then flips it back).
+    """
+    set_cells(name, {(row, col): 0.0 if allowed_now else 1.0})
+    bump_version(name)
+
+
+def bump_version(name: str) -> None:
+    """Give a matrix's editor (or clickable grid) a fresh widget, e.g. after its cells were changed."""
+    versions = st.session_state.setdefault(_VERSIONS, {})
+    versions[name] = versions.get(name, 0) + 1

@@ -1,0 +1,101 @@
+"""Multi-head attention, step by step: project -> split (view, transpose) -> attend per head -> concat -> W_O."""
+
+import inspect
+
+import streamlit as st
+
+from attention_core import modules
+from attention_core.errors import InputError
+from attention_core.formulas_masking import MHA_STAGES, general_latex
+from attention_core.settings import MAX_DIM
+from attention_core.walkthrough_multihead import (
+    build_multihead_walkthrough,
+    clamp_entry,
+    explain_multihead,
+    multihead_panels,
+)
+from ui import masking, state, widgets
+
+EXPLAIN = {
+    "inputs": "The same tokens and embeddings X as on the other pages.",
+    "projections": "One big projection each for Q, K and V, d_out columns wide. The column labels say which "
+                   "head each column will go to: **h1·c2** = head 1, its column 2.",
+    "split": "`view` cuts the last dimension d_out into h pieces of head_dim columns (consecutive columns go to "
+             "the same head); `transpose(1, 2)` moves the head dimension forward so each head is its own "
+             "(T × head_dim) matrix. K and V are split the same way.",
+    "scaled_scores": "Every head computes its own scores Q_r K_rᵀ, from its own head_dim columns only, and "
+                     "divides by **√head_dim** — the width of *its* queries and keys, not √d_out.",
+    "masked_scores": "The same mask for every head (the one of *Causal attention*): blocked scores become −∞.",
+    "weights": "Softmax along each row, per head. The heads look at the tokens in different ways.",
+    "head": "Each head's context vectors: its weights times its own value columns V_r (T × head_dim).",
+    "concat": "`transpose(1, 2)` back and `view(b, T, d_out)`: the heads' outputs side by side, head 1's "
+              "columns first.",
+    "output": "The output projection W_O (out_proj, with bias b_O) mixes the heads' columns.",
+}
+
+st.title("Multi-head attention: several heads side by side")
+st.latex(r"\mathrm{head}_r = \operatorname{softmax}\!\left(\frac{Q_r K_r^\top}{\sqrt{d_{head}}} + M\right) V_r,\qquad"
+         r"\operatorname{MultiHead} = \operatorname{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W_O + b_O")
+st.caption("Vaswani et al. 2017, sec. 3.2.2; seed 001's MultiHeadAttention (after rasbt's ch03). "
+           "d_head = head_dim = d_out / h.")
+widgets.show_messages()
+
+settings = state.settings()
+c1, c2, c3, c4 = st.columns(4)
+with c1:
+    state.bind(st.number_input, "d_out (width of Q, K, V)", "d_out", step=1, help=f"1 to {MAX_DIM}.")
+with c2:
+    state.bind(st.number_input, "num_heads h", "num_heads", step=1, help="Must divide d_out.")
+with c3:
+    state.bind(st.number_input, "Seed of W", "seed", step=1,
+               help="torch.manual_seed before MultiHeadAttention(d_model, d_out, …) draws W_q, W_k, W_v, W_O, b_O.")
+with c4:
+    state.bind(st.toggle, "Causal mask on", "causal",
+               help="The mask of the Causal attention page (with its padding and clicked cells).")
+
+try:
+    walk = build_multihead_walkthrough(settings, state.edits())
+except InputError as error:
+    widgets.show_error(error)
+    st.stop()
+
+tr = walk.trace
+(b, t, d_out), (_, _, h, hd), after = walk.shapes
+st.markdown(
+    f"**d_out = {d_out} = h · head_dim = {h} · {hd}.** Each head's scores are multiplied by "
+    f"1/√head_dim = 1/√{hd} = **{walk.scale:.4g}**, not by 1/√d_out = 1/√{d_out} = {walk.wrong_scale:.4g} "
+    "(a bug of some published code: it makes every head's softmax too flat)."
+)
+st.markdown(
+    f"**The reshape:** Q is (b, T, d_out) = {(b, t, d_out)} → `.view(b, T, h, head_dim)` → {(b, t, h, hd)} → "
+    f"`.transpose(1, 2)` → (b, h, T, head_dim) = {after}."
+)
+st.caption(
+    f"**Sentence:** {widgets.md_escape(settings.sentence)}. W are drawn like "
+    f"`MultiHeadAttention({settings.d_model}, {d_out}, {settings.context_length}, 0.0, num_heads={h})` after "
+    f"`torch.manual_seed({settings.seed})` (from a local generator); no dropout (eval mode)."
+)
+
+widgets.stepper(MHA_STAGES, settings.mha_stage, field="mha_stage")
+stage = settings.mha_stage
+st.markdown(EXPLAIN[stage])
+
+items = multihead_panels(walk, stage)
+row, col, head = clamp_entry(items, settings.entry_row, settings.entry_col, settings.head, h)
+if (row, col, head) != (settings.entry_row, settings.entry_col, settings.head):
+    state.update(entry_row=row, entry_col=col, head=head)
+target = next(p for p in items if p.explained)
+
+with st.expander("Formula", expanded=True):
+    for line in general_latex("mha", stage):
+        st.latex(line)
+masking.panels(items, key=f"mha_{stage}", entry=(row, col), head=head, per_row=min(max(h, 2), 4))
+masking.notes(walk.warnings, walk.notes)
+
+st.subheader("Explain this entry")
+masking.entry_pickers(target, row, col, num_heads=h, head_disabled=all(p.head is None for p in items))
+st.latex(explain_multihead(walk, stage, row, col, head))
+
+masking.checks(walk.checks)
+with st.expander("Show the code (seed 001's MultiHeadAttention.forward)"):
+    st.code(inspect.getsource(modules.MultiHeadAttention.forward), language="python")

@@ -1,0 +1,127 @@
+"""Widgets of the masking & heads pages: a stage's heatmap panels, the clickable mask, the PyTorch checks.
+
+Pages get panels, masks and checks from ``attention_core.walkthrough_multihead``
+and hand them to these; nothing here computes attention.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Sequence
+
+import pandas as pd
+import streamlit as st
+
+from attention_core.walkthrough_multihead import MASK_EDITS, MaskParts, Panel, TorchCheck
+
+from . import state, widgets
+
+
+def _select(head: int, row: int, col: int) -> None:
+    state.update(entry_row=row, entry_col=col, head=head)
+
+
+def panels(items: Sequence[Panel], *, key: str, entry: tuple[int, int], head: int = 0, per_row: int = 3) -> None:
+    """A stage's heatmaps, side by side (``per_row`` to a row); clicking an explained panel explains that cell.
+
+    The explained cell (and, for per-head panels, only in the chosen head) gets an outline.
+    """
+    items = list(items)
+    # As many side by side as fit the main area (about 1000 px on a 1400 px screen). Side by side,
+    # only the first heatmap of a row keeps its row labels (when the rows are the same) and
+    # none keeps a colour legend: the numbers are written in the cells.
+    widest = max(p.matrix.shape[-1] for p in items)
+    cell = widgets.CELL_PX
+    per_row = max(1, min(per_row, (1000 - 140) // (widest * cell + 30)))
+    for start in range(0, len(items), per_row):
+        chunk = items[start:start + per_row]
+        single = len(chunk) == 1
+        widths = [p.matrix.shape[-1] * cell + (170 if n == 0 else 40) for n, p in enumerate(chunk)]
+        columns = [st.container()] if single else st.columns(widths)
+        for n, (column, panel) in enumerate(zip(columns, chunk)):
+            with column:
+                st.markdown(f"**{panel.title}**")
+                chosen = panel.explained and (panel.head is None or panel.head == head)
+                on_cell = None if panel.head is None else functools.partial(_select, panel.head)
+                widgets.heatmap(panel.matrix, panel.row_labels, panel.col_labels, key=f"{key}_{start + n}",
+                                selected=entry if chosen else None, clickable=panel.explained,
+                                row_title=panel.row_title, col_title=panel.col_title, on_cell=on_cell,
+                                legend=single, row_axis=n == 0 or panel.row_labels != chunk[0].row_labels)
+
+
+def _flip(allowed: list[list[bool]], row: int, col: int) -> None:
+    state.flip_cell(MASK_EDITS, row, col, allowed[row][col])
+    state.update(entry_row=row, entry_col=col)
+
+
+def mask_grid(mask: MaskParts, labels: Sequence[str], *, entry: tuple[int, int]) -> None:
+    """The mask M as a clickable grid: 0 = may attend, −∞ (grey) = blocked; a click flips that cell.
+
+    Below it, the same mask as checkboxes (for keyboards and exact edits) and a reset button.
+    """
+    allowed = mask.attn_mask.tolist()
+    version = state.editor_version(MASK_EDITS)
+    widgets.heatmap(mask.additive, labels, labels, key=f"mask_grid_{len(labels)}_{version}", selected=entry,
+                    clickable=True, row_title="query token", col_title="key token",
+                    on_cell=functools.partial(_flip, allowed))
+    left, right = st.columns([1, 3])
+    left.button("Reset the mask", key="mask_reset", on_click=state.reset_matrix, args=(MASK_EDITS,),
+                disabled=not mask.edited, help="Forget the cells you flipped; keep the causal and padding masks.")
+    right.caption(f"{len(mask.edited)} cell(s) flipped by you." if mask.edited else
+                  "Click any cell to flip it between allowed (0) and blocked (−∞).")
+    with st.expander("The same mask as checkboxes (ticked = may attend)"):
+        frame = pd.DataFrame(allowed, index=list(labels), columns=list(labels))
+        editor_key = f"mask_boxes_{len(labels)}_{version}"
+        st.data_editor(
+            frame, key=editor_key, num_rows="fixed", on_change=_on_boxes, args=(editor_key, list(labels)),
+            column_config={c: st.column_config.CheckboxColumn(c) for c in labels},
+        )
+
+
+def _on_boxes(key: str, labels: list[str]) -> None:
+    delta = st.session_state[key].get("edited_rows", {})
+    cells = {}
+    for row, changes in delta.items():
+        for col, value in changes.items():
+            if col in labels:
+                cells[(int(row), labels.index(col))] = 1.0 if value else 0.0
+    state.set_cells(MASK_EDITS, cells)
+    state.bump_version(MASK_EDITS)  # a fresh editor: its old delta must not be applied to the new mask
+
+
+def checks(items: Sequence[TorchCheck]) -> None:
+    """Each comparison with PyTorch as a success (or error) line, with what was compared."""
+    for check in items:
+        widgets.torch_check(check.max_abs_diff, check.matches, check.reference)
+        if check.note:
+            st.caption(f"Compared: {check.note}.")
+
+
+def notes(warnings: Sequence[str], remarks: Sequence[str] = ()) -> None:
+    """Warnings and remarks from attention_core (they may contain the user's tokens, so escaped)."""
+    for text in warnings:
+        st.warning(widgets.md_escape(text), icon=":material/block:")
+    for text in remarks:
+        st.info(widgets.md_escape(text), icon=":material/info:")
+
+
+def entry_pickers(panel: Panel, row: int, col: int, *, num_heads: int = 0, head_disabled: bool = False) -> None:
+    """Row, column (and head) pickers of the explained entry, and which tokens / columns they are.
+
+    The options are shown as plain positions ("1", "2", ...): a bound selectbox keeps its
+    displayed text across reruns, so labels that change from stage to stage would go stale.
+    """
+    columns = st.columns(3 if num_heads else 2)
+    with columns[0]:
+        state.bind(st.selectbox, "Row", "entry_row", options=list(range(len(panel.row_labels))),
+                   format_func=lambda i: str(i + 1))
+    with columns[1]:
+        state.bind(st.selectbox, "Column", "entry_col", options=list(range(len(panel.col_labels))),
+                   format_func=lambda j: str(j + 1))
+    if num_heads:
+        with columns[2]:
+            state.bind(st.selectbox, "Head", "head", options=list(range(num_heads)),
+                       format_func=lambda r: str(r + 1), disabled=head_disabled)
+    st.caption(f"Row {row + 1}: **{widgets.md_escape(panel.row_labels[row])}** ({panel.row_title}), "
+               f"column {col + 1}: **{widgets.md_escape(panel.col_labels[col])}** ({panel.col_title or 'column'}). "
+               "Or click a cell of the heatmap.")
