@@ -45,6 +45,10 @@ PAGES = [
     ("/tokens", "Tokens & embeddings", True, False),
     ("/no-weights", "Attention without trainable weights", False, True),
     ("/self-attention", "Scaled dot-product self-attention, step by step", True, True),
+    ("/causal", "Causal attention: no peeking at the future", True, True),
+    ("/dropout", "Dropout on the attention weights", True, True),
+    ("/multi-head", "Multi-head attention: several heads side by side", True, True),
+    ("/cross-attention", "Cross-attention: the decoder looks at the encoder", True, True),
     ("/", "Attention Explorer", False, False),
 ]
 

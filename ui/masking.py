@@ -49,7 +49,8 @@ def panels(items: Sequence[Panel], *, key: str, entry: tuple[int, int], head: in
                                 legend=single, row_axis=n == 0 or panel.row_labels != chunk[0].row_labels)
 
 
-def _flip(allowed: list[list[bool]], row: int, col: int) -> None:
+def flip_mask_cell(allowed: list[list[bool]], row: int, col: int) -> None:
+    """Flip mask cell (row, col) from its current state ``allowed[row][col]`` and explain that cell."""
     state.flip_cell(MASK_EDITS, row, col, allowed[row][col])
     state.update(entry_row=row, entry_col=col)
 
@@ -63,7 +64,7 @@ def mask_grid(mask: MaskParts, labels: Sequence[str], *, entry: tuple[int, int])
     version = state.editor_version(MASK_EDITS)
     widgets.heatmap(mask.additive, labels, labels, key=f"mask_grid_{len(labels)}_{version}", selected=entry,
                     clickable=True, row_title="query token", col_title="key token",
-                    on_cell=functools.partial(_flip, allowed))
+                    on_cell=functools.partial(flip_mask_cell, allowed))
     left, right = st.columns([1, 3])
     left.button("Reset the mask", key="mask_reset", on_click=state.reset_matrix, args=(MASK_EDITS,),
                 disabled=not mask.edited, help="Forget the cells you flipped; keep the causal and padding masks.")

@@ -1,0 +1,280 @@
+"""The masking & heads pages under AppTest: they render on every preset, step through every stage, react to
+their widgets, state a passing PyTorch check, and answer bad input with a message while keeping the state."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attention_core.formulas_masking import CAUSAL_STAGES, CROSS_STAGES, DROPOUT_STAGES, MHA_STAGES
+from attention_core.presets import PRESETS
+from attention_core.settings import MAX_DROPOUT, MAX_TOKENS
+
+from test_pages import errors, latex, open_app, settings, warnings
+
+CAUSAL, DROPOUT = "app_pages/causal.py", "app_pages/dropout.py"
+MHA, CROSS = "app_pages/multi_head.py", "app_pages/cross_attention.py"
+PAGES = {CAUSAL: ("causal_stage", CAUSAL_STAGES), DROPOUT: ("dropout_stage", DROPOUT_STAGES),
+         MHA: ("mha_stage", MHA_STAGES), CROSS: ("cross_stage", CROSS_STAGES)}
+
+
+def infos(at: AppTest) -> str:
+    return plain(" ".join(i.value for i in at.info))
+
+
+def plain(markdown: str) -> str:
+    """Markdown with the escapes of widgets.md_escape removed (the text a reader sees)."""
+    return markdown.replace("\\", "")
+
+
+def checks(at: AppTest) -> list[str]:
+    return [s.value for s in at.success if s.value.startswith("Checked against PyTorch")]
+
+
+def assert_checks_pass(at: AppTest) -> None:
+    found = checks(at)
+    assert found, "the page states its check against PyTorch"
+    for text in found:
+        diff = float(text.split("| = ")[-1].split(" ")[0])
+        assert diff < 1e-5 and "✓" in text, text
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_new_page_renders_on_every_preset(page, preset):
+    at = open_app(page, preset)
+    assert settings(at).preset == preset
+    assert not at.exception and not at.error, errors(at)
+    assert at.title
+    assert_checks_pass(at)
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_stepping_through_every_stage(page):
+    field, stages = PAGES[page]
+    at = open_app(page, "journey_v1")
+    at.selectbox(key=f"setting_{field}").set_value(next(iter(stages))).run()
+    seen = []
+    while True:
+        seen.append(getattr(settings(at), field))
+        assert not at.exception and not at.error, (seen, errors(at))
+        assert len(at.latex) >= 4  # the page's formula, the stage's matrix and element forms, the entry
+        assert "nan" not in latex(at).lower()
+        if at.button(key="step_next").disabled:
+            break
+        at.button(key="step_next").click().run()
+    assert seen == list(stages)
+    at.button(key="step_prev").click().run()
+    assert getattr(settings(at), field) == seen[-2]
+
+
+# ---------------------------------------------------------------- causal page
+
+
+def test_causal_page_reproduces_the_printed_context_vectors_and_the_other_route():
+    at = open_app(CAUSAL, "journey_v1")
+    at.selectbox(key="setting_causal_stage").set_value("output").run()
+    at.selectbox(key="setting_entry_row").set_value(1).run()
+    at.selectbox(key="setting_entry_col").set_value(0).run()
+    assert r"z_{2,1}" in latex(at) and "= -0.5874" in latex(at)  # CausalAttention(3, 2, 6, 0.0), seed 123
+    assert any("is_causal=True" in c for c in checks(at))
+    at.selectbox(key="setting_causal_stage").set_value("other_route").run()
+    (same,) = [s.value for s in at.success if s.value.startswith("Both routes")]
+    assert float(same.split("= ")[-1].rstrip(".")) < 1e-6
+
+
+def test_causal_switch_and_padding_change_the_mask():
+    at = open_app(CAUSAL, "hello")
+    at.selectbox(key="setting_causal_stage").set_value("masked_scores").run()
+    at.selectbox(key="setting_entry_row").set_value(0).run()
+    at.selectbox(key="setting_entry_col").set_value(2).run()
+    assert r"-\infty" in latex(at)
+    at.toggle(key="setting_causal").set_value(False).run()
+    assert r"a'_{1,3} = a_{1,3} + 0" in latex(at)
+    assert not any("is_causal=True" in c for c in checks(at))  # the mask is no longer the causal one
+    at.number_input(key="setting_padding").set_value(1).run()
+    assert r"-\infty" in latex(at)  # key 3 is padding now
+    at.selectbox(key="setting_causal_stage").set_value("mask").run()
+    assert "key 3 is padding" in latex(at)
+    assert_checks_pass(at)
+
+
+def test_a_mask_that_blocks_a_whole_row_is_explained_and_kept():
+    at = open_app(CAUSAL)
+    at.session_state["edits"] = {"seed000": {"mask": {(0, 0): 0.0}}}  # "I" could only look at itself
+    at.run()
+    assert not at.exception and not at.error, errors(at)
+    assert "Row 1 (query “I”) has every key blocked" in plain(warnings(at))
+    at.selectbox(key="setting_causal_stage").set_value("weights").run()
+    at.selectbox(key="setting_entry_row").set_value(0).run()
+    assert r"\frac{0}{0}" in latex(at) and "nan" not in latex(at).lower()
+    assert_checks_pass(at)
+    for page in (DROPOUT, MHA):  # the same mask there
+        at.switch_page(page).run()
+        assert "Row 1 (query “I”)" in plain(warnings(at)) and not at.error
+    assert at.session_state["edits"]["seed000"]["mask"] == {(0, 0): 0.0}
+    at.switch_page(CAUSAL).run()
+    at.selectbox(key="setting_causal_stage").set_value("mask").run()
+    at.button(key="mask_reset").click().run()
+    assert not at.session_state["edits"]["seed000"].get("mask") and "Row 1" not in warnings(at)
+
+
+def test_all_padding_warns_instead_of_failing():
+    at = open_app(CAUSAL, "hello")
+    at.number_input(key="setting_padding").set_value(5).run()
+    assert "All 3 tokens are padding" in plain(warnings(at)) and not at.error
+    assert_checks_pass(at)
+
+
+def test_clicking_a_mask_cell_flips_it_and_explains_it():
+    def script():
+        import streamlit as st
+
+        from ui import masking, state
+
+        st.button("flip", key="flip", on_click=masking.flip_mask_cell, args=([[True, False], [True, True]], 0, 1))
+        st.write(state.edits(), state.editor_version("mask"))
+
+    at = AppTest.from_function(script).run()
+    at.button(key="flip").click().run()
+    assert at.session_state["edits"]["seed000"]["mask"] == {(0, 1): 1.0}
+    assert (settings(at).entry_row, settings(at).entry_col) == (0, 1)
+    assert at.session_state["editor_versions"]["mask"] == 1  # a fresh grid: clicking the cell again flips it back
+
+
+def test_context_length_shorter_than_the_sentence_gets_a_message_and_keeps_the_widgets():
+    at = open_app(CAUSAL, "journey_v1")
+    at.number_input(key="setting_context_length").set_value(4).run()
+    assert "6 tokens but the context length is 4" in errors(at)
+    assert at.number_input(key="setting_context_length").value == 4 and settings(at).context_length == 4
+    at.number_input(key="setting_context_length").set_value(6).run()
+    assert not at.error
+
+
+# ---------------------------------------------------------------- dropout page
+
+
+def test_dropout_train_and_eval():
+    at = open_app(DROPOUT, "journey_v2")
+    at.number_input(key="setting_dropout_p").set_value(0.5).run()
+    at.selectbox(key="setting_dropout_stage").set_value("dropped_weights").run()
+    text = " ".join(m.value for m in at.markdown)
+    assert "Row sums of the weights used:** 2, 0, 2, 0.985, 0.774, 1.31" in text  # ch03's dropout(attn_weights)
+    assert any("bernoulli_(1 - p" in c for c in checks(at))
+    assert_checks_pass(at)
+    at.toggle(key="setting_training").set_value(False).run()
+    text = " ".join(m.value for m in at.markdown)
+    assert "1, 1, 1, 1, 1, 1" in text and "eval mode: every row sums to 1" in text
+    assert any("is_causal=True" in c for c in checks(at))
+    at.selectbox(key="setting_dropout_stage").set_value("dropout_mask").run()
+    assert "eval mode" in latex(at)
+
+
+def test_dropout_seed_changes_the_mask():
+    at = open_app(DROPOUT, "seed000")
+    before = [m.value for m in at.metric]
+    at.number_input(key="setting_dropout_seed").set_value(7).run()
+    assert [m.value for m in at.metric] != before
+    assert_checks_pass(at)
+
+
+@pytest.mark.parametrize("raw, shown", [(1.5, MAX_DROPOUT), (1.0, MAX_DROPOUT), (-0.3, 0.0)])
+def test_dropout_p_outside_the_unit_interval_is_clamped_with_a_message(raw, shown):
+    at = open_app(DROPOUT, "custom")
+    at.number_input(key="setting_dropout_p").set_value(raw).run()
+    assert "dropout_p must be in [0, 1)" in warnings(at) and f"got {raw:g}" in warnings(at)
+    assert settings(at).dropout_p == shown
+    assert at.number_input(key="setting_dropout_p").value == shown
+    assert not at.exception and not at.error
+    assert_checks_pass(at)
+
+
+# ---------------------------------------------------------------- multi-head page
+
+
+def test_multi_head_page_reproduces_the_printed_output_and_states_the_scale():
+    at = open_app(MHA, "journey_v1")
+    at.selectbox(key="setting_mha_stage").set_value("output").run()
+    at.selectbox(key="setting_entry_col").set_value(1).run()
+    assert "= 0.4858" in latex(at)  # MultiHeadAttention(3, 2, 6, 0.0, num_heads=2), seed 123, row 1
+    text = " ".join(m.value for m in at.markdown)
+    assert "1/√head_dim = 1/√1 = **1**" in text and "not by 1/√d_out = 1/√2" in text
+    assert "(1, 6, 2) →" in text and "(1, 2, 6, 1)" in text
+
+
+def test_changing_heads_changes_the_split_and_the_checks():
+    at = open_app(MHA, "seed000")
+    at.selectbox(key="setting_mha_stage").set_value("scaled_scores").run()
+    assert r"\sqrt{2}" in latex(at)
+    assert any("nn.MultiheadAttention(4, num_heads=2" in c for c in checks(at))
+    at.number_input(key="setting_num_heads").set_value(1).run()
+    assert r"\sqrt{4}" in latex(at)
+    assert any("nn.MultiheadAttention(4, num_heads=1" in c for c in checks(at))
+    at.number_input(key="setting_num_heads").set_value(4).run()
+    at.selectbox(key="setting_head").set_value(3).run()
+    assert r"a^{(4)}" in latex(at) and r"\sqrt{1}" in latex(at)
+    assert_checks_pass(at)
+
+
+@pytest.mark.parametrize("page", [MHA, CROSS])
+def test_heads_that_do_not_divide_d_out_get_a_message_and_keep_the_settings(page):
+    at = open_app(page, "seed000")
+    at.number_input(key="setting_num_heads").set_value(3).run()
+    assert "d_out = 4 cannot be split into 3 equal heads" in errors(at) and "1, 2, 4 heads" in errors(at)
+    assert not at.exception
+    assert settings(at).num_heads == 3 and at.number_input(key="setting_num_heads").value == 3
+    assert at.number_input(key="setting_d_out").value == 4  # the settings are still on the page
+    at.number_input(key="setting_d_out").set_value(6).run()
+    assert not at.error
+    assert_checks_pass(at)
+
+
+# ---------------------------------------------------------------- cross-attention page
+
+
+def test_cross_attention_with_sequences_of_different_lengths():
+    at = open_app(CROSS, "custom")
+    assert "m = 6 decoder tokens attend to n = 7 encoder tokens" in infos(at)
+    at.text_input(key="setting_encoder_sentence").set_value("un chat").run()
+    assert not at.error
+    assert "m = 6 decoder tokens attend to n = 2 encoder tokens" in infos(at)
+    at.selectbox(key="setting_cross_stage").set_value("key").run()
+    assert "x^{enc}" in latex(at)
+    assert_checks_pass(at)
+
+
+@pytest.mark.parametrize("field, message", [("encoder_sentence", "The encoder sentence has"),
+                                            ("sentence", "The sentence has")])
+def test_a_too_long_sentence_gets_a_message_and_is_kept(field, message):
+    at = open_app(CROSS, "custom")
+    long = " ".join(f"w{i}" for i in range(MAX_TOKENS + 2))
+    at.text_input(key=f"setting_{field}").set_value(long).run()
+    assert message in errors(at) and f"at most {MAX_TOKENS}" in errors(at)
+    assert not at.exception
+    assert getattr(settings(at), field) == long and at.text_input(key=f"setting_{field}").value == long
+
+
+def test_a_sentence_longer_than_the_context_length_gets_a_message():
+    at = open_app(CROSS, "custom")
+    at.number_input(key="setting_context_length").set_value(6).run()
+    assert "The encoder sentence has 7 tokens but the context length is 6" in errors(at)
+    at.text_input(key="setting_encoder_sentence").set_value("le chat").run()
+    assert not at.error
+
+
+def test_encoder_words_outside_a_fixed_vocabulary_are_named():
+    at = open_app(CROSS, "journey_v1")
+    at.text_input(key="setting_encoder_sentence").set_value("one giant step").run()
+    assert "Encoder sentence: Not in this example's vocabulary: “giant”" in errors(at)
+
+
+def test_user_tokens_are_escaped_on_the_new_pages():
+    at = open_app(CROSS, "custom")
+    at.text_input(key="setting_sentence").set_value("a*b c_d").run()
+    at.text_input(key="setting_encoder_sentence").set_value("x$y z").run()
+    assert not at.exception and not at.error, errors(at)
+    assert any(r"a\*b" in c.value for c in at.caption)
+    at.switch_page(CAUSAL).run()
+    at.session_state["edits"] = {"custom": {"mask": {(0, 0): 0.0}}}
+    at.run()
+    assert r"“a\*b”" in warnings(at)
