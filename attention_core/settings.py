@@ -15,7 +15,10 @@ from typing import Any, Mapping, Optional
 
 from .formulas import STAGES
 from .formulas_masking import CAUSAL_STAGES, CROSS_STAGES, DROPOUT_STAGES, MHA_STAGES
+from .formulas_pretrained import HEAD_STAGES
 from .presets import DEFAULT_PRESET, PRESETS, Preset
+from .pretrained import MAX_PADDING as MODEL_MAX_PADDING
+from .pretrained import MAX_TOKENS as MODEL_MAX_TOKENS
 
 #: Limits the pages enforce. MAX_TOKENS is the page's cap on sentence length
 #: (a T x T heatmap with numbers stays readable on a projector up to about 12).
@@ -29,6 +32,11 @@ MAX_ABS_VALUE = 1e6
 #: Dropout probabilities accepted: [0, MAX_DROPOUT]. p = 1 would drop every weight
 #: (and divide by 1 - p = 0), so the nearest allowed value below 1 is used instead.
 MAX_DROPOUT = 0.99
+
+#: The trained model's page (all-MiniLM-L6-v2): its layers, heads and width, and the default
+#: sentence. Its text is cut at MODEL_MAX_TOKENS WordPieces, then up to MODEL_MAX_PADDING [PAD]s.
+MODEL_LAYERS, MODEL_HEADS, MODEL_WIDTH = 6, 12, 384
+MODEL_SENTENCE = "The cat sat on the mat because it was tired."
 
 #: The settings a preset sets when it is chosen (see ``Settings.for_preset``).
 PRESET_FIELDS = ("preset", "sentence", "d_model", "d_k", "seed", "encoder_sentence", "d_out", "num_heads")
@@ -74,6 +82,17 @@ class Settings:
             values); ``sentence`` is the decoder's (queries). Never altered.
         causal_stage, dropout_stage, mha_stage, cross_stage: each page's current
             step (keys of ``formulas_masking``'s stage dicts).
+
+    The trained model's page ("Inside a trained model") adds, all 0-based:
+
+    Attributes:
+        model_sentence: the text the model reads (any Unicode; never altered here,
+            checked and cut by ``pretrained.tokenize``).
+        model_padding: how many [PAD] tokens to append, 0..MODEL_MAX_PADDING (shows the mask).
+        model_layer, model_head: the head that is opened, < MODEL_LAYERS and < MODEL_HEADS.
+        model_stage: its step-through's current step (a key of ``HEAD_STAGES``).
+        model_entry_row, model_entry_col: the explained entry (the page clamps them to
+            the stage's matrix, which is up to 136 × 384).
     """
 
     preset: str = DEFAULT_PRESET
@@ -99,6 +118,13 @@ class Settings:
     dropout_stage: str = "dropout_mask"
     mha_stage: str = "split"
     cross_stage: str = "weights"
+    model_sentence: str = MODEL_SENTENCE
+    model_padding: int = 0
+    model_layer: int = 0
+    model_head: int = 0
+    model_stage: str = "weights"
+    model_entry_row: int = 8
+    model_entry_col: int = 2
 
     @classmethod
     def for_preset(cls, key: str, **overrides: Any) -> "Settings":
@@ -202,6 +228,21 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
     clamp("num_heads", 1, MAX_DIM, "The number of heads")
     clamp("head", 0, MAX_DIM - 1, "The head")
 
+    if not isinstance(settings.model_sentence, str):
+        messages.append("The model's text must be text; restored the example sentence.")
+        fixed["model_sentence"] = MODEL_SENTENCE
+    clamp("model_padding", 0, MODEL_MAX_PADDING, "The number of [PAD] tokens")
+    for name, count, label in (("model_layer", MODEL_LAYERS, "layer"), ("model_head", MODEL_HEADS, "head")):
+        value = _as_int(getattr(settings, name))
+        if value is None or not 0 <= value < count:
+            shown = getattr(settings, name) + 1 if value is not None else f"“{getattr(settings, name)}”"
+            messages.append(f"The model has {label}s 1 to {count}; got {label} {shown}, using {label} 1.")
+            fixed[name] = 0
+        else:
+            fixed[name] = value
+    clamp("model_entry_row", 0, MODEL_MAX_TOKENS + MODEL_MAX_PADDING - 1, "The entry's row")
+    clamp("model_entry_col", 0, max(MODEL_MAX_TOKENS + MODEL_MAX_PADDING, MODEL_WIDTH) - 1, "The entry's column")
+
     for name, label in (("causal", "The causal switch"), ("training", "The training switch")):
         raw = getattr(settings, name)
         if isinstance(raw, bool):
@@ -234,7 +275,7 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
             fixed["d_model"] = width
 
     for name, stages in (("stage", STAGES), ("causal_stage", CAUSAL_STAGES), ("dropout_stage", DROPOUT_STAGES),
-                         ("mha_stage", MHA_STAGES), ("cross_stage", CROSS_STAGES)):
+                         ("mha_stage", MHA_STAGES), ("cross_stage", CROSS_STAGES), ("model_stage", HEAD_STAGES)):
         if getattr(settings, name) not in stages:
             messages.append(f"Unknown step “{getattr(settings, name)}”; showing “{stages[getattr(default, name)]}”.")
             fixed[name] = getattr(default, name)

@@ -1,0 +1,282 @@
+r"""The formulas of one trained head's step-through, built with sympy, general and with numbers in.
+
+The stages follow BERT's self-attention (Devlin et al. 2019; transformers'
+``eager_attention_forward``) for layer ℓ, head r of all-MiniLM-L6-v2:
+
+.. math::
+    Q = X W_q + b_q,\quad K = X W_k + b_k,\quad V = X W_v + b_v,\qquad
+    Z = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V
+
+(Vaswani et al. 2017, eq. 1, with BERT's biases and additive padding mask M.)
+Where a stage is the same as on the self-attention page (scores, scaling, output),
+its formula comes from :mod:`attention_core.formulas`. The model's sums are long
+(D = 384 terms for a projection, n for a weighted sum), so an entry's numbers are
+written with the first and last terms and ``⋯`` between; the result is the model's
+own number, and :meth:`HeadEntry.recompute` redoes the whole sum in a plain loop
+(the tests' naive reference). No user text goes through sympy.
+
+Index legend: i query token, j key token or column, l the summed index,
+n tokens, D = hidden size (384), d_k = head_dim (32).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sympy as sp
+
+from . import formulas
+from .pretrained import HeadStep
+
+#: One head's step-through, in order: key -> title.
+HEAD_STAGES: dict[str, str] = {
+    "inputs": "Layer input X (hidden states)",
+    "query": "Queries Q = X W_q + b_q",
+    "key": "Keys K = X W_k + b_k",
+    "value": "Values V = X W_v + b_v",
+    "scores": "Scores Q Kᵀ",
+    "scaled_scores": "Scaled scores ÷ √d_k",
+    "mask": "Padding mask M",
+    "masked_scores": "Masked scores + M",
+    "weights": "Weights: softmax",
+    "output": "Output: weights · V",
+}
+
+#: An entry's sum is written out in full up to this many terms, else first 3 ⋯ last 2.
+MAX_TERMS = 6
+
+_i, _j, _l = sp.symbols("i j l", integer=True)
+_D, _n = sp.Symbol("D"), sp.Symbol("n")
+_d_k = sp.Symbol("d_k", positive=True)
+_X, _Q, _K, _V = (sp.Symbol(n, commutative=False) for n in "XQKV")
+_H = sp.Symbol(r"H^{(\ell)}", commutative=False)
+_M = sp.Symbol("M", commutative=False)
+_TOP = sp.Symbol(r"\top")
+_softmax = sp.Function(r"\operatorname{softmax}")
+_x, _h, _a, _at, _alpha, _mask, _m = (
+    sp.IndexedBase(n) for n in ("x", r"h^{(\ell)}", "a", r"\tilde{a}", r"\alpha", "M", "m")
+)
+_z, _v = sp.IndexedBase("z"), sp.IndexedBase("v")
+_elem = {"query": sp.IndexedBase("q"), "key": sp.IndexedBase("k"), "value": sp.IndexedBase("v")}
+_W = {name: sp.Symbol(f"W_{name[0]}", commutative=False) for name in _elem}
+_B = {name: sp.Symbol(f"b_{name[0]}", commutative=False) for name in _elem}
+_w = {name: sp.IndexedBase(f"W^{{{name[0]}}}") for name in _elem}
+_b = {name: sp.IndexedBase(f"b^{{{name[0]}}}") for name in _elem}
+
+
+def _scaled(kt) -> sp.Expr:
+    return sp.Mul(_Q, kt, 1 / sp.sqrt(_d_k))
+
+
+def _matrix_formula(stage: str) -> sp.Expr:
+    kt = sp.Pow(_K, _TOP, evaluate=False)
+    if stage == "inputs":
+        return sp.Eq(_X, _H)
+    if stage in _W:
+        return sp.Eq(sp.Symbol(stage[0].upper(), commutative=False), sp.Add(sp.Mul(_X, _W[stage]), _B[stage]))
+    if stage == "mask":
+        return sp.Eq(_M, sp.Symbol(r"\mathrm{mask}(\text{[PAD]})", commutative=False))
+    if stage == "masked_scores":
+        return sp.Eq(sp.Symbol(r"\tilde{A}", commutative=False), sp.Add(_scaled(kt), _M, evaluate=False))
+    if stage == "weights":
+        return sp.Eq(sp.Symbol(r"\mathcal{A}", commutative=False), _softmax(sp.Add(_scaled(kt), _M, evaluate=False)))
+    if stage == "output":
+        return sp.Eq(sp.Symbol("Z", commutative=False),
+                     sp.Mul(_softmax(sp.Add(_scaled(kt), _M, evaluate=False)), _V))
+    raise KeyError(stage)
+
+
+def _element_formula(stage: str, i=_i, j=_j) -> sp.Expr:
+    """The element form of a stage, for symbolic (i, j) or for given 1-based indices."""
+    if stage == "inputs":
+        return sp.Eq(_x[i, j], _h[i, j])
+    if stage in _W:
+        total = sp.Sum(sp.Mul(_x[i, _l], _w[stage][_l, j], evaluate=False), (_l, 1, _D))
+        return sp.Eq(_elem[stage][i, j], sp.Add(total, _b[stage][j], evaluate=False))
+    if stage == "mask":
+        return sp.Eq(_mask[i, j], sp.Piecewise((0, sp.Eq(_m[j], 1)), (-sp.oo, True)))
+    if stage == "masked_scores":
+        return sp.Eq(_at[i, j], sp.Add(_a[i, j], _mask[i, j], evaluate=False))
+    if stage == "weights":
+        return sp.Eq(_alpha[i, j], sp.exp(_at[i, j]) / sp.Sum(sp.exp(_at[i, _l]), (_l, 1, _n)))
+    if stage == "output":  # as on the self-attention page, summed over the n tokens
+        return sp.Eq(_z[i, j], sp.Sum(sp.Mul(_alpha[i, _l], _v[_l, j], evaluate=False), (_l, 1, _n)))
+    raise KeyError(stage)
+
+
+@lru_cache(maxsize=None)
+def head_general_latex(stage: str) -> tuple[str, str]:
+    """The (matrix form, element form) of a stage, as LaTeX.
+
+    Raises:
+        KeyError: for a stage not in :data:`HEAD_STAGES`.
+    """
+    if stage not in HEAD_STAGES:
+        raise KeyError(stage)
+    if stage in ("scores", "scaled_scores"):
+        return formulas.general_latex(stage)
+    return sp.latex(_matrix_formula(stage), order="none"), sp.latex(_element_formula(stage), order="none")
+
+
+@dataclass(frozen=True)
+class HeadEntry:
+    """The numbers behind entry (row, col) of one stage of one trained head.
+
+    Attributes:
+        stage: a key of :data:`HEAD_STAGES`.
+        row, col: 0-based indices into that stage's matrix.
+        left, right: the vectors multiplied term by term (x_i and the column of W for a
+            projection, q_i and k_j for a score, the weight row and V's column for the
+            output); for ``scaled_scores`` (s_ij,); for ``masked_scores`` (a_ij, M_ij); for
+            ``weights`` the row of masked scores; for ``inputs`` and ``mask`` (value,).
+        bias: b_j for a projection, else 0.
+        value: the stage's own number at (row, col), from the trace.
+        d_k: the head's width.
+        key_is_real: for ``mask``, whether key token ``col`` is a real token (not [PAD]).
+    """
+
+    stage: str
+    row: int
+    col: int
+    left: tuple[float, ...]
+    right: tuple[float, ...]
+    bias: float
+    value: float
+    d_k: int
+    key_is_real: bool = True
+
+    def recompute(self) -> float:
+        """The entry recomputed from its numbers with a plain Python loop (float64)."""
+        if self.stage in ("inputs", "mask"):
+            return self.left[0]
+        if self.stage == "scaled_scores":
+            return self.left[0] / math.sqrt(self.d_k)
+        if self.stage == "masked_scores":
+            return self.left[0] + self.left[1]
+        if self.stage == "weights":
+            finite = [a for a in self.left if a != -math.inf]
+            top = max(finite)
+            exps = [math.exp(a - top) if a != -math.inf else 0.0 for a in self.left]
+            return exps[self.col] / sum(exps)
+        total = 0.0
+        for a, b in zip(self.left, self.right):
+            total += a * b
+        return total + self.bias
+
+
+def stage_matrix(step: HeadStep, stage: str):
+    """The matrix a stage produces: X (n, D), Q/K/V (n, d_k), scores..weights (n, n), output (n, d_k)."""
+    att = step.trace.attention
+    return {
+        "inputs": step.trace.x,
+        "query": att.query,
+        "key": att.key,
+        "value": att.value,
+        "scores": att.scores,
+        "scaled_scores": att.scaled_scores,
+        "mask": step.additive_mask,
+        "masked_scores": att.masked_scores,
+        "weights": att.weights,
+        "output": att.output,
+    }[stage]
+
+
+def head_entry_of(step: HeadStep, stage: str, row: int, col: int) -> HeadEntry:
+    """Collect the numbers that make entry (row, col) of ``stage``.
+
+    Raises:
+        KeyError: unknown stage. IndexError: row or col out of range.
+    """
+    trace, att = step.trace, step.trace.attention
+    matrix = stage_matrix(step, stage)
+    if not (0 <= row < matrix.shape[0] and 0 <= col < matrix.shape[1]):
+        raise IndexError(f"entry ({row}, {col}) is outside {tuple(matrix.shape)}")
+    value = float(matrix[row, col])
+
+    def vec(t) -> tuple[float, ...]:
+        return tuple(float(v) for v in t)
+
+    bias, key_is_real = 0.0, True
+    if stage in ("inputs", "mask"):
+        left, right = (value,), ()
+        key_is_real = stage != "mask" or value == 0.0
+    elif stage in _W:
+        w = {"query": trace.w_query, "key": trace.w_key, "value": trace.w_value}[stage]
+        b = {"query": trace.b_query, "key": trace.b_key, "value": trace.b_value}[stage]
+        left, right, bias = vec(trace.x[row]), vec(w[:, col]), float(b[col])
+    elif stage == "scores":
+        left, right = vec(att.query[row]), vec(att.key[col])
+    elif stage == "scaled_scores":
+        left, right = (float(att.scores[row, col]),), ()
+    elif stage == "masked_scores":
+        left, right = (float(att.scaled_scores[row, col]), float(step.additive_mask[row, col])), ()
+    elif stage == "weights":
+        left, right = vec(att.masked_scores[row]), ()
+    elif stage == "output":
+        left, right = vec(att.weights[row]), vec(att.value[:, col])
+    else:
+        raise KeyError(stage)
+    return HeadEntry(stage, row, col, left, right, bias, value, step.d_k, key_is_real)
+
+
+def _num(value: float) -> sp.Expr:
+    """A number with 4 significant digits, kept apart from its neighbours; ±∞ and 0 as such."""
+    if math.isinf(value):
+        return sp.oo if value > 0 else -sp.oo
+    if value == 0:
+        return sp.Integer(0)
+    return sp.UnevaluatedExpr(sp.Float(value, 4))
+
+
+def _elided(terms: list[str]) -> tuple[str, str]:
+    """(``t1 + t2 + t3 + ⋯ + t_{k-1} + t_k``, a note with the count) or (every term, "") when few."""
+    if len(terms) <= MAX_TERMS:
+        return " + ".join(terms), ""
+    return (" + ".join(terms[:3]) + r" + \cdots + " + " + ".join(terms[-2:]),
+            r"\qquad\text{(%d terms)}" % len(terms))
+
+
+def _products(left, right) -> list[str]:
+    return [sp.latex(sp.Mul(_num(a), _num(b), evaluate=False), mul_symbol="dot") for a, b in zip(left, right)]
+
+
+def head_entry_latex(entry: HeadEntry) -> str:
+    """The element formula of ``entry`` with its numbers substituted, and the result.
+
+    Long sums show their first three and last two terms; indices are 1-based.
+    """
+    i, j = entry.row + 1, entry.col + 1
+    result = sp.latex(_num(entry.value)) if math.isinf(entry.value) or entry.value == 0 else sp.latex(
+        sp.Float(entry.value, 4))
+    note = ""
+    if entry.stage in ("scores", "scaled_scores"):
+        # the self-attention page's element forms (s_ij = Σ q k, a_ij = s_ij / √d_k) at (i, j)
+        general_tex = sp.latex(formulas._element_formula(entry.stage, i, j), order="none")
+    else:
+        general_tex = sp.latex(_element_formula(entry.stage, i, j), order="none")
+
+    if entry.stage == "inputs":
+        numbers = None
+    elif entry.stage == "mask":
+        numbers = r"%s\quad\text{(token %d is %s)}" % (
+            "0" if entry.key_is_real else r"-\infty", j, "a real token" if entry.key_is_real else "[PAD]")
+        lhs, general_rhs = general_tex.split(" = ", 1)
+        return r"\begin{aligned} %s &= %s \\ &= %s \end{aligned}" % (lhs, general_rhs, numbers)
+    elif entry.stage == "scaled_scores":
+        numbers = r"\frac{%s}{\sqrt{%d}}" % (sp.latex(_num(entry.left[0])), entry.d_k)
+    elif entry.stage == "masked_scores":
+        numbers = "%s + (%s)" % (sp.latex(_num(entry.left[0])), sp.latex(_num(entry.left[1])))
+    elif entry.stage == "weights":
+        exps = [sp.latex(sp.exp(_num(a), evaluate=False)) for a in entry.left]
+        denominator, note = _elided(exps)
+        numbers = r"\frac{%s}{%s}" % (exps[entry.col], denominator)
+    else:
+        numbers, note = _elided(_products(entry.left, entry.right))
+        if entry.stage in _W:
+            numbers += " + (%s)" % sp.latex(_num(entry.bias))
+    lhs, general_rhs = general_tex.split(" = ", 1)
+    lines = [general_rhs] + ([numbers] if numbers is not None else []) + [result + note]
+    # one step per line: the sums are long, and a projector is not wide
+    return r"\begin{aligned} %s &= %s \end{aligned}" % (lhs, r" \\ &= ".join(lines))

