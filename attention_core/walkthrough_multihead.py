@@ -105,7 +105,8 @@ class MaskParts:
     Attributes:
         causal: bool (T, T), the causal mask (all True when it is switched off).
         real_keys: bool (T,), False for the trailing padding tokens.
-        edited: {(i, j): allowed} the user's clicked cells inside T × T.
+        edited: {(i, j): allowed} the user's clicked cells inside T × T that differ from
+            what the causal and padding masks say.
         attn_mask: bool (T, T), causal ∧ padding, then the user's cells; True = may attend.
         additive: (T, T) float32, 0 where allowed and -inf where blocked (M).
         padding: how many trailing tokens are padding (at most T).
@@ -197,7 +198,8 @@ def build_mask(num_tokens: int, settings: Settings, cells: Mapping[tuple[int, in
     edited = {}
     for (i, j), value in sorted(cells.items()):
         if 0 <= i < t and 0 <= j < t and value is not None and not (isinstance(value, float) and math.isnan(value)):
-            edited[(i, j)] = bool(value)
+            if bool(value) != bool(attn_mask[i, j]):  # a cell clicked twice is back to what the masks say
+                edited[(i, j)] = bool(value)
             attn_mask[i, j] = bool(value)
     return MaskParts(causal=causal, real_keys=real_keys, edited=edited, attn_mask=attn_mask,
                      additive=additive_mask(attn_mask), padding=padding)
@@ -388,7 +390,7 @@ def causal_panels(walk: CausalWalkthrough, stage: str) -> tuple[Panel, ...]:
         sums = walk.row_sums.unsqueeze(-1)  # (T,) -> (T, 1)
         return (
             Panel(f"weights ⊙ D × 1/(1 − p) = × {walk.scale:.4g}", att.dropped_weights, rows, rows),
-            Panel("row sums", sums, rows, ("Σ_j",), col_title="", explained=False),
+            Panel("row sums", sums, rows, ("sum",), col_title="", explained=False),
         )
     if stage == "output":
         return (Panel("Z = weights · V: the context vectors", att.output, rows,
