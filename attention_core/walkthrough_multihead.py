@@ -44,7 +44,14 @@ from . import formulas_masking as fm
 from . import formulas_multihead
 from .errors import InputError
 from .functional import SelfAttentionTrace, self_attention
-from .masks import MaskAfterSoftmaxTrace, additive_mask, causal_mask, combine_masks, key_padding_mask, mask_after_softmax
+from .masks import (
+    MaskAfterSoftmaxTrace,
+    additive_mask,
+    causal_mask,
+    combine_masks,
+    key_padding_mask,
+    mask_after_softmax,
+)
 from .multihead import MultiHeadTrace, head_columns, multi_head_attention
 from .presets import PRESETS
 from .settings import MAX_TOKENS, Edits, Settings
@@ -494,7 +501,7 @@ def _torch_mha_checks(trace: MultiHeadTrace, weights: Mapping[str, torch.Tensor]
                       x_kv: torch.Tensor, attn_mask: Optional[torch.Tensor],
                       blocked: torch.Tensor) -> list[TorchCheck]:
     """Our output against SDPA per head (always) and nn.MultiheadAttention (when d_model == d_out)."""
-    h, head_dim = trace.num_heads, trace.head_dim
+    h = trace.num_heads
     m, d_out = trace.concat.shape
     checks = []
     per_head = F.scaled_dot_product_attention(trace.query_heads, trace.key_heads, trace.value_heads,

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from test_pages import errors, latex, open_app, settings, warnings
 
 from attention_core.formulas_masking import CAUSAL_STAGES, CROSS_STAGES, DROPOUT_STAGES, MHA_STAGES
 from attention_core.presets import PRESETS
 from attention_core.settings import MAX_DROPOUT, MAX_TOKENS
-
-from test_pages import errors, latex, open_app, settings, warnings
 
 CAUSAL, DROPOUT = "app_pages/causal.py", "app_pages/dropout.py"
 MHA, CROSS = "app_pages/multi_head.py", "app_pages/cross_attention.py"

@@ -263,7 +263,7 @@ def test_multi_head_scale_is_head_dim_and_matches_nn_multihead_attention(d_out, 
     assert any("nn.MultiheadAttention" in r for r in references) and all(c.matches for c in walk.checks)
     # the loop version: head r is attention on columns r*head_dim ... of Q, K, V
     tr = walk.trace
-    for r, cols in enumerate(walk.columns):
+    for cols in walk.columns:
         q, k, v = tr.query[:, cols], tr.key[:, cols], tr.value[:, cols]
         ref = F.scaled_dot_product_attention(q, k, v, attn_mask=walk.mask.attn_mask)
         assert torch.allclose(tr.concat[:, cols], ref, atol=1e-6)
