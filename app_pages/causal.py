@@ -72,17 +72,14 @@ if (row, col) != (settings.entry_row, settings.entry_col):
 labels = token_labels(walk.tokens)
 target = next(p for p in items if p.explained)
 
-formula_col, matrix_col = st.columns([2, 3]) if stage != "other_route" else (st.container(), st.container())
-with formula_col:
-    st.markdown("**Formula**")
+with st.expander("Formula", expanded=True):
     for line in general_latex("causal", stage):
         st.latex(line)
-with matrix_col:
-    if stage == "mask":
-        st.markdown(f"**{items[0].title}**")
-        masking.mask_grid(walk.mask, labels, entry=(row, col))
-    else:
-        masking.panels(items, key=f"causal_{stage}", entry=(row, col))
+if stage == "mask":
+    st.markdown(f"**{items[0].title}**")
+    masking.mask_grid(walk.mask, labels, entry=(row, col))
+else:
+    masking.panels(items, key=f"causal_{stage}", entry=(row, col))
 if stage == "other_route":
     st.success(f"Both routes give the same weights: max |difference| = {walk.route_max_abs_diff:.2e}.",
                icon=":material/check_circle:")

@@ -69,13 +69,10 @@ if (row, col) != (settings.entry_row, settings.entry_col):
     state.update(entry_row=row, entry_col=col)
 target = next(p for p in items if p.explained)
 
-formula_col, matrix_col = st.columns([2, 3])
-with formula_col:
-    st.markdown("**Formula**")
+with st.expander("Formula", expanded=True):
     for line in general_latex("dropout", stage):
         st.latex(line)
-with matrix_col:
-    masking.panels(items, key=f"dropout_{stage}", entry=(row, col))
+masking.panels(items, key=f"dropout_{stage}", entry=(row, col))
 if stage in ("dropped_weights", "output"):
     sums = ", ".join(f"{v:.3g}" for v in walk.row_sums.tolist())
     st.markdown(f"**Row sums of the weights used:** {sums}" +
