@@ -681,14 +681,16 @@ def multihead_panels(walk: MultiHeadWalkthrough, stage: str) -> tuple[Panel, ...
     rows, kv_rows = tuple(token_labels(walk.tokens)), tuple(token_labels(walk.kv_tokens))
     d_out, h, hd = tr.concat.shape[-1], tr.num_heads, tr.head_dim
     by_head = _head_labels(d_out, h)
-    inner = tuple(dim_labels("c", hd))
     cross = walk.is_cross
     q_title = "decoder token" if cross else "query token"
     k_title = "encoder token" if cross else "key token"
     span = lambda r: f"{walk.columns[r].start + 1}–{walk.columns[r].stop}" if hd > 1 else f"{walk.columns[r].start + 1}"  # noqa: E731
 
-    def per_head(matrix: torch.Tensor, title: str, cols: tuple[str, ...], col_title: str) -> tuple[Panel, ...]:
-        return tuple(Panel(title.format(r=r + 1, span=span(r)), matrix[r], rows, cols, q_title, col_title, head=r)
+    def per_head(matrix: torch.Tensor, title: str, cols: Optional[tuple[str, ...]], col_title: str) -> tuple[Panel, ...]:
+        # cols None: head r's columns are labelled by the columns of the d_out-wide matrix they come from / go to
+        return tuple(Panel(title.format(r=r + 1, span=span(r)), matrix[r], rows,
+                           cols if cols is not None else tuple(f"col {j + 1}" for j in walk.columns[r]),
+                           q_title, col_title, head=r)
                      for r in range(h))
 
     d_model = walk.x_query.shape[-1]
@@ -710,7 +712,7 @@ def multihead_panels(walk: MultiHeadWalkthrough, stage: str) -> tuple[Panel, ...
     if stage == "value":
         return (Panel("V = X_enc W_v", tr.value, kv_rows, by_head, "encoder token", "head · column"),)
     if stage == "split":
-        return per_head(tr.query_heads, "Q_{r} = Q's columns {span}", inner, "column in head")
+        return per_head(tr.query_heads, "Q_{r} = Q's columns {span}", None, "column of Q")
     if stage == "scaled_scores":
         return per_head(tr.attention.scaled_scores, "head {r}: Q_{r} K_{r}ᵀ / √" + str(hd), kv_rows, k_title)
     if stage == "masked_scores":
@@ -718,7 +720,8 @@ def multihead_panels(walk: MultiHeadWalkthrough, stage: str) -> tuple[Panel, ...
     if stage == "weights":
         return per_head(tr.attention.weights, "head {r}: weights", kv_rows, k_title)
     if stage == "head":
-        return per_head(tr.attention.output, "head {r}: context vectors", inner, "column in head")
+        return per_head(tr.attention.output, "head {r}: context vectors → Concat's columns {span}", None,
+                        "column of Concat")
     if stage == "concat":
         return (Panel("C = Concat(head_1, …, head_h)", tr.concat, rows, by_head, q_title, "head · column"),)
     if stage == "output":
