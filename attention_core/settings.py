@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
+from . import additive, image, positional, scaling, temperature
 from .formulas import STAGES
 from .formulas_masking import CAUSAL_STAGES, CROSS_STAGES, DROPOUT_STAGES, MHA_STAGES
 from .formulas_pretrained import HEAD_STAGES
@@ -93,6 +94,30 @@ class Settings:
         model_stage: its step-through's current step (a key of ``HEAD_STAGES``).
         model_entry_row, model_entry_col: the explained entry (the page clamps them to
             the stage's matrix, which is up to 136 × 384).
+
+    The experiment pages (why √d_k, temperature, positional encoding, additive scoring,
+    self-attention over an image) add:
+
+    Attributes:
+        experiment_seed: the seed of every random draw on the experiment pages (samples,
+            the learned encoding, the random shuffle, the additive scorer's and the image's W).
+        sqrt_samples: S, the (q, k) pairs sampled per d_k (``scaling.MIN_SAMPLES``..``MAX_SAMPLES``).
+        sqrt_keys: n, the keys each sampled query meets in the softmax experiment.
+        sqrt_distribution: the components' distribution (a key of ``scaling.DISTRIBUTIONS``).
+        temperature: τ in softmax(Q Kᵀ / (τ √d_k)), one of ``temperature.TEMPERATURE_GRID``
+            (other values are moved to the nearest, with a message).
+        temperature_row: the query row whose numbers are written out (0-based).
+        pe_kind: the positional encoding added (a key of ``positional.ENCODINGS``).
+        pe_shuffle: how the tokens are shuffled (a key of ``positional.SHUFFLES``).
+        pe_positions, pe_width: the size of the encoding's pattern heatmap.
+        additive_hidden: h, the additive scorer's hidden size.
+        additive_row, additive_col: the (query, key) score explained (0-based; the page
+            clamps them to the sentence).
+        image_source: a key of ``image.PATTERNS``, or "upload" for the uploaded image
+            (kept by the page as a small array; the page falls back when there is none).
+        image_row, image_col: the query pixel (0-based; the page clamps them to the image).
+        image_features: the pixels' token features (a key of ``image.FEATURES``).
+        image_d_k: the width of the projected queries and keys.
     """
 
     preset: str = DEFAULT_PRESET
@@ -125,6 +150,24 @@ class Settings:
     model_stage: str = "weights"
     model_entry_row: int = 8
     model_entry_col: int = 2
+    experiment_seed: int = 0
+    sqrt_samples: int = 2000
+    sqrt_keys: int = 16
+    sqrt_distribution: str = "normal"
+    temperature: float = 1.0
+    temperature_row: int = 0
+    pe_kind: str = "sinusoidal"
+    pe_shuffle: str = "reverse"
+    pe_positions: int = 48
+    pe_width: int = 64
+    additive_hidden: int = 4
+    additive_row: int = 0
+    additive_col: int = 1
+    image_source: str = "smiley"
+    image_row: int = 4
+    image_col: int = 4
+    image_features: str = "rgb"
+    image_d_k: int = 3
 
     @classmethod
     def for_preset(cls, key: str, **overrides: Any) -> "Settings":
@@ -243,6 +286,8 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
     clamp("model_entry_row", 0, MODEL_MAX_TOKENS + MODEL_MAX_PADDING - 1, "The entry's row")
     clamp("model_entry_col", 0, max(MODEL_MAX_TOKENS + MODEL_MAX_PADDING, MODEL_WIDTH) - 1, "The entry's column")
 
+    _validate_experiments(settings, default, clamp, messages, fixed)
+
     for name, label in (("causal", "The causal switch"), ("training", "The training switch")):
         raw = getattr(settings, name)
         if isinstance(raw, bool):
@@ -281,3 +326,51 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
             fixed[name] = getattr(default, name)
 
     return dataclasses.replace(settings, **fixed), messages
+
+
+#: The experiment pages' choice fields: name -> (allowed keys, what the field is called).
+_EXPERIMENT_CHOICES = {
+    "sqrt_distribution": (tuple(scaling.DISTRIBUTIONS), "distribution"),
+    "pe_kind": (tuple(positional.ENCODINGS), "positional encoding"),
+    "pe_shuffle": (tuple(positional.SHUFFLES), "shuffle"),
+    "image_source": (tuple(image.PATTERNS) + ("upload",), "image"),
+    "image_features": (tuple(image.FEATURES), "kind of pixel token"),
+}
+
+
+def _validate_experiments(settings: Settings, default: Settings, clamp, messages: list[str],
+                          fixed: dict[str, Any]) -> None:
+    """The experiment pages' fields (part of :func:`validate_settings`)."""
+    clamp("experiment_seed", 0, MAX_SEED, "The seed")
+    clamp("sqrt_samples", scaling.MIN_SAMPLES, scaling.MAX_SAMPLES, "The number of samples")
+    clamp("sqrt_keys", scaling.MIN_KEYS, scaling.MAX_KEYS, "The number of keys n")
+    clamp("temperature_row", 0, MAX_TOKENS - 1, "The query row")
+    clamp("pe_positions", positional.MIN_POSITIONS, positional.MAX_POSITIONS, "The number of positions")
+    clamp("pe_width", positional.MIN_WIDTH, positional.MAX_WIDTH, "d_model of the pattern")
+    clamp("additive_hidden", additive.MIN_HIDDEN, additive.MAX_HIDDEN, "The hidden size h")
+    clamp("additive_row", 0, MAX_TOKENS - 1, "The query token")
+    clamp("additive_col", 0, MAX_TOKENS - 1, "The key token")
+    clamp("image_row", 0, image.MAX_SIDE - 1, "The pixel's row")
+    clamp("image_col", 0, image.MAX_SIDE - 1, "The pixel's column")
+    clamp("image_d_k", MIN_DIM, MAX_DIM, "d_k")
+
+    for name, (allowed, label) in _EXPERIMENT_CHOICES.items():
+        raw = getattr(settings, name)
+        if raw not in allowed:
+            messages.append(f"Unknown {label} “{raw}”; using “{getattr(default, name)}”.")
+            fixed[name] = getattr(default, name)
+
+    tau = _as_float(settings.temperature)
+    if tau is None or not math.isfinite(tau):
+        messages.append(f"τ must be a number; got “{settings.temperature}”, using {default.temperature:g}.")
+        fixed["temperature"] = default.temperature
+        return
+    low, high = temperature.MIN_TEMPERATURE, temperature.MAX_TEMPERATURE
+    if not low <= tau <= high:
+        clamped = min(max(tau, low), high)
+        messages.append(f"τ must be between {low:g} and {high:g}; got {tau:g}, using {clamped:g}.")
+        tau = clamped
+    snapped = temperature.nearest_temperature(tau)
+    if not math.isclose(snapped, tau, rel_tol=1e-9):
+        messages.append(f"τ = {tau:g} is not one of the slider's values; using the nearest, {snapped:g}.")
+    fixed["temperature"] = snapped

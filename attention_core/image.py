@@ -1,0 +1,338 @@
+r"""Self-attention over an image: every pixel is a token.
+
+An H × W feature map with D channels, X̂ ∈ R^{H×W×D}, is flattened row by row into
+X ∈ R^{N×D} with N = H W (pixel (r, c) becomes token n = r W + c), and
+self-attention runs on those N tokens: weights softmax(Q Kᵀ / √d_k) ∈ R^{N×N}. Row n
+of the weights, folded back to H × W, is the attention map of pixel n over the image.
+Here the channels are the pixel's colour (D = 3, R, G, B scaled to [−1, 1]).
+
+Shape legend: H rows, W columns, D channels, N = H W tokens, d_k query/key width.
+
+Sources: seed 003 (003_734755b2d0b981d3.txt) §1.6 (each pixel of an RGB image is a
+3-d vector) and its "mathematical form" section (X̂ ∈ R^{H×W×D} flattened to
+X ∈ R^{HW×D}, N = HW; Q = X W_Q, K = X W_K, V = X W_V; weights
+softmax(Q Kᵀ / √D_QK) ∈ R^{N×N}); Vaswani et al. 2017, eq. 1.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import struct
+import warnings
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .errors import InputError
+from .functional import SelfAttentionTrace, self_attention
+
+#: The largest side of an image on the page (uploads are downscaled to fit).
+MAX_SIDE = 16
+#: Size of the built-in patterns.
+PATTERN_SIDE = 12
+#: Upload limits: bytes of the file, and pixels of the decoded image (checked before decoding).
+MAX_UPLOAD_BYTES = 5 * 1024 * 1024
+MAX_UPLOAD_PIXELS = 4096 * 4096  # 16.8 megapixels: a 12-megapixel phone photo fits
+UPLOAD_TYPES = ("png", "jpg", "jpeg")
+
+#: Token features: key -> label.
+FEATURES: dict[str, str] = {
+    "rgb": "the colour itself: Q = K = V = X (D = 3)",
+    "projected": "projected: Q = X W_q, K = X W_k with seeded W (3 × d_k); V = X",
+}
+
+RGB = tuple[int, int, int]
+
+
+def _pattern(draw: Callable[[int, int, int], RGB], side: int = PATTERN_SIDE) -> torch.Tensor:
+    """A (side, side, 3) uint8 image whose pixel (r, c) is draw(r, c, side)."""
+    return torch.tensor([[draw(r, c, side) for c in range(side)] for r in range(side)], dtype=torch.uint8)
+
+
+def _smiley(r: int, c: int, n: int) -> RGB:
+    centre = (n - 1) / 2
+    dist = math.hypot(r - centre, c - centre)
+    if dist > n / 2 - 0.3:
+        return (120, 180, 235)  # sky
+    eye_row = round(n * 0.33)
+    if r == eye_row and c in (round(n * 0.33), n - 1 - round(n * 0.33)):
+        return (40, 30, 20)  # eyes
+    mouth = r == round(n * 0.68) and round(n * 0.3) <= c <= n - 1 - round(n * 0.3)
+    corners = r == round(n * 0.6) and c in (round(n * 0.25), n - 1 - round(n * 0.25))
+    if mouth or corners:
+        return (40, 30, 20)
+    return (250, 210, 40)  # face
+
+
+def _checkerboard(r: int, c: int, n: int) -> RGB:
+    block = max(n // 4, 1)
+    return (20, 20, 20) if (r // block + c // block) % 2 == 0 else (235, 235, 235)
+
+
+def _gradient(r: int, c: int, n: int) -> RGB:
+    t = c / (n - 1)
+    return (round(255 * (1 - t)), round(255 * r / (n - 1)), round(255 * t))
+
+
+def _shapes(r: int, c: int, n: int) -> RGB:
+    if 1 <= r <= 4 and 1 <= c <= 4:
+        return (220, 40, 40)  # red square
+    if math.hypot(r - 7.5, c - 7.5) <= 2.6:
+        return (40, 80, 220)  # blue disc
+    if 1 <= r <= 3 and 7 <= c <= 10:
+        return (220, 40, 40)  # a second red patch
+    return (245, 245, 245)
+
+
+#: Built-in images: key -> (label, pixels (PATTERN_SIDE, PATTERN_SIDE, 3) uint8).
+PATTERNS: dict[str, tuple[str, Callable[[], torch.Tensor]]] = {
+    "smiley": ("Smiley", lambda: _pattern(_smiley)),
+    "shapes": ("Red and blue shapes", lambda: _pattern(_shapes)),
+    "checkerboard": ("Checkerboard", lambda: _pattern(_checkerboard)),
+    "gradient": ("Colour gradient", lambda: _pattern(_gradient)),
+}
+
+
+def pattern(key: str) -> torch.Tensor:
+    """A built-in image, (H, W, 3) uint8.
+
+    Raises:
+        InputError: unknown key.
+    """
+    if key not in PATTERNS:
+        raise InputError(f"Unknown image “{key}”; pick one of {', '.join(PATTERNS)}.", field="image_source")
+    return PATTERNS[key][1]()
+
+
+# ---------------------------------------------------------------- uploads
+
+
+@dataclass(frozen=True)
+class UploadedImage:
+    """A decoded, downscaled upload.
+
+    Attributes:
+        pixels: (h, w, 3) uint8, h and w at most MAX_SIDE (the aspect ratio kept).
+        format: "PNG" or "JPEG".
+        original_size: (width, height) of the file's image, as Pillow reports it.
+    """
+
+    pixels: torch.Tensor
+    format: str
+    original_size: tuple[int, int]
+
+
+def _sniff(data: bytes) -> str | None:
+    """"PNG" or "JPEG" from the file's first bytes (its signature), else None."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "PNG"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "JPEG"
+    return None
+
+
+def load_upload(data: bytes, filename: str, max_side: int = MAX_SIDE) -> UploadedImage:
+    """Check an uploaded file and decode it into a small RGB image.
+
+    The checks, in order (each failure is an :class:`InputError` with a message for the user):
+    the name ends in .png, .jpg or .jpeg; the file is not empty and at most MAX_UPLOAD_BYTES;
+    its first bytes are a PNG or JPEG signature (a renamed file of another kind is refused);
+    the header's width × height is at most MAX_UPLOAD_PIXELS (read before any pixel is
+    decoded, so a small file that would decode to a huge image is refused cheaply); the
+    pixels decode (a damaged or truncated file is refused). Then the image is turned upright
+    (EXIF orientation), transparent parts are laid on white, and it is downscaled with
+    Lanczos filtering to fit in max_side × max_side (never upscaled).
+
+    Args:
+        data: the file's bytes.
+        filename: its name as uploaded (only its extension is used).
+        max_side: the largest side of the result.
+
+    Returns:
+        The :class:`UploadedImage`.
+
+    Raises:
+        InputError: wrong type, empty, too large (bytes or pixels), or unreadable.
+    """
+    from PIL import Image, ImageOps  # Pillow: only needed here
+
+    suffix = PurePath(filename or "").suffix.lower().lstrip(".")
+    if suffix not in UPLOAD_TYPES:
+        raise InputError(f"Only PNG and JPEG images can be used (.png, .jpg, .jpeg); this file is "
+                         f"“.{suffix}”." if suffix else "Only PNG and JPEG images can be used (.png, .jpg, .jpeg); "
+                         "this file has no extension.", field="image_upload")
+    if not data:
+        raise InputError("The file is empty.", field="image_upload")
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise InputError(f"The file is {len(data) / 2**20:.1f} MB; the limit is {MAX_UPLOAD_BYTES / 2**20:.0f} MB. "
+                         "The page shrinks images to 16 × 16 pixels anyway: a smaller file works as well.",
+                         field="image_upload")
+    kind = _sniff(data)
+    if kind is None:
+        raise InputError("This file is not a PNG or JPEG image, whatever its name says: its contents do not start "
+                         "like one. Save it as PNG or JPEG and upload it again.", field="image_upload")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data), formats=[kind])  # reads the header only
+            width, height = image.size
+            if width * height > MAX_UPLOAD_PIXELS:
+                raise InputError(f"The image is {width} × {height} pixels ({width * height / 1e6:.1f} megapixels); "
+                                 f"the limit is {MAX_UPLOAD_PIXELS / 1e6:.1f} megapixels.", field="image_upload")
+            if width * height < 2:
+                raise InputError("The image has a single pixel; attention needs at least two tokens.",
+                                 field="image_upload")
+            if kind == "JPEG":
+                image.draft("RGB", (max_side * 4, max_side * 4))  # decode at a reduced scale: faster, less memory
+            image.load()
+            image = ImageOps.exif_transpose(image)
+            if image.mode in ("RGBA", "LA", "PA") or (image.mode == "P" and "transparency" in image.info):
+                rgba = image.convert("RGBA")
+                background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+                image = Image.alpha_composite(background, rgba)
+            image = image.convert("RGB")
+            image.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
+            pixels = torch.from_numpy(np.array(image, dtype=np.uint8))  # (h, w, 3)
+    except InputError:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise InputError(f"The image is too large to decode safely (more than {MAX_UPLOAD_PIXELS / 1e6:.1f} "
+                         "megapixels).", field="image_upload") from None
+    except (OSError, SyntaxError, ValueError, EOFError, struct.error, IndexError, TypeError):
+        # What Pillow raises for damaged files: truncated data, bad chunks, broken headers.
+        raise InputError(f"The file could not be read as a {kind} image: it is damaged or incomplete. "
+                         "Try saving it again.", field="image_upload") from None
+    return UploadedImage(pixels=pixels, format=kind, original_size=(width, height))
+
+
+# ---------------------------------------------------------------- flattening and attention
+
+
+def flatten_image(image: torch.Tensor) -> torch.Tensor:
+    """(H, W, D) -> (N, D), row by row: pixel (r, c) becomes token n = r W + c."""
+    if image.dim() != 3:
+        raise InputError(f"An image must be H × W × D; got shape {tuple(image.shape)}.", field="image_source")
+    h, w, d = image.shape
+    return image.reshape(h * w, d)  # (H, W, D) -> (N, D)
+
+
+def unflatten_tokens(tokens: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """(N, D) -> (H, W, D), the inverse of :func:`flatten_image`; N must equal H W."""
+    if tokens.dim() != 2 or tokens.shape[0] != height * width:
+        raise InputError(f"{tuple(tokens.shape)} tokens do not fold into {height} × {width} pixels.",
+                         field="image_source")
+    return tokens.reshape(height, width, tokens.shape[1])  # (N, D) -> (H, W, D)
+
+
+def pixel_features(image: torch.Tensor) -> torch.Tensor:
+    """uint8 colours (H, W, 3) -> float32 features in [−1, 1]: x = 2 · rgb / 255 − 1.
+
+    Centred so that a dot product measures colour agreement: black · black = 3 = white · white,
+    black · white = −3. (With colours in [0, 1] every pixel would score bright pixels highest.)
+    """
+    return image.to(torch.float32) / 255.0 * 2.0 - 1.0
+
+
+def features_to_colours(features: torch.Tensor) -> torch.Tensor:
+    """The inverse of :func:`pixel_features`, clamped: float (..., 3) in [−1, 1] -> uint8."""
+    return ((features.clamp(-1.0, 1.0) + 1.0) / 2.0 * 255.0).round().to(torch.uint8)
+
+
+@dataclass(frozen=True)
+class ImageAttentionTrace:
+    """Self-attention over the pixels of one image.
+
+    Attributes:
+        image: (H, W, 3) uint8.
+        x: the tokens, (N, 3) float32 in [−1, 1].
+        features: "rgb" or "projected".
+        attention: the :class:`SelfAttentionTrace` (weights (N, N), output (N, 3)).
+        output_image: the context vectors as colours, (H, W, 3) uint8.
+        torch_max_abs_diff: max |output − F.scaled_dot_product_attention(Q, K, V)|.
+        torch_matches: whether they agree to rtol = atol = 1e-5.
+    """
+
+    image: torch.Tensor
+    x: torch.Tensor
+    features: str
+    attention: SelfAttentionTrace
+    output_image: torch.Tensor
+    torch_max_abs_diff: float
+    torch_matches: bool
+
+    @property
+    def height(self) -> int:
+        return self.image.shape[0]
+
+    @property
+    def width(self) -> int:
+        return self.image.shape[1]
+
+    @property
+    def weights(self) -> torch.Tensor:
+        """(N, N): row n is how pixel n's query spreads over every pixel."""
+        return self.attention.attention.weights
+
+    def attention_map(self, row: int, col: int) -> torch.Tensor:
+        """Pixel (row, col)'s weights over the image, (H, W); they sum to 1.
+
+        Raises:
+            IndexError: the pixel is outside the image.
+        """
+        if not (0 <= row < self.height and 0 <= col < self.width):
+            raise IndexError(f"pixel ({row}, {col}) is outside {self.height} × {self.width}")
+        return self.weights[row * self.width + col].reshape(self.height, self.width)  # (N,) -> (H, W)
+
+
+def image_attention(image: torch.Tensor, features: str = "rgb", d_k: int = 3, seed: int = 0) -> ImageAttentionTrace:
+    """Self-attention with each pixel of ``image`` as a token.
+
+    Args:
+        image: (H, W, 3) uint8, at most MAX_SIDE on each side, at least 2 pixels.
+        features: "rgb": Q = K = V = X; "projected": Q = X W_q, K = X W_k with W_q, W_k drawn
+            N(0, 1/3) (so q has about unit variance) from a generator seeded ``seed``, and V = X,
+            so the output is still a colour per pixel.
+        d_k: the width of q and k when projected (ignored for "rgb", where it is 3).
+        seed: the seed of the projection.
+
+    Returns:
+        The :class:`ImageAttentionTrace`.
+
+    Raises:
+        InputError: a wrong shape or dtype, too large or too small, unknown features, d_k < 1.
+    """
+    if image.dim() != 3 or image.shape[2] != 3 or image.dtype != torch.uint8:
+        raise InputError("An image must be H × W × 3 colours (0..255).", field="image_source")
+    h, w, _ = image.shape
+    if h > MAX_SIDE or w > MAX_SIDE:
+        raise InputError(f"The image is {h} × {w}; the page shows at most {MAX_SIDE} × {MAX_SIDE}.",
+                         field="image_source")
+    if h * w < 2:
+        raise InputError("The image needs at least two pixels.", field="image_source")
+    if features not in FEATURES:
+        raise InputError(f"Unknown token features “{features}”; pick one of {', '.join(FEATURES)}.",
+                         field="image_features")
+    x = flatten_image(pixel_features(image))  # (H, W, 3) -> (N, 3)
+    if features == "rgb":
+        w_query = w_key = w_value = torch.eye(3)
+    else:
+        if d_k < 1:
+            raise InputError(f"d_k must be at least 1; got {d_k}.", field="image_d_k")
+        g = torch.Generator().manual_seed(seed)
+        w_query = torch.randn(3, d_k, generator=g) / math.sqrt(3.0)  # (3, d_k)
+        w_key = torch.randn(3, d_k, generator=g) / math.sqrt(3.0)
+        w_value = torch.eye(3)  # V = X: the output stays a colour
+    trace = self_attention(x, w_query, w_key, w_value)  # weights (N, N), output (N, 3)
+    att = trace.attention
+    reference = F.scaled_dot_product_attention(att.query, att.key, att.value)
+    return ImageAttentionTrace(
+        image=image, x=x, features=features, attention=trace,
+        output_image=features_to_colours(unflatten_tokens(trace.output, h, w)),
+        torch_max_abs_diff=float((trace.output - reference).abs().max()),
+        torch_matches=bool(torch.allclose(trace.output, reference, rtol=1e-5, atol=1e-5)),
+    )

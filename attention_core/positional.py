@@ -1,0 +1,287 @@
+r"""Positional encoding, and why self-attention needs it: permutation equivariance.
+
+Self-attention treats its input as a set: shuffle the rows of X and the output
+rows are shuffled the same way, each row unchanged (SA(P X) = P SA(X) for any
+permutation matrix P), so nothing in the output knows where a token stood.
+Adding a position-dependent vector to each row breaks this: SA(P X + PE) is in
+general not P SA(X + PE).
+
+Shape legend: T tokens (positions), D = d_model, d_k query/key width, P positions shown.
+
+Sources: Vaswani et al. 2017, "Attention Is All You Need", §3.5 (the sinusoidal
+encoding PE(pos, 2i) = sin(pos / 10000^{2i/d_model}), PE(pos, 2i+1) = cos(...),
+added to the embeddings; learned positional embeddings as the alternative that
+"produced nearly identical results"); seed 003 (003_734755b2d0b981d3.txt) §1.5:
+self-attention without positional information has no notion of order; the
+position vector can be hand-designed or learned.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sympy as sp
+import torch
+
+from .errors import InputError
+from .functional import SelfAttentionTrace, self_attention
+
+#: The encodings offered: key -> label.
+ENCODINGS: dict[str, str] = {
+    "sinusoidal": "sinusoidal (Vaswani et al. §3.5)",
+    "learned": "learned (a seeded random table, as before training)",
+}
+#: The shuffles offered: key -> label.
+SHUFFLES: dict[str, str] = {
+    "reverse": "reverse the sentence",
+    "rotate": "move the first token to the end",
+    "random": "random shuffle (seeded)",
+}
+BASE = 10000.0
+#: Limits of the pattern heatmap (positions × d_model).
+MIN_POSITIONS, MAX_POSITIONS = 2, 128
+MIN_WIDTH, MAX_WIDTH = 2, 128
+
+
+def _check_size(positions: int, d_model: int) -> None:
+    if positions < 1 or d_model < 1:
+        raise InputError(f"A positional encoding needs at least 1 position and 1 dimension; got "
+                         f"{positions} × {d_model}.", field="pe_positions")
+
+
+def sinusoidal_encoding(positions: int, d_model: int, base: float = BASE, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    r"""The sinusoidal encoding, (positions, d_model), vectorised.
+
+    PE[pos, 2i] = sin(pos / base^{2i/d_model}), PE[pos, 2i+1] = cos(pos / base^{2i/d_model});
+    positions start at 0. For an odd d_model the last column is a sine.
+    (Vaswani et al. 2017 §3.5.) Computed in float64, returned as ``dtype``.
+
+    Raises:
+        InputError: positions or d_model below 1.
+    """
+    _check_size(positions, d_model)
+    pos = torch.arange(positions, dtype=torch.float64).unsqueeze(1)  # (P, 1)
+    two_i = torch.arange(d_model, dtype=torch.float64).div(2, rounding_mode="floor") * 2  # (D,): 0, 0, 2, 2, 4, ...
+    angle = pos / base ** (two_i / d_model)  # (P, 1) / (D,) -> (P, D)
+    even = torch.arange(d_model) % 2 == 0  # (D,)
+    return torch.where(even, torch.sin(angle), torch.cos(angle)).to(dtype)
+
+
+def sinusoidal_encoding_loop(positions: int, d_model: int, base: float = BASE) -> list[list[float]]:
+    """The same encoding entry by entry with ``math.sin``/``math.cos``: the naive reference."""
+    table = []
+    for pos in range(positions):
+        row = []
+        for j in range(d_model):
+            two_i = j - j % 2
+            angle = pos / base ** (two_i / d_model)
+            row.append(math.sin(angle) if j % 2 == 0 else math.cos(angle))
+        table.append(row)
+    return table
+
+
+def learned_encoding(positions: int, d_model: int, generator: torch.Generator) -> torch.Tensor:
+    """A learned encoding as it starts: ``nn.Embedding(positions, d_model)``'s N(0, 1) table, (P, D).
+
+    Drawn from the local ``generator``; training would then shape it like any embedding.
+
+    Raises:
+        InputError: positions or d_model below 1.
+    """
+    _check_size(positions, d_model)
+    return torch.randn(positions, d_model, generator=generator)
+
+
+def encoding(kind: str, positions: int, d_model: int, seed: int) -> torch.Tensor:
+    """The encoding of ``kind`` (a key of :data:`ENCODINGS`), (positions, d_model), float32.
+
+    Raises:
+        InputError: unknown kind, or sizes below 1.
+    """
+    if kind == "sinusoidal":
+        return sinusoidal_encoding(positions, d_model)
+    if kind == "learned":
+        return learned_encoding(positions, d_model, torch.Generator().manual_seed(seed))
+    raise InputError(f"Unknown positional encoding “{kind}”; pick one of {', '.join(ENCODINGS)}.", field="pe_kind")
+
+
+def permutation(kind: str, length: int, seed: int = 0) -> tuple[int, ...]:
+    """A shuffle of ``length`` tokens: position p of the shuffled sentence holds token perm[p].
+
+    "reverse" and "rotate" are fixed; "random" is ``torch.randperm`` from a generator seeded
+    ``seed``, and when that draws the identity (likely for 2 tokens) the reversal is used, so
+    the shuffle always moves something when length >= 2.
+
+    Raises:
+        InputError: unknown kind, or length below 1.
+    """
+    if length < 1:
+        raise InputError("There is nothing to shuffle: the sentence has no tokens.", field="sentence")
+    if kind == "reverse":
+        return tuple(range(length - 1, -1, -1))
+    if kind == "rotate":
+        return tuple(range(1, length)) + (0,)
+    if kind == "random":
+        perm = tuple(torch.randperm(length, generator=torch.Generator().manual_seed(seed)).tolist())
+        return perm if perm != tuple(range(length)) else tuple(range(length - 1, -1, -1))
+    raise InputError(f"Unknown shuffle “{kind}”; pick one of {', '.join(SHUFFLES)}.", field="pe_shuffle")
+
+
+@dataclass(frozen=True)
+class EquivarianceTrace:
+    """Self-attention on a sentence and on its shuffle, with and without a positional encoding.
+
+    ``perm[p]`` is the original position of the token at shuffled position p, so the
+    shuffled input is ``x[perm]`` and "shuffling the output rows the same way" is ``out[perm]``.
+
+    Attributes:
+        perm: the shuffle, length T.
+        x: X, (T, D). x_shuffled: X[perm], (T, D).
+        pe: the encoding added, (T, D): row p is added to whatever token is at position p.
+        plain, plain_shuffled: SA(X) and SA(X[perm]) (no encoding).
+        encoded, encoded_shuffled: SA(X + PE) and SA(X[perm] + PE).
+        plain_diff: max |SA(X[perm]) − SA(X)[perm]|: ~1e-7, rounding only.
+        encoded_diff: max |SA(X[perm] + PE) − SA(X + PE)[perm]|: clearly not 0.
+    """
+
+    perm: tuple[int, ...]
+    x: torch.Tensor
+    x_shuffled: torch.Tensor
+    pe: torch.Tensor
+    plain: SelfAttentionTrace
+    plain_shuffled: SelfAttentionTrace
+    encoded: SelfAttentionTrace
+    encoded_shuffled: SelfAttentionTrace
+    plain_diff: float
+    encoded_diff: float
+
+    @property
+    def plain_unshuffled(self) -> torch.Tensor:
+        """SA(X[perm]) with its rows put back in the original order, (T, d_v)."""
+        return self.plain_shuffled.output[list(inverse_permutation(self.perm))]
+
+    @property
+    def encoded_unshuffled(self) -> torch.Tensor:
+        """SA(X[perm] + PE) with its rows put back in the original order, (T, d_v)."""
+        return self.encoded_shuffled.output[list(inverse_permutation(self.perm))]
+
+
+def inverse_permutation(perm: tuple[int, ...]) -> tuple[int, ...]:
+    """inv with inv[perm[p]] = p: where each original token went."""
+    inv = [0] * len(perm)
+    for p, original in enumerate(perm):
+        inv[original] = p
+    return tuple(inv)
+
+
+def equivariance(
+    x: torch.Tensor, w_query: torch.Tensor, w_key: torch.Tensor, w_value: torch.Tensor,
+    pe: torch.Tensor, perm: tuple[int, ...],
+) -> EquivarianceTrace:
+    """Run self-attention on X and X[perm], each with and without ``pe`` added.
+
+    Args:
+        x: X, (T, D). w_query, w_key: (D, d_k). w_value: (D, d_v).
+        pe: the positional encoding, (T, D) (at least T rows; the first T are used).
+        perm: a permutation of range(T).
+
+    Returns:
+        The :class:`EquivarianceTrace`.
+
+    Raises:
+        InputError: perm is not a permutation of range(T), or pe does not fit X
+            (or the weights do not fit X, as :func:`functional.self_attention`).
+    """
+    t, d = x.shape
+    if sorted(perm) != list(range(t)):
+        raise InputError(f"The shuffle must list each of the {t} positions exactly once.", field="pe_shuffle")
+    if pe.shape[0] < t or pe.shape[1] != d:
+        raise InputError(f"The positional encoding is {tuple(pe.shape)} but X is {t} × {d}.", field="pe_kind")
+    pe = pe[:t].to(x.dtype)  # (T, D)
+    index = list(perm)
+    x_shuffled = x[index]  # (T, D): row p = token perm[p]
+    plain = self_attention(x, w_query, w_key, w_value)
+    plain_shuffled = self_attention(x_shuffled, w_query, w_key, w_value)
+    encoded = self_attention(x + pe, w_query, w_key, w_value)
+    encoded_shuffled = self_attention(x_shuffled + pe, w_query, w_key, w_value)
+    return EquivarianceTrace(
+        perm=tuple(perm), x=x, x_shuffled=x_shuffled, pe=pe,
+        plain=plain, plain_shuffled=plain_shuffled, encoded=encoded, encoded_shuffled=encoded_shuffled,
+        plain_diff=float((plain_shuffled.output - plain.output[index]).abs().max()),
+        encoded_diff=float((encoded_shuffled.output - encoded.output[index]).abs().max()),
+    )
+
+
+# ---------------------------------------------------------------- formulas, with sympy
+
+_pos = sp.Symbol("pos", integer=True, nonnegative=True)
+_i = sp.Symbol("i", integer=True, nonnegative=True)
+_d = sp.Symbol(r"d_{\mathrm{model}}", integer=True, positive=True)
+_PE = sp.Function(r"\mathrm{PE}")
+
+
+def _angle(pos, i, d):
+    """pos / 10000^{2i/d}, kept unevaluated so that it prints as written."""
+    power = sp.Pow(sp.Integer(int(BASE)), sp.Mul(2, i, sp.Pow(d, -1), evaluate=False), evaluate=False)
+    return sp.Mul(pos, sp.Pow(power, -1, evaluate=False), evaluate=False)
+
+
+@lru_cache(maxsize=None)
+def sinusoidal_latex() -> tuple[str, str]:
+    """The two rows of the sinusoidal encoding's definition, as LaTeX (Vaswani et al. §3.5)."""
+    even = sp.Eq(_PE(_pos, 2 * _i), sp.sin(_angle(_pos, _i, _d)))
+    odd = sp.Eq(_PE(_pos, 2 * _i + 1), sp.cos(_angle(_pos, _i, _d)))
+    return sp.latex(even), sp.latex(odd)
+
+
+def sinusoidal_entry_latex(pos: int, column: int, d_model: int) -> tuple[str, float]:
+    """One entry PE(pos, column) with its numbers substituted, evaluated by sympy.
+
+    Returns:
+        (LaTeX, the value as a float); the page compares the value with the torch table.
+
+    Raises:
+        InputError: pos or column out of range (pos < 0, column outside 0..d_model − 1).
+    """
+    if pos < 0 or not 0 <= column < d_model:
+        raise InputError(f"PE({pos}, {column}) is outside the table ({d_model} columns).", field="pe_positions")
+    i = column // 2
+    func = sp.sin if column % 2 == 0 else sp.cos
+    exact_angle = sp.Integer(pos) / sp.Integer(int(BASE)) ** sp.Rational(2 * i, d_model)
+    value = float(func(exact_angle).evalf(15))
+    exponent = sp.Symbol(r"\frac{%d}{%d}" % (2 * i, d_model))  # 2i / d_model as written, not reduced
+    written = sp.Mul(sp.Integer(pos), sp.Pow(sp.Pow(sp.Integer(int(BASE)), exponent, evaluate=False), -1,
+                                             evaluate=False), evaluate=False)
+    parts = [
+        sp.latex(_PE(sp.Integer(pos), sp.Integer(column))),
+        sp.latex(func(written, evaluate=False)),
+        sp.latex(func(sp.UnevaluatedExpr(sp.Float(float(exact_angle), 4)), evaluate=False)),
+        sp.latex(sp.Float(value, 4)),
+    ]
+    return " = ".join(parts), value
+
+
+@lru_cache(maxsize=None)
+def equivariance_steps() -> tuple[str, ...]:
+    r"""Why SA(P X) = P SA(X), one line per stage, as LaTeX built from non-commutative sympy symbols.
+
+    P is a permutation matrix (Pᵀ P = I); the row softmax commutes with permuting rows
+    and columns: softmax(P S Pᵀ) = P softmax(S) Pᵀ.
+    """
+    nc = {name: sp.Symbol(name, commutative=False) for name in ("P", "X", "W_q", "W_k", "W_v", "Q", "K", "V", "S")}
+    P, X, Q, K, V, S = (nc[n] for n in ("P", "X", "Q", "K", "V", "S"))
+    Pt, Kt = sp.Symbol(r"P^{\top}", commutative=False), sp.Symbol(r"K^{\top}", commutative=False)
+    softmax, sa = sp.Function(r"\operatorname{softmax}"), sp.Function(r"\operatorname{SA}")
+    d_k = sp.Symbol("d_k", positive=True)
+    pe = sp.Symbol(r"\mathrm{PE}", commutative=False)
+    lines = [
+        sp.Eq(sp.Mul(sp.Mul(P, X), nc["W_q"]), sp.Mul(P, Q)),
+        sp.Eq(sp.Mul(sp.Mul(P, Q), sp.Mul(K, Pt, evaluate=False).subs(K, Kt), evaluate=False), sp.Mul(P, S, Pt)),
+        sp.Eq(softmax(sp.Mul(P, S, Pt) / sp.sqrt(d_k)), sp.Mul(P, softmax(S / sp.sqrt(d_k)), Pt)),
+        sp.Eq(sp.Mul(P, softmax(S / sp.sqrt(d_k)), Pt, P, V, evaluate=False), sp.Mul(P, softmax(S / sp.sqrt(d_k)), V)),
+        sp.Eq(sa(sp.Mul(P, X)), sp.Mul(P, sa(X))),
+        sp.Ne(sa(sp.Add(sp.Mul(P, X), pe, evaluate=False)), sp.Mul(P, sa(sp.Add(X, pe, evaluate=False)))),
+    ]
+    return tuple(sp.latex(line, order="none") for line in lines)

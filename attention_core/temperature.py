@@ -1,0 +1,212 @@
+r"""A temperature τ on the attention softmax: weights = softmax(Q Kᵀ / (τ √d_k)).
+
+τ = 1 is ordinary scaled dot-product attention. As τ → 0 the weights tend to the
+argmax of each row (one-hot; ties share equally); as τ → ∞ they tend to uniform
+(1/n each). The entropy of a row, H = −Σ_j α_j ln α_j, goes from 0 to ln n.
+
+Shape legend: m queries, n keys, d_k query/key width, d_v value width, P temperatures.
+
+Sources: Vaswani et al. 2017, eq. 1 (τ = 1); seed 002 (002_26eab86218c0ec33.txt)
+for a(q, k) = q kᵀ / √d and the row softmax; the temperature is the softmax
+temperature of Hinton et al. 2015, "Distilling the Knowledge in a Neural Network", §2.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sympy as sp
+import torch
+import torch.nn.functional as F
+
+from .errors import InputError
+from .functional import scaled_dot_product_attention
+from .scaling import entropy
+
+#: The temperatures the page's slider offers: about log-spaced from 0.01 to 100 (1-1.5-2-3-5-7 per decade).
+TEMPERATURE_GRID: tuple[float, ...] = tuple(
+    round(m * 10.0**e, 6) for e in range(-2, 2) for m in (1, 1.5, 2, 3, 5, 7)
+) + (100.0,)
+MIN_TEMPERATURE, MAX_TEMPERATURE = TEMPERATURE_GRID[0], TEMPERATURE_GRID[-1]
+
+
+def nearest_temperature(tau: float) -> float:
+    """The grid temperature nearest to ``tau`` on a log scale (tau > 0)."""
+    return min(TEMPERATURE_GRID, key=lambda t: abs(math.log(t) - math.log(tau)))
+
+
+@dataclass(frozen=True)
+class TemperatureTrace:
+    """Attention at temperature τ, with the two limits for comparison. Tensors float32.
+
+    Attributes:
+        tau: τ.
+        d_k: the query/key width.
+        scale: 1 / (τ √d_k), the factor the scores are multiplied by.
+        scores: Q Kᵀ, (m, n).
+        tempered_scores: scores · scale, (m, n).
+        weights: softmax of the tempered scores, (m, n); rows sum to 1.
+        entropy: H of each row of weights, (m,), in nats.
+        max_entropy: ln n, the entropy of uniform weights.
+        output: weights @ V, (m, d_v).
+        argmax_weights: the τ → 0 limit, (m, n): 1 on each row's largest score (ties share).
+        uniform_weights: the τ → ∞ limit, (m, n): 1/n everywhere.
+        torch_max_abs_diff: max |output − F.scaled_dot_product_attention(Q, K, V, scale=scale)|.
+        torch_matches: whether they agree to rtol = atol = 1e-5.
+    """
+
+    tau: float
+    d_k: int
+    scale: float
+    scores: torch.Tensor
+    tempered_scores: torch.Tensor
+    weights: torch.Tensor
+    entropy: torch.Tensor
+    max_entropy: float
+    output: torch.Tensor
+    argmax_weights: torch.Tensor
+    uniform_weights: torch.Tensor
+    torch_max_abs_diff: float
+    torch_matches: bool
+
+
+def _check_tau(tau: float) -> None:
+    if not (isinstance(tau, (int, float)) and math.isfinite(tau) and tau > 0):
+        raise InputError(f"The temperature τ must be a positive number; got {tau}.", field="temperature")
+
+
+def temperature_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, tau: float) -> TemperatureTrace:
+    """softmax(Q Kᵀ / (τ √d_k)) V, with each row's entropy and the τ → 0 and τ → ∞ limits.
+
+    Args:
+        query: Q, (m, d_k). key: K, (n, d_k). value: V, (n, d_v). Floating point.
+        tau: τ > 0.
+
+    Returns:
+        The :class:`TemperatureTrace`.
+
+    Raises:
+        InputError: τ not a positive finite number, or shapes that do not fit
+            (as :func:`functional.scaled_dot_product_attention`).
+    """
+    _check_tau(tau)
+    d_k = query.shape[-1]
+    scale = 1.0 / (tau * math.sqrt(d_k))
+    trace = scaled_dot_product_attention(query, key, value, scale=scale)
+    weights = trace.weights  # (m, n)
+    n = key.shape[-2]
+    top = trace.scores.max(dim=-1, keepdim=True).values  # (m, 1)
+    ties = (trace.scores == top).to(weights.dtype)  # (m, n): 1 on each row's largest score(s)
+    argmax = ties / ties.sum(dim=-1, keepdim=True)
+    reference = F.scaled_dot_product_attention(query, key, value, scale=scale)
+    diff = float((trace.output - reference).abs().max())
+    return TemperatureTrace(
+        tau=float(tau), d_k=d_k, scale=scale, scores=trace.scores, tempered_scores=trace.scaled_scores,
+        weights=weights, entropy=entropy(weights), max_entropy=math.log(n), output=trace.output,
+        argmax_weights=argmax, uniform_weights=torch.full_like(weights, 1.0 / n),
+        torch_max_abs_diff=diff, torch_matches=bool(torch.allclose(trace.output, reference, rtol=1e-5, atol=1e-5)),
+    )
+
+
+@dataclass(frozen=True)
+class TemperatureSweep:
+    """The weights' mean entropy and mean largest weight over a range of τ.
+
+    Attributes:
+        taus: the temperatures, (P,) as a tuple.
+        mean_entropy: (P,) the entropy of each row, averaged over the rows (nats).
+        mean_max_weight: (P,) the largest weight of each row, averaged over the rows.
+        max_entropy: ln n.
+    """
+
+    taus: tuple[float, ...]
+    mean_entropy: torch.Tensor
+    mean_max_weight: torch.Tensor
+    max_entropy: float
+
+
+def temperature_sweep(scores: torch.Tensor, d_k: int, taus: tuple[float, ...] = TEMPERATURE_GRID) -> TemperatureSweep:
+    """The weights softmax(scores / (τ √d_k)) for every τ of ``taus`` at once, summarised.
+
+    Args:
+        scores: Q Kᵀ, (m, n).
+        d_k: the query/key width.
+        taus: positive temperatures.
+
+    Raises:
+        InputError: a τ that is not positive.
+    """
+    for tau in taus:
+        _check_tau(tau)
+    t = torch.tensor(taus, dtype=scores.dtype).view(-1, 1, 1)  # (P, 1, 1)
+    weights = torch.softmax(scores.unsqueeze(0) / (t * math.sqrt(d_k)), dim=-1)  # (P, m, n)
+    return TemperatureSweep(
+        taus=tuple(taus), mean_entropy=entropy(weights).mean(dim=-1),
+        mean_max_weight=weights.max(dim=-1).values.mean(dim=-1), max_entropy=math.log(scores.shape[-1]),
+    )
+
+
+# ---------------------------------------------------------------- formulas, with sympy
+
+_i, _j, _l = sp.symbols("i j l", integer=True, positive=True)
+_n = sp.Symbol("n", integer=True, positive=True)
+_tau = sp.Symbol(r"\tau", positive=True)
+_d_k = sp.Symbol("d_k", positive=True)
+_s, _alpha = sp.IndexedBase("s"), sp.IndexedBase(r"\alpha")
+
+
+@lru_cache(maxsize=None)
+def temperature_latex() -> tuple[str, str]:
+    """(the weights with a temperature, the entropy of a row), as LaTeX."""
+    weight = sp.Eq(_alpha[_i, _j], sp.exp(_s[_i, _j] / (_tau * sp.sqrt(_d_k)))
+                   / sp.Sum(sp.exp(_s[_i, _l] / (_tau * sp.sqrt(_d_k))), (_l, 1, _n)))
+    h = sp.Eq(sp.IndexedBase("H")[_i], -sp.Sum(sp.Mul(_alpha[_i, _j], sp.log(_alpha[_i, _j]), evaluate=False),
+                                                (_j, 1, _n)))
+    return sp.latex(weight), sp.latex(h, order="none", ln_notation=True) + r"\qquad 0 \le H_i \le \ln n"
+
+
+@lru_cache(maxsize=None)
+def limits_latex() -> tuple[str, str]:
+    r"""The two limits on two keys with scores s_1 > s_2, computed by ``sympy.limit``.
+
+    α_1 = e^{s_1/c} / (e^{s_1/c} + e^{s_2/c}) = 1 / (1 + e^{−Δ/c}), c = τ √d_k, Δ = s_1 − s_2 > 0.
+    """
+    delta = sp.Symbol(r"\Delta", positive=True)  # s_1 − s_2 > 0
+    alpha_1 = 1 / (1 + sp.exp(-delta / (_tau * sp.sqrt(_d_k))))
+    cold = sp.limit(alpha_1, _tau, 0, dir="+")
+    hot = sp.limit(alpha_1, _tau, sp.oo)
+    lhs = sp.Symbol(r"\alpha_1")
+    start = r"%s = %s,\ \ \Delta = s_1 - s_2 > 0" % (sp.latex(lhs), sp.latex(alpha_1))
+    limits = (r"\lim_{\tau \to 0^{+}} \alpha_1 = %s \ \text{(argmax)}, \qquad "
+              r"\lim_{\tau \to \infty} \alpha_1 = %s \ \text{(uniform)}" % (sp.latex(cold), sp.latex(hot)))
+    return start, limits
+
+
+def _num(value: float) -> str:
+    return sp.latex(sp.Float(value, 4))
+
+
+def row_latex(trace: TemperatureTrace, row: int) -> tuple[str, str]:
+    """One row's tempered scores and entropy with their numbers substituted, as LaTeX.
+
+    Returns:
+        (a_{i,j} = s_{i,j} / (τ √d_k) for the row's first keys, H_i = −Σ α ln α with the numbers).
+
+    Raises:
+        IndexError: row out of range.
+    """
+    m, n = trace.weights.shape
+    if not 0 <= row < m:
+        raise IndexError(f"row {row} is outside 0..{m - 1}")
+    i = row + 1
+    shown = min(n, 4)
+    parts = [r"\frac{%s}{%s \cdot \sqrt{%d}} = %s" % (_num(float(trace.scores[row, j])), _num(trace.tau), trace.d_k,
+                                                     _num(float(trace.tempered_scores[row, j]))) for j in range(shown)]
+    more = r",\ \ldots" if n > shown else ""
+    scaled = r"a_{%d,j} = \frac{s_{%d,j}}{\tau \sqrt{d_k}}:\quad " % (i, i) + r",\ \ ".join(parts) + more
+    weights = [float(w) for w in trace.weights[row]]
+    terms = " + ".join(r"%s \ln %s" % (_num(w), _num(w)) if w > 0 else "0" for w in weights)
+    h = r"H_{%d} = -\left(%s\right) = %s" % (i, terms, _num(float(trace.entropy[row])))
+    return scaled, h

@@ -1,0 +1,505 @@
+"""The experiments' math: why √d_k (sampling and sympy), temperature, positional encoding,
+additive scoring and self-attention over an image, against naive loops, PyTorch and the
+sampling error derived in ``attention_core.scaling``."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import pytest
+import sympy as sp
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+from attention_core import additive, image, positional, scaling, temperature
+from attention_core.errors import InputError
+from attention_core.settings import Settings
+from attention_core.walkthrough import build_walkthrough
+
+PRESET_CASES = [
+    Settings.for_preset("seed000"),
+    Settings.for_preset("journey_v1"),
+    Settings.for_preset("journey_v2"),
+    Settings.for_preset("custom", d_model=5, d_k=2, seed=3),
+]
+
+
+def _global_rng_untouched(run) -> bool:
+    """Whether ``run()`` leaves torch's global generator where it was."""
+    torch.manual_seed(1234)
+    expected = torch.rand(3)
+    torch.manual_seed(1234)
+    run()
+    return torch.equal(torch.rand(3), expected)
+
+
+# ---------------------------------------------------------------- why √d_k
+
+
+@pytest.mark.parametrize("distribution", list(scaling.DISTRIBUTIONS))
+def test_variance_of_the_dot_product_is_d_k_within_sampling_error(distribution):
+    samples = 4000
+    result = scaling.run_scaling_experiment(samples, 8, seed=7, distribution=distribution)
+    for i, d in enumerate(result.d_k):
+        se_var = scaling.variance_standard_error(d, samples, distribution)
+        assert abs(float(result.variance[i]) - d) < 5 * se_var, (d, float(result.variance[i]), se_var)
+        assert abs(float(result.mean[i])) < 5 * math.sqrt(d / samples), (d, float(result.mean[i]))
+        # ÷ √d_k: variance 1, with the standard error scaled by 1/d.
+        assert abs(float(result.scaled_variance[i]) - 1.0) < 5 * se_var / d
+    assert torch.allclose(result.standard_error,
+                          torch.tensor([scaling.variance_standard_error(d, samples, distribution) for d in result.d_k]))
+
+
+def test_the_standard_error_formula_matches_sympy_moments():
+    from sympy.stats import E, Normal, Uniform, moment
+
+    q, k = Normal("q", 0, 1), Normal("k", 0, 1)
+    # Var[(q k)²] for d_k = 1: E[(q k)⁴] − E[(q k)²]² = 9 − 1 = 8 = 2 · 1² + 1 · (3² − 3).
+    assert E((q * k) ** 4) - E((q * k) ** 2) ** 2 == 8
+    assert scaling.variance_standard_error(1, 10**9, "normal") == pytest.approx(math.sqrt(8 / 10**9))
+    assert float(moment(Normal("x", 0, 1), 4)) == scaling.FOURTH_MOMENT["normal"]
+    u = Uniform("u", -sp.sqrt(3), sp.sqrt(3))
+    assert sp.simplify(moment(u, 2)) == 1
+    assert float(sp.simplify(moment(u, 4))) == pytest.approx(scaling.FOURTH_MOMENT["uniform"])
+    assert scaling.FOURTH_MOMENT["rademacher"] == 1.0  # (±1)⁴
+
+
+@pytest.mark.parametrize("distribution", list(scaling.DISTRIBUTIONS))
+def test_components_have_mean_0_and_variance_1(distribution):
+    x = scaling.draw_components((200_000,), distribution, torch.Generator().manual_seed(0))
+    assert x.dtype == torch.float32
+    assert abs(float(x.mean())) < 0.01
+    assert abs(float(x.var()) - 1.0) < 0.02
+
+
+def test_softmax_saturates_without_scaling_and_not_with_it():
+    result = scaling.run_scaling_experiment(2000, 16, seed=0)
+    assert result.rows == scaling.SOFTMAX_ROWS
+    raw, scaled = result.max_weight_raw, result.max_weight_scaled
+    assert float(raw[-1]) > 0.9 > float(raw[0])  # d_k = 1024: nearly one-hot
+    assert float(scaled.max() - scaled.min()) < 0.1  # roughly the same at every d_k
+    assert float(result.entropy_raw[-1]) < 0.3 < math.log(16) - 0.5 < float(result.entropy_scaled.min())
+    assert bool((raw[1:] >= raw[:-1] - 0.02).all())  # grows with d_k (up to noise)
+    assert result.torch_matches and result.torch_max_abs_diff < 1e-5
+
+
+def test_scaling_experiment_is_seeded_and_leaves_the_global_rng_alone():
+    a = scaling.run_scaling_experiment(300, 4, seed=5)
+    b = scaling.run_scaling_experiment(300, 4, seed=5)
+    c = scaling.run_scaling_experiment(300, 4, seed=6)
+    assert torch.equal(a.variance, b.variance) and torch.equal(a.max_weight_raw, b.max_weight_raw)
+    assert not torch.equal(a.variance, c.variance)
+    assert _global_rng_untouched(lambda: scaling.run_scaling_experiment(300, 4, seed=5))
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"samples": 10, "keys": 4, "seed": 0},
+    {"samples": 10**6, "keys": 4, "seed": 0},
+    {"samples": 500, "keys": 1, "seed": 0},
+    {"samples": 500, "keys": 4, "seed": 0, "distribution": "cauchy"},
+    {"samples": 500, "keys": 4, "seed": 0, "grid": (4, 2)},
+])
+def test_scaling_experiment_rejects_bad_arguments(kwargs):
+    with pytest.raises(InputError) as error:
+        scaling.run_scaling_experiment(**kwargs)
+    assert error.value.message
+
+
+def test_the_derivation_reaches_0_d_k_and_1():
+    steps = scaling.variance_derivation()
+    assert len(steps) == 6 and all(step.reason for step in steps)
+    assert steps[1].latex.endswith("= 0\\end{aligned}")  # E[q_l k_l] = 0
+    assert steps[2].latex.endswith("= 0")  # E[s] = 0
+    assert steps[3].latex.endswith("= 1\\end{aligned}")  # Var[q_l k_l] = 1
+    assert steps[4].latex.endswith("= d_{k}")  # Var[s] = d_k
+    assert steps[5].latex.endswith("= 1")  # Var[s / √d_k] = 1
+    _, mean, var = scaling.gaussian_check()
+    assert mean == 0 and var == 1
+
+
+# ---------------------------------------------------------------- temperature
+
+
+def _qkv(s: Settings):
+    att = build_walkthrough(s).trace.attention
+    return att.query, att.key, att.value
+
+
+@pytest.mark.parametrize("s", PRESET_CASES)
+def test_temperature_1_is_ordinary_attention_and_matches_torch(s):
+    q, k, v = _qkv(s)
+    trace = temperature.temperature_attention(q, k, v, 1.0)
+    assert torch.allclose(trace.weights, build_walkthrough(s).trace.attention.weights, atol=1e-7)
+    for tau in temperature.TEMPERATURE_GRID:
+        trace = temperature.temperature_attention(q, k, v, tau)
+        assert trace.torch_matches, tau
+        assert torch.allclose(trace.weights.sum(-1), torch.ones(len(q)), atol=1e-5)
+        reference = torch.softmax(q @ k.T / (tau * math.sqrt(q.shape[1])), dim=-1)
+        assert torch.allclose(trace.weights, reference, atol=1e-6)
+
+
+def test_cold_is_argmax_hot_is_uniform():
+    q, k, v = _qkv(Settings.for_preset("custom", sentence="a b c d e", d_model=4, d_k=3, seed=1))
+    cold = temperature.temperature_attention(q, k, v, 1e-4)
+    assert torch.allclose(cold.weights, cold.argmax_weights, atol=1e-4)
+    hot = temperature.temperature_attention(q, k, v, 1e5)
+    assert torch.allclose(hot.weights, hot.uniform_weights, atol=1e-4)
+    assert torch.allclose(hot.entropy, torch.full((5,), math.log(5)), atol=1e-4)
+    assert float(cold.entropy.max()) < 1e-3
+
+
+def test_ties_share_the_argmax_limit():
+    # seed 000's sentence has "Learning" twice: their keys are equal, so a query's scores tie.
+    q, k, v = _qkv(Settings.for_preset("seed000"))
+    trace = temperature.temperature_attention(q, k, v, 0.01)
+    assert torch.allclose(trace.argmax_weights.sum(-1), torch.ones(7))
+    assert set(trace.argmax_weights.unique().tolist()) <= {0.0, 0.5, 1.0}
+
+
+def test_entropy_grows_with_temperature():
+    q, k, _ = _qkv(Settings.for_preset("journey_v1"))
+    sweep = temperature.temperature_sweep(q @ k.T, q.shape[1])
+    assert bool((sweep.mean_entropy[1:] >= sweep.mean_entropy[:-1] - 1e-6).all())
+    assert bool((sweep.mean_max_weight[1:] <= sweep.mean_max_weight[:-1] + 1e-6).all())
+    assert float(sweep.mean_entropy[-1]) <= sweep.max_entropy + 1e-6
+
+
+@pytest.mark.parametrize("tau", [0.0, -1.0, float("nan"), float("inf")])
+def test_temperature_rejects_non_positive_tau(tau):
+    q, k, v = _qkv(Settings())
+    with pytest.raises(InputError):
+        temperature.temperature_attention(q, k, v, tau)
+
+
+def test_temperature_formulas_and_limits_from_sympy():
+    weight, h = temperature.temperature_latex()
+    assert r"\tau" in weight and r"\ln" in h
+    start, limits = temperature.limits_latex()
+    assert r"\alpha_1 = 1 \ " in limits and r"\frac{1}{2}" in limits
+    q, k, v = _qkv(Settings())
+    trace = temperature.temperature_attention(q, k, v, 2.0)
+    scaled, entropy_text = temperature.row_latex(trace, 1)
+    assert entropy_text.endswith(sp.latex(sp.Float(float(trace.entropy[1]), 4)))
+    with pytest.raises(IndexError):
+        temperature.row_latex(trace, 99)
+
+
+def test_nearest_temperature_snaps_on_a_log_scale():
+    assert temperature.nearest_temperature(1.0) == 1.0
+    assert temperature.nearest_temperature(0.4) == 0.5
+    assert temperature.nearest_temperature(1e-9) == temperature.MIN_TEMPERATURE
+    assert temperature.TEMPERATURE_GRID == tuple(sorted(temperature.TEMPERATURE_GRID))
+
+
+# ---------------------------------------------------------------- positional encoding
+
+
+@pytest.mark.parametrize(("positions", "width"), [(1, 1), (7, 4), (50, 16), (9, 5), (128, 128)])
+def test_sinusoidal_encoding_equals_the_direct_formula(positions, width):
+    table = positional.sinusoidal_encoding(positions, width)
+    reference = torch.tensor(positional.sinusoidal_encoding_loop(positions, width), dtype=torch.float64)
+    assert table.shape == (positions, width) and table.dtype == torch.float32
+    assert torch.allclose(table.double(), reference, atol=1e-6)
+
+
+def test_sinusoidal_encoding_facts():
+    pe = positional.sinusoidal_encoding(20, 8)
+    assert torch.equal(pe[0], torch.tensor([0.0, 1.0] * 4))  # sin 0, cos 0
+    assert float(pe.abs().max()) <= 1.0
+    # Column pair (0, 1) turns by 1 radian per position: sin² + cos² = 1.
+    assert torch.allclose(pe[:, 0] ** 2 + pe[:, 1] ** 2, torch.ones(20), atol=1e-6)
+
+
+def test_sinusoidal_entry_latex_evaluates_to_the_table():
+    pe = positional.sinusoidal_encoding(10, 16)
+    for pos, col in [(3, 4), (5, 1), (0, 0), (9, 15)]:
+        text, value = positional.sinusoidal_entry_latex(pos, col, 16)
+        assert value == pytest.approx(float(pe[pos, col]), abs=1e-6)
+        assert ("\\sin" if col % 2 == 0 else "\\cos") in text
+    with pytest.raises(InputError):
+        positional.sinusoidal_entry_latex(1, 16, 16)
+
+
+@pytest.mark.parametrize("s", PRESET_CASES)
+@pytest.mark.parametrize("shuffle", list(positional.SHUFFLES))
+@pytest.mark.parametrize("kind", list(positional.ENCODINGS))
+def test_without_pe_shuffling_only_shuffles_rows_with_pe_it_changes_them(s, shuffle, kind):
+    walk = build_walkthrough(s)
+    t = walk.trace
+    n, d = t.x.shape
+    perm = positional.permutation(shuffle, n, seed=2)
+    pe = positional.encoding(kind, n, d, seed=2)
+    result = positional.equivariance(t.x, t.w_query, t.w_key, t.w_value, pe, perm)
+    assert result.plain_diff < 1e-5
+    assert torch.allclose(result.plain_unshuffled, result.plain.output, atol=1e-5)
+    assert result.encoded_diff > 1e-3
+    assert not torch.allclose(result.encoded_unshuffled, result.encoded.output, atol=1e-3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 10), d=st.integers(1, 6), d_k=st.integers(1, 6), seed=st.integers(0, 10_000))
+def test_permutation_equivariance_for_random_inputs(n, d, d_k, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, generator=g)
+    w_q, w_k, w_v = (torch.randn(d, d_k, generator=g) for _ in range(3))
+    perm = positional.permutation("random", n, seed)
+    result = positional.equivariance(x, w_q, w_k, w_v, torch.zeros(n, d), perm)
+    assert result.plain_diff < 1e-4
+
+
+def test_permutations():
+    assert positional.permutation("reverse", 4) == (3, 2, 1, 0)
+    assert positional.permutation("rotate", 4) == (1, 2, 3, 0)
+    for n in range(2, 9):
+        for seed in range(20):
+            perm = positional.permutation("random", n, seed)
+            assert sorted(perm) == list(range(n)) and perm != tuple(range(n))
+    assert positional.inverse_permutation((2, 0, 1)) == (1, 2, 0)
+    with pytest.raises(InputError):
+        positional.permutation("sideways", 3)
+    with pytest.raises(InputError):
+        positional.equivariance(torch.zeros(3, 2), torch.eye(2), torch.eye(2), torch.eye(2), torch.zeros(3, 2),
+                                (0, 0, 1))
+
+
+def test_learned_encoding_is_seeded():
+    a = positional.encoding("learned", 6, 4, seed=3)
+    assert torch.equal(a, positional.encoding("learned", 6, 4, seed=3))
+    assert not torch.equal(a, positional.encoding("learned", 6, 4, seed=4))
+    assert _global_rng_untouched(lambda: positional.encoding("learned", 6, 4, seed=3))
+    with pytest.raises(InputError):
+        positional.encoding("rotary", 6, 4, seed=3)
+
+
+def test_equivariance_steps_are_latex():
+    steps = positional.equivariance_steps()
+    assert len(steps) == 6 and r"\neq" in steps[-1]
+    even, odd = positional.sinusoidal_latex()
+    assert r"\sin" in even and r"\cos" in odd and "10000" in even
+
+
+# ---------------------------------------------------------------- additive scoring
+
+
+@pytest.mark.parametrize("s", PRESET_CASES)
+@pytest.mark.parametrize("hidden", [1, 4, 16])
+def test_additive_scores_equal_a_direct_loop(s, hidden):
+    q, k, v = _qkv(s)
+    params = additive.seeded_additive_weights(q.shape[1], k.shape[1], hidden, torch.Generator().manual_seed(hidden))
+    trace = additive.additive_attention(q, k, v, params)
+    loop = torch.tensor(additive.additive_scores_loop(q, k, params), dtype=torch.float64)
+    assert trace.scores.shape == (len(q), len(k))
+    assert torch.allclose(trace.scores.double(), loop, atol=1e-5)
+    assert torch.allclose(trace.weights, torch.softmax(loop, dim=-1).float(), atol=1e-6)
+    assert torch.allclose(trace.output, trace.weights @ v, atol=1e-6)
+    assert float(trace.scores.abs().max()) <= float(params.w_v.abs().sum()) + 1e-6  # tanh is bounded
+
+
+def test_additive_allows_different_query_and_key_widths():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = torch.randn(3, 5, generator=g), torch.randn(4, 2, generator=g), torch.randn(4, 3, generator=g)
+    params = additive.seeded_additive_weights(5, 2, 6, g)
+    trace = additive.additive_attention(q, k, v, params)
+    assert trace.hidden.shape == (3, 4, 6) and trace.output.shape == (3, 3)
+    assert torch.allclose(trace.scores.double(), torch.tensor(additive.additive_scores_loop(q, k, params),
+                                                              dtype=torch.float64), atol=1e-5)
+
+
+def test_additive_rejects_shapes_that_do_not_fit():
+    g = torch.Generator().manual_seed(0)
+    params = additive.seeded_additive_weights(3, 3, 4, g)
+    with pytest.raises(InputError):
+        additive.additive_attention(torch.zeros(2, 4), torch.zeros(2, 3), torch.zeros(2, 3), params)
+    with pytest.raises(InputError):
+        additive.additive_attention(torch.zeros(2, 3), torch.zeros(2, 3), torch.zeros(3, 3), params)
+    with pytest.raises(InputError):
+        additive.seeded_additive_weights(3, 3, 0, g)
+
+
+def test_additive_weights_are_seeded_and_bounded():
+    a = additive.seeded_additive_weights(3, 2, 4, torch.Generator().manual_seed(1))
+    b = additive.seeded_additive_weights(3, 2, 4, torch.Generator().manual_seed(1))
+    assert torch.equal(a.w_query, b.w_query) and torch.equal(a.w_v, b.w_v)
+    assert float(a.w_query.abs().max()) <= 1 / math.sqrt(3) and float(a.w_v.abs().max()) <= 1 / 2
+    assert _global_rng_untouched(lambda: additive.seeded_additive_weights(3, 2, 4, torch.Generator().manual_seed(1)))
+
+
+def test_additive_entry_latex_has_the_numbers_and_the_score():
+    q, k, v = _qkv(Settings())
+    params = additive.seeded_additive_weights(3, 3, 3, torch.Generator().manual_seed(0))
+    trace = additive.additive_attention(q, k, v, params)
+    u_text, c_text, a_text = additive.additive_entry_latex(trace, 2, 4)
+    assert r"\mathbf{q}_{3}" in u_text and r"\mathbf{k}_{5}" in c_text
+    assert sp.latex(sp.Float(float(trace.scores[2, 4]), 4)) + r" \end{aligned}" in a_text
+    assert a_text.count(r"\tanh") == 1 + 3
+    vector, element = additive.additive_latex()
+    assert r"\tanh" in vector and r"\sum" in element
+    with pytest.raises(IndexError):
+        additive.additive_entry_latex(trace, 7, 0)
+
+
+# ---------------------------------------------------------------- self-attention over an image
+
+
+@settings(max_examples=40, deadline=None)
+@given(h=st.integers(1, 16), w=st.integers(1, 16), d=st.integers(1, 5), seed=st.integers(0, 1000))
+def test_image_flattening_round_trips(h, w, d, seed):
+    img = torch.randn(h, w, d, generator=torch.Generator().manual_seed(seed))
+    tokens = image.flatten_image(img)
+    assert tokens.shape == (h * w, d)
+    r, c = (h - 1) // 2, w - 1
+    assert torch.equal(tokens[r * w + c], img[r, c])  # pixel (r, c) is token r W + c
+    assert torch.equal(image.unflatten_tokens(tokens, h, w), img)
+
+
+def test_colours_round_trip_through_features():
+    colours = torch.arange(256, dtype=torch.uint8).view(16, 16, 1).expand(16, 16, 3)
+    x = image.pixel_features(colours)
+    assert float(x.min()) == -1.0 and float(x.max()) == 1.0
+    assert torch.equal(image.features_to_colours(x), colours)
+
+
+@pytest.mark.parametrize("key", list(image.PATTERNS))
+@pytest.mark.parametrize("features", list(image.FEATURES))
+def test_image_attention_on_every_pattern(key, features):
+    img = image.pattern(key)
+    assert img.shape == (image.PATTERN_SIDE, image.PATTERN_SIDE, 3) and img.dtype == torch.uint8
+    trace = image.image_attention(img, features, d_k=4, seed=1)
+    n = img.shape[0] * img.shape[1]
+    assert trace.weights.shape == (n, n) and trace.output_image.shape == img.shape
+    assert trace.torch_matches and trace.torch_max_abs_diff < 1e-5
+    heat = trace.attention_map(3, 5)
+    assert heat.shape == img.shape[:2]
+    assert float(heat.sum()) == pytest.approx(1.0, abs=1e-5)
+    assert torch.equal(heat.flatten(), trace.weights[3 * img.shape[1] + 5])
+
+
+def test_a_dark_pixel_attends_to_dark_pixels():
+    trace = image.image_attention(image.pattern("checkerboard"), "rgb")
+    dark = trace.image[..., 0] < 128
+    heat = trace.attention_map(0, 0)  # a dark square's corner
+    assert bool(dark[0, 0])
+    assert float(heat[dark].min()) > 10 * float(heat[~dark].max())
+
+
+def test_image_attention_rejects_bad_images():
+    with pytest.raises(InputError):
+        image.image_attention(torch.zeros(17, 4, 3, dtype=torch.uint8))
+    with pytest.raises(InputError):
+        image.image_attention(torch.zeros(1, 1, 3, dtype=torch.uint8))
+    with pytest.raises(InputError):
+        image.image_attention(torch.zeros(4, 4, 3))  # float, not colours
+    with pytest.raises(InputError):
+        image.image_attention(torch.zeros(4, 4, 3, dtype=torch.uint8), "hsv")
+    with pytest.raises(InputError):
+        image.pattern("mona lisa")
+
+
+def _encode(size, fmt="PNG", mode="RGB", colour=(10, 200, 30)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new(mode, size, colour).save(buffer, fmt)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(("size", "fmt", "name", "expected"), [
+    ((100, 50), "PNG", "wide.png", (8, 16)),
+    ((480, 640), "JPEG", "tall.JPG", (16, 12)),
+    ((9, 7), "PNG", "small.png", (7, 9)),  # never upscaled
+    ((300, 300), "JPEG", "photo.jpeg", (16, 16)),
+])
+def test_uploads_are_decoded_and_downscaled(size, fmt, name, expected):
+    result = image.load_upload(_encode(size, fmt), name)
+    assert tuple(result.pixels.shape) == (*expected, 3) and result.pixels.dtype == torch.uint8
+    assert result.format == fmt and result.original_size == size
+    assert abs(int(result.pixels[0, 0, 1]) - 200) < 8  # the colour survives (JPEG: nearly)
+    image.image_attention(result.pixels)  # and the page can use it
+
+
+def test_transparent_uploads_are_laid_on_white():
+    result = image.load_upload(_encode((4, 4), mode="RGBA", colour=(255, 0, 0, 0)), "clear.png")
+    assert result.pixels.unique().tolist() == [255]
+
+
+def _gif() -> bytes:
+    return _encode((8, 8), "GIF", mode="P", colour=1)
+
+
+@pytest.mark.parametrize(("data", "name", "says"), [
+    (b"hello", "notes.txt", "Only PNG and JPEG"),
+    (b"hello", "noextension", "no extension"),
+    (b"plain text, not an image", "fake.png", "not a PNG or JPEG"),
+    (None, "renamed.png", "not a PNG or JPEG"),  # a GIF with a .png name
+    (b"", "empty.png", "empty"),
+    (b"\x89PNG\r\n\x1a\n" + bytes(6 * 2**20), "big.png", "limit is 5 MB"),
+    ("truncated", "cut.png", "damaged"),
+    ("garbled", "garbled.png", "damaged"),
+    ("jpeg", "cut.jpg", "damaged"),
+    ("many pixels", "huge.png", "megapixels"),
+    ("bomb", "bomb.png", "megapixels"),
+    ("one pixel", "dot.png", "single pixel"),
+])
+def test_bad_uploads_get_a_clear_message(data, name, says):
+    png = _encode((64, 64))
+    data = {
+        None: _gif(),
+        "truncated": _encode((300, 300), colour=(1, 2, 3))[:200],
+        "garbled": png[:60] + bytes(20) + png[80:],
+        "jpeg": _encode((300, 300), "JPEG")[:300],
+        "many pixels": _encode((5000, 4000), mode="1", colour=0),  # 20 megapixels in a few kB
+        "bomb": _encode((20000, 20000), mode="1", colour=0),  # beyond Pillow's own bomb limit
+        "one pixel": _encode((1, 1)),
+    }.get(data, data)
+    assert len(data) <= image.MAX_UPLOAD_BYTES or says == "limit is 5 MB"
+    with pytest.raises(InputError) as error:
+        image.load_upload(data, name)
+    assert says in error.value.message
+    assert error.value.field == "image_upload"
+
+
+# ---------------------------------------------------------------- settings
+
+
+def test_experiment_settings_defaults_are_valid():
+    s = Settings()
+    fixed, messages = s.replace()
+    assert messages == [] and fixed == s
+    assert s.temperature in temperature.TEMPERATURE_GRID
+
+
+@pytest.mark.parametrize(("change", "field", "expected", "says"), [
+    ({"temperature": 0.4}, "temperature", 0.5, "nearest"),
+    ({"temperature": 0}, "temperature", 0.01, "between"),
+    ({"temperature": "warm"}, "temperature", 1.0, "must be a number"),
+    ({"temperature": 1e9}, "temperature", 100.0, "between"),
+    ({"sqrt_samples": 10**7}, "sqrt_samples", scaling.MAX_SAMPLES, "between"),
+    ({"sqrt_keys": 1}, "sqrt_keys", scaling.MIN_KEYS, "between"),
+    ({"sqrt_distribution": "cauchy"}, "sqrt_distribution", "normal", "Unknown distribution"),
+    ({"pe_kind": "rotary"}, "pe_kind", "sinusoidal", "Unknown positional encoding"),
+    ({"pe_shuffle": None}, "pe_shuffle", "reverse", "Unknown shuffle"),
+    ({"pe_width": 1000}, "pe_width", positional.MAX_WIDTH, "between"),
+    ({"additive_hidden": 0}, "additive_hidden", additive.MIN_HIDDEN, "between"),
+    ({"image_source": "mona lisa"}, "image_source", "smiley", "Unknown image"),
+    ({"image_row": 99}, "image_row", image.MAX_SIDE - 1, "between"),
+    ({"image_features": "hsv"}, "image_features", "rgb", "Unknown kind"),
+    ({"experiment_seed": -1}, "experiment_seed", 0, "between"),
+])
+def test_experiment_settings_are_repaired_with_a_message(change, field, expected, says):
+    fixed, messages = Settings().replace(**change)
+    assert getattr(fixed, field) == expected
+    assert any(says in m for m in messages), messages
+
+
+def test_uploaded_image_is_an_allowed_source():
+    fixed, messages = Settings().replace(image_source="upload")
+    assert fixed.image_source == "upload" and not messages
+
+
+def test_walkthrough_scores_feed_the_torch_check():
+    # The experiments reuse the walk-through's Q, K, V: make sure those agree with PyTorch.
+    q, k, v = _qkv(Settings())
+    assert torch.allclose(F.scaled_dot_product_attention(q, k, v), build_walkthrough(Settings()).trace.output,
+                          atol=1e-6)
