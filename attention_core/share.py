@@ -1,0 +1,137 @@
+"""Settings and matrix edits to and from a shareable link's query parameters.
+
+A link holds every settings field that differs from its default (``d_k=2``)
+and the user's matrix edits of the current example (``edit_x=0,1,0.5;2,2,-1``).
+Reading a link never trusts it: unknown or malformed parameters are ignored
+with a message, values go through :func:`settings.validate_settings`, and
+numbers are read with ``int()`` / ``float()`` only (never ``eval``).
+
+All plain Python; the app writes the result to ``st.query_params``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Mapping, Optional
+
+from .settings import EDITABLE, MAX_ABS_VALUE, Settings, validate_settings
+from .walkthrough_multihead import MASK_EDITS
+
+#: The matrices whose edits travel in a link: name -> label.
+SHARED_MATRICES = {**EDITABLE, MASK_EDITS: "the attention mask"}
+
+#: Query-parameter prefix of a matrix's edits.
+EDIT_PREFIX = "edit_"
+#: The longest link (in characters of query string) we produce; edits beyond it are left out.
+MAX_QUERY_CHARS = 1800
+#: Parameters Streamlit or the browser may add that are not ours (ignored silently).
+FOREIGN = {"embed", "embed_options"}
+
+Cells = dict[tuple[int, int], Optional[float]]
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _format_cells(cells: Mapping[tuple[int, int], Optional[float]]) -> str:
+    return ";".join(
+        f"{i},{j},{'' if v is None else repr(float(v))}" for (i, j), v in sorted(cells.items())
+    )
+
+
+def encode(settings: Settings, edits: Mapping[str, Mapping[tuple[int, int], Optional[float]]]) -> tuple[dict[str, str], bool]:
+    """Query parameters for ``settings`` and the current example's ``edits``.
+
+    Returns:
+        (parameters, complete): ``complete`` is False when the edits made the link
+        too long and were left out (the page says so).
+    """
+    # Only what differs from the example's own defaults: a preset's link stays short.
+    default = Settings.for_preset(settings.preset)
+    params = {"preset": settings.preset}
+    params.update({
+        f.name: _format_value(getattr(settings, f.name))
+        for f in dataclasses.fields(Settings)
+        if getattr(settings, f.name) != getattr(default, f.name)
+    })
+    edit_params = {
+        f"{EDIT_PREFIX}{name}": _format_cells(cells)
+        for name, cells in edits.items()
+        if cells and name in SHARED_MATRICES
+    }
+    size = sum(len(k) + len(v) + 2 for k, v in {**params, **edit_params}.items())
+    if size > MAX_QUERY_CHARS:
+        return params, not edit_params
+    return {**params, **edit_params}, True
+
+
+def _parse_value(raw: str, like: Any) -> Any:
+    if isinstance(like, bool):
+        if raw in ("1", "true", "True"):
+            return True
+        if raw in ("0", "false", "False"):
+            return False
+        raise ValueError(raw)
+    if isinstance(like, int):
+        return int(raw)
+    if isinstance(like, float):
+        value = float(raw)
+        if not math.isfinite(value):
+            raise ValueError(raw)
+        return value
+    return raw
+
+
+def _parse_cells(raw: str) -> Cells:
+    cells: Cells = {}
+    for item in filter(None, raw.split(";")):
+        i, j, v = item.split(",")
+        value = None if v == "" else float(v)
+        if value is not None and (not math.isfinite(value) or abs(value) > MAX_ABS_VALUE):
+            raise ValueError(item)
+        row, col = int(i), int(j)
+        if not (0 <= row < 1024 and 0 <= col < 1024):
+            raise ValueError(item)
+        cells[(row, col)] = value
+    return cells
+
+
+def decode(params: Mapping[str, str]) -> tuple[Settings, dict[str, Cells], list[str]]:
+    """Settings and edits from a link's query parameters.
+
+    Never raises on bad input: what cannot be read is skipped and reported.
+
+    Returns:
+        (validated settings, edits by matrix name, messages for the user).
+    """
+    messages: list[str] = []
+    fields = {f.name: f for f in dataclasses.fields(Settings)}
+    preset = params.get("preset", Settings().preset)
+    base = Settings.for_preset(preset) if isinstance(preset, str) else Settings()
+    values: dict[str, Any] = {}
+    edits: dict[str, Cells] = {}
+    for key, raw in params.items():
+        if key in FOREIGN:
+            continue
+        name = key[len(EDIT_PREFIX):]
+        if key.startswith(EDIT_PREFIX) and name in SHARED_MATRICES:
+            try:
+                edits[name] = _parse_cells(str(raw))
+            except ValueError:
+                messages.append(f"The link's edits of {SHARED_MATRICES[name]} could not be read; ignored.")
+            continue
+        if key not in fields:
+            messages.append(f"The link has an unknown setting “{key[:40]}”; ignored.")
+            continue
+        try:
+            values[key] = _parse_value(str(raw), getattr(base, key))
+        except (ValueError, TypeError):
+            messages.append(f"The link's value for {key} (“{str(raw)[:40]}”) could not be read; ignored.")
+    settings, repaired = validate_settings(dataclasses.replace(base, **values))
+    return settings, edits, messages + repaired
