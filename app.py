@@ -32,6 +32,10 @@ PAGES = {
         st.Page("app_pages/cross_attention.py", title="Cross-attention", icon=":material/compare_arrows:",
                 url_path="cross-attention"),
     ],
+    "A trained model": [
+        st.Page("app_pages/trained_model.py", title="Inside a trained model", icon=":material/model_training:",
+                url_path="trained-model"),
+    ],
 }
 
 page = st.navigation(PAGES)

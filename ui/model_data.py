@@ -1,0 +1,81 @@
+"""The trained model's page's caches: the model once per server, results per sentence.
+
+* :func:`model` — ``st.cache_resource``: all-MiniLM-L6-v2 is verified and loaded on the
+  first visit to the page (not when this module is imported) and then shared, read-only,
+  by every session. Nothing here or in the page mutates it. A failed load (package
+  missing, checksum mismatch) raises :class:`~attention_core.errors.InputError` and is
+  not cached, so fixing the install and reloading the page is enough.
+* :func:`sentence_data` and :func:`head` — ``st.cache_data`` on plain arguments (the text,
+  the padding, layer and head numbers), a few entries each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from attention_core import pretrained
+from attention_core.formulas_pretrained import HeadEntry, head_entry_latex, head_general_latex
+
+from . import model_view
+
+
+@st.cache_resource(show_spinner="Loading all-MiniLM-L6-v2 and checking its files (once per server)…")
+def model() -> pretrained.PretrainedModel:
+    """The verified, loaded model (shared read-only by every session)."""
+    return pretrained.load_model()
+
+
+@dataclass(frozen=True)
+class SentenceData:
+    """Everything the page shows that depends on the text only.
+
+    Attributes:
+        run: the model's forward pass (tokens, hidden states, attentions).
+        findings: the guided findings measured on this text.
+        pictures: one small picture per head, for the grid.
+    """
+
+    run: pretrained.ModelRun
+    findings: tuple[pretrained.Finding, ...]
+    pictures: pd.DataFrame
+
+
+@st.cache_data(max_entries=8, show_spinner="Running the model on your text…")
+def sentence_data(text: str, padding: int) -> SentenceData:
+    """Tokenise, run the model, measure the findings and draw the grid's pictures.
+
+    Raises:
+        InputError: empty text or bad padding (see ``pretrained.tokenize``), or the model
+            failed to load.
+    """
+    pm = model()
+    encoding = pretrained.tokenize(pm, text, padding)
+    run = pretrained.run_model(pm, encoding)
+    findings = pretrained.guided_findings(run.attentions, encoding)
+    pictures = model_view.head_pictures(run.attentions.numpy())
+    return SentenceData(run=run, findings=findings, pictures=pictures)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def head(text: str, padding: int, layer: int, head: int) -> pretrained.HeadStep:
+    """One head recomputed step by step (see ``pretrained.head_step``)."""
+    return pretrained.head_step(model(), sentence_data(text, padding).run, layer, head)
+
+
+@st.cache_data(show_spinner=False)
+def general_latex(stage: str) -> tuple[str, str]:
+    return head_general_latex(stage)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def entry_latex(entry: HeadEntry) -> str:
+    return head_entry_latex(entry)
+
+
+def as_numpy(tensor) -> np.ndarray:
+    """A float64 copy for the charts (never a view of a cached tensor)."""
+    return np.array(tensor, dtype=float)

@@ -1,0 +1,185 @@
+"""Widgets of the trained model's page: the clickable grid of every head and one head's attention map.
+
+Every head of every layer is one small picture (its n × n attention weights, white = 0,
+dark blue = 1) in one Vega-Lite chart of image marks: one row of data per head instead
+of n² per head, so a 128-token sentence stays as fast as a 10-token one. Clicking a
+picture opens that head. Nothing here computes attention: the pictures are made from
+the model's attention probabilities that the page passes in.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import io
+from typing import Callable, Optional, Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import streamlit as st
+from PIL import Image
+
+#: Colour stops of the weights' scale (Vega's "blues"), value in [0, 1] -> RGB.
+_STOPS = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
+_RGB = np.array([[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]], dtype=float)
+
+GRID_CELL_PX = 74  # one head's picture in the grid (plus a gap): 12 heads fit the page's width
+_THUMB_PX = 66
+
+
+def _png_data_url(weights: np.ndarray, size_px: int) -> str:
+    """An n × n matrix of weights in [0, 1] as a PNG data URL, each entry a block of pixels.
+
+    The colour follows √weight (as the large map's scale does), so that a weight of 0.1 is
+    still visible next to 1.
+    """
+    n = weights.shape[0]
+    scale = max(1, size_px // n)
+    w = np.sqrt(np.clip(weights, 0.0, 1.0))
+    rgb = np.stack([np.interp(w, _STOPS, _RGB[:, c]) for c in range(3)], axis=-1).astype(np.uint8)  # (n, n, 3)
+    rgb = rgb.repeat(scale, axis=0).repeat(scale, axis=1)  # sharp blocks; the browser only shrinks or keeps them
+    buffer = io.BytesIO()
+    Image.fromarray(rgb, mode="RGB").save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def head_pictures(attentions: np.ndarray) -> pd.DataFrame:
+    """One row per head: layer and head (1-based) and the picture of its weights.
+
+    Args:
+        attentions: (L, H, n, n) attention probabilities.
+    """
+    layers, heads = attentions.shape[:2]
+    rows = [
+        {"layer": layer + 1, "head": head + 1, "url": _png_data_url(attentions[layer, head], _THUMB_PX)}
+        for layer in range(layers) for head in range(heads)
+    ]
+    return pd.DataFrame(rows)
+
+
+@st.cache_data(show_spinner=False)
+def _grid_spec() -> dict:
+    x = alt.X("head:O", title="head", axis=alt.Axis(orient="top", labelAngle=0))
+    y = alt.Y("layer:O", title="layer")
+    base = alt.Chart().encode(x=x, y=y)
+    pictures = base.mark_image(width=_THUMB_PX, height=_THUMB_PX, cursor="pointer").encode(
+        url="url:N", tooltip=[alt.Tooltip("layer:O"), alt.Tooltip("head:O")])
+    outline = base.transform_filter("datum.selected").mark_rect(fill=None, stroke="#d62728", strokeWidth=5)
+    chart = alt.layer(pictures, outline).properties(
+        width=alt.Step(GRID_CELL_PX), height=alt.Step(GRID_CELL_PX)
+    ).configure_axis(labelFontSize=16, titleFontSize=16, grid=False, domain=False, ticks=False
+                     ).configure_view(strokeWidth=0)
+    chart = chart.add_params(alt.selection_point(name="head_pick", fields=["layer", "head"], on="click"))
+    spec = chart.to_dict(validate=False)
+    spec.pop("datasets", None)  # the data is passed per call
+    for layer in spec["layer"]:
+        layer.pop("data", None)
+    return spec
+
+
+def head_grid(pictures: pd.DataFrame, selected: tuple[int, int], *, key: str,
+              on_pick: Callable[[int, int], None]) -> None:
+    """Every head as a small picture; clicking one calls ``on_pick(layer, head)`` (0-based).
+
+    Args:
+        pictures: from :func:`head_pictures` (cached by the page).
+        selected: the open head (layer, head), 0-based; outlined in red.
+    """
+    df = pictures.assign(selected=(pictures["layer"] == selected[0] + 1) & (pictures["head"] == selected[1] + 1))
+    st.vega_lite_chart(df, _grid_spec(), key=key, on_select=functools.partial(_on_pick, key, on_pick),
+                       selection_mode="head_pick", width="content")
+
+
+def _on_pick(key: str, on_pick: Callable[[int, int], None]) -> None:
+    points = ((st.session_state.get(key) or {}).get("selection", {}).get("head_pick")) or []
+    if points:
+        on_pick(int(points[0]["layer"]) - 1, int(points[0]["head"]) - 1)
+
+
+# ---------------------------------------------------------------- one head's attention map
+
+
+def map_cell_px(n: int) -> int:
+    """Cell size of an n × n attention map: large with numbers for short texts; the map stays ≤ 840 px."""
+    return int(min(48, max(6, 840 // max(n, 1))))
+
+
+@st.cache_data(show_spinner=False)
+def _map_spec(cell_px: int, numbers: bool) -> dict:
+    label_size = int(min(16, max(10, cell_px - 2)))
+    # Labels smaller than their font: Vega drops the overlapping ones (every other, ...); the tooltip names all.
+    overlap = "parity" if cell_px < label_size else False
+    x = alt.X("key:N", sort=alt.EncodingSortField("j"), title="key token (attended to)",
+              axis=alt.Axis(orient="top", labelAngle=-60, labelOverlap=overlap, labelFontSize=label_size,
+                            labelLimit=160))
+    y = alt.Y("query:N", sort=alt.EncodingSortField("i"), title="query token (attending)",
+              axis=alt.Axis(labelOverlap=overlap, labelFontSize=label_size, labelLimit=160))
+    base = alt.Chart().encode(x=x, y=y)
+    rect = base.mark_rect(cursor="pointer").encode(
+        color=alt.Color("weight:Q", scale=alt.Scale(type="sqrt", scheme="blues", domain=[0, 1]),
+                        legend=alt.Legend(title="weight", orient="right")),
+        tooltip=[alt.Tooltip("query:N", title="query"), alt.Tooltip("key:N", title="key"),
+                 alt.Tooltip("weight:Q", format=".4f")],
+    )
+    layers = [rect]
+    if numbers:
+        layers.append(base.mark_text(fontSize=14).encode(
+            text=alt.Text("weight:Q", format=".2f"),
+            color=alt.condition("datum.weight > 0.3", alt.value("white"), alt.value("black"))))
+    layers.append(base.transform_filter("datum.selected").mark_rect(fill=None, stroke="#d62728", strokeWidth=3))
+    chart = alt.layer(*layers).properties(width=alt.Step(cell_px), height=alt.Step(cell_px)).configure_axis(
+        titleFontSize=15).configure_legend(labelFontSize=13, titleFontSize=13)
+    chart = chart.add_params(alt.selection_point(name="entry_pick", fields=["i", "j"], on="click"))
+    spec = chart.to_dict(validate=False)
+    spec.pop("datasets", None)
+    for layer in spec["layer"]:
+        layer.pop("data", None)
+    return spec
+
+
+def attention_map(weights: np.ndarray, labels: Sequence[str], *, key: str,
+                  selected: Optional[tuple[int, int]], on_cell: Callable[[int, int], None]) -> None:
+    """One head's n × n weights with token labels; numbers in the cells when they fit.
+
+    Clicking a cell calls ``on_cell(row, col)`` (0-based).
+    """
+    n = weights.shape[0]
+    cell = map_cell_px(n)
+    ii, jj = np.indices(weights.shape)
+    ii, jj = ii.ravel(), jj.ravel()
+    labels_arr = np.asarray(labels, dtype=object)
+    df = pd.DataFrame({
+        "i": ii, "j": jj, "query": labels_arr[ii], "key": labels_arr[jj],
+        "weight": np.asarray(weights, dtype=float).ravel(),
+        "selected": (ii == selected[0]) & (jj == selected[1]) if selected else np.zeros(ii.shape, bool),
+    })
+    st.vega_lite_chart(df, _map_spec(cell, cell >= 40), key=key,
+                       on_select=functools.partial(_on_entry, key, on_cell), selection_mode="entry_pick",
+                       width="content")
+
+
+def _on_entry(key: str, on_cell: Callable[[int, int], None]) -> None:
+    points = ((st.session_state.get(key) or {}).get("selection", {}).get("entry_pick")) or []
+    if points:
+        on_cell(int(points[0]["i"]), int(points[0]["j"]))
+
+
+# ---------------------------------------------------------------- windows onto large matrices
+
+#: The step-through shows at most this many rows and columns of a matrix at a time
+#: (X is n × 384): a block of numbers that stays readable on a projector. A matrix of up
+#: to WHOLE rows (columns) is shown whole.
+WINDOW, WHOLE = 12, 14
+
+
+def window(total: int, index: int, size: int = WINDOW) -> tuple[int, int]:
+    """The block [start, stop) of rows (or columns) shown around ``index``.
+
+    All of them when there are at most WHOLE; else fixed blocks of ``size`` (0-11, 12-23, ...),
+    so that clicking inside a block does not move it.
+    """
+    if total <= WHOLE:
+        return 0, total
+    start = (min(max(index, 0), total - 1) // size) * size
+    return start, min(start + size, total)
