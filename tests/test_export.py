@@ -1,0 +1,60 @@
+"""Exports: the Markdown walk-through and the self-checking script (which the suite runs)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from attention_core.export import walkthrough_markdown, walkthrough_script
+from attention_core.presets import PRESETS
+from attention_core.settings import Settings
+from attention_core.walkthrough import build_walkthrough
+
+
+def run_script(source: str, tmp_path) -> subprocess.CompletedProcess:
+    path = tmp_path / "export.py"
+    path.write_text(source)
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_exported_script_recomputes_every_number(preset, tmp_path):
+    walk = build_walkthrough(Settings.for_preset(preset), {"x": {(0, 0): 0.25}})
+    result = run_script(walkthrough_script(walk), tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("matches the app") == 7
+    assert "matches torch.nn.functional.scaled_dot_product_attention" in result.stdout
+
+
+def test_exported_script_fails_when_a_number_is_wrong(tmp_path):
+    walk = build_walkthrough(Settings.for_preset("journey_v1"))
+    source = walkthrough_script(walk)
+    weights = repr(walk.trace.attention.weights[0, 0].item())
+    assert weights in source
+    result = run_script(source.replace(weights, repr(float(weights) + 0.01), 1), tmp_path)
+    assert result.returncode != 0
+    assert "differs from the app" in result.stderr
+
+
+def test_exported_script_keeps_user_tokens_inside_strings(tmp_path):
+    settings = Settings.for_preset("custom", sentence="it's a\"\"\"b x')+import\\n(os")
+    walk = build_walkthrough(settings)
+    assert "a\"\"\"b" in walk.tokens and "x')+import\\n(os" in walk.tokens
+    result = run_script(walkthrough_script(walk), tmp_path)
+    assert result.returncode == 0, result.stderr
+
+
+def test_markdown_has_every_stage_formula_and_matrix():
+    walk = build_walkthrough(Settings.for_preset("journey_v1"))
+    text = walkthrough_markdown(walk)
+    assert text.count("## ") == 9  # 8 stages and the check
+    assert r"\frac{{s}_{i,j}}{\sqrt{d_{k}}}" in text
+    assert "| 2 journey | 0.306" in text  # rasbt ch03's context vector of "journey": [0.3061, 0.8210]
+    assert "max |difference|" in text
+
+
+def test_markdown_escapes_user_tokens():
+    text = walkthrough_markdown(build_walkthrough(Settings.for_preset("custom", sentence="a*b [c](d) e")))
+    assert r"a\*b" in text and r"\[c\]\(d\)" in text
