@@ -112,13 +112,13 @@ def sha256_of(path: Path, chunk_size: int = _CHUNK) -> str:
     return digest.hexdigest()
 
 
-def verify_model_files(folder: Path, expected: Mapping[str, str] = EXPECTED_SHA256) -> None:
-    """Check every file of ``expected`` in ``folder`` against its SHA-256.
+def verify_model_files(folder: Path, expected: Optional[Mapping[str, str]] = None) -> None:
+    """Check every file of ``expected`` (default :data:`EXPECTED_SHA256`) in ``folder`` against its SHA-256.
 
     Raises:
         InputError: naming the first file that is missing or whose hash differs.
     """
-    for name, want in expected.items():
+    for name, want in (EXPECTED_SHA256 if expected is None else expected).items():
         path = Path(folder) / name
         if not path.is_file():
             raise InputError(

@@ -49,6 +49,7 @@ PAGES = [
     ("/dropout", "Dropout on the attention weights", True, True),
     ("/multi-head", "Multi-head attention: several heads side by side", True, True),
     ("/cross-attention", "Cross-attention: the decoder looks at the encoder", True, True),
+    ("/trained-model", "Inside a trained model", True, True),
     ("/", "Attention Explorer", False, False),
 ]
 
@@ -218,3 +219,18 @@ def test_clicking_a_heatmap_cell_explains_that_entry(page: Page, app_url: str):
     wait_for_app_run(page)
     expect(page.locator(".katex").filter(has_text="s3,2").first).to_be_visible()
     assert_no_exception(page)
+
+
+def test_trained_model_grid_click_opens_the_head(page: Page, app_url: str):
+    """The grid of all 72 heads is one Vega-Lite chart of image marks; clicking one opens that head."""
+    open_page(page, app_url, "/trained-model", "Inside a trained model")
+    pictures = page.locator(".vega-embed").first.locator("svg image")
+    expect(pictures).to_have_count(72)  # 6 layers x 12 heads, in data order: layer by layer
+    assert pictures.nth(0).get_attribute("href").startswith("data:image/png;base64,")
+    pictures.nth(2 * 12 + 8).click()  # layer 3, head 9
+    wait_for_app_run(page)
+    expect(page.get_by_role("heading", name="Layer 3, head 9", exact=True)).to_be_visible()
+    expect(page.get_by_role("combobox", name="Layer", exact=True)).to_have_value("Layer 3")
+    expect(page.get_by_text("Checked against PyTorch")).to_be_visible()
+    assert_no_exception(page)
+    save_screenshot(page, "page-trained-model-after-click")

@@ -78,4 +78,4 @@ def entry_latex(entry: HeadEntry) -> str:
 
 def as_numpy(tensor) -> np.ndarray:
     """A float64 copy for the charts (never a view of a cached tensor)."""
-    return np.array(tensor, dtype=float)
+    return tensor.detach().numpy().astype(float)

@@ -24,8 +24,8 @@ from PIL import Image
 _STOPS = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
 _RGB = np.array([[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]], dtype=float)
 
-GRID_CELL_PX = 74  # one head's picture in the grid (plus a gap): 12 heads fit the page's width
-_THUMB_PX = 66
+GRID_CELL_PX = 74  # the grid's row height: a head's picture is at most this tall (plus a gap)
+_THUMB_PX = 66  # pixels per picture when drawn (the browser scales it to the cell)
 
 
 def _png_data_url(weights: np.ndarray, size_px: int) -> str:
@@ -63,11 +63,14 @@ def _grid_spec() -> dict:
     x = alt.X("head:O", title="head", axis=alt.Axis(orient="top", labelAngle=0))
     y = alt.Y("layer:O", title="layer")
     base = alt.Chart().encode(x=x, y=y)
-    pictures = base.mark_image(width=_THUMB_PX, height=_THUMB_PX, cursor="pointer").encode(
+    # The chart takes the page's width (12 columns of bandwidth('x') each); each picture is a square
+    # that fills 90 % of the smaller of its column's width and its row's height.
+    side = alt.ExprRef("0.9 * min(bandwidth('x'), bandwidth('y'))")
+    pictures = base.mark_image(width=side, height=side, cursor="pointer").encode(
         url="url:N", tooltip=[alt.Tooltip("layer:O"), alt.Tooltip("head:O")])
     outline = base.transform_filter("datum.selected").mark_rect(fill=None, stroke="#d62728", strokeWidth=5)
     chart = alt.layer(pictures, outline).properties(
-        width=alt.Step(GRID_CELL_PX), height=alt.Step(GRID_CELL_PX)
+        width="container", height=6 * GRID_CELL_PX
     ).configure_axis(labelFontSize=16, titleFontSize=16, grid=False, domain=False, ticks=False
                      ).configure_view(strokeWidth=0)
     chart = chart.add_params(alt.selection_point(name="head_pick", fields=["layer", "head"], on="click"))
@@ -88,7 +91,7 @@ def head_grid(pictures: pd.DataFrame, selected: tuple[int, int], *, key: str,
     """
     df = pictures.assign(selected=(pictures["layer"] == selected[0] + 1) & (pictures["head"] == selected[1] + 1))
     st.vega_lite_chart(df, _grid_spec(), key=key, on_select=functools.partial(_on_pick, key, on_pick),
-                       selection_mode="head_pick", width="content")
+                       selection_mode="head_pick", width="stretch")
 
 
 def _on_pick(key: str, on_pick: Callable[[int, int], None]) -> None:
@@ -101,8 +104,8 @@ def _on_pick(key: str, on_pick: Callable[[int, int], None]) -> None:
 
 
 def map_cell_px(n: int) -> int:
-    """Cell size of an n × n attention map: large with numbers for short texts; the map stays ≤ 840 px."""
-    return int(min(48, max(6, 840 // max(n, 1))))
+    """Cell size of an n × n attention map: large with numbers for short texts; the map stays ≤ 720 px."""
+    return int(min(48, max(5, 680 // max(n, 1))))
 
 
 @st.cache_data(show_spinner=False)

@@ -1,0 +1,411 @@
+"""The trained model (all-MiniLM-L6-v2): our step-through against the model's own numbers, the file checks,
+tokenising edge cases, the guided findings, and the page "Inside a trained model" under AppTest.
+
+The model is loaded once for the module (``pm`` fixture); the page's own ``st.cache_resource`` loads it once
+more for the AppTests (a second copy, ~1 s).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from streamlit.testing.v1 import AppTest
+
+from attention_core import pretrained
+from attention_core.errors import InputError
+from attention_core.formulas_pretrained import (
+    HEAD_STAGES,
+    head_entry_latex,
+    head_entry_of,
+    head_general_latex,
+    stage_matrix,
+)
+from attention_core.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+PAGE = "app_pages/trained_model.py"
+
+SENTENCES = [
+    "The cat sat on the mat because it was tired.",
+    "Unbelievably, tokenization splits rare words into WordPieces!",
+    "Attention is all you need.",
+    "A",
+]
+HEADS = [(0, 0), (0, 2), (2, 8), (3, 11), (5, 5)]
+UNUSUAL = [
+    "🙂🙂 emoji only 🙂",
+    "x\ud800y lone surrogate",
+    "שלום עולם and مرحبا",
+    "zero\u200bwidth\u200d joiners",
+    "NUL\x00 and bell\x07 controls",
+    "e\u0301cole with a combining accent",
+    "日本語のテキスト",
+    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𝔪𝔞𝔱𝔥 letters",
+    "a" * 400,  # one 400-character "word": longer than WordPiece's 100-character limit -> [UNK]
+]
+
+
+@pytest.fixture(scope="module")
+def pm() -> pretrained.PretrainedModel:
+    return pretrained.load_model()
+
+
+@pytest.fixture(scope="module")
+def runs(pm) -> dict[str, pretrained.ModelRun]:
+    return {text: pretrained.run_model(pm, pretrained.tokenize(pm, text)) for text in SENTENCES}
+
+
+# ---------------------------------------------------------------- the model and its files
+
+
+def test_model_is_the_verified_six_by_twelve_bert(pm):
+    assert (pm.num_layers, pm.num_heads, pm.hidden_size, pm.head_dim) == (6, 12, 384, 32)
+    assert not pm.model.training
+    assert all(not p.requires_grad for p in pm.model.parameters())
+    assert pm.model.config._attn_implementation == "eager"
+    for name, digest in pretrained.EXPECTED_SHA256.items():
+        assert pretrained.sha256_of(pm.folder / name) == digest
+
+
+def _copy_small_files(tmp_path: Path) -> Path:
+    """A model folder in tmp_path: copies of the small files, a link to the 87 MiB weights."""
+    source = pretrained.model_folder()
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for name in ("config.json", "tokenizer.json"):
+        shutil.copy(source / name, folder / name)
+    (folder / "model.safetensors").symlink_to(source / "model.safetensors")
+    return folder
+
+
+def test_a_modified_byte_is_refused(tmp_path):
+    folder = _copy_small_files(tmp_path)
+    pretrained.verify_model_files(folder)  # the untouched copy passes
+    data = bytearray((folder / "config.json").read_bytes())
+    data[10] ^= 1
+    (folder / "config.json").write_bytes(bytes(data))
+    with pytest.raises(InputError, match=r"config\.json failed its checksum") as caught:
+        pretrained.load_model(folder)
+    assert pretrained.EXPECTED_SHA256["config.json"] in caught.value.message
+
+
+def test_a_wrong_expected_hash_is_refused(monkeypatch):
+    monkeypatch.setitem(pretrained.EXPECTED_SHA256, "model.safetensors", "0" * 64)
+    with pytest.raises(InputError, match=r"model\.safetensors failed its checksum"):
+        pretrained.verify_model_files(pretrained.model_folder())
+
+
+def test_a_missing_file_is_refused(tmp_path):
+    folder = _copy_small_files(tmp_path)
+    (folder / "tokenizer.json").unlink()
+    with pytest.raises(InputError, match=r"tokenizer\.json is missing"):
+        pretrained.verify_model_files(folder)
+
+
+def test_a_missing_package_is_refused():
+    with pytest.raises(InputError, match="not installed"):
+        pretrained.model_folder("no_such_model_package_here")
+
+
+def test_importing_the_core_and_the_page_helpers_loads_no_transformers():
+    code = ("import sys, attention_core, attention_core.pretrained, attention_core.settings, ui.model_data, "
+            "ui.model_view; assert 'transformers' not in sys.modules, 'transformers was imported'")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+# ---------------------------------------------------------------- our step-through = the model
+
+
+@pytest.mark.parametrize("layer, head", HEADS)
+@pytest.mark.parametrize("text", SENTENCES)
+def test_step_through_reproduces_the_models_attention(pm, runs, text, layer, head):
+    step = pretrained.head_step(pm, runs[text], layer, head)
+    assert step.trace.x.shape == (runs[text].encoding.n, 384)
+    assert step.trace.w_query.shape == (384, 32) and step.trace.b_query.shape == (32,)
+    torch.testing.assert_close(step.trace.attention.weights, runs[text].attentions[layer, head], atol=1e-5, rtol=0)
+    assert step.matches and step.max_abs_diff <= 1e-5
+
+
+def test_every_head_of_every_layer_matches(pm, runs):
+    run = runs[SENTENCES[0]]
+    worst = max(pretrained.head_step(pm, run, layer, head).max_abs_diff for layer in range(6) for head in range(12))
+    assert worst <= 1e-5
+
+
+@pytest.mark.parametrize("padding", [0, 3])
+def test_concatenated_head_outputs_equal_the_layers_attention_output(pm, padding):
+    """weights · V of all 12 heads, side by side, is what BertSelfAttention returns (captured with a hook)."""
+    encoding = pretrained.tokenize(pm, SENTENCES[1], padding)
+    captured = {}
+    hooks = [pm.model.encoder.layer[layer].attention.self.register_forward_hook(
+        lambda module, args, output, layer=layer: captured.__setitem__(layer, output[0][0]))
+        for layer in range(6)]
+    try:
+        run = pretrained.run_model(pm, encoding)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    for layer in range(6):
+        ours = torch.cat([pretrained.head_step(pm, run, layer, head).trace.output for head in range(12)], dim=-1)
+        torch.testing.assert_close(ours, captured[layer], atol=1e-5, rtol=1e-5)  # (n, 384)
+
+
+def test_each_stage_agrees_with_torch_sdpa_and_the_additive_mask(pm):
+    run = pretrained.run_model(pm, pretrained.tokenize(pm, SENTENCES[0], padding=2))
+    step = pretrained.head_step(pm, run, 2, 8)
+    att = step.trace.attention
+    assert torch.equal(att.masked_scores, att.scaled_scores + step.additive_mask)
+    assert torch.isneginf(step.additive_mask[:, -2:]).all() and (step.additive_mask[:, :-2] == 0).all()
+    assert (att.weights[:, -2:] == 0).all() and (step.model_weights[:, -2:] == 0).all()
+    reference = F.scaled_dot_product_attention(att.query, att.key, att.value, attn_mask=att.attn_mask)
+    torch.testing.assert_close(att.output, reference, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("stage", list(HEAD_STAGES))
+def test_every_entry_recomputes_with_a_plain_loop(pm, runs, stage):
+    run = pretrained.run_model(pm, pretrained.tokenize(pm, SENTENCES[1], padding=1))
+    step = pretrained.head_step(pm, run, 1, 3)
+    rows, cols = stage_matrix(step, stage).shape
+    for row, col in [(0, 0), (rows - 1, cols - 1), (rows // 2, cols // 3)]:
+        entry = head_entry_of(step, stage, row, col)
+        expected = entry.recompute()
+        assert (math.isinf(expected) and expected == entry.value) or math.isclose(expected, entry.value, abs_tol=1e-4)
+        text = head_entry_latex(entry)
+        assert text.startswith(r"\begin{aligned}") and f"{row + 1},{col + 1}" in text
+    matrix_form, element_form = head_general_latex(stage)
+    assert matrix_form and element_form
+
+
+def test_long_sums_are_elided_with_their_count(pm, runs):
+    step = pretrained.head_step(pm, runs[SENTENCES[0]], 0, 0)
+    assert r"\text{(384 terms)}" in head_entry_latex(head_entry_of(step, "query", 1, 2))
+    assert r"\text{(32 terms)}" in head_entry_latex(head_entry_of(step, "scores", 1, 2))
+    assert r"\cdots" in head_entry_latex(head_entry_of(step, "weights", 1, 2))
+
+
+def test_bad_layer_or_head_is_refused(pm, runs):
+    with pytest.raises(InputError, match="layers 1 to 6"):
+        pretrained.head_step(pm, runs[SENTENCES[0]], 6, 0)
+    with pytest.raises(InputError, match="heads 1 to 12"):
+        pretrained.head_step(pm, runs[SENTENCES[0]], 0, -1)
+
+
+# ---------------------------------------------------------------- tokenising
+
+
+def test_wordpieces_with_cls_and_sep(pm):
+    encoding = pretrained.tokenize(pm, "Unbelievably simple")
+    assert encoding.tokens == ("[CLS]", "un", "##bel", "##ie", "##va", "##bly", "simple", "[SEP]")
+    assert encoding.word_ids == (None, 0, 0, 0, 0, 0, 1, None)
+    assert not encoding.truncated and encoding.num_padding == 0
+
+
+def test_text_over_128_wordpieces_is_cut_to_128(pm):
+    encoding = pretrained.tokenize(pm, "word " * 300, padding=2)
+    assert encoding.truncated and encoding.text_tokens == 300
+    assert encoding.num_real == pretrained.MAX_TOKENS and encoding.n == pretrained.MAX_TOKENS + 2
+    assert encoding.tokens[0] == "[CLS]" and encoding.tokens[127] == "[SEP]" and encoding.tokens[-1] == "[PAD]"
+    assert encoding.kept_chars == len("word " * 126) - 1
+    run = pretrained.run_model(pm, encoding)
+    assert pretrained.head_step(pm, run, 4, 7).matches
+
+
+def test_text_of_exactly_126_wordpieces_is_not_cut(pm):
+    encoding = pretrained.tokenize(pm, "word " * 126)
+    assert not encoding.truncated and encoding.n == 128
+
+
+def test_text_beyond_the_character_cap_is_flagged(pm):
+    encoding = pretrained.tokenize(pm, "a " * pretrained.MAX_CHARS)
+    assert encoding.chars_cut and encoding.truncated
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t ", "\u200b\u200b", "\x00\x01\x02"])
+def test_empty_text_is_refused(pm, text):
+    with pytest.raises(InputError, match="empty|no WordPiece"):
+        pretrained.tokenize(pm, text)
+
+
+@pytest.mark.parametrize("padding", [-1, pretrained.MAX_PADDING + 1])
+def test_padding_out_of_range_is_refused(pm, padding):
+    with pytest.raises(InputError, match=r"\[PAD\]"):
+        pretrained.tokenize(pm, "hello", padding)
+
+
+@pytest.mark.parametrize("text", UNUSUAL)
+def test_unusual_unicode_runs(pm, text):
+    encoding = pretrained.tokenize(pm, text)
+    assert encoding.tokens[0] == "[CLS]" and encoding.tokens[-1] == "[SEP]" and encoding.n >= 3
+    run = pretrained.run_model(pm, encoding)
+    assert torch.isfinite(run.attentions).all()
+    assert pretrained.head_step(pm, run, 0, 0).matches
+
+
+# ---------------------------------------------------------------- guided findings
+
+
+def test_findings_are_measured_on_the_text(pm, runs):
+    run = runs[SENTENCES[0]]
+    findings = {f.key: f for f in pretrained.guided_findings(run.attentions, run.encoding)}
+    assert list(findings) == list(pretrained.FINDINGS)
+    m = run.encoding.num_real
+    for key, (rows, cols) in {"previous": (range(1, m), range(0, m - 1)), "next": (range(0, m - 1), range(1, m)),
+                              "self": (range(m), range(m)), "cls": (range(m), [0] * m),
+                              "sep": (range(m), [m - 1] * m)}.items():
+        finding = findings[key]
+        layer, head, score = finding.top[0]
+        by_hand = sum(float(run.attentions[layer, head, i, j]) for i, j in zip(rows, cols)) / len(rows)
+        assert math.isclose(score, by_hand, abs_tol=1e-9)
+        assert score == max(max(row) for row in finding.scores)
+        assert finding.baseline == pytest.approx(1 / m)
+    assert findings["same_word"].rows == 0 and findings["same_word"].top == ()  # no word is split here
+    split = {f.key: f for f in pretrained.guided_findings(runs[SENTENCES[1]].attentions, runs[SENTENCES[1]].encoding)}
+    assert split["same_word"].rows > 0 and len(split["same_word"].top) == 3
+    assert split["previous"].scores != findings["previous"].scores  # measured, not hard-coded
+
+
+def test_settings_validate_the_model_fields():
+    fixed, messages = Settings().replace(model_layer=9, model_head="two", model_padding=99, model_stage="nope",
+                                         model_sentence=None)
+    assert (fixed.model_layer, fixed.model_head, fixed.model_padding, fixed.model_stage) == (0, 0, 8, "weights")
+    assert fixed.model_sentence == Settings().model_sentence
+    text = " ".join(messages)
+    assert "layers 1 to 6" in text and "heads 1 to 12" in text and "[PAD]" in text and "Unknown step" in text
+
+
+# ---------------------------------------------------------------- the page under AppTest
+
+
+def open_page() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def settings(at: AppTest) -> Settings:
+    return at.session_state["settings"]
+
+
+def texts(elements) -> str:
+    return " ".join(e.value for e in elements)
+
+
+def test_page_renders_the_model_and_its_check():
+    at = open_page()
+    assert at.title[0].value == "Inside a trained model"
+    assert not at.error, texts(at.error)
+    assert "13 WordPiece tokens" in texts(at.subheader)
+    (check,) = [s.value for s in at.success]
+    assert "model(...).attentions[0][0, 0]" in check
+    assert float(check.split("= ")[-1].split(" ")[0]) <= 1e-5
+    assert r"\alpha" in texts(at.latex)  # the default step is the softmax
+
+
+def test_changing_layer_and_head_changes_what_is_shown():
+    at = open_page()
+    before = texts(at.latex)
+    at.selectbox(key="setting_model_layer").set_value(2).run()
+    at.selectbox(key="setting_model_head").set_value(8).run()
+    assert (settings(at).model_layer, settings(at).model_head) == (2, 8)
+    assert "Layer 3, head 9" in texts(at.subheader)
+    assert "attentions[2][0, 8]" in at.success[0].value
+    assert texts(at.latex) != before
+
+
+def test_a_finding_opens_its_head():
+    at = open_page()
+    at.button(key="tm_find_previous_0").click().run()
+    label = at.button(key="tm_find_previous_0").label  # "Layer 1, head 3: 1.00"
+    layer, head = (int(part.split()[-1]) for part in label.split(":")[0].split(","))
+    assert (settings(at).model_layer + 1, settings(at).model_head + 1) == (layer, head)
+
+
+def test_stepping_through_every_stage():
+    at = open_page()
+    at.selectbox(key="setting_model_stage").set_value("inputs").run()
+    seen = []
+    while True:
+        seen.append(settings(at).model_stage)
+        assert not at.exception and not at.error
+        assert len(at.latex) >= 4  # the page's formula, matrix form, element form, the explained entry
+        if at.button(key="step_next").disabled:
+            break
+        at.button(key="step_next").click().run()
+    assert seen == list(HEAD_STAGES)
+
+
+def test_padding_shows_the_mask():
+    at = open_page()
+    at.number_input(key="setting_model_padding").set_value(3).run()
+    assert "16 WordPiece tokens" in texts(at.subheader)
+    at.selectbox(key="setting_model_stage").set_value("mask").run()
+    at.button(key="tm_show_pad").click().run()
+    assert settings(at).model_entry_col == 13
+    assert r"\text{(token 14 is [PAD])}" in texts(at.latex)
+    assert float(at.success[0].value.split("= ")[-1].split(" ")[0]) <= 1e-5
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\u200b"])
+def test_empty_text_gets_a_message_and_is_kept(text):
+    at = open_page()
+    at.text_area(key="setting_model_sentence").set_value(text).run()
+    assert not at.exception
+    assert "Type" in texts(at.error) or "type" in texts(at.error)
+    assert settings(at).model_sentence == text
+
+
+def test_long_text_is_cut_with_a_message():
+    at = open_page()
+    at.text_area(key="setting_model_sentence").set_value("attention " * 200).run()
+    assert not at.exception and not at.error
+    assert "200 WordPiece tokens" in texts(at.warning) and "cut" in texts(at.warning)
+    assert "128 WordPiece tokens" in texts(at.subheader)
+
+
+def test_unusual_unicode_on_the_page():
+    at = open_page()
+    # (a lone surrogate cannot come from a browser; the core test above covers it)
+    at.text_area(key="setting_model_sentence").set_value("🙂 xy שלום \x00 é\u200b 𝔘").run()
+    assert not at.exception and not at.error
+    assert "[UNK]" in texts(at.info)
+
+
+def test_checksum_mismatch_on_the_page_leaves_the_rest_of_the_app_working(monkeypatch):
+    from ui import model_data
+
+    model_data.model.clear()
+    monkeypatch.setitem(pretrained.EXPECTED_SHA256, "config.json", "f" * 64)
+    try:
+        at = open_page()
+        assert "config.json failed its checksum" in texts(at.error)
+        assert not at.success
+        at.switch_page("app_pages/self_attention.py").run()
+        assert not at.exception and not at.error
+        assert at.title[0].value.startswith("Scaled dot-product self-attention")
+    finally:
+        monkeypatch.undo()
+        model_data.model.clear()  # the failed load was not cached; the next visit loads the model
+
+
+def test_missing_package_on_the_page(monkeypatch):
+    from ui import model_data
+
+    model_data.model.clear()
+    real = pretrained.model_folder
+    monkeypatch.setattr(pretrained, "model_folder", lambda module=None: real("no_such_model_package_here"))
+    try:
+        at = open_page()
+        assert "is not installed" in texts(at.error)
+    finally:
+        monkeypatch.undo()
+        model_data.model.clear()
