@@ -86,7 +86,7 @@ with r1:
                format_func=lambda i: row_labels[i])
 with r2:
     state.bind(st.selectbox, "Column", "entry_col", options=list(range(len(col_labels))),
-               format_func=lambda j: col_labels[j])
+               format_func=lambda j: col_labels[j], variant="keys" if col_labels == rows else "dims")
 widgets.entry_formula(entry_of(walk.trace, stage, row, col))
 
 for note in walk.notes:

@@ -107,7 +107,7 @@ def test_explain_entry_uses_the_chosen_cell_and_its_real_numbers():
     at = open_app("app_pages/self_attention.py", "journey_v1")
     at.selectbox(key="setting_stage").set_value("output").run()
     at.selectbox(key="setting_entry_row").set_value(1).run()
-    at.selectbox(key="setting_entry_col").set_value(1).run()
+    at.selectbox(key="setting_entry_col__dims").set_value(1).run()
     # rasbt ch03 / seed 004: SelfAttention_v1 with seed 123, context vector of "journey" = [0.3061, 0.8210]
     assert "{z}_{2,2}" in latex(at)
     assert "= 0.821" in latex(at)

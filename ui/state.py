@@ -27,9 +27,14 @@ def settings() -> Settings:
     return st.session_state.setdefault(_SETTINGS, Settings())
 
 
-def widget_key(field: str) -> str:
-    """The session-state key of the widget bound to a settings field."""
-    return f"setting_{field}"
+def widget_key(field: str, variant: str = "") -> str:
+    """The session-state key of the widget bound to a settings field.
+
+    ``variant`` gives one field several widgets (e.g. a column picker whose labels
+    are tokens on one step and dimensions on another: a fresh widget per label set,
+    so the browser never shows the old labels).
+    """
+    return f"setting_{field}__{variant}" if variant else f"setting_{field}"
 
 
 def update(**changes: Any) -> None:
@@ -41,9 +46,10 @@ def update(**changes: Any) -> None:
     new, messages = settings().replace(**changes)
     st.session_state[_SETTINGS] = new
     st.session_state[_MESSAGES] = messages
-    for field in new.__dataclass_fields__:
-        key = widget_key(field)
-        if key in st.session_state and st.session_state[key] != getattr(new, field):
+    bound = [k for k in st.session_state if isinstance(k, str) and k.startswith("setting_")]
+    for key in bound:
+        field = key.removeprefix("setting_").split("__")[0]
+        if field in new.__dataclass_fields__ and st.session_state[key] != getattr(new, field):
             st.session_state[key] = getattr(new, field)
 
 
@@ -61,16 +67,16 @@ def messages() -> list[str]:
     return st.session_state.get(_MESSAGES, [])
 
 
-def bind(widget: Callable[..., Any], label: str, field: str, **kwargs: Any) -> Any:
+def bind(widget: Callable[..., Any], label: str, field: str, *, variant: str = "", **kwargs: Any) -> Any:
     """Create ``widget`` bound to settings ``field``: it shows the setting and writes changes back."""
-    key = widget_key(field)
+    key = widget_key(field, variant)
     if key not in st.session_state:
         st.session_state[key] = getattr(settings(), field)
-    return widget(label, key=key, on_change=_commit, args=(field,), **kwargs)
+    return widget(label, key=key, on_change=_commit, args=(field, key), **kwargs)
 
 
-def _commit(field: str) -> None:
-    value = st.session_state[widget_key(field)]
+def _commit(field: str, key: str) -> None:
+    value = st.session_state[key]
     if field == "preset":
         choose_preset(value)
     else:
