@@ -9,9 +9,11 @@ run once. Every page is listed here explicitly instead.
 import streamlit as st
 
 from attention_core.presets import PRESETS
-from ui import state
+from attention_core.settings import LANGUAGES
+from ui import presenter, state
 
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
+state.load_link()  # a shared link's settings, on a session's first run
 
 PAGES = {
     "Start": [
@@ -46,5 +48,20 @@ with st.sidebar:
                format_func=lambda k: PRESETS[k].title)
     preset = PRESETS[state.settings().preset]
     st.caption(f"{preset.note}  \nSource: {preset.source}")
+    st.markdown("### Classroom")
+    state.bind(st.radio, "Language", "language", options=list(LANGUAGES), format_func=LANGUAGES.get,
+               horizontal=True)
+    state.bind(st.toggle, "Presenter mode", "presenter", help="Larger type, no sidebar, big Previous / Next.")
+
+# The URL always holds the current state: copying it shares exactly these numbers.
+link_complete = state.write_link()
+with st.sidebar:
+    st.caption("Share: copy the address in your browser's address bar; it holds every setting and your edits.")
+if not link_complete:
+    st.warning("Your matrix edits are too large for a link: the address holds the settings only.",
+               icon=":material/link_off:")
+for message in state.link_messages():
+    st.warning(message, icon=":material/link:")
+presenter.apply()
 
 page.run()

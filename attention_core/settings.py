@@ -42,6 +42,9 @@ MODEL_SENTENCE = "The cat sat on the mat because it was tired."
 #: The settings a preset sets when it is chosen (see ``Settings.for_preset``).
 PRESET_FIELDS = ("preset", "sentence", "d_model", "d_k", "seed", "encoder_sentence", "d_out", "num_heads")
 
+#: Interface languages: code -> name shown in the picker.
+LANGUAGES = {"en": "English", "zh": "简体中文"}
+
 #: The matrices a user can edit, by name -> label.
 EDITABLE = {"x": "X", "w_query": "W_q", "w_key": "W_k", "w_value": "W_v"}
 
@@ -118,6 +121,8 @@ class Settings:
         image_row, image_col: the query pixel (0-based; the page clamps them to the image).
         image_features: the pixels' token features (a key of ``image.FEATURES``).
         image_d_k: the width of the projected queries and keys.
+        language: the interface language, a key of :data:`LANGUAGES`.
+        presenter: presenter mode (larger type, no sidebar, big Previous / Next).
     """
 
     preset: str = DEFAULT_PRESET
@@ -168,6 +173,9 @@ class Settings:
     image_col: int = 4
     image_features: str = "rgb"
     image_d_k: int = 3
+    # classroom: the interface language and presenter mode (issue 5)
+    language: str = "en"
+    presenter: bool = False
 
     @classmethod
     def for_preset(cls, key: str, **overrides: Any) -> "Settings":
@@ -318,6 +326,12 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
                 "Pick “Your own sentence” to choose d_model."
             )
             fixed["d_model"] = width
+
+    if settings.language not in LANGUAGES:
+        messages.append(f"Unknown language “{settings.language}”; using English.")
+        fixed["language"] = "en"
+    if not isinstance(settings.presenter, bool):
+        fixed["presenter"] = bool(settings.presenter) if isinstance(settings.presenter, int) else False
 
     for name, stages in (("stage", STAGES), ("causal_stage", CAUSAL_STAGES), ("dropout_stage", DROPOUT_STAGES),
                          ("mha_stage", MHA_STAGES), ("cross_stage", CROSS_STAGES), ("model_stage", HEAD_STAGES)):

@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional
 
 import streamlit as st
 
+from attention_core import share
 from attention_core.settings import PRESET_FIELDS, Settings
 
 _SETTINGS = "settings"
@@ -118,3 +119,41 @@ def bump_version(name: str) -> None:
     """Give a matrix's editor (or clickable grid) a fresh widget, e.g. after its cells were changed."""
     versions = st.session_state.setdefault(_VERSIONS, {})
     versions[name] = versions.get(name, 0) + 1
+
+
+# ---------------------------------------------------------------- shareable links
+
+_LINK_LOADED = "link_loaded"
+_LINK_MESSAGES = "link_messages"
+
+
+def load_link() -> None:
+    """On a session's first run, take the settings and edits from the URL's query parameters.
+
+    A tampered or invalid parameter is ignored with a message (see ``attention_core.share``).
+    """
+    if st.session_state.get(_LINK_LOADED):
+        return
+    st.session_state[_LINK_LOADED] = True
+    params = st.query_params.to_dict()
+    if not params:
+        return
+    linked, linked_edits, link_messages = share.decode(params)
+    st.session_state[_SETTINGS] = linked
+    store = st.session_state.setdefault(_EDITS, {}).setdefault(linked.preset, {})
+    for name, cells in linked_edits.items():
+        store[name] = dict(cells)
+    st.session_state[_LINK_MESSAGES] = link_messages
+
+
+def link_messages() -> list[str]:
+    """What could not be read from the link this session was opened with."""
+    return st.session_state.get(_LINK_MESSAGES, [])
+
+
+def write_link() -> bool:
+    """Put the current settings and edits in the URL; False when the edits were too large to include."""
+    params, complete = share.encode(settings(), edits())
+    if st.query_params.to_dict() != params:
+        st.query_params.from_dict(params)
+    return complete

@@ -1,0 +1,77 @@
+"""Classroom features under AppTest: shareable links, presenter mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+def open_link(params: dict, page: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(params)
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def latex(at: AppTest) -> str:
+    return "\n".join(e.value for e in at.latex)
+
+
+def test_a_link_reproduces_the_numbers():
+    # rasbt ch03: SelfAttention_v1 (seed 123), context vector of "journey" = [0.3061, 0.8210]
+    at = open_link({"preset": "journey_v1", "stage": "output", "entry_row": "1", "entry_col": "1"},
+                   "app_pages/self_attention.py")
+    s = at.session_state["settings"]
+    assert (s.preset, s.stage, s.entry_row, s.entry_col) == ("journey_v1", "output", 1, 1)
+    assert "{z}_{2,2}" in latex(at) and "= 0.821" in latex(at)
+
+
+def test_the_url_follows_the_state_and_round_trips_with_edits():
+    at = open_link({}, "app_pages/self_attention.py")
+    at.number_input(key="setting_d_k").set_value(2).run()
+    at.session_state["edits"] = {"seed000": {"x": {(0, 0): 0.5}}}
+    at.run()
+    params = dict(at.query_params)
+    assert params["d_k"] == "2" and params["edit_x"] == "0,0,0.5"
+    shown = latex(at)
+    student = open_link(params, "app_pages/self_attention.py")
+    assert student.session_state["settings"] == at.session_state["settings"]
+    assert student.session_state["edits"]["seed000"]["x"] == {(0, 0): 0.5}
+    assert latex(student) == shown
+
+
+@pytest.mark.parametrize("params", [
+    {"d_k": "banana"},
+    {"preset": "../../etc/passwd", "stage": "<script>"},
+    {"seed": "1e999", "entry_row": "-1", "presenter": "maybe"},
+    {"edit_x": "0,0,nan;;1", "edit_w_key": "x"},
+    {"language": "klingon", "sentence": ""},
+])
+def test_tampered_links_never_crash(params):
+    at = open_link(params, "app_pages/self_attention.py")
+    assert not at.exception
+    warnings = " ".join(w.value for w in at.warning) + " ".join(e.value for e in at.error)
+    assert warnings, "a bad parameter is reported"
+
+
+def test_presenter_mode_hides_the_sidebar_and_offers_the_way_back():
+    at = open_link({"presenter": "1"}, "app_pages/self_attention.py")
+    assert at.session_state["settings"].presenter
+    assert any("stSidebar" in h.value for h in at.get("html"))
+    at.button(key="presenter_exit").click().run()
+    assert not at.session_state["settings"].presenter
+    assert not any("stSidebar" in h.value for h in at.get("html"))
+
+
+def test_edits_too_large_for_a_link_are_said():
+    at = open_link({"preset": "custom", "d_model": "16"}, "app_pages/tokens.py")
+    at.session_state["edits"] = {"custom": {"x": {(i, j): 123456.789012 for i in range(12) for j in range(16)}}}
+    at.run()
+    assert any("too large for a link" in w.value for w in at.warning)
