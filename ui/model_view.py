@@ -24,23 +24,22 @@ from PIL import Image
 _STOPS = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
 _RGB = np.array([[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]], dtype=float)
 
+#: 256 colours along the stops: level k (= 255·√weight) -> RGB.
+_LUT = np.stack([np.interp(np.linspace(0, 1, 256), _STOPS, _RGB[:, c]) for c in range(3)], axis=-1).astype(np.uint8)
+
 GRID_CELL_PX = 74  # the grid's row height: a head's picture is at most this tall (plus a gap)
-_THUMB_PX = 66  # pixels per picture when drawn (the browser scales it to the cell)
 
 
-def _png_data_url(weights: np.ndarray, size_px: int) -> str:
-    """An n × n matrix of weights in [0, 1] as a PNG data URL, each entry a block of pixels.
+def _png_data_url(weights: np.ndarray) -> str:
+    """An n × n matrix of weights in [0, 1] as an n × n-pixel PNG data URL.
 
     The colour follows √weight (as the large map's scale does), so that a weight of 0.1 is
-    still visible next to 1.
+    still visible next to 1. The chart scales the picture up without smoothing (sharp cells).
     """
-    n = weights.shape[0]
-    scale = max(1, size_px // n)
-    w = np.sqrt(np.clip(weights, 0.0, 1.0))
-    rgb = np.stack([np.interp(w, _STOPS, _RGB[:, c]) for c in range(3)], axis=-1).astype(np.uint8)  # (n, n, 3)
-    rgb = rgb.repeat(scale, axis=0).repeat(scale, axis=1)  # sharp blocks; the browser only shrinks or keeps them
+    levels = np.rint(np.sqrt(np.clip(weights, 0.0, 1.0)) * 255).astype(np.uint8)  # (n, n): √weight in 0..255
+    rgb = _LUT[levels]  # (n, n, 3)
     buffer = io.BytesIO()
-    Image.fromarray(rgb, mode="RGB").save(buffer, format="PNG")
+    Image.fromarray(rgb, mode="RGB").save(buffer, format="PNG", compress_level=1)  # fast; a few kB each
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
@@ -52,7 +51,7 @@ def head_pictures(attentions: np.ndarray) -> pd.DataFrame:
     """
     layers, heads = attentions.shape[:2]
     rows = [
-        {"layer": layer + 1, "head": head + 1, "url": _png_data_url(attentions[layer, head], _THUMB_PX)}
+        {"layer": layer + 1, "head": head + 1, "url": _png_data_url(attentions[layer, head])}
         for layer in range(layers) for head in range(heads)
     ]
     return pd.DataFrame(rows)
@@ -66,9 +65,11 @@ def _grid_spec() -> dict:
     # The chart takes the page's width (12 columns of bandwidth('x') each); each picture is a square
     # that fills 90 % of the smaller of its column's width and its row's height.
     side = alt.ExprRef("0.9 * min(bandwidth('x'), bandwidth('y'))")
-    pictures = base.mark_image(width=side, height=side, cursor="pointer").encode(
+    pictures = base.mark_image(width=side, height=side, smooth=False, cursor="pointer").encode(
         url="url:N", tooltip=[alt.Tooltip("layer:O"), alt.Tooltip("head:O")])
-    outline = base.transform_filter("datum.selected").mark_rect(fill=None, stroke="#d62728", strokeWidth=5)
+    outline = base.transform_filter("datum.selected").mark_point(
+        shape="square", filled=False, color="#d62728", strokeWidth=5, opacity=1,
+        size=alt.ExprRef("pow(0.9 * min(bandwidth('x'), bandwidth('y')) + 8, 2)"))  # size = area in px²
     chart = alt.layer(pictures, outline).properties(
         width="container", height=6 * GRID_CELL_PX
     ).configure_axis(labelFontSize=16, titleFontSize=16, grid=False, domain=False, ticks=False

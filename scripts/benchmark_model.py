@@ -1,0 +1,164 @@
+"""Speed and memory of the trained model's page ("Inside a trained model").
+
+    .venv/bin/python scripts/benchmark_model.py [--runs 10]
+
+Run it as its own process (the first load is only "first" once per process). Measures:
+
+1. the first load: importing transformers, checking the three files' SHA-256 and loading
+   all-MiniLM-L6-v2 (target < 5 s), and the hashing alone;
+2. the memory the model adds to a process that already runs the app (torch, streamlit and
+   attention_core imported): resident set size (VmRSS) before and after the load, and after
+   the first forward pass (target < 250 MB, once per server, not per session);
+3. a text of exactly 64 WordPiece tokens: tokenise + forward pass + guided findings + the
+   grid's 72 pictures + one head's step-through, i.e. everything the page computes for a new
+   text (target < 300 ms), median and max of N runs, uncached;
+4. the page itself under AppTest (server-side script time, no browser): a new 64-token text,
+   and opening another head of the same text (the text's results come from the cache).
+
+Prints the numbers and the verdicts; exits 1 when a target is missed. Timings on a shared
+2-core machine are noisy: the medians are what to read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+LOAD_TARGET_S = 5.0
+TEXT_TARGET_MS = 300.0
+RSS_TARGET_MB = 250.0
+TOKENS = 64
+FIRST_WORDS = ("A", "This", "That", "Each", "One")  # one WordPiece each, like "The"
+
+
+def rss_mb() -> float:
+    """This process's resident set size now (VmRSS), in MB (10^6 bytes)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024 / 1e6
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def text_of(pm, tokens: int) -> str:
+    """A sentence that is exactly ``tokens`` WordPiece tokens long with [CLS] and [SEP]."""
+    from attention_core import pretrained
+
+    words = ("The model reads every token of this sentence and each attention head decides "
+             "which other tokens matter most for the meaning of the word it is looking at").split()
+    text, i = "", 0
+    while pretrained.tokenize(pm, text or "a").n < tokens:
+        text = (text + " " + words[i % len(words)]).strip()
+        i += 1
+    assert pretrained.tokenize(pm, text).n == tokens, "could not hit the token count exactly"
+    return text
+
+
+def page_data(pm, text: str):
+    """What the page computes for a new text (ui.model_data.sentence_data + head), uncached."""
+    from attention_core import pretrained
+    from ui import model_view
+
+    encoding = pretrained.tokenize(pm, text)
+    run = pretrained.run_model(pm, encoding)
+    findings = pretrained.guided_findings(run.attentions, encoding)
+    pictures = model_view.head_pictures(run.attentions.numpy())
+    step = pretrained.head_step(pm, run, 2, 8)
+    return run, findings, pictures, step
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10, help="timed runs of the 64-token text (default 10)")
+    args = parser.parse_args(argv)
+    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(
+        lambda record: "missing ScriptRunContext" not in record.getMessage())
+
+    # What a server running the app has before anyone opens the page.
+    import streamlit  # noqa: F401
+    import torch
+
+    import attention_core  # noqa: F401
+    from attention_core import pretrained
+    from ui import model_view  # noqa: F401
+
+    assert "transformers" not in sys.modules, "the app imported transformers before the page was opened"
+    torch.set_num_threads(torch.get_num_threads())
+    before = rss_mb()
+
+    start = time.perf_counter()
+    pretrained.verify_model_files(pretrained.model_folder())
+    hash_s = time.perf_counter() - start
+
+    start = time.perf_counter()
+    pm = pretrained.load_model()
+    load_s = time.perf_counter() - start
+    after_load = rss_mb()
+
+    text = text_of(pm, TOKENS)
+    page_data(pm, text)  # the first forward pass allocates its buffers
+    after_forward = rss_mb()
+    times = []
+    for _ in range(args.runs):
+        start = time.perf_counter()
+        page_data(pm, text)
+        times.append(time.perf_counter() - start)
+    median_ms, max_ms = 1000 * statistics.median(times), 1000 * max(times)
+
+    forward_times = []
+    encoding = pretrained.tokenize(pm, text)
+    for _ in range(args.runs):
+        start = time.perf_counter()
+        pretrained.run_model(pm, encoding)
+        forward_times.append(time.perf_counter() - start)
+
+    # The page under AppTest: the same process, so the page's cache_resource loads its own copy once.
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    at.switch_page("app_pages/trained_model.py").run()
+    new_text, other_head = [], []
+    for i in range(min(args.runs, 5)):
+        # a new text each time (not in the page's cache), of the same length
+        at.text_area(key="setting_model_sentence").set_value(text.replace("The", FIRST_WORDS[i], 1))
+        start = time.perf_counter()
+        at.run()
+        new_text.append(time.perf_counter() - start)
+        at.selectbox(key="setting_model_head").set_value((i + 1) % 12)
+        start = time.perf_counter()
+        at.run()
+        other_head.append(time.perf_counter() - start)
+        if at.exception:
+            print(at.exception, file=sys.stderr)
+            return 1
+
+    added = after_forward - before
+    print(f"model: {pretrained.MODEL_ID} from {pm.folder}")
+    print(f"torch threads: {torch.get_num_threads()}")
+    print()
+    print(f"first load (import transformers + SHA-256 of 3 files + load): {load_s:6.2f} s   "
+          f"target < {LOAD_TARGET_S:g} s: {'ok' if load_s < LOAD_TARGET_S else 'MISSED'}")
+    print(f"  of which SHA-256 of the files (measured separately):         {hash_s:6.2f} s")
+    print(f"{TOKENS}-token text, everything the page computes (median/max):  {median_ms:6.1f} / {max_ms:.1f} ms   "
+          f"target < {TEXT_TARGET_MS:g} ms: {'ok' if median_ms < TEXT_TARGET_MS else 'MISSED'}")
+    print(f"  of which the forward pass (median):                          "
+          f"{1000 * statistics.median(forward_times):6.1f} ms")
+    print(f"page under AppTest, a new {TOKENS}-token text (median):            "
+          f"{1000 * statistics.median(new_text):6.1f} ms")
+    print(f"page under AppTest, another head of the same text (median):    "
+          f"{1000 * statistics.median(other_head):6.1f} ms")
+    print(f"RSS: {before:.0f} MB before the load, {after_load:.0f} MB after it, {after_forward:.0f} MB after the "
+          f"first forward pass: the model adds {added:.0f} MB   "
+          f"target < {RSS_TARGET_MB:g} MB: {'ok' if added < RSS_TARGET_MB else 'MISSED'}")
+    failed = load_s >= LOAD_TARGET_S or median_ms >= TEXT_TARGET_MS or added >= RSS_TARGET_MB
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
