@@ -9,7 +9,7 @@ from attention_core.errors import InputError
 from attention_core.formulas import STAGES, entry_of, stage_matrix
 from attention_core.settings import MAX_DIM, MIN_DIM
 from attention_core.walkthrough import build_walkthrough, clamp_entry, dim_labels, stage_labels, token_labels
-from ui import state, widgets
+from ui import export, state, widgets
 
 EXPLAIN = {
     "inputs": "Each row is one token's embedding (from *Tokens & embeddings*).",
@@ -93,5 +93,9 @@ for note in walk.notes:
     st.info(note)
 widgets.torch_check(walk.torch_max_abs_diff, walk.torch_matches,
                     "torch.nn.functional.scaled_dot_product_attention(Q, K, V)")
+with st.expander("Export this walk-through", icon=":material/download:"):
+    export.walkthrough_downloads(walk)
+    st.caption(f"The current step, {STAGES[stage]}:")
+    export.matrix_downloads(stage_matrix(walk.trace, stage), row_labels, col_labels, STAGES[stage], key="export_stage")
 with st.expander("Show the code"):
     st.code(inspect.getsource(functional.scaled_dot_product_attention), language="python")

@@ -234,3 +234,22 @@ def test_trained_model_grid_click_opens_the_head(page: Page, app_url: str):
     expect(page.get_by_text("Checked against PyTorch")).to_be_visible()
     assert_no_exception(page)
     save_screenshot(page, "page-trained-model-after-click")
+
+
+def test_a_shared_link_shows_its_numbers_and_its_script_export_checks_them(page: Page, app_url: str, tmp_path):
+    """A student opens a teacher's link, sees the same numbers, and downloads the self-checking script."""
+    link = "/self-attention?preset=journey_v1&stage=output&entry_row=1&entry_col=1"
+    open_page(page, app_url, link, "Scaled dot-product self-attention, step by step")
+    # rasbt ch03 / seed 004: SelfAttention_v1 (seed 123), context vector of "journey" = [0.3061, 0.8210]
+    expect(page.locator(".katex").filter(has_text="0.821").first).to_be_visible()
+    assert "preset=journey_v1" in page.url and "stage=output" in page.url
+    page.get_by_text("Export this walk-through").click()
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Python script that recomputes it").click()
+    script = tmp_path / "attention_walkthrough.py"
+    download.value.save_as(script)
+    assert "'journey'" in script.read_text()
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("matches the app") == 7
+    assert_no_exception(page)

@@ -58,3 +58,23 @@ def test_markdown_has_every_stage_formula_and_matrix():
 def test_markdown_escapes_user_tokens():
     text = walkthrough_markdown(build_walkthrough(Settings.for_preset("custom", sentence="a*b [c](d) e")))
     assert r"a\*b" in text and r"\[c\]\(d\)" in text
+
+
+def test_heatmap_exports_png_svg_and_csv():
+    import io
+
+    import pandas as pd
+
+    from attention_core.walkthrough import stage_labels
+    from ui.export import heatmap_png, heatmap_svg, matrix_csv
+
+    walk = build_walkthrough(Settings.for_preset("journey_v1"))
+    weights = walk.trace.attention.weights
+    rows, cols = stage_labels(walk, "weights")
+    png = heatmap_png(weights, rows, cols, "Weights")
+    assert png.startswith(b"\x89PNG") and len(png) > 5_000
+    svg = heatmap_svg(weights, rows, cols, "Weights")
+    assert svg.lstrip().startswith("<svg") and "2 journey" in svg and "0.226" in svg  # a weight, in its cell
+    table = pd.read_csv(io.StringIO(matrix_csv(weights, rows, cols)), index_col=0)
+    assert list(table.index) == rows and table.to_numpy().shape == (6, 6)
+    assert abs(table.loc["2 journey", "2 journey"] - float(weights[1, 1])) < 1e-6

@@ -121,34 +121,28 @@ def _heatmap_spec(clickable: bool, row_title: str, col_title: str) -> dict:
     return spec
 
 
-def heatmap(
+def heatmap_figure(
     matrix,
     row_labels: Sequence[str],
     col_labels: Sequence[str],
     *,
-    key: str,
     selected: Optional[tuple[int, int]] = None,
     clickable: bool = False,
     row_title: str = "",
     col_title: str = "",
-    on_cell: Optional[Callable[[int, int], None]] = None,
     legend: bool = True,
     row_axis: bool = True,
-) -> None:
-    """A matrix as an Altair (Vega-Lite) heatmap with its numbers written in the cells.
-
-    Clicking a cell (when ``clickable``) sets the explained entry in the settings,
-    or calls ``on_cell(row, col)`` instead when given (e.g. to flip a mask cell).
-    Values of -inf (blocked by a mask) are drawn grey and labelled −∞.
-    ``legend=False`` and ``row_axis=False`` save width when heatmaps with the same rows
-    stand side by side (the numbers are written in the cells anyway).
-    """
+    scale_max: Optional[float] = None,
+) -> tuple[pd.DataFrame, dict]:
+    """The data and Vega-Lite spec of :func:`heatmap` (also used to export it as PNG / SVG)."""
     m = np.asarray(matrix, dtype=float)
     ii, jj = np.indices(m.shape)
     ii, jj, values = ii.ravel(), jj.ravel(), m.ravel()
     blocked = np.isneginf(values)
     finite = values[np.isfinite(values)]
     top = float(np.abs(finite).max()) if finite.size else 1.0
+    if scale_max is not None and scale_max > 0:
+        top = float(scale_max)
     df = pd.DataFrame({
         "i": ii,
         "j": jj,
@@ -167,6 +161,37 @@ def heatmap(
     if not row_axis:
         for layer in spec["layer"]:
             layer["encoding"]["y"]["axis"] = None
+    return df, spec
+
+
+def heatmap(
+    matrix,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    key: str,
+    selected: Optional[tuple[int, int]] = None,
+    clickable: bool = False,
+    row_title: str = "",
+    col_title: str = "",
+    on_cell: Optional[Callable[[int, int], None]] = None,
+    legend: bool = True,
+    row_axis: bool = True,
+    scale_max: Optional[float] = None,
+) -> None:
+    """A matrix as an Altair (Vega-Lite) heatmap with its numbers written in the cells.
+
+    Clicking a cell (when ``clickable``) sets the explained entry in the settings,
+    or calls ``on_cell(row, col)`` instead when given (e.g. to flip a mask cell).
+    Values of -inf (blocked by a mask) are drawn grey and labelled −∞.
+    ``legend=False`` and ``row_axis=False`` save width when heatmaps with the same rows
+    stand side by side (the numbers are written in the cells anyway). ``scale_max`` sets the
+    colour scale's largest |value| (default: the matrix's own), so that heatmaps shown side
+    by side can share one scale.
+    """
+    df, spec = heatmap_figure(matrix, row_labels, col_labels, selected=selected, clickable=clickable,
+                              row_title=row_title, col_title=col_title, legend=legend, row_axis=row_axis,
+                              scale_max=scale_max)
     if clickable:
         st.vega_lite_chart(df, spec, key=key, on_select=functools.partial(_on_cell_click, key, on_cell),
                            selection_mode="cell", width="content")

@@ -1,0 +1,74 @@
+"""Download buttons: the walk-through (Markdown, self-checking script), heatmaps (PNG, SVG), matrices (CSV).
+
+Files are made only when a button is clicked (``st.download_button`` with a
+callable), so a page rerun pays nothing for them. Heatmaps are converted with
+vl-convert (Vega-Lite to PNG / SVG, offline).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Sequence
+
+import pandas as pd
+import streamlit as st
+
+from attention_core.export import walkthrough_markdown, walkthrough_script
+from attention_core.walkthrough import Walkthrough
+
+from .widgets import heatmap_figure
+
+
+def _standalone_spec(matrix, row_labels: Sequence[str], col_labels: Sequence[str], title: str) -> dict:
+    df, spec = heatmap_figure(matrix, row_labels, col_labels)
+    records = json.loads(df.to_json(orient="records"))  # NaN -> null, numpy -> plain JSON
+    return {**spec, "data": {"values": records}, "title": title, "background": "white"}
+
+
+def heatmap_png(matrix, row_labels: Sequence[str], col_labels: Sequence[str], title: str) -> bytes:
+    import vl_convert  # imported on first export only: it starts a JavaScript engine
+
+    return vl_convert.vegalite_to_png(_standalone_spec(matrix, row_labels, col_labels, title), scale=2)
+
+
+def heatmap_svg(matrix, row_labels: Sequence[str], col_labels: Sequence[str], title: str) -> str:
+    import vl_convert
+
+    return vl_convert.vegalite_to_svg(_standalone_spec(matrix, row_labels, col_labels, title))
+
+
+def matrix_csv(matrix, row_labels: Sequence[str], col_labels: Sequence[str]) -> str:
+    return pd.DataFrame(matrix.tolist(), index=list(row_labels), columns=list(col_labels)).to_csv()
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "matrix"
+
+
+def matrix_downloads(matrix, row_labels: Sequence[str], col_labels: Sequence[str], title: str, key: str) -> None:
+    """PNG, SVG and CSV buttons for one matrix shown as a heatmap."""
+    name = _slug(title)
+    png, svg, csv = st.columns(3)
+    png.download_button("Heatmap PNG", key=f"{key}_png", icon=":material/image:", mime="image/png",
+                        file_name=f"{name}.png", on_click="ignore",
+                        data=lambda: heatmap_png(matrix, row_labels, col_labels, title))
+    svg.download_button("Heatmap SVG", key=f"{key}_svg", icon=":material/draw:", mime="image/svg+xml",
+                        file_name=f"{name}.svg", on_click="ignore",
+                        data=lambda: heatmap_svg(matrix, row_labels, col_labels, title))
+    csv.download_button("Matrix CSV", key=f"{key}_csv", icon=":material/table:", mime="text/csv",
+                        file_name=f"{name}.csv", on_click="ignore",
+                        data=lambda: matrix_csv(matrix, row_labels, col_labels))
+
+
+def walkthrough_downloads(walk: Walkthrough) -> None:
+    """The whole walk-through as Markdown (formulas and every matrix) and as a script that checks itself."""
+    md, py = st.columns(2)
+    md.download_button("Walk-through as Markdown", key="export_markdown", icon=":material/description:",
+                       mime="text/markdown", file_name="attention-walkthrough.md", on_click="ignore",
+                       data=lambda: walkthrough_markdown(walk),
+                       help="Every step's formula (LaTeX) and matrix, for notes or a handout.")
+    py.download_button("Python script that recomputes it", key="export_script", icon=":material/code:",
+                       mime="text/x-python", file_name="attention_walkthrough.py", on_click="ignore",
+                       data=lambda: walkthrough_script(walk),
+                       help="Needs only torch: recomputes every number shown here and asserts that it matches.")
