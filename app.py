@@ -34,13 +34,25 @@ PAGES = {
         st.Page("app_pages/cross_attention.py", title="Cross-attention", icon=":material/compare_arrows:",
                 url_path="cross-attention"),
     ],
+    "Experiments": [
+        st.Page("app_pages/why_sqrt_dk.py", title="Why divide by √d_k?", icon=":material/functions:",
+                url_path="why-sqrt-dk"),
+        st.Page("app_pages/temperature.py", title="Temperature", icon=":material/device_thermostat:",
+                url_path="temperature"),
+        st.Page("app_pages/positional_encoding.py", title="Positional encoding", icon=":material/format_list_numbered:",
+                url_path="positional-encoding"),
+        st.Page("app_pages/additive.py", title="Additive vs dot-product scoring", icon=":material/add_circle:",
+                url_path="additive"),
+        st.Page("app_pages/image_attention.py", title="Self-attention over an image", icon=":material/image:",
+                url_path="image-attention"),
+    ],
     "A trained model": [
         st.Page("app_pages/trained_model.py", title="Inside a trained model", icon=":material/model_training:",
                 url_path="trained-model"),
     ],
 }
 
-page = st.navigation(PAGES)
+page = st.navigation(PAGES, expanded=True)  # every page listed: no "View more" button
 
 with st.sidebar:
     st.markdown("### Example")

@@ -160,16 +160,17 @@ _s, _alpha = sp.IndexedBase("s"), sp.IndexedBase(r"\alpha")
 @lru_cache(maxsize=None)
 def temperature_latex() -> tuple[str, str]:
     """(the weights with a temperature, the entropy of a row), as LaTeX."""
-    weight = sp.Eq(_alpha[_i, _j], sp.exp(_s[_i, _j] / (_tau * sp.sqrt(_d_k)))
-                   / sp.Sum(sp.exp(_s[_i, _l] / (_tau * sp.sqrt(_d_k))), (_l, 1, _n)))
+    exp = sp.Function(r"\exp")  # printed exp(s / (τ √d_k)): a fraction in a superscript is too small to read
+    weight = sp.Eq(_alpha[_i, _j], exp(_s[_i, _j] / (_tau * sp.sqrt(_d_k)))
+                   / sp.Sum(exp(_s[_i, _l] / (_tau * sp.sqrt(_d_k))), (_l, 1, _n)))
     h = sp.Eq(sp.IndexedBase("H")[_i], -sp.Sum(sp.Mul(_alpha[_i, _j], sp.log(_alpha[_i, _j]), evaluate=False),
                                                 (_j, 1, _n)))
     return sp.latex(weight), sp.latex(h, order="none", ln_notation=True) + r"\qquad 0 \le H_i \le \ln n"
 
 
 @lru_cache(maxsize=None)
-def limits_latex() -> tuple[str, str]:
-    r"""The two limits on two keys with scores s_1 > s_2, computed by ``sympy.limit``.
+def limits_latex() -> tuple[str, str, str]:
+    r"""The two limits on two keys with scores s_1 > s_2, computed by ``sympy.limit``: (α_1, τ → 0, τ → ∞).
 
     α_1 = e^{s_1/c} / (e^{s_1/c} + e^{s_2/c}) = 1 / (1 + e^{−Δ/c}), c = τ √d_k, Δ = s_1 − s_2 > 0.
     """
@@ -179,9 +180,8 @@ def limits_latex() -> tuple[str, str]:
     hot = sp.limit(alpha_1, _tau, sp.oo)
     lhs = sp.Symbol(r"\alpha_1")
     start = r"%s = %s,\ \ \Delta = s_1 - s_2 > 0" % (sp.latex(lhs), sp.latex(alpha_1))
-    limits = (r"\lim_{\tau \to 0^{+}} \alpha_1 = %s \ \text{(argmax)}, \qquad "
-              r"\lim_{\tau \to \infty} \alpha_1 = %s \ \text{(uniform)}" % (sp.latex(cold), sp.latex(hot)))
-    return start, limits
+    return (start, r"\lim_{\tau \to 0^{+}} \alpha_1 = %s \quad \text{(argmax)}" % sp.latex(cold),
+            r"\lim_{\tau \to \infty} \alpha_1 = %s \quad \text{(uniform)}" % sp.latex(hot))
 
 
 def _num(value: float) -> str:
@@ -207,6 +207,10 @@ def row_latex(trace: TemperatureTrace, row: int) -> tuple[str, str]:
     more = r",\ \ldots" if n > shown else ""
     scaled = r"a_{%d,j} = \frac{s_{%d,j}}{\tau \sqrt{d_k}}:\quad " % (i, i) + r",\ \ ".join(parts) + more
     weights = [float(w) for w in trace.weights[row]]
-    terms = " + ".join(r"%s \ln %s" % (_num(w), _num(w)) if w > 0 else "0" for w in weights)
-    h = r"H_{%d} = -\left(%s\right) = %s" % (i, terms, _num(float(trace.entropy[row])))
+    terms = [r"%s \ln %s" % (_num(w), _num(w)) if w > 0 else "0" for w in weights]
+    terms = [t.replace(r"\ln " + _num(w), r"\ln\left(%s\right)" % _num(w)) if r"\cdot" in _num(w) else t
+             for t, w in zip(terms, weights)]  # ln(5.0 · 10⁻⁵), not ln 5.0 · 10⁻⁵
+    lines = [" + ".join(terms[k:k + 3]) for k in range(0, len(terms), 3)]  # 3 terms a line: fits a projector
+    h = (r"\begin{aligned} H_{%d} &= -\big(%s\big) \\ &= %s \end{aligned}"
+         % (i, r" \\ &\qquad + ".join(lines), _num(float(trace.entropy[row]))))
     return scaled, h

@@ -63,12 +63,39 @@ def _next_previous(at: AppTest, i: int) -> None:
     at.button(key="step_next" if i % 2 == 0 else "step_prev").click()
 
 
+def _keys_cached(at: AppTest, i: int) -> None:
+    # Two values in turn: after the first two runs the sampling comes from st.cache_data.
+    at.number_input(key="setting_sqrt_keys").set_value(8 if i % 2 == 0 else 16)
+
+
+def _temperature(at: AppTest, i: int) -> None:
+    at.select_slider(key="setting_temperature").set_value((0.1, 0.5, 2.0, 10.0)[i % 4])
+
+
+def _shuffle(at: AppTest, i: int) -> None:
+    at.selectbox(key="setting_pe_shuffle").set_value(("rotate", "random", "reverse")[i % 3])
+
+
+def _hidden(at: AppTest, i: int) -> None:
+    at.number_input(key="setting_additive_hidden").set_value(2 + i % 8)
+
+
+def _pixel_row(at: AppTest, i: int) -> None:
+    box = at.selectbox(key="setting_image_row")
+    box.set_value((box.value + 1) % len(box.options))
+
+
 INTERACTIONS = [
     Interaction("overview.py", "Use this example", _use_example),
     Interaction("tokens.py", "seed", _seed),
     Interaction("no_weights.py", "query token", _query_token),
     Interaction("self_attention.py", "d_k", _d_k),
     Interaction("self_attention.py", "Next / Previous", _next_previous),
+    Interaction("why_sqrt_dk.py", "keys n (cached sampling)", _keys_cached),
+    Interaction("temperature.py", "τ", _temperature),
+    Interaction("positional_encoding.py", "shuffle", _shuffle),
+    Interaction("additive.py", "hidden size h", _hidden),
+    Interaction("image_attention.py", "pixel row", _pixel_row),
 ]
 
 

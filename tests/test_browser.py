@@ -50,6 +50,11 @@ PAGES = [
     ("/multi-head", "Multi-head attention: several heads side by side", True, True),
     ("/cross-attention", "Cross-attention: the decoder looks at the encoder", True, True),
     ("/trained-model", "Inside a trained model", True, True),
+    ("/why-sqrt-dk", "Why divide by √d_k?", True, True),
+    ("/temperature", "Temperature: how sharp is the softmax?", True, True),
+    ("/positional-encoding", "Positional encoding: giving attention a sense of order", True, True),
+    ("/additive", "Additive vs dot-product scoring", True, True),
+    ("/image-attention", "Self-attention over an image", True, True),
     ("/", "Attention Explorer", False, False),
 ]
 

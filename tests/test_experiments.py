@@ -178,12 +178,12 @@ def test_temperature_rejects_non_positive_tau(tau):
 def test_temperature_formulas_and_limits_from_sympy():
     weight, h = temperature.temperature_latex()
     assert r"\tau" in weight and r"\ln" in h
-    start, limits = temperature.limits_latex()
-    assert r"\alpha_1 = 1 \ " in limits and r"\frac{1}{2}" in limits
+    start, cold, hot = temperature.limits_latex()
+    assert r"\alpha_1 = 1 \quad" in cold and r"\alpha_1 = \frac{1}{2}" in hot
     q, k, v = _qkv(Settings())
     trace = temperature.temperature_attention(q, k, v, 2.0)
     scaled, entropy_text = temperature.row_latex(trace, 1)
-    assert entropy_text.endswith(sp.latex(sp.Float(float(trace.entropy[1]), 4)))
+    assert entropy_text.endswith(sp.latex(sp.Float(float(trace.entropy[1]), 4)) + r" \end{aligned}")
     with pytest.raises(IndexError):
         temperature.row_latex(trace, 99)
 

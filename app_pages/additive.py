@@ -1,0 +1,145 @@
+"""Additive vs dot-product scoring: a(q, k) = w_vᵀ tanh(W_q q + W_k k) step by step, beside q · k / √d_k."""
+
+import streamlit as st
+import torch
+
+from attention_core import additive
+from attention_core.errors import InputError
+from attention_core.formulas import entry_latex, entry_of
+from attention_core.walkthrough import build_walkthrough, dim_labels, token_labels
+from ui import experiments, state, widgets
+
+st.title("Additive vs dot-product scoring")
+st.markdown(
+    "Attention needs a score a(q, k) for every query–key pair. There are two classic choices (seed 003 §1.3): "
+    "the **dot product** (scaled by √d_k, as in the Transformer) and **additive** attention (Bahdanau et al. "
+    "2015), a tiny one-hidden-layer network with its own weights. Both run here on the same queries and keys: "
+    "Q and K of the self-attention page."
+)
+widgets.show_messages()
+
+settings = state.settings()
+try:
+    walk = build_walkthrough(settings, state.edits())
+except InputError as error:
+    widgets.show_error(error)
+    st.stop()
+att = walk.trace.attention
+rows = token_labels(walk.tokens)
+n_tokens, d_k = att.query.shape
+if settings.additive_row >= n_tokens or settings.additive_col >= n_tokens:
+    state.update(additive_row=min(settings.additive_row, n_tokens - 1),
+                 additive_col=min(settings.additive_col, n_tokens - 1))
+    settings = state.settings()
+
+c1, c2, c3 = st.columns([1, 1, 2])
+with c1:
+    state.bind(st.number_input, "Hidden size h", "additive_hidden", step=1,
+               help=f"{additive.MIN_HIDDEN} to {additive.MAX_HIDDEN}: the width of the additive scorer's hidden layer.")
+with c2:
+    state.bind(st.number_input, "Seed of W_q, W_k, w_v", "experiment_seed", step=1,
+               help="The additive scorer's own weights, drawn like nn.Linear's (uniform ± 1/√fan_in).")
+with c3:
+    st.markdown(f"**Sentence:** {widgets.md_escape(settings.sentence)}  \nQ and K: {n_tokens} × {d_k} "
+                "(change them on the self-attention page).")
+
+params = additive.seeded_additive_weights(d_k, d_k, settings.additive_hidden,
+                                          torch.Generator().manual_seed(settings.experiment_seed))
+trace = additive.additive_attention(att.query, att.key, att.value, params)
+h = settings.additive_hidden
+i, j = settings.additive_row, settings.additive_col
+
+dot_col, add_col = st.columns(2)
+with dot_col:
+    st.subheader("Scaled dot product")
+    for line in additive.dot_product_latex():
+        st.latex(line)
+    st.markdown("No weights of its own. The scores grow with d_k, hence the ÷ √d_k.")
+with add_col:
+    st.subheader("Additive")
+    for line in additive.additive_latex():
+        st.latex(line)
+    st.markdown(f"Own weights: W_q, W_k (h × d_k = {h} × {d_k}) and w_v (h = {h}). tanh keeps each hidden unit "
+                "in (−1, 1), so |a| ≤ Σ|w_v,l| and no scaling is needed; q and k may even have different widths.")
+
+st.header("The two weight matrices, side by side")
+st.caption("Both on one colour scale. Click a cell of either to explain that query–key pair below.")
+# Side by side when both fit the main area (about 1000 px), else one under the other.
+widths = [n_tokens * widgets.CELL_PX + 150, n_tokens * widgets.CELL_PX + 40]
+stacked = sum(widths) > 1000
+shared = float(max(att.weights.max(), trace.weights.max()))  # one colour scale for both
+left, right = (st.container(), st.container()) if stacked else st.columns(widths)
+with left:
+    st.markdown("**softmax(Q Kᵀ / √d_k)**, dot product")
+    widgets.heatmap(att.weights, rows, rows, key="add_dot_weights", clickable=True, selected=(i, j),
+                    row_title="query token", col_title="key token", legend=False, scale_max=shared,
+                    on_cell=lambda r, c: state.update(additive_row=r, additive_col=c))
+with right:
+    st.markdown("**softmax(a(Q, K))**, additive")
+    widgets.heatmap(trace.weights, rows, rows, key="add_add_weights", clickable=True, selected=(i, j),
+                    row_title="query token", col_title="key token", legend=False, row_axis=stacked, scale_max=shared,
+                    on_cell=lambda r, c: state.update(additive_row=r, additive_col=c))
+agree = (att.weights.argmax(-1) == trace.weights.argmax(-1)).sum().item()
+st.markdown(f"The two scorers pick the same favourite key for {agree} of {n_tokens} queries. They are different "
+            "functions: neither is “right” — training would shape W_q, W_k, w_v (and the projections) to "
+            "make the additive scores useful.")
+
+st.header("Additive scoring, step by step")
+hidden_labels = dim_labels("u", h)
+s1, s2, s3 = st.columns(3)
+with s1:
+    st.markdown("**1. W_q** (h × d_k)")
+    widgets.heatmap(params.w_query, hidden_labels, dim_labels("c", d_k), key="add_wq", row_title="hidden unit",
+                    col_title="column of q", legend=False)
+with s2:
+    st.markdown("**W_k** (h × d_k)")
+    widgets.heatmap(params.w_key, hidden_labels, dim_labels("c", d_k), key="add_wk", row_title="hidden unit",
+                    col_title="column of k", legend=False)
+with s3:
+    st.markdown("**w_v** (h)")
+    widgets.heatmap(params.w_v.unsqueeze(0), ["w_v"], hidden_labels, key="add_wv", col_title="hidden unit",
+                    legend=False)
+s1, s2 = st.columns(2)
+with s1:
+    st.markdown("**2. Each query mapped: Q W_qᵀ** (row i is W_q q_i)")
+    widgets.heatmap(trace.query_features, rows, hidden_labels, key="add_qf", row_title="query token",
+                    col_title="hidden unit", legend=False)
+with s2:
+    st.markdown("**Each key mapped: K W_kᵀ** (row j is W_k k_j)")
+    widgets.heatmap(trace.key_features, rows, hidden_labels, key="add_kf", row_title="key token",
+                    col_title="hidden unit", legend=False)
+s1, s2 = st.columns(2)
+with s1:
+    st.markdown(f"**3. tanh(W_q q_{i + 1} + W_k k_j)** for query {widgets.md_escape(rows[i])} and every key j")
+    widgets.heatmap(trace.hidden[i], rows, hidden_labels, key="add_hidden", row_title="key token",
+                    col_title="hidden unit", legend=False)
+with s2:
+    st.markdown("**4. Scores a(q_i, k_j) = tanh(…) · w_v**")
+    widgets.heatmap(trace.scores, rows, rows, key="add_scores", clickable=True, selected=(i, j),
+                    row_title="query token", col_title="key token", legend=False,
+                    on_cell=lambda r, c: state.update(additive_row=r, additive_col=c))
+
+st.header("One pair explained with its numbers")
+r1, r2 = st.columns(2)
+with r1:
+    state.bind(st.selectbox, "Query", "additive_row", options=list(range(n_tokens)), format_func=lambda k: rows[k])
+with r2:
+    state.bind(st.selectbox, "Key", "additive_col", options=list(range(n_tokens)), format_func=lambda k: rows[k])
+u_text, c_text, a_text = additive.additive_entry_latex(trace, i, j)
+st.markdown(f"**Additive**, query {widgets.md_escape(rows[i])} and key {widgets.md_escape(rows[j])}: map both "
+            "into the hidden space, add, squash with tanh, weigh with w_v")
+u_col, c_col = st.columns(2)
+u_col.latex(u_text)
+c_col.latex(c_text)
+st.latex(a_text)
+st.markdown("**Scaled dot product**, the same pair")
+st.latex(entry_latex(entry_of(walk.trace, "scores", i, j)))
+st.latex(entry_latex(entry_of(walk.trace, "scaled_scores", i, j)))
+
+loop = torch.tensor(additive.additive_scores_loop(att.query, att.key, params), dtype=torch.float64)
+loop_diff = float((trace.scores.double() - loop).abs().max())
+experiments.check_line(f"Additive scores against a plain Python loop over i, j and the hidden units: "
+                       f"max |difference| = {loop_diff:.1e}", loop_diff < 1e-5)
+widgets.torch_check(walk.torch_max_abs_diff, walk.torch_matches,
+                    "torch.nn.functional.scaled_dot_product_attention(Q, K, V)")
+experiments.show_code(additive.additive_attention)

@@ -1,0 +1,224 @@
+"""Charts of the experiment pages: log-scale line plots, a compact heatmap, the pixel image.
+
+Each chart's Vega-Lite spec is built once with Altair (``st.cache_data`` on plain
+arguments) and the numbers are passed per call as a DataFrame, as ``widgets.heatmap``
+does: building an Altair chart costs tens of milliseconds, a cached spec nothing.
+Nothing here computes attention; pages hand in numbers from ``attention_core``.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Callable, Optional, Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+AXIS_FONT = 16
+TITLE_FONT = 16
+
+
+def _finish(chart: alt.TopLevelMixin) -> dict:
+    """An Altair chart as a Vega-Lite dict without data (the data comes with each call)."""
+    # The legend goes above the plot in two columns: the chart's height includes it, and a legend
+    # below or beside the plot would squeeze the plot itself.
+    chart = chart.configure_axis(labelFontSize=AXIS_FONT, titleFontSize=TITLE_FONT).configure_legend(
+        labelFontSize=15, titleFontSize=15, labelLimit=320, orient="top", columns=2, symbolSize=160,
+    ).configure_title(fontSize=18)
+    spec = chart.to_dict(validate=False)
+    spec.pop("datasets", None)
+    spec.pop("data", None)
+    for layer in spec.get("layer", []):
+        layer.pop("data", None)
+    return spec
+
+
+def _show(df: pd.DataFrame, spec: dict, key: str, **kwargs) -> None:
+    st.vega_lite_chart(df, spec, key=key, width=kwargs.pop("width", "content"), **kwargs)
+
+
+# ---------------------------------------------------------------- line charts on log axes
+
+
+@st.cache_data(show_spinner=False)
+def _lines_spec(x_title: str, y_title: str, x_log: bool, x_base: int, y_log: bool, y_min: Optional[float],
+                y_max: Optional[float], error_bars: bool, marked: bool, width: int, height: int) -> dict:
+    x_scale = alt.Scale(type="log", base=x_base) if x_log else alt.Scale()
+    y_scale = alt.Scale(type="log") if y_log else alt.Scale(domain=[y_min, y_max]) if y_min is not None else alt.Scale()
+    x = alt.X("x:Q", title=x_title, scale=x_scale, axis=alt.Axis(format="~g", tickCount=12))
+    y = alt.Y("y:Q", title=y_title, scale=y_scale, axis=alt.Axis(format="~g"))
+    color = alt.Color("series:N", title=None, sort=alt.EncodingSortField("order"),
+                      scale=alt.Scale(scheme="tableau10"))
+    dash = alt.StrokeDash("dashed:N", legend=None, scale=alt.Scale(domain=[False, True], range=[[1, 0], [6, 4]]))
+    tooltip = [alt.Tooltip("series:N", title="series"), alt.Tooltip("x:Q", title=x_title, format=".4~g"),
+               alt.Tooltip("y:Q", title=y_title, format=".4~g")]
+    base = alt.Chart().encode(x=x, y=y, color=color)
+    layers = [
+        base.mark_line(strokeWidth=3).encode(strokeDash=dash),
+        base.transform_filter("!datum.dashed").mark_point(filled=True, size=90).encode(tooltip=tooltip),
+    ]
+    if error_bars:
+        layers.append(base.transform_filter("isValid(datum.lo)").mark_rule(strokeWidth=2).encode(
+            y="lo:Q", y2="hi:Q"))
+    if marked:
+        layers.append(alt.Chart().transform_filter("datum.marked").mark_rule(color="#222", strokeWidth=2,
+                                                                              strokeDash=[2, 2]).encode(x="x:Q"))
+        layers.append(base.transform_filter("datum.marked").mark_point(filled=True, size=260, opacity=1,
+                                                                         shape="diamond").encode(tooltip=tooltip))
+    return _finish(alt.layer(*layers).properties(width=width, height=height))
+
+
+def lines(
+    df: pd.DataFrame, *, key: str, x_title: str, y_title: str, x_log: bool = True, x_base: int = 2, y_log: bool = False,
+    y_range: Optional[tuple[float, float]] = None, error_bars: bool = False, marked: bool = False,
+    width: int = 560, height: int = 340,
+) -> None:
+    """Lines with points, one per ``series``; dashed series are reference lines (no points).
+
+    ``df`` columns: x, y, series (legend label), order (legend order), dashed (bool);
+    optional lo, hi (an error bar at each point, when ``error_bars``) and marked (bool:
+    a vertical rule and a big point at the marked x, when ``marked``).
+    """
+    spec = _lines_spec(x_title, y_title, x_log, x_base, y_log, y_range[0] if y_range else None,
+                       y_range[1] if y_range else None, error_bars, marked, width, height)
+    _show(df, spec, key)
+
+
+# ---------------------------------------------------------------- bars
+
+
+@st.cache_data(show_spinner=False)
+def _bars_spec(x_title: str, y_title: str, width: int, height: int) -> dict:
+    y = alt.Y("label:N", sort=alt.EncodingSortField("i"), title=y_title)
+    bars = alt.Chart().mark_bar(color="#4c78a8").encode(
+        x=alt.X("value:Q", title=x_title, scale=alt.Scale(domainMin=0)), y=y,
+        tooltip=[alt.Tooltip("label:N", title=y_title), alt.Tooltip("value:Q", title=x_title, format=".4f")])
+    text = alt.Chart().mark_text(align="left", dx=6, fontSize=15).encode(
+        x="value:Q", y=y, text=alt.Text("value:Q", format=".3f"))
+    limit = alt.Chart().mark_rule(color="#d62728", strokeWidth=3, strokeDash=[6, 4]).encode(x="limit:Q")
+    return _finish(alt.layer(bars, text, limit).properties(width=width, height=height))
+
+
+def bars(values: Sequence[float], labels: Sequence[str], *, key: str, x_title: str, y_title: str,
+         limit: float, width: int = 360) -> None:
+    """Horizontal bars with their values written beside them and a dashed rule at ``limit``."""
+    df = pd.DataFrame({"i": range(len(values)), "label": list(labels), "value": [float(v) for v in values],
+                       "limit": float(limit)})
+    _show(df, _bars_spec(x_title, y_title, width, max(120, 34 * len(values))), key)
+
+
+# ---------------------------------------------------------------- a compact heatmap (no numbers)
+
+
+@st.cache_data(show_spinner=False)
+def _pattern_spec(row_title: str, col_title: str, cell: int, rows: int, cols: int, signed: bool) -> dict:
+    x = alt.X("j:O", title=col_title, axis=alt.Axis(values=list(range(0, cols, max(1, cols // 8))), labelAngle=0))
+    y = alt.Y("i:O", title=row_title, axis=alt.Axis(values=list(range(0, rows, max(1, rows // 8)))))
+    rect = alt.Chart().mark_rect().encode(
+        x=x, y=y, color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", reverse=True) if signed
+                                  else alt.Scale(scheme="blues"),
+                                  legend=alt.Legend(title="value", orient="right", direction="vertical",
+                                                    gradientLength=min(300, rows * cell))),
+        tooltip=[alt.Tooltip("i:O", title=row_title), alt.Tooltip("j:O", title=col_title),
+                 alt.Tooltip("value:Q", format=".4f")])
+    return _finish(rect.properties(width=cols * cell, height=rows * cell))
+
+
+def pattern(matrix, *, key: str, row_title: str, col_title: str, max_width: int = 760) -> None:
+    """A large matrix as colours only (e.g. positions × d_model), 0-based axis ticks, values in tooltips.
+
+    Signed values: red–white–blue around 0; values that are all >= 0 (weights): white to blue.
+    """
+    m = np.asarray(matrix, dtype=float)
+    rows, cols = m.shape
+    cell = int(max(4, min(18, max_width // cols, 520 // rows)))
+    ii, jj = np.indices(m.shape)
+    df = pd.DataFrame({"i": ii.ravel(), "j": jj.ravel(), "value": m.ravel()})
+    top = float(np.abs(m).max()) or 1.0
+    signed = bool((m < 0).any())
+    spec = copy.deepcopy(_pattern_spec(row_title, col_title, cell, rows, cols, signed))
+    spec["encoding"]["color"]["scale"]["domain"] = [-top, top] if signed else [0.0, top]
+    _show(df, spec, key)
+
+
+# ---------------------------------------------------------------- the pixel image
+
+
+def _hex(pixels: np.ndarray) -> np.ndarray:
+    """(N, 3) uint8 -> (N,) "#rrggbb"."""
+    return np.array([f"#{r:02x}{g:02x}{b:02x}" for r, g, b in pixels.tolist()], dtype=object)
+
+
+@st.cache_data(show_spinner=False)
+def _image_spec(cell: int, height: int, width: int, clickable: bool, overlay: bool, numbers: bool) -> dict:
+    x = alt.X("c:O", title="column c", axis=alt.Axis(labelAngle=0))
+    y = alt.Y("r:O", title="row r")
+    tooltip = [alt.Tooltip("r:O", title="row r"), alt.Tooltip("c:O", title="column c"),
+               alt.Tooltip("n:Q", title="token n = r·W + c"), alt.Tooltip("rgb:N", title="colour")]
+    if overlay:
+        tooltip.append(alt.Tooltip("weight:Q", title="attention weight", format=".4f"))
+    base = alt.Chart().encode(x=x, y=y)
+    layers = [base.mark_rect().encode(color=alt.Color("fill:N", scale=None), tooltip=tooltip)]
+    if overlay:
+        layers.append(base.mark_rect(color="#e8000b").encode(
+            opacity=alt.Opacity("weight:Q", scale=alt.Scale(range=[0.0, 0.85], zero=True),
+                                legend=alt.Legend(title="weight", orient="right", format=".3f", columns=1,
+                                                  symbolType="square", symbolSize=260)),
+            tooltip=tooltip))
+    if numbers:
+        layers.append(base.mark_text(fontSize=max(9, min(14, cell // 3))).encode(
+            text="n:Q", color=alt.condition("datum.dark", alt.value("white"), alt.value("black"))))
+    layers.append(base.transform_filter("datum.selected").mark_rect(fill=None, stroke="#00e5ff", strokeWidth=5))
+    layers.append(base.transform_filter("datum.selected").mark_rect(fill=None, stroke="#000", strokeWidth=1.5))
+    # Step sizes (per pixel), not a total width: a total would be shared with the legend and squeeze the image.
+    chart = alt.layer(*layers).properties(width=alt.Step(cell), height=alt.Step(cell))
+    if clickable:
+        chart = chart.add_params(alt.selection_point(name="pixel", fields=["r", "c"], on="click"))
+    return _finish(chart)
+
+
+def image(
+    pixels, *, key: str, selected: Optional[tuple[int, int]] = None, weights=None, grayscale: bool = False,
+    numbers: bool = False, on_pixel: Optional[Callable[[int, int], None]] = None, size_px: int = 430,
+) -> None:
+    """An (H, W, 3) uint8 image as a grid of coloured cells, one per pixel (token).
+
+    Args:
+        pixels: (H, W, 3) uint8 (torch or numpy).
+        selected: the (row, col) outlined.
+        weights: optional (H, W) attention weights laid over the image in red (more weight,
+            more opaque); the image is then drawn in grey so the red reads clearly.
+        numbers: write each pixel's token number n = r W + c in it.
+        on_pixel: when given, clicking a pixel calls on_pixel(row, col).
+    """
+    p = np.asarray(pixels, dtype=np.uint8)
+    h, w, _ = p.shape
+    flat = p.reshape(h * w, 3)  # (H, W, 3) -> (N, 3), row by row
+    rr, cc = np.indices((h, w))
+    gray = (flat @ np.array([0.299, 0.587, 0.114])).round().clip(0, 255).astype(np.uint8)
+    shown = np.stack([gray] * 3, axis=1) if grayscale else flat
+    df = pd.DataFrame({
+        "r": rr.ravel(), "c": cc.ravel(), "n": np.arange(h * w),
+        "fill": _hex(shown), "rgb": [f"({r}, {g}, {b})" for r, g, b in flat.tolist()],
+        "dark": gray < 110,
+        "selected": (rr.ravel() == selected[0]) & (cc.ravel() == selected[1]) if selected else False,
+    })
+    if weights is not None:
+        df["weight"] = np.asarray(weights, dtype=float).ravel()
+    cell = max(16, min(48, size_px // max(h, w)))
+    spec = _image_spec(cell, h, w, on_pixel is not None, weights is not None, numbers)
+    if on_pixel is not None:
+        st.vega_lite_chart(df, spec, key=key, on_select=functools.partial(_on_pixel, key, on_pixel),
+                           selection_mode="pixel", width="content")
+    else:
+        _show(df, spec, key)
+
+
+def _on_pixel(key: str, on_pixel: Callable[[int, int], None]) -> None:
+    event = st.session_state.get(key)
+    points = (event or {}).get("selection", {}).get("pixel") or []
+    if points:
+        on_pixel(int(points[0]["r"]), int(points[0]["c"]))

@@ -1,0 +1,124 @@
+"""The experiment pages' shared pieces: cached sampling, the image upload, small text helpers.
+
+Caches take plain values (``st.cache_data``); the uploaded image is kept in session state
+only as its small decoded array (at most 16 × 16 × 3 numbers), never as the file.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Optional
+
+import streamlit as st
+import torch
+
+from attention_core import image as image_core
+from attention_core import positional, scaling
+from attention_core.errors import InputError
+
+from . import state, widgets
+
+_UPLOAD = "img_upload"  # {"name", "format", "original_size", "pixels": nested lists (h, w, 3)}
+_UPLOAD_ERROR = "img_upload_error"
+_UPLOADER_VERSION = "img_uploader_version"
+
+
+@st.cache_data(show_spinner="Sampling q and k …", max_entries=32)
+def scaling_experiment(samples: int, keys: int, seed: int, distribution: str) -> scaling.ScalingExperiment:
+    """``scaling.run_scaling_experiment``, cached on its plain arguments (a miss costs ~0.1–0.5 s)."""
+    return scaling.run_scaling_experiment(samples, keys, seed, distribution)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def image_attention(pixels: bytes, height: int, width: int, features: str, d_k: int,
+                    seed: int) -> image_core.ImageAttentionTrace:
+    """``image.image_attention`` cached on plain values (the pixels as H·W·3 bytes).
+
+    Picking another pixel then costs nothing: the N × N weights are already there.
+    """
+    image = torch.frombuffer(bytearray(pixels), dtype=torch.uint8).view(height, width, 3)
+    return image_core.image_attention(image, features, d_k, seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def sinusoidal_pattern(positions: int, width: int) -> tuple[torch.Tensor, float]:
+    """The sinusoidal table (positions × width) and its max |difference| from the math.sin/cos loop, cached."""
+    table = positional.sinusoidal_encoding(positions, width)
+    loop = torch.tensor(positional.sinusoidal_encoding_loop(positions, width), dtype=torch.float64)
+    return table, float((table.double() - loop).abs().max())
+
+
+@functools.lru_cache(maxsize=None)
+def _source(function: Callable[..., Any]) -> str:
+    return inspect.getsource(function)  # constant while the server runs: read the file once
+
+
+def show_code(*functions: Callable[..., Any]) -> None:
+    """The real source of the attention_core functions a page uses, behind an expander."""
+    with st.expander("Show the code"):
+        for function in functions:
+            st.code(_source(function), language="python")
+
+
+def check_line(text: str, ok: bool) -> None:
+    """A check that is not against PyTorch (e.g. against a plain Python loop)."""
+    if ok:
+        st.success(text + " ✓", icon=":material/check_circle:")
+    else:
+        st.error(text + " — they disagree.", icon=":material/cancel:")
+
+
+# ---------------------------------------------------------------- the uploaded image
+
+
+def uploaded_image() -> Optional[dict]:
+    """The decoded upload of this session ({"name", "format", "original_size", "pixels"}), or None."""
+    return st.session_state.get(_UPLOAD)
+
+
+def uploaded_pixels() -> Optional[torch.Tensor]:
+    upload = uploaded_image()
+    return None if upload is None else torch.tensor(upload["pixels"], dtype=torch.uint8)
+
+
+def upload_error() -> Optional[str]:
+    return st.session_state.get(_UPLOAD_ERROR)
+
+
+def uploader_key() -> str:
+    """The uploader's widget key; a new one after every upload, which drops the file from the session."""
+    return f"img_uploader_{st.session_state.get(_UPLOADER_VERSION, 0)}"
+
+
+def receive_upload(key: str) -> None:
+    """The uploader's callback: check and decode the file, keep only the small array.
+
+    On success the page switches to the uploaded image and its centre pixel; on failure the
+    message is kept for the page and everything else stays as it was.
+    """
+    file = st.session_state.get(key)
+    if file is None:
+        return
+    st.session_state[_UPLOADER_VERSION] = st.session_state.get(_UPLOADER_VERSION, 0) + 1  # drop the file
+    if file.size > image_core.MAX_UPLOAD_BYTES:  # don't even read it
+        st.session_state[_UPLOAD_ERROR] = (
+            f"“{file.name}” is {file.size / 2**20:.1f} MB; the limit is {image_core.MAX_UPLOAD_BYTES / 2**20:.0f} MB.")
+        return
+    try:
+        result = image_core.load_upload(file.getvalue(), file.name)
+    except InputError as error:
+        st.session_state[_UPLOAD_ERROR] = f"“{file.name}”: {error.message}"
+        return
+    st.session_state.pop(_UPLOAD_ERROR, None)
+    st.session_state[_UPLOAD] = {
+        "name": file.name, "format": result.format, "original_size": result.original_size,
+        "pixels": result.pixels.tolist(),
+    }
+    h, w, _ = result.pixels.shape
+    state.update(image_source="upload", image_row=h // 2, image_col=w // 2)
+
+
+def show_upload_error() -> None:
+    if message := upload_error():
+        st.error(widgets.md_escape(message), icon=":material/error:")
