@@ -87,11 +87,11 @@ def main(argv: list[str] | None = None) -> int:
 
     import attention_core  # noqa: F401
     from attention_core import pretrained
-    from ui import model_view  # noqa: F401
+    from ui import model_data, model_view  # noqa: F401
 
     assert "transformers" not in sys.modules, "the app imported transformers before the page was opened"
-    torch.set_num_threads(torch.get_num_threads())
     before = rss_mb()
+    model_data.configure_torch()  # the threads the server uses once the model is loaded
 
     start = time.perf_counter()
     pretrained.verify_model_files(pretrained.model_folder())

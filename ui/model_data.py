@@ -16,16 +16,29 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import streamlit as st
+import torch
 
 from attention_core import pretrained
 from attention_core.formulas_pretrained import HeadEntry, head_entry_latex, head_general_latex
 
 from . import model_view
 
+#: torch's intra-op threads for the server once the model is loaded. On the 2-core machines this app runs
+#: on, shared by every session (and whatever else runs there), one thread per forward pass was both
+#: faster and far steadier than two: 64 tokens in a median 23 ms (90th percentile 31 ms) against 131 ms
+#: (420 ms) with two threads under load (scripts/benchmark_model.py). Sessions still run in parallel.
+TORCH_THREADS = 1
+
+
+def configure_torch() -> None:
+    """Set torch's intra-op threads to :data:`TORCH_THREADS` (process-wide; the other pages' matrices are tiny)."""
+    torch.set_num_threads(TORCH_THREADS)
+
 
 @st.cache_resource(show_spinner="Loading all-MiniLM-L6-v2 and checking its files (once per server)…")
 def model() -> pretrained.PretrainedModel:
     """The verified, loaded model (shared read-only by every session)."""
+    configure_torch()
     return pretrained.load_model()
 
 
