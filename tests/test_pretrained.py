@@ -122,6 +122,20 @@ def test_importing_the_core_and_the_page_helpers_loads_no_transformers():
     assert done.returncode == 0, done.stderr
 
 
+def test_the_other_pages_run_without_transformers():
+    code = (
+        "import sys\n"
+        "from streamlit.testing.v1 import AppTest\n"
+        f"at = AppTest.from_file({APP!r}, default_timeout=120).run()\n"
+        "for page in ('app_pages/tokens.py', 'app_pages/self_attention.py'):\n"
+        "    at.switch_page(page).run()\n"
+        "    assert not at.exception, at.exception\n"
+        "assert 'transformers' not in sys.modules, 'a page other than the trained model imported transformers'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 # ---------------------------------------------------------------- our step-through = the model
 
 
