@@ -165,7 +165,9 @@ def temperature_latex() -> tuple[str, str]:
                    / sp.Sum(exp(_s[_i, _l] / (_tau * sp.sqrt(_d_k))), (_l, 1, _n)))
     h = sp.Eq(sp.IndexedBase("H")[_i], -sp.Sum(sp.Mul(_alpha[_i, _j], sp.log(_alpha[_i, _j]), evaluate=False),
                                                 (_j, 1, _n)))
-    return sp.latex(weight), sp.latex(h, order="none", ln_notation=True) + r"\qquad 0 \le H_i \le \ln n"
+    # \dfrac: a plain \frac inside exp( ) inside the big fraction is set too small to read on a projector.
+    weight_text = sp.latex(weight).replace(r"\frac{{s}", r"\dfrac{{s}")
+    return weight_text, sp.latex(h, order="none", ln_notation=True) + r"\qquad 0 \le H_i \le \ln n"
 
 
 @lru_cache(maxsize=None)

@@ -258,3 +258,21 @@ def test_a_shared_link_shows_its_numbers_and_its_script_export_checks_them(page:
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("matches the app") == 7
     assert_no_exception(page)
+
+
+def test_clicking_a_pixel_shows_where_it_looks(page: Page, app_url: str):
+    """The image page's pixel grid is clickable (what AppTest cannot drive): a click picks the query pixel."""
+    open_page(page, app_url, "/image-attention", "Self-attention over an image")
+    row = page.get_by_role("combobox", name="Pixel row r", exact=True)
+    column = page.get_by_role("combobox", name="Pixel column c", exact=True)
+    expect(row).to_have_value("4")
+    # The smiley: 12 x 12 pixels, one rect each, drawn in row-major order (token n = r W + c).
+    pixels = page.locator(".vega-embed svg g.mark-rect").first.locator("path")
+    expect(pixels).to_have_count(144)
+    pixels.nth(8 * 12 + 5).click()  # the mouth: row 8, column 5
+    expect(row).to_have_value("8")
+    expect(column).to_have_value("5")
+    wait_for_app_run(page)
+    expect(page.get_by_text("= 101").first).to_be_visible()  # n = 8 · 12 + 5
+    assert_no_exception(page)
+    save_screenshot(page, "page-image-attention-after-click")
