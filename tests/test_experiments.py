@@ -69,6 +69,21 @@ def test_the_standard_error_formula_matches_sympy_moments():
 
 
 @pytest.mark.parametrize("distribution", list(scaling.DISTRIBUTIONS))
+@pytest.mark.parametrize("d_k", [1, 4, 32])
+def test_the_standard_error_formula_matches_repeated_experiments(distribution, d_k):
+    # 2000 independent experiments of S = 100 samples each: the spread of their variance
+    # estimates is the standard error the formula predicts (its own sampling error is ~1.6 %).
+    replicates, samples = 2000, 100
+    g = torch.Generator().manual_seed(11)
+    q = scaling.draw_components((replicates, samples, d_k), distribution, g)
+    k = scaling.draw_components((replicates, samples, d_k), distribution, g)
+    estimates = (q * k).sum(-1).var(dim=-1)  # (replicates,)
+    predicted = scaling.variance_standard_error(d_k, samples, distribution)
+    assert float(estimates.std()) == pytest.approx(predicted, rel=0.08)
+    assert float(estimates.mean()) == pytest.approx(d_k, abs=5 * predicted / math.sqrt(replicates))
+
+
+@pytest.mark.parametrize("distribution", list(scaling.DISTRIBUTIONS))
 def test_components_have_mean_0_and_variance_1(distribution):
     x = scaling.draw_components((200_000,), distribution, torch.Generator().manual_seed(0))
     assert x.dtype == torch.float32
