@@ -6,6 +6,8 @@ file on its own (no sidebar, no shared settings) before ``st.navigation`` has
 run once. Every page is listed here explicitly instead.
 """
 
+from pathlib import Path
+
 import streamlit as st
 
 from attention_core.presets import PRESETS
@@ -15,39 +17,43 @@ from ui import presenter, state
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
 state.load_link()  # a shared link's settings, on a session's first run
 
+# Absolute paths: the app also runs from deploy/streamlit_app.py (Community Cloud's entry point).
+HERE = Path(__file__).resolve().parent
+PAGES_DIR = HERE / "app_pages"
+
 PAGES = {
     "Start": [
-        st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
+        st.Page(PAGES_DIR / "overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
     ],
     "Self-attention": [
-        st.Page("app_pages/tokens.py", title="Tokens & embeddings", icon=":material/abc:", url_path="tokens"),
-        st.Page("app_pages/no_weights.py", title="Attention without trainable weights", icon=":material/front_hand:",
+        st.Page(PAGES_DIR / "tokens.py", title="Tokens & embeddings", icon=":material/abc:", url_path="tokens"),
+        st.Page(PAGES_DIR / "no_weights.py", title="Attention without trainable weights", icon=":material/front_hand:",
                 url_path="no-weights"),
-        st.Page("app_pages/self_attention.py", title="Scaled dot-product self-attention", icon=":material/calculate:",
+        st.Page(PAGES_DIR / "self_attention.py", title="Scaled dot-product self-attention", icon=":material/calculate:",
                 url_path="self-attention"),
     ],
     "Masking & heads": [
-        st.Page("app_pages/causal.py", title="Causal attention", icon=":material/visibility_off:", url_path="causal"),
-        st.Page("app_pages/dropout.py", title="Dropout", icon=":material/grain:", url_path="dropout"),
-        st.Page("app_pages/multi_head.py", title="Multi-head attention", icon=":material/view_column:",
+        st.Page(PAGES_DIR / "causal.py", title="Causal attention", icon=":material/visibility_off:", url_path="causal"),
+        st.Page(PAGES_DIR / "dropout.py", title="Dropout", icon=":material/grain:", url_path="dropout"),
+        st.Page(PAGES_DIR / "multi_head.py", title="Multi-head attention", icon=":material/view_column:",
                 url_path="multi-head"),
-        st.Page("app_pages/cross_attention.py", title="Cross-attention", icon=":material/compare_arrows:",
+        st.Page(PAGES_DIR / "cross_attention.py", title="Cross-attention", icon=":material/compare_arrows:",
                 url_path="cross-attention"),
     ],
     "Experiments": [
-        st.Page("app_pages/why_sqrt_dk.py", title="Why divide by √d_k?", icon=":material/functions:",
+        st.Page(PAGES_DIR / "why_sqrt_dk.py", title="Why divide by √d_k?", icon=":material/functions:",
                 url_path="why-sqrt-dk"),
-        st.Page("app_pages/temperature.py", title="Temperature", icon=":material/device_thermostat:",
+        st.Page(PAGES_DIR / "temperature.py", title="Temperature", icon=":material/device_thermostat:",
                 url_path="temperature"),
-        st.Page("app_pages/positional_encoding.py", title="Positional encoding", icon=":material/format_list_numbered:",
+        st.Page(PAGES_DIR / "positional_encoding.py", title="Positional encoding", icon=":material/format_list_numbered:",
                 url_path="positional-encoding"),
-        st.Page("app_pages/additive.py", title="Additive vs dot-product scoring", icon=":material/add_circle:",
+        st.Page(PAGES_DIR / "additive.py", title="Additive vs dot-product scoring", icon=":material/add_circle:",
                 url_path="additive"),
-        st.Page("app_pages/image_attention.py", title="Self-attention over an image", icon=":material/image:",
+        st.Page(PAGES_DIR / "image_attention.py", title="Self-attention over an image", icon=":material/image:",
                 url_path="image-attention"),
     ],
     "A trained model": [
-        st.Page("app_pages/trained_model.py", title="Inside a trained model", icon=":material/model_training:",
+        st.Page(PAGES_DIR / "trained_model.py", title="Inside a trained model", icon=":material/model_training:",
                 url_path="trained-model"),
     ],
 }

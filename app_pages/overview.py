@@ -1,9 +1,13 @@
 """Overview: what attention does, the pipeline, a preset picker, where to go next."""
 
+from pathlib import Path
+
 import streamlit as st
 
 from attention_core.presets import PRESETS
 from ui import state
+
+HERE = Path(__file__).resolve().parent  # the other pages, wherever the entry point is
 
 st.title("Attention Explorer")
 st.markdown(
@@ -53,10 +57,10 @@ for key, preset in PRESETS.items():
         )
 
 st.subheader("Where to go next")
-st.page_link("app_pages/tokens.py", label="Tokens & embeddings: from a sentence to the matrix X", icon=":material/abc:")
-st.page_link("app_pages/no_weights.py", label="Attention without trainable weights: one context vector by hand", icon=":material/front_hand:")
-st.page_link("app_pages/self_attention.py", label="Scaled dot-product self-attention, step by step", icon=":material/calculate:")
-st.page_link("app_pages/causal.py", label="Causal attention: the mask, the −∞ fill and the other route", icon=":material/visibility_off:")
-st.page_link("app_pages/dropout.py", label="Dropout on the attention weights: the seeded mask and 1/(1 − p)", icon=":material/grain:")
-st.page_link("app_pages/multi_head.py", label="Multi-head attention: split, heads side by side, concat, W_O", icon=":material/view_column:")
-st.page_link("app_pages/cross_attention.py", label="Cross-attention: a decoder sentence attends to an encoder sentence", icon=":material/compare_arrows:")
+st.page_link(HERE / "tokens.py", label="Tokens & embeddings: from a sentence to the matrix X", icon=":material/abc:")
+st.page_link(HERE / "no_weights.py", label="Attention without trainable weights: one context vector by hand", icon=":material/front_hand:")
+st.page_link(HERE / "self_attention.py", label="Scaled dot-product self-attention, step by step", icon=":material/calculate:")
+st.page_link(HERE / "causal.py", label="Causal attention: the mask, the −∞ fill and the other route", icon=":material/visibility_off:")
+st.page_link(HERE / "dropout.py", label="Dropout on the attention weights: the seeded mask and 1/(1 − p)", icon=":material/grain:")
+st.page_link(HERE / "multi_head.py", label="Multi-head attention: split, heads side by side, concat, W_O", icon=":material/view_column:")
+st.page_link(HERE / "cross_attention.py", label="Cross-attention: a decoder sentence attends to an encoder sentence", icon=":material/compare_arrows:")

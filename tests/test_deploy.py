@@ -1,0 +1,27 @@
+"""The Community Cloud entry point runs the same app, with a CPU-only torch requirement."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_cloud_entry_point_runs_every_page():
+    at = AppTest.from_file(str(ROOT / "deploy" / "streamlit_app.py"), default_timeout=60).run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Attention Explorer"
+    at.switch_page("../app_pages/self_attention.py").run()
+    assert not at.exception, at.exception
+    assert any("scaled_dot_product_attention" in s.value for s in at.success)
+
+
+def test_cloud_requirements_pin_the_cpu_build_on_top_of_the_app_requirements():
+    lines = [line.strip() for line in (ROOT / "deploy" / "requirements.txt").read_text().splitlines()]
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines
+    assert "torch==2.13.0+cpu" in lines  # a local version PyPI does not have: only the CPU index can satisfy it
+    assert "-r ../requirements.txt" in lines
+    root = (ROOT / "requirements.txt").read_text()
+    assert "torch==2.13.0\n" in root and "download.pytorch.org" not in root  # local set-up never asks that index
