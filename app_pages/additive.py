@@ -64,11 +64,9 @@ with add_col:
 
 st.header("The two weight matrices, side by side")
 st.caption("Both on one colour scale. Click a cell of either to explain that query–key pair below.")
-# Side by side when both fit the main area (about 1000 px), else one under the other.
-widths = [n_tokens * widgets.CELL_PX + 150, n_tokens * widgets.CELL_PX + 40]
-stacked = sum(widths) > 1000
+(left, right), stacked = experiments.side_by_side([experiments.heatmap_width(n_tokens),
+                                                   experiments.heatmap_width(n_tokens, row_labels=False)])
 shared = float(max(att.weights.max(), trace.weights.max()))  # one colour scale for both
-left, right = (st.container(), st.container()) if stacked else st.columns(widths)
 with left:
     st.markdown("**softmax(Q Kᵀ / √d_k)**, dot product")
     widgets.heatmap(att.weights, rows, rows, key="add_dot_weights", clickable=True, selected=(i, j),
@@ -86,7 +84,8 @@ st.markdown(f"The two scorers pick the same favourite key for {agree} of {n_toke
 
 st.header("Additive scoring, step by step")
 hidden_labels = dim_labels("u", h)
-s1, s2, s3 = st.columns(3)
+(s1, s2, s3), _ = experiments.side_by_side([experiments.heatmap_width(d_k), experiments.heatmap_width(d_k),
+                                            experiments.heatmap_width(1)])
 with s1:
     st.markdown("**1. W_q** (h × d_k)")
     widgets.heatmap(params.w_query, hidden_labels, dim_labels("c", d_k), key="add_wq", row_title="hidden unit",
@@ -97,9 +96,9 @@ with s2:
                     col_title="column of k", legend=False)
 with s3:
     st.markdown("**w_v** (h)")
-    widgets.heatmap(params.w_v.unsqueeze(0), ["w_v"], hidden_labels, key="add_wv", col_title="hidden unit",
+    widgets.heatmap(params.w_v.unsqueeze(1), hidden_labels, ["w_v"], key="add_wv", row_title="hidden unit",
                     legend=False)
-s1, s2 = st.columns(2)
+(s1, s2), _ = experiments.side_by_side([experiments.heatmap_width(h)] * 2)
 with s1:
     st.markdown("**2. Each query mapped: Q W_qᵀ** (row i is W_q q_i)")
     widgets.heatmap(trace.query_features, rows, hidden_labels, key="add_qf", row_title="query token",
@@ -108,7 +107,7 @@ with s2:
     st.markdown("**Each key mapped: K W_kᵀ** (row j is W_k k_j)")
     widgets.heatmap(trace.key_features, rows, hidden_labels, key="add_kf", row_title="key token",
                     col_title="hidden unit", legend=False)
-s1, s2 = st.columns(2)
+(s1, s2), _ = experiments.side_by_side([experiments.heatmap_width(h), experiments.heatmap_width(n_tokens)])
 with s1:
     st.markdown(f"**3. tanh(W_q q_{i + 1} + W_k k_j)** for query {widgets.md_escape(rows[i])} and every key j")
     widgets.heatmap(trace.hidden[i], rows, hidden_labels, key="add_hidden", row_title="key token",

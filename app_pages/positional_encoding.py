@@ -49,7 +49,8 @@ st.markdown(f"**Original:** {widgets.md_escape(' '.join(walk.tokens))}  \n"
             f"**Shuffled:** {widgets.md_escape(' '.join(walk.tokens[i] for i in perm))}")
 st.dataframe(pd.DataFrame({"position in the shuffled sentence": [p + 1 for p in range(n_tokens)],
                            "holds token": [rows[i] for i in perm]}).set_index("position in the shuffled sentence").T)
-left, right = st.columns(2)
+out_width = experiments.heatmap_width(len(out_cols)) + 60  # + the colour legend
+(left, right), _ = experiments.side_by_side([out_width, out_width])
 with left:
     st.markdown("**SA(X)**: outputs of the original sentence")
     widgets.heatmap(t.attention.output, rows, out_cols, key="pe_plain", row_title="token", col_title="output column")
@@ -100,11 +101,9 @@ if settings.pe_kind == "learned":
                 "the model. Here it is as it starts: `nn.Embedding`'s N(0, 1) random numbers (seeded). It breaks "
                 "the symmetry just as well; training would make it useful. Vaswani et al. found both work "
                 "about equally; the sinusoid also works for positions longer than any seen in training.")
-cell = widgets.CELL_PX
-# Side by side when the three fit the main area (about 1000 px), else one under the other.
-widths = [d_model * cell + 170, d_model * cell + 110, d_model * cell + 40]
-stacked = sum(widths) > 1000
-places = [st.container() for _ in widths] if stacked else st.columns(widths)
+places, stacked = experiments.side_by_side([experiments.heatmap_width(d_model) + 20,
+                                            experiments.heatmap_width(d_model) - 40,
+                                            experiments.heatmap_width(d_model, row_labels=False)])
 with places[0]:
     st.markdown("**X**")
     widgets.heatmap(t.x, rows, cols, key="pe_x", row_title="token", col_title="dimension", legend=False)
@@ -119,7 +118,7 @@ with places[2]:
 
 st.markdown("Now shuffle again. Each word lands at a new position and gets that position's vector, so its "
             "output changes:")
-left, right = st.columns(2)
+(left, right), _ = experiments.side_by_side([out_width, out_width])
 with left:
     st.markdown("**SA(X + PE)**: original order")
     widgets.heatmap(result.encoded.output, rows, out_cols, key="pe_encoded", row_title="token",

@@ -61,6 +61,27 @@ def show_code(*functions: Callable[..., Any]) -> None:
             st.code(_source(function), language="python")
 
 
+#: The width of the main area that panels side by side may fill (a 1400 px screen with the sidebar).
+MAIN_WIDTH_PX = 1000
+
+
+def side_by_side(widths: list[int]) -> tuple[list[Any], bool]:
+    """Containers for panels of about ``widths`` pixels: columns when they fit the main area, else
+    one under the other (a heatmap squeezed into a narrow column is cut off).
+
+    Returns:
+        (containers, stacked).
+    """
+    if sum(widths) <= MAIN_WIDTH_PX:
+        return list(st.columns(widths)), False
+    return [st.container() for _ in widths], True
+
+
+def heatmap_width(columns: int, row_labels: bool = True) -> int:
+    """About how wide ``widgets.heatmap`` draws a matrix with ``columns`` columns (no legend)."""
+    return columns * widgets.CELL_PX + (150 if row_labels else 40)
+
+
 def check_line(text: str, ok: bool) -> None:
     """A check that is not against PyTorch (e.g. against a plain Python loop)."""
     if ok:
