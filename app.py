@@ -13,8 +13,9 @@ import streamlit as st
 from attention_core.presets import PRESETS
 from attention_core.settings import LANGUAGES
 from ui import presenter, state
+from ui.i18n import _
 
-st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
+st.set_page_config(page_title=_("Attention Explorer"), page_icon=":material/visibility:", layout="wide")
 state.load_link()  # a shared link's settings, on a session's first run
 
 # Absolute paths: the app also runs from deploy/streamlit_app.py (Community Cloud's entry point).
@@ -22,38 +23,38 @@ HERE = Path(__file__).resolve().parent
 PAGES_DIR = HERE / "app_pages"
 
 PAGES = {
-    "Start": [
-        st.Page(PAGES_DIR / "overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
+    _("Start"): [
+        st.Page(PAGES_DIR / "overview.py", title=_("Overview"), icon=":material/home:", url_path="overview", default=True),
     ],
-    "Self-attention": [
-        st.Page(PAGES_DIR / "tokens.py", title="Tokens & embeddings", icon=":material/abc:", url_path="tokens"),
-        st.Page(PAGES_DIR / "no_weights.py", title="Attention without trainable weights", icon=":material/front_hand:",
+    _("Self-attention"): [
+        st.Page(PAGES_DIR / "tokens.py", title=_("Tokens & embeddings"), icon=":material/abc:", url_path="tokens"),
+        st.Page(PAGES_DIR / "no_weights.py", title=_("Attention without trainable weights"), icon=":material/front_hand:",
                 url_path="no-weights"),
-        st.Page(PAGES_DIR / "self_attention.py", title="Scaled dot-product self-attention", icon=":material/calculate:",
+        st.Page(PAGES_DIR / "self_attention.py", title=_("Scaled dot-product self-attention"), icon=":material/calculate:",
                 url_path="self-attention"),
     ],
-    "Masking & heads": [
-        st.Page(PAGES_DIR / "causal.py", title="Causal attention", icon=":material/visibility_off:", url_path="causal"),
-        st.Page(PAGES_DIR / "dropout.py", title="Dropout", icon=":material/grain:", url_path="dropout"),
-        st.Page(PAGES_DIR / "multi_head.py", title="Multi-head attention", icon=":material/view_column:",
+    _("Masking & heads"): [
+        st.Page(PAGES_DIR / "causal.py", title=_("Causal attention"), icon=":material/visibility_off:", url_path="causal"),
+        st.Page(PAGES_DIR / "dropout.py", title=_("Dropout"), icon=":material/grain:", url_path="dropout"),
+        st.Page(PAGES_DIR / "multi_head.py", title=_("Multi-head attention"), icon=":material/view_column:",
                 url_path="multi-head"),
-        st.Page(PAGES_DIR / "cross_attention.py", title="Cross-attention", icon=":material/compare_arrows:",
+        st.Page(PAGES_DIR / "cross_attention.py", title=_("Cross-attention"), icon=":material/compare_arrows:",
                 url_path="cross-attention"),
     ],
-    "Experiments": [
-        st.Page(PAGES_DIR / "why_sqrt_dk.py", title="Why divide by √d_k?", icon=":material/functions:",
+    _("Experiments"): [
+        st.Page(PAGES_DIR / "why_sqrt_dk.py", title=_("Why divide by √d_k?"), icon=":material/functions:",
                 url_path="why-sqrt-dk"),
-        st.Page(PAGES_DIR / "temperature.py", title="Temperature", icon=":material/device_thermostat:",
+        st.Page(PAGES_DIR / "temperature.py", title=_("Temperature"), icon=":material/device_thermostat:",
                 url_path="temperature"),
-        st.Page(PAGES_DIR / "positional_encoding.py", title="Positional encoding", icon=":material/format_list_numbered:",
+        st.Page(PAGES_DIR / "positional_encoding.py", title=_("Positional encoding"), icon=":material/format_list_numbered:",
                 url_path="positional-encoding"),
-        st.Page(PAGES_DIR / "additive.py", title="Additive vs dot-product scoring", icon=":material/add_circle:",
+        st.Page(PAGES_DIR / "additive.py", title=_("Additive vs dot-product scoring"), icon=":material/add_circle:",
                 url_path="additive"),
-        st.Page(PAGES_DIR / "image_attention.py", title="Self-attention over an image", icon=":material/image:",
+        st.Page(PAGES_DIR / "image_attention.py", title=_("Self-attention over an image"), icon=":material/image:",
                 url_path="image-attention"),
     ],
-    "A trained model": [
-        st.Page(PAGES_DIR / "trained_model.py", title="Inside a trained model", icon=":material/model_training:",
+    _("A trained model"): [
+        st.Page(PAGES_DIR / "trained_model.py", title=_("Inside a trained model"), icon=":material/model_training:",
                 url_path="trained-model"),
     ],
 }
@@ -61,25 +62,25 @@ PAGES = {
 page = st.navigation(PAGES, expanded=True)  # every page listed: no "View more" button
 
 with st.sidebar:
-    st.markdown("### Example")
-    state.bind(st.selectbox, "Worked example", "preset", options=list(PRESETS),
-               format_func=lambda k: PRESETS[k].title)
+    st.markdown("### " + _("Example"))
+    state.bind(st.selectbox, _("Worked example"), "preset", options=list(PRESETS),
+               format_func=lambda k: _(PRESETS[k].title))
     preset = PRESETS[state.settings().preset]
-    st.caption(f"{preset.note}  \nSource: {preset.source}")
-    st.markdown("### Classroom")
-    state.bind(st.radio, "Language", "language", options=list(LANGUAGES), format_func=LANGUAGES.get,
+    st.caption(_(preset.note) + "  \n" + _("Source: {source}", source=_(preset.source)))
+    st.markdown("### " + _("Classroom"))
+    state.bind(st.radio, _("Language"), "language", options=list(LANGUAGES), format_func=LANGUAGES.get,
                horizontal=True)
-    state.bind(st.toggle, "Presenter mode", "presenter", help="Larger type, no sidebar, big Previous / Next.")
+    state.bind(st.toggle, _("Presenter mode"), "presenter", help=_("Larger type, no sidebar, big Previous / Next."))
 
 # The URL always holds the current state: copying it shares exactly these numbers.
 link_complete = state.write_link()
 with st.sidebar:
-    st.caption("Share: copy the address in your browser's address bar; it holds every setting and your edits.")
+    st.caption(_("Share: copy the address in your browser's address bar; it holds every setting and your edits."))
 if not link_complete:
-    st.warning("Your matrix edits are too large for a link: the address holds the settings only.",
+    st.warning(_("Your matrix edits are too large for a link: the address holds the settings only."),
                icon=":material/link_off:")
 for message in state.link_messages():
-    st.warning(message, icon=":material/link:")
+    st.warning(_(message), icon=":material/link:")
 presenter.apply()
 
 page.run()

@@ -1,23 +1,62 @@
-"""The one error type the app shows to users.
+"""The one error type the app shows to users, and translatable messages.
 
 Every check on user input in ``attention_core`` raises :class:`InputError`
 with a message written for a learner (what is wrong and how to fix it).
 Pages catch it and show the message; they never show a traceback.
+
+Messages are written as templates marked with :func:`N_` and filled with
+``str.format`` parameters, e.g. ``InputError(N_("The sentence has {n} tokens."), n=13)``.
+The English text is the template filled in; the UI translates the template
+(``ui.i18n``) and fills in the same parameters, so core stays free of any
+UI or language code.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+
+def N_(template: str) -> str:
+    """Mark a message template for translation (extracted by Babel); returns it unchanged."""
+    return template
+
+
+class Message(str):
+    """A message in English that remembers its template and parameters (for translation).
+
+    It is a ``str`` (the English text), so it can be shown, compared and joined as one.
+
+    Attributes:
+        template: the ``str.format`` template, marked with :func:`N_` where it is written.
+        params: the values filled in.
+    """
+
+    template: str
+    params: dict[str, Any]
+
+    def __new__(cls, template: str, **params: Any) -> "Message":
+        text = template.format(**params) if params else template
+        obj = super().__new__(cls, text)
+        obj.template = template
+        obj.params = params
+        return obj
 
 
 class InputError(ValueError):
     """A problem with what the user typed, edited or chose.
 
+    Args:
+        message: a template marked with :func:`N_` (or plain English text).
+        field: which setting or matrix the problem is in.
+        **params: values for the template's ``{placeholders}``.
+
     Attributes:
-        message: the text shown on the page, one or two plain sentences.
+        message: a :class:`Message` (the English text, with its template and params).
         field: which setting or matrix the problem is in (``"sentence"``,
             ``"x"``, ``"d_k"``, ...), so a page can show it next to that input.
     """
 
-    def __init__(self, message: str, *, field: str = "") -> None:
-        super().__init__(message)
-        self.message = message
+    def __init__(self, message: str, *, field: str = "", **params: Any) -> None:
+        self.message = message if isinstance(message, Message) else Message(message, **params)
+        super().__init__(str(self.message))
         self.field = field

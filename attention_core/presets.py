@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Mapping, Optional
 
+from .errors import N_
 from .tokens import SEED000_VOCABULARY, Vocabulary
 
 #: Where W_q, W_k, W_v come from:
@@ -80,55 +81,55 @@ PRESETS: dict[str, Preset] = {
     for p in (
         Preset(
             key="seed000",
-            title="I Like Machine Learning And Deep Learning (seed 000)",
-            source="000_9be6d646ed7e85e8.txt",
+            title=N_("I Like Machine Learning And Deep Learning (seed 000)"),
+            source=N_("000_9be6d646ed7e85e8.txt"),
             sentence="I Like Machine Learning And Deep Learning",
             d_model=4, d_k=3, seed=12, weight_init="randn",
             vocabulary=SEED000_VOCABULARY,
-            note="A 23-word dictionary, torch.manual_seed(12), nn.Embedding(23, 4) and random W of shape (4, 3).",
+            note=N_("A 23-word dictionary, torch.manual_seed(12), nn.Embedding(23, 4) and random W of shape (4, 3)."),
             encoder_sentence="Neural Networks Learning Data",
         ),
         Preset(
             key="hello",
-            title="Hello shiny sun! (seed 004)",
-            source="004_56c592a3d25bc184.txt",
+            title=N_("Hello shiny sun! (seed 004)"),
+            source=N_("004_56c592a3d25bc184.txt"),
             sentence="Hello shiny sun!",
             d_model=3, d_k=3, seed=0, weight_init="identity",
             table={"Hello": (0.34, 0.22, 0.54), "shiny": (0.53, 0.34, 0.98), "sun": (0.29, 0.54, 0.93)},
-            note="Three words with hand-picked 3-d embeddings; no trainable weights (W = I, so Q = K = V = X).",
+            note=N_("Three words with hand-picked 3-d embeddings; no trainable weights (W = I, so Q = K = V = X)."),
             encoder_sentence="shiny sun",
             d_out=3, num_heads=1,
         ),
         Preset(
             key="journey_v1",
-            title="Your journey starts with one step, SelfAttention_v1 (seed 123)",
-            source="004_56c592a3d25bc184.txt and 001_9275b51964da46b3.txt",
+            title=N_("Your journey starts with one step, SelfAttention_v1 (seed 123)"),
+            source=N_("004_56c592a3d25bc184.txt and 001_9275b51964da46b3.txt"),
             sentence="Your journey starts with one step",
             d_model=3, d_k=2, seed=123, weight_init="rand",
             table=_JOURNEY,
-            note="Six 3-d inputs; W_q, W_k, W_v = torch.rand(3, 2) after torch.manual_seed(123). On the masking "
-                 "pages: CausalAttention(3, 2, 6, 0.0) and MultiHeadAttention(3, 2, 6, 0.0, num_heads=2).",
+            note=N_("Six 3-d inputs; W_q, W_k, W_v = torch.rand(3, 2) after torch.manual_seed(123). On the masking "
+                    "pages: CausalAttention(3, 2, 6, 0.0) and MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)."),
             encoder_sentence="starts with one step",
             d_out=2, num_heads=2,
         ),
         Preset(
             key="journey_v2",
-            title="Your journey starts with one step, SelfAttention_v2 (seed 789)",
-            source="004_56c592a3d25bc184.txt and 001_9275b51964da46b3.txt",
+            title=N_("Your journey starts with one step, SelfAttention_v2 (seed 789)"),
+            source=N_("004_56c592a3d25bc184.txt and 001_9275b51964da46b3.txt"),
             sentence="Your journey starts with one step",
             d_model=3, d_k=2, seed=789, weight_init="linear",
             table=_JOURNEY,
-            note="Six 3-d inputs; W from nn.Linear(3, 2, bias=False) after torch.manual_seed(789).",
+            note=N_("Six 3-d inputs; W from nn.Linear(3, 2, bias=False) after torch.manual_seed(789)."),
             encoder_sentence="starts with one step",
             d_out=2, num_heads=2,
         ),
         Preset(
             key="custom",
-            title="Your own sentence",
-            source="built from your sentence",
+            title=N_("Your own sentence"),
+            source=N_("built from your sentence"),
             sentence="the cat sat on the mat",
             d_model=4, d_k=3, seed=0, weight_init="randn",
-            note="Any words: the vocabulary is built from your sentence, embeddings and W drawn from the seed.",
+            note=N_("Any words: the vocabulary is built from your sentence, embeddings and W drawn from the seed."),
             encoder_sentence="le chat est assis sur le tapis",
         ),
     )

@@ -17,6 +17,7 @@ import streamlit as st
 from attention_core.export import walkthrough_markdown, walkthrough_script
 from attention_core.walkthrough import Walkthrough
 
+from .i18n import _
 from .widgets import heatmap_figure
 
 
@@ -50,13 +51,13 @@ def matrix_downloads(matrix, row_labels: Sequence[str], col_labels: Sequence[str
     """PNG, SVG and CSV buttons for one matrix shown as a heatmap."""
     name = _slug(title)
     png, svg, csv = st.columns(3)
-    png.download_button("Heatmap PNG", key=f"{key}_png", icon=":material/image:", mime="image/png",
+    png.download_button(_("Heatmap PNG"), key=f"{key}_png", icon=":material/image:", mime="image/png",
                         file_name=f"{name}.png", on_click="ignore",
                         data=lambda: heatmap_png(matrix, row_labels, col_labels, title))
-    svg.download_button("Heatmap SVG", key=f"{key}_svg", icon=":material/draw:", mime="image/svg+xml",
+    svg.download_button(_("Heatmap SVG"), key=f"{key}_svg", icon=":material/draw:", mime="image/svg+xml",
                         file_name=f"{name}.svg", on_click="ignore",
                         data=lambda: heatmap_svg(matrix, row_labels, col_labels, title))
-    csv.download_button("Matrix CSV", key=f"{key}_csv", icon=":material/table:", mime="text/csv",
+    csv.download_button(_("Matrix CSV"), key=f"{key}_csv", icon=":material/table:", mime="text/csv",
                         file_name=f"{name}.csv", on_click="ignore",
                         data=lambda: matrix_csv(matrix, row_labels, col_labels))
 
@@ -64,11 +65,11 @@ def matrix_downloads(matrix, row_labels: Sequence[str], col_labels: Sequence[str
 def walkthrough_downloads(walk: Walkthrough) -> None:
     """The whole walk-through as Markdown (formulas and every matrix) and as a script that checks itself."""
     md, py = st.columns(2)
-    md.download_button("Walk-through as Markdown", key="export_markdown", icon=":material/description:",
+    md.download_button(_("Walk-through as Markdown"), key="export_markdown", icon=":material/description:",
                        mime="text/markdown", file_name="attention-walkthrough.md", on_click="ignore",
                        data=lambda: walkthrough_markdown(walk),
-                       help="Every step's formula (LaTeX) and matrix, for notes or a handout.")
-    py.download_button("Python script that recomputes it", key="export_script", icon=":material/code:",
+                       help=_("Every step's formula (LaTeX) and matrix, for notes or a handout."))
+    py.download_button(_("Python script that recomputes it"), key="export_script", icon=":material/code:",
                        mime="text/x-python", file_name="attention_walkthrough.py", on_click="ignore",
                        data=lambda: walkthrough_script(walk),
-                       help="Needs only torch: recomputes every number shown here and asserts that it matches.")
+                       help=_("Needs only torch: recomputes every number shown here and asserts that it matches."))

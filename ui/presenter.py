@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from . import state
+from .i18n import _
 
 # Streamlit has no per-session font size setting, so presenter mode restyles a few of
 # its elements by their test ids (stable across releases, used by Streamlit's own e2e tests).
@@ -27,5 +28,5 @@ def apply() -> None:
     if not state.settings().presenter:
         return
     st.html(_PRESENTER_CSS)
-    st.button("Exit presenter mode", key="presenter_exit", icon=":material/close_fullscreen:",
+    st.button(_("Exit presenter mode"), key="presenter_exit", icon=":material/close_fullscreen:",
               on_click=state.update, kwargs={"presenter": False})

@@ -22,6 +22,7 @@ from attention_core.matrix_text import parse_matrix
 from attention_core.settings import EDITABLE, MAX_ABS_VALUE
 
 from . import state
+from .i18n import _
 
 CELL_PX = 56  # heatmap cell size: numbers stay readable on a projector
 
@@ -37,13 +38,13 @@ def md_escape(text: str) -> str:
 
 
 def show_error(error: InputError) -> None:
-    st.error(error.message, icon=":material/error:")
+    st.error(_(error.message), icon=":material/error:")
 
 
 def show_messages() -> None:
     """Messages from settings validation (a value was out of range and was repaired)."""
     for message in state.messages():
-        st.warning(message, icon=":material/info:")
+        st.warning(_(message), icon=":material/info:")
 
 
 # ---------------------------------------------------------------- formulas
@@ -158,6 +159,8 @@ def heatmap_figure(
     spec["layer"][0]["encoding"]["color"]["scale"]["domain"] = [-top or -1.0, top or 1.0]
     if not legend:
         spec["layer"][0]["encoding"]["color"]["legend"] = None
+    else:
+        spec["layer"][0]["encoding"]["color"]["legend"]["title"] = _("value")
     if not row_axis:
         for layer in spec["layer"]:
             layer["encoding"]["y"]["axis"] = None
@@ -237,16 +240,16 @@ def matrix_editor(name: str, base, row_labels: Sequence[str], col_labels: Sequen
     )
     label = EDITABLE[name]
     c1, c2 = st.columns([1, 3])
-    c1.button(f"Reset {label}", key=f"reset_{name}", on_click=state.reset_matrix, args=(name,),
-              disabled=not cells, help=f"Forget your edits of {label} and go back to the seeded values.")
-    with c2.popover(f"Paste {label} as text"):
-        st.caption(f"{shape[0]} lines of {shape[1]} numbers, separated by spaces or commas.")
+    c1.button(_("Reset {label}", label=label), key=f"reset_{name}", on_click=state.reset_matrix, args=(name,),
+              disabled=not cells, help=_("Forget your edits of {label} and go back to the seeded values.", label=label))
+    with c2.popover(_("Paste {label} as text", label=label)):
+        st.caption(_("{rows} lines of {cols} numbers, separated by spaces or commas.", rows=shape[0], cols=shape[1]))
         draft_key = f"paste_{name}"
-        st.text_area(f"{label} as text", key=draft_key, height=120)
-        st.button(f"Use this {label}", key=f"paste_apply_{name}", on_click=_on_paste,
+        st.text_area(_("{label} as text", label=label), key=draft_key, height=120)
+        st.button(_("Use this {label}", label=label), key=f"paste_apply_{name}", on_click=_on_paste,
                   args=(name, draft_key, shape))
         if error := st.session_state.get(f"paste_error_{name}"):
-            st.error(error, icon=":material/error:")
+            st.error(_(error), icon=":material/error:")
 
 
 def _on_edit(name: str, key: str, col_labels: list[str]) -> None:
@@ -278,19 +281,20 @@ def stepper(stages: dict[str, str], current: str, field: str = "stage") -> None:
     keys = list(stages)
     index = keys.index(current)
     left, middle, right = st.columns([1, 3, 1], vertical_alignment="bottom")
-    left.button("◀ Previous", key="step_prev", disabled=index == 0, width="stretch",
+    left.button(_("◀ Previous"), key="step_prev", disabled=index == 0, width="stretch",
                 on_click=state.update, kwargs={field: keys[max(index - 1, 0)]})
     with middle:
-        state.bind(st.selectbox, "Step", field, options=keys,
-                   format_func=lambda k: f"{keys.index(k) + 1} / {len(keys)}: {stages[k]}")
-    right.button("Next ▶", key="step_next", disabled=index == len(keys) - 1, width="stretch",
+        state.bind(st.selectbox, _("Step"), field, options=keys,
+                   format_func=lambda k: f"{keys.index(k) + 1} / {len(keys)}: {_(stages[k])}")
+    right.button(_("Next ▶"), key="step_next", disabled=index == len(keys) - 1, width="stretch",
                  on_click=state.update, kwargs={field: keys[min(index + 1, len(keys) - 1)]})
 
 
 def torch_check(max_abs_diff: float, matches: bool, reference: str) -> None:
     """The line that states our numbers against PyTorch's."""
-    text = f"Checked against PyTorch: max |ours − `{reference}`| = {max_abs_diff:.2e}"
     if matches:
-        st.success(text + " ✓", icon=":material/check_circle:")
+        st.success(_("Checked against PyTorch: max |ours − `{reference}`| = {diff} ✓",
+                     reference=reference, diff=f"{max_abs_diff:.2e}"), icon=":material/check_circle:")
     else:
-        st.error(text + " — they disagree.", icon=":material/cancel:")
+        st.error(_("Checked against PyTorch: max |ours − `{reference}`| = {diff} — they disagree.",
+                   reference=reference, diff=f"{max_abs_diff:.2e}"), icon=":material/cancel:")
