@@ -21,18 +21,19 @@ from functools import lru_cache
 
 import sympy as sp
 
+from .errors import N_
 from .functional import SelfAttentionTrace
 
 #: The self-attention walk-through's stages, in order: key -> title.
 STAGES: dict[str, str] = {
-    "inputs": "Inputs X",
-    "query": "Queries Q = X W_q",
-    "key": "Keys K = X W_k",
-    "value": "Values V = X W_v",
-    "scores": "Scores Q Kᵀ",
-    "scaled_scores": "Scaled scores ÷ √d_k",
-    "weights": "Weights: softmax",
-    "output": "Output: weights · V",
+    "inputs": N_("Inputs X"),
+    "query": N_("Queries Q = X W_q"),
+    "key": N_("Keys K = X W_k"),
+    "value": N_("Values V = X W_v"),
+    "scores": N_("Scores Q Kᵀ"),
+    "scaled_scores": N_("Scaled scores ÷ √d_k"),
+    "weights": N_("Weights: softmax"),
+    "output": N_("Output: weights · V"),
 }
 
 _i, _j, _l = sp.symbols("i j l", integer=True)

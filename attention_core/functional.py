@@ -21,7 +21,7 @@ from typing import Optional
 
 import torch
 
-from .errors import InputError
+from .errors import N_, InputError
 
 
 @dataclass(frozen=True)
@@ -102,19 +102,18 @@ def scaled_dot_product_attention(
     """
     if query.shape[-1] != key.shape[-1]:
         raise InputError(
-            f"Queries have d_k = {query.shape[-1]} but keys have d_k = {key.shape[-1]}; "
-            "they must match for the dot products q · k.",
-            field="d_k",
+            N_("Queries have d_k = {q} but keys have d_k = {k}; they must match for the dot products q · k."),
+            field="d_k", q=query.shape[-1], k=key.shape[-1],
         )
     if key.shape[-2] != value.shape[-2]:
         raise InputError(
-            f"There are {key.shape[-2]} keys but {value.shape[-2]} values; each key needs its value.",
-            field="value",
+            N_("There are {n_keys} keys but {n_values} values; each key needs its value."),
+            field="value", n_keys=key.shape[-2], n_values=value.shape[-2],
         )
     if not 0.0 <= dropout_p < 1.0:
-        raise InputError(f"dropout_p must be in [0, 1), got {dropout_p}.", field="dropout_p")
+        raise InputError(N_("dropout_p must be in [0, 1), got {p}."), field="dropout_p", p=dropout_p)
     if attn_mask is not None and attn_mask.dtype != torch.bool:
-        raise InputError("attn_mask must be boolean (True = may attend).", field="attn_mask")
+        raise InputError(N_("attn_mask must be boolean (True = may attend)."), field="attn_mask")
 
     d_k = query.shape[-1]
     scale = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
@@ -214,9 +213,8 @@ def self_attention(
     for name, w in (("W_q", w_query), ("W_k", w_key), ("W_v", w_value)):
         if w.shape[0] != x.shape[-1]:
             raise InputError(
-                f"X has d_model = {x.shape[-1]} columns but {name} has {w.shape[0]} rows; "
-                "they must match for X @ W.",
-                field="d_model",
+                N_("X has d_model = {d} columns but {name} has {rows} rows; they must match for X @ W."),
+                field="d_model", d=x.shape[-1], name=name, rows=w.shape[0],
             )
     query = x @ w_query  # (..., T, D) @ (D, d_k) -> (..., T, d_k)
     key = x @ w_key

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 
-from .errors import InputError
+from .errors import N_, InputError
 
 _SEPARATORS = re.compile(r"[\s,;]+")
 _BRACKETS = re.compile(r"tensor\(|[\[\]()]")
@@ -37,27 +37,30 @@ def parse_matrix(text: str, rows: int, cols: int, *, label: str, max_abs: float)
     lines = [_BRACKETS.sub(" ", line).strip(" ,") for line in text.strip().splitlines()]
     lines = [line for line in lines if line.strip()]
     if not lines:
-        raise InputError(f"The text for {label} is empty: type {rows} rows of {cols} numbers.", field=label)
+        raise InputError(N_("The text for {label} is empty: type {rows} rows of {cols} numbers."), field=label,
+                         label=label, rows=rows, cols=cols)
     if len(lines) != rows:
-        raise InputError(f"{label} needs {rows} rows (one per line); the text has {len(lines)}.", field=label)
+        raise InputError(N_("{label} needs {rows} rows (one per line); the text has {n}."), field=label,
+                         label=label, rows=rows, n=len(lines))
     matrix = []
     for i, line in enumerate(lines):
         words = [w for w in _SEPARATORS.split(line) if w]
         if len(words) != cols:
-            raise InputError(f"{label} row {i + 1} needs {cols} numbers; it has {len(words)}.", field=label)
+            raise InputError(N_("{label} row {row} needs {cols} numbers; it has {n}."), field=label,
+                             label=label, row=i + 1, cols=cols, n=len(words))
         row = []
         for j, word in enumerate(words):
             try:
                 value = float(word)
             except ValueError:
                 raise InputError(
-                    f"{label} row {i + 1}, column {j + 1}: “{word[:20]}” is not a number.", field=label
+                    N_("{label} row {row}, column {col}: “{word}” is not a number."), field=label,
+                    label=label, row=i + 1, col=j + 1, word=word[:20],
                 ) from None
             if not math.isfinite(value) or abs(value) > max_abs:
                 raise InputError(
-                    f"{label} row {i + 1}, column {j + 1} is {word[:20]}; values must lie between "
-                    f"−{max_abs:g} and {max_abs:g}.",
-                    field=label,
+                    N_("{label} row {row}, column {col} is {word}; values must lie between −{limit:g} and {limit:g}."),
+                    field=label, label=label, row=i + 1, col=j + 1, word=word[:20], limit=max_abs,
                 )
             row.append(value)
         matrix.append(row)

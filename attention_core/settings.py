@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from . import additive, image, positional, scaling, temperature
+from .errors import N_, Message
 from .formulas import STAGES
 from .formulas_masking import CAUSAL_STAGES, CROSS_STAGES, DROPOUT_STAGES, MHA_STAGES
 from .formulas_pretrained import HEAD_STAGES
@@ -225,6 +226,11 @@ def _as_int(value: Any) -> Optional[int]:
     return None
 
 
+def _label(text: str) -> Message:
+    """A translatable label inside another message (the UI translates both)."""
+    return Message(text)
+
+
 def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
     """Check and repair every field; the one place settings are validated.
 
@@ -239,7 +245,8 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
 
     preset_key = settings.preset
     if preset_key not in PRESETS:
-        messages.append(f"Unknown example “{preset_key}”; showing “{PRESETS[DEFAULT_PRESET].title}”.")
+        messages.append(Message(N_("Unknown example “{key}”; showing “{title}”."), key=preset_key,
+                                title=Message(PRESETS[DEFAULT_PRESET].title)))
         preset_key = DEFAULT_PRESET
     fixed["preset"] = preset_key
     preset = PRESETS[preset_key]
@@ -247,73 +254,82 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
     default = Settings(**_preset_values(preset))
 
     if not isinstance(settings.sentence, str):
-        messages.append("The sentence must be text; restored the example's sentence.")
+        messages.append(Message(N_("The sentence must be text; restored the example's sentence.")))
         fixed["sentence"] = preset.sentence
     if not isinstance(settings.encoder_sentence, str):
-        messages.append("The encoder sentence must be text; restored the example's encoder sentence.")
+        messages.append(Message(N_("The encoder sentence must be text; restored the example's encoder sentence.")))
         fixed["encoder_sentence"] = preset.encoder_sentence
 
     def clamp(name: str, low: int, high: int, label: str) -> None:
         raw = getattr(settings, name)
         value = _as_int(raw)
         if value is None:
-            messages.append(f"{label} must be a whole number; got “{raw}”, using {getattr(default, name)}.")
+            messages.append(Message(N_("{label} must be a whole number; got “{raw}”, using {value}."), label=label,
+                                    raw=raw, value=getattr(default, name)))
             fixed[name] = getattr(default, name)
         elif not low <= value <= high:
             clamped = min(max(value, low), high)
-            messages.append(f"{label} must be between {low} and {high}; got {value}, using {clamped}.")
+            messages.append(Message(N_("{label} must be between {low} and {high}; got {value}, using {clamped}."),
+                                    label=label, low=low, high=high, value=value, clamped=clamped))
             fixed[name] = clamped
         else:
             fixed[name] = value
 
     clamp("d_model", MIN_DIM, MAX_DIM, "d_model")
     clamp("d_k", MIN_DIM, MAX_DIM, "d_k")
-    clamp("seed", 0, MAX_SEED, "The seed")
-    clamp("query_index", 0, MAX_TOKENS - 1, "The query token")
-    clamp("entry_row", 0, MAX_TOKENS - 1, "The entry's row")
-    clamp("entry_col", 0, max(MAX_TOKENS, MAX_DIM) - 1, "The entry's column")
-    clamp("context_length", 1, MAX_TOKENS, "The context length")
-    clamp("padding", 0, MAX_TOKENS, "The number of padding tokens")
-    clamp("dropout_seed", 0, MAX_SEED, "The dropout seed")
+    clamp("seed", 0, MAX_SEED, _label(N_("The seed")))
+    clamp("query_index", 0, MAX_TOKENS - 1, _label(N_("The query token")))
+    clamp("entry_row", 0, MAX_TOKENS - 1, _label(N_("The entry's row")))
+    clamp("entry_col", 0, max(MAX_TOKENS, MAX_DIM) - 1, _label(N_("The entry's column")))
+    clamp("context_length", 1, MAX_TOKENS, _label(N_("The context length")))
+    clamp("padding", 0, MAX_TOKENS, _label(N_("The number of padding tokens")))
+    clamp("dropout_seed", 0, MAX_SEED, _label(N_("The dropout seed")))
     clamp("d_out", MIN_DIM, MAX_DIM, "d_out")
-    clamp("num_heads", 1, MAX_DIM, "The number of heads")
-    clamp("head", 0, MAX_DIM - 1, "The head")
+    clamp("num_heads", 1, MAX_DIM, _label(N_("The number of heads")))
+    clamp("head", 0, MAX_DIM - 1, _label(N_("The head")))
 
     if not isinstance(settings.model_sentence, str):
-        messages.append("The model's text must be text; restored the example sentence.")
+        messages.append(Message(N_("The model's text must be text; restored the example sentence.")))
         fixed["model_sentence"] = MODEL_SENTENCE
-    clamp("model_padding", 0, MODEL_MAX_PADDING, "The number of [PAD] tokens")
-    for name, count, label in (("model_layer", MODEL_LAYERS, "layer"), ("model_head", MODEL_HEADS, "head")):
+    clamp("model_padding", 0, MODEL_MAX_PADDING, _label(N_("The number of [PAD] tokens")))
+    for name, count, template in (
+        ("model_layer", MODEL_LAYERS, N_("The model has layers 1 to {count}; got layer {shown}, using layer 1.")),
+        ("model_head", MODEL_HEADS, N_("The model has heads 1 to {count}; got head {shown}, using head 1.")),
+    ):
         value = _as_int(getattr(settings, name))
         if value is None or not 0 <= value < count:
             shown = getattr(settings, name) + 1 if value is not None else f"“{getattr(settings, name)}”"
-            messages.append(f"The model has {label}s 1 to {count}; got {label} {shown}, using {label} 1.")
+            messages.append(Message(template, count=count, shown=shown))
             fixed[name] = 0
         else:
             fixed[name] = value
-    clamp("model_entry_row", 0, MODEL_MAX_TOKENS + MODEL_MAX_PADDING - 1, "The entry's row")
-    clamp("model_entry_col", 0, max(MODEL_MAX_TOKENS + MODEL_MAX_PADDING, MODEL_WIDTH) - 1, "The entry's column")
+    clamp("model_entry_row", 0, MODEL_MAX_TOKENS + MODEL_MAX_PADDING - 1, _label(N_("The entry's row")))
+    clamp("model_entry_col", 0, max(MODEL_MAX_TOKENS + MODEL_MAX_PADDING, MODEL_WIDTH) - 1, _label(N_("The entry's column")))
 
     _validate_experiments(settings, default, clamp, messages, fixed)
 
-    for name, label in (("causal", "The causal switch"), ("training", "The training switch")):
+    for name, label in (("causal", _label(N_("The causal switch"))), ("training", _label(N_("The training switch")))):
         raw = getattr(settings, name)
         if isinstance(raw, bool):
             continue
         if isinstance(raw, (int, float)) and raw in (0, 1):
             fixed[name] = bool(raw)
         else:
-            messages.append(f"{label} must be on or off; got “{raw}”, using {'on' if getattr(default, name) else 'off'}.")
+            template = (N_("{label} must be on or off; got “{raw}”, using on.") if getattr(default, name)
+                        else N_("{label} must be on or off; got “{raw}”, using off."))
+            messages.append(Message(template, label=label, raw=raw))
             fixed[name] = getattr(default, name)
 
     p = _as_float(settings.dropout_p)
     if p is None or math.isnan(p):
-        messages.append(f"dropout_p must be a number in [0, 1); got “{settings.dropout_p}”, using {default.dropout_p}.")
+        messages.append(Message(N_("dropout_p must be a number in [0, 1); got “{raw}”, using {value}."),
+                                raw=settings.dropout_p, value=default.dropout_p))
         fixed["dropout_p"] = default.dropout_p
     elif not 0.0 <= p <= MAX_DROPOUT:
         clamped = min(max(p, 0.0), MAX_DROPOUT)
-        why = " (p = 1 would drop every weight)" if p >= 1 else ""
-        messages.append(f"dropout_p must be in [0, 1){why}; got {p:g}, using {clamped:g}.")
+        template = (N_("dropout_p must be in [0, 1) (p = 1 would drop every weight); got {p:g}, using {clamped:g}.")
+                    if p >= 1 else N_("dropout_p must be in [0, 1); got {p:g}, using {clamped:g}."))
+        messages.append(Message(template, p=p, clamped=clamped))
         fixed["dropout_p"] = clamped
     else:
         fixed["dropout_p"] = p
@@ -321,14 +337,15 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
     if preset.fixed_embeddings:
         width = len(next(iter(preset.table.values())))
         if fixed["d_model"] != width:
-            messages.append(
-                f"This example's embeddings are the article's fixed {width}-d vectors, so d_model is {width}. "
-                "Pick “Your own sentence” to choose d_model."
-            )
+            messages.append(Message(
+                N_("This example's embeddings are the article's fixed {width}-d vectors, so d_model is {width}. "
+                   "Pick “Your own sentence” to choose d_model."),
+                width=width,
+            ))
             fixed["d_model"] = width
 
     if settings.language not in LANGUAGES:
-        messages.append(f"Unknown language “{settings.language}”; using English.")
+        messages.append(Message(N_("Unknown language “{language}”; using English."), language=settings.language))
         fixed["language"] = "en"
     if not isinstance(settings.presenter, bool):
         fixed["presenter"] = bool(settings.presenter) if isinstance(settings.presenter, int) else False
@@ -336,7 +353,8 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
     for name, stages in (("stage", STAGES), ("causal_stage", CAUSAL_STAGES), ("dropout_stage", DROPOUT_STAGES),
                          ("mha_stage", MHA_STAGES), ("cross_stage", CROSS_STAGES), ("model_stage", HEAD_STAGES)):
         if getattr(settings, name) not in stages:
-            messages.append(f"Unknown step “{getattr(settings, name)}”; showing “{stages[getattr(default, name)]}”.")
+            messages.append(Message(N_("Unknown step “{step}”; showing “{title}”."), step=getattr(settings, name),
+                                    title=Message(stages[getattr(default, name)])))
             fixed[name] = getattr(default, name)
 
     return dataclasses.replace(settings, **fixed), messages
@@ -344,47 +362,50 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
 
 #: The experiment pages' choice fields: name -> (allowed keys, what the field is called).
 _EXPERIMENT_CHOICES = {
-    "sqrt_distribution": (tuple(scaling.DISTRIBUTIONS), "distribution"),
-    "pe_kind": (tuple(positional.ENCODINGS), "positional encoding"),
-    "pe_shuffle": (tuple(positional.SHUFFLES), "shuffle"),
-    "image_source": (tuple(image.PATTERNS) + ("upload",), "image"),
-    "image_features": (tuple(image.FEATURES), "kind of pixel token"),
+    "sqrt_distribution": (tuple(scaling.DISTRIBUTIONS), N_("Unknown distribution “{raw}”; using “{value}”.")),
+    "pe_kind": (tuple(positional.ENCODINGS), N_("Unknown positional encoding “{raw}”; using “{value}”.")),
+    "pe_shuffle": (tuple(positional.SHUFFLES), N_("Unknown shuffle “{raw}”; using “{value}”.")),
+    "image_source": (tuple(image.PATTERNS) + ("upload",), N_("Unknown image “{raw}”; using “{value}”.")),
+    "image_features": (tuple(image.FEATURES), N_("Unknown kind of pixel token “{raw}”; using “{value}”.")),
 }
 
 
 def _validate_experiments(settings: Settings, default: Settings, clamp, messages: list[str],
                           fixed: dict[str, Any]) -> None:
     """The experiment pages' fields (part of :func:`validate_settings`)."""
-    clamp("experiment_seed", 0, MAX_SEED, "The seed")
-    clamp("sqrt_samples", scaling.MIN_SAMPLES, scaling.MAX_SAMPLES, "The number of samples")
-    clamp("sqrt_keys", scaling.MIN_KEYS, scaling.MAX_KEYS, "The number of keys n")
-    clamp("temperature_row", 0, MAX_TOKENS - 1, "The query row")
-    clamp("pe_positions", positional.MIN_POSITIONS, positional.MAX_POSITIONS, "The number of positions")
-    clamp("pe_width", positional.MIN_WIDTH, positional.MAX_WIDTH, "d_model of the pattern")
-    clamp("additive_hidden", additive.MIN_HIDDEN, additive.MAX_HIDDEN, "The hidden size h")
-    clamp("additive_row", 0, MAX_TOKENS - 1, "The query token")
-    clamp("additive_col", 0, MAX_TOKENS - 1, "The key token")
-    clamp("image_row", 0, image.MAX_SIDE - 1, "The pixel's row")
-    clamp("image_col", 0, image.MAX_SIDE - 1, "The pixel's column")
+    clamp("experiment_seed", 0, MAX_SEED, _label(N_("The seed")))
+    clamp("sqrt_samples", scaling.MIN_SAMPLES, scaling.MAX_SAMPLES, _label(N_("The number of samples")))
+    clamp("sqrt_keys", scaling.MIN_KEYS, scaling.MAX_KEYS, _label(N_("The number of keys n")))
+    clamp("temperature_row", 0, MAX_TOKENS - 1, _label(N_("The query row")))
+    clamp("pe_positions", positional.MIN_POSITIONS, positional.MAX_POSITIONS, _label(N_("The number of positions")))
+    clamp("pe_width", positional.MIN_WIDTH, positional.MAX_WIDTH, _label(N_("d_model of the pattern")))
+    clamp("additive_hidden", additive.MIN_HIDDEN, additive.MAX_HIDDEN, _label(N_("The hidden size h")))
+    clamp("additive_row", 0, MAX_TOKENS - 1, _label(N_("The query token")))
+    clamp("additive_col", 0, MAX_TOKENS - 1, _label(N_("The key token")))
+    clamp("image_row", 0, image.MAX_SIDE - 1, _label(N_("The pixel's row")))
+    clamp("image_col", 0, image.MAX_SIDE - 1, _label(N_("The pixel's column")))
     clamp("image_d_k", MIN_DIM, MAX_DIM, "d_k")
 
-    for name, (allowed, label) in _EXPERIMENT_CHOICES.items():
+    for name, (allowed, template) in _EXPERIMENT_CHOICES.items():
         raw = getattr(settings, name)
         if raw not in allowed:
-            messages.append(f"Unknown {label} “{raw}”; using “{getattr(default, name)}”.")
+            messages.append(Message(template, raw=raw, value=getattr(default, name)))
             fixed[name] = getattr(default, name)
 
     tau = _as_float(settings.temperature)
     if tau is None or not math.isfinite(tau):
-        messages.append(f"τ must be a number; got “{settings.temperature}”, using {default.temperature:g}.")
+        messages.append(Message(N_("τ must be a number; got “{raw}”, using {value:g}."), raw=settings.temperature,
+                                value=default.temperature))
         fixed["temperature"] = default.temperature
         return
     low, high = temperature.MIN_TEMPERATURE, temperature.MAX_TEMPERATURE
     if not low <= tau <= high:
         clamped = min(max(tau, low), high)
-        messages.append(f"τ must be between {low:g} and {high:g}; got {tau:g}, using {clamped:g}.")
+        messages.append(Message(N_("τ must be between {low:g} and {high:g}; got {tau:g}, using {clamped:g}."),
+                                low=low, high=high, tau=tau, clamped=clamped))
         tau = clamped
     snapped = temperature.nearest_temperature(tau)
     if not math.isclose(snapped, tau, rel_tol=1e-9):
-        messages.append(f"τ = {tau:g} is not one of the slider's values; using the nearest, {snapped:g}.")
+        messages.append(Message(N_("τ = {tau:g} is not one of the slider's values; using the nearest, {snapped:g}."),
+                                tau=tau, snapped=snapped))
     fixed["temperature"] = snapped

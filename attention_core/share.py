@@ -15,11 +15,12 @@ import dataclasses
 import math
 from typing import Any, Mapping, Optional
 
+from .errors import N_, Message
 from .settings import EDITABLE, MAX_ABS_VALUE, Settings, validate_settings
 from .walkthrough_multihead import MASK_EDITS
 
 #: The matrices whose edits travel in a link: name -> label.
-SHARED_MATRICES = {**EDITABLE, MASK_EDITS: "the attention mask"}
+SHARED_MATRICES = {**EDITABLE, MASK_EDITS: Message(N_("the attention mask"))}
 
 #: Query-parameter prefix of a matrix's edits.
 EDIT_PREFIX = "edit_"
@@ -124,14 +125,16 @@ def decode(params: Mapping[str, str]) -> tuple[Settings, dict[str, Cells], list[
             try:
                 edits[name] = _parse_cells(str(raw))
             except ValueError:
-                messages.append(f"The link's edits of {SHARED_MATRICES[name]} could not be read; ignored.")
+                messages.append(Message(N_("The link's edits of {matrix} could not be read; ignored."),
+                                        matrix=SHARED_MATRICES[name]))
             continue
         if key not in fields:
-            messages.append(f"The link has an unknown setting “{key[:40]}”; ignored.")
+            messages.append(Message(N_("The link has an unknown setting “{key}”; ignored."), key=key[:40]))
             continue
         try:
             values[key] = _parse_value(str(raw), getattr(base, key))
         except (ValueError, TypeError):
-            messages.append(f"The link's value for {key} (“{str(raw)[:40]}”) could not be read; ignored.")
+            messages.append(Message(N_("The link's value for {key} (“{raw}”) could not be read; ignored."),
+                                    key=key, raw=str(raw)[:40]))
     settings, repaired = validate_settings(dataclasses.replace(base, **values))
     return settings, edits, messages + repaired

@@ -26,7 +26,7 @@ from typing import Mapping, Sequence
 
 import torch
 
-from .errors import InputError
+from .errors import N_, InputError
 
 #: Seed 000's dictionary: word -> id, ids 1..23 (id 0 is unused).
 SEED000_DICTIONARY: Mapping[str, int] = {
@@ -95,9 +95,9 @@ class Vocabulary:
         if unknown:
             shown = ", ".join(f"“{t}”" for t in dict.fromkeys(unknown))
             raise InputError(
-                f"Not in this example's vocabulary: {shown}. "
-                f"Use words from the vocabulary list, or pick the “Your own sentence” preset.",
-                field="sentence",
+                N_("Not in this example's vocabulary: {words}. "
+                   "Use words from the vocabulary list, or pick the “Your own sentence” preset."),
+                field="sentence", words=shown,
             )
         words = tuple(folded[t.casefold()] for t in tokens)
         return words, tuple(self.ids[w] for w in words)

@@ -18,7 +18,7 @@ from typing import Mapping, Optional
 import torch
 import torch.nn.functional as F
 
-from .errors import InputError
+from .errors import N_, InputError, Message
 from .formulas import stage_matrix
 from .functional import AttentionTrace, SelfAttentionTrace, attention_without_weights, self_attention
 from .presets import PRESETS, Preset
@@ -75,19 +75,19 @@ def check_tokens(settings: Settings) -> tuple[tuple[str, ...], tuple[int, ...], 
     preset = PRESETS[settings.preset]
     raw = tokenize(settings.sentence)
     if not raw:
-        raise InputError("The sentence is empty: type a few words, separated by spaces.", field="sentence")
+        raise InputError(N_("The sentence is empty: type a few words, separated by spaces."), field="sentence")
     if len(raw) == 1:
         raise InputError(
-            f"The sentence has one token (“{raw[0]}”). Attention relates tokens to each other: "
-            "type at least two words.",
-            field="sentence",
+            N_("The sentence has one token (“{token}”). Attention relates tokens to each other: "
+               "type at least two words."),
+            field="sentence", token=raw[0],
         )
     if len(raw) > MAX_TOKENS:
         raise InputError(
-            f"The sentence has {len(raw)} tokens; this page shows at most {MAX_TOKENS} "
-            f"(a {MAX_TOKENS} × {MAX_TOKENS} grid of numbers is the most that stays readable). "
-            "Shorten the sentence.",
-            field="sentence",
+            N_("The sentence has {n} tokens; this page shows at most {cap} "
+               "(a {cap} × {cap} grid of numbers is the most that stays readable). "
+               "Shorten the sentence."),
+            field="sentence", n=len(raw), cap=MAX_TOKENS,
         )
     if preset.vocabulary is not None:
         vocabulary = preset.vocabulary
@@ -144,15 +144,17 @@ def apply_edits(name: str, base: torch.Tensor, cells: Mapping[tuple[int, int], O
     for (i, j), value in sorted(cells.items()):
         if not (0 <= i < rows and 0 <= j < cols):
             continue
-        where = f"{label} row {i + 1}, column {j + 1}"
         if value is None or (isinstance(value, numbers.Real) and math.isnan(value)):
-            raise InputError(f"The cell {where} is empty: type a number.", field=name)
+            raise InputError(N_("The cell {matrix} row {row}, column {col} is empty: type a number."), field=name,
+                             matrix=label, row=i + 1, col=j + 1)
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise InputError(f"The cell {where} holds “{value}”, which is not a number.", field=name)
+            raise InputError(N_("The cell {matrix} row {row}, column {col} holds “{value}”, which is not a number."),
+                             field=name, matrix=label, row=i + 1, col=j + 1, value=value)
         if not math.isfinite(value) or abs(value) > MAX_ABS_VALUE:
             raise InputError(
-                f"The cell {where} is {value:g}; values must lie between −{MAX_ABS_VALUE:g} and {MAX_ABS_VALUE:g}.",
-                field=name,
+                N_("The cell {matrix} row {row}, column {col} is {value:g}; values must lie between −{limit:g} and "
+                   "{limit:g}."),
+                field=name, matrix=label, row=i + 1, col=j + 1, value=value, limit=MAX_ABS_VALUE,
             )
         out[i, j] = float(value)
     return out
@@ -189,10 +191,11 @@ def build_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> Walk
     saturated = (att.weights.max(dim=-1).values > 0.999).nonzero().flatten().tolist()
     if saturated:
         which = ", ".join(str(i + 1) for i in saturated)
-        notes.append(
-            f"Weight row(s) {which} are (almost) one-hot: the scaled scores differ by so much that the "
-            "softmax puts all the weight on one key. This saturation is what ÷ √d_k is there to reduce."
-        )
+        notes.append(Message(
+            N_("Weight row(s) {rows} are (almost) one-hot: the scaled scores differ by so much that the "
+               "softmax puts all the weight on one key. This saturation is what ÷ √d_k is there to reduce."),
+            rows=which,
+        ))
     return Walkthrough(
         settings=settings, preset=PRESETS[settings.preset], tokens=words, token_ids=ids,
         vocabulary=vocabulary, base=base, trace=trace, weightless=weightless,

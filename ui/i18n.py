@@ -66,6 +66,8 @@ def _(text: str, **params: Any) -> str:
             st.session_state.setdefault(_MISSING, set()).add(template)
         else:
             template = translated
+    # a parameter that is itself a core Message (e.g. a label inside a sentence) is translated too
+    params = {k: _(v) if isinstance(v, Message) else v for k, v in params.items()}
     return template.format(**params) if params else template
 
 
