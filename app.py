@@ -63,8 +63,8 @@ page = st.navigation(PAGES, expanded=True)  # every page listed: no "View more" 
 
 with st.sidebar:
     st.markdown("### " + _("Example"))
-    state.bind(st.selectbox, _("Worked example"), "preset", options=list(PRESETS),
-               format_func=lambda k: _(PRESETS[k].title))
+    titles = {key: _(p.title) for key, p in PRESETS.items()}  # format_func stays a plain lookup
+    state.bind(st.selectbox, _("Worked example"), "preset", options=list(PRESETS), format_func=titles.get)
     preset = PRESETS[state.settings().preset]
     st.caption(_(preset.note) + "  \n" + _("Source: {source}", source=_(preset.source)))
     st.markdown("### " + _("Classroom"))

@@ -6,6 +6,7 @@ from attention_core.errors import InputError
 from attention_core.formulas import weightless_steps
 from attention_core.walkthrough import build_walkthrough, dim_labels, token_labels
 from ui import state, widgets
+from ui.i18n import _
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -13,13 +14,13 @@ def _steps(x: tuple, tokens: tuple, query_index: int):
     return weightless_steps(x, tokens, query_index)
 
 
-st.title("Attention without trainable weights")
-st.markdown(
+st.title(_("Attention without trainable weights"))
+st.markdown(_(
     "Before any learned weights: take the embeddings themselves as queries, keys and values "
     "(Q = K = V = X). The **score** of token j for the query token is the dot product of their "
     "embeddings, the **weights** are the softmax of the scores, and the **context vector** is the "
     "weighted sum of the embeddings. (From seed 004; no ÷ √d_k yet.)"
-)
+))
 widgets.show_messages()
 
 settings = state.settings()
@@ -33,17 +34,17 @@ labels = token_labels(walk.tokens)
 query_index = min(settings.query_index, len(walk.tokens) - 1)
 if query_index != settings.query_index:
     state.update(query_index=query_index)  # the sentence got shorter: keep the choice in range
-state.bind(st.selectbox, "Query token (whose context vector we compute)", "query_index",
+state.bind(st.selectbox, _("Query token (whose context vector we compute)"), "query_index",
            options=list(range(len(walk.tokens))), format_func=lambda i: labels[i])
 
 x = tuple(tuple(row) for row in walk.trace.x.tolist())
 steps = _steps(x, walk.tokens, query_index)
 query = widgets.md_escape(walk.tokens[query_index])
 
-st.subheader(f"1. Scores: the dot product of “{query}” with every token")
+st.subheader(_("1. Scores: the dot product of “{token}” with every token", token=query))
 for line in steps.dots:
     st.latex(line)
-st.subheader("2. Softmax: exponentials, their sum, the weights")
+st.subheader(_("2. Softmax: exponentials, their sum, the weights"))
 st.latex(r"\alpha_{q,j} = \frac{e^{\omega_{q,j}}}{\sum_l e^{\omega_{q,l}}}")
 exp_column, weight_column = st.columns(2)
 with exp_column:
@@ -53,21 +54,21 @@ with exp_column:
 with weight_column:
     for line in steps.weights:
         st.latex(line)
-st.subheader(f"3. The context vector of “{query}”: the weighted sum of the embeddings")
+st.subheader(_("3. The context vector of “{token}”: the weighted sum of the embeddings", token=query))
 st.latex(steps.context)
 
 if walk.preset.key == "hello" and query_index == 1 and not state.edits():
     st.caption(
-        "Seed 004 prints [0.3992, 0.3858, 0.8610] for “shiny”: it rounds the weights before the sum, "
-        "so its numbers differ from the exact ones in the fourth decimal."
+        _("Seed 004 prints [0.3992, 0.3858, 0.8610] for “shiny”: it rounds the weights before the sum, "
+          "so its numbers differ from the exact ones in the fourth decimal.")
     )
 
-st.subheader("All tokens at once")
-st.markdown("Each row holds one query token's weights (each row sums to 1).")
+st.subheader(_("All tokens at once"))
+st.markdown(_("Each row holds one query token's weights (each row sums to 1)."))
 widgets.heatmap(walk.weightless.weights, labels, labels, key="no_weights_heatmap",
-                row_title="query", col_title="key")
+                row_title=_("query"), col_title=_("key"))
 widgets.heatmap(walk.weightless.output, labels, dim_labels("d", walk.trace.x.shape[1]),
-                key="no_weights_context", row_title="token", col_title="context vector")
+                key="no_weights_context", row_title=_("token"), col_title=_("context vector"))
 widgets.torch_check(
     walk.weightless_torch_diff, walk.weightless_torch_matches,
     "torch.nn.functional.scaled_dot_product_attention(X, X, X, scale=1.0)",

@@ -9,23 +9,25 @@ from attention_core.errors import InputError
 from attention_core.formulas import STAGES, entry_of, stage_matrix
 from attention_core.settings import MAX_DIM, MIN_DIM
 from attention_core.walkthrough import build_walkthrough, clamp_entry, dim_labels, stage_labels, token_labels
+from attention_core.errors import N_
 from ui import export, state, widgets
+from ui.i18n import _
 
 EXPLAIN = {
-    "inputs": "Each row is one token's embedding (from *Tokens & embeddings*).",
-    "query": "Each token's **query**: what it is looking for. Row i of Q is x_i times W_q.",
-    "key": "Each token's **key**: how it presents itself to queries. Row j of K is x_j times W_k.",
-    "value": "Each token's **value**: what it hands over when attended to. Row j of V is x_j times W_v.",
-    "scores": "Entry (i, j) is the dot product of query i with key j: how well token j matches what token i "
-              "looks for.",
-    "scaled_scores": "Divide by √d_k. The dot product of two d_k-long vectors grows with d_k; without this "
-                     "the softmax would put nearly all weight on one key.",
-    "weights": "Softmax along each row: exponentiate, divide by the row's sum. Each row now sums to 1.",
-    "output": "Row i is token i's **context vector**: the weighted sum of all value rows, with row i of the "
-              "weights.",
+    "inputs": N_("Each row is one token's embedding (from *Tokens & embeddings*)."),
+    "query": N_("Each token's **query**: what it is looking for. Row i of Q is x_i times W_q."),
+    "key": N_("Each token's **key**: how it presents itself to queries. Row j of K is x_j times W_k."),
+    "value": N_("Each token's **value**: what it hands over when attended to. Row j of V is x_j times W_v."),
+    "scores": N_("Entry (i, j) is the dot product of query i with key j: how well token j matches what token i "
+              "looks for."),
+    "scaled_scores": N_("Divide by √d_k. The dot product of two d_k-long vectors grows with d_k; without this "
+                     "the softmax would put nearly all weight on one key."),
+    "weights": N_("Softmax along each row: exponentiate, divide by the row's sum. Each row now sums to 1."),
+    "output": N_("Row i is token i's **context vector**: the weighted sum of all value rows, with row i of the "
+              "weights."),
 }
 
-st.title("Scaled dot-product self-attention, step by step")
+st.title(_("Scaled dot-product self-attention, step by step"))
 st.latex(r"\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V"
          r"\qquad\text{(Vaswani et al. 2017, eq. 1)}")
 widgets.show_messages()
@@ -33,14 +35,14 @@ widgets.show_messages()
 settings = state.settings()
 c1, c2, c3 = st.columns([1, 1, 3])
 with c1:
-    state.bind(st.number_input, "d_k (width of q, k, v)", "d_k", step=1,
-               help=f"{MIN_DIM} to {MAX_DIM}. d_v = d_k here.")
+    state.bind(st.number_input, _("d_k (width of q, k, v)"), "d_k", step=1,
+               help=_("{low} to {high}. d_v = d_k here.", low=MIN_DIM, high=MAX_DIM))
 with c2:
-    state.bind(st.number_input, "Seed", "seed", step=1,
-               disabled=settings.preset == "hello", help="Seeds the random W_q, W_k, W_v (and embeddings).")
+    state.bind(st.number_input, _("Seed"), "seed", step=1,
+               disabled=settings.preset == "hello", help=_("Seeds the random W_q, W_k, W_v (and embeddings)."))
 with c3:
-    st.markdown(f"**Sentence:** {widgets.md_escape(settings.sentence)}  \n"
-                f"d_model = {settings.d_model}. Change them on *Tokens & embeddings*.")
+    st.markdown(_("**Sentence:** {sentence}  \nd_model = {d}. Change them on *Tokens & embeddings*.",
+                  sentence=widgets.md_escape(settings.sentence), d=settings.d_model))
 
 try:
     walk = build_walkthrough(settings, state.edits())
@@ -50,9 +52,10 @@ except InputError as error:
 
 rows = token_labels(walk.tokens)
 # A toggle, not an expander: a collapsed expander still sends its three editors on every rerun.
-if st.toggle("Show and edit the weights W_q, W_k, W_v", key="sa_show_weights",
-             help="Seeded from the example; your edits are kept when you hide them or switch pages."):
-    st.caption(f"Each is d_model × d_k = {settings.d_model} × {settings.d_k}: Q = X W_q, K = X W_k, V = X W_v.")
+if st.toggle(_("Show and edit the weights W_q, W_k, W_v"), key="sa_show_weights",
+             help=_("Seeded from the example; your edits are kept when you hide them or switch pages.")):
+    st.caption(_("Each is d_model × d_k = {d} × {d_k}: Q = X W_q, K = X W_k, V = X W_v.",
+                 d=settings.d_model, d_k=settings.d_k))
     tabs = st.tabs(["W_q", "W_k", "W_v"])
     for tab, name in zip(tabs, ("w_query", "w_key", "w_value")):
         with tab:
@@ -61,11 +64,11 @@ if st.toggle("Show and edit the weights W_q, W_k, W_v", key="sa_show_weights",
 
 widgets.stepper(STAGES, settings.stage)
 stage = settings.stage
-st.markdown(EXPLAIN[stage])
+st.markdown(_(EXPLAIN[stage]))
 
 formula_col, matrix_col = st.columns([2, 3])
 with formula_col:
-    st.markdown("**Formula**")
+    st.markdown("**" + _("Formula") + "**")
     widgets.stage_formulas(stage)
 row, col = clamp_entry(walk, stage, settings.entry_row, settings.entry_col)
 if (row, col) != (settings.entry_row, settings.entry_col):
@@ -73,29 +76,30 @@ if (row, col) != (settings.entry_row, settings.entry_col):
 row_labels, col_labels = stage_labels(walk, stage)
 with matrix_col:
     shape = tuple(stage_matrix(walk.trace, stage).shape)
-    st.markdown(f"**{STAGES[stage]}**: {shape[0]} × {shape[1]}. Click a cell to explain it.")
+    st.markdown(_("**{title}**: {rows} × {cols}. Click a cell to explain it.", title=_(STAGES[stage]),
+                  rows=shape[0], cols=shape[1]))
     widgets.heatmap(stage_matrix(walk.trace, stage), row_labels, col_labels, key=f"sa_heatmap_{stage}",
                     selected=(row, col), clickable=True,
-                    row_title="query token" if stage != "inputs" else "token",
-                    col_title="key token" if col_labels == rows else "column")
+                    row_title=_("query token") if stage != "inputs" else _("token"),
+                    col_title=_("key token") if col_labels == rows else _("column"))
 
-st.subheader("Explain this entry")
+st.subheader(_("Explain this entry"))
 r1, r2 = st.columns(2)
 with r1:
-    state.bind(st.selectbox, "Row", "entry_row", options=list(range(len(row_labels))),
+    state.bind(st.selectbox, _("Row"), "entry_row", options=list(range(len(row_labels))),
                format_func=lambda i: row_labels[i])
 with r2:
-    state.bind(st.selectbox, "Column", "entry_col", options=list(range(len(col_labels))),
+    state.bind(st.selectbox, _("Column"), "entry_col", options=list(range(len(col_labels))),
                format_func=lambda j: col_labels[j], variant="keys" if col_labels == rows else "dims")
 widgets.entry_formula(entry_of(walk.trace, stage, row, col))
 
 for note in walk.notes:
-    st.info(note)
+    st.info(_(note))
 widgets.torch_check(walk.torch_max_abs_diff, walk.torch_matches,
                     "torch.nn.functional.scaled_dot_product_attention(Q, K, V)")
-with st.expander("Export this walk-through", icon=":material/download:"):
+with st.expander(_("Export this walk-through"), icon=":material/download:"):
     export.walkthrough_downloads(walk)
-    st.caption(f"The current step, {STAGES[stage]}:")
+    st.caption(_("The current step, {title}:", title=_(STAGES[stage])))
     export.matrix_downloads(stage_matrix(walk.trace, stage), row_labels, col_labels, STAGES[stage], key="export_stage")
-with st.expander("Show the code"):
+with st.expander(_("Show the code")):
     st.code(inspect.getsource(functional.scaled_dot_product_attention), language="python")

@@ -284,8 +284,9 @@ def stepper(stages: dict[str, str], current: str, field: str = "stage") -> None:
     left.button(_("◀ Previous"), key="step_prev", disabled=index == 0, width="stretch",
                 on_click=state.update, kwargs={field: keys[max(index - 1, 0)]})
     with middle:
-        state.bind(st.selectbox, _("Step"), field, options=keys,
-                   format_func=lambda k: f"{keys.index(k) + 1} / {len(keys)}: {_(stages[k])}")
+        # labels made now, in the page's language: format_func must be a plain lookup
+        labels = {k: f"{n} / {len(keys)}: {_(stages[k])}" for n, k in enumerate(keys, start=1)}
+        state.bind(st.selectbox, _("Step"), field, options=keys, format_func=labels.get)
     right.button(_("Next ▶"), key="step_next", disabled=index == len(keys) - 1, width="stretch",
                  on_click=state.update, kwargs={field: keys[min(index + 1, len(keys) - 1)]})
 
