@@ -100,8 +100,13 @@ INTERACTIONS = [
 
 
 def page_path(name: str) -> str:
-    """The path app.py gives st.Page for the page file ``name`` (e.g. "app_pages/tokens.py")."""
-    paths = re.findall(r"""st\.Page\(\s*["']([^"']+\.py)["']""", APP.read_text())
+    """The path of the page file ``name`` that app.py lists (e.g. "app_pages/tokens.py").
+
+    app.py gives st.Page either a string ("app_pages/tokens.py") or PAGES_DIR / "tokens.py".
+    """
+    text = APP.read_text()
+    paths = re.findall(r"""st\.Page\(\s*["']([^"']+\.py)["']""", text)
+    paths += [f"app_pages/{file}" for file in re.findall(r"""st\.Page\(\s*PAGES_DIR\s*/\s*["']([^"']+\.py)["']""", text)]
     for path in paths:
         if Path(path).name == name:
             return path
