@@ -5,7 +5,8 @@ import inspect
 import streamlit as st
 
 from attention_core import multihead
-from attention_core.errors import InputError
+from attention_core.errors import N_, InputError
+from attention_core.formulas import latex_text
 from attention_core.formulas_masking import CROSS_STAGES, general_latex
 from attention_core.settings import MAX_DIM, MAX_TOKENS
 from attention_core.walkthrough_multihead import (
@@ -15,46 +16,48 @@ from attention_core.walkthrough_multihead import (
     multihead_panels,
 )
 from ui import masking, state, widgets
+from ui.i18n import _
 
 EXPLAIN = {
-    "inputs": "Two sentences: the **decoder**'s (m tokens, e.g. the translation written so far) and the "
-              "**encoder**'s (n tokens, e.g. the sentence being translated). Their lengths may differ.",
-    "query": "The queries come from the decoder: what each decoder token is looking for (m rows).",
-    "key": "The keys come from the encoder: how each encoder token presents itself (n rows).",
-    "value": "The values come from the encoder too: what each encoder token hands over (n rows).",
-    "scaled_scores": "Each decoder token's query against each encoder token's key: an **m × n** grid per head, "
-                     "scaled by √head_dim. No causal mask: the whole encoder sentence is already known.",
-    "weights": "Softmax along each row, over the n encoder tokens: each row sums to 1.",
-    "head": "Each head's context vectors: m rows, one per decoder token, mixed from the encoder's values.",
-    "output": "Concatenate the heads and apply W_O, as in multi-head self-attention: m rows of d_out.",
+    "inputs": N_("Two sentences: the **decoder**'s (m tokens, e.g. the translation written so far) and the "
+                 "**encoder**'s (n tokens, e.g. the sentence being translated). Their lengths may differ."),
+    "query": N_("The queries come from the decoder: what each decoder token is looking for (m rows)."),
+    "key": N_("The keys come from the encoder: how each encoder token presents itself (n rows)."),
+    "value": N_("The values come from the encoder too: what each encoder token hands over (n rows)."),
+    "scaled_scores": N_("Each decoder token's query against each encoder token's key: an **m × n** grid per head, "
+                        "scaled by √head_dim. No causal mask: the whole encoder sentence is already known."),
+    "weights": N_("Softmax along each row, over the n encoder tokens: each row sums to 1."),
+    "head": N_("Each head's context vectors: m rows, one per decoder token, mixed from the encoder's values."),
+    "output": N_("Concatenate the heads and apply W_O, as in multi-head self-attention: m rows of d_out."),
 }
 
-st.title("Cross-attention: the decoder looks at the encoder")
+st.title(_("Cross-attention: the decoder looks at the encoder"))
 st.latex(r"\operatorname{CrossAttention}(X_{dec}, X_{enc}) = \operatorname{softmax}\!\left("
          r"\frac{(X_{dec} W_q)(X_{enc} W_k)^\top}{\sqrt{d_{head}}}\right) X_{enc} W_v"
-         r"\quad\text{per head, then } \operatorname{Concat} \cdot W_O + b_O")
-st.caption("Seed 003: the encoder's output gives k and v, the decoder's input gives q — hence *cross*. "
-           "Vaswani et al. 2017, sec. 3.2.3 (encoder-decoder attention).")
+         r"\quad" + latex_text(_("per head, then") + " ") + r" \operatorname{Concat} \cdot W_O + b_O")
+st.caption(_("Seed 003: the encoder's output gives k and v, the decoder's input gives q — hence *cross*. "
+             "Vaswani et al. 2017, sec. 3.2.3 (encoder-decoder attention)."))
 widgets.show_messages()
 
 settings = state.settings()
 s1, s2 = st.columns(2)
 with s1:
-    state.bind(st.text_input, "Decoder sentence (queries)", "sentence", max_chars=400,
-               help=f"At most {MAX_TOKENS} tokens; the same sentence as on the other pages.")
+    state.bind(st.text_input, _("Decoder sentence (queries)"), "sentence", max_chars=400,
+               help=_("At most {max_tokens} tokens; the same sentence as on the other pages.", max_tokens=MAX_TOKENS))
 with s2:
-    state.bind(st.text_input, "Encoder sentence (keys and values)", "encoder_sentence", max_chars=400,
-               help=f"At most {MAX_TOKENS} tokens; words from this example's vocabulary.")
+    state.bind(st.text_input, _("Encoder sentence (keys and values)"), "encoder_sentence", max_chars=400,
+               help=_("At most {max_tokens} tokens; words from this example's vocabulary.", max_tokens=MAX_TOKENS))
 c1, c2, c3, c4 = st.columns(4)
 with c1:
-    state.bind(st.number_input, "d_out (width of Q, K, V)", "d_out", step=1, help=f"1 to {MAX_DIM}.")
+    state.bind(st.number_input, _("d_out (width of Q, K, V)"), "d_out", step=1,
+               help=_("{low} to {high}.", low=1, high=MAX_DIM))
 with c2:
-    state.bind(st.number_input, "num_heads h", "num_heads", step=1, help="Must divide d_out.")
+    state.bind(st.number_input, _("num_heads h"), "num_heads", step=1, help=_("Must divide d_out."))
 with c3:
-    state.bind(st.number_input, "Seed of W", "seed", step=1)
+    state.bind(st.number_input, _("Seed of W"), "seed", step=1)
 with c4:
-    state.bind(st.number_input, "context_length", "context_length", step=1,
-               help=f"Neither sentence may be longer (1 to {MAX_TOKENS}).")
+    state.bind(st.number_input, _("context_length"), "context_length", step=1,
+               help=_("Neither sentence may be longer (1 to {max_tokens}).", max_tokens=MAX_TOKENS))
 
 try:
     walk = build_cross_walkthrough(settings, state.edits())
@@ -65,19 +68,21 @@ except InputError as error:
 tr = walk.trace
 m, n = len(walk.tokens), len(walk.kv_tokens)
 h, hd = tr.num_heads, tr.head_dim
-st.markdown(
-    f"**m = {m} decoder tokens × n = {n} encoder tokens**: each head's weights are {m} × {n}. "
-    f"d_out = {h} · {hd}; scale 1/√head_dim = 1/√{hd} = {walk.scale:.4g}."
-)
-st.caption(
-    f"W drawn like `MultiHeadAttention({settings.d_model}, {settings.d_out}, {settings.context_length}, 0.0, "
-    f"num_heads={h})` after `torch.manual_seed({settings.seed})`; W_k and W_v are applied to the encoder's X. "
-    "Your edits of X apply to the decoder sentence."
-)
+st.markdown(_(
+    "**m = {m} decoder tokens × n = {n} encoder tokens**: each head's weights are {m} × {n}. "
+    "d_out = {h} · {hd}; scale 1/√head_dim = 1/√{hd} = {scale}.",
+    m=m, n=n, h=h, hd=hd, scale=f"{walk.scale:.4g}",
+))
+st.caption(_(
+    "W drawn like `{module}` after `{seed_call}`; W_k and W_v are applied to the encoder's X. "
+    "Your edits of X apply to the decoder sentence.",
+    module=f"MultiHeadAttention({settings.d_model}, {settings.d_out}, {settings.context_length}, 0.0, num_heads={h})",
+    seed_call=f"torch.manual_seed({settings.seed})",
+))
 
 widgets.stepper(CROSS_STAGES, settings.cross_stage, field="cross_stage")
 stage = settings.cross_stage
-st.markdown(EXPLAIN[stage])
+st.markdown(_(EXPLAIN[stage]))
 
 items = multihead_panels(walk, stage)
 row, col, head = clamp_entry(items, settings.entry_row, settings.entry_col, settings.head, h)
@@ -85,16 +90,16 @@ if (row, col, head) != (settings.entry_row, settings.entry_col, settings.head):
     state.update(entry_row=row, entry_col=col, head=head)
 target = next(p for p in items if p.explained)
 
-with st.expander("Formula", expanded=True):
-    for line in general_latex("cross", stage):
+with st.expander(_("Formula"), expanded=True):
+    for line in general_latex("cross", stage, tr=_):
         st.latex(line)
 masking.panels(items, key=f"cross_{stage}", entry=(row, col), head=head, per_row=min(max(h, 2), 4))
 masking.notes(walk.warnings, walk.notes)
 
-st.subheader("Explain this entry")
+st.subheader(_("Explain this entry"))
 masking.entry_pickers(target, row, col, num_heads=h, head_disabled=all(p.head is None for p in items))
-st.latex(explain_multihead(walk, stage, row, col, head))
+st.latex(explain_multihead(walk, stage, row, col, head, tr=_))
 
 masking.checks(walk.checks)
-with st.expander("Show the code (multi_head_attention: queries from x_query, keys and values from x_kv)"):
+with st.expander(_("Show the code (multi_head_attention: queries from x_query, keys and values from x_kv)")):
     st.code(inspect.getsource(multihead.multi_head_attention), language="python")

@@ -5,7 +5,7 @@ import inspect
 import streamlit as st
 
 from attention_core import modules
-from attention_core.errors import InputError
+from attention_core.errors import N_, InputError
 from attention_core.formulas_masking import MHA_STAGES, general_latex
 from attention_core.settings import MAX_DIM
 from attention_core.walkthrough_multihead import (
@@ -15,43 +15,45 @@ from attention_core.walkthrough_multihead import (
     multihead_panels,
 )
 from ui import masking, state, widgets
+from ui.i18n import _
 
 EXPLAIN = {
-    "inputs": "The same tokens and embeddings X as on the other pages.",
-    "projections": "One big projection each for Q, K and V, d_out columns wide. The column labels say which "
-                   "head each column will go to: **h1·c2** = head 1, its column 2.",
-    "split": "`view` cuts the last dimension d_out into h pieces of head_dim columns (consecutive columns go to "
-             "the same head); `transpose(1, 2)` moves the head dimension forward so each head is its own "
-             "(T × head_dim) matrix. K and V are split the same way.",
-    "scaled_scores": "Every head computes its own scores Q_r K_rᵀ, from its own head_dim columns only, and "
-                     "divides by **√head_dim** — the width of *its* queries and keys, not √d_out.",
-    "masked_scores": "The same mask for every head (the one of *Causal attention*): blocked scores become −∞.",
-    "weights": "Softmax along each row, per head. The heads look at the tokens in different ways.",
-    "head": "Each head's context vectors: its weights times its own value columns V_r (T × head_dim).",
-    "concat": "`transpose(1, 2)` back and `view(b, T, d_out)`: the heads' outputs side by side, head 1's "
-              "columns first.",
-    "output": "The output projection W_O (out_proj, with bias b_O) mixes the heads' columns.",
+    "inputs": N_("The same tokens and embeddings X as on the other pages."),
+    "projections": N_("One big projection each for Q, K and V, d_out columns wide. The column labels say which "
+                      "head each column will go to: **h1·c2** = head 1, its column 2."),
+    "split": N_("`view` cuts the last dimension d_out into h pieces of head_dim columns (consecutive columns go to "
+                "the same head); `transpose(1, 2)` moves the head dimension forward so each head is its own "
+                "(T × head_dim) matrix. K and V are split the same way."),
+    "scaled_scores": N_("Every head computes its own scores Q_r K_rᵀ, from its own head_dim columns only, and "
+                        "divides by **√head_dim** — the width of *its* queries and keys, not √d_out."),
+    "masked_scores": N_("The same mask for every head (the one of *Causal attention*): blocked scores become −∞."),
+    "weights": N_("Softmax along each row, per head. The heads look at the tokens in different ways."),
+    "head": N_("Each head's context vectors: its weights times its own value columns V_r (T × head_dim)."),
+    "concat": N_("`transpose(1, 2)` back and `view(b, T, d_out)`: the heads' outputs side by side, head 1's "
+                 "columns first."),
+    "output": N_("The output projection W_O (out_proj, with bias b_O) mixes the heads' columns."),
 }
 
-st.title("Multi-head attention: several heads side by side")
+st.title(_("Multi-head attention: several heads side by side"))
 st.latex(r"\mathrm{head}_r = \operatorname{softmax}\!\left(\frac{Q_r K_r^\top}{\sqrt{d_{head}}} + M\right) V_r,\qquad"
          r"\operatorname{MultiHead} = \operatorname{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W_O + b_O")
-st.caption("Vaswani et al. 2017, sec. 3.2.2; seed 001's MultiHeadAttention (after rasbt's ch03). "
-           "d_head = head_dim = d_out / h.")
+st.caption(_("Vaswani et al. 2017, sec. 3.2.2; seed 001's MultiHeadAttention (after rasbt's ch03). "
+             "d_head = head_dim = d_out / h."))
 widgets.show_messages()
 
 settings = state.settings()
 c1, c2, c3, c4 = st.columns(4)
 with c1:
-    state.bind(st.number_input, "d_out (width of Q, K, V)", "d_out", step=1, help=f"1 to {MAX_DIM}.")
+    state.bind(st.number_input, _("d_out (width of Q, K, V)"), "d_out", step=1,
+               help=_("{low} to {high}.", low=1, high=MAX_DIM))
 with c2:
-    state.bind(st.number_input, "num_heads h", "num_heads", step=1, help="Must divide d_out.")
+    state.bind(st.number_input, _("num_heads h"), "num_heads", step=1, help=_("Must divide d_out."))
 with c3:
-    state.bind(st.number_input, "Seed of W", "seed", step=1,
-               help="torch.manual_seed before MultiHeadAttention(d_model, d_out, …) draws W_q, W_k, W_v, W_O, b_O.")
+    state.bind(st.number_input, _("Seed of W"), "seed", step=1,
+               help=_("torch.manual_seed before MultiHeadAttention(d_model, d_out, …) draws W_q, W_k, W_v, W_O, b_O."))
 with c4:
-    state.bind(st.toggle, "Causal mask on", "causal",
-               help="The mask of the Causal attention page (with its padding and clicked cells).")
+    state.bind(st.toggle, _("Causal mask on"), "causal",
+               help=_("The mask of the Causal attention page (with its padding and clicked cells)."))
 
 try:
     walk = build_multihead_walkthrough(settings, state.edits())
@@ -60,25 +62,29 @@ except InputError as error:
     st.stop()
 
 tr = walk.trace
-(b, t, d_out), (_, _, h, hd), after = walk.shapes
-st.markdown(
-    f"**d_out = {d_out} = h · head_dim = {h} · {hd}.** Each head's scores are multiplied by "
-    f"1/√head_dim = 1/√{hd} = **{walk.scale:.4g}**, not by 1/√d_out = 1/√{d_out} = {walk.wrong_scale:.4g} "
-    "(a bug of some published code: it makes every head's softmax too flat)."
-)
-st.markdown(
-    f"**The reshape:** Q is (b, T, d_out) = {(b, t, d_out)} → `.view(b, T, h, head_dim)` → {(b, t, h, hd)} → "
-    f"`.transpose(1, 2)` → (b, h, T, head_dim) = {after}."
-)
-st.caption(
-    f"**Sentence:** {widgets.md_escape(settings.sentence)}. W are drawn like "
-    f"`MultiHeadAttention({settings.d_model}, {d_out}, {settings.context_length}, 0.0, num_heads={h})` after "
-    f"`torch.manual_seed({settings.seed})` (from a local generator); no dropout (eval mode)."
-)
+(b, t, d_out), (_b, _t, h, hd), after = walk.shapes
+st.markdown(_(
+    "**d_out = {d_out} = h · head_dim = {h} · {hd}.** Each head's scores are multiplied by "
+    "1/√head_dim = 1/√{hd} = **{scale}**, not by 1/√d_out = 1/√{d_out} = {wrong_scale} "
+    "(a bug of some published code: it makes every head's softmax too flat).",
+    d_out=d_out, h=h, hd=hd, scale=f"{walk.scale:.4g}", wrong_scale=f"{walk.wrong_scale:.4g}",
+))
+st.markdown(_(
+    "**The reshape:** Q is (b, T, d_out) = {before} → `.view(b, T, h, head_dim)` → {split} → "
+    "`.transpose(1, 2)` → (b, h, T, head_dim) = {after}.",
+    before=(b, t, d_out), split=(b, t, h, hd), after=after,
+))
+st.caption(_(
+    "**Sentence:** {sentence}. W are drawn like `{module}` after `{seed_call}` (from a local generator); "
+    "no dropout (eval mode).",
+    sentence=widgets.md_escape(settings.sentence),
+    module=f"MultiHeadAttention({settings.d_model}, {d_out}, {settings.context_length}, 0.0, num_heads={h})",
+    seed_call=f"torch.manual_seed({settings.seed})",
+))
 
 widgets.stepper(MHA_STAGES, settings.mha_stage, field="mha_stage")
 stage = settings.mha_stage
-st.markdown(EXPLAIN[stage])
+st.markdown(_(EXPLAIN[stage]))
 
 items = multihead_panels(walk, stage)
 row, col, head = clamp_entry(items, settings.entry_row, settings.entry_col, settings.head, h)
@@ -86,16 +92,16 @@ if (row, col, head) != (settings.entry_row, settings.entry_col, settings.head):
     state.update(entry_row=row, entry_col=col, head=head)
 target = next(p for p in items if p.explained)
 
-with st.expander("Formula", expanded=True):
-    for line in general_latex("mha", stage):
+with st.expander(_("Formula"), expanded=True):
+    for line in general_latex("mha", stage, tr=_):
         st.latex(line)
 masking.panels(items, key=f"mha_{stage}", entry=(row, col), head=head, per_row=min(max(h, 2), 4))
 masking.notes(walk.warnings, walk.notes)
 
-st.subheader("Explain this entry")
+st.subheader(_("Explain this entry"))
 masking.entry_pickers(target, row, col, num_heads=h, head_disabled=all(p.head is None for p in items))
-st.latex(explain_multihead(walk, stage, row, col, head))
+st.latex(explain_multihead(walk, stage, row, col, head, tr=_))
 
 masking.checks(walk.checks)
-with st.expander("Show the code (seed 001's MultiHeadAttention.forward)"):
+with st.expander(_("Show the code (seed 001's MultiHeadAttention.forward)")):
     st.code(inspect.getsource(modules.MultiHeadAttention.forward), language="python")

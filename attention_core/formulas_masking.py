@@ -24,56 +24,82 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import sympy as sp
 
 from . import formulas, formulas_multihead
+from .errors import N_, Message
+
+#: How app text gets into a formula: ``tr(template, **params)`` gives it in the interface
+#: language. The default, :class:`~attention_core.errors.Message`, keeps the English; the
+#: pages pass ``ui.i18n._``. Translated text is written with ``formulas.latex_text`` (escaped).
+Translate = Callable[..., str]
 
 #: The causal-attention page's stages, in order: key -> title.
 CAUSAL_STAGES: dict[str, str] = {
-    "scaled_scores": "Scaled scores Q Kᵀ / √d_k",
-    "mask": "The mask: who may look at whom",
-    "masked_scores": "Masked scores: −∞ where blocked",
-    "weights": "Weights: softmax over the allowed keys",
-    "other_route": "Other route: softmax, zero, renormalise",
-    "output": "Output: weights · V",
+    "scaled_scores": N_("Scaled scores Q Kᵀ / √d_k"),
+    "mask": N_("The mask: who may look at whom"),
+    "masked_scores": N_("Masked scores: −∞ where blocked"),
+    "weights": N_("Weights: softmax over the allowed keys"),
+    "other_route": N_("Other route: softmax, zero, renormalise"),
+    "output": N_("Output: weights · V"),
 }
 
 #: The dropout page's stages.
 DROPOUT_STAGES: dict[str, str] = {
-    "weights": "Causal weights (each row sums to 1)",
-    "dropout_mask": "The dropout mask (seeded)",
-    "dropped_weights": "Dropped and rescaled by 1 / (1 − p)",
-    "output": "Output: dropped weights · V",
+    "weights": N_("Causal weights (each row sums to 1)"),
+    "dropout_mask": N_("The dropout mask (seeded)"),
+    "dropped_weights": N_("Dropped and rescaled by 1 / (1 − p)"),
+    "output": N_("Output: dropped weights · V"),
 }
 
 #: The multi-head page's stages.
 MHA_STAGES: dict[str, str] = {
-    "inputs": "Inputs X",
-    "projections": "Q = X W_q, K = X W_k, V = X W_v (d_out wide)",
-    "split": "Split into heads: view, then transpose",
-    "scaled_scores": "Each head's scores Q_r K_rᵀ / √head_dim",
-    "masked_scores": "Each head's masked scores (−∞ where blocked)",
-    "weights": "Each head's weights: softmax",
-    "head": "Each head's context vectors",
-    "concat": "Concat(head_1, …, head_h)",
-    "output": "Output: Concat · W_O + b_O",
+    "inputs": N_("Inputs X"),
+    "projections": N_("Q = X W_q, K = X W_k, V = X W_v (d_out wide)"),
+    "split": N_("Split into heads: view, then transpose"),
+    "scaled_scores": N_("Each head's scores Q_r K_rᵀ / √head_dim"),
+    "masked_scores": N_("Each head's masked scores (−∞ where blocked)"),
+    "weights": N_("Each head's weights: softmax"),
+    "head": N_("Each head's context vectors"),
+    "concat": N_("Concat(head_1, …, head_h)"),
+    "output": N_("Output: Concat · W_O + b_O"),
 }
 
 #: The cross-attention page's stages.
 CROSS_STAGES: dict[str, str] = {
-    "inputs": "Decoder and encoder inputs",
-    "query": "Queries from the decoder: Q = X_dec W_q",
-    "key": "Keys from the encoder: K = X_enc W_k",
-    "value": "Values from the encoder: V = X_enc W_v",
-    "scaled_scores": "Scores Q_r K_rᵀ / √head_dim: m × n",
-    "weights": "Weights: softmax over the encoder tokens",
-    "head": "Each head's context vectors",
-    "output": "Output: Concat · W_O + b_O",
+    "inputs": N_("Decoder and encoder inputs"),
+    "query": N_("Queries from the decoder: Q = X_dec W_q"),
+    "key": N_("Keys from the encoder: K = X_enc W_k"),
+    "value": N_("Values from the encoder: V = X_enc W_v"),
+    "scaled_scores": N_("Scores Q_r K_rᵀ / √head_dim: m × n"),
+    "weights": N_("Weights: softmax over the encoder tokens"),
+    "head": N_("Each head's context vectors"),
+    "output": N_("Output: Concat · W_O + b_O"),
 }
 
 PAGES = {"causal": CAUSAL_STAGES, "dropout": DROPOUT_STAGES, "mha": MHA_STAGES, "cross": CROSS_STAGES}
+
+#: The words inside the general formulas (``\text{...}``), translated by :func:`general_latex`'s ``tr``.
+_WORDS: dict[str, str] = {
+    "allowed": N_("allowed"),
+    "causal": N_("causal"),
+    "not_padding": N_("not padding"),
+    "then_clicks": N_("then your clicks"),
+    "if_allowed": N_("if allowed"),
+    "if_blocked": N_("if blocked"),
+    "causal_colon": N_("causal:"),
+    "drop_out": N_("blocked keys drop out of the sum"),
+    "kept": N_("kept, with probability"),
+    "dropped": N_("dropped, with probability"),
+    "decoder_ids": N_("decoder ids"),
+    "encoder_ids": N_("encoder ids"),
+    "not": N_("not"),
+    # sympy writes the cases of a Piecewise as "0 \text{for} i \geq j", "-\infty \text{otherwise}"
+    "for": N_("for"),
+    "otherwise": N_("otherwise"),
+}
 
 _i, _j, _l, _c, _r = sp.symbols("i j l c r", integer=True, positive=True)
 _p = sp.Symbol("p", positive=True)
@@ -108,17 +134,33 @@ def _latex(expr: sp.Expr) -> str:
     return sp.latex(expr, order="none")
 
 
-@lru_cache(maxsize=None)
-def general_latex(page: str, stage: str) -> tuple[str, ...]:
+def general_latex(page: str, stage: str, tr: Translate = Message) -> tuple[str, ...]:
     """The matrix form and the element form (and sometimes a remark) of a stage, as LaTeX.
 
     Args:
         page: "causal", "dropout", "mha" or "cross".
         stage: a key of that page's stage dict.
+        tr: puts the words of the formulas in the interface language (default: English).
 
     Raises:
         KeyError: for an unknown page or stage.
     """
+    words = tuple((key, str(tr(text))) for key, text in _WORDS.items())
+    lines = _general_latex(page, stage, words)
+    translated = dict(words)
+    return tuple(line.replace(r"\text{for}", formulas.latex_text(translated["for"]))
+                 .replace(r"\text{otherwise}", formulas.latex_text(translated["otherwise"])) for line in lines)
+
+
+@lru_cache(maxsize=None)
+def _general_latex(page: str, stage: str, words: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """:func:`general_latex` with its words already translated (cached per page, stage and language)."""
+    translated = dict(words)
+
+    def w(key: str, before: str = "", after: str = "") -> str:
+        # a word as LaTeX \text{...}, with spaces inside it
+        return formulas.latex_text(before + translated[key] + after)
+
     stages = PAGES[page]
     if stage not in stages:
         raise KeyError(stage)
@@ -130,9 +172,12 @@ def general_latex(page: str, stage: str) -> tuple[str, ...]:
         if stage == "scaled_scores":
             return formulas.general_latex("scaled_scores")
         if stage == "mask":
-            matrix = sp.Symbol(r"\text{allowed} = \text{causal} \wedge \text{not padding},\ \text{then your clicks}")
-            element = sp.Symbol(r"M_{i,j} = \begin{cases} 0 & \text{if allowed} \\ -\infty & \text{if blocked} \end{cases}")
-            causal = sp.Eq(sp.Symbol(r"\text{causal: } M_{i,j}"), sp.Piecewise((0, sp.Le(_j, _i)), (-sp.oo, True)))
+            matrix = sp.Symbol(w("allowed") + " = " + w("causal") + r" \wedge " + w("not_padding") + r",\ "
+                               + w("then_clicks"))
+            element = sp.Symbol(r"M_{i,j} = \begin{cases} 0 & " + w("if_allowed") + r" \\ -\infty & "
+                                + w("if_blocked") + r" \end{cases}")
+            causal = sp.Eq(sp.Symbol(w("causal_colon", after=" ") + " M_{i,j}"),
+                           sp.Piecewise((0, sp.Le(_j, _i)), (-sp.oo, True)))
             return _latex(matrix), _latex(element), _latex(causal)
         if stage == "masked_scores":
             matrix = sp.Eq(a_prime, sp.Add(scaled, _nc("M"), evaluate=False))
@@ -140,17 +185,17 @@ def general_latex(page: str, stage: str) -> tuple[str, ...]:
             return _latex(matrix), _latex(element)
         if stage == "weights":
             matrix = sp.Eq(weights, _softmax(sp.Add(scaled, _nc("M"), evaluate=False)))
-            return _latex(matrix), _latex(_masked_weight_element()), r"e^{-\infty} = 0:\ \text{blocked keys drop out of the sum}"
+            return _latex(matrix), _latex(_masked_weight_element()), r"e^{-\infty} = 0:\ " + w("drop_out")
         if stage == "other_route":
             matrix = sp.Eq(_nc(r"\hat{\mathcal{A}}"), _softmax(scaled))
             element = sp.Eq(_alpha[_i, _j], _prod(_alpha_hat[_i, _j], _m[_i, _j])
                             / sp.Sum(_prod(_alpha_hat[_i, _l], _m[_i, _l]), (_l, 1, _T)))
-            remark = r"m_{i,j} = 1 \text{ if allowed, } 0 \text{ if blocked}"
+            remark = "m_{i,j} = 1 " + w("if_allowed", " ", ", ") + " 0 " + w("if_blocked", " ")
             return _latex(matrix), _latex(element), remark
         if stage == "dropout_mask":
             matrix = sp.Symbol(r"D_{i,j} \sim \operatorname{Bernoulli}(1 - p)")
-            element = sp.Eq(_d[_i, _j], sp.Piecewise((1, sp.Symbol(r"\text{kept, with probability } 1 - p")),
-                                                      (0, sp.Symbol(r"\text{dropped, with probability } p"))))
+            element = sp.Eq(_d[_i, _j], sp.Piecewise((1, sp.Symbol(w("kept", after=" ") + " 1 - p")),
+                                                      (0, sp.Symbol(w("dropped", after=" ") + " p"))))
             return _latex(matrix), _latex(element)
         if stage == "dropped_weights":
             matrix = sp.Eq(tilde, sp.Mul(sp.Symbol(r"\mathcal{A} \odot D"), 1 / (1 - _p), evaluate=False))
@@ -178,8 +223,10 @@ def general_latex(page: str, stage: str) -> tuple[str, ...]:
     if stage == "inputs":
         if page == "mha":
             return formulas.general_latex("inputs")
-        return (_latex(sp.Eq(_nc(r"X_{dec}"), sp.Symbol(r"\mathrm{Embedding}(\text{decoder ids}) \in \mathbb{R}^{m \times D}"))),
-                _latex(sp.Eq(_nc(r"X_{enc}"), sp.Symbol(r"\mathrm{Embedding}(\text{encoder ids}) \in \mathbb{R}^{n \times D}"))))
+        return (_latex(sp.Eq(_nc(r"X_{dec}"), sp.Symbol(r"\mathrm{Embedding}(" + w("decoder_ids")
+                                                         + r") \in \mathbb{R}^{m \times D}"))),
+                _latex(sp.Eq(_nc(r"X_{enc}"), sp.Symbol(r"\mathrm{Embedding}(" + w("encoder_ids")
+                                                         + r") \in \mathbb{R}^{n \times D}"))))
     if stage in ("projections", "query", "key", "value"):
         rows = {"query": "dec", "key": "enc", "value": "enc"}
         lines = []
@@ -196,7 +243,7 @@ def general_latex(page: str, stage: str) -> tuple[str, ...]:
         matrix = sp.Eq(_nc("A_{r}"), head_scaled)
         element = sp.Eq(a_r[_i, _j], sp.Sum(_prod(_per_head("q")[_i, _c], _per_head("k")[_j, _c]), (_c, 1, _d_head))
                         / sp.sqrt(_d_head))
-        note = r"d_{head} = d_{out} / h \quad (\text{not } \sqrt{d_{out}})"
+        note = r"d_{head} = d_{out} / h \quad (" + w("not", after=" ") + r" \sqrt{d_{out}})"
         return _latex(matrix), _latex(element), note
     if stage == "masked_scores":
         matrix = sp.Eq(_nc("A'_{r}"), sp.Add(head_scaled, _nc("M"), evaluate=False))
@@ -248,9 +295,9 @@ def mask_entry_latex(row: int, col: int, allowed: bool, reasons: Sequence[str]) 
     Args:
         row, col: the query i and key j, 0-based.
         allowed: whether query i may attend to key j.
-        reasons: short phrases, e.g. ("key 4 is in the future",).
+        reasons: short phrases in the interface language, e.g. ("key 4 is in the future",).
     """
-    why = r",\ ".join(r"\text{" + reason + "}" for reason in reasons)
+    why = r",\ ".join(formulas.latex_text(reason) for reason in reasons)
     value = "0" if allowed else r"-\infty"
     return f"{_idx('M', row, col)} = {value}" + (f"\\qquad ({why})" if why else "")
 
@@ -263,8 +310,9 @@ def masked_score_entry_latex(row: int, col: int, scaled: float, allowed: bool, h
     return f"{lhs} = {a} + (-\\infty) = {_num(scaled)} - \\infty = -\\infty"
 
 
-def _blocked_row(lhs: str, general: str, row: int) -> str:
-    return _aligned(lhs, [general, r"\frac{0}{0} \;\to\; 0 \quad \text{(every key of row %d is blocked)}" % (row + 1)])
+def _blocked_row(lhs: str, general: str, row: int, tr: Translate) -> str:
+    why = formulas.latex_text(tr(N_("(every key of row {row} is blocked)"), row=row + 1))
+    return _aligned(lhs, [general, r"\frac{0}{0} \;\to\; 0 \quad " + why])
 
 
 def _two_steps(sum_lhs: str, terms: Sequence[str], total: float,
@@ -279,7 +327,7 @@ def _two_steps(sum_lhs: str, terms: Sequence[str], total: float,
 
 
 def masked_weight_entry_latex(row: int, col: int, masked_row: Sequence[float], value: float,
-                              head: Optional[int] = None) -> str:
+                              head: Optional[int] = None, tr: Translate = Message) -> str:
     """α_ij = e^{a'_ij} / Σ_l e^{a'_il} with the row's numbers in; e^{−∞} terms written as 0.
 
     First the row's sum Σ_l e^{a'_il} (on lines of 4 terms), then the entry.
@@ -293,7 +341,7 @@ def masked_weight_entry_latex(row: int, col: int, masked_row: Sequence[float], v
     a_ij, a_il = _idx("a'", row, col, head), f"a'{sup}_{{{row + 1},l}}"
     finite = [s for s in masked_row if not math.isinf(s)]
     if not finite:
-        return _blocked_row(lhs, f"\\frac{{e^{{{a_ij}}}}}{{\\sum_l e^{{{a_il}}}}}", row)
+        return _blocked_row(lhs, f"\\frac{{e^{{{a_ij}}}}}{{\\sum_l e^{{{a_il}}}}}", row, tr)
     top = max(finite)
     shift = top if top > 80 else 0.0
     minus = f" - {_num(shift)}" if shift else ""
@@ -304,14 +352,14 @@ def masked_weight_entry_latex(row: int, col: int, masked_row: Sequence[float], v
 
 
 def renormalised_entry_latex(row: int, col: int, unmasked_row: Sequence[float], allowed_row: Sequence[bool],
-                             value: float) -> str:
+                             value: float, tr: Translate = Message) -> str:
     """The other route for one weight: α_ij = α̂_ij m_ij / Σ_l α̂_il m_il, numbers in (the sum first)."""
     lhs = _idx(r"\alpha", row, col)
     hat, m = _idx(r"\hat{\alpha}", row, col), _idx("m", row, col)
     sum_il = f"\\sum_l \\hat{{\\alpha}}_{{{row + 1},l}}\\, m_{{{row + 1},l}}"
     general = f"\\frac{{{hat}\\, {m}}}{{{sum_il}}}"
     if not any(allowed_row):
-        return _blocked_row(lhs, general, row)
+        return _blocked_row(lhs, general, row, tr)
     terms = [f"{_num(w)} \\cdot {int(a)}" for w, a in zip(unmasked_row, allowed_row)]
     total = sum(w for w, a in zip(unmasked_row, allowed_row) if a)
     numerator = f"{_num(unmasked_row[col])} \\cdot {int(allowed_row[col])}"
@@ -319,15 +367,18 @@ def renormalised_entry_latex(row: int, col: int, unmasked_row: Sequence[float], 
                       unmasked_row[col] * allowed_row[col], value)
 
 
-def dropout_mask_entry_latex(row: int, col: int, kept: bool, p: float, training: bool) -> str:
+def dropout_mask_entry_latex(row: int, col: int, kept: bool, p: float, training: bool,
+                             tr: Translate = Message) -> str:
     """d_ij = 1 (kept) or 0 (dropped); in eval mode every d_ij = 1."""
     lhs = _idx("d", row, col)
     if not training:
-        return f"{lhs} = 1 \\qquad (\\text{{eval mode: dropout keeps every weight}})"
+        return f"{lhs} = 1 \\qquad (" + formulas.latex_text(tr(N_("eval mode: dropout keeps every weight"))) + ")"
     if p == 0:
         return f"{lhs} = 1 \\qquad (p = 0)"
-    verdict = (r"\text{kept; this happens with probability } 1 - p = %s" % _num(1 - p) if kept else
-               r"\text{dropped; this happens with probability } p = %s" % _num(p))
+    if kept:
+        verdict = formulas.latex_text(tr(N_("kept; this happens with probability")) + " ") + " 1 - p = " + _num(1 - p)
+    else:
+        verdict = formulas.latex_text(tr(N_("dropped; this happens with probability")) + " ") + " p = " + _num(p)
     return f"{lhs} = {int(kept)} \\qquad ({verdict})"
 
 

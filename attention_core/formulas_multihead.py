@@ -22,15 +22,16 @@ from functools import lru_cache
 import sympy as sp
 import torch
 
+from .errors import N_
 from .multihead import MultiHeadTrace, head_columns
 
 #: The multi-head walk-through's new stages, in order: key -> title.
 STAGES: dict[str, str] = {
-    "masked_scores": "Masked scores: −∞ where blocked",
-    "split": "Split Q, K, V into heads",
-    "head": "Each head: softmax(Q_r K_rᵀ / √d_head + M) V_r",
-    "concat": "Concat(head_1, …, head_h)",
-    "output": "Output: Concat · W_O + b_O",
+    "masked_scores": N_("Masked scores: −∞ where blocked"),
+    "split": N_("Split Q, K, V into heads"),
+    "head": N_("Each head: softmax(Q_r K_rᵀ / √d_head + M) V_r"),
+    "concat": N_("Concat(head_1, …, head_h)"),
+    "output": N_("Output: Concat · W_O + b_O"),
 }
 
 _i, _j, _l, _r, _c = sp.symbols("i j l r c", integer=True, positive=True)

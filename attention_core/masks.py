@@ -39,14 +39,15 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from .errors import InputError
+from .errors import N_, InputError
 
 
 def _check_count(value, name: str, *, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"{name} must be a whole number, got {value!r}.", field=name)
+        raise InputError(N_("{name} must be a whole number, got {value}."), field=name, name=name, value=repr(value))
     if value < minimum:
-        raise InputError(f"{name} must be at least {minimum}, got {value}.", field=name)
+        raise InputError(N_("{name} must be at least {minimum}, got {value}."), field=name, name=name,
+                         minimum=minimum, value=value)
     return value
 
 
@@ -103,19 +104,19 @@ def key_padding_mask(
         pad = lengths_or_pad
         if pad.dim() != 2 or pad.shape[0] == 0 or pad.shape[1] == 0:
             raise InputError(
-                f"Pad flags must be a (batch, n) table with at least one entry; got shape {tuple(pad.shape)}.",
-                field="padding",
+                N_("Pad flags must be a (batch, n) table with at least one entry; got shape {shape}."),
+                field="padding", shape=tuple(pad.shape),
             )
         if n is not None and n != pad.shape[1]:
             raise InputError(
-                f"The pad flags cover {pad.shape[1]} keys but n = {n}.", field="padding"
+                N_("The pad flags cover {keys} keys but n = {n}."), field="padding", keys=pad.shape[1], n=n
             )
         return (~pad).unsqueeze(-2)  # (b, n) -> (b, 1, n)
 
     if isinstance(lengths_or_pad, torch.Tensor):
         if lengths_or_pad.dim() != 1 or lengths_or_pad.dtype.is_floating_point or lengths_or_pad.is_complex():
             raise InputError(
-                "Lengths must be a list of whole numbers (one per sequence).", field="lengths"
+                N_("Lengths must be a list of whole numbers (one per sequence)."), field="lengths"
             )
         lengths = [int(v) for v in lengths_or_pad.tolist()]
     else:
@@ -123,23 +124,24 @@ def key_padding_mask(
             lengths = list(lengths_or_pad)
         except TypeError:
             raise InputError(
-                "Give the lengths as a list of whole numbers, or the pad flags as a bool tensor.",
+                N_("Give the lengths as a list of whole numbers, or the pad flags as a bool tensor."),
                 field="lengths",
             ) from None
         for length in lengths:
             if isinstance(length, bool) or not isinstance(length, int):
                 raise InputError(
-                    f"Each length must be a whole number, got {length!r}.", field="lengths"
+                    N_("Each length must be a whole number, got {length}."), field="lengths", length=repr(length)
                 )
     if not lengths:
-        raise InputError("Give at least one sequence length.", field="lengths")
+        raise InputError(N_("Give at least one sequence length."), field="lengths")
     if n is None:
         n = max(lengths)
     n = _check_count(n, "n")
     for length in lengths:
         if not 0 <= length <= n:
             raise InputError(
-                f"A sequence length must be between 0 and n = {n}, got {length}.", field="lengths"
+                N_("A sequence length must be between 0 and n = {n}, got {length}."), field="lengths", n=n,
+                length=length
             )
     positions = torch.arange(n)  # (n,)
     allowed = positions < torch.tensor(lengths).unsqueeze(-1)  # (b, 1) vs (n,) -> (b, n)
@@ -165,14 +167,15 @@ def combine_masks(*masks: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
     given = [mask for mask in masks if mask is not None]
     for mask in given:
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-            raise InputError("Masks must be bool tensors (True = may attend).", field="attn_mask")
+            raise InputError(N_("Masks must be bool tensors (True = may attend)."), field="attn_mask")
     if not given:
         return None
     try:
         shape = torch.broadcast_shapes(*(mask.shape for mask in given))
     except RuntimeError:
         shapes = ", ".join(str(tuple(mask.shape)) for mask in given)
-        raise InputError(f"These masks do not fit together: shapes {shapes}.", field="attn_mask") from None
+        raise InputError(N_("These masks do not fit together: shapes {shapes}."), field="attn_mask",
+                         shapes=shapes) from None
     combined = torch.ones(shape, dtype=torch.bool)
     for mask in given:
         combined = combined & mask
@@ -197,7 +200,7 @@ def additive_mask(mask: torch.Tensor, dtype: torch.dtype = torch.float32) -> tor
         InputError: if mask is not boolean.
     """
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-        raise InputError("The mask must be a bool tensor (True = may attend).", field="attn_mask")
+        raise InputError(N_("The mask must be a bool tensor (True = may attend)."), field="attn_mask")
     return torch.zeros(mask.shape, dtype=dtype).masked_fill(~mask, float("-inf"))
 
 
@@ -256,14 +259,13 @@ def mask_after_softmax(scaled_scores: torch.Tensor, attn_mask: torch.Tensor) -> 
         InputError: if the mask is not boolean or does not fit the scores.
     """
     if not isinstance(attn_mask, torch.Tensor) or attn_mask.dtype != torch.bool:
-        raise InputError("attn_mask must be a bool tensor (True = may attend).", field="attn_mask")
+        raise InputError(N_("attn_mask must be a bool tensor (True = may attend)."), field="attn_mask")
     try:
         attn_mask = attn_mask.expand_as(scaled_scores)
     except RuntimeError:
         raise InputError(
-            f"A mask of shape {tuple(attn_mask.shape)} does not fit scores of shape "
-            f"{tuple(scaled_scores.shape)}.",
-            field="attn_mask",
+            N_("A mask of shape {mask_shape} does not fit scores of shape {scores_shape}."),
+            field="attn_mask", mask_shape=tuple(attn_mask.shape), scores_shape=tuple(scaled_scores.shape),
         ) from None
     unmasked_weights = torch.softmax(scaled_scores, dim=-1)  # over all n keys
     zeroed_weights = unmasked_weights.masked_fill(~attn_mask, 0.0)

@@ -25,7 +25,7 @@ from typing import Optional
 import torch
 from torch import nn
 
-from .errors import InputError
+from .errors import N_, InputError
 from .functional import SelfAttentionTrace, self_attention
 from .multihead import MultiHeadTrace, _check_heads, multi_head_attention
 
@@ -120,9 +120,9 @@ def _check_context(x: torch.Tensor, context_length: int) -> int:
     num_tokens = x.shape[-2]
     if num_tokens > context_length:
         raise InputError(
-            f"The input has {num_tokens} tokens but the model's context_length is {context_length}; "
-            "use a shorter input or a larger context_length.",
-            field="context_length",
+            N_("The input has {num_tokens} tokens but the model's context_length is {context_length}; "
+               "use a shorter input or a larger context_length."),
+            field="context_length", num_tokens=num_tokens, context_length=context_length,
         )
     return num_tokens
 

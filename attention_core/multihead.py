@@ -35,7 +35,7 @@ from typing import Optional
 
 import torch
 
-from .errors import InputError
+from .errors import N_, InputError
 from .functional import AttentionTrace, scaled_dot_product_attention
 
 
@@ -62,17 +62,16 @@ def head_columns(d_out: int, num_heads: int) -> tuple[range, ...]:
 
 def _check_heads(d_out: int, num_heads: int) -> None:
     if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
-        raise InputError(f"The number of heads must be a whole number >= 1, got {num_heads!r}.",
-                         field="num_heads")
+        raise InputError(N_("The number of heads must be a whole number >= 1, got {num_heads}."),
+                         field="num_heads", num_heads=repr(num_heads))
     if isinstance(d_out, bool) or not isinstance(d_out, int) or d_out < 1:
-        raise InputError(f"d_out must be a whole number >= 1, got {d_out!r}.", field="d_out")
+        raise InputError(N_("d_out must be a whole number >= 1, got {d_out}."), field="d_out", d_out=repr(d_out))
     if d_out % num_heads != 0:
         fits = [h for h in range(1, d_out + 1) if d_out % h == 0]
         raise InputError(
-            f"d_out = {d_out} cannot be split into {num_heads} equal heads: d_out must be a "
-            f"multiple of num_heads. With d_out = {d_out} you can use "
-            f"{', '.join(map(str, fits))} heads.",
-            field="num_heads",
+            N_("d_out = {d_out} cannot be split into {num_heads} equal heads: d_out must be a "
+               "multiple of num_heads. With d_out = {d_out} you can use {fits} heads."),
+            field="num_heads", d_out=d_out, num_heads=num_heads, fits=", ".join(map(str, fits)),
         )
 
 
@@ -157,14 +156,14 @@ def _head_trace(att: AttentionTrace, i: int) -> AttentionTrace:
 def _project(x, w, b, name):
     if w.dim() != 2 or w.shape[0] != x.shape[-1]:
         raise InputError(
-            f"The inputs have width {x.shape[-1]} but {name} has shape {tuple(w.shape)}; "
-            f"{name} needs {x.shape[-1]} rows for x @ {name}.",
-            field=name,
+            N_("The inputs have width {width} but {name} has shape {shape}; {name} needs {width} rows for "
+               "x @ {name}."),
+            field=name, width=x.shape[-1], name=name, shape=tuple(w.shape),
         )
     if b is not None and tuple(b.shape) != (w.shape[1],):
         raise InputError(
-            f"The bias of {name} must have {w.shape[1]} entries, got shape {tuple(b.shape)}.",
-            field=name,
+            N_("The bias of {name} must have {entries} entries, got shape {shape}."),
+            field=name, name=name, entries=w.shape[1], shape=tuple(b.shape),
         )
     out = x @ w  # (b, T, d) @ (d, d_out) -> (b, T, d_out)
     return out if b is None else out + b
@@ -220,20 +219,19 @@ def multi_head_attention(
             d_out is not a multiple of num_heads, or dropout_p is outside [0, 1).
     """
     if x_query.dim() < 2 or x_kv.dim() < 2:
-        raise InputError("The inputs must be tables of tokens: (tokens, width) or (batch, tokens, width).",
+        raise InputError(N_("The inputs must be tables of tokens: (tokens, width) or (batch, tokens, width)."),
                          field="x")
     if x_query.shape[:-2] != x_kv.shape[:-2]:
         raise InputError(
-            f"The query inputs have batch shape {tuple(x_query.shape[:-2])} but the key/value inputs "
-            f"have {tuple(x_kv.shape[:-2])}; they must match.",
-            field="x",
+            N_("The query inputs have batch shape {query_batch} but the key/value inputs have {kv_batch}; "
+               "they must match."),
+            field="x", query_batch=tuple(x_query.shape[:-2]), kv_batch=tuple(x_kv.shape[:-2]),
         )
     d_out = w_query.shape[-1]
     if w_key.shape[-1] != d_out or w_value.shape[-1] != d_out:
         raise InputError(
-            f"W_q, W_k and W_v must have the same number of columns d_out; got "
-            f"{w_query.shape[-1]}, {w_key.shape[-1]} and {w_value.shape[-1]}.",
-            field="d_out",
+            N_("W_q, W_k and W_v must have the same number of columns d_out; got {q}, {k} and {v}."),
+            field="d_out", q=w_query.shape[-1], k=w_key.shape[-1], v=w_value.shape[-1],
         )
     _check_heads(d_out, num_heads)
     head_dim = d_out // num_heads
@@ -241,7 +239,7 @@ def multi_head_attention(
 
     if attn_mask is not None:
         if not isinstance(attn_mask, torch.Tensor) or attn_mask.dtype != torch.bool:
-            raise InputError("attn_mask must be a bool tensor (True = may attend).", field="attn_mask")
+            raise InputError(N_("attn_mask must be a bool tensor (True = may attend)."), field="attn_mask")
         target = (*batch, m, n)
         try:
             fits = attn_mask.dim() <= len(target) and torch.broadcast_shapes(attn_mask.shape, target) == target
@@ -249,9 +247,9 @@ def multi_head_attention(
             fits = False
         if not fits:
             raise InputError(
-                f"A mask of shape {tuple(attn_mask.shape)} does not fit {m} queries and {n} keys "
-                f"(batch shape {tuple(batch)}): it must broadcast to {target}.",
-                field="attn_mask",
+                N_("A mask of shape {shape} does not fit {m} queries and {n} keys (batch shape {batch}): "
+                   "it must broadcast to {target}."),
+                field="attn_mask", shape=tuple(attn_mask.shape), m=m, n=n, batch=tuple(batch), target=target,
             )
         attn_mask = attn_mask.unsqueeze(-3)  # (b, m, n) -> (b, 1, m, n): the same for every head
 
@@ -259,9 +257,10 @@ def multi_head_attention(
     key = _project(x_kv, w_key, b_key, "W_k")  # (b, n, d_kv) -> (b, n, d_out)
     value = _project(x_kv, w_value, b_value, "W_v")  # (b, n, d_kv) -> (b, n, d_out)
     if w_out is not None and (w_out.dim() != 2 or w_out.shape[0] != d_out):
-        raise InputError(f"W_O must have d_out = {d_out} rows, got shape {tuple(w_out.shape)}.", field="W_O")
+        raise InputError(N_("W_O must have d_out = {d_out} rows, got shape {shape}."), field="W_O", d_out=d_out,
+                         shape=tuple(w_out.shape))
     if b_out is not None and (w_out is None or tuple(b_out.shape) != (w_out.shape[1],)):
-        raise InputError("The bias of W_O must have one entry per column of W_O.", field="W_O")
+        raise InputError(N_("The bias of W_O must have one entry per column of W_O."), field="W_O")
 
     # Split the last dim into heads: head i gets columns head_columns(d_out, h)[i].
     query_heads = query.view(*batch, m, num_heads, head_dim).transpose(-3, -2)  # (b, m, h, hd) -> (b, h, m, hd)

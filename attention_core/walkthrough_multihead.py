@@ -42,7 +42,7 @@ from torch import nn
 
 from . import formulas_masking as fm
 from . import formulas_multihead
-from .errors import InputError
+from .errors import N_, InputError, Message
 from .functional import SelfAttentionTrace, self_attention
 from .masks import (
     MaskAfterSoftmaxTrace,
@@ -86,6 +86,9 @@ class TorchCheck:
 class Panel:
     """One heatmap of a stage.
 
+    App text (titles, axis titles, labels such as "col 1") is a :class:`~attention_core.errors.Message`,
+    which the page translates; plain strings (math such as "K = X W_k", tokens) are shown as they are.
+
     Attributes:
         title: shown above the heatmap.
         matrix: 2-d float tensor (-inf cells are drawn grey).
@@ -99,8 +102,8 @@ class Panel:
     matrix: torch.Tensor
     row_labels: tuple[str, ...]
     col_labels: tuple[str, ...]
-    row_title: str = "query token"
-    col_title: str = "key token"
+    row_title: str = Message(N_("query token"))
+    col_title: str = Message(N_("key token"))
     head: Optional[int] = None
     explained: bool = True
 
@@ -127,16 +130,18 @@ class MaskParts:
     padding: int
 
     def reasons(self, row: int, col: int) -> tuple[str, ...]:
-        """Why entry (row, col) is allowed or blocked, as short phrases (no user text)."""
+        """Why entry (row, col) is allowed or blocked, as short phrases (:class:`Message`, no user text)."""
         out = []
+        key, query = col + 1, row + 1
         if (row, col) in self.edited:
-            out.append("you set this cell")
+            out.append(Message(N_("you set this cell")))
         elif not bool(self.causal[row, col]):
-            out.append(f"key {col + 1} is in the future of query {row + 1}")
+            out.append(Message(N_("key {key} is in the future of query {query}"), key=key, query=query))
         if not bool(self.real_keys[col]) and (row, col) not in self.edited:
-            out.append(f"key {col + 1} is padding")
+            out.append(Message(N_("key {key} is padding"), key=key))
         if not out:
-            out.append(f"key {col + 1} is at or before query {row + 1}" if col <= row else "no mask blocks it")
+            out.append(Message(N_("key {key} is at or before query {query}"), key=key, query=query) if col <= row
+                       else Message(N_("no mask blocks it")))
         return tuple(out)
 
 
@@ -176,14 +181,24 @@ def module_weights(d_in: int, d_out: int, seed: int, *, out_proj: bool) -> dict[
     return out
 
 
+_TOO_LONG = {
+    "sentence": N_("The sentence has {num_tokens} tokens but the context length is {context_length}: the "
+                   "module's mask buffer is only {context_length} × {context_length}. Raise the context length "
+                   "(at most {max_tokens}) or shorten the sentence."),
+    "decoder": N_("The decoder sentence has {num_tokens} tokens but the context length is {context_length}: the "
+                  "module's mask buffer is only {context_length} × {context_length}. Raise the context length "
+                  "(at most {max_tokens}) or shorten the sentence."),
+    "encoder": N_("The encoder sentence has {num_tokens} tokens but the context length is {context_length}: the "
+                  "module's mask buffer is only {context_length} × {context_length}. Raise the context length "
+                  "(at most {max_tokens}) or shorten the sentence."),
+}
+
+
 def _check_context(num_tokens: int, context_length: int, what: str) -> None:
+    """``what``: "sentence", "decoder" or "encoder" (which sentence is too long)."""
     if num_tokens > context_length:
-        raise InputError(
-            f"{what} has {num_tokens} tokens but the context length is {context_length}: the module's mask "
-            f"buffer is only {context_length} × {context_length}. Raise the context length (at most "
-            f"{MAX_TOKENS}) or shorten the sentence.",
-            field="context_length",
-        )
+        raise InputError(_TOO_LONG[what], field="context_length", num_tokens=num_tokens,
+                         context_length=context_length, max_tokens=MAX_TOKENS)
 
 
 def build_mask(num_tokens: int, settings: Settings, cells: Mapping[tuple[int, int], Optional[float]]) -> MaskParts:
@@ -222,10 +237,11 @@ def _compare(ours: torch.Tensor, reference: torch.Tensor, code: str, note: str =
 def _blocked_notes(blocked: torch.Tensor, tokens: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[str, ...]]:
     rows = tuple(int(i) for i in blocked.nonzero().flatten().tolist())
     notes = tuple(
-        f"Row {i + 1} (query “{tokens[i]}”) has every key blocked. The softmax over no keys would be 0 / 0 "
-        f"(NaN), so its weights are set to 0 and its context vector is all zeros — PyTorch's "
-        f"scaled_dot_product_attention does the same. Allow at least one key in row {i + 1} "
-        "(click a grey cell of the mask, lower the padding, or reset the mask)."
+        Message(N_("Row {row} (query “{token}”) has every key blocked. The softmax over no keys would be 0 / 0 "
+                   "(NaN), so its weights are set to 0 and its context vector is all zeros — PyTorch's "
+                   "scaled_dot_product_attention does the same. Allow at least one key in row {row} "
+                   "(click a grey cell of the mask, lower the padding, or reset the mask)."),
+                row=i + 1, token=tokens[i])
         for i in rows
     )
     return rows, notes
@@ -325,7 +341,7 @@ def build_causal_walkthrough(settings: Settings, edits: Optional[Edits] = None, 
     base = build_walkthrough(settings, _x_edits(edits))
     tokens, x = base.tokens, base.trace.x  # x: (T, D)
     t = len(tokens)
-    _check_context(t, settings.context_length, "The sentence")
+    _check_context(t, settings.context_length, "sentence")
     w = module_weights(settings.d_model, settings.d_k, settings.seed, out_proj=False)
     mask = build_mask(t, settings, edits.get(MASK_EDITS, {}))
     p = settings.dropout_p if dropout and settings.training else 0.0
@@ -353,7 +369,7 @@ def build_causal_walkthrough(settings: Settings, edits: Optional[Edits] = None, 
         undropped = att.weights @ v  # (T, T) @ (T, d_k) -> (T, d_k)
         checks.append(_compare(undropped, F.scaled_dot_product_attention(q, k, v, attn_mask=mask.attn_mask),
                                "torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=mask)",
-                               "weights before dropout, times V"))
+                               Message(N_("weights before dropout, times V"))))
         # nn.Dropout's own draw, bernoulli_(1 - p), made afresh from a generator with the same seed.
         drawn = torch.empty(t, t).bernoulli_(1.0 - p, generator=torch.Generator().manual_seed(settings.dropout_seed))
         reference = (att.weights * drawn / (1.0 - p)) @ v  # what nn.Dropout(p) does to the weights, then · V
@@ -361,9 +377,9 @@ def build_causal_walkthrough(settings: Settings, edits: Optional[Edits] = None, 
             att.output, reference,
             f"weights * torch.empty(T, T).bernoulli_(1 - p, generator=torch.Generator().manual_seed("
             f"{settings.dropout_seed})) / (1 - p) @ V",
-            "our output against nn.Dropout's draw made afresh from the same seed"))
+            Message(N_("our output against nn.Dropout's draw made afresh from the same seed"))))
     if settings.padding >= t:
-        warnings = (f"All {t} tokens are padding, so every key is blocked.",) + warnings
+        warnings = (Message(N_("All {t} tokens are padding, so every key is blocked."), t=t),) + warnings
     return CausalWalkthrough(
         settings=settings, base=base, tokens=tokens, weights=w, mask=mask, trace=trace, other_route=other,
         route_max_abs_diff=route_diff, dropout_p=p, keep=keep, row_sums=att.dropped_weights.sum(dim=-1),
@@ -378,35 +394,38 @@ def causal_panels(walk: CausalWalkthrough, stage: str) -> tuple[Panel, ...]:
     if stage == "scaled_scores":
         return (Panel("A = Q Kᵀ / √d_k", att.scaled_scores, rows, rows),)
     if stage == "mask":
-        return (Panel("M: 0 = may attend, −∞ (grey) = blocked. Click a cell to flip it.", walk.mask.additive,
-                      rows, rows),)
+        return (Panel(Message(N_("M: 0 = may attend, −∞ (grey) = blocked. Click a cell to flip it.")),
+                      walk.mask.additive, rows, rows),)
     if stage == "masked_scores":
         return (Panel("A' = A + M", att.masked_scores, rows, rows),)
     if stage == "weights":
-        return (Panel("softmax(A') — each row sums to 1 over its allowed keys", att.weights, rows, rows),)
+        return (Panel(Message(N_("softmax(A') — each row sums to 1 over its allowed keys")), att.weights, rows, rows),)
     if stage == "other_route":
         route = walk.other_route
         return (
-            Panel("1. softmax(A) over all keys", route.unmasked_weights, rows, rows, explained=False),
-            Panel("2. blocked weights set to 0", route.zeroed_weights, rows, rows, explained=False),
-            Panel("3. ÷ row sums: the same weights", route.weights, rows, rows),
+            Panel(Message(N_("1. softmax(A) over all keys")), route.unmasked_weights, rows, rows, explained=False),
+            Panel(Message(N_("2. blocked weights set to 0")), route.zeroed_weights, rows, rows, explained=False),
+            Panel(Message(N_("3. ÷ row sums: the same weights")), route.weights, rows, rows),
         )
     if stage == "dropout_mask":
-        return (Panel("D: 1 = kept, 0 = dropped", walk.keep.float(), rows, rows),)
+        return (Panel(Message(N_("D: 1 = kept, 0 = dropped")), walk.keep.float(), rows, rows),)
     if stage == "dropped_weights":
         sums = walk.row_sums.unsqueeze(-1)  # (T,) -> (T, 1)
         return (
-            Panel(f"weights ⊙ D × 1/(1 − p) = × {walk.scale:.4g}", att.dropped_weights, rows, rows),
-            Panel("row sums", sums, rows, ("sum",), col_title="", explained=False),
+            Panel(Message(N_("weights ⊙ D × 1/(1 − p) = × {scale}"), scale=f"{walk.scale:.4g}"), att.dropped_weights,
+                  rows, rows),
+            Panel(Message(N_("row sums")), sums, rows, (Message(N_("sum")),), col_title="", explained=False),
         )
     if stage == "output":
-        return (Panel("Z = weights · V: the context vectors", att.output, rows,
-                      tuple(dim_labels("c", att.output.shape[-1])), col_title="column"),)
+        return (Panel(Message(N_("Z = weights · V: the context vectors")), att.output, rows,
+                      tuple(dim_labels("c", att.output.shape[-1])), col_title=Message(N_("column"))),)
     raise KeyError(stage)
 
 
-def explain_causal(walk: CausalWalkthrough, stage: str, row: int, col: int) -> str:
+def explain_causal(walk: CausalWalkthrough, stage: str, row: int, col: int, tr: fm.Translate = Message) -> str:
     """One entry of a causal or dropout page stage, with its numbers in, as LaTeX.
+
+    ``tr`` puts the formula's words in the interface language (default: English; pages pass ``ui.i18n._``).
 
     Raises:
         KeyError: unknown stage. IndexError: (row, col) outside the stage's matrix.
@@ -420,18 +439,19 @@ def explain_causal(walk: CausalWalkthrough, stage: str, row: int, col: int) -> s
         return fm.scaled_score_entry_latex(row, col, att.query[row].tolist(), att.key[col].tolist(),
                                            att.query.shape[-1], float(att.scaled_scores[row, col]))
     if stage == "mask":
-        return fm.mask_entry_latex(row, col, allowed, walk.mask.reasons(row, col))
+        return fm.mask_entry_latex(row, col, allowed, tuple(tr(reason) for reason in walk.mask.reasons(row, col)))
     if stage == "masked_scores":
         return fm.masked_score_entry_latex(row, col, float(att.scaled_scores[row, col]), allowed)
     if stage == "weights":
-        return fm.masked_weight_entry_latex(row, col, att.masked_scores[row].tolist(), float(att.weights[row, col]))
+        return fm.masked_weight_entry_latex(row, col, att.masked_scores[row].tolist(), float(att.weights[row, col]),
+                                            tr=tr)
     if stage == "other_route":
         route = walk.other_route
         return fm.renormalised_entry_latex(row, col, route.unmasked_weights[row].tolist(),
-                                           route.attn_mask[row].tolist(), float(route.weights[row, col]))
+                                           route.attn_mask[row].tolist(), float(route.weights[row, col]), tr)
     if stage == "dropout_mask":
         return fm.dropout_mask_entry_latex(row, col, bool(walk.keep[row, col]), walk.settings.dropout_p,
-                                           walk.dropout_p > 0)
+                                           walk.dropout_p > 0, tr)
     if stage == "dropped_weights":
         return fm.dropped_weight_entry_latex(row, col, float(att.weights[row, col]), bool(walk.keep[row, col]),
                                              walk.dropout_p, float(att.dropped_weights[row, col]))
@@ -509,7 +529,7 @@ def _torch_mha_checks(trace: MultiHeadTrace, weights: Mapping[str, torch.Tensor]
     concat = per_head.transpose(0, 1).reshape(m, d_out)  # (h, m, hd) -> (m, h, hd) -> (m, d_out)
     checks.append(_compare(trace.output, concat @ weights["w_out"] + weights["b_out"],
                            "torch.nn.functional.scaled_dot_product_attention(Q_heads, K_heads, V_heads"
-                           + (", attn_mask=mask" if attn_mask is not None else "") + "), then concat · W_O + b_O"))
+                           + (", attn_mask=mask" if attn_mask is not None else "") + ") → concat · W_O + b_O"))
     d_model, d_kv = x_query.shape[-1], x_kv.shape[-1]
     if d_model != d_out:
         return checks
@@ -531,11 +551,15 @@ def _torch_mha_checks(trace: MultiHeadTrace, weights: Mapping[str, torch.Tensor]
                         attn_mask=None if attn_mask is None else ~attn_mask,  # torch's bool mask: True = NOT allowed
                         need_weights=True, average_attn_weights=False)
     keep = ~blocked  # nn.MultiheadAttention gives NaN for a query with every key blocked
-    note = "" if bool(keep.all()) else "rows with every key blocked left out (nn.MultiheadAttention gives NaN there)"
+    note = "" if bool(keep.all()) else Message(N_("rows with every key blocked left out (nn.MultiheadAttention "
+                                                  "gives NaN there)"))
     code = (f"torch.nn.MultiheadAttention({d_out}, num_heads={h}"
             + (f", kdim={d_kv}, vdim={d_kv}" if d_kv != d_out else "") + ", batch_first=True)")
-    checks.append(_compare(trace.output[keep], out[0][keep], code + " output", note))
-    checks.append(_compare(trace.weights[:, keep], attn[0][:, keep], code + " weights (average_attn_weights=False)",
+    # the call as code: [0] is the output, [1] the per-head weights
+    call = code + ("(x, x, x" if x_query is x_kv else "(x_dec, x_enc, x_enc") + (
+        ", attn_mask=~mask" if attn_mask is not None else "")
+    checks.append(_compare(trace.output[keep], out[0][keep], call + ")[0]", note))
+    checks.append(_compare(trace.weights[:, keep], attn[0][:, keep], call + ", average_attn_weights=False)[1]",
                            note))
     return checks
 
@@ -566,7 +590,7 @@ def build_multihead_walkthrough(settings: Settings, edits: Optional[Edits] = Non
     base = build_walkthrough(settings, _x_edits(edits))
     tokens, x = base.tokens, base.trace.x  # x: (T, D)
     t = len(tokens)
-    _check_context(t, settings.context_length, "The sentence")
+    _check_context(t, settings.context_length, "sentence")
     columns = head_columns(settings.d_out, settings.num_heads)  # raises if h does not divide d_out
     w = module_weights(settings.d_model, settings.d_out, settings.seed, out_proj=True)
     mask = build_mask(t, settings, edits.get(MASK_EDITS, {}))
@@ -578,9 +602,10 @@ def build_multihead_walkthrough(settings: Settings, edits: Optional[Edits] = Non
     notes: tuple[str, ...] = ()
     if settings.d_model != settings.d_out:
         notes = notes + (
-            f"torch.nn.MultiheadAttention needs queries as wide as d_out (its embed_dim); here d_model = "
-            f"{settings.d_model} ≠ d_out = {settings.d_out}, so the check uses scaled_dot_product_attention per "
-            "head. Set d_out = d_model to see it checked against nn.MultiheadAttention too.",
+            Message(N_("torch.nn.MultiheadAttention needs queries as wide as d_out (its embed_dim); here d_model = "
+                       "{d_model} ≠ d_out = {d_out}, so the check uses scaled_dot_product_attention per head. Set "
+                       "d_out = d_model to see it checked against nn.MultiheadAttention too."),
+                    d_model=settings.d_model, d_out=settings.d_out),
         )
     return MultiHeadWalkthrough(
         settings=settings, base=base, tokens=tokens, kv_tokens=tokens, x_query=x, x_kv=x, weights=w, mask=mask,
@@ -604,20 +629,21 @@ def encoder_inputs(settings: Settings, base: Walkthrough) -> tuple[tuple[str, ..
     """
     raw = tokenize(settings.encoder_sentence)
     if not raw:
-        raise InputError("The encoder sentence is empty: type a few words (the tokens the decoder looks at).",
+        raise InputError(N_("The encoder sentence is empty: type a few words (the tokens the decoder looks at)."),
                          field="encoder_sentence")
     if len(raw) > MAX_TOKENS:
         raise InputError(
-            f"The encoder sentence has {len(raw)} tokens; this page shows at most {MAX_TOKENS} "
-            f"(a grid of {MAX_TOKENS} × {MAX_TOKENS} numbers is the most that stays readable). Shorten it.",
-            field="encoder_sentence",
+            N_("The encoder sentence has {num_tokens} tokens; this page shows at most {max_tokens} "
+               "(a grid of {max_tokens} × {max_tokens} numbers is the most that stays readable). Shorten it."),
+            field="encoder_sentence", num_tokens=len(raw), max_tokens=MAX_TOKENS,
         )
     preset = PRESETS[settings.preset]
     if preset.vocabulary is not None or preset.table is not None:
         try:
             words, ids = base.vocabulary.encode(raw)
         except InputError as error:
-            raise InputError("Encoder sentence: " + error.message, field="encoder_sentence") from None
+            raise InputError(N_("Encoder sentence: {problem}"), field="encoder_sentence",
+                             problem=error.message) from None
         return words, base_matrices(settings, ids, base.vocabulary)["x"]
     extended = Vocabulary.from_tokens(base.tokens + raw)  # the decoder's words keep their ids
     words, ids = extended.encode(raw)
@@ -627,7 +653,7 @@ def encoder_inputs(settings: Settings, base: Walkthrough) -> tuple[tuple[str, ..
         # seed000_tables' generator, continued: the same draws, then `extra` more rows.
         g = torch.Generator().manual_seed(settings.seed)
         torch.randn(base.vocabulary.num_rows - 1, settings.d_model, generator=g)
-        for _ in range(3):
+        for _i in range(3):
             torch.randn(settings.d_model, settings.d_k, generator=g)
         torch.randn(1, settings.d_model, generator=g)
         table = torch.cat([table, torch.randn(extra, settings.d_model, generator=g)])
@@ -649,9 +675,9 @@ def build_cross_walkthrough(settings: Settings, edits: Optional[Edits] = None) -
     """
     edits = edits or {}
     base = build_walkthrough(settings, _x_edits(edits))
-    _check_context(len(base.tokens), settings.context_length, "The decoder sentence")
+    _check_context(len(base.tokens), settings.context_length, "decoder")
     enc_tokens, x_enc = encoder_inputs(settings, base)
-    _check_context(len(enc_tokens), settings.context_length, "The encoder sentence")
+    _check_context(len(enc_tokens), settings.context_length, "encoder")
     columns = head_columns(settings.d_out, settings.num_heads)
     x_dec = base.trace.x  # (m, D)
     w = module_weights(settings.d_model, settings.d_out, settings.seed, out_proj=True)
@@ -661,12 +687,14 @@ def build_cross_walkthrough(settings: Settings, edits: Optional[Edits] = None) -
     checks = _torch_mha_checks(trace, w, x_dec, x_enc, None, torch.zeros(m, dtype=torch.bool))
     notes = []
     if m != n:
-        notes.append(f"m = {m} decoder tokens attend to n = {n} encoder tokens: every head's weights are "
-                     f"{m} × {n}, not square, and each row still sums to 1 over the {n} encoder tokens.")
+        notes.append(Message(N_("m = {m} decoder tokens attend to n = {n} encoder tokens: every head's weights are "
+                                "{m} × {n}, not square, and each row still sums to 1 over the {n} encoder tokens."),
+                             m=m, n=n))
     if settings.d_model != settings.d_out:
-        notes.append(
-            f"torch.nn.MultiheadAttention needs queries as wide as d_out (its embed_dim); here d_model = "
-            f"{settings.d_model} ≠ d_out = {settings.d_out}, so the check uses scaled_dot_product_attention per head.")
+        notes.append(Message(
+            N_("torch.nn.MultiheadAttention needs queries as wide as d_out (its embed_dim); here d_model = "
+               "{d_model} ≠ d_out = {d_out}, so the check uses scaled_dot_product_attention per head."),
+            d_model=settings.d_model, d_out=settings.d_out))
     return MultiHeadWalkthrough(
         settings=settings, base=base, tokens=base.tokens, kv_tokens=enc_tokens, x_query=x_dec, x_kv=x_enc,
         weights=w, mask=None, trace=trace, columns=columns, shapes=_reshape_chain(m, settings.d_out,
@@ -682,58 +710,67 @@ def multihead_panels(walk: MultiHeadWalkthrough, stage: str) -> tuple[Panel, ...
     d_out, h, hd = tr.concat.shape[-1], tr.num_heads, tr.head_dim
     by_head = _head_labels(d_out, h)
     cross = walk.is_cross
-    q_title = "decoder token" if cross else "query token"
-    k_title = "encoder token" if cross else "key token"
+    token, dimension, by_column = Message(N_("token")), Message(N_("dimension")), Message(N_("head · column"))
+    decoder_token, encoder_token = Message(N_("decoder token")), Message(N_("encoder token"))
+    q_title = decoder_token if cross else Message(N_("query token"))
+    k_title = encoder_token if cross else Message(N_("key token"))
     span = lambda r: f"{walk.columns[r].start + 1}–{walk.columns[r].stop}" if hd > 1 else f"{walk.columns[r].start + 1}"  # noqa: E731
 
-    def per_head(matrix: torch.Tensor, title: str, cols: Optional[tuple[str, ...]], col_title: str) -> tuple[Panel, ...]:
-        # cols None: head r's columns are labelled by the columns of the d_out-wide matrix they come from / go to
-        return tuple(Panel(title.format(r=r + 1, span=span(r)), matrix[r], rows,
-                           cols if cols is not None else tuple(f"col {j + 1}" for j in walk.columns[r]),
+    def per_head(matrix: torch.Tensor, title: str, cols: Optional[tuple[str, ...]], col_title: str,
+                 **params) -> tuple[Panel, ...]:
+        # title: a template with {r} (the head) and {span} (its columns); cols None: head r's columns are
+        # labelled by the columns of the d_out-wide matrix they come from / go to
+        return tuple(Panel(Message(title, r=r + 1, span=span(r), **params), matrix[r], rows,
+                           cols if cols is not None else tuple(Message(N_("col {j}"), j=j + 1) for j in walk.columns[r]),
                            q_title, col_title, head=r)
                      for r in range(h))
 
     d_model = walk.x_query.shape[-1]
     if stage == "inputs":
         if cross:
-            return (Panel("X_dec: the decoder's tokens (queries)", walk.x_query, rows, tuple(dim_labels("d", d_model)),
-                          "decoder token", "dimension"),
-                    Panel("X_enc: the encoder's tokens (keys, values)", walk.x_kv, kv_rows,
-                          tuple(dim_labels("d", d_model)), "encoder token", "dimension", explained=False))
-        return (Panel("X", walk.x_query, rows, tuple(dim_labels("d", d_model)), "token", "dimension"),)
+            return (Panel(Message(N_("X_dec: the decoder's tokens (queries)")), walk.x_query, rows,
+                          tuple(dim_labels("d", d_model)), decoder_token, dimension),
+                    Panel(Message(N_("X_enc: the encoder's tokens (keys, values)")), walk.x_kv, kv_rows,
+                          tuple(dim_labels("d", d_model)), encoder_token, dimension, explained=False))
+        return (Panel("X", walk.x_query, rows, tuple(dim_labels("d", d_model)), token, dimension),)
     if stage in ("projections", "query"):
-        panels = [Panel("Q = X W_q: columns grouped by head", tr.query, rows, by_head, q_title, "head · column")]
+        panels = [Panel(Message(N_("Q = X W_q: columns grouped by head")), tr.query, rows, by_head, q_title, by_column)]
         if stage == "projections":
-            panels += [Panel("K = X W_k", tr.key, rows, by_head, "token", "head · column", explained=False),
-                       Panel("V = X W_v", tr.value, rows, by_head, "token", "head · column", explained=False)]
+            panels += [Panel("K = X W_k", tr.key, rows, by_head, token, by_column, explained=False),
+                       Panel("V = X W_v", tr.value, rows, by_head, token, by_column, explained=False)]
         return tuple(panels)
     if stage == "key":
-        return (Panel("K = X_enc W_k", tr.key, kv_rows, by_head, "encoder token", "head · column"),)
+        return (Panel("K = X_enc W_k", tr.key, kv_rows, by_head, encoder_token, by_column),)
     if stage == "value":
-        return (Panel("V = X_enc W_v", tr.value, kv_rows, by_head, "encoder token", "head · column"),)
+        return (Panel("V = X_enc W_v", tr.value, kv_rows, by_head, encoder_token, by_column),)
     if stage == "split":
-        return per_head(tr.query_heads, "Q_{r} = Q's columns {span}", None, "column of Q")
+        return per_head(tr.query_heads, N_("Q_{r} = Q's columns {span}"), None, Message(N_("column of Q")))
     if stage == "scaled_scores":
-        return per_head(tr.attention.scaled_scores, "head {r}: Q_{r} K_{r}ᵀ / √" + str(hd), kv_rows, k_title)
+        return per_head(tr.attention.scaled_scores, N_("head {r}: Q_{r} K_{r}ᵀ / √{hd}"), kv_rows, k_title, hd=hd)
     if stage == "masked_scores":
-        return per_head(tr.attention.masked_scores, "head {r}: + M", kv_rows, k_title)
+        return per_head(tr.attention.masked_scores, N_("head {r}: + M"), kv_rows, k_title)
     if stage == "weights":
-        return per_head(tr.attention.weights, "head {r}: weights", kv_rows, k_title)
+        return per_head(tr.attention.weights, N_("head {r}: weights"), kv_rows, k_title)
     if stage == "head":
-        return per_head(tr.attention.output, "head {r}: context vectors → Concat's columns {span}", None,
-                        "column of Concat")
+        return per_head(tr.attention.output, N_("head {r}: context vectors → Concat's columns {span}"), None,
+                        Message(N_("column of Concat")))
     if stage == "concat":
-        return (Panel("C = Concat(head_1, …, head_h)", tr.concat, rows, by_head, q_title, "head · column"),)
+        return (Panel("C = Concat(head_1, …, head_h)", tr.concat, rows, by_head, q_title, by_column),)
     if stage == "output":
         out_cols = tuple(dim_labels("o", tr.output.shape[-1]))
-        return (Panel("O = C W_O + b_O", tr.output, rows, out_cols, q_title, "column"),
-                Panel("W_O", tr.w_out, by_head, out_cols, "row of W_O (= column of C)", "column", explained=False),
-                Panel("b_O", tr.b_out.unsqueeze(0), ("b_O",), out_cols, "", "column", explained=False))
+        column = Message(N_("column"))
+        return (Panel("O = C W_O + b_O", tr.output, rows, out_cols, q_title, column),
+                Panel("W_O", tr.w_out, by_head, out_cols, Message(N_("row of W_O (= column of C)")), column,
+                      explained=False),
+                Panel("b_O", tr.b_out.unsqueeze(0), ("b_O",), out_cols, "", column, explained=False))
     raise KeyError(stage)
 
 
-def explain_multihead(walk: MultiHeadWalkthrough, stage: str, row: int, col: int, head: int) -> str:
+def explain_multihead(walk: MultiHeadWalkthrough, stage: str, row: int, col: int, head: int,
+                      tr: fm.Translate = Message) -> str:
     """One entry of a multi-head or cross-attention stage, with its numbers in, as LaTeX.
+
+    ``tr`` puts the formula's words in the interface language (default: English; pages pass ``ui.i18n._``).
 
     Raises:
         KeyError: unknown stage. IndexError: (row, col, head) outside the stage's matrices.
@@ -767,7 +804,7 @@ def explain_multihead(walk: MultiHeadWalkthrough, stage: str, row: int, col: int
                                            att.attn_mask is None or bool(att.attn_mask[row, col]), head)
     if stage == "weights":
         return fm.masked_weight_entry_latex(row, col, att.masked_scores[row].tolist(), float(att.weights[row, col]),
-                                            head)
+                                            head, tr)
     if stage == "head":
         return fm.weighted_sum_entry_latex(row, col, att.dropped_weights[row].tolist(), att.value[:, col].tolist(),
                                            float(att.output[row, col]), head=head)

@@ -12,9 +12,20 @@ from typing import Sequence
 import pandas as pd
 import streamlit as st
 
+from attention_core.errors import Message
 from attention_core.walkthrough_multihead import MASK_EDITS, MaskParts, Panel, TorchCheck
 
 from . import state, widgets
+from .i18n import _
+
+
+def app_text(text: str) -> str:
+    """A title or label from attention_core: app text (a Message) translated, math and tokens as they are."""
+    return _(text) if isinstance(text, Message) else text
+
+
+def _labels(labels: Sequence[str]) -> list[str]:
+    return [app_text(label) for label in labels]
 
 
 def _select(head: int, row: int, col: int) -> None:
@@ -40,12 +51,13 @@ def panels(items: Sequence[Panel], *, key: str, entry: tuple[int, int], head: in
         columns = [st.container()] if single else st.columns(widths)
         for n, (column, panel) in enumerate(zip(columns, chunk)):
             with column:
-                st.markdown(f"**{panel.title}**")
+                st.markdown(f"**{app_text(panel.title)}**")
                 chosen = panel.explained and (panel.head is None or panel.head == head)
                 on_cell = None if panel.head is None else functools.partial(_select, panel.head)
-                widgets.heatmap(panel.matrix, panel.row_labels, panel.col_labels, key=f"{key}_{start + n}",
-                                selected=entry if chosen else None, clickable=panel.explained,
-                                row_title=panel.row_title, col_title=panel.col_title, on_cell=on_cell,
+                widgets.heatmap(panel.matrix, _labels(panel.row_labels), _labels(panel.col_labels),
+                                key=f"{key}_{start + n}", selected=entry if chosen else None,
+                                clickable=panel.explained, row_title=app_text(panel.row_title),
+                                col_title=app_text(panel.col_title), on_cell=on_cell,
                                 legend=single, row_axis=n == 0 or panel.row_labels != chunk[0].row_labels)
 
 
@@ -63,14 +75,14 @@ def mask_grid(mask: MaskParts, labels: Sequence[str], *, entry: tuple[int, int])
     allowed = mask.attn_mask.tolist()
     version = state.editor_version(MASK_EDITS)
     widgets.heatmap(mask.additive, labels, labels, key=f"mask_grid_{len(labels)}_{version}", selected=entry,
-                    clickable=True, row_title="query token", col_title="key token",
+                    clickable=True, row_title=_("query token"), col_title=_("key token"),
                     on_cell=functools.partial(flip_mask_cell, allowed))
     left, right = st.columns([1, 3])
-    left.button("Reset the mask", key="mask_reset", on_click=state.reset_matrix, args=(MASK_EDITS,),
-                disabled=not mask.edited, help="Forget the cells you flipped; keep the causal and padding masks.")
-    right.caption(f"{len(mask.edited)} cell(s) flipped by you." if mask.edited else
-                  "Click any cell to flip it between allowed (0) and blocked (−∞).")
-    with st.expander("The same mask as checkboxes (ticked = may attend)"):
+    left.button(_("Reset the mask"), key="mask_reset", on_click=state.reset_matrix, args=(MASK_EDITS,),
+                disabled=not mask.edited, help=_("Forget the cells you flipped; keep the causal and padding masks."))
+    right.caption(_("{n} cell(s) flipped by you.", n=len(mask.edited)) if mask.edited else
+                  _("Click any cell to flip it between allowed (0) and blocked (−∞)."))
+    with st.expander(_("The same mask as checkboxes (ticked = may attend)")):
         frame = pd.DataFrame(allowed, index=list(labels), columns=list(labels))
         editor_key = f"mask_boxes_{len(labels)}_{version}"
         st.data_editor(
@@ -95,15 +107,15 @@ def checks(items: Sequence[TorchCheck]) -> None:
     for check in items:
         widgets.torch_check(check.max_abs_diff, check.matches, check.reference)
         if check.note:
-            st.caption(f"Compared: {check.note}.")
+            st.caption(_("Compared: {what}.", what=app_text(check.note)))
 
 
 def notes(warnings: Sequence[str], remarks: Sequence[str] = ()) -> None:
     """Warnings and remarks from attention_core (they may contain the user's tokens, so escaped)."""
     for text in warnings:
-        st.warning(widgets.md_escape(text), icon=":material/block:")
+        st.warning(widgets.md_escape(app_text(text)), icon=":material/block:")
     for text in remarks:
-        st.info(widgets.md_escape(text), icon=":material/info:")
+        st.info(widgets.md_escape(app_text(text)), icon=":material/info:")
 
 
 def entry_pickers(panel: Panel, row: int, col: int, *, num_heads: int = 0, head_disabled: bool = False) -> None:
@@ -114,15 +126,18 @@ def entry_pickers(panel: Panel, row: int, col: int, *, num_heads: int = 0, head_
     """
     columns = st.columns(3 if num_heads else 2)
     with columns[0]:
-        state.bind(st.selectbox, "Row", "entry_row", options=list(range(len(panel.row_labels))),
+        state.bind(st.selectbox, _("Row"), "entry_row", options=list(range(len(panel.row_labels))),
                    format_func=lambda i: str(i + 1))
     with columns[1]:
-        state.bind(st.selectbox, "Column", "entry_col", options=list(range(len(panel.col_labels))),
+        state.bind(st.selectbox, _("Column"), "entry_col", options=list(range(len(panel.col_labels))),
                    format_func=lambda j: str(j + 1))
     if num_heads:
         with columns[2]:
-            state.bind(st.selectbox, "Head", "head", options=list(range(num_heads)),
+            state.bind(st.selectbox, _("Head"), "head", options=list(range(num_heads)),
                        format_func=lambda r: str(r + 1), disabled=head_disabled)
-    st.caption(f"Row {row + 1}: **{widgets.md_escape(panel.row_labels[row])}** ({panel.row_title}), "
-               f"column {col + 1}: **{widgets.md_escape(panel.col_labels[col])}** ({panel.col_title or 'column'}). "
-               "Or click a cell of the heatmap.")
+    st.caption(_("Row {row}: **{row_label}** ({row_title}), column {col}: **{col_label}** ({col_title}). "
+                 "Or click a cell of the heatmap.",
+                 row=row + 1, row_label=widgets.md_escape(app_text(panel.row_labels[row])),
+                 row_title=app_text(panel.row_title) or _("row"),
+                 col=col + 1, col_label=widgets.md_escape(app_text(panel.col_labels[col])),
+                 col_title=app_text(panel.col_title) or _("column")))
