@@ -8,14 +8,15 @@ from attention_core.errors import InputError
 from attention_core.formulas import entry_latex, entry_of
 from attention_core.walkthrough import build_walkthrough, dim_labels, token_labels
 from ui import experiments, state, widgets
+from ui.i18n import _
 
-st.title("Additive vs dot-product scoring")
-st.markdown(
+st.title(_("Additive vs dot-product scoring"))
+st.markdown(_(
     "Attention needs a score a(q, k) for every query–key pair. There are two classic choices (seed 003 §1.3): "
     "the **dot product** (scaled by √d_k, as in the Transformer) and **additive** attention (Bahdanau et al. "
     "2015), a tiny one-hidden-layer network with its own weights. Both run here on the same queries and keys: "
     "Q and K of the self-attention page."
-)
+))
 widgets.show_messages()
 
 settings = state.settings()
@@ -34,14 +35,15 @@ if settings.additive_row >= n_tokens or settings.additive_col >= n_tokens:
 
 c1, c2, c3 = st.columns([1, 1, 2])
 with c1:
-    state.bind(st.number_input, "Hidden size h", "additive_hidden", step=1,
-               help=f"{additive.MIN_HIDDEN} to {additive.MAX_HIDDEN}: the width of the additive scorer's hidden layer.")
+    state.bind(st.number_input, _("Hidden size h"), "additive_hidden", step=1,
+               help=_("{low} to {high}: the width of the additive scorer's hidden layer.",
+                      low=additive.MIN_HIDDEN, high=additive.MAX_HIDDEN))
 with c2:
-    state.bind(st.number_input, "Seed of W_q, W_k, w_v", "experiment_seed", step=1,
-               help="The additive scorer's own weights, drawn like nn.Linear's (uniform ± 1/√fan_in).")
+    state.bind(st.number_input, _("Seed of W_q, W_k, w_v"), "experiment_seed", step=1,
+               help=_("The additive scorer's own weights, drawn like nn.Linear's (uniform ± 1/√fan_in)."))
 with c3:
-    st.markdown(f"**Sentence:** {widgets.md_escape(settings.sentence)}  \nQ and K: {n_tokens} × {d_k} "
-                "(change them on the self-attention page).")
+    st.markdown(_("**Sentence:** {sentence}  \nQ and K: {n} × {d_k} (change them on the self-attention page).",
+                  sentence=widgets.md_escape(settings.sentence), n=n_tokens, d_k=d_k))
 
 params = additive.seeded_additive_weights(d_k, d_k, settings.additive_hidden,
                                           torch.Generator().manual_seed(settings.experiment_seed))
@@ -51,94 +53,96 @@ i, j = settings.additive_row, settings.additive_col
 
 dot_col, add_col = st.columns(2)
 with dot_col:
-    st.subheader("Scaled dot product")
+    st.subheader(_("Scaled dot product"))
     for line in additive.dot_product_latex():
         st.latex(line)
-    st.markdown("No weights of its own. The scores grow with d_k, hence the ÷ √d_k.")
+    st.markdown(_("No weights of its own. The scores grow with d_k, hence the ÷ √d_k."))
 with add_col:
-    st.subheader("Additive")
+    st.subheader(_("Additive"))
     for line in additive.additive_latex():
         st.latex(line)
-    st.markdown(f"Own weights: W_q, W_k (h × d_k = {h} × {d_k}) and w_v (h = {h}). tanh keeps each hidden unit "
-                "in (−1, 1), so |a| ≤ Σ|w_v,l| and no scaling is needed; q and k may even have different widths.")
+    st.markdown(_("Own weights: W_q, W_k (h × d_k = {h} × {d_k}) and w_v (h = {h}). tanh keeps each hidden unit "
+                  "in (−1, 1), so |a| ≤ Σ|w_v,l| and no scaling is needed; q and k may even have different widths.",
+                  h=h, d_k=d_k))
 
-st.header("The two weight matrices, side by side")
-st.caption("Both on one colour scale. Click a cell of either to explain that query–key pair below.")
+st.header(_("The two weight matrices, side by side"))
+st.caption(_("Both on one colour scale. Click a cell of either to explain that query–key pair below."))
 (left, right), stacked = experiments.side_by_side([experiments.heatmap_width(n_tokens),
                                                    experiments.heatmap_width(n_tokens, row_labels=False)])
 shared = float(max(att.weights.max(), trace.weights.max()))  # one colour scale for both
 with left:
-    st.markdown("**softmax(Q Kᵀ / √d_k)**, dot product")
+    st.markdown(_("**softmax(Q Kᵀ / √d_k)**, dot product"))
     widgets.heatmap(att.weights, rows, rows, key="add_dot_weights", clickable=True, selected=(i, j),
-                    row_title="query token", col_title="key token", legend=False, scale_max=shared,
+                    row_title=_("query token"), col_title=_("key token"), legend=False, scale_max=shared,
                     on_cell=lambda r, c: state.update(additive_row=r, additive_col=c))
 with right:
-    st.markdown("**softmax(a(Q, K))**, additive")
+    st.markdown(_("**softmax(a(Q, K))**, additive"))
     widgets.heatmap(trace.weights, rows, rows, key="add_add_weights", clickable=True, selected=(i, j),
-                    row_title="query token", col_title="key token", legend=False, row_axis=stacked, scale_max=shared,
+                    row_title=_("query token"), col_title=_("key token"), legend=False, row_axis=stacked, scale_max=shared,
                     on_cell=lambda r, c: state.update(additive_row=r, additive_col=c))
 agree = (att.weights.argmax(-1) == trace.weights.argmax(-1)).sum().item()
-st.markdown(f"The two scorers pick the same favourite key for {agree} of {n_tokens} queries. They are different "
-            "functions: neither is “right” — training would shape W_q, W_k, w_v (and the projections) to "
-            "make the additive scores useful.")
+st.markdown(_("The two scorers pick the same favourite key for {agree} of {n} queries. They are different "
+              "functions: neither is “right” — training would shape W_q, W_k, w_v (and the projections) to "
+              "make the additive scores useful.", agree=agree, n=n_tokens))
 
-st.header("Additive scoring, step by step")
+st.header(_("Additive scoring, step by step"))
 hidden_labels = dim_labels("u", h)
-(s1, s2, s3), _ = experiments.side_by_side([experiments.heatmap_width(d_k), experiments.heatmap_width(d_k),
+(s1, s2, s3), _stacked = experiments.side_by_side([experiments.heatmap_width(d_k), experiments.heatmap_width(d_k),
                                             experiments.heatmap_width(1)])
 with s1:
-    st.markdown("**1. W_q** (h × d_k)")
-    widgets.heatmap(params.w_query, hidden_labels, dim_labels("c", d_k), key="add_wq", row_title="hidden unit",
-                    col_title="column of q", legend=False)
+    st.markdown(_("**1. W_q** (h × d_k)"))
+    widgets.heatmap(params.w_query, hidden_labels, dim_labels("c", d_k), key="add_wq", row_title=_("hidden unit"),
+                    col_title=_("column of q"), legend=False)
 with s2:
     st.markdown("**W_k** (h × d_k)")
-    widgets.heatmap(params.w_key, hidden_labels, dim_labels("c", d_k), key="add_wk", row_title="hidden unit",
-                    col_title="column of k", legend=False)
+    widgets.heatmap(params.w_key, hidden_labels, dim_labels("c", d_k), key="add_wk", row_title=_("hidden unit"),
+                    col_title=_("column of k"), legend=False)
 with s3:
     st.markdown("**w_v** (h)")
-    widgets.heatmap(params.w_v.unsqueeze(1), hidden_labels, ["w_v"], key="add_wv", row_title="hidden unit",
+    widgets.heatmap(params.w_v.unsqueeze(1), hidden_labels, ["w_v"], key="add_wv", row_title=_("hidden unit"),
                     legend=False)
-(s1, s2), _ = experiments.side_by_side([experiments.heatmap_width(h)] * 2)
+(s1, s2), _stacked = experiments.side_by_side([experiments.heatmap_width(h)] * 2)
 with s1:
-    st.markdown("**2. Each query mapped: Q W_qᵀ** (row i is W_q q_i)")
-    widgets.heatmap(trace.query_features, rows, hidden_labels, key="add_qf", row_title="query token",
-                    col_title="hidden unit", legend=False)
+    st.markdown(_("**2. Each query mapped: Q W_qᵀ** (row i is W_q q_i)"))
+    widgets.heatmap(trace.query_features, rows, hidden_labels, key="add_qf", row_title=_("query token"),
+                    col_title=_("hidden unit"), legend=False)
 with s2:
-    st.markdown("**Each key mapped: K W_kᵀ** (row j is W_k k_j)")
-    widgets.heatmap(trace.key_features, rows, hidden_labels, key="add_kf", row_title="key token",
-                    col_title="hidden unit", legend=False)
-(s1, s2), _ = experiments.side_by_side([experiments.heatmap_width(h), experiments.heatmap_width(n_tokens)])
+    st.markdown(_("**Each key mapped: K W_kᵀ** (row j is W_k k_j)"))
+    widgets.heatmap(trace.key_features, rows, hidden_labels, key="add_kf", row_title=_("key token"),
+                    col_title=_("hidden unit"), legend=False)
+(s1, s2), _stacked = experiments.side_by_side([experiments.heatmap_width(h), experiments.heatmap_width(n_tokens)])
 with s1:
-    st.markdown(f"**3. tanh(W_q q_{i + 1} + W_k k_j)** for query {widgets.md_escape(rows[i])} and every key j")
-    widgets.heatmap(trace.hidden[i], rows, hidden_labels, key="add_hidden", row_title="key token",
-                    col_title="hidden unit", legend=False)
+    st.markdown(_("**3. tanh(W_q q_{i} + W_k k_j)** for query {query} and every key j", i=i + 1,
+                  query=widgets.md_escape(rows[i])))
+    widgets.heatmap(trace.hidden[i], rows, hidden_labels, key="add_hidden", row_title=_("key token"),
+                    col_title=_("hidden unit"), legend=False)
 with s2:
-    st.markdown("**4. Scores a(q_i, k_j) = tanh(…) · w_v**")
+    st.markdown(_("**4. Scores a(q_i, k_j) = tanh(…) · w_v**"))
     widgets.heatmap(trace.scores, rows, rows, key="add_scores", clickable=True, selected=(i, j),
-                    row_title="query token", col_title="key token", legend=False,
+                    row_title=_("query token"), col_title=_("key token"), legend=False,
                     on_cell=lambda r, c: state.update(additive_row=r, additive_col=c))
 
-st.header("One pair explained with its numbers")
+st.header(_("One pair explained with its numbers"))
 r1, r2 = st.columns(2)
 with r1:
-    state.bind(st.selectbox, "Query", "additive_row", options=list(range(n_tokens)), format_func=lambda k: rows[k])
+    state.bind(st.selectbox, _("Query"), "additive_row", options=list(range(n_tokens)), format_func=lambda k: rows[k])
 with r2:
-    state.bind(st.selectbox, "Key", "additive_col", options=list(range(n_tokens)), format_func=lambda k: rows[k])
+    state.bind(st.selectbox, _("Key"), "additive_col", options=list(range(n_tokens)), format_func=lambda k: rows[k])
 u_text, c_text, a_text = additive.additive_entry_latex(trace, i, j)
-st.markdown(f"**Additive**, query {widgets.md_escape(rows[i])} and key {widgets.md_escape(rows[j])}: map both "
-            "into the hidden space, add, squash with tanh, weigh with w_v")
+st.markdown(_("**Additive**, query {query} and key {key}: map both into the hidden space, add, squash with tanh, "
+              "weigh with w_v", query=widgets.md_escape(rows[i]), key=widgets.md_escape(rows[j])))
 u_col, c_col = st.columns(2)
 u_col.latex(u_text)
 c_col.latex(c_text)
 st.latex(a_text)
-st.markdown("**Scaled dot product**, the same pair")
+st.markdown(_("**Scaled dot product**, the same pair"))
 st.latex(entry_latex(entry_of(walk.trace, "scores", i, j)))
 st.latex(entry_latex(entry_of(walk.trace, "scaled_scores", i, j)))
 
 loop = torch.tensor(additive.additive_scores_loop(att.query, att.key, params), dtype=torch.float64)
 loop_diff = float((trace.scores.double() - loop).abs().max())
-experiments.check_line(f"Additive scores against a plain Python loop over i, j and the hidden units: "
-                       f"max |difference| = {loop_diff:.1e}", loop_diff < 1e-5)
+experiments.check_line(_("Additive scores against a plain Python loop over i, j and the hidden units: "
+                         "max |difference| = {diff}", diff=f"{loop_diff:.1e}"), loop_diff < 1e-5)
 widgets.torch_check(walk.torch_max_abs_diff, walk.torch_matches,
                     "torch.nn.functional.scaled_dot_product_attention(Q, K, V)")
 experiments.show_code(additive.additive_attention)

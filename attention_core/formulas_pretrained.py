@@ -24,25 +24,31 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 
 import sympy as sp
 
 from . import formulas
+from .errors import N_, Message
 from .pretrained import HeadStep
 
-#: One head's step-through, in order: key -> title.
+#: One head's step-through, in order: key -> title (marked for translation; the stepper translates it).
 HEAD_STAGES: dict[str, str] = {
-    "inputs": "Layer input X (hidden states)",
-    "query": "Queries Q = X W_q + b_q",
-    "key": "Keys K = X W_k + b_k",
-    "value": "Values V = X W_v + b_v",
-    "scores": "Scores Q Kᵀ",
-    "scaled_scores": "Scaled scores ÷ √d_k",
-    "mask": "Padding mask M",
-    "masked_scores": "Masked scores + M",
-    "weights": "Weights: softmax",
-    "output": "Output: weights · V",
+    "inputs": N_("Layer input X (hidden states)"),
+    "query": N_("Queries Q = X W_q + b_q"),
+    "key": N_("Keys K = X W_k + b_k"),
+    "value": N_("Values V = X W_v + b_v"),
+    "scores": N_("Scores Q Kᵀ"),
+    "scaled_scores": N_("Scaled scores ÷ √d_k"),
+    "mask": N_("Padding mask M"),
+    "masked_scores": N_("Masked scores + M"),
+    "weights": N_("Weights: softmax"),
+    "output": N_("Output: weights · V"),
 }
+
+#: How a word gets into a formula in the interface language: ``tr(template, **params)`` (the page
+#: passes ``ui.i18n._``; the default keeps the English). Written with ``formulas.latex_text``.
+Translate = Callable[..., str]
 
 #: An entry's sum is written out in full up to this many terms, else first 3 ⋯ last 2.
 MAX_TERMS = 6
@@ -106,13 +112,29 @@ def _element_formula(stage: str, i=_i, j=_j) -> sp.Expr:
     raise KeyError(stage)
 
 
-@lru_cache(maxsize=None)
-def head_general_latex(stage: str) -> tuple[str, str]:
+def _cases_words(text: str, tr: Translate) -> str:
+    r"""sympy's words in a Piecewise (``\text{for}``, ``\text{otherwise}``) in the interface language."""
+    return (text.replace(r"\text{for}", formulas.latex_text(str(tr(N_("for")))))
+            .replace(r"\text{otherwise}", formulas.latex_text(str(tr(N_("otherwise"))))))
+
+
+def head_general_latex(stage: str, tr: Translate = Message) -> tuple[str, str]:
     """The (matrix form, element form) of a stage, as LaTeX.
+
+    Args:
+        stage: a key of :data:`HEAD_STAGES`.
+        tr: puts the words of the formula in the interface language (default: English).
 
     Raises:
         KeyError: for a stage not in :data:`HEAD_STAGES`.
     """
+    matrix, element = _head_general_latex(stage)
+    return matrix, _cases_words(element, tr)
+
+
+@lru_cache(maxsize=None)
+def _head_general_latex(stage: str) -> tuple[str, str]:
+    """:func:`head_general_latex` in English (constant per stage, so cached)."""
     if stage not in HEAD_STAGES:
         raise KeyError(stage)
     if stage in ("scores", "scaled_scores"):
@@ -230,22 +252,27 @@ def _num(value: float) -> sp.Expr:
     return sp.UnevaluatedExpr(sp.Float(value, 4))
 
 
-def _elided(terms: list[str]) -> tuple[str, str]:
+def _elided(terms: list[str], tr: Translate) -> tuple[str, str]:
     """(``t1 + t2 + t3 + ⋯ + t_{k-1} + t_k``, a note with the count) or (every term, "") when few."""
     if len(terms) <= MAX_TERMS:
         return " + ".join(terms), ""
     return (" + ".join(terms[:3]) + r" + \cdots + " + " + ".join(terms[-2:]),
-            r"\qquad\text{(%d terms)}" % len(terms))
+            r"\qquad" + formulas.latex_text(str(tr(N_("({n} terms)"), n=len(terms)))))
 
 
 def _products(left, right) -> list[str]:
     return [sp.latex(sp.Mul(_num(a), _num(b), evaluate=False), mul_symbol="dot") for a, b in zip(left, right)]
 
 
-def head_entry_latex(entry: HeadEntry) -> str:
+def head_entry_latex(entry: HeadEntry, tr: Translate = Message) -> str:
     """The element formula of ``entry`` with its numbers substituted, and the result.
 
     Long sums show their first three and last two terms; indices are 1-based.
+
+    Args:
+        entry: from :func:`head_entry_of`.
+        tr: puts the words of the formula (the count of an elided sum, the mask's note) in the
+            interface language (default: English); the page passes ``ui.i18n._``.
     """
     i, j = entry.row + 1, entry.col + 1
     result = sp.latex(_num(entry.value)) if math.isinf(entry.value) or entry.value == 0 else sp.latex(
@@ -260,20 +287,21 @@ def head_entry_latex(entry: HeadEntry) -> str:
     if entry.stage == "inputs":
         numbers = None
     elif entry.stage == "mask":
-        numbers = r"%s\quad\text{(token %d is %s)}" % (
-            "0" if entry.key_is_real else r"-\infty", j, "a real token" if entry.key_is_real else "[PAD]")
+        note_text = (tr(N_("(token {j} is a real token)"), j=j) if entry.key_is_real
+                     else tr(N_("(token {j} is [PAD])"), j=j))
+        numbers = r"%s\quad%s" % ("0" if entry.key_is_real else r"-\infty", formulas.latex_text(str(note_text)))
         lhs, general_rhs = general_tex.split(" = ", 1)
-        return r"\begin{aligned} %s &= %s \\ &= %s \end{aligned}" % (lhs, general_rhs, numbers)
+        return r"\begin{aligned} %s &= %s \\ &= %s \end{aligned}" % (lhs, _cases_words(general_rhs, tr), numbers)
     elif entry.stage == "scaled_scores":
         numbers = r"\frac{%s}{\sqrt{%d}}" % (sp.latex(_num(entry.left[0])), entry.d_k)
     elif entry.stage == "masked_scores":
         numbers = "%s + (%s)" % (sp.latex(_num(entry.left[0])), sp.latex(_num(entry.left[1])))
     elif entry.stage == "weights":
         exps = [sp.latex(sp.exp(_num(a), evaluate=False)) for a in entry.left]
-        denominator, note = _elided(exps)
+        denominator, note = _elided(exps, tr)
         numbers = r"\frac{%s}{%s}" % (exps[entry.col], denominator)
     else:
-        numbers, note = _elided(_products(entry.left, entry.right))
+        numbers, note = _elided(_products(entry.left, entry.right), tr)
         if entry.stage in _W:
             numbers += " + (%s)" % sp.latex(_num(entry.bias))
     lhs, general_rhs = general_tex.split(" = ", 1)

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .errors import InputError
+from .errors import N_, InputError
 from .functional import SelfAttentionTrace, self_attention
 
 #: The largest side of an image on the page (uploads are downscaled to fit).
@@ -42,8 +42,8 @@ UPLOAD_TYPES = ("png", "jpg", "jpeg")
 
 #: Token features: key -> label.
 FEATURES: dict[str, str] = {
-    "rgb": "the colour itself: Q = K = V = X (D = 3)",
-    "projected": "projected: Q = X W_q, K = X W_k with seeded W (3 × d_k); V = X",
+    "rgb": N_("the colour itself: Q = K = V = X (D = 3)"),
+    "projected": N_("projected: Q = X W_q, K = X W_k with seeded W (3 × d_k); V = X"),
 }
 
 RGB = tuple[int, int, int]
@@ -91,10 +91,10 @@ def _shapes(r: int, c: int, n: int) -> RGB:
 
 #: Built-in images: key -> (label, pixels (PATTERN_SIDE, PATTERN_SIDE, 3) uint8).
 PATTERNS: dict[str, tuple[str, Callable[[], torch.Tensor]]] = {
-    "smiley": ("Smiley", lambda: _pattern(_smiley)),
-    "shapes": ("Red and blue shapes", lambda: _pattern(_shapes)),
-    "checkerboard": ("Checkerboard", lambda: _pattern(_checkerboard)),
-    "gradient": ("Colour gradient", lambda: _pattern(_gradient)),
+    "smiley": (N_("Smiley"), lambda: _pattern(_smiley)),
+    "shapes": (N_("Red and blue shapes"), lambda: _pattern(_shapes)),
+    "checkerboard": (N_("Checkerboard"), lambda: _pattern(_checkerboard)),
+    "gradient": (N_("Colour gradient"), lambda: _pattern(_gradient)),
 }
 
 
@@ -105,7 +105,8 @@ def pattern(key: str) -> torch.Tensor:
         InputError: unknown key.
     """
     if key not in PATTERNS:
-        raise InputError(f"Unknown image “{key}”; pick one of {', '.join(PATTERNS)}.", field="image_source")
+        raise InputError(N_("Unknown image “{key}”; pick one of {choices}."), field="image_source",
+                         key=key, choices=", ".join(PATTERNS))
     return PATTERNS[key][1]()
 
 
@@ -163,29 +164,33 @@ def load_upload(data: bytes, filename: str, max_side: int = MAX_SIDE) -> Uploade
 
     suffix = PurePath(filename or "").suffix.lower().lstrip(".")
     if suffix not in UPLOAD_TYPES:
-        raise InputError(f"Only PNG and JPEG images can be used (.png, .jpg, .jpeg); this file is "
-                         f"“.{suffix}”." if suffix else "Only PNG and JPEG images can be used (.png, .jpg, .jpeg); "
-                         "this file has no extension.", field="image_upload")
-    if not data:
-        raise InputError("The file is empty.", field="image_upload")
-    if len(data) > MAX_UPLOAD_BYTES:
-        raise InputError(f"The file is {len(data) / 2**20:.1f} MB; the limit is {MAX_UPLOAD_BYTES / 2**20:.0f} MB. "
-                         "The page shrinks images to 16 × 16 pixels anyway: a smaller file works as well.",
+        if suffix:
+            raise InputError(N_("Only PNG and JPEG images can be used (.png, .jpg, .jpeg); "
+                                "this file is “.{suffix}”."), field="image_upload", suffix=suffix)
+        raise InputError(N_("Only PNG and JPEG images can be used (.png, .jpg, .jpeg); this file has no extension."),
                          field="image_upload")
+    if not data:
+        raise InputError(N_("The file is empty."), field="image_upload")
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise InputError(N_("The file is {size} MB; the limit is {limit} MB. "
+                            "The page shrinks images to 16 × 16 pixels anyway: a smaller file works as well."),
+                         field="image_upload", size=f"{len(data) / 2**20:.1f}", limit=f"{MAX_UPLOAD_BYTES / 2**20:.0f}")
     kind = _sniff(data)
     if kind is None:
-        raise InputError("This file is not a PNG or JPEG image, whatever its name says: its contents do not start "
-                         "like one. Save it as PNG or JPEG and upload it again.", field="image_upload")
+        raise InputError(N_("This file is not a PNG or JPEG image, whatever its name says: its contents do not start "
+                            "like one. Save it as PNG or JPEG and upload it again."), field="image_upload")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(data), formats=[kind])  # reads the header only
             width, height = image.size
             if width * height > MAX_UPLOAD_PIXELS:
-                raise InputError(f"The image is {width} × {height} pixels ({width * height / 1e6:.1f} megapixels); "
-                                 f"the limit is {MAX_UPLOAD_PIXELS / 1e6:.1f} megapixels.", field="image_upload")
+                raise InputError(N_("The image is {width} × {height} pixels ({megapixels} megapixels); "
+                                    "the limit is {limit} megapixels."), field="image_upload", width=width,
+                                 height=height, megapixels=f"{width * height / 1e6:.1f}",
+                                 limit=f"{MAX_UPLOAD_PIXELS / 1e6:.1f}")
             if width * height < 2:
-                raise InputError("The image has a single pixel; attention needs at least two tokens.",
+                raise InputError(N_("The image has a single pixel; attention needs at least two tokens."),
                                  field="image_upload")
             if kind == "JPEG":
                 image.draft("RGB", (max_side * 4, max_side * 4))  # decode at a reduced scale: faster, less memory
@@ -201,12 +206,12 @@ def load_upload(data: bytes, filename: str, max_side: int = MAX_SIDE) -> Uploade
     except InputError:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        raise InputError(f"The image is too large to decode safely (more than {MAX_UPLOAD_PIXELS / 1e6:.1f} "
-                         "megapixels).", field="image_upload") from None
+        raise InputError(N_("The image is too large to decode safely (more than {limit} megapixels)."),
+                         field="image_upload", limit=f"{MAX_UPLOAD_PIXELS / 1e6:.1f}") from None
     except (OSError, SyntaxError, ValueError, EOFError, struct.error, IndexError, TypeError):
         # What Pillow raises for damaged files: truncated data, bad chunks, broken headers.
-        raise InputError(f"The file could not be read as a {kind} image: it is damaged or incomplete. "
-                         "Try saving it again.", field="image_upload") from None
+        raise InputError(N_("The file could not be read as a {kind} image: it is damaged or incomplete. "
+                            "Try saving it again."), field="image_upload", kind=kind) from None
     return UploadedImage(pixels=pixels, format=kind, original_size=(width, height))
 
 
@@ -216,7 +221,8 @@ def load_upload(data: bytes, filename: str, max_side: int = MAX_SIDE) -> Uploade
 def flatten_image(image: torch.Tensor) -> torch.Tensor:
     """(H, W, D) -> (N, D), row by row: pixel (r, c) becomes token n = r W + c."""
     if image.dim() != 3:
-        raise InputError(f"An image must be H × W × D; got shape {tuple(image.shape)}.", field="image_source")
+        raise InputError(N_("An image must be H × W × D; got shape {shape}."), field="image_source",
+                         shape=tuple(image.shape))
     h, w, d = image.shape
     return image.reshape(h * w, d)  # (H, W, D) -> (N, D)
 
@@ -224,8 +230,8 @@ def flatten_image(image: torch.Tensor) -> torch.Tensor:
 def unflatten_tokens(tokens: torch.Tensor, height: int, width: int) -> torch.Tensor:
     """(N, D) -> (H, W, D), the inverse of :func:`flatten_image`; N must equal H W."""
     if tokens.dim() != 2 or tokens.shape[0] != height * width:
-        raise InputError(f"{tuple(tokens.shape)} tokens do not fold into {height} × {width} pixels.",
-                         field="image_source")
+        raise InputError(N_("{shape} tokens do not fold into {height} × {width} pixels."), field="image_source",
+                         shape=tuple(tokens.shape), height=height, width=width)
     return tokens.reshape(height, width, tokens.shape[1])  # (N, D) -> (H, W, D)
 
 
@@ -307,22 +313,22 @@ def image_attention(image: torch.Tensor, features: str = "rgb", d_k: int = 3, se
         InputError: a wrong shape or dtype, too large or too small, unknown features, d_k < 1.
     """
     if image.dim() != 3 or image.shape[2] != 3 or image.dtype != torch.uint8:
-        raise InputError("An image must be H × W × 3 colours (0..255).", field="image_source")
+        raise InputError(N_("An image must be H × W × 3 colours (0..255)."), field="image_source")
     h, w, _ = image.shape
     if h > MAX_SIDE or w > MAX_SIDE:
-        raise InputError(f"The image is {h} × {w}; the page shows at most {MAX_SIDE} × {MAX_SIDE}.",
-                         field="image_source")
+        raise InputError(N_("The image is {h} × {w}; the page shows at most {side} × {side}."), field="image_source",
+                         h=h, w=w, side=MAX_SIDE)
     if h * w < 2:
-        raise InputError("The image needs at least two pixels.", field="image_source")
+        raise InputError(N_("The image needs at least two pixels."), field="image_source")
     if features not in FEATURES:
-        raise InputError(f"Unknown token features “{features}”; pick one of {', '.join(FEATURES)}.",
-                         field="image_features")
+        raise InputError(N_("Unknown token features “{features}”; pick one of {choices}."), field="image_features",
+                         features=features, choices=", ".join(FEATURES))
     x = flatten_image(pixel_features(image))  # (H, W, 3) -> (N, 3)
     if features == "rgb":
         w_query = w_key = w_value = torch.eye(3)
     else:
         if d_k < 1:
-            raise InputError(f"d_k must be at least 1; got {d_k}.", field="image_d_k")
+            raise InputError(N_("d_k must be at least 1; got {d_k}."), field="image_d_k", d_k=d_k)
         g = torch.Generator().manual_seed(seed)
         w_query = torch.randn(3, d_k, generator=g) / math.sqrt(3.0)  # (3, d_k)
         w_key = torch.randn(3, d_k, generator=g) / math.sqrt(3.0)

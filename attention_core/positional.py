@@ -25,19 +25,19 @@ from functools import lru_cache
 import sympy as sp
 import torch
 
-from .errors import InputError
+from .errors import N_, InputError
 from .functional import SelfAttentionTrace, self_attention
 
 #: The encodings offered: key -> label.
 ENCODINGS: dict[str, str] = {
-    "sinusoidal": "sinusoidal (Vaswani et al. §3.5)",
-    "learned": "learned (a seeded random table, as before training)",
+    "sinusoidal": N_("sinusoidal (Vaswani et al. §3.5)"),
+    "learned": N_("learned (a seeded random table, as before training)"),
 }
 #: The shuffles offered: key -> label.
 SHUFFLES: dict[str, str] = {
-    "reverse": "reverse the sentence",
-    "rotate": "move the first token to the end",
-    "random": "random shuffle (seeded)",
+    "reverse": N_("reverse the sentence"),
+    "rotate": N_("move the first token to the end"),
+    "random": N_("random shuffle (seeded)"),
 }
 BASE = 10000.0
 #: Limits of the pattern heatmap (positions × d_model).
@@ -47,8 +47,8 @@ MIN_WIDTH, MAX_WIDTH = 2, 128
 
 def _check_size(positions: int, d_model: int) -> None:
     if positions < 1 or d_model < 1:
-        raise InputError(f"A positional encoding needs at least 1 position and 1 dimension; got "
-                         f"{positions} × {d_model}.", field="pe_positions")
+        raise InputError(N_("A positional encoding needs at least 1 position and 1 dimension; got "
+                            "{positions} × {d_model}."), field="pe_positions", positions=positions, d_model=d_model)
 
 
 def sinusoidal_encoding(positions: int, d_model: int, base: float = BASE, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -104,7 +104,8 @@ def encoding(kind: str, positions: int, d_model: int, seed: int) -> torch.Tensor
         return sinusoidal_encoding(positions, d_model)
     if kind == "learned":
         return learned_encoding(positions, d_model, torch.Generator().manual_seed(seed))
-    raise InputError(f"Unknown positional encoding “{kind}”; pick one of {', '.join(ENCODINGS)}.", field="pe_kind")
+    raise InputError(N_("Unknown positional encoding “{kind}”; pick one of {choices}."), field="pe_kind",
+                     kind=kind, choices=", ".join(ENCODINGS))
 
 
 def permutation(kind: str, length: int, seed: int = 0) -> tuple[int, ...]:
@@ -118,7 +119,7 @@ def permutation(kind: str, length: int, seed: int = 0) -> tuple[int, ...]:
         InputError: unknown kind, or length below 1.
     """
     if length < 1:
-        raise InputError("There is nothing to shuffle: the sentence has no tokens.", field="sentence")
+        raise InputError(N_("There is nothing to shuffle: the sentence has no tokens."), field="sentence")
     if kind == "reverse":
         return tuple(range(length - 1, -1, -1))
     if kind == "rotate":
@@ -126,7 +127,8 @@ def permutation(kind: str, length: int, seed: int = 0) -> tuple[int, ...]:
     if kind == "random":
         perm = tuple(torch.randperm(length, generator=torch.Generator().manual_seed(seed)).tolist())
         return perm if perm != tuple(range(length)) else tuple(range(length - 1, -1, -1))
-    raise InputError(f"Unknown shuffle “{kind}”; pick one of {', '.join(SHUFFLES)}.", field="pe_shuffle")
+    raise InputError(N_("Unknown shuffle “{kind}”; pick one of {choices}."), field="pe_shuffle",
+                     kind=kind, choices=", ".join(SHUFFLES))
 
 
 @dataclass(frozen=True)
@@ -196,9 +198,10 @@ def equivariance(
     """
     t, d = x.shape
     if sorted(perm) != list(range(t)):
-        raise InputError(f"The shuffle must list each of the {t} positions exactly once.", field="pe_shuffle")
+        raise InputError(N_("The shuffle must list each of the {t} positions exactly once."), field="pe_shuffle", t=t)
     if pe.shape[0] < t or pe.shape[1] != d:
-        raise InputError(f"The positional encoding is {tuple(pe.shape)} but X is {t} × {d}.", field="pe_kind")
+        raise InputError(N_("The positional encoding is {shape} but X is {t} × {d}."), field="pe_kind",
+                         shape=tuple(pe.shape), t=t, d=d)
     pe = pe[:t].to(x.dtype)  # (T, D)
     index = list(perm)
     x_shuffled = x[index]  # (T, D): row p = token perm[p]
@@ -246,7 +249,8 @@ def sinusoidal_entry_latex(pos: int, column: int, d_model: int) -> tuple[str, fl
         InputError: pos or column out of range (pos < 0, column outside 0..d_model − 1).
     """
     if pos < 0 or not 0 <= column < d_model:
-        raise InputError(f"PE({pos}, {column}) is outside the table ({d_model} columns).", field="pe_positions")
+        raise InputError(N_("PE({pos}, {column}) is outside the table ({d_model} columns)."), field="pe_positions",
+                         pos=pos, column=column, d_model=d_model)
     i = column // 2
     func = sp.sin if column % 2 == 0 else sp.cos
     exact_angle = sp.Integer(pos) / sp.Integer(int(BASE)) ** sp.Rational(2 * i, d_model)

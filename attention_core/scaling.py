@@ -27,18 +27,24 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 
 import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from .errors import InputError
+from .errors import N_, InputError, Message
+from .formulas import latex_text
+
+#: How a word gets into a formula in the interface language: ``tr(template)`` (the pages pass
+#: ``ui.i18n._``; the default keeps the English). Written with ``formulas.latex_text``.
+Translate = Callable[..., str]
 
 #: The component distributions offered: key -> label. Each has mean 0 and variance 1.
 DISTRIBUTIONS: dict[str, str] = {
-    "normal": "Gaussian N(0, 1)",
-    "uniform": "uniform on [−√3, √3]",
-    "rademacher": "±1, each with probability ½",
+    "normal": N_("Gaussian N(0, 1)"),
+    "uniform": N_("uniform on [−√3, √3]"),
+    "rademacher": N_("±1, each with probability ½"),
 }
 #: E[x⁴] of each distribution (κ in the module docstring).
 FOURTH_MOMENT: dict[str, float] = {"normal": 3.0, "uniform": 9.0 / 5.0, "rademacher": 1.0}
@@ -69,8 +75,8 @@ def draw_components(shape: tuple[int, ...], distribution: str, generator: torch.
         return (torch.rand(shape, generator=generator) * 2.0 - 1.0) * math.sqrt(3.0)  # U(−√3, √3): variance 1
     if distribution == "rademacher":
         return torch.empty(shape).bernoulli_(0.5, generator=generator) * 2.0 - 1.0
-    raise InputError(f"Unknown distribution “{distribution}”; pick one of {', '.join(DISTRIBUTIONS)}.",
-                     field="sqrt_distribution")
+    raise InputError(N_("Unknown distribution “{distribution}”; pick one of {choices}."),
+                     field="sqrt_distribution", distribution=distribution, choices=", ".join(DISTRIBUTIONS))
 
 
 def variance_standard_error(d_k: int, samples: int, distribution: str = "normal") -> float:
@@ -158,13 +164,13 @@ def run_scaling_experiment(
         InputError: samples or keys out of range, an unknown distribution, or a bad grid.
     """
     if not MIN_SAMPLES <= samples <= MAX_SAMPLES:
-        raise InputError(f"The number of samples must be between {MIN_SAMPLES} and {MAX_SAMPLES}; got {samples}.",
-                         field="sqrt_samples")
+        raise InputError(N_("The number of samples must be between {low} and {high}; got {samples}."),
+                         field="sqrt_samples", low=MIN_SAMPLES, high=MAX_SAMPLES, samples=samples)
     if not MIN_KEYS <= keys <= MAX_KEYS:
-        raise InputError(f"The number of keys must be between {MIN_KEYS} and {MAX_KEYS}; got {keys}.",
-                         field="sqrt_keys")
+        raise InputError(N_("The number of keys must be between {low} and {high}; got {keys}."),
+                         field="sqrt_keys", low=MIN_KEYS, high=MAX_KEYS, keys=keys)
     if not grid or any(d < 1 for d in grid) or list(grid) != sorted(set(grid)):
-        raise InputError("The d_k grid must be increasing whole numbers, each at least 1.", field="grid")
+        raise InputError(N_("The d_k grid must be increasing whole numbers, each at least 1."), field="grid")
     g = torch.Generator().manual_seed(seed)
     d_max = grid[-1]
     index = torch.tensor(grid) - 1  # (G,): column d - 1 of a running sum is the sum over d components
@@ -213,7 +219,7 @@ def run_scaling_experiment(
 
 @dataclass(frozen=True)
 class DerivationStep:
-    """One line of the derivation: the LaTeX and the reason it holds."""
+    """One line of the derivation: the LaTeX and the reason it holds (English, marked with N_ for translation)."""
 
     latex: str
     reason: str
@@ -274,37 +280,47 @@ def variance_derivation() -> tuple[DerivationStep, ...]:
     scaled = sp.simplify(var_total / _d_k)
     return (
         DerivationStep(_eq(s, sp.Symbol(r"q \cdot k"), total),
-                       "The score is a sum of d_k products, one per component."),
+                       N_("The score is a sum of d_k products, one per component.")),
         DerivationStep(_eq(E(term), _mul(E(_q[_l]), E(_k[_l])), _mul(_mu, _mu), mean_term.subs(standard)),
-                       "q_l and k_l are independent, so the mean of their product is the product of their "
-                       "means; each mean is μ = 0."),
+                       N_("q_l and k_l are independent, so the mean of their product is the product of their "
+                          "means; each mean is μ = 0.")),
         DerivationStep(_eq(E(s), sp.Sum(E(term), (_l, 1, _d_k)), mean_total),
-                       "The mean of a sum is the sum of the means."),
+                       N_("The mean of a sum is the sum of the means.")),
         DerivationStep(_eq(Var(term), sp.Add(E(_mul(_q[_l] ** 2, _k[_l] ** 2)), -E(term) ** 2, evaluate=False),
                            sp.Add(_mul(E(_q[_l] ** 2), E(_k[_l] ** 2)),
                                   -sp.Pow(_mul(E(_q[_l]), E(_k[_l])), 2, evaluate=False), evaluate=False),
                            sp.Add(_mul(moment2, moment2), -sp.Pow(_mul(_mu, _mu), 2, evaluate=False),
                                   evaluate=False),
                            var_term, var_term.subs(standard)),
-                       "Var[x] = E[x²] − E[x]², independence again, and E[x²] = σ² + μ² for each factor. "
-                       "With μ = 0 and σ² = 1 each product has variance 1."),
+                       N_("Var[x] = E[x²] − E[x]², independence again, and E[x²] = σ² + μ² for each factor. "
+                          "With μ = 0 and σ² = 1 each product has variance 1.")),
         DerivationStep(_eq(Var(s), sp.Sum(Var(term), (_l, 1, _d_k)), var_total),
-                       "The d_k products are independent of each other, so their variances add up."),
+                       N_("The d_k products are independent of each other, so their variances add up.")),
         DerivationStep(_eq(Var(s / sp.sqrt(_d_k)), Var(s) / _d_k, scaled),
-                       "Dividing by √d_k divides the variance by d_k: the scaled scores have variance 1 "
-                       "whatever d_k is."),
+                       N_("Dividing by √d_k divides the variance by d_k: the scaled scores have variance 1 "
+                          "whatever d_k is.")),
     )
 
 
 @lru_cache(maxsize=None)
-def gaussian_check() -> tuple[str, sp.Expr, sp.Expr]:
-    """sympy.stats on q, k ~ N(0, 1) independent: (LaTeX, E[q k], Var[q k]). Cached (≈ 0.3 s once)."""
+def _gaussian_moments() -> tuple[sp.Expr, sp.Expr]:
+    """sympy.stats on q, k ~ N(0, 1) independent: (E[q k], Var[q k]). Cached (≈ 0.3 s once)."""
     from sympy.stats import E, Normal, variance  # imported here: sympy.stats is slow to import
 
     q, k = Normal("q", 0, 1), Normal("k", 0, 1)
-    mean, var = E(q * k), variance(q * k)
-    latex = (r"q, k \sim \mathcal{N}(0, 1)\ \text{independent:}\quad \mathbb{E}[q k] = %s,\quad "
-             r"\operatorname{Var}[q k] = %s" % (sp.latex(mean), sp.latex(var)))
+    return E(q * k), variance(q * k)
+
+
+def gaussian_check(tr: Translate = Message) -> tuple[str, sp.Expr, sp.Expr]:
+    """sympy.stats on q, k ~ N(0, 1) independent: (LaTeX, E[q k], Var[q k]).
+
+    Args:
+        tr: puts the word "independent:" in the interface language (default: English).
+    """
+    mean, var = _gaussian_moments()
+    latex = (r"q, k \sim \mathcal{N}(0, 1)\ %s\quad \mathbb{E}[q k] = %s,\quad "
+             r"\operatorname{Var}[q k] = %s" % (latex_text(str(tr(N_("independent:")))), sp.latex(mean),
+                                                 sp.latex(var)))
     return latex, mean, var
 
 

@@ -16,12 +16,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 
 import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from .errors import InputError
+from .errors import N_, InputError, Message
+from .formulas import latex_text
 from .functional import scaled_dot_product_attention
 from .scaling import entropy
 
@@ -74,7 +76,7 @@ class TemperatureTrace:
 
 def _check_tau(tau: float) -> None:
     if not (isinstance(tau, (int, float)) and math.isfinite(tau) and tau > 0):
-        raise InputError(f"The temperature τ must be a positive number; got {tau}.", field="temperature")
+        raise InputError(N_("The temperature τ must be a positive number; got {tau}."), field="temperature", tau=tau)
 
 
 def temperature_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, tau: float) -> TemperatureTrace:
@@ -170,20 +172,30 @@ def temperature_latex() -> tuple[str, str]:
     return weight_text, sp.latex(h, order="none", ln_notation=True) + r"\qquad 0 \le H_i \le \ln n"
 
 
-@lru_cache(maxsize=None)
-def limits_latex() -> tuple[str, str, str]:
+def limits_latex(tr: Callable[..., str] = Message) -> tuple[str, str, str]:
     r"""The two limits on two keys with scores s_1 > s_2, computed by ``sympy.limit``: (α_1, τ → 0, τ → ∞).
 
     α_1 = e^{s_1/c} / (e^{s_1/c} + e^{s_2/c}) = 1 / (1 + e^{−Δ/c}), c = τ √d_k, Δ = s_1 − s_2 > 0.
+
+    Args:
+        tr: puts the word "(uniform)" in the interface language (default: English); the pages
+            pass ``ui.i18n._``.
     """
+    start, cold, hot = _limits()
+    return (start, r"\lim_{\tau \to 0^{+}} \alpha_1 = %s \quad \text{(argmax)}" % cold,
+            r"\lim_{\tau \to \infty} \alpha_1 = %s \quad %s" % (hot, latex_text(str(tr(N_("(uniform)"))))))
+
+
+@lru_cache(maxsize=None)
+def _limits() -> tuple[str, str, str]:
+    """(α_1's definition, its limit as τ → 0, its limit as τ → ∞) as LaTeX; constant, so cached."""
     delta = sp.Symbol(r"\Delta", positive=True)  # s_1 − s_2 > 0
     alpha_1 = 1 / (1 + sp.exp(-delta / (_tau * sp.sqrt(_d_k))))
     cold = sp.limit(alpha_1, _tau, 0, dir="+")
     hot = sp.limit(alpha_1, _tau, sp.oo)
     lhs = sp.Symbol(r"\alpha_1")
     start = r"%s = %s,\ \ \Delta = s_1 - s_2 > 0" % (sp.latex(lhs), sp.latex(alpha_1))
-    return (start, r"\lim_{\tau \to 0^{+}} \alpha_1 = %s \quad \text{(argmax)}" % sp.latex(cold),
-            r"\lim_{\tau \to \infty} \alpha_1 = %s \quad \text{(uniform)}" % sp.latex(hot))
+    return start, sp.latex(cold), sp.latex(hot)
 
 
 def _num(value: float) -> str:

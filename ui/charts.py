@@ -4,6 +4,9 @@ Each chart's Vega-Lite spec is built once with Altair (``st.cache_data`` on plai
 arguments) and the numbers are passed per call as a DataFrame, as ``widgets.heatmap``
 does: building an Altair chart costs tens of milliseconds, a cached spec nothing.
 Nothing here computes attention; pages hand in numbers from ``attention_core``.
+Titles come in already translated; the texts written here (legend and tooltip titles) are
+translated by the public functions and passed to the cached spec builders as arguments, so
+each language gets its own cached spec.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 import streamlit as st
+
+from .i18n import _
 
 AXIS_FONT = 16
 TITLE_FONT = 16
@@ -44,8 +49,9 @@ def _show(df: pd.DataFrame, spec: dict, key: str, **kwargs) -> None:
 
 
 @st.cache_data(show_spinner=False)
-def _lines_spec(x_title: str, y_title: str, x_log: bool, x_base: int, y_log: bool, y_min: Optional[float],
-                y_max: Optional[float], error_bars: bool, marked: bool, width: int, height: int) -> dict:
+def _lines_spec(x_title: str, y_title: str, series_title: str, x_log: bool, x_base: int, y_log: bool,
+                y_min: Optional[float], y_max: Optional[float], error_bars: bool, marked: bool, width: int,
+                height: int) -> dict:
     x_scale = alt.Scale(type="log", base=x_base) if x_log else alt.Scale()
     y_scale = alt.Scale(type="log") if y_log else alt.Scale(domain=[y_min, y_max]) if y_min is not None else alt.Scale()
     x = alt.X("x:Q", title=x_title, scale=x_scale, axis=alt.Axis(format="~g", tickCount=12))
@@ -53,7 +59,7 @@ def _lines_spec(x_title: str, y_title: str, x_log: bool, x_base: int, y_log: boo
     color = alt.Color("series:N", title=None, sort=alt.EncodingSortField("order"),
                       scale=alt.Scale(scheme="tableau10"))
     dash = alt.StrokeDash("dashed:N", legend=None, scale=alt.Scale(domain=[False, True], range=[[1, 0], [6, 4]]))
-    tooltip = [alt.Tooltip("series:N", title="series"), alt.Tooltip("x:Q", title=x_title, format=".4~g"),
+    tooltip = [alt.Tooltip("series:N", title=series_title), alt.Tooltip("x:Q", title=x_title, format=".4~g"),
                alt.Tooltip("y:Q", title=y_title, format=".4~g")]
     base = alt.Chart().encode(x=x, y=y, color=color)
     layers = [
@@ -82,7 +88,7 @@ def lines(
     optional lo, hi (an error bar at each point, when ``error_bars``) and marked (bool:
     a vertical rule and a big point at the marked x, when ``marked``).
     """
-    spec = _lines_spec(x_title, y_title, x_log, x_base, y_log, y_range[0] if y_range else None,
+    spec = _lines_spec(x_title, y_title, _("series"), x_log, x_base, y_log, y_range[0] if y_range else None,
                        y_range[1] if y_range else None, error_bars, marked, width, height)
     _show(df, spec, key)
 
@@ -114,16 +120,17 @@ def bars(values: Sequence[float], labels: Sequence[str], *, key: str, x_title: s
 
 
 @st.cache_data(show_spinner=False)
-def _pattern_spec(row_title: str, col_title: str, cell: int, rows: int, cols: int, signed: bool) -> dict:
+def _pattern_spec(row_title: str, col_title: str, value_title: str, cell: int, rows: int, cols: int,
+                  signed: bool) -> dict:
     x = alt.X("j:O", title=col_title, axis=alt.Axis(values=list(range(0, cols, max(1, cols // 8))), labelAngle=0))
     y = alt.Y("i:O", title=row_title, axis=alt.Axis(values=list(range(0, rows, max(1, rows // 8)))))
     rect = alt.Chart().mark_rect().encode(
         x=x, y=y, color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", reverse=True) if signed
                                   else alt.Scale(scheme="blues"),
-                                  legend=alt.Legend(title="value", orient="right", direction="vertical",
+                                  legend=alt.Legend(title=value_title, orient="right", direction="vertical",
                                                     gradientLength=min(300, rows * cell))),
         tooltip=[alt.Tooltip("i:O", title=row_title), alt.Tooltip("j:O", title=col_title),
-                 alt.Tooltip("value:Q", format=".4f")])
+                 alt.Tooltip("value:Q", title=value_title, format=".4f")])
     return _finish(rect.properties(width=cols * cell, height=rows * cell))
 
 
@@ -139,7 +146,7 @@ def pattern(matrix, *, key: str, row_title: str, col_title: str, max_width: int 
     df = pd.DataFrame({"i": ii.ravel(), "j": jj.ravel(), "value": m.ravel()})
     top = float(np.abs(m).max()) or 1.0
     signed = bool((m < 0).any())
-    spec = copy.deepcopy(_pattern_spec(row_title, col_title, cell, rows, cols, signed))
+    spec = copy.deepcopy(_pattern_spec(row_title, col_title, _("value"), cell, rows, cols, signed))
     spec["encoding"]["color"]["scale"]["domain"] = [-top, top] if signed else [0.0, top]
     _show(df, spec, key)
 
@@ -152,20 +159,27 @@ def _hex(pixels: np.ndarray) -> np.ndarray:
     return np.array([f"#{r:02x}{g:02x}{b:02x}" for r, g, b in pixels.tolist()], dtype=object)
 
 
+def _image_titles() -> tuple[str, str, str, str, str, str]:
+    """(row, column, token, colour, attention weight, weight) titles of the image chart, translated."""
+    return (_("row r"), _("column c"), _("token n = r·W + c"), _("colour"), _("attention weight"), _("weight"))
+
+
 @st.cache_data(show_spinner=False)
-def _image_spec(cell: int, height: int, width: int, clickable: bool, overlay: bool, numbers: bool) -> dict:
-    x = alt.X("c:O", title="column c", axis=alt.Axis(labelAngle=0))
-    y = alt.Y("r:O", title="row r")
-    tooltip = [alt.Tooltip("r:O", title="row r"), alt.Tooltip("c:O", title="column c"),
-               alt.Tooltip("n:Q", title="token n = r·W + c"), alt.Tooltip("rgb:N", title="colour")]
+def _image_spec(cell: int, height: int, width: int, clickable: bool, overlay: bool, numbers: bool,
+                titles: tuple[str, str, str, str, str, str]) -> dict:
+    row_t, col_t, token_t, colour_t, attention_t, weight_t = titles
+    x = alt.X("c:O", title=col_t, axis=alt.Axis(labelAngle=0))
+    y = alt.Y("r:O", title=row_t)
+    tooltip = [alt.Tooltip("r:O", title=row_t), alt.Tooltip("c:O", title=col_t),
+               alt.Tooltip("n:Q", title=token_t), alt.Tooltip("rgb:N", title=colour_t)]
     if overlay:
-        tooltip.append(alt.Tooltip("weight:Q", title="attention weight", format=".4f"))
+        tooltip.append(alt.Tooltip("weight:Q", title=attention_t, format=".4f"))
     base = alt.Chart().encode(x=x, y=y)
     layers = [base.mark_rect().encode(color=alt.Color("fill:N", scale=None), tooltip=tooltip)]
     if overlay:
         layers.append(base.mark_rect(color="#e8000b").encode(
             opacity=alt.Opacity("weight:Q", scale=alt.Scale(range=[0.0, 0.85], zero=True),
-                                legend=alt.Legend(title="weight", orient="right", format=".3f", columns=1,
+                                legend=alt.Legend(title=weight_t, orient="right", format=".3f", columns=1,
                                                   symbolType="square", symbolSize=260)),
             tooltip=tooltip))
     if numbers:
@@ -195,7 +209,7 @@ def image(
         on_pixel: when given, clicking a pixel calls on_pixel(row, col).
     """
     p = np.asarray(pixels, dtype=np.uint8)
-    h, w, _ = p.shape
+    h, w, _channels = p.shape
     flat = p.reshape(h * w, 3)  # (H, W, 3) -> (N, 3), row by row
     rr, cc = np.indices((h, w))
     gray = (flat @ np.array([0.299, 0.587, 0.114])).round().clip(0, 255).astype(np.uint8)
@@ -209,7 +223,7 @@ def image(
     if weights is not None:
         df["weight"] = np.asarray(weights, dtype=float).ravel()
     cell = max(16, min(48, size_px // max(h, w)))
-    spec = _image_spec(cell, h, w, on_pixel is not None, weights is not None, numbers)
+    spec = _image_spec(cell, h, w, on_pixel is not None, weights is not None, numbers, _image_titles())
     if on_pixel is not None:
         st.vega_lite_chart(df, spec, key=key, on_select=functools.partial(_on_pixel, key, on_pixel),
                            selection_mode="pixel", width="content")

@@ -15,19 +15,28 @@ import torch
 
 from attention_core import image as image_core
 from attention_core import positional, scaling
-from attention_core.errors import InputError
+from attention_core.errors import N_, InputError, Message
 
 from . import state, widgets
+from .i18n import _
 
 _UPLOAD = "img_upload"  # {"name", "format", "original_size", "pixels": nested lists (h, w, 3)}
-_UPLOAD_ERROR = "img_upload_error"
+_UPLOAD_ERROR = "img_upload_error"  # a Message (translated when shown)
 _UPLOADER_VERSION = "img_uploader_version"
 
 
-@st.cache_data(show_spinner="Sampling q and k …", max_entries=32)
-def scaling_experiment(samples: int, keys: int, seed: int, distribution: str) -> scaling.ScalingExperiment:
-    """``scaling.run_scaling_experiment``, cached on its plain arguments (a miss costs ~0.1–0.5 s)."""
+@st.cache_data(show_spinner=False, max_entries=32)
+def _scaling_experiment(samples: int, keys: int, seed: int, distribution: str) -> scaling.ScalingExperiment:
     return scaling.run_scaling_experiment(samples, keys, seed, distribution)
+
+
+def scaling_experiment(samples: int, keys: int, seed: int, distribution: str) -> scaling.ScalingExperiment:
+    """``scaling.run_scaling_experiment``, cached on its plain arguments (a miss costs ~0.1–0.5 s).
+
+    The spinner is shown here, not by the cache decorator, so that its text is in the session's language.
+    """
+    with st.spinner(_("Sampling q and k …")):
+        return _scaling_experiment(samples, keys, seed, distribution)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -56,7 +65,7 @@ def _source(function: Callable[..., Any]) -> str:
 
 def show_code(*functions: Callable[..., Any]) -> None:
     """The real source of the attention_core functions a page uses, behind an expander."""
-    with st.expander("Show the code"):
+    with st.expander(_("Show the code")):
         for function in functions:
             st.code(_source(function), language="python")
 
@@ -74,7 +83,7 @@ def side_by_side(widths: list[int]) -> tuple[list[Any], bool]:
     """
     if sum(widths) <= MAIN_WIDTH_PX:
         return list(st.columns(widths)), False
-    return [st.container() for _ in widths], True
+    return [st.container() for _width in widths], True
 
 
 def heatmap_width(columns: int, row_labels: bool = True) -> int:
@@ -83,11 +92,11 @@ def heatmap_width(columns: int, row_labels: bool = True) -> int:
 
 
 def check_line(text: str, ok: bool) -> None:
-    """A check that is not against PyTorch (e.g. against a plain Python loop)."""
+    """A check that is not against PyTorch (e.g. against a plain Python loop); ``text`` is already translated."""
     if ok:
         st.success(text + " ✓", icon=":material/check_circle:")
     else:
-        st.error(text + " — they disagree.", icon=":material/cancel:")
+        st.error(_("{check} — they disagree.", check=text), icon=":material/cancel:")
 
 
 # ---------------------------------------------------------------- the uploaded image
@@ -103,7 +112,8 @@ def uploaded_pixels() -> Optional[torch.Tensor]:
     return None if upload is None else torch.tensor(upload["pixels"], dtype=torch.uint8)
 
 
-def upload_error() -> Optional[str]:
+def upload_error() -> Optional[Message]:
+    """Why the last upload was refused (English, with its template for translation), or None."""
     return st.session_state.get(_UPLOAD_ERROR)
 
 
@@ -123,23 +133,24 @@ def receive_upload(key: str) -> None:
         return
     st.session_state[_UPLOADER_VERSION] = st.session_state.get(_UPLOADER_VERSION, 0) + 1  # drop the file
     if file.size > image_core.MAX_UPLOAD_BYTES:  # don't even read it
-        st.session_state[_UPLOAD_ERROR] = (
-            f"“{file.name}” is {file.size / 2**20:.1f} MB; the limit is {image_core.MAX_UPLOAD_BYTES / 2**20:.0f} MB.")
+        st.session_state[_UPLOAD_ERROR] = Message(
+            N_("“{name}” is {size} MB; the limit is {limit} MB."), name=file.name, size=f"{file.size / 2**20:.1f}",
+            limit=f"{image_core.MAX_UPLOAD_BYTES / 2**20:.0f}")
         return
     try:
         result = image_core.load_upload(file.getvalue(), file.name)
     except InputError as error:
-        st.session_state[_UPLOAD_ERROR] = f"“{file.name}”: {error.message}"
+        st.session_state[_UPLOAD_ERROR] = Message(N_("“{name}”: {error}"), name=file.name, error=error.message)
         return
     st.session_state.pop(_UPLOAD_ERROR, None)
     st.session_state[_UPLOAD] = {
         "name": file.name, "format": result.format, "original_size": result.original_size,
         "pixels": result.pixels.tolist(),
     }
-    h, w, _ = result.pixels.shape
+    h, w, _channels = result.pixels.shape
     state.update(image_source="upload", image_row=h // 2, image_col=w // 2)
 
 
 def show_upload_error() -> None:
     if message := upload_error():
-        st.error(widgets.md_escape(message), icon=":material/error:")
+        st.error(widgets.md_escape(_(message)), icon=":material/error:")  # _() also translates the inner reason

@@ -21,7 +21,7 @@ import torch
 from attention_core import pretrained
 from attention_core.formulas_pretrained import HeadEntry, head_entry_latex, head_general_latex
 
-from . import model_view
+from . import i18n, model_view
 
 #: torch's intra-op threads for the server once the model is loaded. On the 2-core machines this app runs
 #: on, shared by every session (and whatever else runs there), one thread per forward pass was both
@@ -35,7 +35,7 @@ def configure_torch() -> None:
     torch.set_num_threads(TORCH_THREADS)
 
 
-@st.cache_resource(show_spinner="Loading all-MiniLM-L6-v2 and checking its files (once per server)…")
+@st.cache_resource(show_spinner=False)  # the page shows a spinner in the session's language
 def model() -> pretrained.PretrainedModel:
     """The verified, loaded model (shared read-only by every session)."""
     configure_torch()
@@ -57,7 +57,7 @@ class SentenceData:
     pictures: pd.DataFrame
 
 
-@st.cache_data(max_entries=8, show_spinner="Running the model on your text…")
+@st.cache_data(max_entries=8, show_spinner=False)  # the page shows a spinner in the session's language
 def sentence_data(text: str, padding: int) -> SentenceData:
     """Tokenise, run the model, measure the findings and draw the grid's pictures.
 
@@ -79,14 +79,20 @@ def head(text: str, padding: int, layer: int, head: int) -> pretrained.HeadStep:
     return pretrained.head_step(model(), sentence_data(text, padding).run, layer, head)
 
 
-@st.cache_data(show_spinner=False)
 def general_latex(stage: str) -> tuple[str, str]:
-    return head_general_latex(stage)
+    """A stage's matrix and element forms, the words in them in the session's language (cached in core)."""
+    return head_general_latex(stage, tr=i18n._)
+
+
+def entry_latex(entry: HeadEntry) -> str:
+    """One entry's formula with its numbers, the words in it in the session's language."""
+    return _entry_latex(entry, i18n.language())
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def entry_latex(entry: HeadEntry) -> str:
-    return head_entry_latex(entry)
+def _entry_latex(entry: HeadEntry, language: str) -> str:
+    # ``language`` is part of the cache key: _() inside gives the words in that language
+    return head_entry_latex(entry, tr=i18n._)
 
 
 def as_numpy(tensor) -> np.ndarray:

@@ -20,6 +20,8 @@ import pandas as pd
 import streamlit as st
 from PIL import Image
 
+from .i18n import _
+
 #: Colour stops of the weights' scale (Vega's "blues"), value in [0, 1] -> RGB.
 _STOPS = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
 _RGB = np.array([[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]], dtype=float)
@@ -58,15 +60,16 @@ def head_pictures(attentions: np.ndarray) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False)
-def _grid_spec() -> dict:
-    x = alt.X("head:O", title="head", axis=alt.Axis(orient="top", labelAngle=0))
-    y = alt.Y("layer:O", title="layer")
+def _grid_spec(head_title: str, layer_title: str) -> dict:
+    """The grid's spec with its (translated) axis titles; cached once per language."""
+    x = alt.X("head:O", title=head_title, axis=alt.Axis(orient="top", labelAngle=0))
+    y = alt.Y("layer:O", title=layer_title)
     base = alt.Chart().encode(x=x, y=y)
     # The chart takes the page's width (12 columns of bandwidth('x') each); each picture is a square
     # that fills 90 % of the smaller of its column's width and its row's height.
     side = alt.ExprRef("0.9 * min(bandwidth('x'), bandwidth('y'))")
     pictures = base.mark_image(width=side, height=side, smooth=False, cursor="pointer").encode(
-        url="url:N", tooltip=[alt.Tooltip("layer:O"), alt.Tooltip("head:O")])
+        url="url:N", tooltip=[alt.Tooltip("layer:O", title=layer_title), alt.Tooltip("head:O", title=head_title)])
     outline = base.transform_filter("datum.selected").mark_point(
         shape="square", filled=False, color="#d62728", strokeWidth=5, opacity=1,
         size=alt.ExprRef("pow(0.9 * min(bandwidth('x'), bandwidth('y')) + 8, 2)"))  # size = area in px²
@@ -91,7 +94,8 @@ def head_grid(pictures: pd.DataFrame, selected: tuple[int, int], *, key: str,
         selected: the open head (layer, head), 0-based; outlined in red.
     """
     df = pictures.assign(selected=(pictures["layer"] == selected[0] + 1) & (pictures["head"] == selected[1] + 1))
-    st.vega_lite_chart(df, _grid_spec(), key=key, on_select=functools.partial(_on_pick, key, on_pick),
+    st.vega_lite_chart(df, _grid_spec(_("head"), _("layer")), key=key,
+                       on_select=functools.partial(_on_pick, key, on_pick),
                        selection_mode="head_pick", width="stretch")
 
 
@@ -110,21 +114,23 @@ def map_cell_px(n: int) -> int:
 
 
 @st.cache_data(show_spinner=False)
-def _map_spec(cell_px: int, numbers: bool) -> dict:
+def _map_spec(cell_px: int, numbers: bool, titles: tuple[str, str, str, str, str]) -> dict:
+    """The map's spec; ``titles`` (translated): key axis, query axis, weight, query, key."""
+    key_axis, query_axis, weight_t, query_t, key_t = titles
     label_size = int(min(16, max(10, cell_px - 2)))
     # Labels smaller than their font: Vega drops the overlapping ones (every other, ...); the tooltip names all.
     overlap = "parity" if cell_px < label_size else False
-    x = alt.X("key:N", sort=alt.EncodingSortField("j"), title="key token (attended to)",
+    x = alt.X("key:N", sort=alt.EncodingSortField("j"), title=key_axis,
               axis=alt.Axis(orient="top", labelAngle=-60, labelOverlap=overlap, labelFontSize=label_size,
                             labelLimit=160))
-    y = alt.Y("query:N", sort=alt.EncodingSortField("i"), title="query token (attending)",
+    y = alt.Y("query:N", sort=alt.EncodingSortField("i"), title=query_axis,
               axis=alt.Axis(labelOverlap=overlap, labelFontSize=label_size, labelLimit=160))
     base = alt.Chart().encode(x=x, y=y)
     rect = base.mark_rect(cursor="pointer").encode(
         color=alt.Color("weight:Q", scale=alt.Scale(type="sqrt", scheme="blues", domain=[0, 1]),
-                        legend=alt.Legend(title="weight", orient="right")),
-        tooltip=[alt.Tooltip("query:N", title="query"), alt.Tooltip("key:N", title="key"),
-                 alt.Tooltip("weight:Q", format=".4f")],
+                        legend=alt.Legend(title=weight_t, orient="right")),
+        tooltip=[alt.Tooltip("query:N", title=query_t), alt.Tooltip("key:N", title=key_t),
+                 alt.Tooltip("weight:Q", title=weight_t, format=".4f")],
     )
     layers = [rect]
     if numbers:
@@ -158,7 +164,8 @@ def attention_map(weights: np.ndarray, labels: Sequence[str], *, key: str,
         "weight": np.asarray(weights, dtype=float).ravel(),
         "selected": (ii == selected[0]) & (jj == selected[1]) if selected else np.zeros(ii.shape, bool),
     })
-    st.vega_lite_chart(df, _map_spec(cell, cell >= 40), key=key,
+    titles = (_("key token (attended to)"), _("query token (attending)"), _("weight"), _("query"), _("key"))
+    st.vega_lite_chart(df, _map_spec(cell, cell >= 40, titles), key=key,
                        on_select=functools.partial(_on_entry, key, on_cell), selection_mode="entry_pick",
                        width="content")
 
