@@ -5,7 +5,7 @@ import torch
 
 from attention_core import additive
 from attention_core.errors import InputError
-from attention_core.formulas import entry_latex, entry_of
+from attention_core.formulas import entry_of
 from attention_core.walkthrough import build_walkthrough, dim_labels, token_labels
 from ui import experiments, state, widgets
 from ui.i18n import _
@@ -136,8 +136,8 @@ u_col.latex(u_text)
 c_col.latex(c_text)
 st.latex(a_text)
 st.markdown(_("**Scaled dot product**, the same pair"))
-st.latex(entry_latex(entry_of(walk.trace, "scores", i, j)))
-st.latex(entry_latex(entry_of(walk.trace, "scaled_scores", i, j)))
+widgets.entry_formula(entry_of(walk.trace, "scores", i, j))
+widgets.entry_formula(entry_of(walk.trace, "scaled_scores", i, j))
 
 loop = torch.tensor(additive.additive_scores_loop(att.query, att.key, params), dtype=torch.float64)
 loop_diff = float((trace.scores.double() - loop).abs().max())

@@ -7,7 +7,6 @@ vl-convert (Vega-Lite to PNG / SVG, offline).
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Sequence
 
@@ -22,8 +21,8 @@ from .widgets import heatmap_figure
 
 
 def _standalone_spec(matrix, row_labels: Sequence[str], col_labels: Sequence[str], title: str) -> dict:
-    df, spec = heatmap_figure(matrix, row_labels, col_labels)
-    records = json.loads(df.to_json(orient="records"))  # NaN -> null, numpy -> plain JSON
+    table, spec = heatmap_figure(matrix, row_labels, col_labels)
+    records = table.to_pylist()  # nulls stay None, numbers plain Python
     return {**spec, "data": {"values": records}, "title": title, "background": "white"}
 
 
