@@ -4,9 +4,8 @@ import streamlit as st
 import torch
 
 from attention_core import additive
-from attention_core.errors import InputError
 from attention_core.formulas import entry_of
-from attention_core.walkthrough import build_walkthrough, dim_labels, token_labels
+from attention_core.walkthrough import dim_labels, token_labels
 from ui import experiments, state, widgets
 from ui.i18n import _
 
@@ -20,11 +19,7 @@ st.markdown(_(
 widgets.show_messages()
 
 settings = state.settings()
-try:
-    walk = build_walkthrough(settings, state.edits())
-except InputError as error:
-    widgets.show_error(error)
-    st.stop()
+walk = widgets.walkthrough_or_stop()
 att = walk.trace.attention
 rows = token_labels(walk.tokens)
 n_tokens, d_k = att.query.shape

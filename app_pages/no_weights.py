@@ -2,9 +2,8 @@
 
 import streamlit as st
 
-from attention_core.errors import InputError
 from attention_core.formulas import weightless_steps
-from attention_core.walkthrough import build_walkthrough, dim_labels, token_labels
+from attention_core.walkthrough import dim_labels, token_labels
 from ui import state, widgets
 from ui.i18n import _
 
@@ -24,11 +23,7 @@ st.markdown(_(
 widgets.show_messages()
 
 settings = state.settings()
-try:
-    walk = build_walkthrough(settings, state.edits())
-except InputError as error:
-    widgets.show_error(error)
-    st.stop()
+walk = widgets.walkthrough_or_stop()
 
 labels = token_labels(walk.tokens)
 query_index = min(settings.query_index, len(walk.tokens) - 1)

@@ -4,8 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from attention_core import positional
-from attention_core.errors import InputError
-from attention_core.walkthrough import build_walkthrough, dim_labels, token_labels
+from attention_core.walkthrough import dim_labels, token_labels
 from ui import charts, experiments, state, widgets
 from ui.i18n import _
 
@@ -18,11 +17,7 @@ st.markdown(_(
 widgets.show_messages()
 
 settings = state.settings()
-try:
-    walk = build_walkthrough(settings, state.edits())
-except InputError as error:
-    widgets.show_error(error)
-    st.stop()
+walk = widgets.walkthrough_or_stop()
 t = walk.trace
 n_tokens, d_model = t.x.shape
 rows = token_labels(walk.tokens)

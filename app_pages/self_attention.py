@@ -5,11 +5,10 @@ import inspect
 import streamlit as st
 
 from attention_core import functional
-from attention_core.errors import InputError
+from attention_core.errors import N_
 from attention_core.formulas import STAGES, entry_of, stage_matrix
 from attention_core.settings import MAX_DIM, MIN_DIM
-from attention_core.walkthrough import build_walkthrough, clamp_entry, dim_labels, stage_labels, token_labels
-from attention_core.errors import N_
+from attention_core.walkthrough import clamp_entry, dim_labels, stage_labels, token_labels
 from ui import export, state, widgets
 from ui.i18n import _
 
@@ -44,11 +43,7 @@ with c3:
     st.markdown(_("**Sentence:** {sentence}  \nd_model = {d}. Change them on *Tokens & embeddings*.",
                   sentence=widgets.md_escape(settings.sentence), d=settings.d_model))
 
-try:
-    walk = build_walkthrough(settings, state.edits())
-except InputError as error:
-    widgets.show_error(error)
-    st.stop()
+walk = widgets.walkthrough_or_stop()
 
 rows = token_labels(walk.tokens)
 # A toggle, not an expander: a collapsed expander still sends its three editors on every rerun.

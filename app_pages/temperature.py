@@ -6,8 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from attention_core import temperature
-from attention_core.errors import InputError
-from attention_core.walkthrough import build_walkthrough, token_labels
+from attention_core.walkthrough import token_labels
 from ui import charts, experiments, state, widgets
 from ui.i18n import _
 
@@ -24,11 +23,7 @@ right.latex(entropy_latex)
 widgets.show_messages()
 
 settings = state.settings()
-try:
-    walk = build_walkthrough(settings, state.edits())
-except InputError as error:
-    widgets.show_error(error)
-    st.stop()
+walk = widgets.walkthrough_or_stop()
 att = walk.trace.attention
 rows = token_labels(walk.tokens)
 if settings.temperature_row >= len(rows):

@@ -3,10 +3,9 @@
 import pandas as pd
 import streamlit as st
 
-from attention_core.errors import InputError
 from attention_core.presets import PRESETS
 from attention_core.settings import MAX_DIM, MAX_TOKENS, MIN_DIM
-from attention_core.walkthrough import build_walkthrough, dim_labels, token_labels
+from attention_core.walkthrough import dim_labels, token_labels
 from ui import state, widgets
 from ui.i18n import _
 
@@ -47,11 +46,7 @@ elif preset.table is not None:
 else:
     st.caption(_("Vocabulary: built from your sentence (each new word gets the next id, from 0)."))
 
-try:
-    walk = build_walkthrough(settings, state.edits())
-except InputError as error:
-    widgets.show_error(error)
-    st.stop()
+walk = widgets.walkthrough_or_stop()
 
 st.subheader(_("Tokens → ids"))
 st.dataframe(

@@ -21,6 +21,7 @@ from attention_core.errors import InputError
 from attention_core.formulas import Entry, entry_latex, general_latex
 from attention_core.matrix_text import parse_matrix
 from attention_core.settings import EDITABLE, MAX_ABS_VALUE
+from attention_core.walkthrough import Walkthrough, build_walkthrough
 
 from . import state
 from .i18n import _
@@ -40,6 +41,18 @@ def md_escape(text: str) -> str:
 
 def show_error(error: InputError) -> None:
     st.error(_(error.message), icon=":material/error:")
+
+
+def walkthrough_or_stop() -> Walkthrough:
+    """The walk-through of the current settings and edits; on bad input, its message and the page stops.
+
+    What the user typed stays in the settings, so fixing it brings the page back.
+    """
+    try:
+        return build_walkthrough(state.settings(), state.edits())
+    except InputError as error:
+        show_error(error)
+        st.stop()
 
 
 def show_messages() -> None:
