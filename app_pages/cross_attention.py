@@ -7,14 +7,9 @@ import streamlit as st
 from attention_core import multihead
 from attention_core.errors import N_, InputError
 from attention_core.formulas import latex_text
-from attention_core.formulas_masking import CROSS_STAGES, general_latex
+from attention_core.formulas_masking import CROSS_STAGES
 from attention_core.settings import MAX_DIM, MAX_TOKENS
-from attention_core.walkthrough_multihead import (
-    build_cross_walkthrough,
-    clamp_entry,
-    explain_multihead,
-    multihead_panels,
-)
+from attention_core.walkthrough_multihead import build_cross_walkthrough
 from ui import masking, state, widgets
 from ui.i18n import _
 
@@ -84,22 +79,6 @@ widgets.stepper(CROSS_STAGES, settings.cross_stage, field="cross_stage")
 stage = settings.cross_stage
 st.markdown(_(EXPLAIN[stage]))
 
-items = multihead_panels(walk, stage)
-row, col, head = clamp_entry(items, settings.entry_row, settings.entry_col, settings.head, h)
-if (row, col, head) != (settings.entry_row, settings.entry_col, settings.head):
-    state.update(entry_row=row, entry_col=col, head=head)
-target = next(p for p in items if p.explained)
-
-with st.expander(_("Formula"), expanded=True):
-    for line in general_latex("cross", stage, tr=_):
-        st.latex(line)
-masking.panels(items, key=f"cross_{stage}", entry=(row, col), head=head, per_row=min(max(h, 2), 4))
-masking.notes(walk.warnings, walk.notes)
-
-st.subheader(_("Explain this entry"))
-masking.entry_pickers(target, row, col, num_heads=h, head_disabled=all(p.head is None for p in items))
-st.latex(explain_multihead(walk, stage, row, col, head, tr=_))
-
-masking.checks(walk.checks)
+masking.multihead_steps(walk, "cross", stage, h)
 with st.expander(_("Show the code (multi_head_attention: queries from x_query, keys and values from x_kv)")):
     st.code(inspect.getsource(multihead.multi_head_attention), language="python")

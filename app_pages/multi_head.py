@@ -6,14 +6,9 @@ import streamlit as st
 
 from attention_core import modules
 from attention_core.errors import N_, InputError
-from attention_core.formulas_masking import MHA_STAGES, general_latex
+from attention_core.formulas_masking import MHA_STAGES
 from attention_core.settings import MAX_DIM
-from attention_core.walkthrough_multihead import (
-    build_multihead_walkthrough,
-    clamp_entry,
-    explain_multihead,
-    multihead_panels,
-)
+from attention_core.walkthrough_multihead import build_multihead_walkthrough
 from ui import masking, state, widgets
 from ui.i18n import _
 
@@ -86,22 +81,6 @@ widgets.stepper(MHA_STAGES, settings.mha_stage, field="mha_stage")
 stage = settings.mha_stage
 st.markdown(_(EXPLAIN[stage]))
 
-items = multihead_panels(walk, stage)
-row, col, head = clamp_entry(items, settings.entry_row, settings.entry_col, settings.head, h)
-if (row, col, head) != (settings.entry_row, settings.entry_col, settings.head):
-    state.update(entry_row=row, entry_col=col, head=head)
-target = next(p for p in items if p.explained)
-
-with st.expander(_("Formula"), expanded=True):
-    for line in general_latex("mha", stage, tr=_):
-        st.latex(line)
-masking.panels(items, key=f"mha_{stage}", entry=(row, col), head=head, per_row=min(max(h, 2), 4))
-masking.notes(walk.warnings, walk.notes)
-
-st.subheader(_("Explain this entry"))
-masking.entry_pickers(target, row, col, num_heads=h, head_disabled=all(p.head is None for p in items))
-st.latex(explain_multihead(walk, stage, row, col, head, tr=_))
-
-masking.checks(walk.checks)
+masking.multihead_steps(walk, "mha", stage, h)
 with st.expander(_("Show the code (seed 001's MultiHeadAttention.forward)")):
     st.code(inspect.getsource(modules.MultiHeadAttention.forward), language="python")

@@ -13,7 +13,16 @@ import pandas as pd
 import streamlit as st
 
 from attention_core.errors import Message
-from attention_core.walkthrough_multihead import MASK_EDITS, MaskParts, Panel, TorchCheck
+from attention_core.formulas_masking import general_latex
+from attention_core.walkthrough_multihead import (
+    MASK_EDITS,
+    MaskParts,
+    Panel,
+    TorchCheck,
+    clamp_entry,
+    explain_multihead,
+    multihead_panels,
+)
 
 from . import state, widgets
 from .i18n import _
@@ -141,3 +150,28 @@ def entry_pickers(panel: Panel, row: int, col: int, *, num_heads: int = 0, head_
                  row_title=app_text(panel.row_title) or _("row"),
                  col=col + 1, col_label=widgets.md_escape(app_text(panel.col_labels[col])),
                  col_title=app_text(panel.col_title) or _("column")))
+
+
+def multihead_steps(walk, kind: str, stage: str, num_heads: int) -> None:
+    """The step-through shared by the multi-head ("mha") and cross-attention ("cross") pages.
+
+    The stage's heatmaps, its formula, the explained entry with its pickers, and the PyTorch checks.
+    """
+    settings = state.settings()
+    items = multihead_panels(walk, stage)
+    row, col, head = clamp_entry(items, settings.entry_row, settings.entry_col, settings.head, num_heads)
+    if (row, col, head) != (settings.entry_row, settings.entry_col, settings.head):
+        state.update(entry_row=row, entry_col=col, head=head)
+    target = next(p for p in items if p.explained)
+
+    with st.expander(_("Formula"), expanded=True):
+        for line in general_latex(kind, stage, tr=_):
+            st.latex(line)
+    panels(items, key=f"{kind}_{stage}", entry=(row, col), head=head, per_row=min(max(num_heads, 2), 4))
+    notes(walk.warnings, walk.notes)
+
+    st.subheader(_("Explain this entry"))
+    entry_pickers(target, row, col, num_heads=num_heads, head_disabled=all(p.head is None for p in items))
+    st.latex(explain_multihead(walk, stage, row, col, head, tr=_))
+
+    checks(walk.checks)
