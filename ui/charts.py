@@ -84,13 +84,16 @@ def lines(
 ) -> None:
     """Lines with points, one per ``series``; dashed series are reference lines (no points).
 
+    The chart fills its column (``width`` is only its size when exported standalone).
+
     ``df`` columns: x, y, series (legend label), order (legend order), dashed (bool);
     optional lo, hi (an error bar at each point, when ``error_bars``) and marked (bool:
     a vertical rule and a big point at the marked x, when ``marked``).
     """
     spec = _lines_spec(x_title, y_title, _("series"), x_log, x_base, y_log, y_range[0] if y_range else None,
                        y_range[1] if y_range else None, error_bars, marked, width, height)
-    _show(df, spec, key)
+    # Fill the column instead of a fixed width, which spilled over narrow columns (1280 px with the sidebar).
+    _show(df, {**spec, "width": "container"}, key, width="stretch")
 
 
 # ---------------------------------------------------------------- bars
