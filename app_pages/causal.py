@@ -9,7 +9,7 @@ from attention_core.errors import N_, InputError
 from attention_core.formulas_masking import CAUSAL_STAGES, general_latex
 from attention_core.settings import MAX_DIM, MAX_TOKENS, MIN_DIM
 from attention_core.walkthrough import token_labels
-from attention_core.walkthrough_multihead import build_causal_walkthrough, causal_panels, clamp_entry, explain_causal
+from attention_core.walkthrough_multihead import build_causal_walkthrough, causal_panels, explain_causal
 from ui import masking, state, widgets
 from ui.i18n import _
 
@@ -71,11 +71,8 @@ stage = settings.causal_stage
 st.markdown(_(EXPLAIN[stage]))
 
 items = causal_panels(walk, stage)
-row, col, _head = clamp_entry(items, settings.entry_row, settings.entry_col, 0)
-if (row, col) != (settings.entry_row, settings.entry_col):
-    state.update(entry_row=row, entry_col=col)
+row, col, _head, target = masking.clamped_entry(items)
 labels = token_labels(walk.tokens)
-target = next(p for p in items if p.explained)
 
 with st.expander(_("Formula"), expanded=True):
     for line in general_latex("causal", stage, tr=_):

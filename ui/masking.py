@@ -7,7 +7,7 @@ and hand them to these; nothing here computes attention.
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from typing import Optional, Sequence
 
 import pandas as pd
 import streamlit as st
@@ -152,17 +152,30 @@ def entry_pickers(panel: Panel, row: int, col: int, *, num_heads: int = 0, head_
                  col_title=app_text(panel.col_title) or _("column")))
 
 
+def clamped_entry(items: Sequence[Panel], num_heads: Optional[int] = None) -> tuple[int, int, int, Panel]:
+    """The explained (row, col, head) moved inside this stage's panels (and stored), and the panel it is in.
+
+    ``num_heads=None`` on the one-head pages: the multi-head pages' chosen head is left alone.
+    """
+    settings = state.settings()
+    if num_heads is None:
+        row, col, head = clamp_entry(items, settings.entry_row, settings.entry_col, 0)
+        changes = {"entry_row": row, "entry_col": col}
+    else:
+        row, col, head = clamp_entry(items, settings.entry_row, settings.entry_col, settings.head, num_heads)
+        changes = {"entry_row": row, "entry_col": col, "head": head}
+    if any(getattr(settings, name) != value for name, value in changes.items()):
+        state.update(**changes)
+    return row, col, head, next(p for p in items if p.explained)
+
+
 def multihead_steps(walk, kind: str, stage: str, num_heads: int) -> None:
     """The step-through shared by the multi-head ("mha") and cross-attention ("cross") pages.
 
     The stage's heatmaps, its formula, the explained entry with its pickers, and the PyTorch checks.
     """
-    settings = state.settings()
     items = multihead_panels(walk, stage)
-    row, col, head = clamp_entry(items, settings.entry_row, settings.entry_col, settings.head, num_heads)
-    if (row, col, head) != (settings.entry_row, settings.entry_col, settings.head):
-        state.update(entry_row=row, entry_col=col, head=head)
-    target = next(p for p in items if p.explained)
+    row, col, head, target = clamped_entry(items, num_heads)
 
     with st.expander(_("Formula"), expanded=True):
         for line in general_latex(kind, stage, tr=_):
