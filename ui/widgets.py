@@ -64,11 +64,6 @@ def show_messages() -> None:
 # ---------------------------------------------------------------- formulas
 
 
-@st.cache_data(show_spinner=False)
-def _general_latex(stage: str) -> tuple[str, str]:
-    return general_latex(stage)
-
-
 @st.cache_data(show_spinner=False, max_entries=512)
 def _entry_latex(entry: Entry) -> str:
     return entry_latex(entry)
@@ -76,7 +71,7 @@ def _entry_latex(entry: Entry) -> str:
 
 def stage_formulas(stage: str) -> None:
     """The matrix form and the element form of a stage."""
-    matrix, element = _general_latex(stage)
+    matrix, element = general_latex(stage)  # constant per stage: cached in attention_core
     st.latex(matrix)
     st.latex(element)
 
