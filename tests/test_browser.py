@@ -162,6 +162,23 @@ def assert_no_exception(page: Page) -> None:
     assert not page.js_errors, f"JavaScript errors: {page.js_errors}"
 
 
+def click_mark_until(mark, combobox, expected: str, attempts: int = 3) -> None:
+    """Click a chart mark until the app takes the selection (the combobox it sets shows ``expected``).
+
+    Right after its first render Vega can still be replacing the chart's SVG (Streamlit sizes it), and a
+    click on the replaced SVG is lost. So the click is repeated, each time waiting on the app's answer
+    (the combobox's value), never on a fixed delay.
+    """
+    for attempt in range(attempts):
+        mark.click()
+        try:
+            expect(combobox).to_have_value(expected, timeout=APP_RUN_MS // attempts)
+            return
+        except AssertionError:
+            if attempt == attempts - 1:
+                raise
+
+
 def save_screenshot(page: Page, name: str) -> Path:
     """A full-page screenshot. Streamlit scrolls inside its main section, not the document,
     so the viewport is first made as tall as that section's content."""
@@ -218,8 +235,7 @@ def test_clicking_a_heatmap_cell_explains_that_entry(page: Page, app_url: str):
     # The scores heatmap of seed 000's sentence: 7 x 7 coloured cells, drawn in row-major order.
     cells = page.locator(".vega-embed svg g.mark-rect").first.locator("path")
     expect(cells).to_have_count(49)
-    cells.nth(2 * 7 + 1).click()  # query "3 Machine", key "2 Like"
-    expect(row).to_have_value("3 Machine")
+    click_mark_until(cells.nth(2 * 7 + 1), row, "3 Machine")  # query "3 Machine", key "2 Like"
     expect(column).to_have_value("2 Like")
     wait_for_app_run(page)
     expect(page.locator(".katex").filter(has_text="s3,2").first).to_be_visible()
@@ -232,10 +248,10 @@ def test_trained_model_grid_click_opens_the_head(page: Page, app_url: str):
     pictures = page.locator(".vega-embed").first.locator("svg image")
     expect(pictures).to_have_count(72)  # 6 layers x 12 heads, in data order: layer by layer
     assert pictures.nth(0).get_attribute("href").startswith("data:image/png;base64,")
-    pictures.nth(2 * 12 + 8).click()  # layer 3, head 9
+    click_mark_until(pictures.nth(2 * 12 + 8), page.get_by_role("combobox", name="Layer", exact=True),
+                     "Layer 3")  # layer 3, head 9
     wait_for_app_run(page)
     expect(page.get_by_role("heading", name="Layer 3, head 9", exact=True)).to_be_visible()
-    expect(page.get_by_role("combobox", name="Layer", exact=True)).to_have_value("Layer 3")
     expect(page.get_by_text("Checked against PyTorch")).to_be_visible()
     assert_no_exception(page)
     save_screenshot(page, "page-trained-model-after-click")
@@ -269,8 +285,7 @@ def test_clicking_a_pixel_shows_where_it_looks(page: Page, app_url: str):
     # The smiley: 12 x 12 pixels, one rect each, drawn in row-major order (token n = r W + c).
     pixels = page.locator(".vega-embed svg g.mark-rect").first.locator("path")
     expect(pixels).to_have_count(144)
-    pixels.nth(8 * 12 + 5).click()  # the mouth: row 8, column 5
-    expect(row).to_have_value("8")
+    click_mark_until(pixels.nth(8 * 12 + 5), row, "8")  # the mouth: row 8, column 5
     expect(column).to_have_value("5")
     wait_for_app_run(page)
     expect(page.get_by_text("= 101").first).to_be_visible()  # n = 8 · 12 + 5
