@@ -12,9 +12,10 @@ import streamlit as st
 
 from attention_core.presets import PRESETS
 from attention_core.settings import LANGUAGES
-from ui import presenter, state
+from ui import presenter, runtime, state
 from ui.i18n import _
 
+runtime.tune_server()  # once per process: cheap garbage collection, no Nagle delay (ui/runtime.py)
 st.set_page_config(page_title=_("Attention Explorer"), page_icon=":material/visibility:", layout="wide")
 state.load_link()  # a shared link's settings, on a session's first run
 

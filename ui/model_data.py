@@ -21,7 +21,7 @@ import torch
 from attention_core import pretrained
 from attention_core.formulas_pretrained import HeadEntry, head_entry_latex, head_general_latex
 
-from . import i18n, model_view
+from . import i18n, model_view, runtime
 
 #: torch's intra-op threads for the server once the model is loaded. On the 2-core machines this app runs
 #: on, shared by every session (and whatever else runs there), one thread per forward pass was both
@@ -39,7 +39,9 @@ def configure_torch() -> None:
 def model() -> pretrained.PretrainedModel:
     """The verified, loaded model (shared read-only by every session)."""
     configure_torch()
-    return pretrained.load_model()
+    loaded = pretrained.load_model()
+    runtime.freeze_again()  # once per server: transformers and the weights leave the per-run GC walk
+    return loaded
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,725 @@
+"""Classroom load over Streamlit's real protocol: what a student waits for, alone and with a class.
+
+    .venv/bin/python scripts/benchmark_load.py                      # single, class (30 students, 60 s), browser
+    .venv/bin/python scripts/benchmark_load.py single
+    .venv/bin/python scripts/benchmark_load.py class --students 30 --duration 60 --interval 3
+    .venv/bin/python scripts/benchmark_load.py browser
+    .venv/bin/python scripts/benchmark_load.py class --url http://127.0.0.1:8080 --students 100 \\
+        --p95-budget-ms 500 --pid-file /tmp/lecture-hall/replica-1.pid --pid-file ...   # through a proxy
+
+Without ``--url`` it starts ``streamlit run app.py`` on a free loopback port (with the repository's
+``.streamlit/config.toml``) and stops it at the end. Each simulated student is a websocket on
+``/_stcore/stream`` that speaks Streamlit's own protobufs, as the browser does: a ``BackMsg`` with
+``rerun_script`` (the page, the widget states) goes up; ``ForwardMsg``s (``new_session``, deltas,
+``script_finished``) come down. No browser is involved, so the numbers are the server's: the time
+from sending a change to receiving ``script_finished`` for it.
+
+Scenarios:
+
+- ``single``: one student. First a trivial one-widget app (``scripts/load_floor_app.py``, the
+  framework's own floor) is measured, then every page of the app, ``--clicks`` interactions each,
+  one after another. Budget: every page's median within ``--floor-factor`` (2) x the floor's median.
+- ``class``: ``--students`` sessions open their pages within the same second (a burst: the same
+  link shared by a teacher), spread over every page including *Inside a trained model*, then each
+  changes a widget every ~``--interval`` s (uniformly 0.5x-1.5x) for ``--duration`` s. ``--drop K``
+  students close their websocket in the middle of a run and come back as new sessions. Budget:
+  interaction p95 < ``--p95-budget-ms`` (150), 0 exceptions, 0 failed sessions, peak server RSS
+  < ``--rss-budget-mb`` (900). Through a proxy (``--url``), a student whose websocket is closed by
+  a replica going away reconnects, as the browser does, and is counted as *moved*; ``--fault-cmd``
+  runs a shell command (e.g. kill a replica) ``--fault-at`` seconds in.
+- ``browser``: Debian's Chromium (Playwright) on the self-attention page: click *Next* and the d_k
+  number input's + button, and time click -> the server's ``script_finished`` reaches the page ->
+  two animation frames (the repaint). Budget: median < ``--browser-budget-ms`` (250).
+
+Prints first-render and interaction latency (p50, p95, max), exceptions, failed sessions and the
+server's RSS over time; exits 1 when a budget is broken. Traffic goes to loopback only (any other
+host is refused), every loop is bounded by ``--duration`` and per-run timeouts, and the script
+stops the servers it started. Measure on an otherwise idle machine: the simulated students share
+the 2 cores with the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import ipaddress
+import os
+import random
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Callable, Optional
+
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "app.py"
+FLOOR_APP = ROOT / "scripts" / "load_floor_app.py"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+RUN_TIMEOUT_S = 90.0  # one script run; the first visit to the trained model loads it (seconds)
+SERVER_START_S = 90.0
+STREAMLIT_ARGS: list[str] = []  # --streamlit-arg: extra options for every server started here (comparisons)
+FINISHED = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
+
+
+@dataclasses.dataclass(frozen=True)
+class PageLoad:
+    """A page (its URL path) and the widgets a student changes there, by widget key, in turn."""
+
+    path: str
+    widgets: tuple[str, ...]
+
+
+# Every page of app.py, with widgets a student would touch (keys from ui.state.widget_key and the pages).
+PAGES = (
+    PageLoad("overview", ("overview_use_seed000", "overview_use_journey_v1", "overview_use_hello")),
+    PageLoad("tokens", ("setting_seed", "setting_d_model")),
+    PageLoad("no-weights", ("setting_query_index",)),
+    PageLoad("self-attention", ("setting_stage", "setting_d_k", "setting_entry_row")),
+    PageLoad("causal", ("setting_causal_stage", "setting_padding")),
+    PageLoad("dropout", ("setting_dropout_stage", "setting_dropout_p", "setting_dropout_seed")),
+    PageLoad("multi-head", ("setting_mha_stage", "setting_seed")),
+    PageLoad("cross-attention", ("setting_cross_stage", "setting_seed")),
+    PageLoad("why-sqrt-dk", ("setting_sqrt_keys", "setting_sqrt_distribution")),
+    PageLoad("temperature", ("setting_temperature_row", "setting_experiment_seed")),
+    PageLoad("positional-encoding", ("setting_pe_shuffle", "setting_experiment_seed")),
+    PageLoad("additive", ("setting_additive_hidden", "setting_additive_row")),
+    PageLoad("image-attention", ("setting_image_row", "setting_image_col")),
+    PageLoad("trained-model", ("setting_model_head", "setting_model_layer", "setting_model_stage")),
+)
+FLOOR = PageLoad("", ("floor_number",))
+
+
+# ---------------------------------------------------------------------------------------- safety
+
+def require_loopback(url: str) -> None:
+    """Refuse any target that is not on this machine's loopback (the load goes nowhere else)."""
+    host = urllib.parse.urlsplit(url).hostname or ""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise SystemExit(f"refusing {url!r}: the load benchmark only targets loopback (127.0.0.0/8, ::1, localhost)")
+
+
+# ---------------------------------------------------------------------------------------- servers
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+            return response.read().decode().strip() == "ok"
+    except OSError:
+        return False
+
+
+class Server:
+    """``streamlit run SCRIPT`` on a free loopback port, from the repository root (its config)."""
+
+    def __init__(self, script: Path, extra_args: tuple[str, ...] = ()) -> None:
+        extra_args = tuple(extra_args) + tuple(STREAMLIT_ARGS)
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = tempfile.NamedTemporaryFile("w+", prefix="benchmark-load-", suffix=".log", delete=False)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
+             "--server.address", "127.0.0.1", "--server.port", str(self.port), *extra_args],
+            cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + SERVER_START_S
+        while not _healthy(self.url):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise SystemExit(f"streamlit did not start:\n{Path(self.log.name).read_text()[-3000:]}")
+            time.sleep(0.2)  # polling the health endpoint, not synchronising on a guess
+
+    def tracebacks(self) -> list[str]:
+        """Tracebacks the server logged (an exception in a session, not shown to anyone)."""
+        text = Path(self.log.name).read_text(errors="replace")
+        return [block for block in re.split(r"\n(?=\S)", text) if "Traceback (most recent call last)" in block]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=20)
+
+
+def rss_mb(pids: list[int]) -> float:
+    """Resident memory of these processes, in MB (10^6 bytes), from /proc; 0 for a gone process."""
+    total_kib = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total_kib += int(line.split()[1])
+    return total_kib * 1024 / 1e6
+
+
+class RssSampler:
+    """RSS of the server processes twice a second, while the load runs."""
+
+    def __init__(self, pids: Callable[[], list[int]]) -> None:
+        self.pids = pids
+        self.samples: list[tuple[float, float]] = []  # (seconds since start, MB of all the processes)
+        self.peak_per_process = 0.0  # the largest RSS of any one process (each replica has its own budget)
+        self._task: Optional[asyncio.Task] = None
+        self._start = time.monotonic()
+
+    def _sample(self) -> None:
+        pids = self.pids()
+        self.samples.append((time.monotonic() - self._start, rss_mb(pids)))
+        self.peak_per_process = max([self.peak_per_process] + [rss_mb([pid]) for pid in pids])
+
+    async def _run(self) -> None:
+        while True:
+            self._sample()
+            await asyncio.sleep(0.5)  # sampling period
+
+    def start(self) -> None:
+        self._start = time.monotonic()
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self._sample()
+
+    @property
+    def peak(self) -> float:
+        return max((mb for _, mb in self.samples), default=0.0)
+
+    def timeline(self, points: int = 8) -> str:
+        if not self.samples:
+            return "-"
+        step = max(1, len(self.samples) // points)
+        shown = self.samples[::step] + ([self.samples[-1]] if (len(self.samples) - 1) % step else [])
+        return "  ".join(f"{t:.0f}s {mb:.0f}" for t, mb in shown)
+
+
+# ---------------------------------------------------------------------------------------- a student
+
+class SessionClosed(Exception):
+    """The server (or the proxy) closed this student's websocket."""
+
+
+class Student:
+    """One browser tab, minus the browser: a websocket session that reruns pages and changes widgets."""
+
+    def __init__(self, base_url: str, name: str) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.name = name
+        self.ws = None
+        self.cookie = ""
+        self.session_id = ""
+        self.widgets: dict[str, tuple[str, object]] = {}  # user key -> (element type, proto) of the last run
+        self.states: dict[str, object] = {}  # widget id -> WidgetState to send (what the browser holds)
+        self.exceptions: list[str] = []
+        self.page = ""
+        self.page_hash = ""
+        self.step = 0
+
+    def _get_cookie(self) -> None:
+        """GET the page as a browser does first: a proxy's sticky-session cookie comes with it."""
+        with urllib.request.urlopen(f"{self.base_url}/", timeout=30) as response:
+            cookies = [c.split(";", 1)[0] for c in response.headers.get_all("Set-Cookie") or []]
+        self.cookie = "; ".join(cookies)
+
+    async def connect(self, reconnect: bool = False) -> None:
+        if not self.cookie:
+            await asyncio.to_thread(self._get_cookie)
+        ws_url = self.base_url.replace("http", "ws", 1) + "/_stcore/stream"
+        protocols = ["streamlit", "benchmark", self.session_id] if reconnect and self.session_id else ["streamlit"]
+        headers = {"Cookie": self.cookie} if self.cookie else {}
+        self.ws = await connect(ws_url, subprotocols=protocols, additional_headers=headers, max_size=None,
+                                open_timeout=30, ping_interval=None)
+        for cookie in self.ws.response.headers.get_all("Set-Cookie"):
+            self.cookie = cookie.split(";", 1)[0]  # the proxy moved us to another replica
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            with contextlib.suppress(Exception):
+                await self.ws.close()
+
+    async def send_rerun(self, page: str, states: list) -> None:
+        msg = BackMsg()
+        rerun = msg.rerun_script
+        rerun.query_string = ""
+        rerun.page_name = page
+        rerun.page_script_hash = self.page_hash if page == self.page else ""
+        rerun.widget_states.widgets.extend(states)
+        try:
+            await self.ws.send(msg.SerializeToString())
+        except ConnectionClosed as error:
+            raise SessionClosed(str(error)) from error
+
+    async def finish_run(self) -> None:
+        """Read ForwardMsgs until this run's ``script_finished``; keep the widgets it rendered."""
+        widgets: dict[str, tuple[str, object]] = {}
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while True:
+            try:
+                data = await asyncio.wait_for(self.ws.recv(), timeout=max(0.1, deadline - time.monotonic()))
+            except ConnectionClosed as error:
+                raise SessionClosed(str(error)) from error
+            msg = ForwardMsg()
+            msg.ParseFromString(data)
+            kind = msg.WhichOneof("type")
+            if kind == "new_session":
+                widgets = {}
+                if msg.new_session.HasField("initialize"):
+                    self.session_id = msg.new_session.initialize.session_id
+            elif kind == "navigation":  # st.navigation resolved the page: the browser sends its hash from now on
+                self.page_hash = msg.navigation.page_script_hash
+            elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+                element = msg.delta.new_element
+                etype = element.WhichOneof("type")
+                if etype == "exception":
+                    self.exceptions.append(f"{element.exception.type}: {element.exception.message}")
+                elif etype in ("number_input", "selectbox", "button"):
+                    proto = getattr(element, etype)
+                    widgets[proto.id.split("-", 2)[-1]] = (etype, proto)
+            elif kind == "script_finished":
+                if msg.script_finished in FINISHED:
+                    self.widgets = widgets
+                    return
+                if msg.script_finished == ForwardMsg.FINISHED_WITH_COMPILE_ERROR:
+                    raise RuntimeError("script compile error")
+            elif kind == "session_event" and msg.session_event.HasField("script_compilation_exception"):
+                self.exceptions.append(msg.session_event.script_compilation_exception.message)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no script_finished within {RUN_TIMEOUT_S:.0f} s")
+
+    async def open_page(self, page: str) -> float:
+        """First render of ``page`` (seconds from the request to ``script_finished``)."""
+        start = time.perf_counter()
+        await self.send_rerun(page, list(self.states.values()))
+        await self.finish_run()
+        self.page = page
+        return time.perf_counter() - start
+
+    def next_change(self, keys: tuple[str, ...]):
+        """The WidgetState a student sends next: the next widget of ``keys`` that is on the page, moved once."""
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        for offset in range(len(keys)):
+            key = keys[(self.step + offset) % len(keys)]
+            if key in self.widgets and not getattr(self.widgets[key][1], "disabled", False):
+                break
+        else:
+            raise LookupError(f"none of {keys} on page {self.page!r} (it has {sorted(self.widgets)})")
+        self.step += 1
+        etype, proto = self.widgets[key]
+        state = WidgetState(id=proto.id)
+        walk = (1, 2, 3, 2, 1, 0)[self.step % 6]  # a few distinct values, back and forth
+        if etype == "button":
+            state.trigger_value = True
+        elif etype == "selectbox":
+            options = list(proto.options)
+            current = proto.raw_value if proto.set_value and proto.HasField("raw_value") else None
+            index = options.index(current) if current in options else (proto.default[0] if proto.default else 0)
+            state.string_value = options[(index + 1) % len(options)]
+        else:  # number_input
+            step = proto.step or 1
+            start = proto.value if proto.set_value else proto.default
+            value = start + (walk - 1) * step
+            if proto.has_max and value > proto.max:
+                value = start - step
+            if proto.has_min and value < proto.min:
+                value = start + step
+            if proto.data_type == proto.INT:
+                state.int_value = int(value)
+            else:
+                state.double_value = round(value, 6)
+        return state
+
+    async def interact(self, keys: tuple[str, ...], drop: bool = False) -> float:
+        """Change one widget and wait for the rerun; seconds. ``drop``: close the socket mid-run instead."""
+        state = self.next_change(keys)
+        # What the browser sends: every widget value it holds, the new one included; a trigger only once.
+        sent = [s for i, s in self.states.items() if i != state.id] + [state]
+        start = time.perf_counter()
+        await self.send_rerun(self.page, sent)
+        if drop:
+            await self.close()
+            return 0.0
+        await self.finish_run()
+        if state.WhichOneof("value") != "trigger_value":
+            self.states[state.id] = state
+        return time.perf_counter() - start
+
+
+# ---------------------------------------------------------------------------------------- statistics
+
+def pct(values: list[float], q: float) -> float:
+    """The q-quantile (0..1) by the nearest-rank method; nan for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, int(round(q * len(ordered) + 0.5)) - 1))]
+
+
+def fmt_ms(values: list[float]) -> str:
+    ms = [1000 * v for v in values]
+    return f"{pct(ms, .5):>7.0f} {pct(ms, .95):>7.0f} {max(ms, default=float('nan')):>7.0f}"
+
+
+# ---------------------------------------------------------------------------------------- scenarios
+
+async def _one_student(url: str, page: PageLoad, clicks: int) -> tuple[float, float, list[float], list[str]]:
+    """First render, first change, then ``clicks`` timed changes (seconds) and the exceptions shown."""
+    student = Student(url, page.path or "floor")
+    await student.connect()
+    try:
+        first = await student.open_page(page.path)
+        first_change = await student.interact(page.widgets)  # the first change of a page also fills caches
+        times = [await student.interact(page.widgets) for _ in range(clicks)]
+    finally:
+        await student.close()
+    return first, first_change, times, student.exceptions
+
+
+def run_single(args: argparse.Namespace) -> bool:
+    print(f"== single: one student, {args.clicks} changes per page after one warm-up change\n")
+    floor_server = Server(FLOOR_APP)
+    try:
+        _, _, floor_times, _ = asyncio.run(_one_student(floor_server.url, FLOOR, args.clicks))
+    finally:
+        floor_server.stop()
+    floor = statistics.median(floor_times)
+    limit = args.floor_factor * floor
+    print(f"framework floor (scripts/load_floor_app.py, one number_input): median {1000 * floor:.0f} ms; "
+          f"budget per page: median <= {args.floor_factor:g} x = {1000 * limit:.0f} ms\n")
+    server = None if args.url else Server(APP)
+    url = args.url or server.url
+    ok = True
+    print(f"{'page':<20} {'open ms':>8} {'1st change':>10} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7}  verdict")
+    try:
+        for page in PAGES:
+            try:
+                first, first_change, times, exceptions = asyncio.run(_one_student(url, page, args.clicks))
+            except Exception as error:  # noqa: BLE001 - report the page, go on
+                print(f"{page.path:<20} FAILED: {type(error).__name__}: {error}")
+                ok = False
+                continue
+            over = statistics.median(times) > limit
+            verdict = "EXCEPTION " + "; ".join(exceptions)[:200] if exceptions else ("OVER BUDGET" if over else "ok")
+            ok &= not over and not exceptions
+            print(f"{page.path:<20} {1000 * first:>8.0f} {1000 * first_change:>10.0f} {fmt_ms(times)}  {verdict}")
+        if server:
+            print(f"\nserver RSS at the end: {rss_mb([server.process.pid]):.0f} MB")
+            ok &= _report_tracebacks(server)
+    finally:
+        if server:
+            server.stop()
+    return ok
+
+
+@dataclasses.dataclass
+class ClassResult:
+    first: list[float] = dataclasses.field(default_factory=list)
+    clicks: list[float] = dataclasses.field(default_factory=list)
+    click_times: list[float] = dataclasses.field(default_factory=list)  # seconds since the start, per click
+    per_page: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    exceptions: list[str] = dataclasses.field(default_factory=list)
+    failed: list[str] = dataclasses.field(default_factory=list)
+    moved: list[str] = dataclasses.field(default_factory=list)  # reconnected after their replica went away
+    dropped: int = 0  # closed mid-run on purpose, came back as new sessions
+    replicas: dict[str, str] = dataclasses.field(default_factory=dict)  # student -> sticky cookie at the start
+
+
+async def _student_in_class(url: str, index: int, args: argparse.Namespace, result: ClassResult,
+                            rng: random.Random, t_start: float, t_end: float, drop_at: Optional[float]) -> None:
+    page = PAGES[index % len(PAGES)]
+    name = f"s{index:03d}"
+    student = Student(url, name)
+    await asyncio.sleep(rng.uniform(0, 1.0))  # a burst: everyone opens the link within the same second
+    try:
+        await student.connect()
+        result.replicas[name] = student.cookie
+        result.first.append(await student.open_page(page.path))
+        while time.monotonic() < t_end:
+            await asyncio.sleep(rng.uniform(0.5, 1.5) * args.interval)  # the student reads, then clicks
+            if time.monotonic() >= t_end:
+                break
+            if drop_at is not None and time.monotonic() >= drop_at:
+                drop_at = None
+                await student.interact(page.widgets, drop=True)  # the tab closes in the middle of a run
+                result.dropped += 1
+                student = Student(url, name)  # ...and the student opens the link again
+                await student.connect()
+                result.first.append(await student.open_page(page.path))
+                continue
+            try:
+                elapsed = await student.interact(page.widgets)
+            except SessionClosed:
+                if not args.url:
+                    raise
+                # The replica went away: the browser reconnects through the proxy, which moves the
+                # student to another replica; there the old session is unknown and a fresh one starts.
+                result.moved.append(name)
+                await student.close()
+                student.cookie = ""
+                await student.connect(reconnect=True)
+                result.first.append(await student.open_page(page.path))
+                continue
+            result.clicks.append(elapsed)
+            result.click_times.append(time.monotonic() - t_start)
+            result.per_page.setdefault(page.path, []).append(elapsed)
+    except Exception as error:  # noqa: BLE001 - a failed session is a result, not a crash of the benchmark
+        result.failed.append(f"{name} ({page.path}): {type(error).__name__}: {error}")
+    finally:
+        result.exceptions.extend(f"{name} ({page.path}): {e}" for e in student.exceptions)
+        await student.close()
+
+
+async def _run_fault(command: str, at: float) -> None:
+    await asyncio.sleep(at)
+    print(f"   [{at:.0f} s] fault: {command}")
+    process = await asyncio.create_subprocess_shell(command, cwd=ROOT)
+    await process.wait()
+
+
+async def _warm_up(url: str, replicas: int) -> float:
+    """The teacher opens every page once before class (imports, the trained model, caches); seconds.
+
+    Behind the lecture-hall proxy, one teacher tab per replica: each connects while the earlier
+    ones stay open, so the proxy (balance leastconn) puts each on a different replica.
+    """
+    start = time.perf_counter()
+    teachers = []
+    try:
+        for i in range(replicas):
+            teacher = Student(url, f"teacher{i}")
+            await teacher.connect()
+            teachers.append(teacher)
+
+        async def visit(teacher: Student) -> None:
+            for page in PAGES:
+                await teacher.open_page(page.path)
+
+        await asyncio.gather(*(visit(t) for t in teachers))
+    finally:
+        for teacher in teachers:
+            await teacher.close()
+    return time.perf_counter() - start
+
+
+async def _class(url: str, args: argparse.Namespace, pids: Callable[[], list[int]]) -> tuple[ClassResult, RssSampler]:
+    result = ClassResult()
+    if args.warm:
+        replicas = max(1, len(args.pid_file))
+        print(f"the teacher opened every page once before class ({replicas} tab(s)): "
+              f"{await _warm_up(url, replicas):.1f} s")
+    sampler = RssSampler(pids)
+    sampler.start()
+    rng = random.Random(args.seed)
+    t_start = time.monotonic()
+    t_end = t_start + 1.0 + args.duration
+    droppers = set(rng.sample(range(args.students), min(args.drop, args.students)))
+    tasks = [_student_in_class(url, i, args, result, random.Random(rng.random()), t_start, t_end,
+                               time.monotonic() + rng.uniform(0.3, 0.7) * args.duration if i in droppers else None)
+             for i in range(args.students)]
+    if args.fault_cmd:
+        tasks.append(_run_fault(args.fault_cmd, args.fault_at))
+    await asyncio.gather(*tasks)
+    await sampler.stop()
+    return result, sampler
+
+
+def _pids_from_files(paths: list[str]) -> Callable[[], list[int]]:
+    def read() -> list[int]:
+        pids = []
+        for path in paths:
+            with contextlib.suppress(OSError, ValueError):
+                pids.append(int(Path(path).read_text().split()[0]))
+        return pids
+    return read
+
+
+def run_class(args: argparse.Namespace) -> bool:
+    print(f"== class: {args.students} students, one change every ~{args.interval:g} s each for "
+          f"{args.duration:g} s, over {len(PAGES)} pages" + (f", through {args.url}" if args.url else "") + "\n")
+    server = None if args.url else Server(APP)
+    url = args.url or server.url
+    pids = _pids_from_files(args.pid_file) if args.url else (lambda: [server.process.pid])
+    try:
+        result, sampler = asyncio.run(_class(url, args, pids))
+        tracebacks_ok = _report_tracebacks(server) if server else True
+    finally:
+        if server:
+            server.stop()
+    print(f"{'':<14} {'n':>5} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7}")
+    print(f"{'first render':<14} {len(result.first):>5} {fmt_ms(result.first)}")
+    print(f"{'interaction':<14} {len(result.clicks):>5} {fmt_ms(result.clicks)}")
+    for label, low, high in (("  first 15 s", 0, 15), ("  after 15 s", 15, 1e9)):
+        part = [c for c, t in zip(result.clicks, result.click_times) if low <= t < high]
+        print(f"{label:<14} {len(part):>5} {fmt_ms(part)}")
+    print("\nper page (interaction):  " + ", ".join(
+        f"{p} {1000 * pct(v, .5):.0f}/{1000 * pct(v, .95):.0f}" for p, v in sorted(result.per_page.items()))
+        + "  (p50/p95 ms)")
+    if args.url:
+        replicas = sorted(set(result.replicas.values()))
+        print(f"sticky cookies at the start: {', '.join(f'{c} x{list(result.replicas.values()).count(c)}' for c in replicas)}")
+        moved = set(result.moved)
+        stayed = [n for n, c in result.replicas.items() if n not in moved]
+        print(f"moved to another replica: {len(moved)} students; stayed: {len(stayed)}")
+    print(f"dropped mid-run and came back: {result.dropped}")
+    if args.pid_file or server:
+        print(f"server RSS (MB, all processes) over time: {sampler.timeline()}; peak {sampler.peak:.0f} MB; "
+              f"largest one process: {sampler.peak_per_process:.0f} MB")
+    print(f"exceptions: {len(result.exceptions)}   failed sessions: {len(result.failed)}")
+    for line in (result.exceptions + result.failed)[:10]:
+        print("   ", line[:300])
+    p95 = 1000 * pct(result.clicks, .95)
+    ok = (p95 < args.p95_budget_ms and not result.exceptions and not result.failed and tracebacks_ok
+          and (sampler.peak_per_process < args.rss_budget_mb if (args.pid_file or server) else True)
+          and bool(result.clicks))
+    print(f"\nbudget: p95 < {args.p95_budget_ms:g} ms, 0 exceptions, 0 failed, peak RSS < {args.rss_budget_mb:g} MB "
+          "per server process"
+          f" -> {'ok' if ok else 'OVER BUDGET'}")
+    return ok
+
+
+def _report_tracebacks(server: Server) -> bool:
+    tracebacks = server.tracebacks()
+    if tracebacks:
+        print(f"\nthe server logged {len(tracebacks)} traceback(s); the first:\n{tracebacks[0][-1500:]}")
+    return not tracebacks
+
+
+def run_browser(args: argparse.Namespace) -> bool:
+    from playwright.sync_api import sync_playwright
+
+    print(f"== browser: Chromium on /self-attention, {args.clicks} clicks each, click -> repainted\n")
+    if not Path(CHROMIUM).exists():
+        print(f"{CHROMIUM} is missing: apt-get install -y chromium (bash scripts/test.sh does)")
+        return False
+    server = None if args.url else Server(APP)
+    url = args.url or server.url
+    results: dict[str, list[float]] = {}
+
+    def finished(payload: object) -> bool:
+        if not isinstance(payload, bytes):
+            return False
+        msg = ForwardMsg()
+        msg.ParseFromString(payload)
+        return msg.WhichOneof("type") == "script_finished" and msg.script_finished in FINISHED
+
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            with page.expect_websocket() as ws_info:
+                page.goto(f"{url}/self-attention")
+            ws = ws_info.value
+            page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(timeout=120_000)
+            page.locator(".st-key-step_next button").wait_for(timeout=60_000)
+            targets = {
+                "Next": '.st-key-step_next button',
+                "d_k +": '.st-key-setting_d_k [data-testid="stNumberInputStepUp"]',
+            }
+            for name, selector in targets.items():
+                times = []
+                for i in range(args.clicks + 1):
+                    if name == "Next" and page.locator(selector).is_disabled():
+                        page.locator(".st-key-step_prev button").click()  # back one, untimed
+                        page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
+                    if name == "d_k +" and i % 4 == 3:
+                        selector_now = '.st-key-setting_d_k [data-testid="stNumberInputStepDown"]'
+                    else:
+                        selector_now = selector
+                    with ws.expect_event("framereceived", predicate=finished, timeout=60_000):
+                        start = time.perf_counter()
+                        page.evaluate("s => document.querySelector(s).click()", selector_now)
+                    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+                    if i:  # the first click is a warm-up
+                        times.append(time.perf_counter() - start)
+                results[name] = times
+            browser.close()
+    finally:
+        if server:
+            server.stop()
+    ok = True
+    print(f"{'click':<10} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7}  verdict")
+    for name, times in results.items():
+        over = statistics.median(times) >= args.browser_budget_ms
+        ok &= not over
+        print(f"{name:<10} {fmt_ms(times)}  {'OVER BUDGET' if over else 'ok'}")
+    return ok
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("scenarios", nargs="*", metavar="scenario",
+                        help="single, class and/or browser (default: all three)")
+    parser.add_argument("--url", help="an already running app (loopback only), e.g. the lecture-hall proxy")
+    parser.add_argument("--students", type=int, default=30)
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of clicking in the class scenario")
+    parser.add_argument("--interval", type=float, default=3.0, help="seconds between a student's changes (mean)")
+    parser.add_argument("--clicks", type=int, default=10, help="timed changes per page (single, browser)")
+    parser.add_argument("--drop", type=int, default=2, help="students who close their tab mid-run (class)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed of the students' timing")
+    parser.add_argument("--floor-factor", type=float, default=2.0)
+    parser.add_argument("--p95-budget-ms", type=float, default=150.0)
+    parser.add_argument("--rss-budget-mb", type=float, default=900.0, help="per server process (each replica)")
+    parser.add_argument("--browser-budget-ms", type=float, default=250.0)
+    parser.add_argument("--pid-file", action="append", default=[],
+                        help="with --url: a file holding a server pid whose RSS to sample (repeatable)")
+    parser.add_argument("--fault-cmd", help="a shell command to run --fault-at seconds into the class scenario")
+    parser.add_argument("--fault-at", type=float, default=20.0)
+    parser.add_argument("--cold", dest="warm", action="store_false",
+                        help="class: no warm-up visit before the students arrive (a server nobody has opened yet)")
+    parser.add_argument("--streamlit-arg", action="append", default=[], metavar="OPTION=VALUE",
+                        help="pass --OPTION VALUE to the servers started here, e.g. runner.postScriptGC=true "
+                             "(to compare against .streamlit/config.toml; repeatable)")
+    args = parser.parse_args(argv)
+    for option in args.streamlit_arg:
+        name, _, value = option.partition("=")
+        STREAMLIT_ARGS.extend([f"--{name.removeprefix('--')}", value])
+    if args.url:
+        require_loopback(args.url)
+    if not 1 <= args.students <= 300 or not 0 < args.duration <= 900 or not 1 <= args.clicks <= 200:
+        parser.error("bounded load: 1-300 students, duration up to 900 s, 1-200 clicks")
+    scenarios = args.scenarios or ["single", "class", "browser"]
+    unknown = set(scenarios) - {"single", "class", "browser"}
+    if unknown:
+        parser.error(f"unknown scenario(s) {sorted(unknown)}: choose from single, class, browser")
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    runners = {"single": run_single, "class": run_class, "browser": run_browser}
+    verdicts = {}
+    for name in scenarios:
+        verdicts[name] = runners[name](args)
+        print()
+    print("verdict: " + ", ".join(f"{n} {'ok' if v else 'OVER BUDGET'}" for n, v in verdicts.items()))
+    return 0 if all(verdicts.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""Every page over Streamlit's real websocket protocol, a burst of a class, and students who leave mid-run.
+
+AppTest runs a page in-process; here `streamlit run app.py` serves it and simulated students speak the
+browser's protocol (scripts/benchmark_load.py's Student: BackMsg up, ForwardMsg down). No timing is
+asserted: speed is measured by `scripts/benchmark_load.py`, on an idle machine, not by tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("benchmark_load", ROOT / "scripts" / "benchmark_load.py")
+load = importlib.util.module_from_spec(_spec)
+sys.modules["benchmark_load"] = load
+_spec.loader.exec_module(load)
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = load.Server(load.APP)
+    yield srv
+    srv.stop()
+
+
+def test_the_load_benchmark_covers_every_page_of_the_app():
+    app = (ROOT / "app.py").read_text()
+    paths = {p.path for p in load.PAGES}
+    for url_path in __import__("re").findall(r'url_path="([^"]+)"', app):
+        assert url_path in paths, f"scripts/benchmark_load.py has no load for /{url_path}"
+
+
+@pytest.mark.parametrize("page", load.PAGES, ids=lambda p: p.path)
+def test_every_page_renders_and_takes_changes_over_the_protocol(server, page):
+    async def visit():
+        student = load.Student(server.url, "t")
+        await student.connect()
+        try:
+            await student.open_page(page.path)
+            assert student.session_id, "the server sent no new_session"
+            assert any(key in student.widgets for key in page.widgets), sorted(student.widgets)
+            for _ in range(len(page.widgets) + 1):  # every widget of the page changed at least once
+                await student.interact(page.widgets)
+        finally:
+            await student.close()
+        return student.exceptions
+
+    assert asyncio.run(visit()) == []
+
+
+def test_a_burst_of_a_class_with_students_leaving_mid_run(server):
+    """30 students open the same link in the same second; 3 close their tab in the middle of a run."""
+
+    async def lesson():
+        students = [load.Student(server.url, f"s{i}") for i in range(30)]
+        await asyncio.gather(*(s.connect() for s in students))
+        await asyncio.gather(*(s.open_page("self-attention") for s in students))
+        keys = ("setting_stage", "setting_d_k")
+        leavers, stayers = students[:3], students[3:]
+        await asyncio.gather(*(s.interact(keys, drop=True) for s in leavers))
+        await asyncio.gather(*(s.interact(keys) for s in stayers))
+        await asyncio.gather(*(s.interact(keys) for s in stayers))
+        ids = {s.session_id for s in stayers}
+        for s in stayers:
+            await s.close()
+        return students, ids
+
+    students, ids = asyncio.run(lesson())
+    assert len(ids) == 27  # each stayer kept its own session throughout
+    assert [e for s in students for e in s.exceptions] == []
+    assert server.tracebacks() == []
