@@ -623,13 +623,18 @@ def run_browser(args: argparse.Namespace) -> bool:
     server = None if args.url else Server(APP)
     url = args.url or server.url
     results: dict[str, list[float]] = {}
+    server_part: dict[str, list[float]] = {}  # click -> script_finished reached the browser
+    seen = {"finished_at": 0.0}
 
     def finished(payload: object) -> bool:
         if not isinstance(payload, bytes):
             return False
         msg = ForwardMsg()
         msg.ParseFromString(payload)
-        return msg.WhichOneof("type") == "script_finished" and msg.script_finished in FINISHED
+        done = msg.WhichOneof("type") == "script_finished" and msg.script_finished in FINISHED
+        if done:
+            seen["finished_at"] = time.perf_counter()
+        return done
 
     try:
         with sync_playwright() as p:
@@ -645,7 +650,7 @@ def run_browser(args: argparse.Namespace) -> bool:
                 "d_k +": '.st-key-setting_d_k [data-testid="stNumberInputStepUp"]',
             }
             for name, selector in targets.items():
-                times = []
+                times, to_finished = [], []
                 for i in range(args.clicks + 1):
                     if name == "Next" and page.locator(selector).is_disabled():
                         page.locator(".st-key-step_prev button").click()  # back one, untimed
@@ -660,17 +665,20 @@ def run_browser(args: argparse.Namespace) -> bool:
                     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
                     if i:  # the first click is a warm-up
                         times.append(time.perf_counter() - start)
+                        to_finished.append(seen["finished_at"] - start)
                 results[name] = times
+                server_part[name] = to_finished
             browser.close()
     finally:
         if server:
             server.stop()
     ok = True
-    print(f"{'click':<10} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7}  verdict")
+    print(f"{'click':<10} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7}  verdict   (of which: until the run's "
+          "script_finished reached the browser, p50 / p95 / max)")
     for name, times in results.items():
-        over = statistics.median(times) >= args.browser_budget_ms
+        over = 1000 * statistics.median(times) >= args.browser_budget_ms
         ok &= not over
-        print(f"{name:<10} {fmt_ms(times)}  {'OVER BUDGET' if over else 'ok'}")
+        print(f"{name:<10} {fmt_ms(times)}  {'OVER BUDGET' if over else 'ok':<10}  {fmt_ms(server_part[name])}")
     return ok
 
 

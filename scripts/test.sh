@@ -4,7 +4,8 @@
 # Sets everything up itself, idempotently, then runs pytest over tests/:
 #   1. .venv (python3 -m venv) with requirements-dev.txt installed;
 #   2. Debian's chromium at /usr/bin/chromium, for tests/test_browser.py
-#      (Playwright's own browser download cannot work here: never `playwright install`);
+#      (Playwright's own browser download cannot work here: never `playwright install`),
+#      and Debian's haproxy at /usr/sbin/haproxy, for tests/test_lecture_hall.py;
 #   3. pytest, with any extra arguments passed through. Exits with pytest's status.
 set -euo pipefail
 
@@ -23,14 +24,17 @@ echo "==> pip install -r requirements-dev.txt"
 "$PYTHON" -m pip install -q --disable-pip-version-check -r requirements-dev.txt 2>&1 \
     | { grep -v 'Location .* is ignored' || true; }
 
-if [[ ! -x /usr/bin/chromium ]]; then
-    echo "==> installing Debian's chromium"
+MISSING=()
+[[ -x /usr/bin/chromium ]] || MISSING+=(chromium)
+[[ -x /usr/sbin/haproxy ]] || MISSING+=(haproxy)
+if (( ${#MISSING[@]} )); then
+    echo "==> installing Debian's ${MISSING[*]}"
     SUDO=()
     if [[ "$(id -u)" -ne 0 ]] && command -v sudo >/dev/null; then
         SUDO=(sudo)
     fi
     "${SUDO[@]}" apt-get update
-    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${MISSING[@]}"
 fi
 
 echo "==> pytest"

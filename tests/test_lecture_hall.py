@@ -1,0 +1,119 @@
+"""The lecture hall (deploy/lecture-hall/): two replicas behind HAProxy with sticky sessions.
+
+Checked over Streamlit's real protocol (scripts/benchmark_load.py's Student): the proxy's cookie
+spreads students over the replicas and keeps each on its own; when a replica is killed, its
+students' websockets close, they reconnect through the proxy to the other replica and get a fresh
+session there, and the students of the other replica see nothing (same session, no exception).
+Needs Debian's haproxy (`bash scripts/test.sh` installs it): skipped without it, failed under CI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("benchmark_load", ROOT / "scripts" / "benchmark_load.py")
+load = sys.modules.get("benchmark_load") or importlib.util.module_from_spec(_spec)
+if "benchmark_load" not in sys.modules:
+    sys.modules["benchmark_load"] = load
+    _spec.loader.exec_module(load)
+HAPROXY = "/usr/sbin/haproxy"
+KEYS = ("setting_stage", "setting_d_k")
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="module")
+def hall(tmp_path_factory):
+    if not Path(HAPROXY).exists():
+        message = f"{HAPROXY} is missing: apt-get install -y haproxy (bash scripts/test.sh does)"
+        if _in_ci():
+            pytest.fail(message)
+        pytest.skip(message)
+    run_dir = tmp_path_factory.mktemp("lecture-hall")
+    port, first = load._free_port(), load._free_port()
+    second = load._free_port()
+    if second != first + 1:  # the script numbers replica ports from --first-port
+        first = second - 1
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "deploy" / "lecture-hall" / "lecture_hall.py"), "--replicas", "2",
+         "--port", str(port), "--first-port", str(first), "--run-dir", str(run_dir)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
+    ready = process.stdout.readline()  # the script prints one line when the proxy answers /_stcore/health
+    if "lecture hall ready" not in ready:
+        process.kill()
+        pytest.fail(f"lecture_hall.py did not start: {ready}{process.stdout.read()[-3000:]}")
+    yield f"http://127.0.0.1:{port}", run_dir
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=60)
+    for pid_file in run_dir.glob("*.pid"):  # everything it started is gone
+        pid = int(pid_file.read_text())
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+def test_the_rendered_config_passes_haproxys_own_check(hall):
+    _, run_dir = hall
+    check = subprocess.run([HAPROXY, "-c", "-f", str(run_dir / "haproxy.cfg")], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    text = (run_dir / "haproxy.cfg").read_text()
+    assert "cookie ATTENTION_REPLICA insert" in text and text.count("\n    server r") == 2
+
+
+def test_sticky_sessions_and_a_replica_killed_mid_lecture(hall):
+    url, run_dir = hall
+
+    async def lecture():
+        students = []
+        for i in range(8):  # one after another, each keeping its websocket: leastconn alternates
+            student = load.Student(url, f"s{i}")
+            await student.connect()
+            students.append(student)
+        await asyncio.gather(*(s.open_page("self-attention") for s in students))
+        start = {s.name: (s.cookie, s.session_id) for s in students}
+        await asyncio.gather(*(s.interact(KEYS) for s in students))
+        assert {s.name: (s.cookie, s.session_id) for s in students} == start  # sticky: same replica, same session
+        replicas = sorted({cookie for cookie, _ in start.values()})
+        assert replicas == ["ATTENTION_REPLICA=r1", "ATTENTION_REPLICA=r2"], start
+
+        victims = [s for s in students if s.cookie.endswith("=r1")]
+        others = [s for s in students if s.cookie.endswith("=r2")]
+        pid = int((run_dir / "replica-1.pid").read_text())
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower():
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)  # waiting for the kernel to end the process, polled
+
+        moved = 0
+        for student in victims:
+            with pytest.raises(load.SessionClosed):
+                await student.interact(KEYS)  # the websocket to the dead replica is closed
+            await student.close()
+            student.cookie = ""
+            await student.connect(reconnect=True)  # as the browser does: through the proxy again
+            await student.open_page("self-attention")
+            await student.interact(KEYS)
+            assert student.cookie == "ATTENTION_REPLICA=r2"
+            assert student.session_id != start[student.name][1]  # a fresh session on the live replica
+            moved += 1
+        for student in others:
+            await student.interact(KEYS)
+            assert (student.cookie, student.session_id) == start[student.name]  # saw nothing
+        for student in students:
+            await student.close()
+        return moved, [e for s in students for e in s.exceptions]
+
+    moved, exceptions = asyncio.run(lecture())
+    assert moved >= 1
+    assert exceptions == []
