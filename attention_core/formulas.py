@@ -21,20 +21,11 @@ from functools import lru_cache
 
 import sympy as sp
 
-from .errors import N_
+from . import stages
 from .functional import SelfAttentionTrace
 
-#: The self-attention walk-through's stages, in order: key -> title.
-STAGES: dict[str, str] = {
-    "inputs": N_("Inputs X"),
-    "query": N_("Queries Q = X W_q"),
-    "key": N_("Keys K = X W_k"),
-    "value": N_("Values V = X W_v"),
-    "scores": N_("Scores Q Kᵀ"),
-    "scaled_scores": N_("Scaled scores ÷ √d_k"),
-    "weights": N_("Weights: softmax"),
-    "output": N_("Output: weights · V"),
-}
+#: The self-attention walk-through's stages (declared in :mod:`stages`).
+STAGES = stages.SELF_ATTENTION
 
 _i, _j, _l = sp.symbols("i j l", integer=True)
 _D, _T = sp.Symbol("D"), sp.Symbol("T")

@@ -28,7 +28,7 @@ from typing import Callable, Optional, Sequence
 
 import sympy as sp
 
-from . import formulas, formulas_multihead
+from . import formulas, formulas_multihead, stages
 from .errors import N_, Message
 
 #: How app text gets into a formula: ``tr(template, **params)`` gives it in the interface
@@ -36,48 +36,14 @@ from .errors import N_, Message
 #: pages pass ``ui.i18n._``. Translated text is written with ``formulas.latex_text`` (escaped).
 Translate = Callable[..., str]
 
-#: The causal-attention page's stages, in order: key -> title.
-CAUSAL_STAGES: dict[str, str] = {
-    "scaled_scores": N_("Scaled scores Q Kᵀ / √d_k"),
-    "mask": N_("The mask: who may look at whom"),
-    "masked_scores": N_("Masked scores: −∞ where blocked"),
-    "weights": N_("Weights: softmax over the allowed keys"),
-    "other_route": N_("Other route: softmax, zero, renormalise"),
-    "output": N_("Output: weights · V"),
-}
+#: The masking & heads pages' stages (declared in :mod:`stages`).
+CAUSAL_STAGES = stages.CAUSAL
 
-#: The dropout page's stages.
-DROPOUT_STAGES: dict[str, str] = {
-    "weights": N_("Causal weights (each row sums to 1)"),
-    "dropout_mask": N_("The dropout mask (seeded)"),
-    "dropped_weights": N_("Dropped and rescaled by 1 / (1 − p)"),
-    "output": N_("Output: dropped weights · V"),
-}
+DROPOUT_STAGES = stages.DROPOUT
 
-#: The multi-head page's stages.
-MHA_STAGES: dict[str, str] = {
-    "inputs": N_("Inputs X"),
-    "projections": N_("Q = X W_q, K = X W_k, V = X W_v (d_out wide)"),
-    "split": N_("Split into heads: view, then transpose"),
-    "scaled_scores": N_("Each head's scores Q_r K_rᵀ / √head_dim"),
-    "masked_scores": N_("Each head's masked scores (−∞ where blocked)"),
-    "weights": N_("Each head's weights: softmax"),
-    "head": N_("Each head's context vectors"),
-    "concat": N_("Concat(head_1, …, head_h)"),
-    "output": N_("Output: Concat · W_O + b_O"),
-}
+MHA_STAGES = stages.MULTIHEAD
 
-#: The cross-attention page's stages.
-CROSS_STAGES: dict[str, str] = {
-    "inputs": N_("Decoder and encoder inputs"),
-    "query": N_("Queries from the decoder: Q = X_dec W_q"),
-    "key": N_("Keys from the encoder: K = X_enc W_k"),
-    "value": N_("Values from the encoder: V = X_enc W_v"),
-    "scaled_scores": N_("Scores Q_r K_rᵀ / √head_dim: m × n"),
-    "weights": N_("Weights: softmax over the encoder tokens"),
-    "head": N_("Each head's context vectors"),
-    "output": N_("Output: Concat · W_O + b_O"),
-}
+CROSS_STAGES = stages.CROSS
 
 PAGES = {"causal": CAUSAL_STAGES, "dropout": DROPOUT_STAGES, "mha": MHA_STAGES, "cross": CROSS_STAGES}
 

@@ -28,23 +28,12 @@ from typing import Callable
 
 import sympy as sp
 
-from . import formulas
+from . import formulas, stages
 from .errors import N_, Message
 from .pretrained import HeadStep
 
-#: One head's step-through, in order: key -> title (marked for translation; the stepper translates it).
-HEAD_STAGES: dict[str, str] = {
-    "inputs": N_("Layer input X (hidden states)"),
-    "query": N_("Queries Q = X W_q + b_q"),
-    "key": N_("Keys K = X W_k + b_k"),
-    "value": N_("Values V = X W_v + b_v"),
-    "scores": N_("Scores Q Kᵀ"),
-    "scaled_scores": N_("Scaled scores ÷ √d_k"),
-    "mask": N_("Padding mask M"),
-    "masked_scores": N_("Masked scores + M"),
-    "weights": N_("Weights: softmax"),
-    "output": N_("Output: weights · V"),
-}
+#: One head's step-through (declared in :mod:`stages`).
+HEAD_STAGES = stages.TRAINED_HEAD
 
 #: How a word gets into a formula in the interface language: ``tr(template, **params)`` (the page
 #: passes ``ui.i18n._``; the default keeps the English). Written with ``formulas.latex_text``.

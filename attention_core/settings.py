@@ -13,11 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from . import additive, image, positional, scaling, temperature
+from . import additive, image, positional, scaling, stages, temperature
 from .errors import N_, Message
-from .formulas import STAGES
-from .formulas_masking import CAUSAL_STAGES, CROSS_STAGES, DROPOUT_STAGES, MHA_STAGES
-from .formulas_pretrained import HEAD_STAGES
 from .presets import DEFAULT_PRESET, PRESETS, Preset
 from .pretrained import MAX_PADDING as MODEL_MAX_PADDING
 from .pretrained import MAX_TOKENS as MODEL_MAX_TOKENS
@@ -350,11 +347,10 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
     if not isinstance(settings.presenter, bool):
         fixed["presenter"] = bool(settings.presenter) if isinstance(settings.presenter, int) else False
 
-    for name, stages in (("stage", STAGES), ("causal_stage", CAUSAL_STAGES), ("dropout_stage", DROPOUT_STAGES),
-                         ("mha_stage", MHA_STAGES), ("cross_stage", CROSS_STAGES), ("model_stage", HEAD_STAGES)):
-        if getattr(settings, name) not in stages:
+    for name, page_stages in stages.PAGES.values():
+        if getattr(settings, name) not in page_stages:
             messages.append(Message(N_("Unknown step “{step}”; showing “{title}”."), step=getattr(settings, name),
-                                    title=Message(stages[getattr(default, name)])))
+                                    title=Message(page_stages[getattr(default, name)])))
             fixed[name] = getattr(default, name)
 
     return dataclasses.replace(settings, **fixed), messages
