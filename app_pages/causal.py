@@ -1,16 +1,11 @@
 """Causal attention, step by step: scores -> mask -> −∞ fill -> softmax over the past -> · V (seed 001's CausalAttention)."""
 
-import inspect
-
 import streamlit as st
 
-from attention_core import masks
-from attention_core.errors import N_, InputError
-from attention_core.formulas_masking import CAUSAL_STAGES, general_latex
+from attention_core.errors import N_
 from attention_core.settings import MAX_DIM, MAX_TOKENS, MIN_DIM
-from attention_core.walkthrough import token_labels
-from attention_core.walkthrough_multihead import build_causal_walkthrough, causal_panels, explain_causal
-from ui import masking, state, widgets
+from attention_core.walkthrough_multihead import build_causal_walkthrough, causal_steps
+from ui import state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -52,11 +47,7 @@ with c4:
 with c5:
     state.bind(st.toggle, _("Causal mask on"), "causal", help=_("Off: only padding and your clicked cells mask."))
 
-try:
-    walk = build_causal_walkthrough(settings, state.edits())
-except InputError as error:
-    widgets.show_error(error)
-    st.stop()
+walk = widgets.build_or_stop(build_causal_walkthrough, settings, state.edits())
 
 st.caption(_(
     "**Sentence:** {sentence} — change it on *Tokens & embeddings*. W_q, W_k, W_v ({d_model} × {d_k}) are drawn "
@@ -66,32 +57,4 @@ st.caption(_(
     seed_call=f"torch.manual_seed({settings.seed})",
 ))
 
-widgets.stepper(CAUSAL_STAGES, settings.causal_stage, field="causal_stage")
-stage = settings.causal_stage
-st.markdown(_(EXPLAIN[stage]))
-
-items = causal_panels(walk, stage)
-row, col, _head, target = masking.clamped_entry(items)
-labels = token_labels(walk.tokens)
-
-with st.expander(_("Formula"), expanded=True):
-    for line in general_latex("causal", stage, tr=_):
-        st.latex(line)
-if stage == "mask":
-    st.markdown(f"**{masking.app_text(items[0].title)}**")
-    masking.mask_grid(walk.mask, labels, entry=(row, col))
-else:
-    masking.panels(items, key=f"causal_{stage}", entry=(row, col))
-if stage == "other_route":
-    st.success(_("Both routes give the same weights: max |difference| = {diff}.",
-                 diff=f"{walk.route_max_abs_diff:.2e}"), icon=":material/check_circle:")
-masking.notes(walk.warnings, walk.notes)
-
-st.subheader(_("Explain this entry"))
-masking.entry_pickers(target, row, col)
-st.latex(explain_causal(walk, stage, row, col, tr=_))
-
-masking.checks(walk.checks)
-with st.expander(_("Show the code")):
-    st.code(inspect.getsource(masks.causal_mask), language="python")
-    st.code(inspect.getsource(masks.mask_after_softmax), language="python")
+stepthrough.show(causal_steps(walk, settings.causal_stage), EXPLAIN)

@@ -1,16 +1,12 @@
 """Cross-attention, step by step: queries from the decoder sentence, keys and values from the encoder sentence."""
 
-import inspect
-
 import streamlit as st
 
-from attention_core import multihead
-from attention_core.errors import N_, InputError
+from attention_core.errors import N_
 from attention_core.formulas import latex_text
-from attention_core.formulas_masking import CROSS_STAGES
 from attention_core.settings import MAX_DIM, MAX_TOKENS
-from attention_core.walkthrough_multihead import build_cross_walkthrough
-from ui import masking, state, widgets
+from attention_core.walkthrough_multihead import build_cross_walkthrough, multihead_steps
+from ui import state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -54,15 +50,11 @@ with c4:
     state.bind(st.number_input, _("context_length"), "context_length", step=1,
                help=_("Neither sentence may be longer (1 to {max_tokens}).", max_tokens=MAX_TOKENS))
 
-try:
-    walk = build_cross_walkthrough(settings, state.edits())
-except InputError as error:
-    widgets.show_error(error)
-    st.stop()
+walk = widgets.build_or_stop(build_cross_walkthrough, settings, state.edits())
 
-tr = walk.trace
+trace = walk.trace
 m, n = len(walk.tokens), len(walk.kv_tokens)
-h, hd = tr.num_heads, tr.head_dim
+h, hd = trace.num_heads, trace.head_dim
 st.markdown(_(
     "**m = {m} decoder tokens × n = {n} encoder tokens**: each head's weights are {m} × {n}. "
     "d_out = {h} · {hd}; scale 1/√head_dim = 1/√{hd} = {scale}.",
@@ -75,10 +67,4 @@ st.caption(_(
     seed_call=f"torch.manual_seed({settings.seed})",
 ))
 
-widgets.stepper(CROSS_STAGES, settings.cross_stage, field="cross_stage")
-stage = settings.cross_stage
-st.markdown(_(EXPLAIN[stage]))
-
-masking.multihead_steps(walk, "cross", stage, h)
-with st.expander(_("Show the code (multi_head_attention: queries from x_query, keys and values from x_kv)")):
-    st.code(inspect.getsource(multihead.multi_head_attention), language="python")
+stepthrough.show(multihead_steps(walk, settings.cross_stage), EXPLAIN, per_row=min(max(h, 2), 4))

@@ -1,16 +1,12 @@
 """Dropout on the attention weights, step by step: weights -> seeded mask D -> × D / (1 − p) -> · V."""
 
-import inspect
-
 import streamlit as st
 
-from attention_core import functional
-from attention_core.errors import N_, InputError
+from attention_core.errors import N_
 from attention_core.formulas import latex_text
-from attention_core.formulas_masking import DROPOUT_STAGES, general_latex
 from attention_core.settings import MAX_DROPOUT, MAX_SEED
-from attention_core.walkthrough_multihead import build_causal_walkthrough, causal_panels, explain_causal
-from ui import masking, state, widgets
+from attention_core.walkthrough_multihead import build_causal_walkthrough, causal_steps
+from ui import state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -45,11 +41,7 @@ with c3:
     state.bind(st.number_input, _("Dropout seed"), "dropout_seed", step=1,
                help=_("Seeds the generator that draws D (0 to {max_seed}).", max_seed=MAX_SEED))
 
-try:
-    walk = build_causal_walkthrough(settings, state.edits(), dropout=True)
-except InputError as error:
-    widgets.show_error(error)
-    st.stop()
+walk = widgets.build_or_stop(build_causal_walkthrough, settings, state.edits(), dropout=True)
 
 mode = _("training") if settings.training else _("eval")
 m1, m2, m3 = st.columns(3)
@@ -64,31 +56,4 @@ st.caption(_(
     global_call=f"torch.manual_seed({settings.dropout_seed}); nn.Dropout({settings.dropout_p:g})",
 ))
 
-widgets.stepper(DROPOUT_STAGES, settings.dropout_stage, field="dropout_stage")
-stage = settings.dropout_stage
-st.markdown(_(EXPLAIN[stage]))
-
-items = causal_panels(walk, stage)
-row, col, _head, target = masking.clamped_entry(items)
-
-with st.expander(_("Formula"), expanded=True):
-    for line in general_latex("dropout", stage, tr=_):
-        st.latex(line)
-masking.panels(items, key=f"dropout_{stage}", entry=(row, col))
-if stage in ("dropped_weights", "output"):
-    sums = ", ".join(f"{v:.3g}" for v in walk.row_sums.tolist())
-    st.markdown(_("**Row sums of the weights used:** {sums}", sums=sums) +
-                ("  " + _("(eval mode: every row sums to 1)") if walk.dropout_p == 0 else ""))
-masking.notes(walk.warnings, walk.notes)
-
-st.subheader(_("Explain this entry"))
-masking.entry_pickers(target, row, col)
-st.latex(explain_causal(walk, stage, row, col, tr=_))
-
-masking.checks(walk.checks)
-if walk.dropout_p > 0:
-    st.caption(_("In training, torch's own dropout would draw D from its global generator, so the check "
-                 "recomputes the output from our D; tests/test_functional.py checks that D equals nn.Dropout's "
-                 "after torch.manual_seed with the same seed."))
-with st.expander(_("Show the code")):
-    st.code(inspect.getsource(functional.scaled_dot_product_attention), language="python")
+stepthrough.show(causal_steps(walk, settings.dropout_stage, page="dropout"), EXPLAIN)

@@ -1,15 +1,11 @@
 """Multi-head attention, step by step: project -> split (view, transpose) -> attend per head -> concat -> W_O."""
 
-import inspect
-
 import streamlit as st
 
-from attention_core import modules
-from attention_core.errors import N_, InputError
-from attention_core.formulas_masking import MHA_STAGES
+from attention_core.errors import N_
 from attention_core.settings import MAX_DIM
-from attention_core.walkthrough_multihead import build_multihead_walkthrough
-from ui import masking, state, widgets
+from attention_core.walkthrough_multihead import build_multihead_walkthrough, multihead_steps
+from ui import state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -50,13 +46,9 @@ with c4:
     state.bind(st.toggle, _("Causal mask on"), "causal",
                help=_("The mask of the Causal attention page (with its padding and clicked cells)."))
 
-try:
-    walk = build_multihead_walkthrough(settings, state.edits())
-except InputError as error:
-    widgets.show_error(error)
-    st.stop()
+walk = widgets.build_or_stop(build_multihead_walkthrough, settings, state.edits())
 
-tr = walk.trace
+trace = walk.trace
 (b, t, d_out), (_b, _t, h, hd), after = walk.shapes
 st.markdown(_(
     "**d_out = {d_out} = h · head_dim = {h} · {hd}.** Each head's scores are multiplied by "
@@ -77,10 +69,4 @@ st.caption(_(
     seed_call=f"torch.manual_seed({settings.seed})",
 ))
 
-widgets.stepper(MHA_STAGES, settings.mha_stage, field="mha_stage")
-stage = settings.mha_stage
-st.markdown(_(EXPLAIN[stage]))
-
-masking.multihead_steps(walk, "mha", stage, h)
-with st.expander(_("Show the code (seed 001's MultiHeadAttention.forward)")):
-    st.code(inspect.getsource(modules.MultiHeadAttention.forward), language="python")
+stepthrough.show(multihead_steps(walk, settings.mha_stage), EXPLAIN, per_row=min(max(h, 2), 4))

@@ -32,6 +32,7 @@ renormalise" route and dropout.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Mapping, Optional
@@ -41,7 +42,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import formulas_masking as fm
-from . import formulas_multihead
+from . import formulas_multihead, functional, modules, stages
 from .errors import N_, InputError, Message
 from .functional import SelfAttentionTrace, self_attention
 from .masks import (
@@ -55,6 +56,7 @@ from .masks import (
 from .multihead import MultiHeadTrace, head_columns, multi_head_attention
 from .presets import PRESETS
 from .settings import MAX_TOKENS, Edits, Settings
+from .stepthrough import Check, Panel, Stage, StepThrough, compare
 from .tokens import Vocabulary, seed000_tables, tokenize
 from .walkthrough import Walkthrough, base_matrices, build_walkthrough, dim_labels, token_labels
 
@@ -65,47 +67,8 @@ MASK_EDITS = "mask"
 # ---------------------------------------------------------------- shared pieces
 
 
-@dataclass(frozen=True)
-class TorchCheck:
-    """One comparison of our numbers with PyTorch's.
-
-    Attributes:
-        reference: the PyTorch call, as code (shown on the page).
-        max_abs_diff: max |ours - reference| over the compared entries.
-        matches: whether they agree to rtol = atol = 1e-5.
-        note: what was compared, when not obvious (e.g. rows left out).
-    """
-
-    reference: str
-    max_abs_diff: float
-    matches: bool
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class Panel:
-    """One heatmap of a stage.
-
-    App text (titles, axis titles, labels such as "col 1") is a :class:`~attention_core.errors.Message`,
-    which the page translates; plain strings (math such as "K = X W_k", tokens) are shown as they are.
-
-    Attributes:
-        title: shown above the heatmap.
-        matrix: 2-d float tensor (-inf cells are drawn grey).
-        row_labels, col_labels: one label per row / column.
-        row_title, col_title: axis titles.
-        head: the head this panel belongs to (clicking selects it), or None.
-        explained: whether clicking a cell explains that entry.
-    """
-
-    title: str
-    matrix: torch.Tensor
-    row_labels: tuple[str, ...]
-    col_labels: tuple[str, ...]
-    row_title: str = Message(N_("query token"))
-    col_title: str = Message(N_("key token"))
-    head: Optional[int] = None
-    explained: bool = True
+#: The protocol's names, as this module has called them.
+TorchCheck = Check
 
 
 @dataclass(frozen=True)
@@ -227,11 +190,7 @@ def build_mask(num_tokens: int, settings: Settings, cells: Mapping[tuple[int, in
                      additive=additive_mask(attn_mask), padding=padding)
 
 
-def _compare(ours: torch.Tensor, reference: torch.Tensor, code: str, note: str = "") -> TorchCheck:
-    if ours.numel() == 0:
-        return TorchCheck(code, 0.0, True, note)
-    diff = float((ours - reference).abs().max())
-    return TorchCheck(code, diff, bool(torch.allclose(ours, reference, rtol=1e-5, atol=1e-5)), note)
+_compare = compare
 
 
 def _blocked_notes(blocked: torch.Tensor, tokens: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[str, ...]]:
@@ -705,9 +664,9 @@ def build_cross_walkthrough(settings: Settings, edits: Optional[Edits] = None) -
 
 def multihead_panels(walk: MultiHeadWalkthrough, stage: str) -> tuple[Panel, ...]:
     """The heatmaps of a multi-head (MHA_STAGES) or cross-attention (CROSS_STAGES) stage."""
-    tr = walk.trace
+    trace = walk.trace
     rows, kv_rows = tuple(token_labels(walk.tokens)), tuple(token_labels(walk.kv_tokens))
-    d_out, h, hd = tr.concat.shape[-1], tr.num_heads, tr.head_dim
+    d_out, h, hd = trace.concat.shape[-1], trace.num_heads, trace.head_dim
     by_head = _head_labels(d_out, h)
     cross = walk.is_cross
     token, dimension, by_column = Message(N_("token")), Message(N_("dimension")), Message(N_("head · column"))
@@ -734,35 +693,35 @@ def multihead_panels(walk: MultiHeadWalkthrough, stage: str) -> tuple[Panel, ...
                           tuple(dim_labels("d", d_model)), encoder_token, dimension, explained=False))
         return (Panel("X", walk.x_query, rows, tuple(dim_labels("d", d_model)), token, dimension),)
     if stage in ("projections", "query"):
-        panels = [Panel(Message(N_("Q = X W_q: columns grouped by head")), tr.query, rows, by_head, q_title, by_column)]
+        panels = [Panel(Message(N_("Q = X W_q: columns grouped by head")), trace.query, rows, by_head, q_title, by_column)]
         if stage == "projections":
-            panels += [Panel("K = X W_k", tr.key, rows, by_head, token, by_column, explained=False),
-                       Panel("V = X W_v", tr.value, rows, by_head, token, by_column, explained=False)]
+            panels += [Panel("K = X W_k", trace.key, rows, by_head, token, by_column, explained=False),
+                       Panel("V = X W_v", trace.value, rows, by_head, token, by_column, explained=False)]
         return tuple(panels)
     if stage == "key":
-        return (Panel("K = X_enc W_k", tr.key, kv_rows, by_head, encoder_token, by_column),)
+        return (Panel("K = X_enc W_k", trace.key, kv_rows, by_head, encoder_token, by_column),)
     if stage == "value":
-        return (Panel("V = X_enc W_v", tr.value, kv_rows, by_head, encoder_token, by_column),)
+        return (Panel("V = X_enc W_v", trace.value, kv_rows, by_head, encoder_token, by_column),)
     if stage == "split":
-        return per_head(tr.query_heads, N_("Q_{r} = Q's columns {span}"), None, Message(N_("column of Q")))
+        return per_head(trace.query_heads, N_("Q_{r} = Q's columns {span}"), None, Message(N_("column of Q")))
     if stage == "scaled_scores":
-        return per_head(tr.attention.scaled_scores, N_("head {r}: Q_{r} K_{r}ᵀ / √{hd}"), kv_rows, k_title, hd=hd)
+        return per_head(trace.attention.scaled_scores, N_("head {r}: Q_{r} K_{r}ᵀ / √{hd}"), kv_rows, k_title, hd=hd)
     if stage == "masked_scores":
-        return per_head(tr.attention.masked_scores, N_("head {r}: + M"), kv_rows, k_title)
+        return per_head(trace.attention.masked_scores, N_("head {r}: + M"), kv_rows, k_title)
     if stage == "weights":
-        return per_head(tr.attention.weights, N_("head {r}: weights"), kv_rows, k_title)
+        return per_head(trace.attention.weights, N_("head {r}: weights"), kv_rows, k_title)
     if stage == "head":
-        return per_head(tr.attention.output, N_("head {r}: context vectors → Concat's columns {span}"), None,
+        return per_head(trace.attention.output, N_("head {r}: context vectors → Concat's columns {span}"), None,
                         Message(N_("column of Concat")))
     if stage == "concat":
-        return (Panel("C = Concat(head_1, …, head_h)", tr.concat, rows, by_head, q_title, by_column),)
+        return (Panel("C = Concat(head_1, …, head_h)", trace.concat, rows, by_head, q_title, by_column),)
     if stage == "output":
-        out_cols = tuple(dim_labels("o", tr.output.shape[-1]))
+        out_cols = tuple(dim_labels("o", trace.output.shape[-1]))
         column = Message(N_("column"))
-        return (Panel("O = C W_O + b_O", tr.output, rows, out_cols, q_title, column),
-                Panel("W_O", tr.w_out, by_head, out_cols, Message(N_("row of W_O (= column of C)")), column,
+        return (Panel("O = C W_O + b_O", trace.output, rows, out_cols, q_title, column),
+                Panel("W_O", trace.w_out, by_head, out_cols, Message(N_("row of W_O (= column of C)")), column,
                       explained=False),
-                Panel("b_O", tr.b_out.unsqueeze(0), ("b_O",), out_cols, "", column, explained=False))
+                Panel("b_O", trace.b_out.unsqueeze(0), ("b_O",), out_cols, "", column, explained=False))
     raise KeyError(stage)
 
 
@@ -775,29 +734,29 @@ def explain_multihead(walk: MultiHeadWalkthrough, stage: str, row: int, col: int
     Raises:
         KeyError: unknown stage. IndexError: (row, col, head) outside the stage's matrices.
     """
-    tr = walk.trace
+    trace = walk.trace
     panels = [p for p in multihead_panels(walk, stage) if p.explained]
-    if not 0 <= head < tr.num_heads:
-        raise IndexError(f"head {head} outside 0..{tr.num_heads - 1}")
+    if not 0 <= head < trace.num_heads:
+        raise IndexError(f"head {head} outside 0..{trace.num_heads - 1}")
     matrix = panels[0].matrix
     if not (0 <= row < matrix.shape[0] and 0 <= col < matrix.shape[1]):
         raise IndexError(f"entry ({row}, {col}) is outside {tuple(matrix.shape)}")
-    att = tr.heads[head]
+    att = trace.heads[head]
     cross = walk.is_cross
     if stage == "inputs":
         sup = "^{dec}" if cross else ""
         return f"x{sup}_{{{row + 1},{col + 1}}} = {fm.number_latex(float(walk.x_query[row, col]))}"
     if stage in ("projections", "query"):
-        return fm.projection_entry_latex("q", row, col, walk.x_query[row].tolist(), tr.w_query[:, col].tolist(),
-                                         float(tr.query[row, col]), "x^{dec}" if cross else "x")
+        return fm.projection_entry_latex("q", row, col, walk.x_query[row].tolist(), trace.w_query[:, col].tolist(),
+                                         float(trace.query[row, col]), "x^{dec}" if cross else "x")
     if stage in ("key", "value"):
-        w, out = (tr.w_key, tr.key) if stage == "key" else (tr.w_value, tr.value)
+        w, out = (trace.w_key, trace.key) if stage == "key" else (trace.w_value, trace.value)
         return fm.projection_entry_latex(stage[0], row, col, walk.x_kv[row].tolist(), w[:, col].tolist(),
                                          float(out[row, col]), "x^{enc}")
     if stage in ("split", "concat"):
-        return formulas_multihead.entry_latex(tr, stage, row, col, head)
+        return formulas_multihead.entry_latex(trace, stage, row, col, head)
     if stage == "scaled_scores":
-        return fm.scaled_score_entry_latex(row, col, att.query[row].tolist(), att.key[col].tolist(), tr.head_dim,
+        return fm.scaled_score_entry_latex(row, col, att.query[row].tolist(), att.key[col].tolist(), trace.head_dim,
                                            float(att.scaled_scores[row, col]), head=head, width_symbol="d_{head}")
     if stage == "masked_scores":
         return fm.masked_score_entry_latex(row, col, float(att.scaled_scores[row, col]),
@@ -809,6 +768,74 @@ def explain_multihead(walk: MultiHeadWalkthrough, stage: str, row: int, col: int
         return fm.weighted_sum_entry_latex(row, col, att.dropped_weights[row].tolist(), att.value[:, col].tolist(),
                                            float(att.output[row, col]), head=head)
     if stage == "output":
-        return fm.output_entry_latex(row, col, tr.concat[row].tolist(), tr.w_out[:, col].tolist(),
-                                     float(tr.b_out[col]), float(tr.output[row, col]))
+        return fm.output_entry_latex(row, col, trace.concat[row].tolist(), trace.w_out[:, col].tolist(),
+                                     float(trace.b_out[col]), float(trace.output[row, col]))
     raise KeyError(stage)
+
+
+# ---------------------------------------------------------------- the step-through protocol
+
+
+def _causal_code(stage: str) -> tuple:
+    if stage == "mask":
+        return (causal_mask, key_padding_mask, build_mask)
+    if stage == "other_route":
+        return (mask_after_softmax,)
+    return (functional.scaled_dot_product_attention,)
+
+
+def causal_steps(walk: CausalWalkthrough, stage: str, page: str = "causal") -> StepThrough:
+    """The causal ("causal") or dropout ("dropout") page's ``stage`` in the one step-through protocol.
+
+    Raises:
+        KeyError: a stage that is not one of the page's (see :mod:`attention_core.stages`).
+    """
+    if stage not in stages.PAGES[page][1]:
+        raise KeyError(stage)
+    remark, details = None, ()
+    if stage == "other_route":
+        remark = Message(N_("Both routes give the same weights: max |difference| = {diff}."),
+                         diff=f"{walk.route_max_abs_diff:.2e}")
+    if page == "dropout" and stage in ("dropped_weights", "output"):
+        details = (Message(N_("**Row sums of the weights used:** {sums}"),
+                           sums=", ".join(f"{v:.3g}" for v in walk.row_sums.tolist())),)
+        if walk.dropout_p == 0:
+            details += (Message(N_("(eval mode: every row sums to 1)")),)
+    check_caption = None
+    if page == "dropout" and walk.dropout_p > 0:
+        check_caption = Message(N_(
+            "In training, torch's own dropout would draw D from its global generator, so the check recomputes the "
+            "output from our D; tests/test_functional.py checks that D equals nn.Dropout's after torch.manual_seed "
+            "with the same seed."))
+    return StepThrough(
+        page=page,
+        stage=Stage(
+            key=stage, panels=causal_panels(walk, stage),
+            formula=functools.partial(fm.general_latex, page, stage),
+            entry=lambda row, col, head, tr: explain_causal(walk, stage, row, col, tr),
+            code=_causal_code(stage), mask=walk.mask if stage == "mask" else None, remark=remark, details=details,
+        ),
+        checks=walk.checks, warnings=walk.warnings, notes=walk.notes, check_caption=check_caption,
+    )
+
+
+def multihead_steps(walk: MultiHeadWalkthrough, stage: str) -> StepThrough:
+    """The multi-head ("mha") or cross-attention ("cross") page's ``stage`` in the one step-through protocol.
+
+    Raises:
+        KeyError: a stage that is not one of the page's (see :mod:`attention_core.stages`).
+    """
+    page = "cross" if walk.is_cross else "mha"
+    if stage not in stages.PAGES[page][1]:
+        raise KeyError(stage)
+    return StepThrough(
+        page=page,
+        stage=Stage(
+            key=stage, panels=multihead_panels(walk, stage),
+            formula=functools.partial(fm.general_latex, page, stage),
+            entry=lambda row, col, head, tr: explain_multihead(walk, stage, row, col, head, tr),
+            code=(multi_head_attention,) if walk.is_cross else (modules.MultiHeadAttention.forward,),
+        ),
+        checks=walk.checks, warnings=walk.warnings, notes=walk.notes, num_heads=walk.trace.num_heads,
+        head_field="head",
+    )

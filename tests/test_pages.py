@@ -43,6 +43,12 @@ def settings(at: AppTest):
     return at.session_state["settings"]
 
 
+def picker(at: AppTest, label: str):
+    """The one selectbox labelled ``label`` (the explained entry's column picker gets a fresh key per label set)."""
+    (found,) = [s for s in at.selectbox if s.label == label]
+    return found
+
+
 @pytest.mark.parametrize("preset", list(PRESETS))
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_renders_on_every_preset(page, preset):
@@ -107,7 +113,7 @@ def test_explain_entry_uses_the_chosen_cell_and_its_real_numbers():
     at = open_app("app_pages/self_attention.py", "journey_v1")
     at.selectbox(key="setting_stage").set_value("output").run()
     at.selectbox(key="setting_entry_row").set_value(1).run()
-    at.selectbox(key="setting_entry_col__dims").set_value(1).run()
+    picker(at, "Column").set_value(1).run()
     # rasbt ch03 / seed 004: SelfAttention_v1 with seed 123, context vector of "journey" = [0.3061, 0.8210]
     assert "{z}_{2,2}" in latex(at)
     assert "= 0.821" in latex(at)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from streamlit.testing.v1 import AppTest
-from test_pages import errors, latex, open_app, settings, warnings
+from test_pages import errors, latex, open_app, picker, settings, warnings
 
 from attention_core.formulas_masking import CAUSAL_STAGES, CROSS_STAGES, DROPOUT_STAGES, MHA_STAGES
 from attention_core.presets import PRESETS
@@ -74,7 +74,7 @@ def test_causal_page_reproduces_the_printed_context_vectors_and_the_other_route(
     at = open_app(CAUSAL, "journey_v1")
     at.selectbox(key="setting_causal_stage").set_value("output").run()
     at.selectbox(key="setting_entry_row").set_value(1).run()
-    at.selectbox(key="setting_entry_col").set_value(0).run()
+    picker(at, "Column").set_value(0).run()
     assert r"z_{2,1}" in latex(at) and "= -0.5874" in latex(at)  # CausalAttention(3, 2, 6, 0.0), seed 123
     assert any("is_causal=True" in c for c in checks(at))
     at.selectbox(key="setting_causal_stage").set_value("other_route").run()
@@ -86,7 +86,7 @@ def test_causal_switch_and_padding_change_the_mask():
     at = open_app(CAUSAL, "hello")
     at.selectbox(key="setting_causal_stage").set_value("masked_scores").run()
     at.selectbox(key="setting_entry_row").set_value(0).run()
-    at.selectbox(key="setting_entry_col").set_value(2).run()
+    picker(at, "Column").set_value(2).run()
     assert r"-\infty" in latex(at)
     at.toggle(key="setting_causal").set_value(False).run()
     assert r"a'_{1,3} = a_{1,3} + 0" in latex(at)
@@ -194,7 +194,7 @@ def test_dropout_p_outside_the_unit_interval_is_clamped_with_a_message(raw, show
 def test_multi_head_page_reproduces_the_printed_output_and_states_the_scale():
     at = open_app(MHA, "journey_v1")
     at.selectbox(key="setting_mha_stage").set_value("output").run()
-    at.selectbox(key="setting_entry_col").set_value(1).run()
+    picker(at, "Column").set_value(1).run()
     assert "= 0.4858" in latex(at)  # MultiHeadAttention(3, 2, 6, 0.0, num_heads=2), seed 123, row 1
     text = " ".join(m.value for m in at.markdown)
     assert "1/√head_dim = 1/√1 = **1**" in text and "not by 1/√d_out = 1/√2" in text

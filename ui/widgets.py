@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, TypeVar
 
 import altair as alt
 import numpy as np
@@ -25,6 +25,8 @@ from attention_core.walkthrough import Walkthrough, build_walkthrough
 
 from . import state
 from .i18n import _
+
+T = TypeVar("T")
 
 CELL_PX = 56  # heatmap cell size: numbers stay readable on a projector
 
@@ -43,16 +45,21 @@ def show_error(error: InputError) -> None:
     st.error(_(error.message), icon=":material/error:")
 
 
-def walkthrough_or_stop() -> Walkthrough:
-    """The walk-through of the current settings and edits; on bad input, its message and the page stops.
+def build_or_stop(build: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``build(*args, **kwargs)``; on bad input (:class:`InputError`), its message and the page stops.
 
     What the user typed stays in the settings, so fixing it brings the page back.
     """
     try:
-        return build_walkthrough(state.settings(), state.edits())
+        return build(*args, **kwargs)
     except InputError as error:
         show_error(error)
         st.stop()
+
+
+def walkthrough_or_stop() -> Walkthrough:
+    """The self-attention walk-through of the current settings and edits, or its message (see build_or_stop)."""
+    return build_or_stop(build_walkthrough, state.settings(), state.edits())
 
 
 def show_messages() -> None:

@@ -1,0 +1,179 @@
+r"""The one step-through protocol: what every page that steps through a formula hands to the one renderer.
+
+A page that steps (self-attention, causal attention, dropout, multi-head attention, cross-attention, one head
+of the trained model) builds a :class:`StepThrough` for its current stage from attention_core and passes it
+to ``ui.stepthrough.show``. A :class:`StepThrough` holds one :class:`Stage`:
+
+* its heatmaps (:class:`Panel`: a matrix, row/column labels, axis titles, which head it belongs to, whether a
+  click explains that entry);
+* its general formula (``formula(tr)``: LaTeX lines built with sympy, words in the interface language);
+* its explained entry (``entry(row, col, head, tr)``: the element formula with the real numbers substituted);
+* the functions that computed it (``code``: shown with ``inspect.getsource``, so it never goes stale);
+
+and the page's checks against PyTorch (:class:`Check`), its warnings and notes. The stage titles and the
+settings field that holds the current stage come from :mod:`attention_core.stages`.
+
+Adding a stage to a page: its key and title in :mod:`stages`, its panels and its entry formula in the page's
+builder (one branch each), its general formula beside the torch code that computes it.
+
+Shape legend: rows × columns of a panel's matrix are (query tokens × key tokens) for scores and weights,
+(tokens × dims) for X, Q, K, V and outputs; matrices are 2-d float tensors, −inf where a mask blocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import torch
+
+from . import stages as stage_declarations
+from .errors import N_, Message
+
+#: How a word gets into a formula in the interface language: ``tr(template, **params) -> str``. The default,
+#: :class:`~attention_core.errors.Message`, keeps the English; the renderer passes the page's translator.
+Translate = Callable[..., str]
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One heatmap of a stage.
+
+    App text (titles, axis titles, labels such as "col 1") is a :class:`~attention_core.errors.Message`,
+    which the renderer translates; plain strings (math such as "K = X W_k", tokens) are shown as they are.
+
+    Attributes:
+        title: shown above the heatmap ("" for none).
+        matrix: 2-d float tensor (rows, cols); -inf cells are drawn grey and labelled −∞.
+        row_labels, col_labels: one label per row / column.
+        row_title, col_title: axis titles.
+        head: the head this panel belongs to (clicking selects it), or None.
+        explained: whether clicking a cell explains that entry (the stage's explained panel).
+    """
+
+    title: str
+    matrix: torch.Tensor
+    row_labels: tuple[str, ...]
+    col_labels: tuple[str, ...]
+    row_title: str = Message(N_("query token"))
+    col_title: str = Message(N_("key token"))
+    head: Optional[int] = None
+    explained: bool = True
+
+
+@dataclass(frozen=True)
+class Check:
+    """One comparison of our numbers with PyTorch's.
+
+    Attributes:
+        reference: the PyTorch call, as code (shown on the page).
+        max_abs_diff: max |ours - reference| over the compared entries (float, same units as the numbers).
+        matches: whether they agree to rtol = atol = 1e-5.
+        note: what was compared, when not obvious (e.g. rows left out).
+    """
+
+    reference: str
+    max_abs_diff: float
+    matches: bool
+    note: str = ""
+
+
+def compare(ours: torch.Tensor, reference: torch.Tensor, code: str, note: str = "") -> Check:
+    """A :class:`Check` of ``ours`` against ``reference`` (same shape), rtol = atol = 1e-5; empty tensors pass."""
+    if ours.numel() == 0:
+        return Check(code, 0.0, True, note)
+    diff = float((ours - reference).abs().max())
+    return Check(code, diff, bool(torch.allclose(ours, reference, rtol=1e-5, atol=1e-5)), note)
+
+
+def _no_formula(tr: Translate) -> tuple[str, ...]:
+    return ()
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step: its heatmaps, its general formula, its explained entry and the code that computed it.
+
+    Attributes:
+        key: a key of the page's stages in :mod:`attention_core.stages`.
+        panels: the heatmaps, in order; exactly one has ``explained=True`` (the one whose entry is explained),
+            or none.
+        formula: ``formula(tr)`` -> the general formula as LaTeX lines (matrix form, element form, remarks).
+        entry: ``entry(row, col, head, tr)`` -> the explained entry with its numbers in, as LaTeX
+            (0-based indices into the explained panel; ``head`` 0-based, 0 on one-head pages).
+            Raises IndexError outside the explained panel.
+        code: the functions that compute this stage, for "Show the code".
+        mask: a clickable mask to draw instead of the panels (the causal page's mask stage), or None.
+        remark: a result stated under the panels as a success line (a :class:`Message`), or None.
+        details: sentences shown under the panels, joined on one line (Messages).
+    """
+
+    key: str
+    panels: tuple[Panel, ...]
+    formula: Callable[[Translate], tuple[str, ...]] = _no_formula
+    entry: Optional[Callable[[int, int, int, Translate], str]] = None
+    code: tuple[Callable[..., Any], ...] = ()
+    mask: Any = None
+    remark: Optional[str] = None
+    details: tuple[str, ...] = ()
+
+    @property
+    def target(self) -> Optional[Panel]:
+        """The explained panel (the one a click or the pickers explain), or None."""
+        return next((p for p in self.panels if p.explained), None)
+
+    @property
+    def per_head(self) -> bool:
+        """Whether the stage shows one panel per head (then the head picker applies)."""
+        return any(p.head is not None for p in self.panels)
+
+
+@dataclass(frozen=True)
+class StepThrough:
+    """A step page's current stage, with the page's checks and messages.
+
+    Attributes:
+        page: a key of :data:`attention_core.stages.PAGES` (gives the stage titles and the settings field).
+        stage: the current :class:`Stage`.
+        checks: the page's comparisons with PyTorch.
+        warnings: explanations of trouble (e.g. a row with every key blocked); may hold the user's tokens.
+        notes: other remarks; may hold the user's tokens.
+        num_heads: h on the multi-head pages (a head picker is shown), 0 elsewhere.
+        row_field, col_field, head_field: the settings fields of the explained entry (no head field: no head).
+        check_caption: a sentence under the checks (a :class:`Message`), or None.
+    """
+
+    page: str
+    stage: Stage
+    checks: tuple[Check, ...] = ()
+    warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    num_heads: int = 0
+    row_field: str = "entry_row"
+    col_field: str = "entry_col"
+    head_field: Optional[str] = None
+    check_caption: Optional[str] = None
+
+    @property
+    def field(self) -> str:
+        """The settings field that holds this page's current stage."""
+        return stage_declarations.PAGES[self.page][0]
+
+    @property
+    def titles(self) -> dict[str, str]:
+        """The page's stages, in order: key -> title (marked for translation)."""
+        return stage_declarations.PAGES[self.page][1]
+
+
+def clamp_entry(stage: Stage, row: int, col: int, head: int = 0, num_heads: int = 1) -> tuple[int, int, int]:
+    """(row, col, head) moved inside the stage's explained panel and the heads 0..num_heads - 1.
+
+    Shapes change with the stage, the sentence and the dims, so a remembered entry may fall outside; it moves
+    to the nearest entry that exists. A stage without an explained panel leaves (row, col) alone.
+    """
+    head = min(max(head, 0), max(num_heads, 1) - 1)
+    target = stage.target
+    if target is None:
+        return row, col, head
+    rows, cols = target.matrix.shape
+    return min(max(row, 0), rows - 1), min(max(col, 0), cols - 1), head

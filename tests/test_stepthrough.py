@@ -1,0 +1,112 @@
+"""The one step-through protocol: every step of every step page, on every worked example, again with a row whose
+every key is blocked, in both languages, renders without an exception and with every text translated."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from test_pages import APP, errors
+
+from attention_core import stages
+from attention_core.errors import Message
+from attention_core.presets import PRESETS
+from attention_core.settings import Settings
+from attention_core.walkthrough_multihead import (
+    build_causal_walkthrough,
+    build_multihead_walkthrough,
+    causal_steps,
+    multihead_steps,
+)
+
+#: step page file -> its key in attention_core.stages.PAGES
+STEP_PAGES = {
+    "app_pages/self_attention.py": "self_attention",
+    "app_pages/causal.py": "causal",
+    "app_pages/dropout.py": "dropout",
+    "app_pages/multi_head.py": "mha",
+    "app_pages/cross_attention.py": "cross",
+}
+#: the pages with a mask (cross-attention has none; self-attention has none)
+MASKED = {"causal", "dropout", "mha"}
+#: query 1 may only look at key 1: blocking that cell blocks its whole row
+BLOCKED_ROW = {"mask": {(0, 0): 0.0}}
+
+
+def step_through_every_stage(at: AppTest, page: str, context: str) -> list[str]:
+    """From the first stage, Next until the last; each stage renders with no exception and no error."""
+    field, titles = stages.PAGES[page]
+    at.selectbox(key=f"setting_{field}").set_value(next(iter(titles))).run()
+    seen = []
+    while True:
+        seen.append(getattr(at.session_state["settings"], field))
+        assert not at.exception, (context, seen[-1], at.exception)
+        assert not at.error, (context, seen[-1], errors(at))
+        assert at.latex, (context, seen[-1], "no formula")
+        if at.button(key="step_next").disabled:
+            return seen
+        at.button(key="step_next").click().run()
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+@pytest.mark.parametrize("path", list(STEP_PAGES))
+def test_every_step_of_every_step_page_on_every_example_and_with_a_blocked_row(path, language):
+    page = STEP_PAGES[path]
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["language"] = language
+    at.run()
+    at.switch_page(path).run()
+    for preset in PRESETS:
+        at.selectbox(key="setting_preset").set_value(preset).run()
+        for blocked in (False, True) if page in MASKED else (False,):
+            edits = at.session_state["edits"] if "edits" in at.session_state else {}
+            edits[preset] = dict(BLOCKED_ROW) if blocked else {}
+            at.session_state["edits"] = edits
+            at.run()
+            context = (page, language, preset, "blocked row" if blocked else "")
+            if blocked:
+                assert any("every key blocked" in w.value or "所有" in w.value or "全部" in w.value
+                           for w in at.warning), (context, [w.value for w in at.warning])
+            seen = step_through_every_stage(at, page, str(context))
+            assert seen == list(stages.PAGES[page][1]), context
+    missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
+    assert not missing, f"{page}: shown without a translation: {sorted(missing)}"
+
+
+def test_the_multihead_weights_entry_of_a_blocked_row_explains_it_instead_of_crashing():
+    """The crash this protocol removed: a local `tr = walk.trace` shadowed the translate callback `tr`."""
+    settings = Settings.for_preset("journey_v1")
+    walk = build_multihead_walkthrough(settings, BLOCKED_ROW)
+    assert walk.blocked_rows == (0,)
+    steps = multihead_steps(walk, "weights")
+    text = steps.stage.entry(0, 0, 1, Message)
+    assert r"\alpha^{(2)}_{1,1}" in text and "0" in text
+    with pytest.raises(IndexError):
+        steps.stage.entry(0, len(walk.tokens), 0, Message)
+
+
+def result_of(latex: str) -> float:
+    r"""The number after the last "=" of an entry's LaTeX (``1.5 \cdot 10^{-5}`` read as 1.5e-5)."""
+    tail = latex.replace(r"\end{aligned}", "").rsplit("=", 1)[-1].strip()
+    tail = tail.split(r"\qquad")[0].strip()
+    if r"\cdot 10^{" in tail:
+        mantissa, exponent = tail.split(r"\cdot 10^{")
+        return float(mantissa) * 10 ** int(exponent.rstrip("} "))
+    return float(tail)
+
+
+@pytest.mark.parametrize("page", ["causal", "dropout"])
+def test_every_causal_stage_has_one_explained_panel_and_its_entry_states_the_panels_number(page):
+    settings = Settings.for_preset("journey_v1")
+    walk = build_causal_walkthrough(settings, {}, dropout=page == "dropout")
+    for key in stages.PAGES[page][1]:
+        stage = causal_steps(walk, key, page=page).stage
+        assert [p.explained for p in stage.panels].count(True) == 1, key
+        rows, cols = stage.target.matrix.shape
+        value = float(stage.target.matrix[rows - 1, 0])
+        text = stage.entry(rows - 1, 0, 0, Message)
+        if key == "mask":
+            assert text.startswith(f"M_{{{rows},1}} = 0"), text
+        elif key == "dropout_mask":
+            assert text.startswith(f"d_{{{rows},1}} = {int(value)}"), text
+        else:
+            assert result_of(text) == pytest.approx(value, rel=1e-3, abs=1e-4), (key, text)

@@ -1,0 +1,201 @@
+"""The one renderer of the step-through protocol (``attention_core.stepthrough``): every page that steps uses it.
+
+``show(steps, explain)`` draws, in order: the stepper (Previous / step picker / Next), what this step does,
+the general formula, the stage's heatmaps (or the clickable mask), the stage's remarks, warnings and notes,
+the explained entry with its pickers, the checks against PyTorch and "Show the code". A click on a heatmap
+cell, or the pickers, choose the explained entry; it is clamped to the stage's matrix and kept in the settings.
+Nothing here computes attention.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import zlib
+from typing import Mapping, Sequence
+
+import streamlit as st
+
+from attention_core.errors import Message
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough, clamp_entry
+
+from . import masking, state, widgets
+from .i18n import _
+
+
+def app_text(text: str) -> str:
+    """A title or label from attention_core: app text (a Message) translated, math and tokens as they are."""
+    return _(text) if isinstance(text, Message) else text
+
+
+def _labels(labels: Sequence[str]) -> list[str]:
+    return [app_text(label) for label in labels]
+
+
+def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stacked", per_row: int = 3) -> None:
+    """Render a step page's current stage.
+
+    Args:
+        steps: from the page's builder in attention_core.
+        explain: stage key -> what this step does (English, marked with N_; translated here).
+        layout: "stacked" (the formula above the heatmaps) or "beside" (the formula left of a single heatmap).
+        per_row: at most this many heatmaps side by side.
+    """
+    stage = steps.stage
+    widgets.stepper(steps.titles, stage.key, field=steps.field)
+    st.markdown(_(explain[stage.key]))
+    row, col, head = entry(steps)
+
+    if layout == "beside" and len(stage.panels) == 1 and stage.mask is None:
+        formula_col, matrix_col = st.columns([2, 3])
+        with formula_col:
+            st.markdown("**" + _("Formula") + "**")
+            for line in stage.formula(_):
+                st.latex(line)
+        with matrix_col:
+            panel = stage.panels[0]
+            rows, cols = panel.matrix.shape
+            st.markdown(_("**{title}**: {rows} × {cols}. Click a cell to explain it.",
+                          title=_(steps.titles[stage.key]), rows=rows, cols=cols))
+            _heatmap(steps, panel, f"{steps.page}_{stage.key}_0", (row, col), head)
+    else:
+        with st.expander(_("Formula"), expanded=True):
+            for line in stage.formula(_):
+                st.latex(line)
+        if stage.mask is not None:
+            target = stage.target
+            if target is not None and target.title:
+                st.markdown(f"**{app_text(target.title)}**")
+            masking.mask_grid(stage.mask, _labels(target.row_labels), entry=(row, col))
+        else:
+            panels(steps, entry=(row, col), head=head, per_row=per_row)
+    if stage.remark:
+        st.success(_(stage.remark), icon=":material/check_circle:")
+    if stage.details:
+        st.markdown("  ".join(_(text) for text in stage.details))
+    notes(steps.warnings, steps.notes)
+
+    if stage.entry is not None and stage.target is not None:
+        st.subheader(_("Explain this entry"))
+        entry_pickers(steps, row, col)
+        st.latex(stage.entry(row, col, head, _))
+
+    checks(steps.checks)
+    if steps.check_caption:
+        st.caption(_(steps.check_caption))
+    if stage.code:
+        with st.expander(_("Show the code")):
+            for function in stage.code:
+                st.code(_source(function), language="python")
+
+
+@functools.lru_cache(maxsize=64)
+def _source(function) -> str:
+    """The source of a function of attention_core (read once per server: the files do not change)."""
+    return inspect.getsource(function)
+
+
+def entry(steps: StepThrough) -> tuple[int, int, int]:
+    """The explained (row, col, head), moved inside this stage's explained panel (and stored when moved)."""
+    settings = state.settings()
+    row, col = getattr(settings, steps.row_field), getattr(settings, steps.col_field)
+    head = getattr(settings, steps.head_field) if steps.head_field else 0
+    new = clamp_entry(steps.stage, row, col, head, steps.num_heads or 1)
+    if new != (row, col, head):
+        changes = {steps.row_field: new[0], steps.col_field: new[1]}
+        if steps.head_field:
+            changes[steps.head_field] = new[2]
+        state.update(**changes)
+    return new
+
+
+def _select(steps: StepThrough, head: int | None, row: int, col: int) -> None:
+    changes = {steps.row_field: row, steps.col_field: col}
+    if head is not None and steps.head_field:
+        changes[steps.head_field] = head
+    state.update(**changes)
+
+
+def _heatmap(steps: StepThrough, panel: Panel, key: str, entry: tuple[int, int], head: int, *,
+             legend: bool = True, row_axis: bool = True) -> None:
+    chosen = panel.explained and (panel.head is None or panel.head == head)
+    widgets.heatmap(panel.matrix, _labels(panel.row_labels), _labels(panel.col_labels), key=key,
+                    selected=entry if chosen else None, clickable=panel.explained,
+                    row_title=app_text(panel.row_title), col_title=app_text(panel.col_title),
+                    on_cell=functools.partial(_select, steps, panel.head), legend=legend, row_axis=row_axis)
+
+
+def panels(steps: StepThrough, *, entry: tuple[int, int], head: int = 0, per_row: int = 3) -> None:
+    """A stage's heatmaps, side by side (``per_row`` to a row); clicking an explained panel explains that cell.
+
+    The explained cell (and, for per-head panels, only in the chosen head) gets an outline.
+    """
+    items = list(steps.stage.panels)
+    # As many side by side as fit the main area (about 1000 px on a 1400 px screen). Side by side,
+    # only the first heatmap of a row keeps its row labels (when the rows are the same) and
+    # none keeps a colour legend: the numbers are written in the cells.
+    widest = max(p.matrix.shape[-1] for p in items)
+    cell = widgets.CELL_PX
+    per_row = max(1, min(per_row, (1000 - 140) // (widest * cell + 30)))
+    for start in range(0, len(items), per_row):
+        chunk = items[start:start + per_row]
+        single = len(chunk) == 1
+        widths = [p.matrix.shape[-1] * cell + (170 if n == 0 else 40) for n, p in enumerate(chunk)]
+        columns = [st.container()] if single else st.columns(widths)
+        for n, (column, panel) in enumerate(zip(columns, chunk)):
+            with column:
+                if panel.title:
+                    st.markdown(f"**{app_text(panel.title)}**")
+                _heatmap(steps, panel, f"{steps.page}_{steps.stage.key}_{start + n}", entry, head, legend=single,
+                         row_axis=n == 0 or panel.row_labels != chunk[0].row_labels)
+
+
+def entry_pickers(steps: StepThrough, row: int, col: int) -> None:
+    """Row, column (and head) pickers of the explained entry, and which tokens / columns they are.
+
+    The rows are always the query tokens. The column picker is a fresh widget for each set of column labels
+    (tokens on one step, a head's columns on the next): a selectbox that keeps its key while its labels change
+    keeps showing the old ones.
+    """
+    stage: Stage = steps.stage
+    panel = stage.target
+    row_labels, col_labels = _labels(panel.row_labels), _labels(panel.col_labels)
+    with_head = bool(steps.num_heads) and steps.head_field is not None
+    columns = st.columns(3 if with_head else 2)
+    with columns[0]:
+        state.bind(st.selectbox, _("Row"), steps.row_field, options=list(range(len(row_labels))),
+                   format_func=row_labels.__getitem__)
+    with columns[1]:
+        state.bind(st.selectbox, _("Column"), steps.col_field, options=list(range(len(col_labels))),
+                   format_func=col_labels.__getitem__, variant=_variant(col_labels))
+    if with_head:
+        with columns[2]:
+            state.bind(st.selectbox, _("Head"), steps.head_field, options=list(range(steps.num_heads)),
+                       format_func=lambda r: str(r + 1), disabled=not stage.per_head)
+    st.caption(_("Row {row}: **{row_label}** ({row_title}), column {col}: **{col_label}** ({col_title}). "
+                 "Or click a cell of the heatmap.",
+                 row=row + 1, row_label=widgets.md_escape(row_labels[row]),
+                 row_title=app_text(panel.row_title) or _("row"),
+                 col=col + 1, col_label=widgets.md_escape(col_labels[col]),
+                 col_title=app_text(panel.col_title) or _("column")))
+
+
+def _variant(labels: Sequence[str]) -> str:
+    """A short name of a label set: one widget per set of labels (see :func:`entry_pickers`)."""
+    return format(zlib.crc32("\x1f".join(labels).encode()), "08x")
+
+
+def checks(items: Sequence[Check]) -> None:
+    """Each comparison with PyTorch as a success (or error) line, with what was compared."""
+    for check in items:
+        widgets.torch_check(check.max_abs_diff, check.matches, check.reference)
+        if check.note:
+            st.caption(_("Compared: {what}.", what=app_text(check.note)))
+
+
+def notes(warnings: Sequence[str], remarks: Sequence[str] = ()) -> None:
+    """Warnings and remarks from attention_core (they may contain the user's tokens, so escaped)."""
+    for text in warnings:
+        st.warning(widgets.md_escape(app_text(text)), icon=":material/block:")
+    for text in remarks:
+        st.info(widgets.md_escape(app_text(text)), icon=":material/info:")
