@@ -1,15 +1,12 @@
 """Scaled dot-product self-attention, step by step: X -> Q, K, V -> Q Kᵀ -> ÷ √d_k -> softmax -> · V."""
 
-import inspect
-
 import streamlit as st
 
-from attention_core import functional
 from attention_core.errors import N_
-from attention_core.formulas import STAGES, entry_of, stage_matrix
 from attention_core.settings import MAX_DIM, MIN_DIM
-from attention_core.walkthrough import clamp_entry, dim_labels, stage_labels, token_labels
-from ui import export, state, widgets
+from attention_core.stages import SELF_ATTENTION as STAGES
+from attention_core.walkthrough import dim_labels, self_attention_steps
+from ui import export, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -45,7 +42,6 @@ with c3:
 
 walk = widgets.walkthrough_or_stop()
 
-rows = token_labels(walk.tokens)
 # A toggle, not an expander: a collapsed expander still sends its three editors on every rerun.
 if st.toggle(_("Show and edit the weights W_q, W_k, W_v"), key="sa_show_weights",
              help=_("Seeded from the example; your edits are kept when you hide them or switch pages.")):
@@ -57,44 +53,17 @@ if st.toggle(_("Show and edit the weights W_q, W_k, W_v"), key="sa_show_weights"
             widgets.matrix_editor(name, walk.base[name], dim_labels("d", settings.d_model),
                                   dim_labels("c", settings.d_k))
 
-widgets.stepper(STAGES, settings.stage)
 stage = settings.stage
-st.markdown(_(EXPLAIN[stage]))
+steps = self_attention_steps(walk, stage)
 
-formula_col, matrix_col = st.columns([2, 3])
-with formula_col:
-    st.markdown("**" + _("Formula") + "**")
-    widgets.stage_formulas(stage)
-row, col = clamp_entry(walk, stage, settings.entry_row, settings.entry_col)
-if (row, col) != (settings.entry_row, settings.entry_col):
-    state.update(entry_row=row, entry_col=col)
-row_labels, col_labels = stage_labels(walk, stage)
-with matrix_col:
-    shape = tuple(stage_matrix(walk.trace, stage).shape)
-    st.markdown(_("**{title}**: {rows} × {cols}. Click a cell to explain it.", title=_(STAGES[stage]),
-                  rows=shape[0], cols=shape[1]))
-    widgets.heatmap(stage_matrix(walk.trace, stage), row_labels, col_labels, key=f"sa_heatmap_{stage}",
-                    selected=(row, col), clickable=True,
-                    row_title=_("query token") if stage != "inputs" else _("token"),
-                    col_title=_("key token") if col_labels == rows else _("column"))
 
-st.subheader(_("Explain this entry"))
-r1, r2 = st.columns(2)
-with r1:
-    state.bind(st.selectbox, _("Row"), "entry_row", options=list(range(len(row_labels))),
-               format_func=lambda i: row_labels[i])
-with r2:
-    state.bind(st.selectbox, _("Column"), "entry_col", options=list(range(len(col_labels))),
-               format_func=lambda j: col_labels[j], variant="keys" if col_labels == rows else "dims")
-widgets.entry_formula(entry_of(walk.trace, stage, row, col))
+def export_expander() -> None:
+    with st.expander(_("Export this walk-through"), icon=":material/download:"):
+        export.walkthrough_downloads(walk)
+        st.caption(_("The current step, {title}:", title=_(STAGES[stage])))
+        panel = steps.stage.panels[0]
+        export.matrix_downloads(panel.matrix, list(panel.row_labels), list(panel.col_labels), STAGES[stage],
+                                key="export_stage")
 
-for note in walk.notes:
-    st.info(_(note))
-widgets.torch_check(walk.torch_max_abs_diff, walk.torch_matches,
-                    "torch.nn.functional.scaled_dot_product_attention(Q, K, V)")
-with st.expander(_("Export this walk-through"), icon=":material/download:"):
-    export.walkthrough_downloads(walk)
-    st.caption(_("The current step, {title}:", title=_(STAGES[stage])))
-    export.matrix_downloads(stage_matrix(walk.trace, stage), row_labels, col_labels, STAGES[stage], key="export_stage")
-with st.expander(_("Show the code")):
-    st.code(inspect.getsource(functional.scaled_dot_product_attention), language="python")
+
+stepthrough.show(steps, EXPLAIN, layout="beside", after_checks=export_expander)

@@ -202,6 +202,7 @@ def _dot(left, right) -> sp.Expr:
     return sp.Add(*terms, evaluate=False) if len(terms) > 1 else terms[0]
 
 
+@lru_cache(maxsize=512)  # pure, on plain numbers: the same entry is shown again and again
 def entry_latex(entry: Entry) -> str:
     """The element formula of ``entry`` with its numbers substituted, and the result.
 

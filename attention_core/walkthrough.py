@@ -18,11 +18,13 @@ from typing import Mapping, Optional
 import torch
 import torch.nn.functional as F
 
+from . import functional, stages
 from .errors import N_, InputError, Message
-from .formulas import stage_matrix
+from .formulas import entry_latex, entry_of, general_latex, stage_matrix
 from .functional import AttentionTrace, SelfAttentionTrace, attention_without_weights, self_attention
 from .presets import PRESETS, Preset
 from .settings import EDITABLE, MAX_ABS_VALUE, MAX_TOKENS, Edits, Settings
+from .stepthrough import Check, Panel, Stage, StepThrough
 from .tokens import Vocabulary, seed000_tables, tokenize
 
 
@@ -227,3 +229,35 @@ def clamp_entry(walk: Walkthrough, stage: str, row: int, col: int) -> tuple[int,
     """(row, col) moved inside the stage's matrix (its shape changes with the stage and dims)."""
     rows, cols = stage_matrix(walk.trace, stage).shape
     return min(max(row, 0), rows - 1), min(max(col, 0), cols - 1)
+
+
+def self_attention_steps(walk: Walkthrough, stage: str) -> StepThrough:
+    """The self-attention page's ``stage`` in the one step-through protocol (:mod:`attention_core.stepthrough`).
+
+    One heatmap per stage: X, Q, K, V (T × D or T × d_k), the scores, scaled scores and weights (T × T), the
+    output (T × d_k); its general formula and one entry with its numbers from :mod:`attention_core.formulas`
+    (Vaswani et al. 2017, eq. 1); the check against ``torch.nn.functional.scaled_dot_product_attention``.
+
+    Raises:
+        KeyError: a stage not in :data:`attention_core.stages.SELF_ATTENTION`.
+    """
+    if stage not in stages.SELF_ATTENTION:
+        raise KeyError(stage)
+    rows, cols = stage_labels(walk, stage)
+    panel = Panel(
+        "", stage_matrix(walk.trace, stage), tuple(rows), tuple(cols),
+        row_title=Message(N_("token")) if stage == "inputs" else Message(N_("query token")),
+        col_title=Message(N_("key token")) if cols == rows else Message(N_("column")),
+    )
+    return StepThrough(
+        page="self_attention",
+        stage=Stage(
+            key=stage, panels=(panel,),
+            formula=lambda tr: general_latex(stage),
+            entry=lambda row, col, head, tr: entry_latex(entry_of(walk.trace, stage, row, col)),
+            code=(functional.scaled_dot_product_attention,),
+        ),
+        checks=(Check("torch.nn.functional.scaled_dot_product_attention(Q, K, V)", walk.torch_max_abs_diff,
+                      walk.torch_matches),),
+        notes=walk.notes,
+    )

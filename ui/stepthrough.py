@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import zlib
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import streamlit as st
 
@@ -32,7 +32,8 @@ def _labels(labels: Sequence[str]) -> list[str]:
     return [app_text(label) for label in labels]
 
 
-def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stacked", per_row: int = 3) -> None:
+def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stacked", per_row: int = 3,
+         after_checks: Optional[Callable[[], None]] = None) -> None:
     """Render a step page's current stage.
 
     Args:
@@ -40,6 +41,7 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
         explain: stage key -> what this step does (English, marked with N_; translated here).
         layout: "stacked" (the formula above the heatmaps) or "beside" (the formula left of a single heatmap).
         per_row: at most this many heatmaps side by side.
+        after_checks: draws what the page adds after the checks (e.g. its export), before "Show the code".
     """
     stage = steps.stage
     widgets.stepper(steps.titles, stage.key, field=steps.field)
@@ -83,6 +85,8 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
     checks(steps.checks)
     if steps.check_caption:
         st.caption(_(steps.check_caption))
+    if after_checks is not None:
+        after_checks()
     if stage.code:
         with st.expander(_("Show the code")):
             for function in stage.code:
@@ -193,9 +197,19 @@ def checks(items: Sequence[Check]) -> None:
             st.caption(_("Compared: {what}.", what=app_text(check.note)))
 
 
+def _safe(text: str) -> str:
+    """A message from attention_core as Markdown: its template is ours, its text parameters (which may be the
+    user's tokens) are escaped; plain text is escaped whole."""
+    if isinstance(text, Message):
+        params = {k: v if isinstance(v, Message) or not isinstance(v, str) else widgets.md_escape(v)
+                  for k, v in text.params.items()}
+        return _(Message(text.template, **params))
+    return widgets.md_escape(text)
+
+
 def notes(warnings: Sequence[str], remarks: Sequence[str] = ()) -> None:
-    """Warnings and remarks from attention_core (they may contain the user's tokens, so escaped)."""
+    """Warnings and remarks from attention_core (their parameters may be the user's tokens: escaped)."""
     for text in warnings:
-        st.warning(widgets.md_escape(app_text(text)), icon=":material/block:")
+        st.warning(_safe(text), icon=":material/block:")
     for text in remarks:
-        st.info(widgets.md_escape(app_text(text)), icon=":material/info:")
+        st.info(_safe(text), icon=":material/info:")
