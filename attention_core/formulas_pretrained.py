@@ -24,13 +24,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, Sequence
 
 import sympy as sp
 
-from . import formulas, stages
+from . import formulas, pretrained, stages
 from .errors import N_, Message
 from .pretrained import HeadStep
+from .stepthrough import Check, Panel, Stage, StepThrough
 
 #: One head's step-through (declared in :mod:`stages`).
 HEAD_STAGES = stages.TRAINED_HEAD
@@ -70,7 +71,7 @@ def _matrix_formula(stage: str) -> sp.Expr:
     if stage == "inputs":
         return sp.Eq(_X, _H)
     if stage in _W:
-        return sp.Eq(sp.Symbol(stage[0].upper(), commutative=False), sp.Add(sp.Mul(_X, _W[stage]), _B[stage]))
+        return sp.Eq(sp.Symbol(stage[0].upper(), commutative=False), sp.Add(sp.Mul(_X, _W[stage]), _B[stage], evaluate=False))
     if stage == "mask":
         return sp.Eq(_M, sp.Symbol(r"\mathrm{mask}(\text{[PAD]})", commutative=False))
     if stage == "masked_scores":
@@ -297,3 +298,57 @@ def head_entry_latex(entry: HeadEntry, tr: Translate = Message) -> str:
     lines = [general_rhs] + ([numbers] if numbers is not None else []) + [result + note]
     # one step per line: the sums are long, and a projector is not wide
     return r"\begin{aligned} %s &= %s \end{aligned}" % (lhs, r" \\ &= ".join(lines))
+
+
+@lru_cache(maxsize=256)
+def cached_head_entry_latex(entry: HeadEntry, tr: Translate = Message) -> str:
+    """:func:`head_entry_latex`, cached on the entry's numbers and the translator.
+
+    ``tr`` must compare equal exactly when it translates alike (the renderer passes ``ui.i18n.Translator``,
+    a frozen dataclass of the language); a 384-term sum takes tens of milliseconds to write.
+    """
+    return head_entry_latex(entry, tr)
+
+
+def trained_head_steps(step: HeadStep, stage: str, labels: Sequence[str]) -> StepThrough:
+    """One trained head's ``stage`` in the one step-through protocol (:mod:`attention_core.stepthrough`).
+
+    Args:
+        step: the head recomputed by ``pretrained.head_step``.
+        stage: a key of :data:`attention_core.stages.TRAINED_HEAD`.
+        labels: the n token labels (rows; and columns of the n × n stages).
+
+    Raises:
+        KeyError: an unknown stage.
+    """
+    if stage not in HEAD_STAGES:
+        raise KeyError(stage)
+    matrix = stage_matrix(step, stage)
+    square = stage in ("scores", "scaled_scores", "mask", "masked_scores", "weights")  # n × n: tokens both ways
+    cols = tuple(labels) if square else tuple(f"{'d' if stage == 'inputs' else 'c'}{j + 1}"
+                                              for j in range(matrix.shape[1]))
+    panel = Panel("", matrix, tuple(labels), cols,
+                  row_title=Message(N_("token")) if stage == "inputs" else Message(N_("query token")),
+                  col_title=Message(N_("key token")) if square else Message(N_("column")))
+    details = (Message(N_("m_j is BERT's attention_mask: 1 for a real token, 0 for [PAD].")),) if stage == "mask" else ()
+    return StepThrough(
+        page="trained_head",
+        stage=Stage(
+            key=stage, panels=(panel,),
+            formula=lambda tr: head_general_latex(stage, tr),
+            entry=lambda row, col, head, tr: cached_head_entry_latex(head_entry_of(step, stage, row, col), tr),
+            code=(pretrained.head_weights, pretrained.head_step), details=details,
+        ),
+        checks=(Check(f"model(...).attentions[{step.layer}][0, {step.head}]", step.max_abs_diff, step.matches),),
+        row_field="model_entry_row", col_field="model_entry_col",
+    )
+
+
+@lru_cache(maxsize=None)
+def header_latex() -> str:
+    r"""The trained page's header: Z = softmax(Q Kᵀ / √d_k + M) V with BERT's biased projections, as LaTeX.
+
+    Built from the stages' own matrix formulas (Vaswani et al. 2017, eq. 1; Devlin et al. 2019).
+    """
+    lines = [sp.latex(_matrix_formula(stage), order="none") for stage in ("output", "query", "key", "value")]
+    return lines[0] + r",\quad " + r",\ ".join(lines[1:])

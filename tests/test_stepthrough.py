@@ -110,3 +110,18 @@ def test_every_causal_stage_has_one_explained_panel_and_its_entry_states_the_pan
             assert text.startswith(f"d_{{{rows},1}} = {int(value)}"), text
         else:
             assert result_of(text) == pytest.approx(value, rel=1e-3, abs=1e-4), (key, text)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_every_step_of_the_trained_head_with_and_without_pad_tokens(language):
+    """The trained model's head steps through the same protocol; [PAD] keys are its mask (no row is all blocked)."""
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params["language"] = language
+    at.run()
+    at.switch_page("app_pages/trained_model.py").run()
+    for padding in (0, 2):
+        at.number_input(key="setting_model_padding").set_value(padding).run()
+        seen = step_through_every_stage(at, "trained_head", f"trained, {language}, padding {padding}")
+        assert seen == list(stages.TRAINED_HEAD)
+    missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
+    assert not missing, f"shown without a translation: {sorted(missing)}"

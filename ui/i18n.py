@@ -14,6 +14,7 @@ any missing text.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +50,8 @@ def language() -> str:
     return getattr(settings, "language", "en")
 
 
-def _(text: str, **params: Any) -> str:
-    """``text`` in the current language, with ``{placeholders}`` filled from ``params``.
+def translate(lang: str, text: str, **params: Any) -> str:
+    """``text`` in language ``lang``, with ``{placeholders}`` filled from ``params``.
 
     ``text`` may be a :class:`Message` from attention_core: its template is
     translated and its own parameters are used.
@@ -59,7 +60,6 @@ def _(text: str, **params: Any) -> str:
         template, params = text.template, {**text.params, **params}
     else:
         template = text
-    lang = language()
     if lang != "en":
         translated = catalog(lang).get(template)
         if translated is None:
@@ -67,8 +67,31 @@ def _(text: str, **params: Any) -> str:
         else:
             template = translated
     # a parameter that is itself a core Message (e.g. a label inside a sentence) is translated too
-    params = {k: _(v) if isinstance(v, Message) else v for k, v in params.items()}
+    params = {k: translate(lang, v) if isinstance(v, Message) else v for k, v in params.items()}
     return template.format(**params) if params else template
+
+
+def _(text: str, **params: Any) -> str:
+    """``text`` in the current language (see :func:`translate`)."""
+    return translate(language(), text, **params)
+
+
+@dataclass(frozen=True)
+class Translator:
+    """The ``tr`` callback for attention_core's formulas, bound to one language.
+
+    Equal for equal languages (hashable), so attention_core may cache formulas on it.
+    """
+
+    language: str
+
+    def __call__(self, text: str, **params: Any) -> str:
+        return translate(self.language, text, **params)
+
+
+def translator() -> Translator:
+    """The current language's :class:`Translator`."""
+    return Translator(language())
 
 
 def missing() -> set[str]:

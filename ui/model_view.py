@@ -174,23 +174,3 @@ def _on_entry(key: str, on_cell: Callable[[int, int], None]) -> None:
     points = ((st.session_state.get(key) or {}).get("selection", {}).get("entry_pick")) or []
     if points:
         on_cell(int(points[0]["i"]), int(points[0]["j"]))
-
-
-# ---------------------------------------------------------------- windows onto large matrices
-
-#: The step-through shows at most this many rows and columns of a matrix at a time
-#: (X is n × 384): a block of numbers that stays readable on a projector. A matrix of up
-#: to WHOLE rows (columns) is shown whole.
-WINDOW, WHOLE = 12, 14
-
-
-def window(total: int, index: int, size: int = WINDOW) -> tuple[int, int]:
-    """The block [start, stop) of rows (or columns) shown around ``index``.
-
-    All of them when there are at most WHOLE; else fixed blocks of ``size`` (0-11, 12-23, ...),
-    so that clicking inside a block does not move it.
-    """
-    if total <= WHOLE:
-        return 0, total
-    start = (min(max(index, 0), total - 1) // size) * size
-    return start, min(start + size, total)

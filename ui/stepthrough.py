@@ -19,7 +19,7 @@ import streamlit as st
 from attention_core.errors import Message
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, clamp_entry
 
-from . import masking, state, widgets
+from . import i18n, masking, state, widgets
 from .i18n import _
 
 
@@ -33,6 +33,8 @@ def _labels(labels: Sequence[str]) -> list[str]:
 
 
 def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stacked", per_row: int = 3,
+         with_checks: bool = True, after_panels: Optional[Callable[[], None]] = None,
+         after_entry: Optional[Callable[[], None]] = None,
          after_checks: Optional[Callable[[], None]] = None) -> None:
     """Render a step page's current stage.
 
@@ -41,36 +43,40 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
         explain: stage key -> what this step does (English, marked with N_; translated here).
         layout: "stacked" (the formula above the heatmaps) or "beside" (the formula left of a single heatmap).
         per_row: at most this many heatmaps side by side.
-        after_checks: draws what the page adds after the checks (e.g. its export), before "Show the code".
+        with_checks: show the checks against PyTorch here (False: the page shows them elsewhere).
+        after_panels, after_entry, after_checks: draw what the page adds after the heatmaps, after the
+            explained entry, after the checks (before "Show the code").
     """
     stage = steps.stage
+    tr = i18n.translator()
     widgets.stepper(steps.titles, stage.key, field=steps.field)
     st.markdown(_(explain[stage.key]))
     row, col, head = entry(steps)
 
-    if layout == "beside" and len(stage.panels) == 1 and stage.mask is None:
+    single = len(stage.panels) == 1 and stage.mask is None
+    if layout == "beside" and single:
         formula_col, matrix_col = st.columns([2, 3])
         with formula_col:
             st.markdown("**" + _("Formula") + "**")
-            for line in stage.formula(_):
+            for line in stage.formula(tr):
                 st.latex(line)
         with matrix_col:
-            panel = stage.panels[0]
-            rows, cols = panel.matrix.shape
-            st.markdown(_("**{title}**: {rows} × {cols}. Click a cell to explain it.",
-                          title=_(steps.titles[stage.key]), rows=rows, cols=cols))
-            _heatmap(steps, panel, f"{steps.page}_{stage.key}_0", (row, col), head)
+            _single_panel(steps, stage.panels[0], (row, col), head)
     else:
         with st.expander(_("Formula"), expanded=True):
-            for line in stage.formula(_):
+            for line in stage.formula(tr):
                 st.latex(line)
         if stage.mask is not None:
             target = stage.target
             if target is not None and target.title:
                 st.markdown(f"**{app_text(target.title)}**")
             masking.mask_grid(stage.mask, _labels(target.row_labels), entry=(row, col))
+        elif single and not stage.panels[0].title:
+            _single_panel(steps, stage.panels[0], (row, col), head)
         else:
             panels(steps, entry=(row, col), head=head, per_row=per_row)
+    if after_panels is not None:
+        after_panels()
     if stage.remark:
         st.success(_(stage.remark), icon=":material/check_circle:")
     if stage.details:
@@ -80,17 +86,54 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
     if stage.entry is not None and stage.target is not None:
         st.subheader(_("Explain this entry"))
         entry_pickers(steps, row, col)
-        st.latex(stage.entry(row, col, head, _))
+        st.latex(stage.entry(row, col, head, tr))
+    if after_entry is not None:
+        after_entry()
 
-    checks(steps.checks)
-    if steps.check_caption:
-        st.caption(_(steps.check_caption))
+    if with_checks:
+        checks(steps.checks)
+        if steps.check_caption:
+            st.caption(_(steps.check_caption))
     if after_checks is not None:
         after_checks()
     if stage.code:
         with st.expander(_("Show the code")):
             for function in stage.code:
                 st.code(_source(function), language="python")
+
+
+def _single_panel(steps: StepThrough, panel: Panel, entry: tuple[int, int], head: int) -> None:
+    """One heatmap under the line "**title**: rows × cols"; a large matrix is shown as a window around the entry.
+
+    Windows: at most ``WHOLE`` rows (columns) are shown whole; past that, fixed blocks of ``WINDOW`` (so a
+    click inside a block does not move it), chosen by the explained entry.
+    """
+    rows, cols = panel.matrix.shape
+    r0, r1 = window(rows, entry[0])
+    c0, c1 = window(cols, entry[1])
+    where = ""
+    if (r1 - r0, c1 - c0) != (rows, cols):
+        where = " " + _("Showing rows {r0}–{r1} and columns {c0}–{c1}; pick another entry below to move.",
+                        r0=r0 + 1, r1=r1, c0=c0 + 1, c1=c1)
+    st.markdown(_("**{stage}**: {rows} × {cols}.{where} Click a cell to explain it.",
+                  stage=_(steps.titles[steps.stage.key]), rows=rows, cols=cols, where=where))
+    shown = Panel(panel.title, panel.matrix[r0:r1, c0:c1], panel.row_labels[r0:r1], panel.col_labels[c0:c1],
+                  panel.row_title, panel.col_title, panel.head, panel.explained)
+    _heatmap(steps, shown, f"{steps.page}_{steps.stage.key}_0_{r0}_{c0}", (entry[0] - r0, entry[1] - c0), head,
+             offset=(r0, c0))
+
+
+#: A large matrix (the trained model's X is n × 384) is shown in blocks of WINDOW rows and columns; up to
+#: WHOLE rows (columns) are shown whole: a block of numbers that stays readable on a projector.
+WINDOW, WHOLE = 12, 14
+
+
+def window(total: int, index: int, size: int = WINDOW) -> tuple[int, int]:
+    """The block [start, stop) of rows (or columns) shown around ``index``: all of them up to WHOLE."""
+    if total <= WHOLE:
+        return 0, total
+    start = (min(max(index, 0), total - 1) // size) * size
+    return start, min(start + size, total)
 
 
 @functools.lru_cache(maxsize=64)
@@ -113,20 +156,20 @@ def entry(steps: StepThrough) -> tuple[int, int, int]:
     return new
 
 
-def _select(steps: StepThrough, head: int | None, row: int, col: int) -> None:
-    changes = {steps.row_field: row, steps.col_field: col}
+def _select(steps: StepThrough, head: int | None, offset: tuple[int, int], row: int, col: int) -> None:
+    changes = {steps.row_field: offset[0] + row, steps.col_field: offset[1] + col}
     if head is not None and steps.head_field:
         changes[steps.head_field] = head
     state.update(**changes)
 
 
 def _heatmap(steps: StepThrough, panel: Panel, key: str, entry: tuple[int, int], head: int, *,
-             legend: bool = True, row_axis: bool = True) -> None:
+             legend: bool = True, row_axis: bool = True, offset: tuple[int, int] = (0, 0)) -> None:
     chosen = panel.explained and (panel.head is None or panel.head == head)
     widgets.heatmap(panel.matrix, _labels(panel.row_labels), _labels(panel.col_labels), key=key,
                     selected=entry if chosen else None, clickable=panel.explained,
                     row_title=app_text(panel.row_title), col_title=app_text(panel.col_title),
-                    on_cell=functools.partial(_select, steps, panel.head), legend=legend, row_axis=row_axis)
+                    on_cell=functools.partial(_select, steps, panel.head, offset), legend=legend, row_axis=row_axis)
 
 
 def panels(steps: StepThrough, *, entry: tuple[int, int], head: int = 0, per_row: int = 3) -> None:
