@@ -3,9 +3,10 @@
 import streamlit as st
 
 from attention_core.errors import N_
+from attention_core.formulas_masking import header_latex
 from attention_core.settings import MAX_DIM, MAX_TOKENS, MIN_DIM
 from attention_core.walkthrough_multihead import build_causal_walkthrough, causal_steps
-from ui import state, stepthrough, widgets
+from ui import i18n, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -24,8 +25,7 @@ EXPLAIN = {
 }
 
 st.title(_("Causal attention: no peeking at the future"))
-st.latex(r"\operatorname{CausalAttention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right)V,"
-         r"\quad M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}")
+st.latex(header_latex("causal", i18n.translator()))
 st.caption(_("Vaswani et al. 2017, sec. 3.2.3 (masking in the decoder); seed 001 and seed 004 (after rasbt's ch03)."))
 widgets.show_messages()
 

@@ -3,10 +3,10 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.formulas import latex_text
+from attention_core.formulas_masking import header_latex
 from attention_core.settings import MAX_DIM, MAX_TOKENS
 from attention_core.walkthrough_multihead import build_cross_walkthrough, multihead_steps
-from ui import state, stepthrough, widgets
+from ui import i18n, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -23,9 +23,7 @@ EXPLAIN = {
 }
 
 st.title(_("Cross-attention: the decoder looks at the encoder"))
-st.latex(r"\operatorname{CrossAttention}(X_{dec}, X_{enc}) = \operatorname{softmax}\!\left("
-         r"\frac{(X_{dec} W_q)(X_{enc} W_k)^\top}{\sqrt{d_{head}}}\right) X_{enc} W_v"
-         r"\quad" + latex_text(_("per head, then") + " ") + r" \operatorname{Concat} \cdot W_O + b_O")
+st.latex(header_latex("cross", i18n.translator()))
 st.caption(_("Seed 003: the encoder's output gives k and v, the decoder's input gives q — hence *cross*. "
              "Vaswani et al. 2017, sec. 3.2.3 (encoder-decoder attention)."))
 widgets.show_messages()

@@ -3,10 +3,10 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.formulas import latex_text
+from attention_core.formulas_masking import header_latex
 from attention_core.settings import MAX_DROPOUT, MAX_SEED
 from attention_core.walkthrough_multihead import build_causal_walkthrough, causal_steps
-from ui import state, stepthrough, widgets
+from ui import i18n, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -23,8 +23,7 @@ EXPLAIN = {
 }
 
 st.title(_("Dropout on the attention weights"))
-st.latex(r"\tilde{\mathcal{A}} = \frac{\mathcal{A} \odot D}{1 - p},\qquad D_{ij} \sim \operatorname{Bernoulli}(1 - p)"
-         r"\ " + latex_text(_("(training)")) + r",\qquad \tilde{\mathcal{A}} = \mathcal{A}\ " + latex_text(_("(eval)")))
+st.latex(header_latex("dropout", i18n.translator()))
 st.caption(_("Seed 004 and seed 001 (nn.Dropout on the attention weights, after rasbt's ch03); a usual p is 0.1 "
              "to 0.2."))
 widgets.show_messages()

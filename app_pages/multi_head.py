@@ -3,9 +3,10 @@
 import streamlit as st
 
 from attention_core.errors import N_
+from attention_core.formulas_masking import header_latex
 from attention_core.settings import MAX_DIM
 from attention_core.walkthrough_multihead import build_multihead_walkthrough, multihead_steps
-from ui import state, stepthrough, widgets
+from ui import i18n, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -26,8 +27,7 @@ EXPLAIN = {
 }
 
 st.title(_("Multi-head attention: several heads side by side"))
-st.latex(r"\mathrm{head}_r = \operatorname{softmax}\!\left(\frac{Q_r K_r^\top}{\sqrt{d_{head}}} + M\right) V_r,\qquad"
-         r"\operatorname{MultiHead} = \operatorname{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W_O + b_O")
+st.latex(header_latex("mha", i18n.translator()))
 st.caption(_("Vaswani et al. 2017, sec. 3.2.2; seed 001's MultiHeadAttention (after rasbt's ch03). "
              "d_head = head_dim = d_out / h."))
 widgets.show_messages()

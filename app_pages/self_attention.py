@@ -3,6 +3,7 @@
 import streamlit as st
 
 from attention_core.errors import N_
+from attention_core.formulas import header_latex
 from attention_core.settings import MAX_DIM, MIN_DIM
 from attention_core.stages import SELF_ATTENTION as STAGES
 from attention_core.walkthrough import dim_labels, self_attention_steps
@@ -24,8 +25,7 @@ EXPLAIN = {
 }
 
 st.title(_("Scaled dot-product self-attention, step by step"))
-st.latex(r"\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V"
-         r"\qquad\text{(Vaswani et al. 2017, eq. 1)}")
+st.latex(header_latex())
 widgets.show_messages()
 
 settings = state.settings()

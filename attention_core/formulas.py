@@ -326,3 +326,12 @@ def weightless_steps(x: tuple[tuple[float, ...], ...], tokens: tuple[str, ...], 
         + f" \\\\ &= {sp.latex(sp.Matrix([[sp.Float(v, 4) for v in context_value]]))} \\end{{aligned}}"
     )
     return WeightlessSteps(tuple(dots), tuple(exp_lines), total, tuple(weight_lines), context, context_value)
+
+
+@lru_cache(maxsize=None)
+def header_latex() -> str:
+    """The self-attention page's header: Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V (Vaswani et al. 2017, eq. 1)."""
+    kt = sp.Pow(_K, _TOP, evaluate=False)
+    attention = sp.Eq(sp.Function(r"\operatorname{Attention}")(_Q, _K, _V),
+                      sp.Mul(_softmax(sp.Mul(_Q, kt, 1 / sp.sqrt(_d_k))), _V))
+    return sp.latex(attention) + r"\qquad" + latex_text("(Vaswani et al. 2017, eq. 1)")

@@ -416,3 +416,67 @@ def output_entry_latex(row: int, col: int, concat_row: Sequence[float], w_col: S
 def number_latex(value: float) -> str:
     """A number as LaTeX with 4 significant digits (−∞ for a blocked score)."""
     return _num(value)
+
+
+# ---------------------------------------------------------------- the pages' header formulas
+
+
+def header_latex(page: str, tr: Translate = Message) -> str:
+    """The formula at the top of a masking & heads page ("causal", "dropout", "mha" or "cross"), as LaTeX.
+
+    Built with sympy from the same symbols as the pages' stages (Vaswani et al. 2017, eq. 1, sec. 3.2.2-3.2.3;
+    seed 001 for the causal mask and multi-head; seed 004 for dropout; seed 003 for cross-attention).
+    ``tr`` puts the formula's words in the interface language (default: English).
+
+    Raises:
+        KeyError: for an unknown page.
+    """
+    words = tuple((key, str(tr(text))) for key, text in _HEADER_WORDS.items())
+    if page == "dropout":
+        translated = dict(words)
+        dropped = general_latex("dropout", "dropped_weights", tr)[0]
+        drawn = general_latex("dropout", "dropout_mask", tr)[0]
+        evaluated = _latex(sp.Eq(_nc(r"\tilde{\mathcal{A}}"), _nc(r"\mathcal{A}")))
+        return (dropped + r",\qquad " + drawn + r"\ " + formulas.latex_text(translated["training"]) + r",\qquad "
+                + evaluated + r"\ " + formulas.latex_text(translated["eval"]))
+    return _header_latex(page, words)
+
+
+_HEADER_WORDS: dict[str, str] = {
+    "training": N_("(training)"),
+    "eval": N_("(eval)"),
+    "per_head": N_("per head, then"),
+    "for": N_("for"),
+    "otherwise": N_("otherwise"),
+}
+
+
+@lru_cache(maxsize=None)
+def _header_latex(page: str, words: tuple[tuple[str, str], ...]) -> str:
+    translated = dict(words)
+    kt = sp.Pow(_nc("K"), _TOP, evaluate=False)
+    scaled = sp.Mul(_nc("Q"), kt, 1 / sp.sqrt(_d_k))
+    if page == "causal":
+        attention = sp.Eq(sp.Function(r"\operatorname{CausalAttention}")(_nc("Q"), _nc("K"), _nc("V")),
+                          sp.Mul(_softmax(sp.Add(scaled, _nc("M"), evaluate=False)), _nc("V")))
+        mask = sp.Eq(_M[_i, _j], sp.Piecewise((0, sp.Le(_j, _i)), (-sp.oo, True)))
+        text = _latex(attention) + r",\quad " + _latex(mask)
+        return (text.replace(r"\text{for}", formulas.latex_text(translated["for"]))
+                .replace(r"\text{otherwise}", formulas.latex_text(translated["otherwise"])))
+    if page == "mha":
+        head = formulas_multihead.general_latex("head")[0]
+        heads = (sp.Symbol(r"\mathrm{head}_{1}"), sp.Symbol(r"\dots"), sp.Symbol(r"\mathrm{head}_{h}"))
+        multihead = sp.Eq(sp.Symbol(r"\operatorname{MultiHead}"),
+                          sp.Add(sp.Mul(sp.Function(r"\operatorname{Concat}")(*heads), _nc("W_O")), _nc("b_O"),
+                                 evaluate=False))
+        return head + r",\qquad " + _latex(multihead)
+    if page == "cross":
+        x_dec, x_enc = _nc("X_{dec}"), _nc("X_{enc}")
+        q, k = sp.Mul(x_dec, _nc("W_q")), sp.Mul(x_enc, _nc("W_k"))
+        scores = sp.Mul(q, sp.Pow(k, _TOP, evaluate=False), 1 / sp.sqrt(_d_head), evaluate=False)
+        cross = sp.Eq(sp.Function(r"\operatorname{CrossAttention}")(x_dec, x_enc),
+                      sp.Mul(_softmax(scores), x_enc, _nc("W_v")))
+        concat = sp.Add(sp.Mul(sp.Symbol(r"\operatorname{Concat}"), _nc("W_O"), evaluate=False), _nc("b_O"),
+                        evaluate=False)
+        return _latex(cross) + r"\quad" + formulas.latex_text(translated["per_head"] + " ") + " " + _latex(concat)
+    raise KeyError(page)
