@@ -23,6 +23,7 @@ import sympy as sp
 
 from . import stages
 from .functional import SelfAttentionTrace
+from .latex import latex_text, number_expr
 
 #: The self-attention walk-through's stages (declared in :mod:`stages`).
 STAGES = stages.SELF_ATTENTION
@@ -190,15 +191,8 @@ def stage_matrix(trace: SelfAttentionTrace, stage: str):
     }[stage]
 
 
-def _num(value: float) -> sp.Expr:
-    """A number shown with 4 significant digits, kept apart from its neighbours."""
-    if math.isinf(value):
-        return sp.oo if value > 0 else -sp.oo
-    return sp.UnevaluatedExpr(sp.Float(value, 4))
-
-
 def _dot(left, right) -> sp.Expr:
-    terms = [sp.Mul(_num(a), _num(b), evaluate=False) for a, b in zip(left, right)]
+    terms = [sp.Mul(number_expr(a), number_expr(b), evaluate=False) for a, b in zip(left, right)]
     return sp.Add(*terms, evaluate=False) if len(terms) > 1 else terms[0]
 
 
@@ -211,27 +205,16 @@ def entry_latex(entry: Entry) -> str:
     """
     general = _element_formula(entry.stage, entry.row + 1, entry.col + 1)
     if entry.stage == "inputs":
-        numbers = sp.latex(_num(entry.value))
+        numbers = sp.latex(number_expr(entry.value))
     elif entry.stage == "scaled_scores":
-        numbers = r"\frac{%s}{\sqrt{%d}}" % (sp.latex(_num(entry.left[0])), entry.d_k)
+        numbers = r"\frac{%s}{\sqrt{%d}}" % (sp.latex(number_expr(entry.left[0])), entry.d_k)
     elif entry.stage == "weights":
-        exps = [sp.latex(sp.exp(_num(a), evaluate=False)) for a in entry.left]
+        exps = [sp.latex(sp.exp(number_expr(a), evaluate=False)) for a in entry.left]
         numbers = r"\frac{%s}{%s}" % (exps[entry.col], " + ".join(exps))
     else:
         numbers = sp.latex(_dot(entry.left, entry.right), order="none", mul_symbol="dot")
     parts = [sp.latex(general, order="none"), numbers, sp.latex(sp.Float(entry.value, 4))]
     return " = ".join(parts)
-
-
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
-    "^": r"\^{}", "_": r"\_", "%": r"\%", "~": r"\~{}",
-}
-
-
-def latex_text(text: str) -> str:
-    r"""User text (a token) as a safe LaTeX ``\text{...}``: every special character escaped."""
-    return r"\text{" + "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text) + "}"
 
 
 @dataclass(frozen=True)
@@ -292,7 +275,7 @@ def weightless_steps(x: tuple[tuple[float, ...], ...], tokens: tuple[str, ...], 
     dots, exp_lines, weight_lines = [], [], []
     for j, (row, token) in enumerate(zip(x, tokens)):
         lhs = sp.latex(omega[q, j + 1])
-        products = [sp.latex(sp.Mul(_num(a), _num(b), evaluate=False), mul_symbol="dot")
+        products = [sp.latex(sp.Mul(number_expr(a), number_expr(b), evaluate=False), mul_symbol="dot")
                     for a, b in zip(x[query_index], row)]
         # at most 4 products per line, so that the line fits a projector
         chunks = [" + ".join(products[k:k + 4]) for k in range(0, len(products), 4)]

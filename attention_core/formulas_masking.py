@@ -24,17 +24,13 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 import sympy as sp
 
 from . import formulas, formulas_multihead, stages
 from .errors import N_, Message
-
-#: How app text gets into a formula: ``tr(template, **params)`` gives it in the interface
-#: language. The default, :class:`~attention_core.errors.Message`, keeps the English; the
-#: pages pass ``ui.i18n._``. Translated text is written with ``formulas.latex_text`` (escaped).
-Translate = Callable[..., str]
+from .latex import Translate, aligned, factor, index, latex_text, number, terms_lines
 
 #: The masking & heads pages' stages (declared in :mod:`stages`).
 CAUSAL_STAGES = stages.CAUSAL
@@ -114,8 +110,8 @@ def general_latex(page: str, stage: str, tr: Translate = Message) -> tuple[str, 
     words = tuple((key, str(tr(text))) for key, text in _WORDS.items())
     lines = _general_latex(page, stage, words)
     translated = dict(words)
-    return tuple(line.replace(r"\text{for}", formulas.latex_text(translated["for"]))
-                 .replace(r"\text{otherwise}", formulas.latex_text(translated["otherwise"])) for line in lines)
+    return tuple(line.replace(r"\text{for}", latex_text(translated["for"]))
+                 .replace(r"\text{otherwise}", latex_text(translated["otherwise"])) for line in lines)
 
 
 @lru_cache(maxsize=None)
@@ -125,7 +121,7 @@ def _general_latex(page: str, stage: str, words: tuple[tuple[str, str], ...]) ->
 
     def w(key: str, before: str = "", after: str = "") -> str:
         # a word as LaTeX \text{...}, with spaces inside it
-        return formulas.latex_text(before + translated[key] + after)
+        return latex_text(before + translated[key] + after)
 
     stages = PAGES[page]
     if stage not in stages:
@@ -226,35 +222,6 @@ def _general_latex(page: str, stage: str, words: tuple[tuple[str, str], ...]) ->
 # ---------------------------------------------------------------- one entry, numbers in
 
 
-def _num(value: float) -> str:
-    """A number with 4 significant digits (−∞ for a blocked score)."""
-    if math.isinf(value):
-        return r"\infty" if value > 0 else r"-\infty"
-    return sp.latex(sp.Float(value, 4))
-
-
-def _factor(value: float) -> str:
-    """A number as a factor of a product: negatives in parentheses."""
-    text = _num(value)
-    return f"\\left({text}\\right)" if text.startswith("-") else text
-
-
-def _terms_lines(terms: Sequence[str], per_line: int = 4) -> str:
-    """Terms joined by +, broken after every ``per_line`` terms (aligned), so a line fits a projector."""
-    chunks = [" + ".join(terms[k:k + per_line]) for k in range(0, len(terms), per_line)]
-    return " \\\\ &\\quad + ".join(chunks)
-
-
-def _aligned(lhs: str, steps: Sequence[str]) -> str:
-    """lhs = step1 = step2 = ..., one step per line."""
-    return "\\begin{aligned} " + lhs + " &= " + " \\\\ &= ".join(steps) + " \\end{aligned}"
-
-
-def _idx(base: str, i: int, j: int, head: Optional[int] = None) -> str:
-    sup = f"^{{({head + 1})}}" if head is not None else ""
-    return f"{base}{sup}_{{{i + 1},{j + 1}}}"
-
-
 def mask_entry_latex(row: int, col: int, allowed: bool, reasons: Sequence[str]) -> str:
     """M_ij = 0 (may attend) or −∞ (blocked), with the reasons (app text, never user text).
 
@@ -263,32 +230,32 @@ def mask_entry_latex(row: int, col: int, allowed: bool, reasons: Sequence[str]) 
         allowed: whether query i may attend to key j.
         reasons: short phrases in the interface language, e.g. ("key 4 is in the future",).
     """
-    why = r",\ ".join(formulas.latex_text(reason) for reason in reasons)
+    why = r",\ ".join(latex_text(reason) for reason in reasons)
     value = "0" if allowed else r"-\infty"
-    return f"{_idx('M', row, col)} = {value}" + (f"\\qquad ({why})" if why else "")
+    return f"{index('M', row, col)} = {value}" + (f"\\qquad ({why})" if why else "")
 
 
 def masked_score_entry_latex(row: int, col: int, scaled: float, allowed: bool, head: Optional[int] = None) -> str:
     """a'_ij = a_ij (allowed) or −∞ (blocked), with the number."""
-    lhs, a = _idx("a'", row, col, head), _idx("a", row, col, head)
+    lhs, a = index("a'", row, col, head), index("a", row, col, head)
     if allowed:
-        return f"{lhs} = {a} + 0 = {_num(scaled)}"
-    return f"{lhs} = {a} + (-\\infty) = {_num(scaled)} - \\infty = -\\infty"
+        return f"{lhs} = {a} + 0 = {number(scaled)}"
+    return f"{lhs} = {a} + (-\\infty) = {number(scaled)} - \\infty = -\\infty"
 
 
 def _blocked_row(lhs: str, general: str, row: int, tr: Translate) -> str:
-    why = formulas.latex_text(tr(N_("(every key of row {row} is blocked)"), row=row + 1))
-    return _aligned(lhs, [general, r"\frac{0}{0} \;\to\; 0 \quad " + why])
+    why = latex_text(tr(N_("(every key of row {row} is blocked)"), row=row + 1))
+    return aligned(lhs, [general, r"\frac{0}{0} \;\to\; 0 \quad " + why])
 
 
 def _two_steps(sum_lhs: str, terms: Sequence[str], total: float,
                lhs: str, general: str, numerator: str, numerator_value: float, value: float) -> str:
     """The row's sum on its own lines (long rows break after 4 terms), then the entry divided by it."""
     return (
-        "\\begin{aligned} " + sum_lhs + " &= " + _terms_lines(terms)
-        + " \\\\ &= " + _num(total) + " \\\\[6pt] "
-        + lhs + " &= " + general + " = \\frac{" + numerator + "}{" + _num(total) + "} = \\frac{"
-        + _num(numerator_value) + "}{" + _num(total) + "} = " + _num(value) + " \\end{aligned}"
+        "\\begin{aligned} " + sum_lhs + " &= " + terms_lines(terms)
+        + " \\\\ &= " + number(total) + " \\\\[6pt] "
+        + lhs + " &= " + general + " = \\frac{" + numerator + "}{" + number(total) + "} = \\frac{"
+        + number(numerator_value) + "}{" + number(total) + "} = " + number(value) + " \\end{aligned}"
     )
 
 
@@ -302,16 +269,16 @@ def masked_weight_entry_latex(row: int, col: int, masked_row: Sequence[float], v
     Scores above 80 would overflow e^x, so the row maximum m is subtracted
     first (the softmax is unchanged by it) and the formula says so.
     """
-    lhs = _idx(r"\alpha", row, col, head)
+    lhs = index(r"\alpha", row, col, head)
     sup = f"^{{({head + 1})}}" if head is not None else ""
-    a_ij, a_il = _idx("a'", row, col, head), f"a'{sup}_{{{row + 1},l}}"
+    a_ij, a_il = index("a'", row, col, head), f"a'{sup}_{{{row + 1},l}}"
     finite = [s for s in masked_row if not math.isinf(s)]
     if not finite:
         return _blocked_row(lhs, f"\\frac{{e^{{{a_ij}}}}}{{\\sum_l e^{{{a_il}}}}}", row, tr)
     top = max(finite)
     shift = top if top > 80 else 0.0
-    minus = f" - {_num(shift)}" if shift else ""
-    terms = ["0" if math.isinf(s) else f"e^{{{_num(s - shift)}}}" for s in masked_row]
+    minus = f" - {number(shift)}" if shift else ""
+    terms = ["0" if math.isinf(s) else f"e^{{{number(s - shift)}}}" for s in masked_row]
     exps = [0.0 if math.isinf(s) else math.exp(s - shift) for s in masked_row]
     return _two_steps(f"\\textstyle\\sum_l e^{{{a_il}{minus}}}", terms, sum(exps), lhs,
                       f"\\frac{{e^{{{a_ij}{minus}}}}}{{\\sum_l e^{{{a_il}{minus}}}}}", terms[col], exps[col], value)
@@ -320,15 +287,15 @@ def masked_weight_entry_latex(row: int, col: int, masked_row: Sequence[float], v
 def renormalised_entry_latex(row: int, col: int, unmasked_row: Sequence[float], allowed_row: Sequence[bool],
                              value: float, tr: Translate = Message) -> str:
     """The other route for one weight: α_ij = α̂_ij m_ij / Σ_l α̂_il m_il, numbers in (the sum first)."""
-    lhs = _idx(r"\alpha", row, col)
-    hat, m = _idx(r"\hat{\alpha}", row, col), _idx("m", row, col)
+    lhs = index(r"\alpha", row, col)
+    hat, m = index(r"\hat{\alpha}", row, col), index("m", row, col)
     sum_il = f"\\sum_l \\hat{{\\alpha}}_{{{row + 1},l}}\\, m_{{{row + 1},l}}"
     general = f"\\frac{{{hat}\\, {m}}}{{{sum_il}}}"
     if not any(allowed_row):
         return _blocked_row(lhs, general, row, tr)
-    terms = [f"{_num(w)} \\cdot {int(a)}" for w, a in zip(unmasked_row, allowed_row)]
+    terms = [f"{number(w)} \\cdot {int(a)}" for w, a in zip(unmasked_row, allowed_row)]
     total = sum(w for w, a in zip(unmasked_row, allowed_row) if a)
-    numerator = f"{_num(unmasked_row[col])} \\cdot {int(allowed_row[col])}"
+    numerator = f"{number(unmasked_row[col])} \\cdot {int(allowed_row[col])}"
     return _two_steps(f"\\textstyle {sum_il}", terms, total, lhs, general, numerator,
                       unmasked_row[col] * allowed_row[col], value)
 
@@ -336,35 +303,35 @@ def renormalised_entry_latex(row: int, col: int, unmasked_row: Sequence[float], 
 def dropout_mask_entry_latex(row: int, col: int, kept: bool, p: float, training: bool,
                              tr: Translate = Message) -> str:
     """d_ij = 1 (kept) or 0 (dropped); in eval mode every d_ij = 1."""
-    lhs = _idx("d", row, col)
+    lhs = index("d", row, col)
     if not training:
-        return f"{lhs} = 1 \\qquad (" + formulas.latex_text(tr(N_("eval mode: dropout keeps every weight"))) + ")"
+        return f"{lhs} = 1 \\qquad (" + latex_text(tr(N_("eval mode: dropout keeps every weight"))) + ")"
     if p == 0:
         return f"{lhs} = 1 \\qquad (p = 0)"
     if kept:
-        verdict = formulas.latex_text(tr(N_("kept; this happens with probability")) + " ") + " 1 - p = " + _num(1 - p)
+        verdict = latex_text(tr(N_("kept; this happens with probability")) + " ") + " 1 - p = " + number(1 - p)
     else:
-        verdict = formulas.latex_text(tr(N_("dropped; this happens with probability")) + " ") + " p = " + _num(p)
+        verdict = latex_text(tr(N_("dropped; this happens with probability")) + " ") + " p = " + number(p)
     return f"{lhs} = {int(kept)} \\qquad ({verdict})"
 
 
 def dropped_weight_entry_latex(row: int, col: int, weight: float, kept: bool, p: float, value: float) -> str:
     """α̃_ij = α_ij d_ij / (1 − p), numbers in."""
-    lhs = _idx(r"\tilde{\alpha}", row, col)
-    alpha, d = _idx(r"\alpha", row, col), _idx("d", row, col)
+    lhs = index(r"\tilde{\alpha}", row, col)
+    alpha, d = index(r"\alpha", row, col), index("d", row, col)
     general = f"\\frac{{{alpha}\\, {d}}}{{1 - p}}"
-    numbers = f"\\frac{{{_factor(weight)} \\cdot {int(kept)}}}{{1 - {_num(p)}}}"
-    return _aligned(lhs, [general, numbers, _num(value)])
+    numbers = f"\\frac{{{factor(weight)} \\cdot {int(kept)}}}{{1 - {number(p)}}}"
+    return aligned(lhs, [general, numbers, number(value)])
 
 
 def weighted_sum_entry_latex(row: int, col: int, weights_row: Sequence[float], value_col: Sequence[float],
                              value: float, *, weight_symbol: str = r"\alpha", head: Optional[int] = None) -> str:
     """z_ij = Σ_l w_il v_lj (a context vector's entry), numbers in, long sums broken into lines."""
-    lhs = _idx("z", row, col, head)
+    lhs = index("z", row, col, head)
     sup = f"^{{({head + 1})}}" if head is not None else ""
     general = f"\\sum_l {weight_symbol}{sup}_{{{row + 1},l}}\\, v{sup}_{{l,{col + 1}}}"
-    terms = [f"{_factor(w)} \\cdot {_factor(v)}" for w, v in zip(weights_row, value_col)]
-    return _aligned(lhs, [general, _terms_lines(terms), _num(value)])
+    terms = [f"{factor(w)} \\cdot {factor(v)}" for w, v in zip(weights_row, value_col)]
+    return aligned(lhs, [general, terms_lines(terms), number(value)])
 
 
 def projection_entry_latex(letter: str, row: int, col: int, x_row: Sequence[float], w_col: Sequence[float],
@@ -377,8 +344,8 @@ def projection_entry_latex(letter: str, row: int, col: int, x_row: Sequence[floa
     """
     lhs = f"{letter}_{{{row + 1},{col + 1}}}"
     general = f"\\sum_l {x_name}_{{{row + 1},l}}\\, W^{{{letter}}}_{{l,{col + 1}}}"
-    terms = [f"{_factor(a)} \\cdot {_factor(b)}" for a, b in zip(x_row, w_col)]
-    return _aligned(lhs, [general, _terms_lines(terms), _num(value)])
+    terms = [f"{factor(a)} \\cdot {factor(b)}" for a, b in zip(x_row, w_col)]
+    return aligned(lhs, [general, terms_lines(terms), number(value)])
 
 
 def scaled_score_entry_latex(row: int, col: int, q_row: Sequence[float], k_row: Sequence[float], width: int,
@@ -388,20 +355,20 @@ def scaled_score_entry_latex(row: int, col: int, q_row: Sequence[float], k_row: 
     On the multi-head pages ``head`` is set and ``width_symbol`` is d_head: the
     scale is √head_dim, the width of one head's queries and keys, not √d_out.
     """
-    lhs = _idx("a", row, col, head)
+    lhs = index("a", row, col, head)
     sup = f"^{{({head + 1})}}" if head is not None else ""
     general = (f"\\frac{{\\sum_c q{sup}_{{{row + 1},c}}\\, k{sup}_{{{col + 1},c}}}}"
                f"{{\\sqrt{{{width_symbol}}}}}")
-    terms = [f"{_factor(a)} \\cdot {_factor(b)}" for a, b in zip(q_row, k_row)]
+    terms = [f"{factor(a)} \\cdot {factor(b)}" for a, b in zip(q_row, k_row)]
     dot = sum(a * b for a, b in zip(q_row, k_row))
     steps = [general]
     if len(terms) <= 4:
         steps.append(f"\\frac{{{' + '.join(terms)}}}{{\\sqrt{{{width}}}}}")
     else:
-        steps.append(f"\\frac{{1}}{{\\sqrt{{{width}}}}} \\cdot \\big( {_terms_lines(terms)} \\big)")
-    steps.append(f"\\frac{{{_num(dot)}}}{{{_num(math.sqrt(width))}}}")
-    steps.append(_num(value))
-    return _aligned(lhs, steps)
+        steps.append(f"\\frac{{1}}{{\\sqrt{{{width}}}}} \\cdot \\big( {terms_lines(terms)} \\big)")
+    steps.append(f"\\frac{{{number(dot)}}}{{{number(math.sqrt(width))}}}")
+    steps.append(number(value))
+    return aligned(lhs, steps)
 
 
 def output_entry_latex(row: int, col: int, concat_row: Sequence[float], w_col: Sequence[float], bias: float,
@@ -409,74 +376,5 @@ def output_entry_latex(row: int, col: int, concat_row: Sequence[float], w_col: S
     """o_ij = Σ_l c_il W^O_lj + b^O_j, numbers in, long sums broken into lines."""
     lhs = f"o_{{{row + 1},{col + 1}}}"
     general = f"\\sum_l c_{{{row + 1},l}}\\, W^{{O}}_{{l,{col + 1}}} + b^{{O}}_{{{col + 1}}}"
-    terms = [f"{_factor(a)} \\cdot {_factor(b)}" for a, b in zip(concat_row, w_col)] + [_factor(bias)]
-    return _aligned(lhs, [general, _terms_lines(terms), _num(value)])
-
-
-def number_latex(value: float) -> str:
-    """A number as LaTeX with 4 significant digits (−∞ for a blocked score)."""
-    return _num(value)
-
-
-# ---------------------------------------------------------------- the pages' header formulas
-
-
-def header_latex(page: str, tr: Translate = Message) -> str:
-    """The formula at the top of a masking & heads page ("causal", "dropout", "mha" or "cross"), as LaTeX.
-
-    Built with sympy from the same symbols as the pages' stages (Vaswani et al. 2017, eq. 1, sec. 3.2.2-3.2.3;
-    seed 001 for the causal mask and multi-head; seed 004 for dropout; seed 003 for cross-attention).
-    ``tr`` puts the formula's words in the interface language (default: English).
-
-    Raises:
-        KeyError: for an unknown page.
-    """
-    words = tuple((key, str(tr(text))) for key, text in _HEADER_WORDS.items())
-    if page == "dropout":
-        translated = dict(words)
-        dropped = general_latex("dropout", "dropped_weights", tr)[0]
-        drawn = general_latex("dropout", "dropout_mask", tr)[0]
-        evaluated = _latex(sp.Eq(_nc(r"\tilde{\mathcal{A}}"), _nc(r"\mathcal{A}")))
-        return (dropped + r",\qquad " + drawn + r"\ " + formulas.latex_text(translated["training"]) + r",\qquad "
-                + evaluated + r"\ " + formulas.latex_text(translated["eval"]))
-    return _header_latex(page, words)
-
-
-_HEADER_WORDS: dict[str, str] = {
-    "training": N_("(training)"),
-    "eval": N_("(eval)"),
-    "per_head": N_("per head, then"),
-    "for": N_("for"),
-    "otherwise": N_("otherwise"),
-}
-
-
-@lru_cache(maxsize=None)
-def _header_latex(page: str, words: tuple[tuple[str, str], ...]) -> str:
-    translated = dict(words)
-    kt = sp.Pow(_nc("K"), _TOP, evaluate=False)
-    scaled = sp.Mul(_nc("Q"), kt, 1 / sp.sqrt(_d_k))
-    if page == "causal":
-        attention = sp.Eq(sp.Function(r"\operatorname{CausalAttention}")(_nc("Q"), _nc("K"), _nc("V")),
-                          sp.Mul(_softmax(sp.Add(scaled, _nc("M"), evaluate=False)), _nc("V")))
-        mask = sp.Eq(_M[_i, _j], sp.Piecewise((0, sp.Le(_j, _i)), (-sp.oo, True)))
-        text = _latex(attention) + r",\quad " + _latex(mask)
-        return (text.replace(r"\text{for}", formulas.latex_text(translated["for"]))
-                .replace(r"\text{otherwise}", formulas.latex_text(translated["otherwise"])))
-    if page == "mha":
-        head = formulas_multihead.general_latex("head")[0]
-        heads = (sp.Symbol(r"\mathrm{head}_{1}"), sp.Symbol(r"\dots"), sp.Symbol(r"\mathrm{head}_{h}"))
-        multihead = sp.Eq(sp.Symbol(r"\operatorname{MultiHead}"),
-                          sp.Add(sp.Mul(sp.Function(r"\operatorname{Concat}")(*heads), _nc("W_O")), _nc("b_O"),
-                                 evaluate=False))
-        return head + r",\qquad " + _latex(multihead)
-    if page == "cross":
-        x_dec, x_enc = _nc("X_{dec}"), _nc("X_{enc}")
-        q, k = sp.Mul(x_dec, _nc("W_q")), sp.Mul(x_enc, _nc("W_k"))
-        scores = sp.Mul(q, sp.Pow(k, _TOP, evaluate=False), 1 / sp.sqrt(_d_head), evaluate=False)
-        cross = sp.Eq(sp.Function(r"\operatorname{CrossAttention}")(x_dec, x_enc),
-                      sp.Mul(_softmax(scores), x_enc, _nc("W_v")))
-        concat = sp.Add(sp.Mul(sp.Symbol(r"\operatorname{Concat}"), _nc("W_O"), evaluate=False), _nc("b_O"),
-                        evaluate=False)
-        return _latex(cross) + r"\quad" + formulas.latex_text(translated["per_head"] + " ") + " " + _latex(concat)
-    raise KeyError(page)
+    terms = [f"{factor(a)} \\cdot {factor(b)}" for a, b in zip(concat_row, w_col)] + [factor(bias)]
+    return aligned(lhs, [general, terms_lines(terms), number(value)])

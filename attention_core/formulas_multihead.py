@@ -23,6 +23,7 @@ import sympy as sp
 import torch
 
 from .errors import N_
+from .latex import number_expr
 from .multihead import MultiHeadTrace, head_columns
 
 #: The multi-head walk-through's new stages, in order: key -> title.
@@ -125,12 +126,6 @@ def mask_latex(mask: torch.Tensor) -> str:
     return "M = " + sp.latex(sp.Matrix(rows))
 
 
-def _num(value: float) -> sp.Expr:
-    if value in (float("inf"), float("-inf")):
-        return sp.oo if value > 0 else -sp.oo
-    return sp.UnevaluatedExpr(sp.Float(value, 4))
-
-
 def entry_latex(trace: MultiHeadTrace, stage: str, row: int, col: int, head: int = 0) -> str:
     """The element formula of one entry with its numbers substituted, and the result.
 
@@ -171,7 +166,7 @@ def entry_latex(trace: MultiHeadTrace, stage: str, row: int, col: int, head: int
         numbers = None
     elif stage == "head":
         general = _element_formula(stage, i, r=r).subs(_c, j)
-        terms = [sp.Mul(_num(a), _num(b), evaluate=False)
+        terms = [sp.Mul(number_expr(a), number_expr(b), evaluate=False)
                  for a, b in zip(att.dropped_weights[row].tolist(), att.value[:, col].tolist())]
         numbers = sp.latex(sp.Add(*terms, evaluate=False), order="none", mul_symbol="dot")
     elif stage == "concat":
@@ -184,15 +179,15 @@ def entry_latex(trace: MultiHeadTrace, stage: str, row: int, col: int, head: int
         if trace.w_out is None:
             general, numbers = sp.Eq(_o[i, j], _c_base[i, j]), None
         else:
-            terms = [sp.Mul(_num(a), _num(b), evaluate=False)
+            terms = [sp.Mul(number_expr(a), number_expr(b), evaluate=False)
                      for a, b in zip(trace.concat[row].tolist(), trace.w_out[:, col].tolist())]
             if trace.b_out is not None:
-                terms.append(_num(float(trace.b_out[col])))
+                terms.append(number_expr(float(trace.b_out[col])))
             numbers = sp.latex(sp.Add(*terms, evaluate=False), order="none", mul_symbol="dot")
     else:
         raise KeyError(stage)
     parts = [sp.latex(general, order="none")]
     if numbers is not None:
         parts.append(numbers)
-    parts.append(sp.latex(_num(value)) if value in (float("inf"), float("-inf")) else sp.latex(sp.Float(value, 4)))
+    parts.append(sp.latex(number_expr(value)) if value in (float("inf"), float("-inf")) else sp.latex(sp.Float(value, 4)))
     return " = ".join(parts)

@@ -24,21 +24,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Sequence
+from typing import Sequence
 
 import sympy as sp
 
 from . import formulas, pretrained, stages
 from .errors import N_, Message
+from .latex import Translate, latex_text, number_expr, translate_cases
 from .pretrained import HeadStep
 from .stepthrough import Check, Panel, Stage, StepThrough
 
 #: One head's step-through (declared in :mod:`stages`).
 HEAD_STAGES = stages.TRAINED_HEAD
 
-#: How a word gets into a formula in the interface language: ``tr(template, **params)`` (the page
-#: passes ``ui.i18n._``; the default keeps the English). Written with ``formulas.latex_text``.
-Translate = Callable[..., str]
 
 #: An entry's sum is written out in full up to this many terms, else first 3 ⋯ last 2.
 MAX_TERMS = 6
@@ -102,12 +100,6 @@ def _element_formula(stage: str, i=_i, j=_j) -> sp.Expr:
     raise KeyError(stage)
 
 
-def _cases_words(text: str, tr: Translate) -> str:
-    r"""sympy's words in a Piecewise (``\text{for}``, ``\text{otherwise}``) in the interface language."""
-    return (text.replace(r"\text{for}", formulas.latex_text(str(tr(N_("for")))))
-            .replace(r"\text{otherwise}", formulas.latex_text(str(tr(N_("otherwise"))))))
-
-
 def head_general_latex(stage: str, tr: Translate = Message) -> tuple[str, str]:
     """The (matrix form, element form) of a stage, as LaTeX.
 
@@ -119,7 +111,7 @@ def head_general_latex(stage: str, tr: Translate = Message) -> tuple[str, str]:
         KeyError: for a stage not in :data:`HEAD_STAGES`.
     """
     matrix, element = _head_general_latex(stage)
-    return matrix, _cases_words(element, tr)
+    return matrix, translate_cases(element, tr)
 
 
 @lru_cache(maxsize=None)
@@ -233,25 +225,16 @@ def head_entry_of(step: HeadStep, stage: str, row: int, col: int) -> HeadEntry:
     return HeadEntry(stage, row, col, left, right, bias, value, step.d_k, key_is_real)
 
 
-def _num(value: float) -> sp.Expr:
-    """A number with 4 significant digits, kept apart from its neighbours; ±∞ and 0 as such."""
-    if math.isinf(value):
-        return sp.oo if value > 0 else -sp.oo
-    if value == 0:
-        return sp.Integer(0)
-    return sp.UnevaluatedExpr(sp.Float(value, 4))
-
-
 def _elided(terms: list[str], tr: Translate) -> tuple[str, str]:
     """(``t1 + t2 + t3 + ⋯ + t_{k-1} + t_k``, a note with the count) or (every term, "") when few."""
     if len(terms) <= MAX_TERMS:
         return " + ".join(terms), ""
     return (" + ".join(terms[:3]) + r" + \cdots + " + " + ".join(terms[-2:]),
-            r"\qquad" + formulas.latex_text(str(tr(N_("({n} terms)"), n=len(terms)))))
+            r"\qquad" + latex_text(str(tr(N_("({n} terms)"), n=len(terms)))))
 
 
 def _products(left, right) -> list[str]:
-    return [sp.latex(sp.Mul(_num(a), _num(b), evaluate=False), mul_symbol="dot") for a, b in zip(left, right)]
+    return [sp.latex(sp.Mul(number_expr(a), number_expr(b), evaluate=False), mul_symbol="dot") for a, b in zip(left, right)]
 
 
 def head_entry_latex(entry: HeadEntry, tr: Translate = Message) -> str:
@@ -265,7 +248,7 @@ def head_entry_latex(entry: HeadEntry, tr: Translate = Message) -> str:
             interface language (default: English); the page passes ``ui.i18n._``.
     """
     i, j = entry.row + 1, entry.col + 1
-    result = sp.latex(_num(entry.value)) if math.isinf(entry.value) or entry.value == 0 else sp.latex(
+    result = sp.latex(number_expr(entry.value)) if math.isinf(entry.value) or entry.value == 0 else sp.latex(
         sp.Float(entry.value, 4))
     note = ""
     if entry.stage in ("scores", "scaled_scores"):
@@ -279,21 +262,21 @@ def head_entry_latex(entry: HeadEntry, tr: Translate = Message) -> str:
     elif entry.stage == "mask":
         note_text = (tr(N_("(token {j} is a real token)"), j=j) if entry.key_is_real
                      else tr(N_("(token {j} is [PAD])"), j=j))
-        numbers = r"%s\quad%s" % ("0" if entry.key_is_real else r"-\infty", formulas.latex_text(str(note_text)))
+        numbers = r"%s\quad%s" % ("0" if entry.key_is_real else r"-\infty", latex_text(str(note_text)))
         lhs, general_rhs = general_tex.split(" = ", 1)
-        return r"\begin{aligned} %s &= %s \\ &= %s \end{aligned}" % (lhs, _cases_words(general_rhs, tr), numbers)
+        return r"\begin{aligned} %s &= %s \\ &= %s \end{aligned}" % (lhs, translate_cases(general_rhs, tr), numbers)
     elif entry.stage == "scaled_scores":
-        numbers = r"\frac{%s}{\sqrt{%d}}" % (sp.latex(_num(entry.left[0])), entry.d_k)
+        numbers = r"\frac{%s}{\sqrt{%d}}" % (sp.latex(number_expr(entry.left[0])), entry.d_k)
     elif entry.stage == "masked_scores":
-        numbers = "%s + (%s)" % (sp.latex(_num(entry.left[0])), sp.latex(_num(entry.left[1])))
+        numbers = "%s + (%s)" % (sp.latex(number_expr(entry.left[0])), sp.latex(number_expr(entry.left[1])))
     elif entry.stage == "weights":
-        exps = [sp.latex(sp.exp(_num(a), evaluate=False)) for a in entry.left]
+        exps = [sp.latex(sp.exp(number_expr(a), evaluate=False)) for a in entry.left]
         denominator, note = _elided(exps, tr)
         numbers = r"\frac{%s}{%s}" % (exps[entry.col], denominator)
     else:
         numbers, note = _elided(_products(entry.left, entry.right), tr)
         if entry.stage in _W:
-            numbers += " + (%s)" % sp.latex(_num(entry.bias))
+            numbers += " + (%s)" % sp.latex(number_expr(entry.bias))
     lhs, general_rhs = general_tex.split(" = ", 1)
     lines = [general_rhs] + ([numbers] if numbers is not None else []) + [result + note]
     # one step per line: the sums are long, and a projector is not wide

@@ -29,10 +29,7 @@ import torch
 
 from . import stages as stage_declarations
 from .errors import N_, Message
-
-#: How a word gets into a formula in the interface language: ``tr(template, **params) -> str``. The default,
-#: :class:`~attention_core.errors.Message`, keeps the English; the renderer passes the page's translator.
-Translate = Callable[..., str]
+from .latex import Translate
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from . import formulas_masking as fm
 from . import formulas_multihead, functional, modules, stages
 from .errors import N_, InputError, Message
 from .functional import SelfAttentionTrace, self_attention
+from .latex import Translate, number
 from .masks import (
     MaskAfterSoftmaxTrace,
     additive_mask,
@@ -381,7 +382,7 @@ def causal_panels(walk: CausalWalkthrough, stage: str) -> tuple[Panel, ...]:
     raise KeyError(stage)
 
 
-def explain_causal(walk: CausalWalkthrough, stage: str, row: int, col: int, tr: fm.Translate = Message) -> str:
+def explain_causal(walk: CausalWalkthrough, stage: str, row: int, col: int, tr: Translate = Message) -> str:
     """One entry of a causal or dropout page stage, with its numbers in, as LaTeX.
 
     ``tr`` puts the formula's words in the interface language (default: English; pages pass ``ui.i18n._``).
@@ -726,7 +727,7 @@ def multihead_panels(walk: MultiHeadWalkthrough, stage: str) -> tuple[Panel, ...
 
 
 def explain_multihead(walk: MultiHeadWalkthrough, stage: str, row: int, col: int, head: int,
-                      tr: fm.Translate = Message) -> str:
+                      tr: Translate = Message) -> str:
     """One entry of a multi-head or cross-attention stage, with its numbers in, as LaTeX.
 
     ``tr`` puts the formula's words in the interface language (default: English; pages pass ``ui.i18n._``).
@@ -745,7 +746,7 @@ def explain_multihead(walk: MultiHeadWalkthrough, stage: str, row: int, col: int
     cross = walk.is_cross
     if stage == "inputs":
         sup = "^{dec}" if cross else ""
-        return f"x{sup}_{{{row + 1},{col + 1}}} = {fm.number_latex(float(walk.x_query[row, col]))}"
+        return f"x{sup}_{{{row + 1},{col + 1}}} = {number(float(walk.x_query[row, col]))}"
     if stage in ("projections", "query"):
         return fm.projection_entry_latex("q", row, col, walk.x_query[row].tolist(), trace.w_query[:, col].tolist(),
                                          float(trace.query[row, col]), "x^{dec}" if cross else "x")

@@ -1,0 +1,83 @@
+r"""The one place for what every formula shares: numbers, user text and translated words in LaTeX.
+
+Every formula module writes its numbers with :func:`number` (a LaTeX string) or :func:`number_expr` (a sympy
+expression that stays apart from its neighbours in a product), its words with :func:`latex_text`, and takes
+a :data:`Translate` callback for the words. Numbers are shown with 4 significant digits; ±∞ (a blocked score)
+as ±\infty; an exact 0 as 0. No user text ever goes through sympy: :func:`latex_text` escapes it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Optional, Sequence
+
+import sympy as sp
+
+#: How app text gets into a formula: ``tr(template, **params) -> str`` in the interface language. The
+#: default, :class:`~attention_core.errors.Message`, keeps the English; the pages pass ``ui.i18n.Translator``
+#: (hashable per language, so formulas may be cached on it). Translated words are written with latex_text.
+Translate = Callable[..., str]
+
+#: Significant digits of every number in a formula.
+DIGITS = 4
+
+
+def number_expr(value: float) -> sp.Expr:
+    """``value`` as a sympy expression with 4 significant digits, kept apart from its neighbours.
+
+    ±inf becomes ±oo (a blocked score), an exact 0 the integer 0.
+    """
+    if math.isinf(value):
+        return sp.oo if value > 0 else -sp.oo
+    if value == 0:
+        return sp.Integer(0)
+    return sp.UnevaluatedExpr(sp.Float(value, DIGITS))
+
+
+def number(value: float) -> str:
+    r"""``value`` as LaTeX with 4 significant digits; ±inf as ``\infty`` / ``-\infty`` (a blocked score)."""
+    if math.isinf(value):
+        return r"\infty" if value > 0 else r"-\infty"
+    return sp.latex(sp.Float(value, DIGITS))
+
+
+def factor(value: float) -> str:
+    """A number as a factor of a product: negatives in parentheses."""
+    text = number(value)
+    return f"\\left({text}\\right)" if text.startswith("-") else text
+
+
+def terms_lines(terms: Sequence[str], per_line: int = 4) -> str:
+    """Terms joined by +, broken after every ``per_line`` terms (aligned), so a line fits a projector."""
+    chunks = [" + ".join(terms[k:k + per_line]) for k in range(0, len(terms), per_line)]
+    return " \\\\ &\\quad + ".join(chunks)
+
+
+def aligned(lhs: str, steps: Sequence[str]) -> str:
+    """lhs = step1 = step2 = ..., one step per line."""
+    return "\\begin{aligned} " + lhs + " &= " + " \\\\ &= ".join(steps) + " \\end{aligned}"
+
+
+def index(base: str, i: int, j: int, head: Optional[int] = None) -> str:
+    """``base_{i+1,j+1}`` (1-based, as in the seed articles), with ``^{(head+1)}`` for a head."""
+    sup = f"^{{({head + 1})}}" if head is not None else ""
+    return f"{base}{sup}_{{{i + 1},{j + 1}}}"
+
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
+    "^": r"\^{}", "_": r"\_", "%": r"\%", "~": r"\~{}",
+}
+
+
+def latex_text(text: str) -> str:
+    r"""User text (a token) or a translated word as a safe LaTeX ``\text{...}``: every special character escaped."""
+    return r"\text{" + "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text) + "}"
+
+
+def translate_cases(text: str, tr: Translate) -> str:
+    r"""sympy's words in a Piecewise (``\text{for}``, ``\text{otherwise}``) in the interface language."""
+    from .errors import N_
+
+    return (text.replace(r"\text{for}", latex_text(str(tr(N_("for")))))
+            .replace(r"\text{otherwise}", latex_text(str(tr(N_("otherwise"))))))
