@@ -416,8 +416,8 @@ class FloatRange(Field):
 @dataclass(frozen=True)
 class Switch(Field):
     """On or off: True / False, or 1 / 0 (read as True / False, silently). Anything else becomes
-    the fallback with a message naming ``label`` -- or silently when ``label`` is None, in which
-    case any whole number is read by its truth (presenter mode, which a link may carry as 2).
+    the fallback with a message naming ``label`` -- or, when ``label`` is None, silently, any
+    whole number read by its truth (presenter mode, repaired without a message as it always was).
     """
 
     label: Optional[str]
