@@ -25,9 +25,11 @@ from functools import lru_cache
 import sympy as sp
 import torch
 
+from . import limits
 from .errors import N_, InputError
 
-MIN_HIDDEN, MAX_HIDDEN = 1, 16
+#: h, the scorer's hidden size (declared in ``limits``).
+MIN_HIDDEN, MAX_HIDDEN = limits.MIN_ADDITIVE_HIDDEN, limits.MAX_ADDITIVE_HIDDEN
 
 
 @dataclass(frozen=True)

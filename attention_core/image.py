@@ -28,11 +28,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from . import limits
 from .errors import N_, InputError
 from .functional import SelfAttentionTrace, self_attention
 
-#: The largest side of an image on the page (uploads are downscaled to fit).
-MAX_SIDE = 16
+#: The largest side of an image on the page (uploads are downscaled to fit), declared in ``limits``.
+MAX_SIDE = limits.MAX_IMAGE_SIDE
 #: Size of the built-in patterns.
 PATTERN_SIDE = 12
 #: Upload limits: bytes of the file, and pixels of the decoded image (checked before decoding).
@@ -40,7 +41,7 @@ MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 MAX_UPLOAD_PIXELS = 4096 * 4096  # 16.8 megapixels: a 12-megapixel phone photo fits
 UPLOAD_TYPES = ("png", "jpg", "jpeg")
 
-#: Token features: key -> label.
+#: Token features: key -> label (keys declared in ``limits.IMAGE_FEATURES``).
 FEATURES: dict[str, str] = {
     "rgb": N_("the colour itself: Q = K = V = X (D = 3)"),
     "projected": N_("projected: Q = X W_q, K = X W_k with seeded W (3 × d_k); V = X"),
@@ -89,7 +90,8 @@ def _shapes(r: int, c: int, n: int) -> RGB:
     return (245, 245, 245)
 
 
-#: Built-in images: key -> (label, pixels (PATTERN_SIDE, PATTERN_SIDE, 3) uint8).
+#: Built-in images: key -> (label, pixels (PATTERN_SIDE, PATTERN_SIDE, 3) uint8)
+#: (keys declared in ``limits.IMAGE_PATTERNS``).
 PATTERNS: dict[str, tuple[str, Callable[[], torch.Tensor]]] = {
     "smiley": (N_("Smiley"), lambda: _pattern(_smiley)),
     "shapes": (N_("Red and blue shapes"), lambda: _pattern(_shapes)),

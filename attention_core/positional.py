@@ -25,24 +25,25 @@ from functools import lru_cache
 import sympy as sp
 import torch
 
+from . import limits
 from .errors import N_, InputError
 from .functional import SelfAttentionTrace, self_attention
 
-#: The encodings offered: key -> label.
+#: The encodings offered: key -> label (keys declared in ``limits.PE_ENCODINGS``).
 ENCODINGS: dict[str, str] = {
     "sinusoidal": N_("sinusoidal (Vaswani et al. §3.5)"),
     "learned": N_("learned (a seeded random table, as before training)"),
 }
-#: The shuffles offered: key -> label.
+#: The shuffles offered: key -> label (keys declared in ``limits.PE_SHUFFLES``).
 SHUFFLES: dict[str, str] = {
     "reverse": N_("reverse the sentence"),
     "rotate": N_("move the first token to the end"),
     "random": N_("random shuffle (seeded)"),
 }
 BASE = 10000.0
-#: Limits of the pattern heatmap (positions × d_model).
-MIN_POSITIONS, MAX_POSITIONS = 2, 128
-MIN_WIDTH, MAX_WIDTH = 2, 128
+#: Limits of the pattern heatmap (positions × d_model), declared in ``limits``.
+MIN_POSITIONS, MAX_POSITIONS = limits.MIN_PE_POSITIONS, limits.MAX_PE_POSITIONS
+MIN_WIDTH, MAX_WIDTH = limits.MIN_PE_WIDTH, limits.MAX_PE_WIDTH
 
 
 def _check_size(positions: int, d_model: int) -> None:

@@ -48,6 +48,7 @@ from typing import Any, Mapping, Optional
 
 import torch
 
+from . import limits
 from .errors import N_, InputError
 from .functional import SelfAttentionTrace, self_attention
 
@@ -66,12 +67,12 @@ EXPECTED_SHA256: Mapping[str, str] = {
 }
 
 #: The longest input the page runs: WordPieces including [CLS] and [SEP] (longer text is cut).
-MAX_TOKENS = 128
+MAX_TOKENS = limits.MODEL_MAX_TOKENS
 #: Text beyond this many characters is not even tokenised (it could never fit in MAX_TOKENS
 #: WordPieces but a pasted book would cost time); the page says so.
 MAX_CHARS = 5000
 #: The most [PAD] tokens a user can append to show the padding mask at work.
-MAX_PADDING = 8
+MAX_PADDING = limits.MODEL_MAX_PADDING
 
 _CHUNK = 1 << 20  # bytes read at a time when hashing
 

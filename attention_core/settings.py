@@ -2,39 +2,71 @@
 
 Every value a user can choose lives in :class:`Settings`; the matrices the
 user edits live beside it as :data:`Edits` (cell overrides on the seeded
-matrices). :func:`validate_settings` is the one place settings are checked;
-the checks that need the tokens (sentence) are in ``walkthrough.py``.
+matrices). What each field accepts is declared once, in :data:`FIELDS` (one row
+per field: its kind, its limits, what it is called in a message), and
+:func:`validate_settings` checks every field with one loop over that table. The
+limits themselves live in ``limits`` (a leaf module the feature modules share),
+so this module does not import the feature modules to learn them. The checks
+that need the tokens (sentence) are in ``walkthrough.py``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import string
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
-from . import additive, image, positional, scaling, stages, temperature
+from . import stages
 from .errors import N_, Message
+from .limits import (
+    IMAGE_FEATURES,
+    IMAGE_PATTERNS,
+    IMAGE_UPLOAD,
+    MAX_ABS_VALUE,
+    MAX_ADDITIVE_HIDDEN,
+    MAX_DIM,
+    MAX_DROPOUT,
+    MAX_IMAGE_SIDE,
+    MAX_PE_POSITIONS,
+    MAX_PE_WIDTH,
+    MAX_SEED,
+    MAX_SQRT_KEYS,
+    MAX_SQRT_SAMPLES,
+    MAX_TEMPERATURE,
+    MAX_TOKENS,
+    MIN_ADDITIVE_HIDDEN,
+    MIN_DIM,
+    MIN_PE_POSITIONS,
+    MIN_PE_WIDTH,
+    MIN_SQRT_KEYS,
+    MIN_SQRT_SAMPLES,
+    MIN_TEMPERATURE,
+    MODEL_HEADS,
+    MODEL_LAYERS,
+    MODEL_MAX_PADDING,
+    MODEL_MAX_TOKENS,
+    MODEL_WIDTH,
+    PE_ENCODINGS,
+    PE_SHUFFLES,
+    SQRT_DISTRIBUTIONS,
+    nearest_temperature,
+)
 from .presets import DEFAULT_PRESET, PRESETS, Preset
-from .pretrained import MAX_PADDING as MODEL_MAX_PADDING
-from .pretrained import MAX_TOKENS as MODEL_MAX_TOKENS
 
-#: Limits the pages enforce. MAX_TOKENS is the page's cap on sentence length
-#: (a T x T heatmap with numbers stays readable on a projector up to about 12).
-MAX_TOKENS = 12
-MIN_DIM, MAX_DIM = 1, 16
-MAX_SEED = 2**31 - 1
-#: Largest |value| accepted in an edited matrix. At 1e6 the scores reach ~1e12
-#: and the softmax is one-hot, but every number stays finite in float32.
-MAX_ABS_VALUE = 1e6
+__all__ = [
+    # the settings object and its validation
+    "Settings", "validate_settings", "Edits", "EDITABLE", "LANGUAGES", "MODEL_SENTENCE", "PRESET_FIELDS",
+    # the declared table of fields and its row kinds
+    "FIELDS", "Field", "IntRange", "OneBasedIndex", "FloatRange", "Switch", "Text", "Choice",
+    # limits other modules import from here (declared in ``limits``)
+    "MAX_TOKENS", "MIN_DIM", "MAX_DIM", "MAX_SEED", "MAX_ABS_VALUE", "MAX_DROPOUT",
+    "MODEL_LAYERS", "MODEL_HEADS", "MODEL_WIDTH", "MODEL_MAX_TOKENS", "MODEL_MAX_PADDING",
+]
 
-#: Dropout probabilities accepted: [0, MAX_DROPOUT]. p = 1 would drop every weight
-#: (and divide by 1 - p = 0), so the nearest allowed value below 1 is used instead.
-MAX_DROPOUT = 0.99
-
-#: The trained model's page (all-MiniLM-L6-v2): its layers, heads and width, and the default
-#: sentence. Its text is cut at MODEL_MAX_TOKENS WordPieces, then up to MODEL_MAX_PADDING [PAD]s.
-MODEL_LAYERS, MODEL_HEADS, MODEL_WIDTH = 6, 12, 384
+#: The trained model's page (all-MiniLM-L6-v2): its default sentence. Its text is cut at
+#: MODEL_MAX_TOKENS WordPieces, then up to MODEL_MAX_PADDING [PAD]s (both in ``limits``).
 MODEL_SENTENCE = "The cat sat on the mat because it was tired."
 
 #: The settings a preset sets when it is chosen (see ``Settings.for_preset``).
@@ -55,35 +87,39 @@ Edits = Mapping[str, Mapping[tuple[int, int], Optional[float]]]
 class Settings:
     """Everything a user has chosen, shared by all pages.
 
+    A plain frozen record: constructing one checks nothing. :func:`validate_settings`
+    (also behind :meth:`for_preset` and :meth:`replace`) repairs every field to what its
+    row of :data:`FIELDS` allows; the ranges below are those rows'.
+
     Attributes:
         preset: a key of ``PRESETS``.
         sentence: the text as typed (never altered by validation).
-        d_model: D, the embedding width (fixed by presets with fixed embeddings).
-        d_k: the width of queries, keys and values (d_v = d_k here).
-        seed: the seed of the random embeddings and weights.
-        query_index: the token whose context vector the weightless page explains (0-based).
-        stage: the self-attention walk-through's current stage (a key of ``STAGES``).
+        d_model: D, the embedding width, MIN_DIM..MAX_DIM (fixed by presets with fixed embeddings).
+        d_k: the width of queries, keys and values (d_v = d_k here), MIN_DIM..MAX_DIM.
+        seed: the seed of the random embeddings and weights, 0..MAX_SEED.
+        query_index: the token whose context vector the weightless page explains (0-based, < MAX_TOKENS).
+        stage: the self-attention walk-through's current stage (a key of ``stages.SELF_ATTENTION``).
         entry_row, entry_col: the entry explained on the walk-through (0-based).
 
     The masking & heads pages (causal, dropout, multi-head, cross-attention) add:
 
     Attributes:
         context_length: the most tokens the modules accept (the size of their
-            causal-mask buffer); longer sentences get a message.
+            causal-mask buffer), 1..MAX_TOKENS; longer sentences get a message.
         causal: whether the causal mask (query i sees keys j <= i) is on.
-        padding: how many trailing tokens of the sentence are padding (their
+        padding: how many trailing tokens of the sentence are padding, 0..MAX_TOKENS (their
             keys are blocked by the key-padding mask).
         dropout_p: the probability of zeroing an attention weight, in [0, MAX_DROPOUT].
         training: True = training mode (dropout active), False = eval mode.
         dropout_seed: the seed of the local generator that draws the dropout mask.
-        d_out: the width of Q, K, V on the multi-head pages (num_heads · head_dim).
-        num_heads: h, the number of heads; must divide d_out (checked on the page,
+        d_out: the width of Q, K, V on the multi-head pages (num_heads · head_dim), MIN_DIM..MAX_DIM.
+        num_heads: h, the number of heads, 1..MAX_DIM; must divide d_out (checked on the page,
             where the message can say which head counts fit).
         head: the head whose entry is explained (0-based).
         encoder_sentence: the cross-attention page's encoder sentence (keys and
             values); ``sentence`` is the decoder's (queries). Never altered.
         causal_stage, dropout_stage, mha_stage, cross_stage: each page's current
-            step (keys of ``formulas_masking``'s stage dicts).
+            step (keys of ``stages.CAUSAL``, ``DROPOUT``, ``MULTIHEAD``, ``CROSS``).
 
     The trained model's page ("Inside a trained model") adds, all 0-based:
 
@@ -92,33 +128,35 @@ class Settings:
             checked and cut by ``pretrained.tokenize``).
         model_padding: how many [PAD] tokens to append, 0..MODEL_MAX_PADDING (shows the mask).
         model_layer, model_head: the head that is opened, < MODEL_LAYERS and < MODEL_HEADS.
-        model_stage: its step-through's current step (a key of ``HEAD_STAGES``).
+        model_stage: its step-through's current step (a key of ``stages.TRAINED_HEAD``).
         model_entry_row, model_entry_col: the explained entry (the page clamps them to
             the stage's matrix, which is up to 136 × 384).
 
     The experiment pages (why √d_k, temperature, positional encoding, additive scoring,
-    self-attention over an image) add:
+    self-attention over an image) add (the limits are ``limits``'):
 
     Attributes:
         experiment_seed: the seed of every random draw on the experiment pages (samples,
             the learned encoding, the random shuffle, the additive scorer's and the image's W).
-        sqrt_samples: S, the (q, k) pairs sampled per d_k (``scaling.MIN_SAMPLES``..``MAX_SAMPLES``).
-        sqrt_keys: n, the keys each sampled query meets in the softmax experiment.
-        sqrt_distribution: the components' distribution (a key of ``scaling.DISTRIBUTIONS``).
-        temperature: τ in softmax(Q Kᵀ / (τ √d_k)), one of ``temperature.TEMPERATURE_GRID``
+        sqrt_samples: S, the (q, k) pairs sampled per d_k (MIN_SQRT_SAMPLES..MAX_SQRT_SAMPLES).
+        sqrt_keys: n, the keys each sampled query meets in the softmax experiment
+            (MIN_SQRT_KEYS..MAX_SQRT_KEYS).
+        sqrt_distribution: the components' distribution (one of SQRT_DISTRIBUTIONS).
+        temperature: τ in softmax(Q Kᵀ / (τ √d_k)), one of TEMPERATURE_GRID
             (other values are moved to the nearest, with a message).
         temperature_row: the query row whose numbers are written out (0-based).
-        pe_kind: the positional encoding added (a key of ``positional.ENCODINGS``).
-        pe_shuffle: how the tokens are shuffled (a key of ``positional.SHUFFLES``).
-        pe_positions, pe_width: the size of the encoding's pattern heatmap.
-        additive_hidden: h, the additive scorer's hidden size.
+        pe_kind: the positional encoding added (one of PE_ENCODINGS).
+        pe_shuffle: how the tokens are shuffled (one of PE_SHUFFLES).
+        pe_positions, pe_width: the size of the encoding's pattern heatmap
+            (MIN_PE_POSITIONS..MAX_PE_POSITIONS × MIN_PE_WIDTH..MAX_PE_WIDTH).
+        additive_hidden: h, the additive scorer's hidden size (MIN_ADDITIVE_HIDDEN..MAX_ADDITIVE_HIDDEN).
         additive_row, additive_col: the (query, key) score explained (0-based; the page
             clamps them to the sentence).
-        image_source: a key of ``image.PATTERNS``, or "upload" for the uploaded image
+        image_source: one of IMAGE_PATTERNS, or IMAGE_UPLOAD ("upload") for the uploaded image
             (kept by the page as a small array; the page falls back when there is none).
-        image_row, image_col: the query pixel (0-based; the page clamps them to the image).
-        image_features: the pixels' token features (a key of ``image.FEATURES``).
-        image_d_k: the width of the projected queries and keys.
+        image_row, image_col: the query pixel (0-based, < MAX_IMAGE_SIDE; the page clamps them to the image).
+        image_features: the pixels' token features (one of IMAGE_FEATURES).
+        image_d_k: the width of the projected queries and keys, MIN_DIM..MAX_DIM.
         language: the interface language, a key of :data:`LANGUAGES`.
         presenter: presenter mode (larger type, no sidebar, big Previous / Next).
     """
@@ -177,13 +215,28 @@ class Settings:
 
     @classmethod
     def for_preset(cls, key: str, **overrides: Any) -> "Settings":
-        """The defaults of preset ``key`` (then validated)."""
+        """The defaults of preset ``key`` with ``overrides``, validated (repairs are not reported).
+
+        Args:
+            key: a key of ``PRESETS``; an unknown key gives the default preset's settings.
+            **overrides: field values to set, of any type (repaired like any other value).
+
+        Raises:
+            TypeError: an override that is not a field of :class:`Settings`.
+        """
         p = PRESETS.get(key, PRESETS[DEFAULT_PRESET])
         base = cls(**_preset_values(p))
         return validate_settings(dataclasses.replace(base, **overrides))[0]
 
     def replace(self, **changes: Any) -> tuple["Settings", list[str]]:
-        """A validated copy with ``changes``; returns (settings, messages)."""
+        """A validated copy with ``changes`` (this one is left as it is).
+
+        Returns:
+            (settings, messages): see :func:`validate_settings`.
+
+        Raises:
+            TypeError: a change that is not a field of :class:`Settings`.
+        """
         return validate_settings(dataclasses.replace(self, **changes))
 
 
@@ -228,180 +281,327 @@ def _label(text: str) -> Message:
     return Message(text)
 
 
+def _fill(template: str, **params: Any) -> Message:
+    """``Message(template, ...)`` with only the parameters ``template`` uses (a row's templates
+    may use any of the parameters its kind offers)."""
+    used = {name for _, name, _, _ in string.Formatter().parse(template) if name}
+    return Message(template, **{name: value for name, value in params.items() if name in used})
+
+
+# ---------------------------------------------------------------- the kinds of field
+
+#: What a row's check returns: (the repaired value, messages for the user; empty = accepted as is).
+Checked = tuple[Any, list[Message]]
+
+
+@dataclass(frozen=True)
+class Field:
+    """One row of :data:`FIELDS`: a :class:`Settings` field and what it accepts.
+
+    Attributes:
+        name: the :class:`Settings` field.
+    """
+
+    name: str
+
+    def check(self, raw: Any, fallback: Any) -> Checked:
+        """Repair ``raw``, the field's value as given (any type).
+
+        Args:
+            raw: the value to check.
+            fallback: what a malformed value is replaced by (the preset's default for the field).
+
+        Returns:
+            (the repaired value, messages; no message when ``raw`` was accepted).
+        """
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class IntRange(Field):
+    """A whole number in [low, high]: a value outside is clamped to the nearest end; a
+    malformed one ("abc", 2.5, NaN, None, True) is replaced by the fallback. ``" 7 "`` and
+    ``4.0`` are read as 7 and 4.
+
+    Attributes:
+        low, high: the inclusive range.
+        label: what the field is called in a message: a code term shown as is (``"d_k"``)
+            or a :class:`Message` (translated with the message).
+    """
+
+    low: int
+    high: int
+    label: str
+
+    def check(self, raw: Any, fallback: Any) -> Checked:
+        value = _as_int(raw)
+        if value is None:
+            return fallback, [Message(N_("{label} must be a whole number; got “{raw}”, using {value}."),
+                                      label=self.label, raw=raw, value=fallback)]
+        if not self.low <= value <= self.high:
+            clamped = min(max(value, self.low), self.high)
+            return clamped, [Message(N_("{label} must be between {low} and {high}; got {value}, using {clamped}."),
+                                     label=self.label, low=self.low, high=self.high, value=value, clamped=clamped)]
+        return value, []
+
+
+@dataclass(frozen=True)
+class OneBasedIndex(Field):
+    """A 0-based index below ``count``, named 1-based in its message (the model's layer 1 is
+    index 0). Anything else, out of range or malformed, becomes the first (0), with
+    ``template`` (parameters: ``count``, and ``shown``: the value + 1, or the malformed value
+    quoted).
+    """
+
+    count: int
+    template: str
+
+    def check(self, raw: Any, fallback: Any) -> Checked:
+        value = _as_int(raw)
+        if value is not None and 0 <= value < self.count:
+            return value, []
+        shown = value + 1 if value is not None else f"“{raw}”"
+        return 0, [Message(self.template, count=self.count, shown=shown)]
+
+
+@dataclass(frozen=True)
+class FloatRange(Field):
+    """A real number in [low, high], optionally snapped to a grid.
+
+    A malformed value (not a number, NaN, or ±inf unless ``clamp_infinite``) is replaced by the
+    fallback with ``malformed`` (parameters ``raw``, ``value``). A value outside [low, high] is
+    clamped with ``out_of_range`` (parameters: the value under ``symbol``, ``clamped``, ``low``,
+    ``high``), or with ``beyond``'s template when the value is at least ``beyond``'s threshold.
+    Then ``snap`` (if given) moves it to the nearest allowed value, with ``off_grid``
+    (parameters: the value under ``symbol``, ``snapped``) when that changes it.
+
+    Attributes:
+        low, high: the inclusive range.
+        symbol: the value's name in the templates (``p`` for dropout_p, ``tau`` for τ).
+        malformed, out_of_range: message templates.
+        beyond: (threshold, template) or None.
+        clamp_infinite: whether ±inf is clamped like any value out of range (else malformed).
+        snap: the nearest allowed value of an in-range value, or None for no grid.
+        off_grid: the message template of a snapped value.
+    """
+
+    low: float
+    high: float
+    symbol: str
+    malformed: str
+    out_of_range: str
+    beyond: Optional[tuple[float, str]] = None
+    clamp_infinite: bool = False
+    snap: Optional[Callable[[float], float]] = None
+    off_grid: str = ""
+
+    def check(self, raw: Any, fallback: Any) -> Checked:
+        value = _as_float(raw)
+        if value is None or math.isnan(value) or (math.isinf(value) and not self.clamp_infinite):
+            return fallback, [_fill(self.malformed, raw=raw, value=fallback)]
+        messages: list[Message] = []
+        if not self.low <= value <= self.high:
+            clamped = min(max(value, self.low), self.high)
+            template = self.beyond[1] if self.beyond and value >= self.beyond[0] else self.out_of_range
+            messages.append(_fill(template, **{self.symbol: value}, clamped=clamped, low=self.low, high=self.high))
+            value = clamped
+        if self.snap is not None:
+            snapped = self.snap(value)
+            if not math.isclose(snapped, value, rel_tol=1e-9):
+                messages.append(_fill(self.off_grid, **{self.symbol: value}, snapped=snapped))
+            value = snapped
+        return value, messages
+
+
+@dataclass(frozen=True)
+class Switch(Field):
+    """On or off: True / False, or 1 / 0 (read as True / False, silently). Anything else becomes
+    the fallback with a message naming ``label`` -- or, when ``label`` is None, silently, any
+    whole number read by its truth (presenter mode, repaired without a message as it always was).
+    """
+
+    label: Optional[str]
+
+    def check(self, raw: Any, fallback: Any) -> Checked:
+        if isinstance(raw, bool):
+            return raw, []
+        if self.label is None:
+            return (bool(raw) if isinstance(raw, int) else fallback), []
+        if isinstance(raw, (int, float)) and raw in (0, 1):
+            return bool(raw), []
+        template = (N_("{label} must be on or off; got “{raw}”, using on.") if fallback
+                    else N_("{label} must be on or off; got “{raw}”, using off."))
+        return fallback, [Message(template, label=self.label, raw=raw)]
+
+
+@dataclass(frozen=True)
+class Text(Field):
+    """Any ``str``, never altered (a sentence as typed); anything else becomes the fallback with
+    ``template`` (no parameters)."""
+
+    template: str
+
+    def check(self, raw: Any, fallback: Any) -> Checked:
+        if isinstance(raw, str):
+            return raw, []
+        return fallback, [Message(self.template)]
+
+
+@dataclass(frozen=True)
+class Choice(Field):
+    """One of ``keys`` (strings); anything else becomes the fallback with ``template``.
+
+    The template's parameters: the value as given, named ``raw_param``; ``value``, the fallback;
+    ``title``, the fallback's title in ``titles`` (when given; translated with the message).
+
+    Attributes:
+        keys: the allowed values.
+        template: the message.
+        raw_param: the given value's name in the template.
+        titles: key -> title, or None.
+    """
+
+    keys: tuple[str, ...]
+    template: str
+    raw_param: str = "raw"
+    titles: Optional[Mapping[str, str]] = None
+
+    def check(self, raw: Any, fallback: Any) -> Checked:
+        if isinstance(raw, str) and raw in self.keys:
+            return raw, []
+        title = Message(self.titles[fallback]) if self.titles is not None else None
+        return fallback, [_fill(self.template, **{self.raw_param: raw}, value=fallback, title=title)]
+
+
+def _stage_rows() -> tuple[Choice, ...]:
+    """One row per step page's stage field, from ``stages.PAGES`` (in its order)."""
+    return tuple(
+        Choice(name, tuple(page_stages), N_("Unknown step “{step}”; showing “{title}”."), raw_param="step",
+               titles=page_stages)
+        for name, page_stages in stages.PAGES.values()
+    )
+
+
+# ---------------------------------------------------------------- the table
+
+#: Every :class:`Settings` field, once, with what it accepts; :func:`validate_settings` checks
+#: them in this order (so its messages come in this order). The preset comes first: every
+#: later field's fallback is the chosen preset's own default.
+FIELDS: tuple[Field, ...] = (
+    Choice("preset", tuple(PRESETS), N_("Unknown example “{key}”; showing “{title}”."), raw_param="key",
+           titles={key: preset.title for key, preset in PRESETS.items()}),
+    Text("sentence", N_("The sentence must be text; restored the example's sentence.")),
+    Text("encoder_sentence", N_("The encoder sentence must be text; restored the example's encoder sentence.")),
+    # the walk-through pages
+    IntRange("d_model", MIN_DIM, MAX_DIM, "d_model"),
+    IntRange("d_k", MIN_DIM, MAX_DIM, "d_k"),
+    IntRange("seed", 0, MAX_SEED, _label(N_("The seed"))),
+    IntRange("query_index", 0, MAX_TOKENS - 1, _label(N_("The query token"))),
+    IntRange("entry_row", 0, MAX_TOKENS - 1, _label(N_("The entry's row"))),
+    IntRange("entry_col", 0, max(MAX_TOKENS, MAX_DIM) - 1, _label(N_("The entry's column"))),
+    # the masking & heads pages
+    IntRange("context_length", 1, MAX_TOKENS, _label(N_("The context length"))),
+    IntRange("padding", 0, MAX_TOKENS, _label(N_("The number of padding tokens"))),
+    IntRange("dropout_seed", 0, MAX_SEED, _label(N_("The dropout seed"))),
+    IntRange("d_out", MIN_DIM, MAX_DIM, "d_out"),
+    IntRange("num_heads", 1, MAX_DIM, _label(N_("The number of heads"))),
+    IntRange("head", 0, MAX_DIM - 1, _label(N_("The head"))),
+    # the trained model's page
+    Text("model_sentence", N_("The model's text must be text; restored the example sentence.")),
+    IntRange("model_padding", 0, MODEL_MAX_PADDING, _label(N_("The number of [PAD] tokens"))),
+    OneBasedIndex("model_layer", MODEL_LAYERS,
+                  N_("The model has layers 1 to {count}; got layer {shown}, using layer 1.")),
+    OneBasedIndex("model_head", MODEL_HEADS, N_("The model has heads 1 to {count}; got head {shown}, using head 1.")),
+    IntRange("model_entry_row", 0, MODEL_MAX_TOKENS + MODEL_MAX_PADDING - 1, _label(N_("The entry's row"))),
+    IntRange("model_entry_col", 0, max(MODEL_MAX_TOKENS + MODEL_MAX_PADDING, MODEL_WIDTH) - 1,
+             _label(N_("The entry's column"))),
+    # the experiment pages
+    IntRange("experiment_seed", 0, MAX_SEED, _label(N_("The seed"))),
+    IntRange("sqrt_samples", MIN_SQRT_SAMPLES, MAX_SQRT_SAMPLES, _label(N_("The number of samples"))),
+    IntRange("sqrt_keys", MIN_SQRT_KEYS, MAX_SQRT_KEYS, _label(N_("The number of keys n"))),
+    IntRange("temperature_row", 0, MAX_TOKENS - 1, _label(N_("The query row"))),
+    IntRange("pe_positions", MIN_PE_POSITIONS, MAX_PE_POSITIONS, _label(N_("The number of positions"))),
+    IntRange("pe_width", MIN_PE_WIDTH, MAX_PE_WIDTH, _label(N_("d_model of the pattern"))),
+    IntRange("additive_hidden", MIN_ADDITIVE_HIDDEN, MAX_ADDITIVE_HIDDEN, _label(N_("The hidden size h"))),
+    IntRange("additive_row", 0, MAX_TOKENS - 1, _label(N_("The query token"))),
+    IntRange("additive_col", 0, MAX_TOKENS - 1, _label(N_("The key token"))),
+    IntRange("image_row", 0, MAX_IMAGE_SIDE - 1, _label(N_("The pixel's row"))),
+    IntRange("image_col", 0, MAX_IMAGE_SIDE - 1, _label(N_("The pixel's column"))),
+    IntRange("image_d_k", MIN_DIM, MAX_DIM, "d_k"),
+    Choice("sqrt_distribution", SQRT_DISTRIBUTIONS, N_("Unknown distribution “{raw}”; using “{value}”.")),
+    Choice("pe_kind", PE_ENCODINGS, N_("Unknown positional encoding “{raw}”; using “{value}”.")),
+    Choice("pe_shuffle", PE_SHUFFLES, N_("Unknown shuffle “{raw}”; using “{value}”.")),
+    Choice("image_source", IMAGE_PATTERNS + (IMAGE_UPLOAD,), N_("Unknown image “{raw}”; using “{value}”.")),
+    Choice("image_features", IMAGE_FEATURES, N_("Unknown kind of pixel token “{raw}”; using “{value}”.")),
+    FloatRange("temperature", MIN_TEMPERATURE, MAX_TEMPERATURE, "tau",
+               malformed=N_("τ must be a number; got “{raw}”, using {value:g}."),
+               out_of_range=N_("τ must be between {low:g} and {high:g}; got {tau:g}, using {clamped:g}."),
+               snap=nearest_temperature,
+               off_grid=N_("τ = {tau:g} is not one of the slider's values; using the nearest, {snapped:g}.")),
+    # the switches
+    Switch("causal", _label(N_("The causal switch"))),
+    Switch("training", _label(N_("The training switch"))),
+    FloatRange("dropout_p", 0.0, MAX_DROPOUT, "p",
+               malformed=N_("dropout_p must be a number in [0, 1); got “{raw}”, using {value}."),
+               out_of_range=N_("dropout_p must be in [0, 1); got {p:g}, using {clamped:g}."),
+               beyond=(1.0, N_("dropout_p must be in [0, 1) (p = 1 would drop every weight); got {p:g}, "
+                               "using {clamped:g}.")),
+               clamp_infinite=True),
+    # the classroom
+    Choice("language", tuple(LANGUAGES), N_("Unknown language “{language}”; using English."), raw_param="language"),
+    Switch("presenter", None),
+    # each step page's current stage
+    *_stage_rows(),
+)
+
+
 def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
     """Check and repair every field; the one place settings are validated.
 
-    Out-of-range or malformed values are replaced by the nearest allowed value
-    (or the default) and reported; ``sentence`` is never altered here.
+    Each field is checked by its row of :data:`FIELDS`, in one loop: a value out of range is
+    moved to the nearest allowed one, a malformed value (wrong type, NaN, unknown key) is
+    replaced by the preset's default, and each repair is reported. ``sentence``,
+    ``encoder_sentence`` and ``model_sentence`` are never altered, only replaced when they are
+    not text. Then the one rule across fields: a preset with fixed embeddings fixes d_model.
+
+    Args:
+        settings: any :class:`Settings`, each field of any type (e.g. straight from a link).
 
     Returns:
-        (valid settings, messages for the user; empty when nothing was changed).
+        (valid settings, messages for the user: :class:`Message` s, English text that the UI
+        translates; empty when nothing was changed). Valid settings come back equal and
+        without messages (validation is idempotent).
+
+    Raises:
+        OverflowError: dropout_p or temperature given a whole number too large for a float
+            (e.g. 10**400; as before this table). No other bad value raises: it is repaired.
     """
     messages: list[str] = []
     fixed: dict[str, Any] = {}
+    default = Settings()  # the fallbacks until the preset is checked: the default preset's
+    for field in FIELDS:
+        value, problems = field.check(getattr(settings, field.name), getattr(default, field.name))
+        fixed[field.name] = value
+        messages += problems
+        if field.name == "preset":
+            # Fallbacks for malformed values: the chosen preset's own defaults.
+            default = Settings(**_preset_values(PRESETS[value]))
 
-    preset_key = settings.preset
-    if preset_key not in PRESETS:
-        messages.append(Message(N_("Unknown example “{key}”; showing “{title}”."), key=preset_key,
-                                title=Message(PRESETS[DEFAULT_PRESET].title)))
-        preset_key = DEFAULT_PRESET
-    fixed["preset"] = preset_key
-    preset = PRESETS[preset_key]
-    # Fallbacks for malformed values: the preset's own defaults.
-    default = Settings(**_preset_values(preset))
-
-    if not isinstance(settings.sentence, str):
-        messages.append(Message(N_("The sentence must be text; restored the example's sentence.")))
-        fixed["sentence"] = preset.sentence
-    if not isinstance(settings.encoder_sentence, str):
-        messages.append(Message(N_("The encoder sentence must be text; restored the example's encoder sentence.")))
-        fixed["encoder_sentence"] = preset.encoder_sentence
-
-    def clamp(name: str, low: int, high: int, label: str) -> None:
-        raw = getattr(settings, name)
-        value = _as_int(raw)
-        if value is None:
-            messages.append(Message(N_("{label} must be a whole number; got “{raw}”, using {value}."), label=label,
-                                    raw=raw, value=getattr(default, name)))
-            fixed[name] = getattr(default, name)
-        elif not low <= value <= high:
-            clamped = min(max(value, low), high)
-            messages.append(Message(N_("{label} must be between {low} and {high}; got {value}, using {clamped}."),
-                                    label=label, low=low, high=high, value=value, clamped=clamped))
-            fixed[name] = clamped
-        else:
-            fixed[name] = value
-
-    clamp("d_model", MIN_DIM, MAX_DIM, "d_model")
-    clamp("d_k", MIN_DIM, MAX_DIM, "d_k")
-    clamp("seed", 0, MAX_SEED, _label(N_("The seed")))
-    clamp("query_index", 0, MAX_TOKENS - 1, _label(N_("The query token")))
-    clamp("entry_row", 0, MAX_TOKENS - 1, _label(N_("The entry's row")))
-    clamp("entry_col", 0, max(MAX_TOKENS, MAX_DIM) - 1, _label(N_("The entry's column")))
-    clamp("context_length", 1, MAX_TOKENS, _label(N_("The context length")))
-    clamp("padding", 0, MAX_TOKENS, _label(N_("The number of padding tokens")))
-    clamp("dropout_seed", 0, MAX_SEED, _label(N_("The dropout seed")))
-    clamp("d_out", MIN_DIM, MAX_DIM, "d_out")
-    clamp("num_heads", 1, MAX_DIM, _label(N_("The number of heads")))
-    clamp("head", 0, MAX_DIM - 1, _label(N_("The head")))
-
-    if not isinstance(settings.model_sentence, str):
-        messages.append(Message(N_("The model's text must be text; restored the example sentence.")))
-        fixed["model_sentence"] = MODEL_SENTENCE
-    clamp("model_padding", 0, MODEL_MAX_PADDING, _label(N_("The number of [PAD] tokens")))
-    for name, count, template in (
-        ("model_layer", MODEL_LAYERS, N_("The model has layers 1 to {count}; got layer {shown}, using layer 1.")),
-        ("model_head", MODEL_HEADS, N_("The model has heads 1 to {count}; got head {shown}, using head 1.")),
-    ):
-        value = _as_int(getattr(settings, name))
-        if value is None or not 0 <= value < count:
-            shown = getattr(settings, name) + 1 if value is not None else f"“{getattr(settings, name)}”"
-            messages.append(Message(template, count=count, shown=shown))
-            fixed[name] = 0
-        else:
-            fixed[name] = value
-    clamp("model_entry_row", 0, MODEL_MAX_TOKENS + MODEL_MAX_PADDING - 1, _label(N_("The entry's row")))
-    clamp("model_entry_col", 0, max(MODEL_MAX_TOKENS + MODEL_MAX_PADDING, MODEL_WIDTH) - 1, _label(N_("The entry's column")))
-
-    _validate_experiments(settings, default, clamp, messages, fixed)
-
-    for name, label in (("causal", _label(N_("The causal switch"))), ("training", _label(N_("The training switch")))):
-        raw = getattr(settings, name)
-        if isinstance(raw, bool):
-            continue
-        if isinstance(raw, (int, float)) and raw in (0, 1):
-            fixed[name] = bool(raw)
-        else:
-            template = (N_("{label} must be on or off; got “{raw}”, using on.") if getattr(default, name)
-                        else N_("{label} must be on or off; got “{raw}”, using off."))
-            messages.append(Message(template, label=label, raw=raw))
-            fixed[name] = getattr(default, name)
-
-    p = _as_float(settings.dropout_p)
-    if p is None or math.isnan(p):
-        messages.append(Message(N_("dropout_p must be a number in [0, 1); got “{raw}”, using {value}."),
-                                raw=settings.dropout_p, value=default.dropout_p))
-        fixed["dropout_p"] = default.dropout_p
-    elif not 0.0 <= p <= MAX_DROPOUT:
-        clamped = min(max(p, 0.0), MAX_DROPOUT)
-        template = (N_("dropout_p must be in [0, 1) (p = 1 would drop every weight); got {p:g}, using {clamped:g}.")
-                    if p >= 1 else N_("dropout_p must be in [0, 1); got {p:g}, using {clamped:g}."))
-        messages.append(Message(template, p=p, clamped=clamped))
-        fixed["dropout_p"] = clamped
-    else:
-        fixed["dropout_p"] = p
-
-    if preset.fixed_embeddings:
-        width = len(next(iter(preset.table.values())))
-        if fixed["d_model"] != width:
-            messages.append(Message(
-                N_("This example's embeddings are the article's fixed {width}-d vectors, so d_model is {width}. "
-                   "Pick “Your own sentence” to choose d_model."),
-                width=width,
-            ))
-            fixed["d_model"] = width
-
-    if settings.language not in LANGUAGES:
-        messages.append(Message(N_("Unknown language “{language}”; using English."), language=settings.language))
-        fixed["language"] = "en"
-    if not isinstance(settings.presenter, bool):
-        fixed["presenter"] = bool(settings.presenter) if isinstance(settings.presenter, int) else False
-
-    for name, page_stages in stages.PAGES.values():
-        if getattr(settings, name) not in page_stages:
-            messages.append(Message(N_("Unknown step “{step}”; showing “{title}”."), step=getattr(settings, name),
-                                    title=Message(page_stages[getattr(default, name)])))
-            fixed[name] = getattr(default, name)
-
+    fixed["d_model"], problems = _embedding_width(PRESETS[fixed["preset"]], fixed["d_model"])
+    messages += problems
     return dataclasses.replace(settings, **fixed), messages
 
 
-#: The experiment pages' choice fields: name -> (allowed keys, what the field is called).
-_EXPERIMENT_CHOICES = {
-    "sqrt_distribution": (tuple(scaling.DISTRIBUTIONS), N_("Unknown distribution “{raw}”; using “{value}”.")),
-    "pe_kind": (tuple(positional.ENCODINGS), N_("Unknown positional encoding “{raw}”; using “{value}”.")),
-    "pe_shuffle": (tuple(positional.SHUFFLES), N_("Unknown shuffle “{raw}”; using “{value}”.")),
-    "image_source": (tuple(image.PATTERNS) + ("upload",), N_("Unknown image “{raw}”; using “{value}”.")),
-    "image_features": (tuple(image.FEATURES), N_("Unknown kind of pixel token “{raw}”; using “{value}”.")),
-}
-
-
-def _validate_experiments(settings: Settings, default: Settings, clamp, messages: list[str],
-                          fixed: dict[str, Any]) -> None:
-    """The experiment pages' fields (part of :func:`validate_settings`)."""
-    clamp("experiment_seed", 0, MAX_SEED, _label(N_("The seed")))
-    clamp("sqrt_samples", scaling.MIN_SAMPLES, scaling.MAX_SAMPLES, _label(N_("The number of samples")))
-    clamp("sqrt_keys", scaling.MIN_KEYS, scaling.MAX_KEYS, _label(N_("The number of keys n")))
-    clamp("temperature_row", 0, MAX_TOKENS - 1, _label(N_("The query row")))
-    clamp("pe_positions", positional.MIN_POSITIONS, positional.MAX_POSITIONS, _label(N_("The number of positions")))
-    clamp("pe_width", positional.MIN_WIDTH, positional.MAX_WIDTH, _label(N_("d_model of the pattern")))
-    clamp("additive_hidden", additive.MIN_HIDDEN, additive.MAX_HIDDEN, _label(N_("The hidden size h")))
-    clamp("additive_row", 0, MAX_TOKENS - 1, _label(N_("The query token")))
-    clamp("additive_col", 0, MAX_TOKENS - 1, _label(N_("The key token")))
-    clamp("image_row", 0, image.MAX_SIDE - 1, _label(N_("The pixel's row")))
-    clamp("image_col", 0, image.MAX_SIDE - 1, _label(N_("The pixel's column")))
-    clamp("image_d_k", MIN_DIM, MAX_DIM, "d_k")
-
-    for name, (allowed, template) in _EXPERIMENT_CHOICES.items():
-        raw = getattr(settings, name)
-        if raw not in allowed:
-            messages.append(Message(template, raw=raw, value=getattr(default, name)))
-            fixed[name] = getattr(default, name)
-
-    tau = _as_float(settings.temperature)
-    if tau is None or not math.isfinite(tau):
-        messages.append(Message(N_("τ must be a number; got “{raw}”, using {value:g}."), raw=settings.temperature,
-                                value=default.temperature))
-        fixed["temperature"] = default.temperature
-        return
-    low, high = temperature.MIN_TEMPERATURE, temperature.MAX_TEMPERATURE
-    if not low <= tau <= high:
-        clamped = min(max(tau, low), high)
-        messages.append(Message(N_("τ must be between {low:g} and {high:g}; got {tau:g}, using {clamped:g}."),
-                                low=low, high=high, tau=tau, clamped=clamped))
-        tau = clamped
-    snapped = temperature.nearest_temperature(tau)
-    if not math.isclose(snapped, tau, rel_tol=1e-9):
-        messages.append(Message(N_("τ = {tau:g} is not one of the slider's values; using the nearest, {snapped:g}."),
-                                tau=tau, snapped=snapped))
-    fixed["temperature"] = snapped
+def _embedding_width(preset: Preset, d_model: int) -> tuple[int, list[Message]]:
+    """d_model for ``preset``: a preset with fixed embeddings (the article's 3-d vectors) has
+    exactly their width; any other keeps ``d_model``. Returns (d_model, messages)."""
+    if not preset.fixed_embeddings:
+        return d_model, []
+    width = len(next(iter(preset.table.values())))
+    if d_model == width:
+        return d_model, []
+    return width, [Message(
+        N_("This example's embeddings are the article's fixed {width}-d vectors, so d_model is {width}. "
+           "Pick “Your own sentence” to choose d_model."),
+        width=width,
+    )]

@@ -22,21 +22,18 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
+from . import limits
 from .errors import N_, InputError, Message
 from .formulas import latex_text
 from .functional import scaled_dot_product_attention
 from .scaling import entropy
 
-#: The temperatures the page's slider offers: about log-spaced from 0.01 to 100 (1-1.5-2-3-5-7 per decade).
-TEMPERATURE_GRID: tuple[float, ...] = tuple(
-    round(m * 10.0**e, 6) for e in range(-2, 2) for m in (1, 1.5, 2, 3, 5, 7)
-) + (100.0,)
-MIN_TEMPERATURE, MAX_TEMPERATURE = TEMPERATURE_GRID[0], TEMPERATURE_GRID[-1]
-
-
-def nearest_temperature(tau: float) -> float:
-    """The grid temperature nearest to ``tau`` on a log scale (tau > 0)."""
-    return min(TEMPERATURE_GRID, key=lambda t: abs(math.log(t) - math.log(tau)))
+#: The temperatures the page's slider offers: about log-spaced from 0.01 to 100 (1-1.5-2-3-5-7 per decade),
+#: declared in ``limits``.
+TEMPERATURE_GRID: tuple[float, ...] = limits.TEMPERATURE_GRID
+MIN_TEMPERATURE, MAX_TEMPERATURE = limits.MIN_TEMPERATURE, limits.MAX_TEMPERATURE
+#: The grid temperature nearest to τ on a log scale (τ > 0); see ``limits.nearest_temperature``.
+nearest_temperature = limits.nearest_temperature
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,87 @@
+"""Every limit a setting has: the numeric ranges and the allowed choice keys, in one leaf module.
+
+``settings`` validates against these; the feature modules (``scaling``, ``positional``,
+``additive``, ``image``, ``temperature``, ``pretrained``) take their limits from here under
+their old names (``scaling.MIN_SAMPLES`` is :data:`MIN_SQRT_SAMPLES`), so the settings object
+need not import every feature module to learn its limits.
+
+A leaf module: it imports nothing from the project. Ranges are inclusive ``[MIN, MAX]``.
+Choice dicts whose values are labels or functions stay in their feature module; only their
+keys are here (``tests/test_settings_fields.py`` checks that the two agree).
+"""
+
+from __future__ import annotations
+
+import math
+
+# ---------------------------------------------------------------- the walk-through pages
+
+#: The page's cap on sentence length, in tokens (a T × T heatmap with numbers stays
+#: readable on a projector up to about 12).
+MAX_TOKENS = 12
+#: The widths a user can choose: d_model, d_k, d_out (and the image page's d_k).
+MIN_DIM, MAX_DIM = 1, 16
+#: Seeds are whole numbers in [0, MAX_SEED].
+MAX_SEED = 2**31 - 1
+#: Largest |value| accepted in an edited matrix. At 1e6 the scores reach ~1e12
+#: and the softmax is one-hot, but every number stays finite in float32.
+MAX_ABS_VALUE = 1e6
+#: Dropout probabilities accepted: dropout_p in [0, MAX_DROPOUT]. p = 1 would drop every weight
+#: (and divide by 1 - p = 0), so the nearest allowed value below 1 is used instead.
+MAX_DROPOUT = 0.99
+
+# ---------------------------------------------------------------- the trained model (all-MiniLM-L6-v2)
+
+#: Its layers, heads per layer and hidden width (num_heads · head_dim = 12 · 32).
+MODEL_LAYERS, MODEL_HEADS, MODEL_WIDTH = 6, 12, 384
+#: The longest input the page runs: WordPieces including [CLS] and [SEP] (longer text is cut).
+MODEL_MAX_TOKENS = 128
+#: The most [PAD] tokens a user can append to show the padding mask at work.
+MODEL_MAX_PADDING = 8
+
+# ---------------------------------------------------------------- the experiment pages
+
+#: Why √d_k: S, the (q, k) pairs sampled per d_k, and n, the keys each sampled query meets.
+MIN_SQRT_SAMPLES, MAX_SQRT_SAMPLES = 100, 5000
+MIN_SQRT_KEYS, MAX_SQRT_KEYS = 2, 32
+#: Why √d_k: the components' distributions (keys of ``scaling.DISTRIBUTIONS``).
+SQRT_DISTRIBUTIONS: tuple[str, ...] = ("normal", "uniform", "rademacher")
+
+#: Temperature: the values of τ the page's slider offers, about log-spaced from 0.01 to 100
+#: (1-1.5-2-3-5-7 per decade), and its range.
+TEMPERATURE_GRID: tuple[float, ...] = tuple(
+    round(m * 10.0**e, 6) for e in range(-2, 2) for m in (1, 1.5, 2, 3, 5, 7)
+) + (100.0,)
+MIN_TEMPERATURE, MAX_TEMPERATURE = TEMPERATURE_GRID[0], TEMPERATURE_GRID[-1]
+
+
+def nearest_temperature(tau: float) -> float:
+    """The value of :data:`TEMPERATURE_GRID` nearest to ``tau`` on a log scale.
+
+    Args:
+        tau: a temperature, > 0 (finite; a value outside the grid's range gets its nearest end).
+
+    Raises:
+        ValueError: ``tau`` <= 0 (``math.log`` is undefined there).
+    """
+    return min(TEMPERATURE_GRID, key=lambda t: abs(math.log(t) - math.log(tau)))
+
+
+#: Positional encoding: the pattern heatmap's size, positions × d_model.
+MIN_PE_POSITIONS, MAX_PE_POSITIONS = 2, 128
+MIN_PE_WIDTH, MAX_PE_WIDTH = 2, 128
+#: Positional encoding: the encodings and the shuffles offered (keys of ``positional.ENCODINGS``
+#: and ``positional.SHUFFLES``).
+PE_ENCODINGS: tuple[str, ...] = ("sinusoidal", "learned")
+PE_SHUFFLES: tuple[str, ...] = ("reverse", "rotate", "random")
+
+#: Additive scoring: h, the scorer's hidden size.
+MIN_ADDITIVE_HIDDEN, MAX_ADDITIVE_HIDDEN = 1, 16
+
+#: Self-attention over an image: the largest side in pixels (uploads are downscaled to fit).
+MAX_IMAGE_SIDE = 16
+#: Self-attention over an image: the built-in images (keys of ``image.PATTERNS``), the source
+#: that means the user's uploaded image, and the pixels' token features (keys of ``image.FEATURES``).
+IMAGE_PATTERNS: tuple[str, ...] = ("smiley", "shapes", "checkerboard", "gradient")
+IMAGE_UPLOAD = "upload"
+IMAGE_FEATURES: tuple[str, ...] = ("rgb", "projected")

@@ -1,0 +1,287 @@
+"""attention_core.limits (the one home of every setting's limits, shared with the feature modules) and
+settings.FIELDS (the declared table of every settings field, checked by validate_settings' one loop)."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+
+from attention_core import additive, image, limits, positional, pretrained, scaling, settings, stages, temperature
+from attention_core.settings import Settings, validate_settings
+
+
+@pytest.mark.parametrize(("keys", "choices"), [
+    (limits.SQRT_DISTRIBUTIONS, scaling.DISTRIBUTIONS),
+    (limits.PE_ENCODINGS, positional.ENCODINGS),
+    (limits.PE_SHUFFLES, positional.SHUFFLES),
+    (limits.IMAGE_PATTERNS, image.PATTERNS),
+    (limits.IMAGE_FEATURES, image.FEATURES),
+], ids=["distributions", "encodings", "shuffles", "image patterns", "image features"])
+def test_choice_keys_agree_with_the_feature_modules_dicts(keys, choices):
+    # Same keys, same order (the pages offer the dict's keys in order; settings validate against limits').
+    assert keys == tuple(choices)
+
+
+def test_upload_is_not_a_built_in_image():
+    assert limits.IMAGE_UPLOAD not in image.PATTERNS
+
+
+def test_feature_modules_keep_their_names_for_the_limits():
+    assert (scaling.MIN_SAMPLES, scaling.MAX_SAMPLES, scaling.MIN_KEYS, scaling.MAX_KEYS) == (100, 5000, 2, 32)
+    assert (positional.MIN_POSITIONS, positional.MAX_POSITIONS, positional.MIN_WIDTH, positional.MAX_WIDTH) == (
+        2, 128, 2, 128)
+    assert (additive.MIN_HIDDEN, additive.MAX_HIDDEN) == (1, 16)
+    assert image.MAX_SIDE == 16
+    assert (pretrained.MAX_TOKENS, pretrained.MAX_PADDING) == (128, 8)
+    assert temperature.TEMPERATURE_GRID is limits.TEMPERATURE_GRID
+    assert (temperature.MIN_TEMPERATURE, temperature.MAX_TEMPERATURE) == (0.01, 100.0)
+    assert temperature.nearest_temperature(0.4) == 0.5
+
+
+def test_limits_is_a_leaf_module():
+    # It imports nothing from the project, so anything (settings, the feature modules) can import it.
+    tree = ast.parse(Path(limits.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert imported <= {"__future__", "math"}
+    assert not any(isinstance(node, ast.ImportFrom) and node.level for node in ast.walk(tree))
+
+
+# =========================================================================== settings.FIELDS, the declared table
+
+SETTINGS_FIELDS = [f.name for f in dataclasses.fields(Settings)]
+DEFAULT = Settings()
+
+#: Every whole-number field's (low, high, label), written out (as the clamp lines before the table had them):
+#: pins the table's limits, so a changed limit is a deliberate change of this test too.
+INT_RANGES: dict[str, tuple[int, int, str]] = {
+    "d_model": (1, 16, "d_model"),
+    "d_k": (1, 16, "d_k"),
+    "seed": (0, 2**31 - 1, "The seed"),
+    "query_index": (0, 11, "The query token"),
+    "entry_row": (0, 11, "The entry's row"),
+    "entry_col": (0, 15, "The entry's column"),
+    "context_length": (1, 12, "The context length"),
+    "padding": (0, 12, "The number of padding tokens"),
+    "dropout_seed": (0, 2**31 - 1, "The dropout seed"),
+    "d_out": (1, 16, "d_out"),
+    "num_heads": (1, 16, "The number of heads"),
+    "head": (0, 15, "The head"),
+    "model_padding": (0, 8, "The number of [PAD] tokens"),
+    "model_entry_row": (0, 135, "The entry's row"),
+    "model_entry_col": (0, 383, "The entry's column"),
+    "experiment_seed": (0, 2**31 - 1, "The seed"),
+    "sqrt_samples": (100, 5000, "The number of samples"),
+    "sqrt_keys": (2, 32, "The number of keys n"),
+    "temperature_row": (0, 11, "The query row"),
+    "pe_positions": (2, 128, "The number of positions"),
+    "pe_width": (2, 128, "d_model of the pattern"),
+    "additive_hidden": (1, 16, "The hidden size h"),
+    "additive_row": (0, 11, "The query token"),
+    "additive_col": (0, 11, "The key token"),
+    "image_row": (0, 15, "The pixel's row"),
+    "image_col": (0, 15, "The pixel's column"),
+    "image_d_k": (1, 16, "d_k"),
+}
+
+#: The model's layer and head: (count, the word in the message).
+ONE_BASED = {"model_layer": (6, "layer"), "model_head": (12, "head")}
+
+#: (value given, value after validation, the message or None), written out per real-valued field.
+FLOAT_CASES: dict[str, list[tuple[Any, float, Optional[str]]]] = {
+    "temperature": [
+        (1e9, 100.0, "τ must be between 0.01 and 100; got 1e+09, using 100."),
+        (0, 0.01, "τ must be between 0.01 and 100; got 0, using 0.01."),
+        (-3, 0.01, "τ must be between 0.01 and 100; got -3, using 0.01."),
+        (0.4, 0.5, "τ = 0.4 is not one of the slider's values; using the nearest, 0.5."),
+        ("warm", 1.0, "τ must be a number; got “warm”, using 1."),
+        (None, 1.0, "τ must be a number; got “None”, using 1."),
+        (float("nan"), 1.0, "τ must be a number; got “nan”, using 1."),
+        (float("inf"), 1.0, "τ must be a number; got “inf”, using 1."),
+        (True, 1.0, "τ must be a number; got “True”, using 1."),
+        (2.0, 2.0, None),
+        (" 1.5 ", 1.5, None),
+        (100, 100.0, None),
+    ],
+    "dropout_p": [
+        (1.5, 0.99, "dropout_p must be in [0, 1) (p = 1 would drop every weight); got 1.5, using 0.99."),
+        (1, 0.99, "dropout_p must be in [0, 1) (p = 1 would drop every weight); got 1, using 0.99."),
+        (float("inf"), 0.99, "dropout_p must be in [0, 1) (p = 1 would drop every weight); got inf, using 0.99."),
+        (0.995, 0.99, "dropout_p must be in [0, 1); got 0.995, using 0.99."),
+        (-0.2, 0.0, "dropout_p must be in [0, 1); got -0.2, using 0."),
+        ("abc", 0.5, "dropout_p must be a number in [0, 1); got “abc”, using 0.5."),
+        (None, 0.5, "dropout_p must be a number in [0, 1); got “None”, using 0.5."),
+        (float("nan"), 0.5, "dropout_p must be a number in [0, 1); got “nan”, using 0.5."),
+        (0.3, 0.3, None),
+        ("0.25", 0.25, None),
+        (0, 0.0, None),
+        (0.99, 0.99, None),
+    ],
+}
+
+#: The message for "nope" in each choice field other than the steps (those are generic, below).
+CHOICE_MESSAGES = {
+    "preset": "Unknown example “nope”; showing “I Like Machine Learning And Deep Learning (seed 000)”.",
+    "sqrt_distribution": "Unknown distribution “nope”; using “normal”.",
+    "pe_kind": "Unknown positional encoding “nope”; using “sinusoidal”.",
+    "pe_shuffle": "Unknown shuffle “nope”; using “reverse”.",
+    "image_source": "Unknown image “nope”; using “smiley”.",
+    "image_features": "Unknown kind of pixel token “nope”; using “rgb”.",
+    "language": "Unknown language “nope”; using English.",
+}
+STAGE_FIELDS = {field: page for field, page in stages.PAGES.values()}
+
+
+def _cases(row: settings.Field) -> list[tuple[Any, Any, Optional[str]]]:
+    """(value given, value after validation, message or None) for ``row``: out of range, malformed, in range."""
+    fallback = getattr(DEFAULT, row.name)
+    if isinstance(row, settings.IntRange):
+        low, high, label = INT_RANGES[row.name]
+        between = f"{label} must be between {low} and {high}; got {{got}}, using {{using}}."
+        whole = f"{label} must be a whole number; got “{{got}}”, using {fallback}."
+        return [
+            (high + 1, high, between.format(got=high + 1, using=high)),
+            (low - 1, low, between.format(got=low - 1, using=low)),
+            (10**30, high, between.format(got=10**30, using=high)),
+            ("abc", fallback, whole.format(got="abc")),
+            (None, fallback, whole.format(got="None")),
+            (2.5, fallback, whole.format(got="2.5")),
+            (float("nan"), fallback, whole.format(got="nan")),
+            (True, fallback, whole.format(got="True")),
+            (low, low, None),
+            (high, high, None),
+            (f" {high} ", high, None),
+            (float(low), low, None),
+        ]
+    if isinstance(row, settings.OneBasedIndex):
+        count, word = ONE_BASED[row.name]
+        text = f"The model has {word}s 1 to {count}; got {word} {{got}}, using {word} 1."
+        return [
+            (count, 0, text.format(got=count + 1)),
+            (-1, 0, text.format(got=0)),
+            ("two", 0, text.format(got="“two”")),
+            (None, 0, text.format(got="“None”")),
+            (count - 1, count - 1, None),
+            (0, 0, None),
+        ]
+    if isinstance(row, settings.FloatRange):
+        return FLOAT_CASES[row.name]
+    if isinstance(row, settings.Switch):
+        if row.label is None:  # presenter mode: repaired silently
+            return [("maybe", fallback, None), (2, True, None), (0, False, None), (True, True, None)]
+        using = "on" if fallback else "off"
+        return [
+            ("maybe", fallback, f"{row.label} must be on or off; got “maybe”, using {using}."),
+            (None, fallback, f"{row.label} must be on or off; got “None”, using {using}."),
+            (2, fallback, f"{row.label} must be on or off; got “2”, using {using}."),
+            (1, True, None), (0, False, None), (1.0, True, None), (True, True, None), (False, False, None),
+        ]
+    if isinstance(row, settings.Text):
+        return [(None, fallback, row.template), (5, fallback, row.template),
+                ("  Any text, as typed  ", "  Any text, as typed  ", None), ("", "", None)]
+    if isinstance(row, settings.Choice):
+        if row.name in STAGE_FIELDS:
+            page = STAGE_FIELDS[row.name]
+            message = f"Unknown step “{{got}}”; showing “{page[fallback]}”."
+        else:
+            message = CHOICE_MESSAGES[row.name].replace("“nope”", "“{got}”")
+        return [
+            ("nope", fallback, message.format(got="nope")),
+            (None, fallback, message.format(got="None")),
+            (3, fallback, message.format(got="3")),
+            (["a", "list"], fallback, message.format(got="['a', 'list']")),
+            *((key, key, None) for key in row.keys),
+        ]
+    raise AssertionError(f"no test cases for a {type(row).__name__} row ({row.name})")
+
+
+CASES = [
+    pytest.param(row.name, raw, expected, message, id=f"{row.name}={raw!r}")
+    for row in settings.FIELDS
+    for raw, expected, message in _cases(row)
+]
+
+
+def test_every_settings_field_has_exactly_one_row():
+    names = [row.name for row in settings.FIELDS]
+    assert sorted(names) == sorted(SETTINGS_FIELDS)  # none missing, none twice, none unknown
+
+
+def test_the_preset_is_checked_first():
+    # Every later field's fallback is the checked preset's own default.
+    assert settings.FIELDS[0].name == "preset"
+
+
+def test_the_pinned_limits_cover_every_row_of_their_kind():
+    by_kind: dict[type, set[str]] = {}
+    for row in settings.FIELDS:
+        by_kind.setdefault(type(row), set()).add(row.name)
+    assert by_kind[settings.IntRange] == set(INT_RANGES)
+    assert by_kind[settings.OneBasedIndex] == set(ONE_BASED)
+    assert by_kind[settings.FloatRange] == set(FLOAT_CASES)
+    assert by_kind[settings.Choice] == set(CHOICE_MESSAGES) | set(STAGE_FIELDS)
+    for row in settings.FIELDS:
+        if isinstance(row, settings.IntRange):
+            assert (row.low, row.high, row.label) == INT_RANGES[row.name]
+
+
+def test_the_stage_rows_are_the_stages_module_s():
+    rows = {row.name: row for row in settings.FIELDS}
+    for field, page in STAGE_FIELDS.items():
+        assert rows[field].keys == tuple(page)
+        assert getattr(DEFAULT, field) in page
+
+
+@pytest.mark.parametrize(("name", "raw", "expected", "message"), CASES)
+def test_each_field_repairs_a_bad_value_and_accepts_a_good_one(name, raw, expected, message):
+    # A preset is tried with its own defaults (the fixed-embedding presets fix d_model).
+    base = Settings.for_preset(raw) if name == "preset" and message is None else DEFAULT
+    fixed, messages = validate_settings(dataclasses.replace(base, **{name: raw}))
+    value = getattr(fixed, name)
+    assert value == expected and type(value) is type(expected)
+    assert messages == ([message] if message else [])
+    # Nothing else changes, and the repaired settings are valid as they are.
+    assert fixed == dataclasses.replace(base, **{name: expected})
+    assert validate_settings(fixed) == (fixed, [])
+
+
+def test_messages_keep_their_template_for_translation():
+    _, messages = validate_settings(dataclasses.replace(DEFAULT, d_k=99, temperature=0.4, pe_kind="rotary"))
+    assert [m.template for m in messages] == [
+        "{label} must be between {low} and {high}; got {value}, using {clamped}.",
+        "Unknown positional encoding “{raw}”; using “{value}”.",
+        "τ = {tau:g} is not one of the slider's values; using the nearest, {snapped:g}.",
+    ]
+    assert messages[0].params == {"label": "d_k", "low": 1, "high": 16, "value": 99, "clamped": 16}
+    assert messages[2].params == {"tau": 0.4, "snapped": 0.5}
+
+
+def test_values_that_used_to_raise_are_repaired():
+    fixed, messages = validate_settings(dataclasses.replace(DEFAULT, model_layer=" 9 "))
+    assert fixed.model_layer == 0 and messages == ["The model has layers 1 to 6; got layer 10, using layer 1."]
+    fixed, messages = validate_settings(dataclasses.replace(DEFAULT, preset=["seed000"], language={"en": 1}))
+    assert (fixed.preset, fixed.language) == (DEFAULT.preset, "en") and len(messages) == 2
+
+
+def test_settings_imports_no_feature_module():
+    # The standard: the central object learns its limits from ``limits``, not from every feature module.
+    tree = ast.parse(Path(settings.__file__).read_text())
+    project: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:  # from . import x / from .x import y
+            project |= {node.module} if node.module else {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("attention_core"):
+            project.add(node.module.removeprefix("attention_core").lstrip(".") or "attention_core")
+        elif isinstance(node, ast.Import):
+            assert not any(alias.name.startswith("attention_core") for alias in node.names)
+    assert project == {"errors", "limits", "presets", "stages"}
+
+
+def test_settings_still_exports_the_limits_others_import_from_it():
+    for name in ("MAX_TOKENS", "MIN_DIM", "MAX_DIM", "MAX_SEED", "MAX_ABS_VALUE", "MAX_DROPOUT", "MODEL_LAYERS",
+                 "MODEL_HEADS", "MODEL_WIDTH"):
+        assert getattr(settings, name) == getattr(limits, name)
