@@ -18,7 +18,7 @@ import re
 
 import torch
 
-from .formulas import STAGES, general_latex, stage_matrix
+from .formulas import STAGES, self_attention_formula, stage_matrix
 from .walkthrough import Walkthrough, stage_labels
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~])")
@@ -57,7 +57,7 @@ def walkthrough_markdown(walk: Walkthrough) -> str:
         "Tokens and ids: " + ", ".join(f"{_md(t)} → {i}" for t, i in zip(walk.tokens, walk.token_ids)),
     ]
     for stage, title in STAGES.items():
-        matrix_form, element_form = general_latex(stage)
+        matrix_form, element_form = self_attention_formula(stage)
         rows, cols = stage_labels(walk, stage)
         lines += [
             "", f"## {_md(title)}", "",

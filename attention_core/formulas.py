@@ -82,7 +82,7 @@ def _element_formula(stage: str, i=_i, j=_j) -> sp.Expr:
 
 
 @lru_cache(maxsize=None)
-def general_latex(stage: str) -> tuple[str, str]:
+def self_attention_formula(stage: str) -> tuple[str, str]:
     """The (matrix form, element form) of a stage, as LaTeX.
 
     Pure and constant per stage, so cached (a handful of short strings).

@@ -3,7 +3,7 @@ r"""The formulas of the masking & heads pages, built with sympy, general and wit
 Four pages step through the math of seed 001's ``CausalAttention`` and
 ``MultiHeadAttention`` and seed 003's cross-attention; each has its own stage
 dict here (key -> title), a matrix and an element formula per stage
-(:func:`general_latex`), and builders that write one entry with its real numbers
+(:func:`masking_formula`), and builders that write one entry with its real numbers
 substituted (``*_entry_latex``). Numbers come in as plain floats; no user text
 ever goes through sympy or into these strings.
 
@@ -43,7 +43,7 @@ CROSS_STAGES = stages.CROSS
 
 PAGES = {"causal": CAUSAL_STAGES, "dropout": DROPOUT_STAGES, "mha": MHA_STAGES, "cross": CROSS_STAGES}
 
-#: The words inside the general formulas (``\text{...}``), translated by :func:`general_latex`'s ``tr``.
+#: The words inside the general formulas (``\text{...}``), translated by :func:`masking_formula`'s ``tr``.
 _WORDS: dict[str, str] = {
     "allowed": N_("allowed"),
     "causal": N_("causal"),
@@ -96,7 +96,7 @@ def _latex(expr: sp.Expr) -> str:
     return sp.latex(expr, order="none")
 
 
-def general_latex(page: str, stage: str, tr: Translate = Message) -> tuple[str, ...]:
+def masking_formula(page: str, stage: str, tr: Translate = Message) -> tuple[str, ...]:
     """The matrix form and the element form (and sometimes a remark) of a stage, as LaTeX.
 
     Args:
@@ -108,15 +108,15 @@ def general_latex(page: str, stage: str, tr: Translate = Message) -> tuple[str, 
         KeyError: for an unknown page or stage.
     """
     words = tuple((key, str(tr(text))) for key, text in _WORDS.items())
-    lines = _general_latex(page, stage, words)
+    lines = _masking_formula(page, stage, words)
     translated = dict(words)
     return tuple(line.replace(r"\text{for}", latex_text(translated["for"]))
                  .replace(r"\text{otherwise}", latex_text(translated["otherwise"])) for line in lines)
 
 
 @lru_cache(maxsize=None)
-def _general_latex(page: str, stage: str, words: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
-    """:func:`general_latex` with its words already translated (cached per page, stage and language)."""
+def _masking_formula(page: str, stage: str, words: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """:func:`masking_formula` with its words already translated (cached per page, stage and language)."""
     translated = dict(words)
 
     def w(key: str, before: str = "", after: str = "") -> str:
@@ -132,7 +132,7 @@ def _general_latex(page: str, stage: str, words: tuple[tuple[str, str], ...]) ->
 
     if page in ("causal", "dropout"):
         if stage == "scaled_scores":
-            return formulas.general_latex("scaled_scores")
+            return formulas.self_attention_formula("scaled_scores")
         if stage == "mask":
             matrix = sp.Symbol(w("allowed") + " = " + w("causal") + r" \wedge " + w("not_padding") + r",\ "
                                + w("then_clicks"))
@@ -179,12 +179,12 @@ def _general_latex(page: str, stage: str, words: tuple[tuple[str, str], ...]) ->
     upper = _n if page == "cross" else _T
     if stage == "head" and page == "cross":  # no mask: every query may look at every encoder token
         matrix = sp.Eq(_nc(r"\mathrm{head}_{r}"), sp.Mul(_softmax(head_scaled), _nc("V_{r}")))
-        return _latex(matrix), formulas_multihead.general_latex(stage)[1]
+        return _latex(matrix), formulas_multihead.multihead_formula(stage)[1]
     if stage in ("head", "concat", "output", "split"):
-        return formulas_multihead.general_latex(stage)
+        return formulas_multihead.multihead_formula(stage)
     if stage == "inputs":
         if page == "mha":
-            return formulas.general_latex("inputs")
+            return formulas.self_attention_formula("inputs")
         return (_latex(sp.Eq(_nc(r"X_{dec}"), sp.Symbol(r"\mathrm{Embedding}(" + w("decoder_ids")
                                                          + r") \in \mathbb{R}^{m \times D}"))),
                 _latex(sp.Eq(_nc(r"X_{enc}"), sp.Symbol(r"\mathrm{Embedding}(" + w("encoder_ids")
@@ -378,3 +378,67 @@ def output_entry_latex(row: int, col: int, concat_row: Sequence[float], w_col: S
     general = f"\\sum_l c_{{{row + 1},l}}\\, W^{{O}}_{{l,{col + 1}}} + b^{{O}}_{{{col + 1}}}"
     terms = [f"{factor(a)} \\cdot {factor(b)}" for a, b in zip(concat_row, w_col)] + [factor(bias)]
     return aligned(lhs, [general, terms_lines(terms), number(value)])
+
+
+# ---------------------------------------------------------------- the pages' header formulas
+
+
+def header_latex(page: str, tr: Translate = Message) -> str:
+    """The formula at the top of a masking & heads page ("causal", "dropout", "mha" or "cross"), as LaTeX.
+
+    Built with sympy from the same symbols as the pages' stages (Vaswani et al. 2017, eq. 1, sec. 3.2.2-3.2.3;
+    seed 001 for the causal mask and multi-head; seed 004 for dropout; seed 003 for cross-attention).
+    ``tr`` puts the formula's words in the interface language (default: English).
+
+    Raises:
+        KeyError: for an unknown page.
+    """
+    words = tuple((key, str(tr(text))) for key, text in _HEADER_WORDS.items())
+    if page == "dropout":
+        translated = dict(words)
+        dropped = masking_formula("dropout", "dropped_weights", tr)[0]
+        drawn = masking_formula("dropout", "dropout_mask", tr)[0]
+        evaluated = _latex(sp.Eq(_nc(r"\tilde{\mathcal{A}}"), _nc(r"\mathcal{A}")))
+        return (dropped + r",\qquad " + drawn + r"\ " + latex_text(translated["training"]) + r",\qquad "
+                + evaluated + r"\ " + latex_text(translated["eval"]))
+    return _header_latex(page, words)
+
+
+_HEADER_WORDS: dict[str, str] = {
+    "training": N_("(training)"),
+    "eval": N_("(eval)"),
+    "per_head": N_("per head, then"),
+    "for": N_("for"),
+    "otherwise": N_("otherwise"),
+}
+
+
+@lru_cache(maxsize=None)
+def _header_latex(page: str, words: tuple[tuple[str, str], ...]) -> str:
+    translated = dict(words)
+    kt = sp.Pow(_nc("K"), _TOP, evaluate=False)
+    scaled = sp.Mul(_nc("Q"), kt, 1 / sp.sqrt(_d_k))
+    if page == "causal":
+        attention = sp.Eq(sp.Function(r"\operatorname{CausalAttention}")(_nc("Q"), _nc("K"), _nc("V")),
+                          sp.Mul(_softmax(sp.Add(scaled, _nc("M"), evaluate=False)), _nc("V")))
+        mask = sp.Eq(_M[_i, _j], sp.Piecewise((0, sp.Le(_j, _i)), (-sp.oo, True)))
+        text = _latex(attention) + r",\quad " + _latex(mask)
+        return (text.replace(r"\text{for}", latex_text(translated["for"]))
+                .replace(r"\text{otherwise}", latex_text(translated["otherwise"])))
+    if page == "mha":
+        head = formulas_multihead.multihead_formula("head")[0]
+        heads = (sp.Symbol(r"\mathrm{head}_{1}"), sp.Symbol(r"\dots"), sp.Symbol(r"\mathrm{head}_{h}"))
+        multihead = sp.Eq(sp.Symbol(r"\operatorname{MultiHead}"),
+                          sp.Add(sp.Mul(sp.Function(r"\operatorname{Concat}")(*heads), _nc("W_O")), _nc("b_O"),
+                                 evaluate=False))
+        return head + r",\qquad " + _latex(multihead)
+    if page == "cross":
+        x_dec, x_enc = _nc("X_{dec}"), _nc("X_{enc}")
+        q, k = sp.Mul(x_dec, _nc("W_q")), sp.Mul(x_enc, _nc("W_k"))
+        scores = sp.Mul(q, sp.Pow(k, _TOP, evaluate=False), 1 / sp.sqrt(_d_head), evaluate=False)
+        cross = sp.Eq(sp.Function(r"\operatorname{CrossAttention}")(x_dec, x_enc),
+                      sp.Mul(_softmax(scores), x_enc, _nc("W_v")))
+        concat = sp.Add(sp.Mul(sp.Symbol(r"\operatorname{Concat}"), _nc("W_O"), evaluate=False), _nc("b_O"),
+                        evaluate=False)
+        return _latex(cross) + r"\quad" + latex_text(translated["per_head"] + " ") + " " + _latex(concat)
+    raise KeyError(page)

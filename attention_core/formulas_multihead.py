@@ -1,7 +1,7 @@
 r"""The formulas of the masking and multi-head steps, built with sympy.
 
 Like :mod:`formulas`: each stage has a matrix formula and an element formula
-(:func:`general_latex`), and :func:`entry_latex` writes one entry (row, col)
+(:func:`multihead_formula`), and :func:`multihead_entry_latex` writes one entry (row, col)
 of a :class:`multihead.MultiHeadTrace` with its numbers substituted.
 No user text goes through sympy.
 
@@ -109,7 +109,7 @@ def _element_formula(stage: str, i=_i, j=_j, r=_r) -> sp.Expr:
 
 
 @lru_cache(maxsize=None)
-def general_latex(stage: str) -> tuple[str, str]:
+def multihead_formula(stage: str) -> tuple[str, str]:
     """The (matrix form, element form) of a stage, as LaTeX.
 
     Raises:
@@ -126,7 +126,7 @@ def mask_latex(mask: torch.Tensor) -> str:
     return "M = " + sp.latex(sp.Matrix(rows))
 
 
-def entry_latex(trace: MultiHeadTrace, stage: str, row: int, col: int, head: int = 0) -> str:
+def multihead_entry_latex(trace: MultiHeadTrace, stage: str, row: int, col: int, head: int = 0) -> str:
     """The element formula of one entry with its numbers substituted, and the result.
 
     Indices are shown 1-based, as in the seed articles.
@@ -144,7 +144,7 @@ def entry_latex(trace: MultiHeadTrace, stage: str, row: int, col: int, head: int
         IndexError: row, col or head out of range.
     """
     if trace.x_query.dim() != 2:
-        raise ValueError("entry_latex needs an unbatched trace (inputs of shape (T, d))")
+        raise ValueError("multihead_entry_latex needs an unbatched trace (inputs of shape (T, d))")
     if not 0 <= head < trace.num_heads:
         raise IndexError(f"head {head} outside 0..{trace.num_heads - 1}")
     att = trace.heads[head]

@@ -100,7 +100,7 @@ def _element_formula(stage: str, i=_i, j=_j) -> sp.Expr:
     raise KeyError(stage)
 
 
-def head_general_latex(stage: str, tr: Translate = Message) -> tuple[str, str]:
+def head_formula(stage: str, tr: Translate = Message) -> tuple[str, str]:
     """The (matrix form, element form) of a stage, as LaTeX.
 
     Args:
@@ -110,17 +110,17 @@ def head_general_latex(stage: str, tr: Translate = Message) -> tuple[str, str]:
     Raises:
         KeyError: for a stage not in :data:`HEAD_STAGES`.
     """
-    matrix, element = _head_general_latex(stage)
+    matrix, element = _head_formula(stage)
     return matrix, translate_cases(element, tr)
 
 
 @lru_cache(maxsize=None)
-def _head_general_latex(stage: str) -> tuple[str, str]:
-    """:func:`head_general_latex` in English (constant per stage, so cached)."""
+def _head_formula(stage: str) -> tuple[str, str]:
+    """:func:`head_formula` in English (constant per stage, so cached)."""
     if stage not in HEAD_STAGES:
         raise KeyError(stage)
     if stage in ("scores", "scaled_scores"):
-        return formulas.general_latex(stage)
+        return formulas.self_attention_formula(stage)
     return sp.latex(_matrix_formula(stage), order="none"), sp.latex(_element_formula(stage), order="none")
 
 
@@ -170,7 +170,7 @@ class HeadEntry:
         return total + self.bias
 
 
-def stage_matrix(step: HeadStep, stage: str):
+def head_stage_matrix(step: HeadStep, stage: str):
     """The matrix a stage produces: X (n, D), Q/K/V (n, d_k), scores..weights (n, n), output (n, d_k)."""
     att = step.trace.attention
     return {
@@ -194,7 +194,7 @@ def head_entry_of(step: HeadStep, stage: str, row: int, col: int) -> HeadEntry:
         KeyError: unknown stage. IndexError: row or col out of range.
     """
     trace, att = step.trace, step.trace.attention
-    matrix = stage_matrix(step, stage)
+    matrix = head_stage_matrix(step, stage)
     if not (0 <= row < matrix.shape[0] and 0 <= col < matrix.shape[1]):
         raise IndexError(f"entry ({row}, {col}) is outside {tuple(matrix.shape)}")
     value = float(matrix[row, col])
@@ -306,7 +306,7 @@ def trained_head_steps(step: HeadStep, stage: str, labels: Sequence[str]) -> Ste
     """
     if stage not in HEAD_STAGES:
         raise KeyError(stage)
-    matrix = stage_matrix(step, stage)
+    matrix = head_stage_matrix(step, stage)
     square = stage in ("scores", "scaled_scores", "mask", "masked_scores", "weights")  # n × n: tokens both ways
     cols = tuple(labels) if square else tuple(f"{'d' if stage == 'inputs' else 'c'}{j + 1}"
                                               for j in range(matrix.shape[1]))
@@ -318,7 +318,7 @@ def trained_head_steps(step: HeadStep, stage: str, labels: Sequence[str]) -> Ste
         page="trained_head",
         stage=Stage(
             key=stage, panels=(panel,),
-            formula=lambda tr: head_general_latex(stage, tr),
+            formula=lambda tr: head_formula(stage, tr),
             entry=lambda row, col, head, tr: cached_head_entry_latex(head_entry_of(step, stage, row, col), tr),
             code=(pretrained.head_weights, pretrained.head_step), details=details,
         ),

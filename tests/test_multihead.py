@@ -429,15 +429,15 @@ def test_general_formulas_of_every_stage():
     from attention_core import formulas_multihead as fm
 
     for stage in fm.STAGES:
-        matrix, element = fm.general_latex(stage)
+        matrix, element = fm.multihead_formula(stage)
         assert matrix and element
-    assert r"\sqrt{d_{head}}" in fm.general_latex("head")[0]  # never sqrt(d_out)
-    assert r"-\infty" in fm.general_latex("masked_scores")[1]
-    assert r"\left(r - 1\right) d_{head} + c" in fm.general_latex("split")[1]
-    assert "W_{O}" in fm.general_latex("output")[0]
+    assert r"\sqrt{d_{head}}" in fm.multihead_formula("head")[0]  # never sqrt(d_out)
+    assert r"-\infty" in fm.multihead_formula("masked_scores")[1]
+    assert r"\left(r - 1\right) d_{head} + c" in fm.multihead_formula("split")[1]
+    assert "W_{O}" in fm.multihead_formula("output")[0]
     assert fm.mask_latex(causal_mask(2)) == r"M = \left[\begin{matrix}0 & -\infty\\0 & 0\end{matrix}\right]"
     with pytest.raises(KeyError):
-        fm.general_latex("nope")
+        fm.multihead_formula("nope")
 
 
 def test_entry_formulas_end_with_the_traced_number():
@@ -446,21 +446,21 @@ def test_entry_formulas_end_with_the_traced_number():
     torch.manual_seed(123)
     mha = MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)
     trace = mha.trace(INPUTS[:4])
-    assert fm.entry_latex(trace, "masked_scores", 0, 2, head=1) == r"{a'}_{1,3} = -\infty"
-    allowed = fm.entry_latex(trace, "masked_scores", 2, 1, head=0)
+    assert fm.multihead_entry_latex(trace, "masked_scores", 0, 2, head=1) == r"{a'}_{1,3} = -\infty"
+    allowed = fm.multihead_entry_latex(trace, "masked_scores", 2, 1, head=0)
     assert allowed.startswith(r"{a'}_{3,2} = {a}_{3,2} = ")
     assert float(allowed.rsplit("=", 1)[1]) == pytest.approx(float(trace.heads[0].scaled_scores[2, 1]), abs=1e-3)
-    assert fm.entry_latex(trace, "split", 1, 1, head=1).startswith(r"{q^{(2)}}_{2,2} = {q}_{2,4} = ")
+    assert fm.multihead_entry_latex(trace, "split", 1, 1, head=1).startswith(r"{q^{(2)}}_{2,2} = {q}_{2,4} = ")
     cases = [("split", 1, 1, 1, trace.query[1, 3]), ("head", 2, 0, 1, trace.heads[1].output[2, 0]),
              ("concat", 1, 3, 0, trace.concat[1, 3]), ("output", 0, 1, 0, trace.output[0, 1])]
     for stage, row, col, head, expected in cases:
-        text = fm.entry_latex(trace, stage, row, col, head)
+        text = fm.multihead_entry_latex(trace, stage, row, col, head)
         assert float(text.rsplit("=", 1)[1]) == pytest.approx(float(expected), abs=1e-3), stage
     # The written-out sum of the output entry has one product per concat column, plus the bias.
-    assert fm.entry_latex(trace, "output", 0, 1).count(r"\cdot") == 4
+    assert fm.multihead_entry_latex(trace, "output", 0, 1).count(r"\cdot") == 4
     with pytest.raises(IndexError):
-        fm.entry_latex(trace, "concat", 4, 0)
+        fm.multihead_entry_latex(trace, "concat", 4, 0)
     with pytest.raises(IndexError):
-        fm.entry_latex(trace, "head", 0, 0, head=2)
+        fm.multihead_entry_latex(trace, "head", 0, 0, head=2)
     with pytest.raises(ValueError):
-        fm.entry_latex(mha.trace(BATCH), "output", 0, 0)
+        fm.multihead_entry_latex(mha.trace(BATCH), "output", 0, 0)

@@ -24,8 +24,8 @@ from attention_core.formulas_pretrained import (
     HEAD_STAGES,
     head_entry_latex,
     head_entry_of,
-    head_general_latex,
-    stage_matrix,
+    head_formula,
+    head_stage_matrix,
 )
 from attention_core.settings import Settings
 
@@ -188,14 +188,14 @@ def test_each_stage_agrees_with_torch_sdpa_and_the_additive_mask(pm):
 def test_every_entry_recomputes_with_a_plain_loop(pm, runs, stage):
     run = pretrained.run_model(pm, pretrained.tokenize(pm, SENTENCES[1], padding=1))
     step = pretrained.head_step(pm, run, 1, 3)
-    rows, cols = stage_matrix(step, stage).shape
+    rows, cols = head_stage_matrix(step, stage).shape
     for row, col in [(0, 0), (rows - 1, cols - 1), (rows // 2, cols // 3)]:
         entry = head_entry_of(step, stage, row, col)
         expected = entry.recompute()
         assert (math.isinf(expected) and expected == entry.value) or math.isclose(expected, entry.value, abs_tol=1e-4)
         text = head_entry_latex(entry)
         assert text.startswith(r"\begin{aligned}") and f"{row + 1},{col + 1}" in text
-    matrix_form, element_form = head_general_latex(stage)
+    matrix_form, element_form = head_formula(stage)
     assert matrix_form and element_form
 
 

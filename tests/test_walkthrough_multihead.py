@@ -23,6 +23,7 @@ from attention_core.errors import InputError
 from attention_core.modules import CausalAttention, MultiHeadAttention, SelfAttentionV2
 from attention_core.presets import PRESETS
 from attention_core.settings import MAX_DROPOUT, MAX_TOKENS, PRESET_FIELDS, Settings, validate_settings
+from attention_core.stepthrough import clamp_entry
 from attention_core.walkthrough import build_walkthrough
 from attention_core.walkthrough_multihead import (
     MASK_EDITS,
@@ -30,11 +31,11 @@ from attention_core.walkthrough_multihead import (
     build_cross_walkthrough,
     build_multihead_walkthrough,
     causal_panels,
-    clamp_entry,
     explain_causal,
     explain_multihead,
     module_weights,
     multihead_panels,
+    multihead_steps,
 )
 
 JOURNEY = torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
@@ -336,7 +337,7 @@ def _walks():
 def test_every_stage_has_panels_formulas_and_explains_each_entry_with_its_number(group):
     ((page, walk, stages),) = _walks()[group]
     for stage in stages:
-        lines = fm.general_latex(page, stage)
+        lines = fm.masking_formula(page, stage)
         assert len(lines) >= 2 and all(lines)
         panels = (multihead_panels if page in ("mha", "cross") else causal_panels)(walk, stage)
         explained = [p for p in panels if p.explained]
@@ -369,8 +370,8 @@ def test_scaled_scores_entry_divides_by_sqrt_head_dim():
 
 def test_clamp_entry_moves_inside_the_stage_and_the_heads():
     walk = build_multihead_walkthrough(Settings.for_preset("journey_v1"))
-    assert clamp_entry(multihead_panels(walk, "split"), 9, 9, 5, 2) == (5, 0, 1)
-    assert clamp_entry(multihead_panels(walk, "weights"), -1, 3, 0, 2) == (0, 3, 0)
+    assert clamp_entry(multihead_steps(walk, "split").stage, 9, 9, 5, 2) == (5, 0, 1)
+    assert clamp_entry(multihead_steps(walk, "weights").stage, -1, 3, 0, 2) == (0, 3, 0)
 
 
 # ---------------------------------------------------------------- settings

@@ -19,9 +19,8 @@ import streamlit as st
 import torch
 
 from attention_core import pretrained
-from attention_core.formulas_pretrained import HeadEntry, head_entry_latex, head_general_latex
 
-from . import i18n, model_view, runtime
+from . import model_view, runtime
 
 #: torch's intra-op threads for the server once the model is loaded. On the 2-core machines this app runs
 #: on, shared by every session (and whatever else runs there), one thread per forward pass was both
@@ -79,22 +78,6 @@ def sentence_data(text: str, padding: int) -> SentenceData:
 def head(text: str, padding: int, layer: int, head: int) -> pretrained.HeadStep:
     """One head recomputed step by step (see ``pretrained.head_step``)."""
     return pretrained.head_step(model(), sentence_data(text, padding).run, layer, head)
-
-
-def general_latex(stage: str) -> tuple[str, str]:
-    """A stage's matrix and element forms, the words in them in the session's language (cached in core)."""
-    return head_general_latex(stage, tr=i18n._)
-
-
-def entry_latex(entry: HeadEntry) -> str:
-    """One entry's formula with its numbers, the words in it in the session's language."""
-    return _entry_latex(entry, i18n.language())
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def _entry_latex(entry: HeadEntry, language: str) -> str:
-    # ``language`` is part of the cache key: _() inside gives the words in that language
-    return head_entry_latex(entry, tr=i18n._)
 
 
 def as_numpy(tensor) -> np.ndarray:

@@ -1,7 +1,7 @@
-"""Widgets every page uses: heatmaps, formulas, matrix editors, the step picker, the PyTorch check.
+"""Widgets every page uses: heatmaps, matrix editors, the step picker, the PyTorch check.
 
 Pages call these with values from ``attention_core``; nothing here computes
-attention. Rendering of formulas is cached (``st.cache_data``) on plain values.
+attention; the step-through of a formula is drawn by ``ui.stepthrough``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pyarrow as pa
 import streamlit as st
 
 from attention_core.errors import InputError
-from attention_core.formulas import Entry, entry_latex, general_latex
+from attention_core.formulas import Entry, entry_latex
 from attention_core.matrix_text import parse_matrix
 from attention_core.settings import EDITABLE, MAX_ABS_VALUE
 from attention_core.walkthrough import Walkthrough, build_walkthrough
@@ -68,24 +68,9 @@ def show_messages() -> None:
         st.warning(_(message), icon=":material/info:")
 
 
-# ---------------------------------------------------------------- formulas
-
-
-@st.cache_data(show_spinner=False, max_entries=512)
-def _entry_latex(entry: Entry) -> str:
-    return entry_latex(entry)
-
-
-def stage_formulas(stage: str) -> None:
-    """The matrix form and the element form of a stage."""
-    matrix, element = general_latex(stage)  # constant per stage: cached in attention_core
-    st.latex(matrix)
-    st.latex(element)
-
-
 def entry_formula(entry: Entry) -> None:
-    """One entry's formula with its numbers in and its result."""
-    st.latex(_entry_latex(entry))
+    """One self-attention entry's formula with its numbers in and its result (rendered once, cached in core)."""
+    st.latex(entry_latex(entry))
 
 
 # ---------------------------------------------------------------- heatmap
