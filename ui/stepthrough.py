@@ -32,7 +32,7 @@ def _labels(labels: Sequence[str]) -> list[str]:
     return [app_text(label) for label in labels]
 
 
-def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stacked", per_row: int = 3,
+def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stacked", per_row: int = 0,
          with_checks: bool = True, after_panels: Optional[Callable[[], None]] = None,
          after_entry: Optional[Callable[[], None]] = None,
          after_checks: Optional[Callable[[], None]] = None) -> None:
@@ -42,7 +42,7 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
         steps: from the page's builder in attention_core.
         explain: stage key -> what this step does (English, marked with N_; translated here).
         layout: "stacked" (the formula above the heatmaps) or "beside" (the formula left of a single heatmap).
-        per_row: at most this many heatmaps side by side.
+        per_row: at most this many heatmaps side by side (0: 3, or 2 to 4 by the number of heads).
         with_checks: show the checks against PyTorch here (False: the page shows them elsewhere).
         after_panels, after_entry, after_checks: draw what the page adds after the heatmaps, after the
             explained entry, after the checks (before "Show the code").
@@ -74,7 +74,8 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
         elif single and not stage.panels[0].title:
             _single_panel(steps, stage.panels[0], (row, col), head)
         else:
-            panels(steps, entry=(row, col), head=head, per_row=per_row)
+            panels(steps, entry=(row, col), head=head,
+                   per_row=per_row or (min(max(steps.num_heads, 2), 4) if steps.num_heads else 3))
     if after_panels is not None:
         after_panels()
     if stage.remark:
