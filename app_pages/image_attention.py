@@ -4,7 +4,6 @@ import pandas as pd
 import streamlit as st
 
 from attention_core import image
-from attention_core.errors import InputError
 from attention_core.settings import MAX_DIM, MIN_DIM
 from ui import charts, experiments, state, widgets
 from ui.i18n import _
@@ -64,12 +63,8 @@ with c3:
     state.bind(st.number_input, _("Seed of W_q, W_k"), "experiment_seed", step=1,
                disabled=settings.image_features == "rgb")
 
-try:
-    trace = experiments.image_attention(pixels.contiguous().numpy().tobytes(), height, width, settings.image_features,
-                                        settings.image_d_k, settings.experiment_seed)
-except InputError as error:
-    widgets.show_error(error)
-    st.stop()
+trace = widgets.build_or_stop(experiments.image_attention, pixels.contiguous().numpy().tobytes(), height, width,
+                              settings.image_features, settings.image_d_k, settings.experiment_seed)
 row, col = settings.image_row, settings.image_col
 n = row * width + col
 

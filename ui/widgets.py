@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, TypeVar
 
 import altair as alt
 import numpy as np
@@ -28,6 +28,8 @@ from .i18n import _
 
 CELL_PX = 56  # heatmap cell size: numbers stay readable on a projector
 
+T = TypeVar("T")
+
 
 # ---------------------------------------------------------------- text helpers
 
@@ -43,16 +45,22 @@ def show_error(error: InputError) -> None:
     st.error(_(error.message), icon=":material/error:")
 
 
-def walkthrough_or_stop() -> Walkthrough:
-    """The walk-through of the current settings and edits; on bad input, its message and the page stops.
+def build_or_stop(build: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``build(*args, **kwargs)``; on bad input (:class:`InputError`), its message and the page stops.
 
-    What the user typed stays in the settings, so fixing it brings the page back.
+    What the user typed stays in the settings, so fixing it brings the page back. Any other
+    exception is a bug and propagates.
     """
     try:
-        return build_walkthrough(state.settings(), state.edits())
+        return build(*args, **kwargs)
     except InputError as error:
         show_error(error)
         st.stop()
+
+
+def walkthrough_or_stop() -> Walkthrough:
+    """The walk-through of the current settings and edits; on bad input, its message and the page stops."""
+    return build_or_stop(build_walkthrough, state.settings(), state.edits())
 
 
 def show_messages() -> None:
