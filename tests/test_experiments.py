@@ -357,6 +357,69 @@ def test_additive_entry_latex_has_the_numbers_and_the_score():
         additive.additive_entry_latex(trace, 7, 0)
 
 
+def _argmax(row: list[float]) -> int:
+    """The first index of the largest value (a plain loop, as torch.argmax breaks ties)."""
+    best = 0
+    for index, value in enumerate(row):
+        if value > row[best]:
+            best = index
+    return best
+
+
+@pytest.mark.parametrize("s", PRESET_CASES)
+@pytest.mark.parametrize("hidden", [1, 5])
+def test_scorer_comparison_against_plain_loops(s, hidden):
+    att = build_walkthrough(s).trace.attention
+    view = additive.compare_scorers(att.query, att.key, att.value, att.weights, hidden, 4, 1, 0)
+    params = additive.seeded_additive_weights(att.query.shape[1], att.key.shape[1], hidden,
+                                              torch.Generator().manual_seed(4))
+    assert torch.equal(view.additive.weights_in.w_v, params.w_v)  # the seed is the scorer's own
+    dot, add = att.weights.tolist(), view.additive.weights.tolist()
+    assert view.shared_scale == pytest.approx(max(max(max(r) for r in dot), max(max(r) for r in add)), abs=0)
+    assert view.agreeing_queries == sum(_argmax(a) == _argmax(b) for a, b in zip(dot, add))
+    loop = additive.additive_scores_loop(att.query, att.key, params)
+    worst = max(abs(a - b) for row_a, row_b in zip(view.additive.scores.tolist(), loop) for a, b in zip(row_a, row_b))
+    assert view.loop_max_abs_diff == pytest.approx(worst, abs=1e-12)
+    assert view.loop_matches and worst < additive.LOOP_TOLERANCE
+    assert view.w_v_column.shape == (hidden, 1) and view.w_v_column[:, 0].tolist() == params.w_v.tolist()
+    assert (view.row, view.col, view.query_number, view.key_number) == (1, 0, 2, 1)
+    assert (view.tokens, view.d_k, view.hidden_size) == (len(dot), att.key.shape[1], hidden)
+
+
+def test_scorer_agreement_counts_the_shared_favourite_keys():
+    g = torch.Generator().manual_seed(2)
+    q, k, v = torch.randn(5, 3, generator=g), torch.randn(5, 3, generator=g), torch.randn(5, 3, generator=g)
+    first = additive.compare_scorers(q, k, v, torch.full((5, 5), 0.2), 3, 0, 0, 0)
+    same = additive.compare_scorers(q, k, v, first.additive.weights, 3, 0, 0, 0)
+    assert same.agreeing_queries == 5
+    assert same.shared_scale == max(max(row) for row in first.additive.weights.tolist())
+    # every query's favourite is key 2: the scorers agree on the queries whose additive favourite is key 2
+    column_2 = torch.full((5, 5), 0.1).index_fill(1, torch.tensor([2]), 0.6)
+    favourite_2 = [_argmax(row) == 2 for row in first.additive.weights.tolist()]
+    assert additive.compare_scorers(q, k, v, column_2, 3, 0, 0, 0).agreeing_queries == sum(favourite_2)
+    with pytest.raises(InputError):
+        additive.compare_scorers(q, k, v, torch.ones(4, 5), 3, 0, 0, 0)
+    with pytest.raises(InputError):
+        additive.compare_scorers(q, k, v, first.additive.weights, 17, 0, 0, 0)
+
+
+@pytest.mark.parametrize(("row", "col", "tokens", "expected"), [
+    (7, 9, 4, (3, 3)), (2, 1, 4, (2, 1)), (-1, 5, 3, (0, 2)), (0, 0, 1, (0, 0)),
+])
+def test_clamp_pair_keeps_the_pair_inside_the_weights(row, col, tokens, expected):
+    assert additive.clamp_pair(row, col, tokens) == expected
+    g = torch.Generator().manual_seed(0)
+    if tokens > 1:
+        q = torch.randn(tokens, 2, generator=g)
+        view = additive.compare_scorers(q, q, q, torch.softmax(q @ q.T, -1), 2, 0, row, col)
+        assert (view.row, view.col) == expected
+
+
+def test_clamp_pair_needs_a_token():
+    with pytest.raises(InputError):
+        additive.clamp_pair(0, 0, 0)
+
+
 # ---------------------------------------------------------------- self-attention over an image
 
 

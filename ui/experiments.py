@@ -91,6 +91,17 @@ def heatmap_width(columns: int, row_labels: bool = True) -> int:
     return columns * widgets.CELL_PX + (150 if row_labels else 40)
 
 
+def keep_in_range(**values: Any) -> None:
+    """Store the settings a view moved back into range (e.g. a chosen pair on a sentence that got shorter).
+
+    Only the fields whose value differs are written; call it before the widgets bound to them are created.
+    """
+    current = state.settings()
+    changed = {field: value for field, value in values.items() if getattr(current, field) != value}
+    if changed:
+        state.update(**changed)
+
+
 def check_line(text: str, ok: bool) -> None:
     """A check that is not against PyTorch (e.g. against a plain Python loop); ``text`` is already translated."""
     if ok:
