@@ -136,6 +136,37 @@ def test_the_derivation_reaches_0_d_k_and_1():
     assert mean == 0 and var == 1
 
 
+def test_scaling_summary_bars_ratios_and_uniform_lines():
+    result = scaling.run_scaling_experiment(1000, 8, seed=3)
+    summary = scaling.summarise(result)
+    var, se = result.variance.tolist(), result.standard_error.tolist()
+    assert summary.d_k == (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) == summary.theory_variance
+    for k, (d, v, e) in enumerate(zip(summary.d_k, var, se)):
+        assert summary.variance_high[k] - v == pytest.approx(2 * e)
+        assert summary.variance_low[k] == pytest.approx(v - 2 * e) and summary.variance_low[k] < v
+        assert summary.variance_ratio[k] * d == pytest.approx(v)
+        assert abs(summary.variance_ratio[k] - 1) < 5 * e / d  # Var / d_k ≈ 1 within sampling error
+    assert summary.theory_scaled_variance == (1.0,) * 11
+    assert (summary.largest_d_k, summary.largest_sd) == (1024, 32.0)
+    assert f"{summary.exp_largest_sd:.1e}" == "7.9e+13"  # e^32 = 78962960182680.69
+    assert summary.uniform_weight == 0.125 and summary.uniform_weight_line == (0.125,) * 11
+    uniform = -sum(1 / 8 * math.log(1 / 8) for _ in range(8))  # H of 8 equal weights, a plain loop
+    assert summary.uniform_entropy == pytest.approx(uniform) == float(scaling.entropy(torch.full((8,), 1 / 8)))
+    assert summary.uniform_entropy_line == (summary.uniform_entropy,) * 11
+    assert summary.entropy_axis_top == pytest.approx(1.05 * math.log(8))
+
+
+def test_scaling_summary_keeps_error_bars_above_the_log_axis_floor():
+    import dataclasses
+
+    result = scaling.run_scaling_experiment(100, 2, seed=0, grid=(1, 2))
+    noisy = dataclasses.replace(result, variance=torch.tensor([0.5, 2.0]), standard_error=torch.tensor([1.0, 0.25]))
+    summary = scaling.summarise(noisy)
+    assert summary.variance_low == (scaling.ERROR_BAR_FLOOR, 1.5)  # 0.5 − 2 is below the floor
+    assert summary.variance_high == (2.5, 2.5)
+    assert summary.variance_ratio == (0.5, 1.0) and summary.largest_d_k == 2
+
+
 # ---------------------------------------------------------------- temperature
 
 

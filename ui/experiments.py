@@ -102,6 +102,11 @@ def keep_in_range(**values: Any) -> None:
         state.update(**changed)
 
 
+def table_height(rows: int) -> int:
+    """The height in pixels of ``st.dataframe`` showing ``rows`` rows and its header, without a scroll bar."""
+    return 36 * (rows + 1) + 3
+
+
 def check_line(text: str, ok: bool) -> None:
     """A check that is not against PyTorch (e.g. against a plain Python loop); ``text`` is already translated."""
     if ok:
