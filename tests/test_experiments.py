@@ -37,6 +37,15 @@ def _global_rng_untouched(run) -> bool:
     return torch.equal(torch.rand(3), expected)
 
 
+def _argmax(row: list[float]) -> int:
+    """The first index of the largest value (a plain loop, as torch.argmax breaks ties)."""
+    best = 0
+    for index, value in enumerate(row):
+        if value > row[best]:
+            best = index
+    return best
+
+
 # ---------------------------------------------------------------- why √d_k
 
 
@@ -204,6 +213,38 @@ def test_ties_share_the_argmax_limit():
     trace = temperature.temperature_attention(q, k, v, 0.01)
     assert torch.allclose(trace.argmax_weights.sum(-1), torch.ones(7))
     assert set(trace.argmax_weights.unique().tolist()) <= {0.0, 0.5, 1.0}
+
+
+@pytest.mark.parametrize("s", PRESET_CASES)
+@pytest.mark.parametrize("tau", [0.3, 1.0, 7.0])
+def test_temperature_view_row_and_sweep_against_plain_python(s, tau):
+    q, k, v = _qkv(s)
+    view = temperature.temperature_view(q, k, v, tau, row=2)
+    assert (view.row, view.row_number) == (2, 3)
+    # row 2's weights with math.exp, from the numbers of Q and K
+    scale = 1 / (tau * math.sqrt(q.shape[1]))
+    scores = [sum(a * b for a, b in zip(q[2].tolist(), key)) * scale for key in k.tolist()]
+    exps = [math.exp(x - max(scores)) for x in scores]
+    weights = [e / sum(exps) for e in exps]
+    assert view.row_favourite == _argmax(weights)
+    assert view.trace.weights[2].tolist() == pytest.approx(weights, abs=1e-6)
+    assert view.marked == tuple(t == tau for t in temperature.TEMPERATURE_GRID) and sum(view.marked) == 1
+    assert view.marked[temperature.TEMPERATURE_GRID.index(tau)]
+    assert view.max_entropy_line == (math.log(len(k)),) * len(temperature.TEMPERATURE_GRID)
+    reference = temperature.temperature_sweep(q @ k.T, q.shape[1])
+    assert torch.allclose(view.sweep.mean_entropy, reference.mean_entropy, atol=1e-6)
+
+
+def test_temperature_view_clamps_the_row_and_marks_no_off_grid_tau():
+    q, k, v = _qkv(Settings.for_preset("custom", sentence="a b c", d_model=4, d_k=2, seed=0))
+    view = temperature.temperature_view(q, k, v, 0.123, row=9)
+    assert (view.row, view.row_number) == (2, 3)
+    assert not any(view.marked)
+    assert temperature.clamp_row(-1, 3) == 0 and temperature.clamp_row(1, 3) == 1
+    with pytest.raises(InputError):
+        temperature.clamp_row(0, 0)
+    with pytest.raises(InputError):
+        temperature.temperature_view(q, k, v, 0.0, row=0)
 
 
 def test_entropy_grows_with_temperature():
@@ -386,15 +427,6 @@ def test_additive_entry_latex_has_the_numbers_and_the_score():
     assert r"\tanh" in vector and r"\sum" in element
     with pytest.raises(IndexError):
         additive.additive_entry_latex(trace, 7, 0)
-
-
-def _argmax(row: list[float]) -> int:
-    """The first index of the largest value (a plain loop, as torch.argmax breaks ties)."""
-    best = 0
-    for index, value in enumerate(row):
-        if value > row[best]:
-            best = index
-    return best
 
 
 @pytest.mark.parametrize("s", PRESET_CASES)
