@@ -369,6 +369,64 @@ def test_equivariance_steps_are_latex():
     assert r"\sin" in even and r"\cos" in odd and "10000" in even
 
 
+@pytest.mark.parametrize("s", PRESET_CASES)
+@pytest.mark.parametrize("shuffle", list(positional.SHUFFLES))
+def test_order_experiment_is_the_three_steps_and_names_its_checks(s, shuffle):
+    t = build_walkthrough(s).trace
+    n, d = t.x.shape
+    result = positional.order_experiment(t.x, t.w_query, t.w_key, t.w_value, "sinusoidal", shuffle, 2)
+    assert result.perm == positional.permutation(shuffle, n, 2)
+    assert torch.equal(result.pe, positional.sinusoidal_encoding(n, d))
+    assert result.plain_matches and result.order_matters  # what the page states as ✓ and as success
+    # X + PE, entry by entry with math.sin / math.cos
+    table = positional.sinusoidal_encoding_loop(n, d)
+    expected = [[a + b for a, b in zip(row, pe_row)] for row, pe_row in zip(t.x.tolist(), table)]
+    assert sum(result.encoded_x.tolist(), []) == pytest.approx(sum(expected, []), abs=1e-6)
+    assert result.shuffled_positions == tuple(range(1, n + 1))
+
+
+def test_shuffle_puts_items_in_the_shuffled_order():
+    x = torch.randn(4, 3, generator=torch.Generator().manual_seed(0))
+    words = ("your", "journey", "starts", "here")
+    for kind, expected in [("reverse", ("here", "starts", "journey", "your")),
+                           ("rotate", ("journey", "starts", "here", "your"))]:
+        result = positional.order_experiment(x, torch.eye(3), torch.eye(3), torch.eye(3), "learned", kind, 0)
+        assert result.shuffle(words) == expected
+        assert torch.equal(result.x_shuffled, torch.stack(result.shuffle(list(x))))
+    with pytest.raises(IndexError):
+        result.shuffle(words[:2])
+
+
+def test_order_matters_only_when_the_encoding_differs_between_positions():
+    g = torch.Generator().manual_seed(1)
+    x, w = torch.randn(5, 4, generator=g), torch.randn(4, 4, generator=g)
+    perm = positional.permutation("reverse", 5)
+    same_everywhere = positional.equivariance(x, w, w, w, torch.ones(5, 4), perm)  # every position gets one vector
+    assert same_everywhere.plain_matches and not same_everywhere.order_matters
+    assert same_everywhere.encoded_diff <= positional.ORDER_TOLERANCE
+    sinusoid = positional.equivariance(x, w, w, w, positional.sinusoidal_encoding(5, 4), perm)
+    assert sinusoid.order_matters and sinusoid.encoded_diff > positional.ORDER_TOLERANCE
+
+
+@pytest.mark.parametrize(("positions", "width", "entry"), [(16, 16, (3, 4)), (2, 3, (1, 2)), (64, 4, (3, 3))])
+def test_sinusoidal_pattern_is_checked_against_the_loop(positions, width, entry):
+    pattern = positional.sinusoidal_pattern(positions, width)
+    loop = positional.sinusoidal_encoding_loop(positions, width)
+    worst = max(abs(a - b) for row, ref in zip(pattern.table.tolist(), loop) for a, b in zip(row, ref))
+    assert pattern.loop_max_abs_diff == pytest.approx(worst, abs=1e-12)
+    assert pattern.loop_matches and worst < positional.LOOP_TOLERANCE
+    assert (pattern.example_position, pattern.example_column) == entry
+    assert torch.equal(pattern.table, positional.sinusoidal_encoding(positions, width))
+
+
+def test_sinusoidal_pattern_example_entry_value():
+    # PE(3, 4) at d_model = 16: sin(3 / 10000^(4/16)) = sin(0.3) = 0.295520...
+    pattern = positional.sinusoidal_pattern(16, 16)
+    assert float(pattern.table[pattern.example_position, pattern.example_column]) == pytest.approx(0.2955202, abs=1e-6)
+    with pytest.raises(InputError):
+        positional.sinusoidal_pattern(0, 4)
+
+
 # ---------------------------------------------------------------- additive scoring
 
 

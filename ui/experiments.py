@@ -51,11 +51,9 @@ def image_attention(pixels: bytes, height: int, width: int, features: str, d_k: 
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def sinusoidal_pattern(positions: int, width: int) -> tuple[torch.Tensor, float]:
-    """The sinusoidal table (positions × width) and its max |difference| from the math.sin/cos loop, cached."""
-    table = positional.sinusoidal_encoding(positions, width)
-    loop = torch.tensor(positional.sinusoidal_encoding_loop(positions, width), dtype=torch.float64)
-    return table, float((table.double() - loop).abs().max())
+def sinusoidal_pattern(positions: int, width: int) -> positional.SinusoidalPattern:
+    """``positional.sinusoidal_pattern`` (the table, checked against the math.sin/cos loop), cached."""
+    return positional.sinusoidal_pattern(positions, width)
 
 
 @functools.lru_cache(maxsize=None)
@@ -86,9 +84,16 @@ def side_by_side(widths: list[int]) -> tuple[list[Any], bool]:
     return [st.container() for _width in widths], True
 
 
-def heatmap_width(columns: int, row_labels: bool = True) -> int:
-    """About how wide ``widgets.heatmap`` draws a matrix with ``columns`` columns (no legend)."""
-    return columns * widgets.CELL_PX + (150 if row_labels else 40)
+#: About how wide the colour legend of ``widgets.heatmap`` is.
+LEGEND_PX = 60
+
+
+def heatmap_width(columns: int, row_labels: bool = True, legend: bool = False, extra: int = 0) -> int:
+    """About how wide ``widgets.heatmap`` draws a matrix with ``columns`` columns.
+
+    ``legend`` adds the colour legend; ``extra`` pixels fit longer (> 0) or shorter (< 0) row labels.
+    """
+    return columns * widgets.CELL_PX + (150 if row_labels else 40) + (LEGEND_PX if legend else 0) + extra
 
 
 def keep_in_range(**values: Any) -> None:
