@@ -585,6 +585,81 @@ def test_a_dark_pixel_attends_to_dark_pixels():
     assert float(heat[dark].min()) > 10 * float(heat[~dark].max())
 
 
+def _coded_image(h: int, w: int) -> torch.Tensor:
+    """An (h, w, 3) image whose pixel (r, c) has the unique colour (r, c, 7)."""
+    return torch.tensor([[(r, c, 7) for c in range(w)] for r in range(h)], dtype=torch.uint8)
+
+
+@pytest.mark.parametrize(("h", "w", "row", "col"), [(3, 4, 2, 1), (12, 12, 4, 4), (5, 16, 4, 15), (1, 2, 0, 1)])
+def test_pixel_view_token_and_colour_against_the_flattened_image(h, w, row, col):
+    img = _coded_image(h, w)
+    trace = image.image_attention(img, "projected", d_k=2, seed=3)
+    pixel = image.pixel_view(trace, row, col)
+    # the token is where (row, col)'s colour lands when the image is flattened (found by scanning)
+    flat = image.flatten_image(img).tolist()
+    assert pixel.token == flat.index([row, col, 7])
+    assert pixel.colour == (row, col, 7)
+    assert trace.pixel_coordinates == tuple((r, c) for r in range(h) for c in range(w))
+    assert trace.token_colours.tolist() == [[r, c, 7] for r in range(h) for c in range(w)]
+    assert (trace.token_count, trace.weight_count) == (h * w, (h * w) ** 2)
+    assert pixel.uniform_weight == pytest.approx(1 / (h * w))
+    assert torch.equal(pixel.attention_map, trace.attention_map(row, col))
+
+
+def test_pixel_view_lists_the_most_weighted_pixels_largest_first():
+    trace = image.image_attention(image.pattern("shapes"), "rgb")
+    pixel = image.pixel_view(trace, 2, 2)  # inside the red square
+    weights = trace.weights[2 * 12 + 2].tolist()
+    largest = sorted(weights, reverse=True)[:5]  # a plain sort of the pixel's row of weights
+    assert list(pixel.top_weights) == pytest.approx(largest, abs=0)
+    for (r, c), n, colour, weight in zip(pixel.top_pixels, pixel.top_tokens, pixel.top_colours, pixel.top_weights):
+        assert weights[n] == weight and n == [i for i in range(144) if (i // 12, i % 12) == (r, c)][0]
+        assert colour == (220, 40, 40)  # red looks at red
+    small = image.image_attention(_coded_image(1, 2), "rgb")
+    assert len(image.pixel_view(small, 0, 0).top_tokens) == 2  # at most N pixels
+    assert len(image.pixel_view(trace, 0, 0, top=1).top_tokens) == 1
+    with pytest.raises(InputError):
+        image.pixel_view(trace, 0, 0, top=0)
+    with pytest.raises(IndexError):
+        image.pixel_view(trace, 12, 0)
+
+
+@pytest.mark.parametrize(("row", "col", "h", "w", "expected"), [
+    (11, 11, 8, 16, (7, 11)), (3, 20, 12, 12, (3, 11)), (-1, 4, 5, 5, (0, 4)), (6, 8, 12, 16, (6, 8)),
+])
+def test_clamp_pixel(row, col, h, w, expected):
+    assert image.clamp_pixel(row, col, h, w) == expected
+
+
+def test_upload_size_check_and_centre():
+    image.check_upload_size(image.MAX_UPLOAD_BYTES, "ok.png")  # at the limit: accepted
+    with pytest.raises(InputError) as error:
+        image.check_upload_size(6 * 2**20, "huge.png")
+    assert str(error.value.message) == "“huge.png” is 6.0 MB; the limit is 5 MB."
+    assert image.MAX_UPLOAD_MB == 5
+    upload = image.load_upload(_png_bytes((40, 30)), "red.png")  # 40 × 30 -> 16 × 12
+    assert upload.pixels.shape[:2] == (12, 16) and upload.centre == (6, 8)
+    with pytest.raises(InputError):
+        image.clamp_pixel(0, 0, 0, 4)
+
+
+def _png_bytes(size) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", size, (200, 30, 30)).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def test_reshape_latex_writes_the_shapes_and_n():
+    assert image.reshape_latex(12, 12) == (
+        r"\hat{X} \in \mathbb{R}^{12 \times 12 \times 3} \;\longrightarrow\; X \in \mathbb{R}^{144 \times 3},"
+        r"\qquad N = H W = 12 \cdot 12 = 144")
+    text = image.reshape_latex(12, 16)
+    assert r"\mathbb{R}^{12 \times 16 \times 3}" in text and r"\mathbb{R}^{192 \times 3}" in text
+    assert text.endswith(r"12 \cdot 16 = 192")
+    with pytest.raises(InputError):
+        image.reshape_latex(0, 3)
+
+
 def test_image_attention_rejects_bad_images():
     with pytest.raises(InputError):
         image.image_attention(torch.zeros(17, 4, 3, dtype=torch.uint8))

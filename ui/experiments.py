@@ -153,10 +153,10 @@ def receive_upload(key: str) -> None:
     if file is None:
         return
     st.session_state[_UPLOADER_VERSION] = st.session_state.get(_UPLOADER_VERSION, 0) + 1  # drop the file
-    if file.size > image_core.MAX_UPLOAD_BYTES:  # don't even read it
-        st.session_state[_UPLOAD_ERROR] = Message(
-            N_("“{name}” is {size} MB; the limit is {limit} MB."), name=file.name, size=f"{file.size / 2**20:.1f}",
-            limit=f"{image_core.MAX_UPLOAD_BYTES / 2**20:.0f}")
+    try:
+        image_core.check_upload_size(file.size, file.name)  # don't even read a file that is too large
+    except InputError as error:
+        st.session_state[_UPLOAD_ERROR] = error.message
         return
     try:
         result = image_core.load_upload(file.getvalue(), file.name)
@@ -168,8 +168,8 @@ def receive_upload(key: str) -> None:
         "name": file.name, "format": result.format, "original_size": result.original_size,
         "pixels": result.pixels.tolist(),
     }
-    h, w, _channels = result.pixels.shape
-    state.update(image_source="upload", image_row=h // 2, image_col=w // 2)
+    row, col = result.centre
+    state.update(image_source="upload", image_row=row, image_col=col)
 
 
 def show_upload_error() -> None:
