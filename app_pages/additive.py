@@ -24,7 +24,7 @@ rows = token_labels(walk.tokens)
 view = widgets.build_or_stop(additive.compare_scorers, att.query, att.key, att.value, att.weights,
                              settings.additive_hidden, settings.experiment_seed, settings.additive_row,
                              settings.additive_col)
-experiments.keep_in_range(additive_row=view.row, additive_col=view.col)  # a sentence that got shorter
+widgets.keep_in_range(additive_row=view.row, additive_col=view.col)  # a sentence that got shorter
 trace, params = view.additive, view.additive.weights_in
 n_tokens, d_k, h = view.tokens, view.d_k, view.hidden_size
 i, j = view.row, view.col

@@ -49,7 +49,7 @@ with c2:
 pixels = experiments.uploaded_pixels() if settings.image_source == "upload" else image.pattern(settings.image_source)
 height, width = pixels.shape[:2]
 row, col = widgets.build_or_stop(image.clamp_pixel, settings.image_row, settings.image_col, height, width)
-experiments.keep_in_range(image_row=row, image_col=col)  # another image may be smaller
+widgets.keep_in_range(image_row=row, image_col=col)  # another image may be smaller
 
 c1, c2, c3 = st.columns([2, 1, 1])
 with c1:

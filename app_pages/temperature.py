@@ -26,7 +26,7 @@ att = walk.trace.attention
 rows = token_labels(walk.tokens)
 view = widgets.build_or_stop(temperature.temperature_view, att.query, att.key, att.value, settings.temperature,
                              settings.temperature_row)
-experiments.keep_in_range(temperature_row=view.row)  # a sentence that got shorter
+widgets.keep_in_range(temperature_row=view.row)  # a sentence that got shorter
 trace, row = view.trace, view.row
 
 slider, presets = st.columns([3, 2], vertical_alignment="bottom")

@@ -96,17 +96,6 @@ def heatmap_width(columns: int, row_labels: bool = True, legend: bool = False, e
     return columns * widgets.CELL_PX + (150 if row_labels else 40) + (LEGEND_PX if legend else 0) + extra
 
 
-def keep_in_range(**values: Any) -> None:
-    """Store the settings a view moved back into range (e.g. a chosen pair on a sentence that got shorter).
-
-    Only the fields whose value differs are written; call it before the widgets bound to them are created.
-    """
-    current = state.settings()
-    changed = {field: value for field, value in values.items() if getattr(current, field) != value}
-    if changed:
-        state.update(**changed)
-
-
 def table_height(rows: int) -> int:
     """The height in pixels of ``st.dataframe`` showing ``rows`` rows and its header, without a scroll bar."""
     return 36 * (rows + 1) + 3

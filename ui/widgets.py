@@ -63,6 +63,17 @@ def walkthrough_or_stop() -> Walkthrough:
     return build_or_stop(build_walkthrough, state.settings(), state.edits())
 
 
+def keep_in_range(**values: Any) -> None:
+    """Store the settings a view moved back into range (e.g. a chosen pair on a sentence that got shorter).
+
+    Only the fields whose value differs are written; call it before the widgets bound to them are created.
+    """
+    current = state.settings()
+    changed = {field: value for field, value in values.items() if getattr(current, field) != value}
+    if changed:
+        state.update(**changed)
+
+
 def show_messages() -> None:
     """Messages from settings validation (a value was out of range and was repaired)."""
     for message in state.messages():
