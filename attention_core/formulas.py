@@ -22,6 +22,7 @@ from functools import lru_cache
 import sympy as sp
 
 from . import stages
+from .errors import N_, InputError
 from .functional import SelfAttentionTrace
 
 #: The self-attention walk-through's stages (declared in :mod:`stages`).
@@ -231,6 +232,46 @@ _LATEX_SPECIAL = {
 def latex_text(text: str) -> str:
     r"""User text (a token) as a safe LaTeX ``\text{...}``: every special character escaped."""
     return r"\text{" + "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text) + "}"
+
+
+#: Seed 004 prints the context vector of its second token, "shiny" (0-based query 1).
+SEED004_QUERY = 1
+
+
+def weightless_query(query_index: int, tokens: int) -> int:
+    """The query token moved inside 0..tokens − 1 (a sentence that got shorter keeps a valid query).
+
+    Raises:
+        InputError: tokens below 1.
+    """
+    if tokens < 1:
+        raise InputError(N_("There is no query token: the sentence has no tokens."), field="sentence")
+    return min(max(query_index, 0), tokens - 1)
+
+
+def seed004_rounding_applies(preset: str, query_index: int, edited: bool) -> bool:
+    """Whether the page shows seed 004's own printed context vector of "shiny", which differs from ours.
+
+    Seed 004 (004_56c592a3d25bc184.txt) rounds the weights to 4 decimals before the weighted sum and
+    prints [0.3992, 0.3858, 0.8610]; that holds for its example ("hello"), query "shiny", unedited X only.
+    """
+    return preset == "hello" and query_index == SEED004_QUERY and not edited
+
+
+class _SumOverIndex(sp.Function):
+    """Σ_l x over every key, printed without bounds (``\\sum_{l} x``): a display symbol, never evaluated."""
+
+    def _latex(self, printer, exp=None):
+        body, index = self.args
+        return r"\sum_{%s} %s" % (printer._print(index), printer._print(body))
+
+
+@lru_cache(maxsize=None)
+def weightless_softmax_latex() -> str:
+    """α_qj = e^{ω_qj} / Σ_l e^{ω_ql}: seed 004's softmax of the query's scores, as LaTeX. Constant, so cached."""
+    q, j, key = sp.symbols("q j l")  # key: the summed index l
+    omega, alpha = sp.IndexedBase(r"\omega"), sp.IndexedBase(r"\alpha")
+    return sp.latex(sp.Eq(alpha[q, j], sp.exp(omega[q, j]) / _SumOverIndex(sp.exp(omega[q, key]), key)))
 
 
 @dataclass(frozen=True)
