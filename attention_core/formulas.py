@@ -252,8 +252,9 @@ def weightless_query(query_index: int, tokens: int) -> int:
 def seed004_rounding_applies(preset: str, query_index: int, edited: bool) -> bool:
     """Whether the page shows seed 004's own printed context vector of "shiny", which differs from ours.
 
-    Seed 004 (004_56c592a3d25bc184.txt) rounds the weights to 4 decimals before the weighted sum and
-    prints [0.3992, 0.3858, 0.8610]; that holds for its example ("hello"), query "shiny", unedited X only.
+    Seed 004 (004_56c592a3d25bc184.txt, its last line) rounds its intermediate numbers before the sum
+    (0.0779 + 0.2156 + 0.1057, ...) and prints [0.3992, 0.3858, 0.8610]; that is its example ("hello"),
+    query "shiny", with X unedited. ``edited``: whether the user changed any matrix.
     """
     return preset == "hello" and query_index == SEED004_QUERY and not edited
 
@@ -268,7 +269,10 @@ class _SumOverIndex(sp.Function):
 
 @lru_cache(maxsize=None)
 def weightless_softmax_latex() -> str:
-    """α_qj = e^{ω_qj} / Σ_l e^{ω_ql}: seed 004's softmax of the query's scores, as LaTeX. Constant, so cached."""
+    """α_qj = e^{ω_qj} / Σ_l e^{ω_ql}, the softmax of query q's scores over every key l, as LaTeX.
+
+    Source: seed 004 (004_56c592a3d25bc184.txt), step 2. Constant, so cached.
+    """
     q, j, key = sp.symbols("q j l")  # key: the summed index l
     omega, alpha = sp.IndexedBase(r"\omega"), sp.IndexedBase(r"\alpha")
     return sp.latex(sp.Eq(alpha[q, j], sp.exp(omega[q, j]) / _SumOverIndex(sp.exp(omega[q, key]), key)))
