@@ -1,7 +1,6 @@
 """Additive vs dot-product scoring: a(q, k) = w_vᵀ tanh(W_q q + W_k k) step by step, beside q · k / √d_k."""
 
 import streamlit as st
-import torch
 
 from attention_core import additive
 from attention_core.formulas import entry_of
@@ -22,11 +21,13 @@ settings = state.settings()
 walk = widgets.walkthrough_or_stop()
 att = walk.trace.attention
 rows = token_labels(walk.tokens)
-n_tokens, d_k = att.query.shape
-if settings.additive_row >= n_tokens or settings.additive_col >= n_tokens:
-    state.update(additive_row=min(settings.additive_row, n_tokens - 1),
-                 additive_col=min(settings.additive_col, n_tokens - 1))
-    settings = state.settings()
+view = widgets.build_or_stop(additive.compare_scorers, att.query, att.key, att.value, att.weights,
+                             settings.additive_hidden, settings.experiment_seed, settings.additive_row,
+                             settings.additive_col)
+widgets.keep_in_range(additive_row=view.row, additive_col=view.col)  # a sentence that got shorter
+trace, params = view.additive, view.additive.weights_in
+n_tokens, d_k, h = view.tokens, view.d_k, view.hidden_size
+i, j = view.row, view.col
 
 c1, c2, c3 = st.columns([1, 1, 2])
 with c1:
@@ -39,12 +40,6 @@ with c2:
 with c3:
     st.markdown(_("**Sentence:** {sentence}  \nQ and K: {n} × {d_k} (change them on the self-attention page).",
                   sentence=widgets.md_escape(settings.sentence), n=n_tokens, d_k=d_k))
-
-params = additive.seeded_additive_weights(d_k, d_k, settings.additive_hidden,
-                                          torch.Generator().manual_seed(settings.experiment_seed))
-trace = additive.additive_attention(att.query, att.key, att.value, params)
-h = settings.additive_hidden
-i, j = settings.additive_row, settings.additive_col
 
 dot_col, add_col = st.columns(2)
 with dot_col:
@@ -64,21 +59,20 @@ st.header(_("The two weight matrices, side by side"))
 st.caption(_("Both on one colour scale. Click a cell of either to explain that query–key pair below."))
 (left, right), stacked = experiments.side_by_side([experiments.heatmap_width(n_tokens),
                                                    experiments.heatmap_width(n_tokens, row_labels=False)])
-shared = float(max(att.weights.max(), trace.weights.max()))  # one colour scale for both
 with left:
     st.markdown(_("**softmax(Q Kᵀ / √d_k)**, dot product"))
     widgets.heatmap(att.weights, rows, rows, key="add_dot_weights", clickable=True, selected=(i, j),
-                    row_title=_("query token"), col_title=_("key token"), legend=False, scale_max=shared,
+                    row_title=_("query token"), col_title=_("key token"), legend=False, scale_max=view.shared_scale,
                     on_cell=lambda r, c: state.update(additive_row=r, additive_col=c))
 with right:
     st.markdown(_("**softmax(a(Q, K))**, additive"))
     widgets.heatmap(trace.weights, rows, rows, key="add_add_weights", clickable=True, selected=(i, j),
-                    row_title=_("query token"), col_title=_("key token"), legend=False, row_axis=stacked, scale_max=shared,
+                    row_title=_("query token"), col_title=_("key token"), legend=False, row_axis=stacked,
+                    scale_max=view.shared_scale,
                     on_cell=lambda r, c: state.update(additive_row=r, additive_col=c))
-agree = (att.weights.argmax(-1) == trace.weights.argmax(-1)).sum().item()
 st.markdown(_("The two scorers pick the same favourite key for {agree} of {n} queries. They are different "
               "functions: neither is “right” — training would shape W_q, W_k, w_v (and the projections) to "
-              "make the additive scores useful.", agree=agree, n=n_tokens))
+              "make the additive scores useful.", agree=view.agreeing_queries, n=n_tokens))
 
 st.header(_("Additive scoring, step by step"))
 hidden_labels = dim_labels("u", h)
@@ -94,7 +88,7 @@ with s2:
                     col_title=_("column of k"), legend=False)
 with s3:
     st.markdown("**w_v** (h)")
-    widgets.heatmap(params.w_v.unsqueeze(1), hidden_labels, ["w_v"], key="add_wv", row_title=_("hidden unit"),
+    widgets.heatmap(view.w_v_column, hidden_labels, ["w_v"], key="add_wv", row_title=_("hidden unit"),
                     legend=False)
 (s1, s2), _stacked = experiments.side_by_side([experiments.heatmap_width(h)] * 2)
 with s1:
@@ -107,7 +101,7 @@ with s2:
                     col_title=_("hidden unit"), legend=False)
 (s1, s2), _stacked = experiments.side_by_side([experiments.heatmap_width(h), experiments.heatmap_width(n_tokens)])
 with s1:
-    st.markdown(_("**3. tanh(W_q q_{i} + W_k k_j)** for query {query} and every key j", i=i + 1,
+    st.markdown(_("**3. tanh(W_q q_{i} + W_k k_j)** for query {query} and every key j", i=view.query_number,
                   query=widgets.md_escape(rows[i])))
     widgets.heatmap(trace.hidden[i], rows, hidden_labels, key="add_hidden", row_title=_("key token"),
                     col_title=_("hidden unit"), legend=False)
@@ -134,10 +128,8 @@ st.markdown(_("**Scaled dot product**, the same pair"))
 widgets.entry_formula(entry_of(walk.trace, "scores", i, j))
 widgets.entry_formula(entry_of(walk.trace, "scaled_scores", i, j))
 
-loop = torch.tensor(additive.additive_scores_loop(att.query, att.key, params), dtype=torch.float64)
-loop_diff = float((trace.scores.double() - loop).abs().max())
 experiments.check_line(_("Additive scores against a plain Python loop over i, j and the hidden units: "
-                         "max |difference| = {diff}", diff=f"{loop_diff:.1e}"), loop_diff < 1e-5)
+                         "max |difference| = {diff}", diff=f"{view.loop_max_abs_diff:.1e}"), view.loop_matches)
 widgets.torch_check(walk.torch_max_abs_diff, walk.torch_matches,
                     "torch.nn.functional.scaled_dot_product_attention(Q, K, V)")
 experiments.show_code(additive.additive_attention)

@@ -4,7 +4,6 @@ import pandas as pd
 import streamlit as st
 
 from attention_core import image
-from attention_core.errors import InputError
 from attention_core.settings import MAX_DIM, MIN_DIM
 from ui import charts, experiments, state, widgets
 from ui.i18n import _
@@ -35,9 +34,9 @@ with c1:
 with c2:
     st.file_uploader(
         _("…or upload a PNG or JPEG (at most {limit} MB; shrunk to fit {side} × {side} pixels)",
-          limit=image.MAX_UPLOAD_BYTES // 2**20, side=image.MAX_SIDE),
+          limit=image.MAX_UPLOAD_MB, side=image.MAX_SIDE),
         type=list(image.UPLOAD_TYPES), key=(key := experiments.uploader_key()),
-        on_change=experiments.receive_upload, args=(key,), max_upload_size=image.MAX_UPLOAD_BYTES // 2**20,
+        on_change=experiments.receive_upload, args=(key,), max_upload_size=image.MAX_UPLOAD_MB,
     )
     experiments.show_upload_error()
     if upload is not None and settings.image_source == "upload":
@@ -49,9 +48,8 @@ with c2:
 
 pixels = experiments.uploaded_pixels() if settings.image_source == "upload" else image.pattern(settings.image_source)
 height, width = pixels.shape[:2]
-if settings.image_row >= height or settings.image_col >= width:
-    state.update(image_row=min(settings.image_row, height - 1), image_col=min(settings.image_col, width - 1))
-    settings = state.settings()
+row, col = widgets.build_or_stop(image.clamp_pixel, settings.image_row, settings.image_col, height, width)
+widgets.keep_in_range(image_row=row, image_col=col)  # another image may be smaller
 
 c1, c2, c3 = st.columns([2, 1, 1])
 with c1:
@@ -64,14 +62,9 @@ with c3:
     state.bind(st.number_input, _("Seed of W_q, W_k"), "experiment_seed", step=1,
                disabled=settings.image_features == "rgb")
 
-try:
-    trace = experiments.image_attention(pixels.contiguous().numpy().tobytes(), height, width, settings.image_features,
-                                        settings.image_d_k, settings.experiment_seed)
-except InputError as error:
-    widgets.show_error(error)
-    st.stop()
-row, col = settings.image_row, settings.image_col
-n = row * width + col
+trace = widgets.build_or_stop(experiments.image_attention, pixels.contiguous().numpy().tobytes(), height, width,
+                              settings.image_features, settings.image_d_k, settings.experiment_seed)
+pixel = image.pixel_view(trace, row, col)
 
 st.header(_("Pick a pixel, see where it looks"))
 p1, p2, p3 = st.columns([1, 1, 2])
@@ -81,7 +74,7 @@ with p2:
     state.bind(st.selectbox, _("Pixel column c"), "image_col", options=list(range(width)))
 with p3:
     st.markdown(_("Pixel ({row}, {col}) is token **n = r · W + c = {row} · {width} + {col} = {n}**, colour {rgb}.",
-                  row=row, col=col, width=width, n=n, rgb=tuple(trace.image[row, col].tolist())))
+                  row=row, col=col, width=width, n=pixel.token, rgb=pixel.colour))
 
 
 def pick(r: int, c: int) -> None:
@@ -96,16 +89,14 @@ with left:
 with right:
     st.markdown(_("**Where pixel ({row}, {col}) looks**: its row of the weights, in red over the image",
                   row=row, col=col))
-    charts.image(trace.image, key="img_heat", selected=(row, col), weights=trace.attention_map(row, col),
+    charts.image(trace.image, key="img_heat", selected=(row, col), weights=pixel.attention_map,
                  grayscale=True, size_px=380)
 
-heat = trace.attention_map(row, col)
-top = heat.flatten().topk(min(5, height * width))
 top_rows = pd.DataFrame({
-    _("pixel (r, c)"): [f"({k // width}, {k % width})" for k in top.indices.tolist()],
-    _("token n"): top.indices.tolist(),
-    _("colour"): [str(tuple(trace.image[k // width, k % width].tolist())) for k in top.indices.tolist()],
-    _("weight"): [f"{w:.4f}" for w in top.values.tolist()],
+    _("pixel (r, c)"): [f"({r}, {c})" for r, c in pixel.top_pixels],
+    _("token n"): list(pixel.top_tokens),
+    _("colour"): [str(colour) for colour in pixel.top_colours],
+    _("weight"): [f"{w:.4f}" for w in pixel.top_weights],
 })
 left, right = st.columns(2)
 with left:
@@ -113,7 +104,7 @@ with left:
     charts.image(trace.output_image, key="img_output", selected=(row, col), size_px=380)
 with right:
     st.markdown(_("**The {k} pixels it weighs most** (of {total}; uniform would be {uniform} each)",
-                  k=len(top_rows), total=height * width, uniform=f"{1 / (height * width):.4f}"))
+                  k=len(top_rows), total=trace.token_count, uniform=f"{pixel.uniform_weight:.4f}"))
     st.dataframe(top_rows, hide_index=True)
     if settings.image_features == "rgb":
         st.markdown(_("With the colour itself as query and key, q · k is large when two colours agree: "
@@ -125,27 +116,26 @@ with right:
     st.markdown(_("The output colour of a pixel is the weighted average of the colours it looks at (V = X)."))
 
 st.header(_("From H × W × D to N × D"))
-st.latex(r"\hat{X} \in \mathbb{R}^{%d \times %d \times 3} \;\longrightarrow\; X \in \mathbb{R}^{%d \times 3},"
-         r"\qquad N = H W = %d \cdot %d = %d" % (height, width, height * width, height, width, height * width))
+st.latex(image.reshape_latex(height, width))
 st.markdown(_("The pixels are read row by row: pixel (r, c) becomes token n = r · W + c. Each token's vector is "
               "its colour scaled to [−1, 1] (x = 2 · rgb / 255 − 1), so that black · black and white · white score "
               "high and black · white low. The weights are then N × N: "
               "{n} × {n} = {count} numbers for this small image.",
-              n=height * width, count=f"{(height * width) ** 2:,}"))
+              n=trace.token_count, count=f"{trace.weight_count:,}"))
 g1, g2 = st.columns([1, 1])
 with g1:
     show_numbers = st.toggle(_("Write the token numbers n on the image"), key="img_numbers", value=True)
     charts.image(trace.image, key="img_grid", selected=(row, col), numbers=show_numbers, size_px=400)
 with g2:
     x = trace.x
-    flat = trace.image.reshape(-1, 3)
+    flat = trace.token_colours
     tokens = pd.DataFrame({
-        "n": range(height * width),
-        "(r, c)": [f"({k // width}, {k % width})" for k in range(height * width)],
+        "n": range(trace.token_count),
+        "(r, c)": [f"({r}, {c})" for r, c in trace.pixel_coordinates],
         "R": flat[:, 0].tolist(), "G": flat[:, 1].tolist(), "B": flat[:, 2].tolist(),
         "x₁": x[:, 0].tolist(), "x₂": x[:, 1].tolist(), "x₃": x[:, 2].tolist(),
     })
-    st.markdown(_("**X: {n} rows (tokens) × 3 columns**", n=height * width))
+    st.markdown(_("**X: {n} rows (tokens) × 3 columns**", n=trace.token_count))
     st.dataframe(tokens, hide_index=True, height=400,
                  column_config={c: st.column_config.NumberColumn(c, format="%+.3f") for c in ("x₁", "x₂", "x₃")})
 

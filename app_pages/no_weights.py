@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from attention_core.formulas import weightless_steps
+from attention_core import formulas
 from attention_core.walkthrough import dim_labels, token_labels
 from ui import state, widgets
 from ui.i18n import _
@@ -10,7 +10,7 @@ from ui.i18n import _
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _steps(x: tuple, tokens: tuple, query_index: int):
-    return weightless_steps(x, tokens, query_index)
+    return formulas.weightless_steps(x, tokens, query_index)
 
 
 st.title(_("Attention without trainable weights"))
@@ -26,9 +26,8 @@ settings = state.settings()
 walk = widgets.walkthrough_or_stop()
 
 labels = token_labels(walk.tokens)
-query_index = min(settings.query_index, len(walk.tokens) - 1)
-if query_index != settings.query_index:
-    state.update(query_index=query_index)  # the sentence got shorter: keep the choice in range
+query_index = widgets.build_or_stop(formulas.weightless_query, settings.query_index, len(walk.tokens))
+widgets.keep_in_range(query_index=query_index)  # the sentence got shorter: keep the choice in range
 state.bind(st.selectbox, _("Query token (whose context vector we compute)"), "query_index",
            options=list(range(len(walk.tokens))), format_func=lambda i: labels[i])
 
@@ -40,7 +39,7 @@ st.subheader(_("1. Scores: the dot product of “{token}” with every token", t
 for line in steps.dots:
     st.latex(line)
 st.subheader(_("2. Softmax: exponentials, their sum, the weights"))
-st.latex(r"\alpha_{q,j} = \frac{e^{\omega_{q,j}}}{\sum_l e^{\omega_{q,l}}}")
+st.latex(formulas.weightless_softmax_latex())
 exp_column, weight_column = st.columns(2)
 with exp_column:
     for line in steps.exps:
@@ -52,7 +51,7 @@ with weight_column:
 st.subheader(_("3. The context vector of “{token}”: the weighted sum of the embeddings", token=query))
 st.latex(steps.context)
 
-if walk.preset.key == "hello" and query_index == 1 and not state.edits():
+if formulas.seed004_rounding_applies(walk.preset.key, query_index, bool(state.edits())):
     st.caption(
         _("Seed 004 prints [0.3992, 0.3858, 0.8610] for “shiny”: it rounds the weights before the sum, "
           "so its numbers differ from the exact ones in the fourth decimal.")

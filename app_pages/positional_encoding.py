@@ -35,19 +35,18 @@ with c3:
     state.bind(st.number_input, _("Seed"), "experiment_seed", step=1,
                help=_("Seeds the random shuffle and the learned encoding."))
 
-perm = positional.permutation(settings.pe_shuffle, n_tokens, settings.experiment_seed)
-pe = positional.encoding(settings.pe_kind, n_tokens, d_model, settings.experiment_seed)
-result = positional.equivariance(t.x, t.w_query, t.w_key, t.w_value, pe, perm)
-shuffled_rows = [f"{p + 1} {walk.tokens[perm[p]]}" for p in range(n_tokens)]
+result = widgets.build_or_stop(positional.order_experiment, t.x, t.w_query, t.w_key, t.w_value, settings.pe_kind,
+                               settings.pe_shuffle, settings.experiment_seed)
+shuffled_rows = token_labels(result.shuffle(walk.tokens))
 
 st.header(_("1. Without positions: shuffle in, shuffle out"))
 st.markdown(_("**Original:** {original}  \n**Shuffled:** {shuffled}",
               original=widgets.md_escape(" ".join(walk.tokens)),
-              shuffled=widgets.md_escape(" ".join(walk.tokens[i] for i in perm))))
+              shuffled=widgets.md_escape(" ".join(result.shuffle(walk.tokens)))))
 position_title = _("position in the shuffled sentence")
-st.dataframe(pd.DataFrame({position_title: [p + 1 for p in range(n_tokens)],
-                           _("holds token"): [rows[i] for i in perm]}).set_index(position_title).T)
-out_width = experiments.heatmap_width(len(out_cols)) + 60  # + the colour legend
+st.dataframe(pd.DataFrame({position_title: list(result.shuffled_positions),
+                           _("holds token"): list(result.shuffle(rows))}).set_index(position_title).T)
+out_width = experiments.heatmap_width(len(out_cols), legend=True)
 (left, right), _stacked = experiments.side_by_side([out_width, out_width])
 with left:
     st.markdown(_("**SA(X)**: outputs of the original sentence"))
@@ -60,7 +59,7 @@ with right:
 st.markdown(_("Find a word in both: its row of numbers is the same. Put the shuffled outputs back in the original "
               "order and compare:"))
 experiments.check_line(_("max |SA(P X) − P SA(X)| = {diff}: identical up to float rounding",
-                         diff=f"{result.plain_diff:.2e}"), result.plain_diff < 1e-5)
+                         diff=f"{result.plain_diff:.2e}"), result.plain_matches)
 
 with st.expander(_("Why it must be so, step by step (sympy)")):
     st.markdown(_("P is the permutation matrix of the shuffle (Pᵀ P = I). Every stage carries P through:"))
@@ -85,11 +84,11 @@ with p2:
     state.bind(st.number_input, _("d_model of this picture"), "pe_width", step=8,
                help=_("{low} to {high}. Only for this picture; the sentence below uses its own d_model = {d_model}.",
                       low=positional.MIN_WIDTH, high=positional.MAX_WIDTH, d_model=d_model))
-big, loop_diff = experiments.sinusoidal_pattern(settings.pe_positions, settings.pe_width)
-charts.pattern(big, key="pe_pattern", row_title=_("position pos"), col_title=_("dimension (column) j"))
+pattern = widgets.build_or_stop(experiments.sinusoidal_pattern, settings.pe_positions, settings.pe_width)
+charts.pattern(pattern.table, key="pe_pattern", row_title=_("position pos"), col_title=_("dimension (column) j"))
 experiments.check_line(_("The table against the formula computed entry by entry with math.sin / math.cos: "
-                         "max |difference| = {diff}", diff=f"{loop_diff:.1e}"), loop_diff < 1e-6)
-pos, col = min(3, settings.pe_positions - 1), min(4, settings.pe_width - 1)
+                         "max |difference| = {diff}", diff=f"{pattern.loop_max_abs_diff:.1e}"), pattern.loop_matches)
+pos, col = pattern.example_position, pattern.example_column
 entry_text, _entry_value = positional.sinusoidal_entry_latex(pos, col, settings.pe_width)
 st.markdown(_("One entry with its numbers (row {row}, column {col}; positions and columns count from 0):",
               row=pos, col=col))
@@ -101,8 +100,8 @@ if settings.pe_kind == "learned":
                 "the model. Here it is as it starts: `nn.Embedding`'s N(0, 1) random numbers (seeded). It breaks "
                 "the symmetry just as well; training would make it useful. Vaswani et al. found both work "
                 "about equally; the sinusoid also works for positions longer than any seen in training."))
-places, stacked = experiments.side_by_side([experiments.heatmap_width(d_model) + 20,
-                                            experiments.heatmap_width(d_model) - 40,
+places, stacked = experiments.side_by_side([experiments.heatmap_width(d_model, extra=20),
+                                            experiments.heatmap_width(d_model, extra=-40),
                                             experiments.heatmap_width(d_model, row_labels=False)])
 with places[0]:
     st.markdown("**X**")
@@ -113,7 +112,7 @@ with places[1]:
                     row_title=_("position"), col_title=_("dimension"), legend=False)
 with places[2]:
     st.markdown("**= X + PE**")
-    widgets.heatmap(t.x + result.pe, rows, cols, key="pe_x_plus", col_title=_("dimension"), legend=False,
+    widgets.heatmap(result.encoded_x, rows, cols, key="pe_x_plus", col_title=_("dimension"), legend=False,
                     row_axis=stacked)
 
 st.markdown(_("Now shuffle again. Each word lands at a new position and gets that position's vector, so its "
@@ -127,9 +126,8 @@ with right:
     st.markdown(_("**SA(P X + PE)**, rows put back in the original order"))
     widgets.heatmap(result.encoded_unshuffled, rows, out_cols, key="pe_encoded_shuffled", row_title=_("token"),
                     col_title=_("output column"))
-changed = result.encoded_diff > 1e-3
 diff_text = f"{result.encoded_diff:.3g}"
-if changed:
+if result.order_matters:
     st.success(_("max |SA(P X + PE) − P SA(X + PE)| = {diff}: the outputs now depend on the order of the words.",
                  diff=diff_text), icon=":material/swap_vert:")
 else:

@@ -1,7 +1,5 @@
 """Temperature: weights = softmax(Q Kᵀ / (τ √d_k)) on the current sentence; argmax as τ → 0, uniform as τ → ∞."""
 
-import math
-
 import pandas as pd
 import streamlit as st
 
@@ -26,9 +24,10 @@ settings = state.settings()
 walk = widgets.walkthrough_or_stop()
 att = walk.trace.attention
 rows = token_labels(walk.tokens)
-if settings.temperature_row >= len(rows):
-    state.update(temperature_row=len(rows) - 1)
-    settings = state.settings()
+view = widgets.build_or_stop(temperature.temperature_view, att.query, att.key, att.value, settings.temperature,
+                             settings.temperature_row)
+widgets.keep_in_range(temperature_row=view.row)  # a sentence that got shorter
+trace, row = view.trace, view.row
 
 slider, presets = st.columns([3, 2], vertical_alignment="bottom")
 with slider:
@@ -42,9 +41,8 @@ with presets:
     b3.button(_("Hot: τ = 100"), key="temp_hot", on_click=state.update, kwargs={"temperature": 100.0}, width="stretch")
 st.caption(_("The sentence “{sentence}” with its Q and K from the self-attention page "
              "(d_k = {d_k}); change them there or with the sidebar's example.",
-             sentence=widgets.md_escape(settings.sentence), d_k=att.query.shape[1]))
+             sentence=widgets.md_escape(settings.sentence), d_k=trace.d_k))
 
-trace = temperature.temperature_attention(att.query, att.key, att.value, settings.temperature)
 tau = trace.tau
 st.markdown(_("**τ = {tau}:** every score is multiplied by 1 / (τ √d_k) = 1 / ({tau} · √{d_k}) = "
               "**{scale}** before the softmax.", tau=f"{tau:g}", d_k=trace.d_k, scale=f"{trace.scale:.4g}"))
@@ -53,7 +51,7 @@ weights_col, entropy_col = st.columns([3, 2])
 with weights_col:
     st.markdown(_("**Weights at τ = {tau}** (click a row to write its numbers out below)", tau=f"{tau:g}"))
     widgets.heatmap(trace.weights, rows, rows, key=f"temp_weights_{len(rows)}", clickable=True,
-                    selected=(settings.temperature_row, int(trace.weights[settings.temperature_row].argmax())),
+                    selected=(row, view.row_favourite),
                     row_title=_("query token"), col_title=_("key token"),
                     on_cell=lambda r, c: state.update(temperature_row=r))
 with entropy_col:
@@ -63,15 +61,14 @@ with entropy_col:
                 limit=trace.max_entropy)
 
 st.subheader(_("As τ goes from 0.01 to 100"))
-sweep = temperature.temperature_sweep(att.scores, trace.d_k)
-taus = list(sweep.taus)
-marked = [t == tau for t in taus]
+sweep = view.sweep
+taus, marked = list(sweep.taus), list(view.marked)
 sweep_df = pd.concat([
     pd.DataFrame({"x": taus, "y": sweep.mean_entropy.tolist(), "series": _("mean entropy (nats)"), "order": 0,
                   "dashed": False, "marked": marked}),
     pd.DataFrame({"x": taus, "y": sweep.mean_max_weight.tolist(), "series": _("mean largest weight"), "order": 1,
                   "dashed": False, "marked": marked}),
-    pd.DataFrame({"x": taus, "y": [sweep.max_entropy] * len(taus), "series": f"ln n = {sweep.max_entropy:.3f}",
+    pd.DataFrame({"x": taus, "y": list(view.max_entropy_line), "series": f"ln n = {sweep.max_entropy:.3f}",
                   "order": 2, "dashed": True, "marked": False}),
 ], ignore_index=True)
 chart_col, limits_col = st.columns([3, 2])
@@ -89,8 +86,8 @@ with limits_col:
     st.markdown(_("The same holds for n keys: as τ → 0 the largest score takes all the weight, as τ → ∞ each "
                   "key gets 1/n."))
 
-row = settings.temperature_row
-st.subheader(_("Row {row} ({token}) with its numbers", row=row + 1, token=widgets.md_escape(walk.tokens[row])))
+st.subheader(_("Row {row} ({token}) with its numbers", row=view.row_number,
+             token=widgets.md_escape(walk.tokens[row])))
 state.bind(st.selectbox, _("Query row"), "temperature_row", options=list(range(len(rows))),
            format_func=lambda i: rows[i])
 scaled_text, entropy_text = temperature.row_latex(trace, row)
@@ -102,7 +99,7 @@ limit_rows = pd.DataFrame(
 )
 st.dataframe(limit_rows, column_config={c: st.column_config.NumberColumn(c, format="%.4f") for c in rows})
 st.caption(_("Entropy of this row: {entropy} of at most ln {n} = {max}.", entropy=f"{float(trace.entropy[row]):.4f}",
-             n=len(rows), max=f"{math.log(len(rows)):.4f}"))
+             n=len(rows), max=f"{trace.max_entropy:.4f}"))
 
 widgets.torch_check(trace.torch_max_abs_diff, trace.torch_matches,
                     f"torch.nn.functional.scaled_dot_product_attention(Q, K, V, scale={trace.scale:.4g})")

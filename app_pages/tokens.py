@@ -51,7 +51,7 @@ walk = widgets.walkthrough_or_stop()
 st.subheader(_("Tokens → ids"))
 st.dataframe(
     pd.DataFrame([list(walk.tokens), [str(i) for i in walk.token_ids]], index=[_("token"), _("id")],
-                 columns=[str(i) for i in range(1, len(walk.tokens) + 1)]),
+                 columns=[str(position) for position, _token in enumerate(walk.tokens, start=1)]),
     width="content",
 )
 if preset.key == "seed000":

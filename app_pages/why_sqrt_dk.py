@@ -1,7 +1,5 @@
 """Why divide by √d_k: sample q and k, watch Var(q · k) grow like d_k and the softmax saturate; derive it with sympy."""
 
-import math
-
 import pandas as pd
 import streamlit as st
 
@@ -38,7 +36,8 @@ with c4:
 
 result = experiments.scaling_experiment(settings.sqrt_samples, settings.sqrt_keys, settings.experiment_seed,
                                         settings.sqrt_distribution)
-d = list(result.d_k)
+summary = scaling.summarise(result)
+d = list(summary.d_k)
 
 st.header(_("1. The variance of q · k grows like d_k"))
 left, right = st.columns([3, 2])
@@ -46,10 +45,12 @@ with left:
     var, se, scaled = result.variance.tolist(), result.standard_error.tolist(), result.scaled_variance.tolist()
     df = pd.concat([
         pd.DataFrame({"x": d, "y": var, "series": _("measured Var(q · k)"), "order": 0, "dashed": False,
-                      "lo": [max(v - 2 * e, 1e-3) for v, e in zip(var, se)], "hi": [v + 2 * e for v, e in zip(var, se)]}),
-        pd.DataFrame({"x": d, "y": d, "series": _("theory: Var = d_k"), "order": 1, "dashed": True}),
+                      "lo": list(summary.variance_low), "hi": list(summary.variance_high)}),
+        pd.DataFrame({"x": d, "y": list(summary.theory_variance), "series": _("theory: Var = d_k"), "order": 1,
+                      "dashed": True}),
         pd.DataFrame({"x": d, "y": scaled, "series": _("measured Var(q · k / √d_k)"), "order": 2, "dashed": False}),
-        pd.DataFrame({"x": d, "y": [1.0] * len(d), "series": _("theory: Var = 1"), "order": 3, "dashed": True}),
+        pd.DataFrame({"x": d, "y": list(summary.theory_scaled_variance), "series": _("theory: Var = 1"), "order": 3,
+                      "dashed": True}),
     ], ignore_index=True)
     charts.lines(df, key="sqrt_variance", x_title=_("d_k (log scale)"), y_title=_("variance (log scale)"),
                  y_log=True, error_bars=True, height=430)
@@ -62,13 +63,12 @@ with right:
         _("mean of q·k"): [f"{m:+.3f}" for m in result.mean.tolist()],
         "Var(q·k)": [f"{v:.4g}" for v in var],
         _("± 1 s.e."): [f"{e:.2g}" for e in se],
-        "Var / d_k": [f"{v / k:.3f}" for v, k in zip(var, d)],
+        "Var / d_k": [f"{r:.3f}" for r in summary.variance_ratio],
     })
-    st.dataframe(table, hide_index=True, height=36 * (len(d) + 1) + 3)
-    sd = math.sqrt(d[-1])
+    st.dataframe(table, hide_index=True, height=experiments.table_height(len(d)))
     st.markdown(_("At d_k = {d_k} the scores have a standard deviation of about √{d_k} = **{sd}**: "
                   "two keys' scores typically differ by tens, and e^{sd} ≈ {exp}.",
-                  d_k=d[-1], sd=f"{sd:.0f}", exp=f"{math.exp(sd):.1e}"))
+                  d_k=summary.largest_d_k, sd=f"{summary.largest_sd:.0f}", exp=f"{summary.exp_largest_sd:.1e}"))
 
 st.header(_("2. What that does to the softmax"))
 st.markdown(_(
@@ -77,21 +77,21 @@ st.markdown(_(
     "and the entropy for 0; a softmax that saturated passes almost no gradient back to the scores.",
     rows=result.rows, keys=result.keys,
 ))
-n = result.keys
 st.latex(scaling.entropy_latex())
 max_df = pd.concat([
     pd.DataFrame({"x": d, "y": result.max_weight_raw.tolist(), "series": "softmax(q · k)", "order": 0, "dashed": False}),
     pd.DataFrame({"x": d, "y": result.max_weight_scaled.tolist(), "series": "softmax(q · k / √d_k)", "order": 1,
                   "dashed": False}),
-    pd.DataFrame({"x": d, "y": [1.0 / n] * len(d), "series": _("uniform: 1/n = {value}", value=f"{1 / n:.3g}"),
+    pd.DataFrame({"x": d, "y": list(summary.uniform_weight_line),
+                  "series": _("uniform: 1/n = {value}", value=f"{summary.uniform_weight:.3g}"),
                   "order": 2, "dashed": True}),
 ], ignore_index=True)
 ent_df = pd.concat([
     pd.DataFrame({"x": d, "y": result.entropy_raw.tolist(), "series": "softmax(q · k)", "order": 0, "dashed": False}),
     pd.DataFrame({"x": d, "y": result.entropy_scaled.tolist(), "series": "softmax(q · k / √d_k)", "order": 1,
                   "dashed": False}),
-    pd.DataFrame({"x": d, "y": [math.log(n)] * len(d),
-                  "series": _("uniform: ln n = {value}", value=f"{math.log(n):.3g}"),
+    pd.DataFrame({"x": d, "y": list(summary.uniform_entropy_line),
+                  "series": _("uniform: ln n = {value}", value=f"{summary.uniform_entropy:.3g}"),
                   "order": 2, "dashed": True}),
 ], ignore_index=True)
 left, right = st.columns(2)
@@ -102,7 +102,7 @@ with left:
 with right:
     st.markdown(_("**The entropy H of the weights** (nats, mean over the queries)"))
     charts.lines(ent_df, key="sqrt_entropy", x_title=_("d_k (log scale)"), y_title=_("entropy H"),
-                 y_range=(0.0, math.log(n) * 1.05), width=480, height=380)
+                 y_range=(0.0, summary.entropy_axis_top), width=480, height=380)
 widgets.torch_check(result.torch_max_abs_diff, result.torch_matches,
                     "torch.nn.functional.scaled_dot_product_attention(q, K, I_n)")
 st.caption(_("With V = I_n (the identity), attention's output is the weights themselves: so PyTorch's function "

@@ -27,6 +27,7 @@ import torch
 
 from . import limits
 from .errors import N_, InputError
+from .latex import factor
 
 #: h, the scorer's hidden size (declared in ``limits``).
 MIN_HIDDEN, MAX_HIDDEN = limits.MIN_ADDITIVE_HIDDEN, limits.MAX_ADDITIVE_HIDDEN
@@ -143,6 +144,108 @@ def additive_scores_loop(query, key, params: AdditiveWeights) -> list[list[float
     return scores
 
 
+#: The additive scores agree with :func:`additive_scores_loop` when no entry differs by more than this
+#: (float32 against the float64 loop: about 1e-7 for these sizes).
+LOOP_TOLERANCE = 1e-5
+
+
+def clamp_pair(row: int, col: int, tokens: int) -> tuple[int, int]:
+    """(row, col) moved inside the tokens × tokens weights (a sentence that got shorter keeps a valid pair).
+
+    Raises:
+        InputError: tokens below 1.
+    """
+    if tokens < 1:
+        raise InputError(N_("There is nothing to score: the sentence has no tokens."), field="sentence")
+    return min(max(row, 0), tokens - 1), min(max(col, 0), tokens - 1)
+
+
+@dataclass(frozen=True)
+class ScorerComparison:
+    """The additive scorer beside the scaled dot product on the same Q and K: every number the page shows.
+
+    Shape legend (as the module's): n tokens (queries = keys, self-attention), d_k the width of q and k,
+    h the hidden size. Tensors float32 (the inputs' dtype), except where stated.
+
+    Attributes:
+        additive: the :class:`AdditiveTrace` of softmax(a(Q, K)) V with the seeded :class:`AdditiveWeights`.
+        dot_weights: softmax(Q Kᵀ / √d_k), (n, n), as given.
+        row, col: the explained query–key pair, 0-based, moved inside n × n (:func:`clamp_pair`).
+        query_number, key_number: the same pair 1-based (row + 1, col + 1), as the formulas write it.
+        shared_scale: max(max dot_weights, max additive weights), float: one colour scale for both heatmaps.
+        agreeing_queries: how many of the n queries give their largest weight to the same key under both
+            scorers (int; a tie counts its first key, as ``torch.argmax``).
+        w_v_column: w_v as an (h, 1) column, for a one-column heatmap.
+        loop_max_abs_diff: max |additive scores − :func:`additive_scores_loop`| (float; the loop is float64).
+        loop_matches: loop_max_abs_diff < :data:`LOOP_TOLERANCE`.
+
+    Sources: Bahdanau et al. 2015 eq. 6 (a = v_aᵀ tanh(W_a s + U_a h)); seed 002 (002_26eab86218c0ec33.txt)
+    for q kᵀ / √d; seed 003 (003_734755b2d0b981d3.txt) §1.3 for the comparison.
+    """
+
+    additive: AdditiveTrace
+    dot_weights: torch.Tensor
+    row: int
+    col: int
+    query_number: int
+    key_number: int
+    shared_scale: float
+    agreeing_queries: int
+    w_v_column: torch.Tensor
+    loop_max_abs_diff: float
+    loop_matches: bool
+
+    @property
+    def tokens(self) -> int:
+        """n, the number of queries (and keys)."""
+        return self.additive.scores.shape[0]
+
+    @property
+    def d_k(self) -> int:
+        """The width of q and k."""
+        return self.additive.key.shape[-1]
+
+    @property
+    def hidden_size(self) -> int:
+        """h, the width of the scorer's hidden layer."""
+        return self.additive.weights_in.w_v.shape[0]
+
+
+def compare_scorers(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, dot_weights: torch.Tensor,
+                    hidden: int, seed: int, row: int, col: int) -> ScorerComparison:
+    """Additive attention with weights seeded ``seed`` on Q, K, V, set beside the dot product's weights.
+
+    Args:
+        query: Q, (n, d_k). key: K, (n, d_k). value: V, (n, d_v). Floating point.
+        dot_weights: softmax(Q Kᵀ / √d_k), (n, n) (the walk-through's weights of the same Q and K).
+        hidden: h, in [MIN_HIDDEN, MAX_HIDDEN].
+        seed: seeds a local ``torch.Generator`` for W_q, W_k, w_v (:func:`seeded_additive_weights`).
+        row, col: the pair to explain, 0-based (moved inside n × n when out of range).
+
+    Returns:
+        The :class:`ScorerComparison`.
+
+    Raises:
+        InputError: h out of range, no tokens, shapes that do not fit, or dot_weights not n × n.
+    """
+    n = query.shape[0]
+    row, col = clamp_pair(row, col, n)
+    params = seeded_additive_weights(query.shape[-1], key.shape[-1], hidden, torch.Generator().manual_seed(seed))
+    trace = additive_attention(query, key, value, params)
+    if tuple(dot_weights.shape) != tuple(trace.weights.shape):
+        raise InputError(N_("The dot-product weights are {shape} but the additive ones {expected}."),
+                         field="d_k", shape=tuple(dot_weights.shape), expected=tuple(trace.weights.shape))
+    loop = torch.tensor(additive_scores_loop(query, key, params), dtype=torch.float64)  # (n, n)
+    loop_diff = float((trace.scores.double() - loop).abs().max())
+    return ScorerComparison(
+        additive=trace, dot_weights=dot_weights, row=row, col=col, query_number=row + 1, key_number=col + 1,
+        shared_scale=float(max(dot_weights.max(), trace.weights.max())),
+        agreeing_queries=int((dot_weights.argmax(-1) == trace.weights.argmax(-1)).sum()),
+        w_v_column=params.w_v.unsqueeze(1),  # (h,) -> (h, 1)
+        loop_max_abs_diff=loop_diff, loop_matches=loop_diff < LOOP_TOLERANCE,
+    )
+
+
 # ---------------------------------------------------------------- formulas, with sympy
 
 _i, _j, _l, _c = sp.symbols("i j l c", integer=True, positive=True)
@@ -179,12 +282,6 @@ def dot_product_latex() -> tuple[str, str]:
     return sp.latex(vector, order="none"), sp.latex(element, order="none")
 
 
-def _num(value: float) -> str:
-    """A number with 4 significant digits, in parentheses when negative (so "+ (−2.21)" reads right)."""
-    text = sp.latex(sp.Float(value, 4))
-    return r"\left(%s\right)" % text if value < 0 else text
-
-
 def _rows_of(terms: list[str], per_line: int = 4) -> str:
     """Terms joined by +, broken after every ``per_line`` terms (inside an aligned block)."""
     lines = [" + ".join(terms[k:k + per_line]) for k in range(0, len(terms), per_line)]
@@ -214,8 +311,8 @@ def additive_entry_latex(trace: AdditiveTrace, row: int, col: int) -> tuple[str,
     w_v, hidden = trace.weights_in.w_v.tolist(), trace.hidden[row, col].tolist()
     u_text = r"\mathbf{u} = \mathbf{W}_q \mathbf{q}_{%d} = %s" % (i, vector(u))
     c_text = r"\mathbf{c} = \mathbf{W}_k \mathbf{k}_{%d} = %s" % (j, vector(c))
-    written = [r"%s \tanh\left(%s + %s\right)" % (_num(w), _num(a), _num(b)) for w, a, b in zip(w_v, u, c)]
-    tanh_done = [r"%s \cdot %s" % (_num(w), _num(t)) for w, t in zip(w_v, hidden)]
+    written = [r"%s \tanh\left(%s + %s\right)" % (factor(w), factor(a), factor(b)) for w, a, b in zip(w_v, u, c)]
+    tanh_done = [r"%s \cdot %s" % (factor(w), factor(t)) for w, t in zip(w_v, hidden)]
     a_text = (r"\begin{aligned} a_{%d,%d} &= \sum_{l=1}^{h} w^{v}_{l} \tanh\left(u_{l} + c_{l}\right) \\ "
               r"&= %s \\ &= %s \\ &= %s \end{aligned}") % (
         i, j, _rows_of(written, 2), _rows_of(tanh_done), sp.latex(sp.Float(float(trace.scores[row, col]), 4)))

@@ -22,6 +22,7 @@ from functools import lru_cache
 import sympy as sp
 
 from . import stages
+from .errors import N_, InputError
 from .functional import SelfAttentionTrace
 from .latex import latex_text, number_expr
 
@@ -215,6 +216,50 @@ def entry_latex(entry: Entry) -> str:
         numbers = sp.latex(_dot(entry.left, entry.right), order="none", mul_symbol="dot")
     parts = [sp.latex(general, order="none"), numbers, sp.latex(sp.Float(entry.value, 4))]
     return " = ".join(parts)
+
+
+#: Seed 004 prints the context vector of its second token, "shiny" (0-based query 1).
+SEED004_QUERY = 1
+
+
+def weightless_query(query_index: int, tokens: int) -> int:
+    """The query token moved inside 0..tokens − 1 (a sentence that got shorter keeps a valid query).
+
+    Raises:
+        InputError: tokens below 1.
+    """
+    if tokens < 1:
+        raise InputError(N_("There is no query token: the sentence has no tokens."), field="sentence")
+    return min(max(query_index, 0), tokens - 1)
+
+
+def seed004_rounding_applies(preset: str, query_index: int, edited: bool) -> bool:
+    """Whether the page shows seed 004's own printed context vector of "shiny", which differs from ours.
+
+    Seed 004 (004_56c592a3d25bc184.txt, its last line) rounds its intermediate numbers before the sum
+    (0.0779 + 0.2156 + 0.1057, ...) and prints [0.3992, 0.3858, 0.8610]; that is its example ("hello"),
+    query "shiny", with X unedited. ``edited``: whether the user changed any matrix.
+    """
+    return preset == "hello" and query_index == SEED004_QUERY and not edited
+
+
+class _SumOverIndex(sp.Function):
+    """Σ_l x over every key, printed without bounds (``\\sum_{l} x``): a display symbol, never evaluated."""
+
+    def _latex(self, printer, exp=None):
+        body, index = self.args
+        return r"\sum_{%s} %s" % (printer._print(index), printer._print(body))
+
+
+@lru_cache(maxsize=None)
+def weightless_softmax_latex() -> str:
+    """α_qj = e^{ω_qj} / Σ_l e^{ω_ql}, the softmax of query q's scores over every key l, as LaTeX.
+
+    Source: seed 004 (004_56c592a3d25bc184.txt), step 2. Constant, so cached.
+    """
+    q, j, key = sp.symbols("q j l")  # key: the summed index l
+    omega, alpha = sp.IndexedBase(r"\omega"), sp.IndexedBase(r"\alpha")
+    return sp.latex(sp.Eq(alpha[q, j], sp.exp(omega[q, j]) / _SumOverIndex(sp.exp(omega[q, key]), key)))
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,12 @@ import math
 import struct
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import PurePath
 from typing import Callable
 
 import numpy as np
+import sympy as sp
 import torch
 import torch.nn.functional as F
 
@@ -39,7 +41,11 @@ PATTERN_SIDE = 12
 #: Upload limits: bytes of the file, and pixels of the decoded image (checked before decoding).
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 MAX_UPLOAD_PIXELS = 4096 * 4096  # 16.8 megapixels: a 12-megapixel phone photo fits
+#: The upload limit in whole MB, as the uploader states it.
+MAX_UPLOAD_MB = MAX_UPLOAD_BYTES // 2**20
 UPLOAD_TYPES = ("png", "jpg", "jpeg")
+#: How many of a pixel's most-weighted pixels the page lists.
+TOP_PIXELS = 5
 
 #: Token features: key -> label (keys declared in ``limits.IMAGE_FEATURES``).
 FEATURES: dict[str, str] = {
@@ -128,6 +134,23 @@ class UploadedImage:
     pixels: torch.Tensor
     format: str
     original_size: tuple[int, int]
+
+    @property
+    def centre(self) -> tuple[int, int]:
+        """(row, col) of the centre pixel (the lower-right one of the middle four for even sides)."""
+        h, w, _channels = self.pixels.shape
+        return h // 2, w // 2
+
+
+def check_upload_size(size: int, name: str) -> None:
+    """Refuse a file of ``size`` bytes above :data:`MAX_UPLOAD_BYTES` before any of it is read.
+
+    Raises:
+        InputError: the file is too large (its name, its size and the limit in MB, one decimal / whole).
+    """
+    if size > MAX_UPLOAD_BYTES:
+        raise InputError(N_("“{name}” is {size} MB; the limit is {limit} MB."), field="image_upload", name=name,
+                         size=f"{size / 2**20:.1f}", limit=f"{MAX_UPLOAD_BYTES / 2**20:.0f}")
 
 
 def _sniff(data: bytes) -> str | None:
@@ -286,6 +309,26 @@ class ImageAttentionTrace:
         """(N, N): row n is how pixel n's query spreads over every pixel."""
         return self.attention.attention.weights
 
+    @property
+    def token_count(self) -> int:
+        """N = H W, the number of tokens (pixels)."""
+        return self.height * self.width
+
+    @property
+    def weight_count(self) -> int:
+        """N², the number of attention weights."""
+        return self.token_count**2
+
+    @property
+    def pixel_coordinates(self) -> tuple[tuple[int, int], ...]:
+        """(r, c) of token n, for n = 0..N − 1 (row by row: n = r W + c)."""
+        return tuple(divmod(n, self.width) for n in range(self.token_count))
+
+    @property
+    def token_colours(self) -> torch.Tensor:
+        """Each token's colour, (N, 3) uint8: the image read row by row."""
+        return self.image.reshape(-1, 3)  # (H, W, 3) -> (N, 3)
+
     def attention_map(self, row: int, col: int) -> torch.Tensor:
         """Pixel (row, col)'s weights over the image, (H, W); they sum to 1.
 
@@ -344,3 +387,100 @@ def image_attention(image: torch.Tensor, features: str = "rgb", d_k: int = 3, se
         torch_max_abs_diff=float((trace.output - reference).abs().max()),
         torch_matches=bool(torch.allclose(trace.output, reference, rtol=1e-5, atol=1e-5)),
     )
+
+
+# ---------------------------------------------------------------- one pixel, and the reshape as a formula
+
+
+def clamp_pixel(row: int, col: int, height: int, width: int) -> tuple[int, int]:
+    """(row, col) moved inside a height × width image (another image may be smaller).
+
+    Raises:
+        InputError: an image side below 1.
+    """
+    if height < 1 or width < 1:
+        raise InputError(N_("The image needs at least two pixels."), field="image_source")
+    return min(max(row, 0), height - 1), min(max(col, 0), width - 1)
+
+
+@dataclass(frozen=True)
+class PixelView:
+    """One pixel as a query: where it looks, and its most-weighted pixels.
+
+    Shape legend (as the module's): H × W image, N = H W tokens, k = min(top, N) listed pixels.
+
+    Attributes:
+        row, col: the pixel.
+        token: its token index n = r W + c (the row of the N × N weights).
+        colour: its (R, G, B), 0..255.
+        attention_map: its weights over the image, (H, W) float32; they sum to 1.
+        top_pixels: the k pixels it weighs most, largest first, as (r, c).
+        top_tokens: their token indices n, (k,).
+        top_colours: their colours, (k,) of (R, G, B).
+        top_weights: their weights, (k,) floats.
+        uniform_weight: 1 / N, each pixel's weight if the attention were spread evenly.
+
+    Source: seed 003 (003_734755b2d0b981d3.txt), "mathematical form": X̂ (H × W × D) read as N = H W tokens.
+    """
+
+    row: int
+    col: int
+    token: int
+    colour: tuple[int, int, int]
+    attention_map: torch.Tensor
+    top_pixels: tuple[tuple[int, int], ...]
+    top_tokens: tuple[int, ...]
+    top_colours: tuple[tuple[int, int, int], ...]
+    top_weights: tuple[float, ...]
+    uniform_weight: float
+
+
+def pixel_view(trace: ImageAttentionTrace, row: int, col: int, top: int = TOP_PIXELS) -> PixelView:
+    """Pixel (row, col) of ``trace`` as a query (see :class:`PixelView`).
+
+    Raises:
+        IndexError: the pixel is outside the image (move it inside with :func:`clamp_pixel`).
+        InputError: top below 1.
+    """
+    if top < 1:
+        raise InputError(N_("List at least one pixel; got {top}."), field="image_top", top=top)
+    heat = trace.attention_map(row, col)  # (H, W); raises IndexError outside the image
+    best = heat.flatten().topk(min(top, trace.token_count))  # (k,) values and indices, largest first
+    tokens = tuple(best.indices.tolist())
+    pixels = tuple(divmod(n, trace.width) for n in tokens)
+    return PixelView(
+        row=row, col=col, token=row * trace.width + col, colour=tuple(trace.image[row, col].tolist()),
+        attention_map=heat, top_pixels=pixels, top_tokens=tokens,
+        top_colours=tuple(tuple(trace.image[r, c].tolist()) for r, c in pixels),
+        top_weights=tuple(best.values.tolist()), uniform_weight=1 / trace.token_count,
+    )
+
+
+class _In(sp.Function):
+    """a ∈ b, printed as such (a display relation: sympy never evaluates it)."""
+
+    def _latex(self, printer, exp=None):
+        element, space = self.args
+        return r"%s \in %s" % (printer._print(element), printer._print(space))
+
+
+@lru_cache(maxsize=1024)
+def reshape_latex(height: int, width: int) -> str:
+    r"""X̂ ∈ ℝ^{H×W×3} → X ∈ ℝ^{N×3}, N = H W with the numbers, as LaTeX (seed 003's "mathematical form").
+
+    Built with sympy: the shapes are unevaluated products, N = H W is computed by sympy. Cached per size.
+
+    Raises:
+        InputError: a side below 1.
+    """
+    if height < 1 or width < 1:
+        raise InputError(N_("The image needs at least two pixels."), field="image_source")
+    h, w, channels = sp.Integer(height), sp.Integer(width), sp.Integer(3)
+    n = h * w
+    reals = sp.Symbol(r"\mathbb{R}")
+    image = _In(sp.Symbol(r"\hat{X}"), sp.Pow(reals, sp.Mul(h, w, channels, evaluate=False), evaluate=False))
+    tokens = _In(sp.Symbol("X"), sp.Pow(reals, sp.Mul(n, channels, evaluate=False), evaluate=False))
+    count = " = ".join([sp.latex(sp.Symbol("N")), sp.latex(sp.Mul(*sp.symbols("H W"))),
+                        sp.latex(sp.Mul(h, w, evaluate=False), mul_symbol="dot"), sp.latex(n)])
+    return r"%s \;\longrightarrow\; %s,\qquad %s" % (sp.latex(image, mul_symbol="times"),
+                                                       sp.latex(tokens, mul_symbol="times"), count)

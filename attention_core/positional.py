@@ -44,6 +44,14 @@ BASE = 10000.0
 #: Limits of the pattern heatmap (positions × d_model), declared in ``limits``.
 MIN_POSITIONS, MAX_POSITIONS = limits.MIN_PE_POSITIONS, limits.MAX_PE_POSITIONS
 MIN_WIDTH, MAX_WIDTH = limits.MIN_PE_WIDTH, limits.MAX_PE_WIDTH
+#: SA(P X) = P SA(X) holds when no entry differs by more than this (float32 rounding is ~1e-7).
+EQUIVARIANCE_TOLERANCE = 1e-5
+#: With an encoding, the order matters when some entry of SA(P X + PE) − P SA(X + PE) exceeds this.
+ORDER_TOLERANCE = 1e-3
+#: The table agrees with :func:`sinusoidal_encoding_loop` when no entry differs by more than this.
+LOOP_TOLERANCE = 1e-6
+#: The entry written out with its numbers: PE(3, 4), or the last row / column of a smaller table.
+EXAMPLE_ENTRY = (3, 4)
 
 
 def _check_size(positions: int, d_model: int) -> None:
@@ -161,6 +169,34 @@ class EquivarianceTrace:
     encoded_diff: float
 
     @property
+    def plain_matches(self) -> bool:
+        """Whether SA(P X) = P SA(X) up to float rounding: plain_diff < :data:`EQUIVARIANCE_TOLERANCE`."""
+        return self.plain_diff < EQUIVARIANCE_TOLERANCE
+
+    @property
+    def order_matters(self) -> bool:
+        """Whether the encoding made the outputs depend on the order: encoded_diff > :data:`ORDER_TOLERANCE`."""
+        return self.encoded_diff > ORDER_TOLERANCE
+
+    @property
+    def encoded_x(self) -> torch.Tensor:
+        """X + PE, (T, D): the input of SA(X + PE)."""
+        return self.x + self.pe
+
+    @property
+    def shuffled_positions(self) -> tuple[int, ...]:
+        """The positions of the shuffled sentence, 1-based: 1, 2, ..., T."""
+        return tuple(range(1, len(self.perm) + 1))
+
+    def shuffle(self, items) -> tuple:
+        """``items`` (one per token, length T) in the shuffled order: position p gets items[perm[p]].
+
+        Raises:
+            IndexError: fewer than T items.
+        """
+        return tuple(items[original] for original in self.perm)
+
+    @property
     def plain_unshuffled(self) -> torch.Tensor:
         """SA(X[perm]) with its rows put back in the original order, (T, d_v)."""
         return self.plain_shuffled.output[list(inverse_permutation(self.perm))]
@@ -216,6 +252,62 @@ def equivariance(
         plain_diff=float((plain_shuffled.output - plain.output[index]).abs().max()),
         encoded_diff=float((encoded_shuffled.output - encoded.output[index]).abs().max()),
     )
+
+
+def order_experiment(x: torch.Tensor, w_query: torch.Tensor, w_key: torch.Tensor, w_value: torch.Tensor,
+                     encoding_kind: str, shuffle_kind: str, seed: int) -> EquivarianceTrace:
+    """The page's experiment in one call: the shuffle (:func:`permutation`), the encoding (:func:`encoding`)
+    and self-attention on both orders with and without it (:func:`equivariance`).
+
+    Args:
+        x: X, (T, D). w_query, w_key: (D, d_k). w_value: (D, d_v).
+        encoding_kind: a key of :data:`ENCODINGS`. shuffle_kind: a key of :data:`SHUFFLES`.
+        seed: seeds the random shuffle and the learned encoding.
+
+    Returns:
+        The :class:`EquivarianceTrace`.
+
+    Raises:
+        InputError: an unknown kind, no tokens, or weights that do not fit X.
+    """
+    t, d = x.shape
+    perm = permutation(shuffle_kind, t, seed)
+    return equivariance(x, w_query, w_key, w_value, encoding(encoding_kind, t, d, seed), perm)
+
+
+@dataclass(frozen=True)
+class SinusoidalPattern:
+    """The sinusoidal table for the page's picture, checked against the entry-by-entry loop.
+
+    Attributes:
+        table: PE, (P, D) float32 (:func:`sinusoidal_encoding`); P positions, D = d_model.
+        loop_max_abs_diff: max |table − :func:`sinusoidal_encoding_loop`| (float; the loop is float64).
+        loop_matches: loop_max_abs_diff < :data:`LOOP_TOLERANCE`.
+        example_position, example_column: the entry written out with its numbers, 0-based:
+            :data:`EXAMPLE_ENTRY`, moved inside P × D.
+
+    Source: Vaswani et al. 2017 §3.5.
+    """
+
+    table: torch.Tensor
+    loop_max_abs_diff: float
+    loop_matches: bool
+    example_position: int
+    example_column: int
+
+
+def sinusoidal_pattern(positions: int, d_model: int) -> SinusoidalPattern:
+    """The sinusoidal table (positions × d_model), its check against the loop and the entry to write out.
+
+    Raises:
+        InputError: positions or d_model below 1.
+    """
+    table = sinusoidal_encoding(positions, d_model)
+    loop = torch.tensor(sinusoidal_encoding_loop(positions, d_model), dtype=torch.float64)
+    diff = float((table.double() - loop).abs().max())
+    row, column = EXAMPLE_ENTRY
+    return SinusoidalPattern(table=table, loop_max_abs_diff=diff, loop_matches=diff < LOOP_TOLERANCE,
+                             example_position=min(row, positions - 1), example_column=min(column, d_model - 1))
 
 
 # ---------------------------------------------------------------- formulas, with sympy

@@ -217,6 +217,77 @@ def run_scaling_experiment(
     )
 
 
+#: The lower end of an error bar is kept at or above this: the variance chart has a log axis.
+ERROR_BAR_FLOOR = 1e-3
+#: The entropy chart's axis reaches this factor × ln n (a little room above the uniform line).
+ENTROPY_AXIS_HEADROOM = 1.05
+
+
+@dataclass(frozen=True)
+class ScalingSummary:
+    """What the page draws and writes from a :class:`ScalingExperiment`, one value per d_k of its grid.
+
+    Python floats (the experiment's float32 values read with ``tolist``); tuples of length G (the grid).
+
+    Attributes:
+        d_k: the grid.
+        variance_low, variance_high: the error bar of the measured Var(q · k): ± 2 standard errors,
+            the lower end at least :data:`ERROR_BAR_FLOOR` (log axis).
+        theory_variance: Var[q · k] = d_k (the derivation), as the grid's integers.
+        theory_scaled_variance: Var[q · k / √d_k] = 1 at every d_k.
+        variance_ratio: measured Var(q · k) / d_k (≈ 1).
+        largest_d_k: the grid's last d_k.
+        largest_sd: √largest_d_k, the theoretical standard deviation of the scores there.
+        exp_largest_sd: e^{largest_sd}: how far apart two exponentials of the scores are, one s.d. apart.
+        uniform_weight: 1 / n, the largest weight of uniform weights over the n keys.
+        uniform_entropy: ln n, the entropy of uniform weights (the largest possible).
+        uniform_weight_line, uniform_entropy_line: those values at every d_k (the charts' dashed lines).
+        entropy_axis_top: :data:`ENTROPY_AXIS_HEADROOM` × ln n, the top of the entropy chart's axis.
+
+    Sources: the module docstring (Var = d_k, the standard error); seed 002 for the scores.
+    """
+
+    d_k: tuple[int, ...]
+    variance_low: tuple[float, ...]
+    variance_high: tuple[float, ...]
+    theory_variance: tuple[int, ...]
+    theory_scaled_variance: tuple[float, ...]
+    variance_ratio: tuple[float, ...]
+    largest_d_k: int
+    largest_sd: float
+    exp_largest_sd: float
+    uniform_weight: float
+    uniform_entropy: float
+    uniform_weight_line: tuple[float, ...]
+    uniform_entropy_line: tuple[float, ...]
+    entropy_axis_top: float
+
+
+def summarise(result: ScalingExperiment) -> ScalingSummary:
+    """The error bars, theory lines, ratios and uniform baselines of ``result`` (see :class:`ScalingSummary`).
+
+    Args:
+        result: from :func:`run_scaling_experiment`, which has already checked it (a non-empty grid of
+            d_k >= 1, n >= MIN_KEYS keys), so nothing is raised.
+    """
+    d = list(result.d_k)
+    var, se = result.variance.tolist(), result.standard_error.tolist()
+    n = result.keys
+    largest_sd = math.sqrt(d[-1])
+    return ScalingSummary(
+        d_k=tuple(d),
+        variance_low=tuple(max(v - 2 * e, ERROR_BAR_FLOOR) for v, e in zip(var, se)),
+        variance_high=tuple(v + 2 * e for v, e in zip(var, se)),
+        theory_variance=tuple(d),
+        theory_scaled_variance=(1.0,) * len(d),
+        variance_ratio=tuple(v / k for v, k in zip(var, d)),
+        largest_d_k=d[-1], largest_sd=largest_sd, exp_largest_sd=math.exp(largest_sd),
+        uniform_weight=1 / n, uniform_entropy=math.log(n),
+        uniform_weight_line=(1.0 / n,) * len(d), uniform_entropy_line=(math.log(n),) * len(d),
+        entropy_axis_top=math.log(n) * ENTROPY_AXIS_HEADROOM,
+    )
+
+
 # ---------------------------------------------------------------- the derivation, with sympy
 
 

@@ -24,8 +24,8 @@ import torch.nn.functional as F
 
 from . import limits
 from .errors import N_, InputError, Message
-from .formulas import latex_text
 from .functional import scaled_dot_product_attention
+from .latex import latex_text, number
 from .scaling import entropy
 
 #: The temperatures the page's slider offers: about log-spaced from 0.01 to 100 (1-1.5-2-3-5-7 per decade),
@@ -147,6 +147,70 @@ def temperature_sweep(scores: torch.Tensor, d_k: int, taus: tuple[float, ...] = 
     )
 
 
+def clamp_row(row: int, queries: int) -> int:
+    """``row`` moved inside 0..queries − 1 (a sentence that got shorter keeps a valid row).
+
+    Raises:
+        InputError: queries below 1.
+    """
+    if queries < 1:
+        raise InputError(N_("There is nothing to weigh: the sentence has no tokens."), field="sentence")
+    return min(max(row, 0), queries - 1)
+
+
+@dataclass(frozen=True)
+class TemperatureView:
+    """Everything the temperature page shows for one τ and one explained row.
+
+    Shape legend (as the module's): m queries, n keys, P temperatures of the sweep.
+
+    Attributes:
+        trace: the :class:`TemperatureTrace` at τ.
+        sweep: the :class:`TemperatureSweep` of the same scores over ``taus``.
+        row: the explained query row, 0-based, moved inside 0..m − 1 (:func:`clamp_row`).
+        row_number: row + 1, as the formulas write it.
+        row_favourite: the key with the row's largest weight (int; a tie gives its first key, as
+            ``torch.argmax``).
+        marked: (P,) bools, True where the sweep's τ is the current τ (the chart's marker).
+        max_entropy_line: (P,) ln n at every τ of the sweep (the chart's dashed line).
+
+    Sources: as the module's (Vaswani et al. 2017 eq. 1; Hinton et al. 2015 §2 for τ).
+    """
+
+    trace: TemperatureTrace
+    sweep: TemperatureSweep
+    row: int
+    row_number: int
+    row_favourite: int
+    marked: tuple[bool, ...]
+    max_entropy_line: tuple[float, ...]
+
+
+def temperature_view(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, tau: float, row: int,
+                     taus: tuple[float, ...] = TEMPERATURE_GRID) -> TemperatureView:
+    """Attention at τ (:func:`temperature_attention`), the sweep over ``taus`` and the explained row.
+
+    Args:
+        query: Q, (m, d_k). key: K, (n, d_k). value: V, (n, d_v). Floating point.
+        tau: τ > 0.
+        row: the query row to write out, 0-based (moved inside 0..m − 1 when out of range).
+        taus: the sweep's temperatures (default: the slider's grid).
+
+    Returns:
+        The :class:`TemperatureView`.
+
+    Raises:
+        InputError: τ (or a τ of ``taus``) not positive, no queries, or shapes that do not fit.
+    """
+    row = clamp_row(row, query.shape[0])
+    trace = temperature_attention(query, key, value, tau)
+    sweep = temperature_sweep(trace.scores, trace.d_k, taus)
+    return TemperatureView(
+        trace=trace, sweep=sweep, row=row, row_number=row + 1, row_favourite=int(trace.weights[row].argmax()),
+        marked=tuple(t == trace.tau for t in sweep.taus), max_entropy_line=(sweep.max_entropy,) * len(sweep.taus),
+    )
+
+
 # ---------------------------------------------------------------- formulas, with sympy
 
 _i, _j, _l = sp.symbols("i j l", integer=True, positive=True)
@@ -195,10 +259,6 @@ def _limits() -> tuple[str, str, str]:
     return start, sp.latex(cold), sp.latex(hot)
 
 
-def _num(value: float) -> str:
-    return sp.latex(sp.Float(value, 4))
-
-
 def row_latex(trace: TemperatureTrace, row: int) -> tuple[str, str]:
     """One row's tempered scores and entropy with their numbers substituted, as LaTeX.
 
@@ -213,15 +273,15 @@ def row_latex(trace: TemperatureTrace, row: int) -> tuple[str, str]:
         raise IndexError(f"row {row} is outside 0..{m - 1}")
     i = row + 1
     shown = min(n, 4)
-    parts = [r"\frac{%s}{%s \cdot \sqrt{%d}} = %s" % (_num(float(trace.scores[row, j])), _num(trace.tau), trace.d_k,
-                                                     _num(float(trace.tempered_scores[row, j]))) for j in range(shown)]
+    parts = [r"\frac{%s}{%s \cdot \sqrt{%d}} = %s" % (number(float(trace.scores[row, j])), number(trace.tau), trace.d_k,
+                                                     number(float(trace.tempered_scores[row, j]))) for j in range(shown)]
     more = r",\ \ldots" if n > shown else ""
     scaled = r"a_{%d,j} = \frac{s_{%d,j}}{\tau \sqrt{d_k}}:\quad " % (i, i) + r",\ \ ".join(parts) + more
     weights = [float(w) for w in trace.weights[row]]
-    terms = [r"%s \ln %s" % (_num(w), _num(w)) if w > 0 else "0" for w in weights]
-    terms = [t.replace(r"\ln " + _num(w), r"\ln\left(%s\right)" % _num(w)) if r"\cdot" in _num(w) else t
+    terms = [r"%s \ln %s" % (number(w), number(w)) if w > 0 else "0" for w in weights]
+    terms = [t.replace(r"\ln " + number(w), r"\ln\left(%s\right)" % number(w)) if r"\cdot" in number(w) else t
              for t, w in zip(terms, weights)]  # ln(5.0 · 10⁻⁵), not ln 5.0 · 10⁻⁵
     lines = [" + ".join(terms[k:k + 3]) for k in range(0, len(terms), 3)]  # 3 terms a line: fits a projector
     h = (r"\begin{aligned} H_{%d} &= -\big(%s\big) \\ &= %s \end{aligned}"
-         % (i, r" \\ &\qquad + ".join(lines), _num(float(trace.entropy[row]))))
+         % (i, r" \\ &\qquad + ".join(lines), number(float(trace.entropy[row]))))
     return scaled, h

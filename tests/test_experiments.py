@@ -37,6 +37,15 @@ def _global_rng_untouched(run) -> bool:
     return torch.equal(torch.rand(3), expected)
 
 
+def _argmax(row: list[float]) -> int:
+    """The first index of the largest value (a plain loop, as torch.argmax breaks ties)."""
+    best = 0
+    for index, value in enumerate(row):
+        if value > row[best]:
+            best = index
+    return best
+
+
 # ---------------------------------------------------------------- why √d_k
 
 
@@ -136,6 +145,37 @@ def test_the_derivation_reaches_0_d_k_and_1():
     assert mean == 0 and var == 1
 
 
+def test_scaling_summary_bars_ratios_and_uniform_lines():
+    result = scaling.run_scaling_experiment(1000, 8, seed=3)
+    summary = scaling.summarise(result)
+    var, se = result.variance.tolist(), result.standard_error.tolist()
+    assert summary.d_k == (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) == summary.theory_variance
+    for k, (d, v, e) in enumerate(zip(summary.d_k, var, se)):
+        assert summary.variance_high[k] - v == pytest.approx(2 * e)
+        assert summary.variance_low[k] == pytest.approx(v - 2 * e) and summary.variance_low[k] < v
+        assert summary.variance_ratio[k] * d == pytest.approx(v)
+        assert abs(summary.variance_ratio[k] - 1) < 5 * e / d  # Var / d_k ≈ 1 within sampling error
+    assert summary.theory_scaled_variance == (1.0,) * 11
+    assert (summary.largest_d_k, summary.largest_sd) == (1024, 32.0)
+    assert f"{summary.exp_largest_sd:.1e}" == "7.9e+13"  # e^32 = 78962960182680.69
+    assert summary.uniform_weight == 0.125 and summary.uniform_weight_line == (0.125,) * 11
+    uniform = -sum(1 / 8 * math.log(1 / 8) for _ in range(8))  # H of 8 equal weights, a plain loop
+    assert summary.uniform_entropy == pytest.approx(uniform) == float(scaling.entropy(torch.full((8,), 1 / 8)))
+    assert summary.uniform_entropy_line == (summary.uniform_entropy,) * 11
+    assert summary.entropy_axis_top == pytest.approx(1.05 * math.log(8))
+
+
+def test_scaling_summary_keeps_error_bars_above_the_log_axis_floor():
+    import dataclasses
+
+    result = scaling.run_scaling_experiment(100, 2, seed=0, grid=(1, 2))
+    noisy = dataclasses.replace(result, variance=torch.tensor([0.5, 2.0]), standard_error=torch.tensor([1.0, 0.25]))
+    summary = scaling.summarise(noisy)
+    assert summary.variance_low == (scaling.ERROR_BAR_FLOOR, 1.5)  # 0.5 − 2 is below the floor
+    assert summary.variance_high == (2.5, 2.5)
+    assert summary.variance_ratio == (0.5, 1.0) and summary.largest_d_k == 2
+
+
 # ---------------------------------------------------------------- temperature
 
 
@@ -173,6 +213,38 @@ def test_ties_share_the_argmax_limit():
     trace = temperature.temperature_attention(q, k, v, 0.01)
     assert torch.allclose(trace.argmax_weights.sum(-1), torch.ones(7))
     assert set(trace.argmax_weights.unique().tolist()) <= {0.0, 0.5, 1.0}
+
+
+@pytest.mark.parametrize("s", PRESET_CASES)
+@pytest.mark.parametrize("tau", [0.3, 1.0, 7.0])
+def test_temperature_view_row_and_sweep_against_plain_python(s, tau):
+    q, k, v = _qkv(s)
+    view = temperature.temperature_view(q, k, v, tau, row=2)
+    assert (view.row, view.row_number) == (2, 3)
+    # row 2's weights with math.exp, from the numbers of Q and K
+    scale = 1 / (tau * math.sqrt(q.shape[1]))
+    scores = [sum(a * b for a, b in zip(q[2].tolist(), key)) * scale for key in k.tolist()]
+    exps = [math.exp(x - max(scores)) for x in scores]
+    weights = [e / sum(exps) for e in exps]
+    assert view.row_favourite == _argmax(weights)
+    assert view.trace.weights[2].tolist() == pytest.approx(weights, abs=1e-6)
+    assert view.marked == tuple(t == tau for t in temperature.TEMPERATURE_GRID) and sum(view.marked) == 1
+    assert view.marked[temperature.TEMPERATURE_GRID.index(tau)]
+    assert view.max_entropy_line == (math.log(len(k)),) * len(temperature.TEMPERATURE_GRID)
+    reference = temperature.temperature_sweep(q @ k.T, q.shape[1])
+    assert torch.allclose(view.sweep.mean_entropy, reference.mean_entropy, atol=1e-6)
+
+
+def test_temperature_view_clamps_the_row_and_marks_no_off_grid_tau():
+    q, k, v = _qkv(Settings.for_preset("custom", sentence="a b c", d_model=4, d_k=2, seed=0))
+    view = temperature.temperature_view(q, k, v, 0.123, row=9)
+    assert (view.row, view.row_number) == (2, 3)
+    assert not any(view.marked)
+    assert temperature.clamp_row(-1, 3) == 0 and temperature.clamp_row(1, 3) == 1
+    with pytest.raises(InputError):
+        temperature.clamp_row(0, 0)
+    with pytest.raises(InputError):
+        temperature.temperature_view(q, k, v, 0.0, row=0)
 
 
 def test_entropy_grows_with_temperature():
@@ -297,6 +369,64 @@ def test_equivariance_steps_are_latex():
     assert r"\sin" in even and r"\cos" in odd and "10000" in even
 
 
+@pytest.mark.parametrize("s", PRESET_CASES)
+@pytest.mark.parametrize("shuffle", list(positional.SHUFFLES))
+def test_order_experiment_is_the_three_steps_and_names_its_checks(s, shuffle):
+    t = build_walkthrough(s).trace
+    n, d = t.x.shape
+    result = positional.order_experiment(t.x, t.w_query, t.w_key, t.w_value, "sinusoidal", shuffle, 2)
+    assert result.perm == positional.permutation(shuffle, n, 2)
+    assert torch.equal(result.pe, positional.sinusoidal_encoding(n, d))
+    assert result.plain_matches and result.order_matters  # what the page states as ✓ and as success
+    # X + PE, entry by entry with math.sin / math.cos
+    table = positional.sinusoidal_encoding_loop(n, d)
+    expected = [[a + b for a, b in zip(row, pe_row)] for row, pe_row in zip(t.x.tolist(), table)]
+    assert sum(result.encoded_x.tolist(), []) == pytest.approx(sum(expected, []), abs=1e-6)
+    assert result.shuffled_positions == tuple(range(1, n + 1))
+
+
+def test_shuffle_puts_items_in_the_shuffled_order():
+    x = torch.randn(4, 3, generator=torch.Generator().manual_seed(0))
+    words = ("your", "journey", "starts", "here")
+    for kind, expected in [("reverse", ("here", "starts", "journey", "your")),
+                           ("rotate", ("journey", "starts", "here", "your"))]:
+        result = positional.order_experiment(x, torch.eye(3), torch.eye(3), torch.eye(3), "learned", kind, 0)
+        assert result.shuffle(words) == expected
+        assert torch.equal(result.x_shuffled, torch.stack(result.shuffle(list(x))))
+    with pytest.raises(IndexError):
+        result.shuffle(words[:2])
+
+
+def test_order_matters_only_when_the_encoding_differs_between_positions():
+    g = torch.Generator().manual_seed(1)
+    x, w = torch.randn(5, 4, generator=g), torch.randn(4, 4, generator=g)
+    perm = positional.permutation("reverse", 5)
+    same_everywhere = positional.equivariance(x, w, w, w, torch.ones(5, 4), perm)  # every position gets one vector
+    assert same_everywhere.plain_matches and not same_everywhere.order_matters
+    assert same_everywhere.encoded_diff <= positional.ORDER_TOLERANCE
+    sinusoid = positional.equivariance(x, w, w, w, positional.sinusoidal_encoding(5, 4), perm)
+    assert sinusoid.order_matters and sinusoid.encoded_diff > positional.ORDER_TOLERANCE
+
+
+@pytest.mark.parametrize(("positions", "width", "entry"), [(16, 16, (3, 4)), (2, 3, (1, 2)), (64, 4, (3, 3))])
+def test_sinusoidal_pattern_is_checked_against_the_loop(positions, width, entry):
+    pattern = positional.sinusoidal_pattern(positions, width)
+    loop = positional.sinusoidal_encoding_loop(positions, width)
+    worst = max(abs(a - b) for row, ref in zip(pattern.table.tolist(), loop) for a, b in zip(row, ref))
+    assert pattern.loop_max_abs_diff == pytest.approx(worst, abs=1e-12)
+    assert pattern.loop_matches and worst < positional.LOOP_TOLERANCE
+    assert (pattern.example_position, pattern.example_column) == entry
+    assert torch.equal(pattern.table, positional.sinusoidal_encoding(positions, width))
+
+
+def test_sinusoidal_pattern_example_entry_value():
+    # PE(3, 4) at d_model = 16: sin(3 / 10000^(4/16)) = sin(0.3) = 0.295520...
+    pattern = positional.sinusoidal_pattern(16, 16)
+    assert float(pattern.table[pattern.example_position, pattern.example_column]) == pytest.approx(0.2955202, abs=1e-6)
+    with pytest.raises(InputError):
+        positional.sinusoidal_pattern(0, 4)
+
+
 # ---------------------------------------------------------------- additive scoring
 
 
@@ -357,6 +487,60 @@ def test_additive_entry_latex_has_the_numbers_and_the_score():
         additive.additive_entry_latex(trace, 7, 0)
 
 
+@pytest.mark.parametrize("s", PRESET_CASES)
+@pytest.mark.parametrize("hidden", [1, 5])
+def test_scorer_comparison_against_plain_loops(s, hidden):
+    att = build_walkthrough(s).trace.attention
+    view = additive.compare_scorers(att.query, att.key, att.value, att.weights, hidden, 4, 1, 0)
+    params = additive.seeded_additive_weights(att.query.shape[1], att.key.shape[1], hidden,
+                                              torch.Generator().manual_seed(4))
+    assert torch.equal(view.additive.weights_in.w_v, params.w_v)  # the seed is the scorer's own
+    dot, add = att.weights.tolist(), view.additive.weights.tolist()
+    assert view.shared_scale == pytest.approx(max(max(max(r) for r in dot), max(max(r) for r in add)), abs=0)
+    assert view.agreeing_queries == sum(_argmax(a) == _argmax(b) for a, b in zip(dot, add))
+    loop = additive.additive_scores_loop(att.query, att.key, params)
+    worst = max(abs(a - b) for row_a, row_b in zip(view.additive.scores.tolist(), loop) for a, b in zip(row_a, row_b))
+    assert view.loop_max_abs_diff == pytest.approx(worst, abs=1e-12)
+    assert view.loop_matches and worst < additive.LOOP_TOLERANCE
+    assert view.w_v_column.shape == (hidden, 1) and view.w_v_column[:, 0].tolist() == params.w_v.tolist()
+    assert (view.row, view.col, view.query_number, view.key_number) == (1, 0, 2, 1)
+    assert (view.tokens, view.d_k, view.hidden_size) == (len(dot), att.key.shape[1], hidden)
+
+
+def test_scorer_agreement_counts_the_shared_favourite_keys():
+    g = torch.Generator().manual_seed(2)
+    q, k, v = torch.randn(5, 3, generator=g), torch.randn(5, 3, generator=g), torch.randn(5, 3, generator=g)
+    first = additive.compare_scorers(q, k, v, torch.full((5, 5), 0.2), 3, 0, 0, 0)
+    same = additive.compare_scorers(q, k, v, first.additive.weights, 3, 0, 0, 0)
+    assert same.agreeing_queries == 5
+    assert same.shared_scale == max(max(row) for row in first.additive.weights.tolist())
+    # every query's favourite is key 2: the scorers agree on the queries whose additive favourite is key 2
+    column_2 = torch.full((5, 5), 0.1).index_fill(1, torch.tensor([2]), 0.6)
+    favourite_2 = [_argmax(row) == 2 for row in first.additive.weights.tolist()]
+    assert additive.compare_scorers(q, k, v, column_2, 3, 0, 0, 0).agreeing_queries == sum(favourite_2)
+    with pytest.raises(InputError):
+        additive.compare_scorers(q, k, v, torch.ones(4, 5), 3, 0, 0, 0)
+    with pytest.raises(InputError):
+        additive.compare_scorers(q, k, v, first.additive.weights, 17, 0, 0, 0)
+
+
+@pytest.mark.parametrize(("row", "col", "tokens", "expected"), [
+    (7, 9, 4, (3, 3)), (2, 1, 4, (2, 1)), (-1, 5, 3, (0, 2)), (0, 0, 1, (0, 0)),
+])
+def test_clamp_pair_keeps_the_pair_inside_the_weights(row, col, tokens, expected):
+    assert additive.clamp_pair(row, col, tokens) == expected
+    g = torch.Generator().manual_seed(0)
+    if tokens > 1:
+        q = torch.randn(tokens, 2, generator=g)
+        view = additive.compare_scorers(q, q, q, torch.softmax(q @ q.T, -1), 2, 0, row, col)
+        assert (view.row, view.col) == expected
+
+
+def test_clamp_pair_needs_a_token():
+    with pytest.raises(InputError):
+        additive.clamp_pair(0, 0, 0)
+
+
 # ---------------------------------------------------------------- self-attention over an image
 
 
@@ -399,6 +583,81 @@ def test_a_dark_pixel_attends_to_dark_pixels():
     heat = trace.attention_map(0, 0)  # a dark square's corner
     assert bool(dark[0, 0])
     assert float(heat[dark].min()) > 10 * float(heat[~dark].max())
+
+
+def _coded_image(h: int, w: int) -> torch.Tensor:
+    """An (h, w, 3) image whose pixel (r, c) has the unique colour (r, c, 7)."""
+    return torch.tensor([[(r, c, 7) for c in range(w)] for r in range(h)], dtype=torch.uint8)
+
+
+@pytest.mark.parametrize(("h", "w", "row", "col"), [(3, 4, 2, 1), (12, 12, 4, 4), (5, 16, 4, 15), (1, 2, 0, 1)])
+def test_pixel_view_token_and_colour_against_the_flattened_image(h, w, row, col):
+    img = _coded_image(h, w)
+    trace = image.image_attention(img, "projected", d_k=2, seed=3)
+    pixel = image.pixel_view(trace, row, col)
+    # the token is where (row, col)'s colour lands when the image is flattened (found by scanning)
+    flat = image.flatten_image(img).tolist()
+    assert pixel.token == flat.index([row, col, 7])
+    assert pixel.colour == (row, col, 7)
+    assert trace.pixel_coordinates == tuple((r, c) for r in range(h) for c in range(w))
+    assert trace.token_colours.tolist() == [[r, c, 7] for r in range(h) for c in range(w)]
+    assert (trace.token_count, trace.weight_count) == (h * w, (h * w) ** 2)
+    assert pixel.uniform_weight == pytest.approx(1 / (h * w))
+    assert torch.equal(pixel.attention_map, trace.attention_map(row, col))
+
+
+def test_pixel_view_lists_the_most_weighted_pixels_largest_first():
+    trace = image.image_attention(image.pattern("shapes"), "rgb")
+    pixel = image.pixel_view(trace, 2, 2)  # inside the red square
+    weights = trace.weights[2 * 12 + 2].tolist()
+    largest = sorted(weights, reverse=True)[:5]  # a plain sort of the pixel's row of weights
+    assert list(pixel.top_weights) == pytest.approx(largest, abs=0)
+    for (r, c), n, colour, weight in zip(pixel.top_pixels, pixel.top_tokens, pixel.top_colours, pixel.top_weights):
+        assert weights[n] == weight and n == [i for i in range(144) if (i // 12, i % 12) == (r, c)][0]
+        assert colour == (220, 40, 40)  # red looks at red
+    small = image.image_attention(_coded_image(1, 2), "rgb")
+    assert len(image.pixel_view(small, 0, 0).top_tokens) == 2  # at most N pixels
+    assert len(image.pixel_view(trace, 0, 0, top=1).top_tokens) == 1
+    with pytest.raises(InputError):
+        image.pixel_view(trace, 0, 0, top=0)
+    with pytest.raises(IndexError):
+        image.pixel_view(trace, 12, 0)
+
+
+@pytest.mark.parametrize(("row", "col", "h", "w", "expected"), [
+    (11, 11, 8, 16, (7, 11)), (3, 20, 12, 12, (3, 11)), (-1, 4, 5, 5, (0, 4)), (6, 8, 12, 16, (6, 8)),
+])
+def test_clamp_pixel(row, col, h, w, expected):
+    assert image.clamp_pixel(row, col, h, w) == expected
+
+
+def test_upload_size_check_and_centre():
+    image.check_upload_size(image.MAX_UPLOAD_BYTES, "ok.png")  # at the limit: accepted
+    with pytest.raises(InputError) as error:
+        image.check_upload_size(6 * 2**20, "huge.png")
+    assert str(error.value.message) == "“huge.png” is 6.0 MB; the limit is 5 MB."
+    assert image.MAX_UPLOAD_MB == 5
+    upload = image.load_upload(_png_bytes((40, 30)), "red.png")  # 40 × 30 -> 16 × 12
+    assert upload.pixels.shape[:2] == (12, 16) and upload.centre == (6, 8)
+    with pytest.raises(InputError):
+        image.clamp_pixel(0, 0, 0, 4)
+
+
+def _png_bytes(size) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", size, (200, 30, 30)).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def test_reshape_latex_writes_the_shapes_and_n():
+    assert image.reshape_latex(12, 12) == (
+        r"\hat{X} \in \mathbb{R}^{12 \times 12 \times 3} \;\longrightarrow\; X \in \mathbb{R}^{144 \times 3},"
+        r"\qquad N = H W = 12 \cdot 12 = 144")
+    text = image.reshape_latex(12, 16)
+    assert r"\mathbb{R}^{12 \times 16 \times 3}" in text and r"\mathbb{R}^{192 \times 3}" in text
+    assert text.endswith(r"12 \cdot 16 = 192")
+    with pytest.raises(InputError):
+        image.reshape_latex(0, 3)
 
 
 def test_image_attention_rejects_bad_images():

@@ -174,3 +174,47 @@ def test_entry_latex_examples():
     assert r"\frac{e^{0.7209}}{e^{0.4528} + e^{0.7834} + e^{0.7209}}" in text
     alpha = math.exp(a[2]) / sum(math.exp(v) for v in a)
     assert text.endswith(f" = {alpha:.4f}")
+
+
+# ---------------------------------------------------------------- attention without trainable weights (seed 004)
+
+
+def test_weightless_softmax_latex_is_seed_004s_formula():
+    from attention_core.formulas import weightless_softmax_latex
+
+    text = weightless_softmax_latex()
+    assert text == r"{\alpha}_{q,j} = \frac{e^{{\omega}_{q,j}}}{\sum_{l} e^{{\omega}_{q,l}}}"
+    assert weightless_softmax_latex() is text  # constant: cached
+
+
+@pytest.mark.parametrize(("query", "tokens", "expected"), [(1, 3, 1), (5, 3, 2), (-1, 3, 0), (0, 1, 0)])
+def test_weightless_query_is_kept_inside_the_sentence(query, tokens, expected):
+    from attention_core.formulas import weightless_query
+
+    assert weightless_query(query, tokens) == expected
+
+
+def test_weightless_query_needs_a_token():
+    from attention_core.errors import InputError
+    from attention_core.formulas import weightless_query
+
+    with pytest.raises(InputError):
+        weightless_query(0, 0)
+
+
+def test_seed004_note_only_where_the_seed_prints_its_rounded_vector():
+    from attention_core.formulas import seed004_rounding_applies, weightless_steps
+
+    assert seed004_rounding_applies("hello", 1, edited=False)
+    assert not seed004_rounding_applies("hello", 1, edited=True)
+    assert not seed004_rounding_applies("hello", 0, edited=False)
+    assert not seed004_rounding_applies("seed000", 1, edited=False)
+    # The note's premise: seed 004 prints [0.3992, 0.3858, 0.8610] for "shiny"; the exact vector differs
+    # from it in the fourth decimal.
+    walk = build_walkthrough(Settings.for_preset("hello"))
+    x = tuple(tuple(row) for row in walk.trace.x.tolist())
+    ours = weightless_steps(x, walk.tokens, 1).context_value
+    printed = (0.3992, 0.3858, 0.8610)
+    assert walk.tokens[1] == "shiny"
+    assert tuple(round(v, 4) for v in ours) != printed  # ours: (0.39896, 0.38542, 0.86095)
+    assert all(abs(a - b) < 5e-4 for a, b in zip(ours, printed))

@@ -51,11 +51,9 @@ def image_attention(pixels: bytes, height: int, width: int, features: str, d_k: 
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def sinusoidal_pattern(positions: int, width: int) -> tuple[torch.Tensor, float]:
-    """The sinusoidal table (positions × width) and its max |difference| from the math.sin/cos loop, cached."""
-    table = positional.sinusoidal_encoding(positions, width)
-    loop = torch.tensor(positional.sinusoidal_encoding_loop(positions, width), dtype=torch.float64)
-    return table, float((table.double() - loop).abs().max())
+def sinusoidal_pattern(positions: int, width: int) -> positional.SinusoidalPattern:
+    """``positional.sinusoidal_pattern`` (the table, checked against the math.sin/cos loop), cached."""
+    return positional.sinusoidal_pattern(positions, width)
 
 
 @functools.lru_cache(maxsize=None)
@@ -86,9 +84,21 @@ def side_by_side(widths: list[int]) -> tuple[list[Any], bool]:
     return [st.container() for _width in widths], True
 
 
-def heatmap_width(columns: int, row_labels: bool = True) -> int:
-    """About how wide ``widgets.heatmap`` draws a matrix with ``columns`` columns (no legend)."""
-    return columns * widgets.CELL_PX + (150 if row_labels else 40)
+#: About how wide the colour legend of ``widgets.heatmap`` is.
+LEGEND_PX = 60
+
+
+def heatmap_width(columns: int, row_labels: bool = True, legend: bool = False, extra: int = 0) -> int:
+    """About how wide ``widgets.heatmap`` draws a matrix with ``columns`` columns.
+
+    ``legend`` adds the colour legend; ``extra`` pixels fit longer (> 0) or shorter (< 0) row labels.
+    """
+    return columns * widgets.CELL_PX + (150 if row_labels else 40) + (LEGEND_PX if legend else 0) + extra
+
+
+def table_height(rows: int) -> int:
+    """The height in pixels of ``st.dataframe`` showing ``rows`` rows and its header, without a scroll bar."""
+    return 36 * (rows + 1) + 3
 
 
 def check_line(text: str, ok: bool) -> None:
@@ -132,10 +142,10 @@ def receive_upload(key: str) -> None:
     if file is None:
         return
     st.session_state[_UPLOADER_VERSION] = st.session_state.get(_UPLOADER_VERSION, 0) + 1  # drop the file
-    if file.size > image_core.MAX_UPLOAD_BYTES:  # don't even read it
-        st.session_state[_UPLOAD_ERROR] = Message(
-            N_("“{name}” is {size} MB; the limit is {limit} MB."), name=file.name, size=f"{file.size / 2**20:.1f}",
-            limit=f"{image_core.MAX_UPLOAD_BYTES / 2**20:.0f}")
+    try:
+        image_core.check_upload_size(file.size, file.name)  # don't even read a file that is too large
+    except InputError as error:
+        st.session_state[_UPLOAD_ERROR] = error.message
         return
     try:
         result = image_core.load_upload(file.getvalue(), file.name)
@@ -147,8 +157,8 @@ def receive_upload(key: str) -> None:
         "name": file.name, "format": result.format, "original_size": result.original_size,
         "pixels": result.pixels.tolist(),
     }
-    h, w, _channels = result.pixels.shape
-    state.update(image_source="upload", image_row=h // 2, image_col=w // 2)
+    row, col = result.centre
+    state.update(image_source="upload", image_row=row, image_col=col)
 
 
 def show_upload_error() -> None:

@@ -26,9 +26,9 @@ from attention_core.walkthrough import Walkthrough, build_walkthrough
 from . import state
 from .i18n import _
 
-T = TypeVar("T")
-
 CELL_PX = 56  # heatmap cell size: numbers stay readable on a projector
+
+T = TypeVar("T")
 
 
 # ---------------------------------------------------------------- text helpers
@@ -48,7 +48,8 @@ def show_error(error: InputError) -> None:
 def build_or_stop(build: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``build(*args, **kwargs)``; on bad input (:class:`InputError`), its message and the page stops.
 
-    What the user typed stays in the settings, so fixing it brings the page back.
+    What the user typed stays in the settings, so fixing it brings the page back. Any other
+    exception is a bug and propagates.
     """
     try:
         return build(*args, **kwargs)
@@ -58,8 +59,19 @@ def build_or_stop(build: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 
 def walkthrough_or_stop() -> Walkthrough:
-    """The self-attention walk-through of the current settings and edits, or its message (see build_or_stop)."""
+    """The walk-through of the current settings and edits; on bad input, its message and the page stops."""
     return build_or_stop(build_walkthrough, state.settings(), state.edits())
+
+
+def keep_in_range(**values: Any) -> None:
+    """Store the settings a view moved back into range (e.g. a chosen pair on a sentence that got shorter).
+
+    Only the fields whose value differs are written; call it before the widgets bound to them are created.
+    """
+    current = state.settings()
+    changed = {field: value for field, value in values.items() if getattr(current, field) != value}
+    if changed:
+        state.update(**changed)
 
 
 def show_messages() -> None:

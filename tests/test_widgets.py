@@ -1,0 +1,48 @@
+"""Shared widgets under AppTest: ``build_or_stop`` returns what it builds, or shows the message and stops."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+
+def _script():
+    import streamlit as st
+
+    from attention_core.errors import N_, InputError
+    from ui import widgets
+
+    def build(a, b, *, scale):
+        if b == 0:
+            raise InputError(N_("Cannot divide {a} by zero."), field="b", a=a)
+        return a / b * scale
+
+    b = st.session_state.get("b", 2)
+    value = widgets.build_or_stop(build, 6, b, scale=10)
+    st.markdown(f"value {value}")
+    st.markdown("after the build")
+
+
+def test_build_or_stop_returns_the_built_value():
+    at = AppTest.from_function(_script, default_timeout=60).run()
+    assert not at.exception and not at.error
+    assert [m.value for m in at.markdown] == ["value 30.0", "after the build"]
+
+
+def test_build_or_stop_shows_the_message_and_stops_the_page():
+    at = AppTest.from_function(_script, default_timeout=60)
+    at.session_state["b"] = 0
+    at.run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["Cannot divide 6 by zero."]
+    assert not at.markdown  # nothing after the failed build ran
+
+
+def _bug():
+    from ui import widgets
+
+    widgets.build_or_stop(lambda: 1 / 0)
+
+
+def test_build_or_stop_lets_other_exceptions_through():
+    at = AppTest.from_function(_bug, default_timeout=60).run()
+    assert at.exception and at.exception[0].proto.type == "ZeroDivisionError"
