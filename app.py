@@ -10,7 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from attention_core.presets import PRESETS
+from attention_core.inputs.presets import PRESETS
 from attention_core.settings import LANGUAGES
 from ui import presenter, runtime, state
 from ui.i18n import _

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from attention_core.presets import PRESETS
+from attention_core.inputs.presets import PRESETS
 from ui import state
 from ui.i18n import _
 

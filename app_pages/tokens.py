@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from attention_core.presets import PRESETS
+from attention_core.inputs.presets import PRESETS
 from attention_core.settings import MAX_DIM, MAX_TOKENS, MIN_DIM
 from attention_core.walkthrough import dim_labels, token_labels
 from ui import state, widgets

@@ -7,16 +7,16 @@ nn.Modules), ``formulas`` (sympy), ``tokens``, ``presets``, ``settings`` and
 ``walkthrough`` (settings -> every number on the pages).
 """
 
-from .errors import InputError
-from .functional import (
+from attention_core.errors import InputError
+from attention_core.functional import (
     AttentionTrace,
     SelfAttentionTrace,
     attention_without_weights,
     scaled_dot_product_attention,
     self_attention,
 )
-from .settings import Settings, validate_settings
-from .walkthrough import Walkthrough, build_walkthrough
+from attention_core.settings import Settings, validate_settings
+from attention_core.walkthrough import Walkthrough, build_walkthrough
 
 __all__ = [
     "AttentionTrace",

@@ -25,9 +25,9 @@ from functools import lru_cache
 import sympy as sp
 import torch
 
-from . import limits
-from .errors import N_, InputError
-from .latex import factor
+from attention_core import limits
+from attention_core.errors import N_, InputError
+from attention_core.latex import factor
 
 #: h, the scorer's hidden size (declared in ``limits``).
 MIN_HIDDEN, MAX_HIDDEN = limits.MIN_ADDITIVE_HIDDEN, limits.MAX_ADDITIVE_HIDDEN

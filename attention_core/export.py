@@ -18,8 +18,8 @@ import re
 
 import torch
 
-from .formulas import STAGES, self_attention_formula, stage_matrix
-from .walkthrough import Walkthrough, stage_labels
+from attention_core.formulas import STAGES, self_attention_formula, stage_matrix
+from attention_core.walkthrough import Walkthrough, stage_labels
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~])")
 

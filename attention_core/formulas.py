@@ -21,10 +21,10 @@ from functools import lru_cache
 
 import sympy as sp
 
-from . import stages
-from .errors import N_, InputError
-from .functional import SelfAttentionTrace
-from .latex import latex_text, number_expr
+from attention_core import stages
+from attention_core.errors import N_, InputError
+from attention_core.functional import SelfAttentionTrace
+from attention_core.latex import latex_text, number_expr
 
 #: The self-attention walk-through's stages (declared in :mod:`stages`).
 STAGES = stages.SELF_ATTENTION
@@ -302,7 +302,7 @@ def weightless_steps(x: tuple[tuple[float, ...], ...], tokens: tuple[str, ...], 
     """
     import torch  # local: keeps this module's import light for formula-only users
 
-    from .functional import attention_without_weights
+    from attention_core.functional import attention_without_weights
 
     if not 0 <= query_index < len(x):
         raise IndexError(f"query_index {query_index} outside 0..{len(x) - 1}")

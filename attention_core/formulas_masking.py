@@ -28,9 +28,9 @@ from typing import Optional, Sequence
 
 import sympy as sp
 
-from . import formulas, formulas_multihead, stages
-from .errors import N_, Message
-from .latex import Translate, aligned, factor, index, latex_text, number, terms_lines
+from attention_core import formulas, formulas_multihead, stages
+from attention_core.errors import N_, Message
+from attention_core.latex import Translate, aligned, factor, index, latex_text, number, terms_lines
 
 #: The masking & heads pages' stages (declared in :mod:`stages`).
 CAUSAL_STAGES = stages.CAUSAL

@@ -22,9 +22,9 @@ from functools import lru_cache
 import sympy as sp
 import torch
 
-from .errors import N_
-from .latex import number_expr
-from .multihead import MultiHeadTrace, head_columns
+from attention_core.errors import N_
+from attention_core.latex import number_expr
+from attention_core.multihead import MultiHeadTrace, head_columns
 
 #: The multi-head walk-through's new stages, in order: key -> title.
 STAGES: dict[str, str] = {

@@ -28,11 +28,11 @@ from typing import Sequence
 
 import sympy as sp
 
-from . import formulas, pretrained, stages
-from .errors import N_, Message
-from .latex import Translate, latex_text, number_expr, translate_cases
-from .pretrained import HeadStep
-from .stepthrough import Check, Panel, Stage, StepThrough
+from attention_core import formulas, pretrained, stages
+from attention_core.errors import N_, Message
+from attention_core.latex import Translate, latex_text, number_expr, translate_cases
+from attention_core.pretrained import HeadStep
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough
 
 #: One head's step-through (declared in :mod:`stages`).
 HEAD_STAGES = stages.TRAINED_HEAD

@@ -21,7 +21,7 @@ from typing import Optional
 
 import torch
 
-from .errors import N_, InputError
+from attention_core.errors import N_, InputError
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,9 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from . import limits
-from .errors import N_, InputError
-from .functional import SelfAttentionTrace, self_attention
+from attention_core import limits
+from attention_core.errors import N_, InputError
+from attention_core.functional import SelfAttentionTrace, self_attention
 
 #: The largest side of an image on the page (uploads are downscaled to fit), declared in ``limits``.
 MAX_SIDE = limits.MAX_IMAGE_SIDE

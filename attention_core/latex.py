@@ -77,7 +77,7 @@ def latex_text(text: str) -> str:
 
 def translate_cases(text: str, tr: Translate) -> str:
     r"""sympy's words in a Piecewise (``\text{for}``, ``\text{otherwise}``) in the interface language."""
-    from .errors import N_
+    from attention_core.errors import N_
 
     return (text.replace(r"\text{for}", latex_text(str(tr(N_("for")))))
             .replace(r"\text{otherwise}", latex_text(str(tr(N_("otherwise"))))))

@@ -39,7 +39,7 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from .errors import N_, InputError
+from attention_core.errors import N_, InputError
 
 
 def _check_count(value, name: str, *, minimum: int = 1) -> int:

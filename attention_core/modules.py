@@ -25,9 +25,9 @@ from typing import Optional
 import torch
 from torch import nn
 
-from .errors import N_, InputError
-from .functional import SelfAttentionTrace, self_attention
-from .multihead import MultiHeadTrace, _check_heads, multi_head_attention
+from attention_core.errors import N_, InputError
+from attention_core.functional import SelfAttentionTrace, self_attention
+from attention_core.multihead import MultiHeadTrace, _check_heads, multi_head_attention
 
 
 class SelfAttentionV1(nn.Module):

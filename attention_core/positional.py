@@ -25,9 +25,9 @@ from functools import lru_cache
 import sympy as sp
 import torch
 
-from . import limits
-from .errors import N_, InputError
-from .functional import SelfAttentionTrace, self_attention
+from attention_core import limits
+from attention_core.errors import N_, InputError
+from attention_core.functional import SelfAttentionTrace, self_attention
 
 #: The encodings offered: key -> label (keys declared in ``limits.PE_ENCODINGS``).
 ENCODINGS: dict[str, str] = {

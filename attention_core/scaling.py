@@ -33,9 +33,9 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from . import limits
-from .errors import N_, InputError, Message
-from .formulas import latex_text
+from attention_core import limits
+from attention_core.errors import N_, InputError, Message
+from attention_core.formulas import latex_text
 
 #: How a word gets into a formula in the interface language: ``tr(template)`` (the pages pass
 #: ``ui.i18n._``; the default keeps the English). Written with ``formulas.latex_text``.

@@ -18,9 +18,10 @@ import string
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
-from . import stages
-from .errors import N_, Message
-from .limits import (
+from attention_core import stages
+from attention_core.errors import N_, Message
+from attention_core.inputs.presets import DEFAULT_PRESET, PRESETS, Preset
+from attention_core.limits import (
     IMAGE_FEATURES,
     IMAGE_PATTERNS,
     IMAGE_UPLOAD,
@@ -53,7 +54,6 @@ from .limits import (
     SQRT_DISTRIBUTIONS,
     nearest_temperature,
 )
-from .presets import DEFAULT_PRESET, PRESETS, Preset
 
 __all__ = [
     # the settings object and its validation

@@ -15,9 +15,9 @@ import dataclasses
 import math
 from typing import Any, Mapping, Optional
 
-from .errors import N_, Message
-from .settings import EDITABLE, MAX_ABS_VALUE, Settings, validate_settings
-from .walkthrough_multihead import MASK_EDITS
+from attention_core.errors import N_, Message
+from attention_core.settings import EDITABLE, MAX_ABS_VALUE, Settings, validate_settings
+from attention_core.walkthrough_multihead import MASK_EDITS
 
 #: The matrices whose edits travel in a link: name -> label.
 SHARED_MATRICES = {**EDITABLE, MASK_EDITS: Message(N_("the attention mask"))}

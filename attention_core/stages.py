@@ -7,7 +7,7 @@ the stages from here. Titles are marked for translation (``N_``); the stepper tr
 
 from __future__ import annotations
 
-from .errors import N_
+from attention_core.errors import N_
 
 #: Scaled dot-product self-attention (Vaswani et al. 2017, eq. 1; seed 000, seed 002).
 SELF_ATTENTION: dict[str, str] = {

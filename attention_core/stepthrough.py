@@ -27,9 +27,9 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from . import stages as stage_declarations
-from .errors import N_, Message
-from .latex import Translate
+from attention_core import stages as stage_declarations
+from attention_core.errors import N_, Message
+from attention_core.latex import Translate
 
 
 @dataclass(frozen=True)

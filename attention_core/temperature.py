@@ -22,11 +22,11 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from . import limits
-from .errors import N_, InputError, Message
-from .functional import scaled_dot_product_attention
-from .latex import latex_text, number
-from .scaling import entropy
+from attention_core import limits
+from attention_core.errors import N_, InputError, Message
+from attention_core.functional import scaled_dot_product_attention
+from attention_core.latex import latex_text, number
+from attention_core.scaling import entropy
 
 #: The temperatures the page's slider offers: about log-spaced from 0.01 to 100 (1-1.5-2-3-5-7 per decade),
 #: declared in ``limits``.

@@ -18,14 +18,14 @@ from typing import Mapping, Optional
 import torch
 import torch.nn.functional as F
 
-from . import functional, stages
-from .errors import N_, InputError, Message
-from .formulas import entry_latex, entry_of, self_attention_formula, stage_matrix
-from .functional import AttentionTrace, SelfAttentionTrace, attention_without_weights, self_attention
-from .presets import PRESETS, Preset
-from .settings import EDITABLE, MAX_ABS_VALUE, MAX_TOKENS, Edits, Settings
-from .stepthrough import Check, Panel, Stage, StepThrough, compare
-from .tokens import Vocabulary, seed000_tables, token_labels, tokenize
+from attention_core import functional, stages
+from attention_core.errors import N_, InputError, Message
+from attention_core.formulas import entry_latex, entry_of, self_attention_formula, stage_matrix
+from attention_core.functional import AttentionTrace, SelfAttentionTrace, attention_without_weights, self_attention
+from attention_core.inputs.presets import PRESETS, Preset
+from attention_core.inputs.tokens import Vocabulary, seed000_tables, token_labels, tokenize
+from attention_core.settings import EDITABLE, MAX_ABS_VALUE, MAX_TOKENS, Edits, Settings
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
 
 
 @dataclass(frozen=True)

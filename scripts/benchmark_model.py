@@ -50,7 +50,6 @@ def rss_mb() -> float:
 def text_of(pm, tokens: int) -> str:
     """A sentence that is exactly ``tokens`` WordPiece tokens long with [CLS] and [SEP]."""
     from attention_core import pretrained
-
     words = ("The model reads every token of this sentence and each attention head decides "
              "which other tokens matter most for the meaning of the word it is looking at").split()
     text, i = "", 0

@@ -10,7 +10,7 @@ from PIL import Image
 from test_pages import errors, latex, open_app, settings, warnings
 
 from attention_core import image as image_core
-from attention_core.presets import PRESETS
+from attention_core.inputs.presets import PRESETS
 
 EXPERIMENT_PAGES = [
     "app_pages/why_sqrt_dk.py",

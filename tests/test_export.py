@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from attention_core.export import walkthrough_markdown, walkthrough_script
-from attention_core.presets import PRESETS
+from attention_core.inputs.presets import PRESETS
 from attention_core.settings import Settings
 from attention_core.walkthrough import build_walkthrough
 

@@ -427,7 +427,6 @@ def test_bad_arguments_raise_input_error(change, field):
 
 def test_general_formulas_of_every_stage():
     from attention_core import formulas_multihead as fm
-
     for stage in fm.STAGES:
         matrix, element = fm.multihead_formula(stage)
         assert matrix and element
@@ -442,7 +441,6 @@ def test_general_formulas_of_every_stage():
 
 def test_entry_formulas_end_with_the_traced_number():
     from attention_core import formulas_multihead as fm
-
     torch.manual_seed(123)
     mha = MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)
     trace = mha.trace(INPUTS[:4])

@@ -274,11 +274,13 @@ def test_settings_imports_no_feature_module():
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level:  # from . import x / from .x import y
             project |= {node.module} if node.module else {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("attention_core"):
-            project.add(node.module.removeprefix("attention_core").lstrip(".") or "attention_core")
+        elif isinstance(node, ast.ImportFrom) and node.module == "attention_core":  # from attention_core import x
+            project |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("attention_core."):
+            project.add(node.module.removeprefix("attention_core."))
         elif isinstance(node, ast.Import):
             assert not any(alias.name.startswith("attention_core") for alias in node.names)
-    assert project == {"errors", "limits", "presets", "stages"}
+    assert project == {"errors", "limits", "inputs.presets", "stages"}
 
 
 def test_settings_still_exports_the_limits_others_import_from_it():

@@ -15,8 +15,9 @@ from torch import nn
 from attention_core.errors import InputError
 from attention_core.formulas import STAGES
 from attention_core.functional import attention_without_weights
+from attention_core.inputs.presets import DEFAULT_PRESET, PRESETS
+from attention_core.inputs.tokens import SEED000_DICTIONARY, seed000_tables
 from attention_core.modules import SelfAttentionV1, SelfAttentionV2
-from attention_core.presets import DEFAULT_PRESET, PRESETS
 from attention_core.settings import (
     MAX_DIM,
     MAX_SEED,
@@ -25,7 +26,6 @@ from attention_core.settings import (
     Settings,
     validate_settings,
 )
-from attention_core.tokens import SEED000_DICTIONARY, seed000_tables
 from attention_core.walkthrough import base_matrices, build_walkthrough, check_tokens
 
 JOURNEY = torch.tensor(

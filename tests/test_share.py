@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from attention_core.presets import PRESETS
+from attention_core.inputs.presets import PRESETS
 from attention_core.settings import MAX_ABS_VALUE, Settings, validate_settings
 from attention_core.share import MAX_QUERY_CHARS, decode, encode
 

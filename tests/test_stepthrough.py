@@ -9,7 +9,7 @@ from test_pages import APP, errors
 
 from attention_core import stages
 from attention_core.errors import Message
-from attention_core.presets import PRESETS
+from attention_core.inputs.presets import PRESETS
 from attention_core.settings import Settings
 from attention_core.walkthrough_multihead import (
     build_causal_walkthrough,

@@ -7,15 +7,15 @@ import torch
 from torch import nn
 
 from attention_core.errors import InputError
-from attention_core.presets import DEFAULT_PRESET, PRESETS
-from attention_core.settings import MAX_DIM, MAX_TOKENS, MIN_DIM
-from attention_core.tokens import (
+from attention_core.inputs.presets import DEFAULT_PRESET, PRESETS
+from attention_core.inputs.tokens import (
     SEED000_DICTIONARY,
     SEED000_VOCABULARY,
     Vocabulary,
     seed000_tables,
     tokenize,
 )
+from attention_core.settings import MAX_DIM, MAX_TOKENS, MIN_DIM
 
 SEED000_SENTENCE = "I Like Machine Learning And Deep Learning"
 

@@ -20,8 +20,8 @@ from torch import nn
 
 from attention_core import formulas_masking as fm
 from attention_core.errors import InputError
+from attention_core.inputs.presets import PRESETS
 from attention_core.modules import CausalAttention, MultiHeadAttention, SelfAttentionV2
-from attention_core.presets import PRESETS
 from attention_core.settings import MAX_DROPOUT, MAX_TOKENS, PRESET_FIELDS, Settings, validate_settings
 from attention_core.stepthrough import clamp_entry
 from attention_core.walkthrough import build_walkthrough

@@ -19,7 +19,7 @@ import streamlit as st
 
 from attention_core.errors import InputError
 from attention_core.formulas import Entry, entry_latex
-from attention_core.matrix_text import parse_matrix
+from attention_core.inputs.matrix_text import parse_matrix
 from attention_core.settings import EDITABLE, MAX_ABS_VALUE
 from attention_core.walkthrough import Walkthrough, build_walkthrough
 

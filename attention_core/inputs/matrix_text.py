@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 
-from .errors import N_, InputError
+from attention_core.errors import N_, InputError
 
 _SEPARATORS = re.compile(r"[\s,;]+")
 _BRACKETS = re.compile(r"tensor\(|[\[\]()]")

@@ -26,7 +26,7 @@ from typing import Mapping, Sequence
 
 import torch
 
-from .errors import N_, InputError
+from attention_core.errors import N_, InputError
 
 #: Seed 000's dictionary: word -> id, ids 1..23 (id 0 is unused).
 SEED000_DICTIONARY: Mapping[str, int] = {

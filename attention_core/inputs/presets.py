@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Mapping, Optional
 
-from .errors import N_
-from .tokens import SEED000_VOCABULARY, Vocabulary
+from attention_core.errors import N_
+from attention_core.inputs.tokens import SEED000_VOCABULARY, Vocabulary
 
 #: Where W_q, W_k, W_v come from:
 #: "randn"    - torch.randn(D, d_k) after the embedding table (seed 000);
