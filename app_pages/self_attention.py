@@ -3,10 +3,10 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.formulas import header_latex
+from attention_core.self_attention.formulas import header_latex
+from attention_core.self_attention.walkthrough import dim_labels, self_attention_steps
 from attention_core.settings import MAX_DIM, MIN_DIM
 from attention_core.stages import SELF_ATTENTION as STAGES
-from attention_core.walkthrough import dim_labels, self_attention_steps
 from ui import export, state, stepthrough, widgets
 from ui.i18n import _
 

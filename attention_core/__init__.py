@@ -8,15 +8,15 @@ nn.Modules), ``formulas`` (sympy), ``tokens``, ``presets``, ``settings`` and
 """
 
 from attention_core.errors import InputError
-from attention_core.functional import (
+from attention_core.self_attention.functional import (
     AttentionTrace,
     SelfAttentionTrace,
     attention_without_weights,
     scaled_dot_product_attention,
     self_attention,
 )
+from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough
 from attention_core.settings import Settings, validate_settings
-from attention_core.walkthrough import Walkthrough, build_walkthrough
 
 __all__ = [
     "AttentionTrace",

@@ -18,8 +18,8 @@ import re
 
 import torch
 
-from attention_core.formulas import STAGES, self_attention_formula, stage_matrix
-from attention_core.walkthrough import Walkthrough, stage_labels
+from attention_core.self_attention.formulas import STAGES, self_attention_formula, stage_matrix
+from attention_core.self_attention.walkthrough import Walkthrough, stage_labels
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~])")
 

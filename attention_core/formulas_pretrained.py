@@ -9,7 +9,7 @@ The stages follow BERT's self-attention (Devlin et al. 2019; transformers'
 
 (Vaswani et al. 2017, eq. 1, with BERT's biases and additive padding mask M.)
 Where a stage is the same as on the self-attention page (scores, scaling, output),
-its formula comes from :mod:`attention_core.formulas`. The model's sums are long
+its formula comes from :mod:`attention_core.self_attention.formulas`. The model's sums are long
 (D = 384 terms for a projection, n for a weighted sum), so an entry's numbers are
 written with the first and last terms and ``⋯`` between; the result is the model's
 own number, and :meth:`HeadEntry.recompute` redoes the whole sum in a plain loop
@@ -28,10 +28,11 @@ from typing import Sequence
 
 import sympy as sp
 
-from attention_core import formulas, pretrained, stages
+from attention_core import pretrained, stages
 from attention_core.errors import N_, Message
 from attention_core.latex import Translate, latex_text, number_expr, translate_cases
 from attention_core.pretrained import HeadStep
+from attention_core.self_attention import formulas
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough
 
 #: One head's step-through (declared in :mod:`stages`).

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from attention_core import limits
 from attention_core.errors import N_, InputError
-from attention_core.functional import SelfAttentionTrace, self_attention
+from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
 
 #: The largest side of an image on the page (uploads are downscaled to fit), declared in ``limits``.
 MAX_SIDE = limits.MAX_IMAGE_SIDE

@@ -36,7 +36,7 @@ from typing import Optional
 import torch
 
 from attention_core.errors import N_, InputError
-from attention_core.functional import AttentionTrace, scaled_dot_product_attention
+from attention_core.self_attention.functional import AttentionTrace, scaled_dot_product_attention
 
 
 def head_columns(d_out: int, num_heads: int) -> tuple[range, ...]:

@@ -27,7 +27,7 @@ import torch
 
 from attention_core import limits
 from attention_core.errors import N_, InputError
-from attention_core.functional import SelfAttentionTrace, self_attention
+from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
 
 #: The encodings offered: key -> label (keys declared in ``limits.PE_ENCODINGS``).
 ENCODINGS: dict[str, str] = {

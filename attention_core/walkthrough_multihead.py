@@ -42,9 +42,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from attention_core import formulas_masking as fm
-from attention_core import formulas_multihead, functional, modules, stages
+from attention_core import formulas_multihead, stages
 from attention_core.errors import N_, InputError, Message
-from attention_core.functional import SelfAttentionTrace, self_attention
 from attention_core.inputs.presets import PRESETS
 from attention_core.inputs.tokens import Vocabulary, seed000_tables, tokenize
 from attention_core.latex import Translate, number
@@ -57,9 +56,17 @@ from attention_core.masks import (
     mask_after_softmax,
 )
 from attention_core.multihead import MultiHeadTrace, head_columns, multi_head_attention
+from attention_core.self_attention import functional, modules
+from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
+from attention_core.self_attention.walkthrough import (
+    Walkthrough,
+    base_matrices,
+    build_walkthrough,
+    dim_labels,
+    token_labels,
+)
 from attention_core.settings import MAX_TOKENS, Edits, Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
-from attention_core.walkthrough import Walkthrough, base_matrices, build_walkthrough, dim_labels, token_labels
 
 #: The name under which the user's mask edits are stored: {(i, j): 1.0 allowed / 0.0 blocked}.
 MASK_EDITS = "mask"

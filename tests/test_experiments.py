@@ -17,8 +17,8 @@ from PIL import Image
 
 from attention_core import additive, image, positional, scaling, temperature
 from attention_core.errors import InputError
+from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
-from attention_core.walkthrough import build_walkthrough
 
 PRESET_CASES = [
     Settings.for_preset("seed000"),

@@ -9,8 +9,8 @@ import pytest
 
 from attention_core.export import walkthrough_markdown, walkthrough_script
 from attention_core.inputs.presets import PRESETS
+from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
-from attention_core.walkthrough import build_walkthrough
 
 
 def run_script(source: str, tmp_path) -> subprocess.CompletedProcess:
@@ -65,7 +65,7 @@ def test_heatmap_exports_png_svg_and_csv():
 
     import pandas as pd
 
-    from attention_core.walkthrough import stage_labels
+    from attention_core.self_attention.walkthrough import stage_labels
     from ui.export import heatmap_png, heatmap_svg, matrix_csv
 
     walk = build_walkthrough(Settings.for_preset("journey_v1"))

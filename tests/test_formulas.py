@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from attention_core.formulas import (
+from attention_core.self_attention.formulas import (
     STAGES,
     Entry,
     entry_latex,
@@ -16,9 +16,9 @@ from attention_core.formulas import (
     self_attention_formula,
     stage_matrix,
 )
-from attention_core.functional import self_attention
+from attention_core.self_attention.functional import self_attention
+from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
-from attention_core.walkthrough import build_walkthrough
 
 CASES = [
     Settings.for_preset("seed000"),
@@ -180,7 +180,7 @@ def test_entry_latex_examples():
 
 
 def test_weightless_softmax_latex_is_seed_004s_formula():
-    from attention_core.formulas import weightless_softmax_latex
+    from attention_core.self_attention.formulas import weightless_softmax_latex
 
     text = weightless_softmax_latex()
     assert text == r"{\alpha}_{q,j} = \frac{e^{{\omega}_{q,j}}}{\sum_{l} e^{{\omega}_{q,l}}}"
@@ -189,21 +189,21 @@ def test_weightless_softmax_latex_is_seed_004s_formula():
 
 @pytest.mark.parametrize(("query", "tokens", "expected"), [(1, 3, 1), (5, 3, 2), (-1, 3, 0), (0, 1, 0)])
 def test_weightless_query_is_kept_inside_the_sentence(query, tokens, expected):
-    from attention_core.formulas import weightless_query
+    from attention_core.self_attention.formulas import weightless_query
 
     assert weightless_query(query, tokens) == expected
 
 
 def test_weightless_query_needs_a_token():
     from attention_core.errors import InputError
-    from attention_core.formulas import weightless_query
+    from attention_core.self_attention.formulas import weightless_query
 
     with pytest.raises(InputError):
         weightless_query(0, 0)
 
 
 def test_seed004_note_only_where_the_seed_prints_its_rounded_vector():
-    from attention_core.formulas import seed004_rounding_applies, weightless_steps
+    from attention_core.self_attention.formulas import seed004_rounding_applies, weightless_steps
 
     assert seed004_rounding_applies("hello", 1, edited=False)
     assert not seed004_rounding_applies("hello", 1, edited=True)

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_core.errors import InputError
-from attention_core.functional import (
+from attention_core.self_attention.functional import (
     attention_without_weights,
     scaled_dot_product_attention,
     self_attention,

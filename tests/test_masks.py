@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_core.errors import InputError
-from attention_core.functional import scaled_dot_product_attention
 from attention_core.masks import (
     additive_mask,
     causal_mask,
@@ -19,6 +18,7 @@ from attention_core.masks import (
     key_padding_mask,
     mask_after_softmax,
 )
+from attention_core.self_attention.functional import scaled_dot_product_attention
 
 
 def test_causal_mask_is_lower_triangle():

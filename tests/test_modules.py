@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_core.modules import SelfAttentionV1, SelfAttentionV2
+from attention_core.self_attention.modules import SelfAttentionV1, SelfAttentionV2
 
 JOURNEY = torch.tensor(
     [

@@ -13,11 +13,12 @@ from hypothesis import strategies as st
 from torch import nn
 
 from attention_core.errors import InputError
-from attention_core.formulas import STAGES
-from attention_core.functional import attention_without_weights
 from attention_core.inputs.presets import DEFAULT_PRESET, PRESETS
 from attention_core.inputs.tokens import SEED000_DICTIONARY, seed000_tables
-from attention_core.modules import SelfAttentionV1, SelfAttentionV2
+from attention_core.self_attention.formulas import STAGES
+from attention_core.self_attention.functional import attention_without_weights
+from attention_core.self_attention.modules import SelfAttentionV1, SelfAttentionV2
+from attention_core.self_attention.walkthrough import base_matrices, build_walkthrough, check_tokens
 from attention_core.settings import (
     MAX_DIM,
     MAX_SEED,
@@ -26,7 +27,6 @@ from attention_core.settings import (
     Settings,
     validate_settings,
 )
-from attention_core.walkthrough import base_matrices, build_walkthrough, check_tokens
 
 JOURNEY = torch.tensor(
     [

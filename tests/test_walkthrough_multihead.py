@@ -21,10 +21,10 @@ from torch import nn
 from attention_core import formulas_masking as fm
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
-from attention_core.modules import CausalAttention, MultiHeadAttention, SelfAttentionV2
+from attention_core.self_attention.modules import CausalAttention, MultiHeadAttention, SelfAttentionV2
+from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import MAX_DROPOUT, MAX_TOKENS, PRESET_FIELDS, Settings, validate_settings
 from attention_core.stepthrough import clamp_entry
-from attention_core.walkthrough import build_walkthrough
 from attention_core.walkthrough_multihead import (
     MASK_EDITS,
     build_causal_walkthrough,

@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from attention_core.export import walkthrough_markdown, walkthrough_script
-from attention_core.walkthrough import Walkthrough
+from attention_core.self_attention.walkthrough import Walkthrough
 
 from .i18n import _
 from .widgets import heatmap_figure

@@ -18,10 +18,10 @@ import pyarrow as pa
 import streamlit as st
 
 from attention_core.errors import InputError
-from attention_core.formulas import Entry, entry_latex
 from attention_core.inputs.matrix_text import parse_matrix
+from attention_core.self_attention.formulas import Entry, entry_latex
+from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough
 from attention_core.settings import EDITABLE, MAX_ABS_VALUE
-from attention_core.walkthrough import Walkthrough, build_walkthrough
 
 from . import state
 from .i18n import _

@@ -23,8 +23,8 @@ import sympy as sp
 
 from attention_core import stages
 from attention_core.errors import N_, InputError
-from attention_core.functional import SelfAttentionTrace
 from attention_core.latex import latex_text, number_expr
+from attention_core.self_attention.functional import SelfAttentionTrace
 
 #: The self-attention walk-through's stages (declared in :mod:`stages`).
 STAGES = stages.SELF_ATTENTION
@@ -302,7 +302,7 @@ def weightless_steps(x: tuple[tuple[float, ...], ...], tokens: tuple[str, ...], 
     """
     import torch  # local: keeps this module's import light for formula-only users
 
-    from attention_core.functional import attention_without_weights
+    from attention_core.self_attention.functional import attention_without_weights
 
     if not 0 <= query_index < len(x):
         raise IndexError(f"query_index {query_index} outside 0..{len(x) - 1}")

@@ -26,8 +26,8 @@ import torch
 from torch import nn
 
 from attention_core.errors import N_, InputError
-from attention_core.functional import SelfAttentionTrace, self_attention
 from attention_core.multihead import MultiHeadTrace, _check_heads, multi_head_attention
+from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
 
 
 class SelfAttentionV1(nn.Module):

@@ -18,12 +18,18 @@ from typing import Mapping, Optional
 import torch
 import torch.nn.functional as F
 
-from attention_core import functional, stages
+from attention_core import stages
 from attention_core.errors import N_, InputError, Message
-from attention_core.formulas import entry_latex, entry_of, self_attention_formula, stage_matrix
-from attention_core.functional import AttentionTrace, SelfAttentionTrace, attention_without_weights, self_attention
 from attention_core.inputs.presets import PRESETS, Preset
 from attention_core.inputs.tokens import Vocabulary, seed000_tables, token_labels, tokenize
+from attention_core.self_attention import functional
+from attention_core.self_attention.formulas import entry_latex, entry_of, self_attention_formula, stage_matrix
+from attention_core.self_attention.functional import (
+    AttentionTrace,
+    SelfAttentionTrace,
+    attention_without_weights,
+    self_attention,
+)
 from attention_core.settings import EDITABLE, MAX_ABS_VALUE, MAX_TOKENS, Edits, Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
 
@@ -222,7 +228,7 @@ def self_attention_steps(walk: Walkthrough, stage: str) -> StepThrough:
     """The self-attention page's ``stage`` in the one step-through protocol (:mod:`attention_core.stepthrough`).
 
     One heatmap per stage: X, Q, K, V (T × D or T × d_k), the scores, scaled scores and weights (T × T), the
-    output (T × d_k); its general formula and one entry with its numbers from :mod:`attention_core.formulas`
+    output (T × d_k); its general formula and one entry with its numbers from :mod:`attention_core.self_attention.formulas`
     (Vaswani et al. 2017, eq. 1); the check against ``torch.nn.functional.scaled_dot_product_attention``.
 
     Raises:
