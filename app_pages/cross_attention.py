@@ -3,9 +3,9 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.formulas_masking import header_latex
+from attention_core.masking.formulas import header_latex
+from attention_core.masking.walkthrough import build_cross_walkthrough, multihead_steps
 from attention_core.settings import MAX_DIM, MAX_TOKENS
-from attention_core.walkthrough_multihead import build_cross_walkthrough, multihead_steps
 from ui import i18n, state, stepthrough, widgets
 from ui.i18n import _
 

@@ -16,8 +16,8 @@ import math
 from typing import Any, Mapping, Optional
 
 from attention_core.errors import N_, Message
+from attention_core.masking.walkthrough import MASK_EDITS
 from attention_core.settings import EDITABLE, MAX_ABS_VALUE, Settings, validate_settings
-from attention_core.walkthrough_multihead import MASK_EDITS
 
 #: The matrices whose edits travel in a link: name -> label.
 SHARED_MATRICES = {**EDITABLE, MASK_EDITS: Message(N_("the attention mask"))}

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from attention_core.errors import InputError
-from attention_core.masks import causal_mask, combine_masks, key_padding_mask
+from attention_core.masking.masks import causal_mask, combine_masks, key_padding_mask
 from attention_core.multihead import head_columns, multi_head_attention
 from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.self_attention.modules import CausalAttention, MultiHeadAttention, SelfAttentionV2

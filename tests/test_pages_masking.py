@@ -7,8 +7,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from test_pages import errors, latex, open_app, picker, settings, warnings
 
-from attention_core.formulas_masking import CAUSAL_STAGES, CROSS_STAGES, DROPOUT_STAGES, MHA_STAGES
 from attention_core.inputs.presets import PRESETS
+from attention_core.masking.formulas import CAUSAL_STAGES, CROSS_STAGES, DROPOUT_STAGES, MHA_STAGES
 from attention_core.settings import MAX_DROPOUT, MAX_TOKENS
 
 CAUSAL, DROPOUT = "app_pages/causal.py", "app_pages/dropout.py"

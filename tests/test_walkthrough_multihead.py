@@ -18,14 +18,10 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from torch import nn
 
-from attention_core import formulas_masking as fm
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
-from attention_core.self_attention.modules import CausalAttention, MultiHeadAttention, SelfAttentionV2
-from attention_core.self_attention.walkthrough import build_walkthrough
-from attention_core.settings import MAX_DROPOUT, MAX_TOKENS, PRESET_FIELDS, Settings, validate_settings
-from attention_core.stepthrough import clamp_entry
-from attention_core.walkthrough_multihead import (
+from attention_core.masking import formulas as fm
+from attention_core.masking.walkthrough import (
     MASK_EDITS,
     build_causal_walkthrough,
     build_cross_walkthrough,
@@ -37,6 +33,10 @@ from attention_core.walkthrough_multihead import (
     multihead_panels,
     multihead_steps,
 )
+from attention_core.self_attention.modules import CausalAttention, MultiHeadAttention, SelfAttentionV2
+from attention_core.self_attention.walkthrough import build_walkthrough
+from attention_core.settings import MAX_DROPOUT, MAX_TOKENS, PRESET_FIELDS, Settings, validate_settings
+from attention_core.stepthrough import clamp_entry
 
 JOURNEY = torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
                         [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]])

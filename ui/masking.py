@@ -1,7 +1,7 @@
 """The clickable attention mask of the causal page's "mask" stage (drawn by ``ui.stepthrough``).
 
 A click on a cell flips it between allowed (0) and blocked (−∞); the same mask as checkboxes below it.
-The mask itself comes from ``attention_core.walkthrough_multihead.build_mask``; nothing here computes attention.
+The mask itself comes from ``attention_core.masking.walkthrough.build_mask``; nothing here computes attention.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Sequence
 import pandas as pd
 import streamlit as st
 
-from attention_core.walkthrough_multihead import MASK_EDITS, MaskParts
+from attention_core.masking.walkthrough import MASK_EDITS, MaskParts
 
 from . import state, widgets
 from .i18n import _

@@ -41,13 +41,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_core import formulas_masking as fm
 from attention_core import formulas_multihead, stages
 from attention_core.errors import N_, InputError, Message
 from attention_core.inputs.presets import PRESETS
 from attention_core.inputs.tokens import Vocabulary, seed000_tables, tokenize
 from attention_core.latex import Translate, number
-from attention_core.masks import (
+from attention_core.masking import formulas as fm
+from attention_core.masking.masks import (
     MaskAfterSoftmaxTrace,
     additive_mask,
     causal_mask,
