@@ -4,7 +4,7 @@ import streamlit as st
 
 from attention_core.errors import N_
 from attention_core.masking.formulas import header_latex
-from attention_core.masking.walkthrough import build_multihead_walkthrough, multihead_steps
+from attention_core.multihead.walkthrough import build_multihead_walkthrough, multihead_steps
 from attention_core.settings import MAX_DIM
 from ui import i18n, state, stepthrough, widgets
 from ui.i18n import _

@@ -13,7 +13,7 @@ from torch import nn
 
 from attention_core.errors import InputError
 from attention_core.masking.masks import causal_mask, combine_masks, key_padding_mask
-from attention_core.multihead import head_columns, multi_head_attention
+from attention_core.multihead.heads import head_columns, multi_head_attention
 from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.self_attention.modules import CausalAttention, MultiHeadAttention, SelfAttentionV2
 
@@ -426,7 +426,7 @@ def test_bad_arguments_raise_input_error(change, field):
 
 
 def test_general_formulas_of_every_stage():
-    from attention_core import formulas_multihead as fm
+    from attention_core.multihead import formulas as fm
     for stage in fm.STAGES:
         matrix, element = fm.multihead_formula(stage)
         assert matrix and element
@@ -440,7 +440,7 @@ def test_general_formulas_of_every_stage():
 
 
 def test_entry_formulas_end_with_the_traced_number():
-    from attention_core import formulas_multihead as fm
+    from attention_core.multihead import formulas as fm
     torch.manual_seed(123)
     mha = MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)
     trace = mha.trace(INPUTS[:4])

@@ -10,12 +10,8 @@ from test_pages import APP, errors
 from attention_core import stages
 from attention_core.errors import Message
 from attention_core.inputs.presets import PRESETS
-from attention_core.masking.walkthrough import (
-    build_causal_walkthrough,
-    build_multihead_walkthrough,
-    causal_steps,
-    multihead_steps,
-)
+from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps
+from attention_core.multihead.walkthrough import build_multihead_walkthrough, multihead_steps
 from attention_core.settings import Settings
 
 #: step page file -> its key in attention_core.stages.PAGES

@@ -24,12 +24,14 @@ from attention_core.masking import formulas as fm
 from attention_core.masking.walkthrough import (
     MASK_EDITS,
     build_causal_walkthrough,
-    build_cross_walkthrough,
-    build_multihead_walkthrough,
     causal_panels,
     explain_causal,
-    explain_multihead,
     module_weights,
+)
+from attention_core.multihead.walkthrough import (
+    build_cross_walkthrough,
+    build_multihead_walkthrough,
+    explain_multihead,
     multihead_panels,
     multihead_steps,
 )

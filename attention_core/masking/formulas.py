@@ -28,9 +28,10 @@ from typing import Optional, Sequence
 
 import sympy as sp
 
-from attention_core import formulas_multihead, stages
+from attention_core import stages
 from attention_core.errors import N_, Message
 from attention_core.latex import Translate, aligned, factor, index, latex_text, number, terms_lines
+from attention_core.multihead import formulas as formulas_multihead
 from attention_core.self_attention import formulas
 
 #: The masking & heads pages' stages (declared in :mod:`stages`).

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from attention_core.errors import N_, InputError
-from attention_core.multihead import MultiHeadTrace, _check_heads, multi_head_attention
+from attention_core.multihead.heads import MultiHeadTrace, _check_heads, multi_head_attention
 from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
 
 

@@ -24,7 +24,7 @@ import torch
 
 from attention_core.errors import N_
 from attention_core.latex import number_expr
-from attention_core.multihead import MultiHeadTrace, head_columns
+from attention_core.multihead.heads import MultiHeadTrace, head_columns
 
 #: The multi-head walk-through's new stages, in order: key -> title.
 STAGES: dict[str, str] = {
