@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from attention_core import additive
+from attention_core.experiments import additive
 from attention_core.self_attention.formulas import entry_of
 from attention_core.self_attention.walkthrough import dim_labels, token_labels
 from ui import experiments, state, widgets

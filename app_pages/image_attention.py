@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from attention_core import image
+from attention_core.experiments import image
 from attention_core.settings import MAX_DIM, MIN_DIM
 from ui import charts, experiments, state, widgets
 from ui.i18n import _

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from attention_core import positional
+from attention_core.experiments import positional
 from attention_core.self_attention.walkthrough import dim_labels, token_labels
 from ui import charts, experiments, state, widgets
 from ui.i18n import _

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from attention_core import temperature
+from attention_core.experiments import temperature
 from attention_core.self_attention.walkthrough import token_labels
 from ui import charts, experiments, state, widgets
 from ui.i18n import _

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from attention_core import scaling
+from attention_core.experiments import scaling
 from ui import charts, experiments, state, widgets
 from ui.i18n import _
 
@@ -55,7 +55,7 @@ with left:
     charts.lines(df, key="sqrt_variance", x_title=_("d_k (log scale)"), y_title=_("variance (log scale)"),
                  y_log=True, error_bars=True, height=430)
     st.caption(_("Each point: the sample variance of S = {samples} dot products. Error bars: ± 2 standard "
-                 "errors, √((2 d_k² + d_k (κ² − 3)) / S) with κ = E[x⁴] (derived in `attention_core/scaling.py`).",
+                 "errors, √((2 d_k² + d_k (κ² − 3)) / S) with κ = E[x⁴] (derived in `attention_core/experiments/scaling.py`).",
                  samples=result.samples))
 with right:
     table = pd.DataFrame({

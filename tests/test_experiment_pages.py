@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 from test_pages import errors, latex, open_app, settings, warnings
 
-from attention_core import image as image_core
+from attention_core.experiments import image as image_core
 from attention_core.inputs.presets import PRESETS
 
 EXPERIMENT_PAGES = [

@@ -1,6 +1,6 @@
 """The experiments' math: why √d_k (sampling and sympy), temperature, positional encoding,
 additive scoring and self-attention over an image, against naive loops, PyTorch and the
-sampling error derived in ``attention_core.scaling``."""
+sampling error derived in ``attention_core.experiments.scaling``."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from attention_core import additive, image, positional, scaling, temperature
 from attention_core.errors import InputError
+from attention_core.experiments import additive, image, positional, scaling, temperature
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 

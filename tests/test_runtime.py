@@ -8,7 +8,7 @@ import tomllib
 import weakref
 from pathlib import Path
 
-from attention_core.image import MAX_UPLOAD_BYTES
+from attention_core.experiments.image import MAX_UPLOAD_BYTES
 from ui import runtime
 
 ROOT = Path(__file__).resolve().parents[1]

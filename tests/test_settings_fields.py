@@ -10,7 +10,8 @@ from typing import Any, Optional
 
 import pytest
 
-from attention_core import additive, image, limits, positional, pretrained, scaling, settings, stages, temperature
+from attention_core import limits, pretrained, settings, stages
+from attention_core.experiments import additive, image, positional, scaling, temperature
 from attention_core.settings import Settings, validate_settings
 
 

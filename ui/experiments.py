@@ -13,9 +13,9 @@ from typing import Any, Callable, Optional
 import streamlit as st
 import torch
 
-from attention_core import image as image_core
-from attention_core import positional, scaling
 from attention_core.errors import N_, InputError, Message
+from attention_core.experiments import image as image_core
+from attention_core.experiments import positional, scaling
 
 from . import state, widgets
 from .i18n import _
