@@ -8,10 +8,10 @@ import re
 
 import streamlit as st
 
-from attention_core import pretrained
 from attention_core.errors import N_, InputError
-from attention_core.formulas_pretrained import header_latex, trained_head_steps
 from attention_core.settings import MODEL_HEADS, MODEL_LAYERS
+from attention_core.trained_model import pretrained
+from attention_core.trained_model.formulas import header_latex, trained_head_steps
 from ui import model_data, model_view, state, stepthrough, widgets
 from ui.i18n import _
 

@@ -49,7 +49,7 @@ def rss_mb() -> float:
 
 def text_of(pm, tokens: int) -> str:
     """A sentence that is exactly ``tokens`` WordPiece tokens long with [CLS] and [SEP]."""
-    from attention_core import pretrained
+    from attention_core.trained_model import pretrained
     words = ("The model reads every token of this sentence and each attention head decides "
              "which other tokens matter most for the meaning of the word it is looking at").split()
     text, i = "", 0
@@ -62,7 +62,7 @@ def text_of(pm, tokens: int) -> str:
 
 def page_data(pm, text: str):
     """What the page computes for a new text (ui.model_data.sentence_data + head), uncached."""
-    from attention_core import pretrained
+    from attention_core.trained_model import pretrained
     from ui import model_view
 
     encoding = pretrained.tokenize(pm, text)
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     import attention_core  # noqa: F401
-    from attention_core import pretrained
+    from attention_core.trained_model import pretrained
     from ui import model_data, model_view  # noqa: F401
 
     assert "transformers" not in sys.modules, "the app imported transformers before the page was opened"

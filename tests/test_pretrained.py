@@ -18,16 +18,16 @@ import torch
 import torch.nn.functional as F
 from streamlit.testing.v1 import AppTest
 
-from attention_core import pretrained
 from attention_core.errors import InputError
-from attention_core.formulas_pretrained import (
+from attention_core.settings import Settings
+from attention_core.trained_model import pretrained
+from attention_core.trained_model.formulas import (
     HEAD_STAGES,
     head_entry_latex,
     head_entry_of,
     head_formula,
     head_stage_matrix,
 )
-from attention_core.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -116,7 +116,7 @@ def test_a_missing_package_is_refused():
 
 
 def test_importing_the_core_and_the_page_helpers_loads_no_transformers():
-    code = ("import sys, attention_core, attention_core.pretrained, attention_core.settings, ui.model_data, "
+    code = ("import sys, attention_core, attention_core.trained_model.pretrained, attention_core.settings, ui.model_data, "
             "ui.model_view; assert 'transformers' not in sys.modules, 'transformers was imported'")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -10,9 +10,10 @@ from typing import Any, Optional
 
 import pytest
 
-from attention_core import limits, pretrained, settings, stages
+from attention_core import limits, settings, stages
 from attention_core.experiments import additive, image, positional, scaling, temperature
 from attention_core.settings import Settings, validate_settings
+from attention_core.trained_model import pretrained
 
 
 @pytest.mark.parametrize(("keys", "choices"), [

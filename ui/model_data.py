@@ -18,7 +18,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from attention_core import pretrained
+from attention_core.trained_model import pretrained
 
 from . import model_view, runtime
 

@@ -28,12 +28,13 @@ from typing import Sequence
 
 import sympy as sp
 
-from attention_core import pretrained, stages
+from attention_core import stages
 from attention_core.errors import N_, Message
 from attention_core.latex import Translate, latex_text, number_expr, translate_cases
-from attention_core.pretrained import HeadStep
 from attention_core.self_attention import formulas
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough
+from attention_core.trained_model import pretrained
+from attention_core.trained_model.pretrained import HeadStep
 
 #: One head's step-through (declared in :mod:`stages`).
 HEAD_STAGES = stages.TRAINED_HEAD
