@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from attention_core.export import walkthrough_markdown, walkthrough_script
+from attention_core.classroom.export import walkthrough_markdown, walkthrough_script
 from attention_core.inputs.presets import PRESETS
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings

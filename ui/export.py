@@ -13,7 +13,7 @@ from typing import Sequence
 import pandas as pd
 import streamlit as st
 
-from attention_core.export import walkthrough_markdown, walkthrough_script
+from attention_core.classroom.export import walkthrough_markdown, walkthrough_script
 from attention_core.self_attention.walkthrough import Walkthrough
 
 from .i18n import _

@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 import streamlit as st
 
-from attention_core import share
+from attention_core.classroom import share
 from attention_core.settings import PRESET_FIELDS, Settings
 
 _SETTINGS = "settings"
@@ -130,7 +130,7 @@ _LINK_MESSAGES = "link_messages"
 def load_link() -> None:
     """On a session's first run, take the settings and edits from the URL's query parameters.
 
-    A tampered or invalid parameter is ignored with a message (see ``attention_core.share``).
+    A tampered or invalid parameter is ignored with a message (see ``attention_core.classroom.share``).
     """
     if st.session_state.get(_LINK_LOADED):
         return
