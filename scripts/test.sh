@@ -3,9 +3,9 @@
 #
 # Sets everything up itself, idempotently, then runs pytest over tests/:
 #   1. .venv (python3 -m venv) with requirements-dev.txt installed;
-#   2. Debian's chromium at /usr/bin/chromium, for tests/test_browser.py
+#   2. Debian's chromium at /usr/bin/chromium, for tests/app/test_browser.py
 #      (Playwright's own browser download cannot work here: never `playwright install`),
-#      and Debian's haproxy at /usr/sbin/haproxy, for tests/test_lecture_hall.py;
+#      and Debian's haproxy at /usr/sbin/haproxy, for tests/app/test_lecture_hall.py;
 #   3. pytest, with any extra arguments passed through. Exits with pytest's status.
 set -euo pipefail
 

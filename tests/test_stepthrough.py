@@ -4,8 +4,8 @@ every key is blocked, in both languages, renders without an exception and with e
 from __future__ import annotations
 
 import pytest
+from conftest import APP, errors
 from streamlit.testing.v1 import AppTest
-from test_pages import APP, errors
 
 from attention_core import stages
 from attention_core.errors import Message

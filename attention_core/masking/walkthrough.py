@@ -428,7 +428,7 @@ def causal_steps(walk: CausalWalkthrough, stage: str, page: str = "causal") -> S
     if page == "dropout" and walk.dropout_p > 0:
         check_caption = Message(N_(
             "In training, torch's own dropout would draw D from its global generator, so the check recomputes the "
-            "output from our D; tests/test_functional.py checks that D equals nn.Dropout's after torch.manual_seed "
+            "output from our D; tests/self_attention/test_functional.py checks that D equals nn.Dropout's after torch.manual_seed "
             "with the same seed."))
     return StepThrough(
         page=page,

@@ -4,49 +4,14 @@ and answers bad input with a message while keeping the user's state."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
+from conftest import APP, errors, latex, open_app, picker, settings, warnings  # noqa: F401
 
 from attention_core.inputs.presets import PRESETS
 from attention_core.settings import MAX_TOKENS
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGES = ["app_pages/overview.py", "app_pages/tokens.py", "app_pages/no_weights.py", "app_pages/self_attention.py"]
-
-
-def open_app(page: str = "app_pages/overview.py", preset: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60).run()
-    assert not at.exception, at.exception
-    if preset is not None:
-        at.selectbox(key="setting_preset").set_value(preset).run()
-    if page != "app_pages/overview.py":
-        at.switch_page(page).run()
-    assert not at.exception, at.exception
-    return at
-
-
-def errors(at: AppTest) -> str:
-    return " ".join(e.value for e in at.error)
-
-
-def warnings(at: AppTest) -> str:
-    return " ".join(w.value for w in at.warning)
-
-
-def latex(at: AppTest) -> str:
-    return "\n".join(element.value for element in at.latex)
-
-
-def settings(at: AppTest):
-    return at.session_state["settings"]
-
-
-def picker(at: AppTest, label: str):
-    """The one selectbox labelled ``label`` (the explained entry's column picker gets a fresh key per label set)."""
-    (found,) = [s for s in at.selectbox if s.label == label]
-    return found
 
 
 @pytest.mark.parametrize("preset", list(PRESETS))

@@ -11,7 +11,7 @@ from pathlib import Path
 from attention_core.experiments.image import MAX_UPLOAD_BYTES
 from ui import runtime
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _nodelay(sock: socket.socket) -> int:

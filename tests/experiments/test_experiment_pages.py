@@ -6,8 +6,8 @@ from __future__ import annotations
 import io
 
 import pytest
+from conftest import errors, latex, open_app, settings, warnings
 from PIL import Image
-from test_pages import errors, latex, open_app, settings, warnings
 
 from attention_core.experiments import image as image_core
 from attention_core.inputs.presets import PRESETS

@@ -13,7 +13,7 @@ from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 SOURCES = ["app_pages", "ui", "attention_core"]
 KEYWORDS = {"_": None, "N_": None}

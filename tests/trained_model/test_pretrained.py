@@ -29,7 +29,7 @@ from attention_core.trained_model.formulas import (
     head_stage_matrix,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 PAGE = "app_pages/trained_model.py"
 

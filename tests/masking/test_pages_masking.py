@@ -4,8 +4,8 @@ their widgets, state a passing PyTorch check, and answer bad input with a messag
 from __future__ import annotations
 
 import pytest
+from conftest import errors, latex, open_app, picker, settings, warnings
 from streamlit.testing.v1 import AppTest
-from test_pages import errors, latex, open_app, picker, settings, warnings
 
 from attention_core.inputs.presets import PRESETS
 from attention_core.masking.formulas import CAUSAL_STAGES, CROSS_STAGES, DROPOUT_STAGES, MHA_STAGES

@@ -1,0 +1,49 @@
+"""Shared by every test: the repository root, the app, and the AppTest helpers (open a page on a worked example,
+read its errors, warnings, formulas, settings and pickers).
+
+The tests mirror ``attention_core``: ``tests/<concept>/`` holds the tests of ``attention_core/<concept>/`` and of
+its pages; ``tests/app/`` the app as a whole (every page, both languages, the browser, the real server).
+Test modules import these helpers with ``from conftest import ...`` (pytest puts this folder on sys.path).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+
+
+def open_app(page: str = "app_pages/overview.py", preset: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception, at.exception
+    if preset is not None:
+        at.selectbox(key="setting_preset").set_value(preset).run()
+    if page != "app_pages/overview.py":
+        at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def errors(at: AppTest) -> str:
+    return " ".join(e.value for e in at.error)
+
+
+def warnings(at: AppTest) -> str:
+    return " ".join(w.value for w in at.warning)
+
+
+def latex(at: AppTest) -> str:
+    return "\n".join(element.value for element in at.latex)
+
+
+def settings(at: AppTest):
+    return at.session_state["settings"]
+
+
+def picker(at: AppTest, label: str):
+    """The one selectbox labelled ``label`` (the explained entry's column picker gets a fresh key per label set)."""
+    (found,) = [s for s in at.selectbox if s.label == label]
+    return found
