@@ -653,7 +653,10 @@ def run_browser(args: argparse.Namespace) -> bool:
                 times, to_finished = [], []
                 for i in range(args.clicks + 1):
                     if name == "Next" and page.locator(selector).is_disabled():
-                        page.locator(".st-key-step_prev button").click()  # back one, untimed
+                        # back one, untimed; wait for that run's script_finished (the app state can still read
+                        # "notRunning" right after the click, and a click during the run would be lost)
+                        with ws.expect_event("framereceived", predicate=finished, timeout=60_000):
+                            page.locator(".st-key-step_prev button").click()
                         page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
                     if name == "d_k +" and i % 4 == 3:
                         selector_now = '.st-key-setting_d_k [data-testid="stNumberInputStepDown"]'
