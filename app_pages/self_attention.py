@@ -6,7 +6,7 @@ from attention_core.errors import N_
 from attention_core.self_attention.formulas import header_latex
 from attention_core.self_attention.walkthrough import dim_labels, self_attention_steps
 from attention_core.settings import MAX_DIM, MIN_DIM
-from attention_core.stages import SELF_ATTENTION as STAGES
+from attention_core.stages import SELF_ATTENTION
 from ui import export, state, stepthrough, widgets
 from ui.i18n import _
 
@@ -60,9 +60,9 @@ steps = self_attention_steps(walk, stage)
 def export_expander() -> None:
     with st.expander(_("Export this walk-through"), icon=":material/download:"):
         export.walkthrough_downloads(walk)
-        st.caption(_("The current step, {title}:", title=_(STAGES[stage])))
+        st.caption(_("The current step, {title}:", title=_(SELF_ATTENTION[stage])))
         panel = steps.stage.panels[0]
-        export.matrix_downloads(panel.matrix, list(panel.row_labels), list(panel.col_labels), STAGES[stage],
+        export.matrix_downloads(panel.matrix, list(panel.row_labels), list(panel.col_labels), SELF_ATTENTION[stage],
                                 key="export_stage")
 
 

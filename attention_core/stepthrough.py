@@ -27,7 +27,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from attention_core import stages as stage_declarations
+from attention_core import stages
 from attention_core.errors import N_, Message
 from attention_core.latex import Translate
 
@@ -154,12 +154,12 @@ class StepThrough:
     @property
     def field(self) -> str:
         """The settings field that holds this page's current stage."""
-        return stage_declarations.PAGES[self.page][0]
+        return stages.PAGES[self.page][0]
 
     @property
     def titles(self) -> dict[str, str]:
         """The page's stages, in order: key -> title (marked for translation)."""
-        return stage_declarations.PAGES[self.page][1]
+        return stages.PAGES[self.page][1]
 
 
 def clamp_entry(stage: Stage, row: int, col: int, head: int = 0, num_heads: int = 1) -> tuple[int, int, int]:

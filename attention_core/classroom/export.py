@@ -18,8 +18,9 @@ import re
 
 import torch
 
-from attention_core.self_attention.formulas import STAGES, self_attention_formula, stage_matrix
+from attention_core.self_attention.formulas import self_attention_formula, stage_matrix
 from attention_core.self_attention.walkthrough import Walkthrough, stage_labels
+from attention_core.stages import SELF_ATTENTION
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~])")
 
@@ -56,7 +57,7 @@ def walkthrough_markdown(walk: Walkthrough) -> str:
         "",
         "Tokens and ids: " + ", ".join(f"{_md(t)} → {i}" for t, i in zip(walk.tokens, walk.token_ids)),
     ]
-    for stage, title in STAGES.items():
+    for stage, title in SELF_ATTENTION.items():
         matrix_form, element_form = self_attention_formula(stage)
         rows, cols = stage_labels(walk, stage)
         lines += [

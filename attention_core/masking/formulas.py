@@ -34,17 +34,6 @@ from attention_core.latex import Translate, aligned, factor, index, latex_text, 
 from attention_core.multihead import formulas as formulas_multihead
 from attention_core.self_attention import formulas
 
-#: The masking & heads pages' stages (declared in :mod:`stages`).
-CAUSAL_STAGES = stages.CAUSAL
-
-DROPOUT_STAGES = stages.DROPOUT
-
-MHA_STAGES = stages.MULTIHEAD
-
-CROSS_STAGES = stages.CROSS
-
-PAGES = {"causal": CAUSAL_STAGES, "dropout": DROPOUT_STAGES, "mha": MHA_STAGES, "cross": CROSS_STAGES}
-
 #: The words inside the general formulas (``\text{...}``), translated by :func:`masking_formula`'s ``tr``.
 _WORDS: dict[str, str] = {
     "allowed": N_("allowed"),
@@ -125,8 +114,7 @@ def _masking_formula(page: str, stage: str, words: tuple[tuple[str, str], ...]) 
         # a word as LaTeX \text{...}, with spaces inside it
         return latex_text(before + translated[key] + after)
 
-    stages = PAGES[page]
-    if stage not in stages:
+    if stage not in stages.PAGES[page][1]:
         raise KeyError(stage)
     kt = sp.Pow(_nc("K"), _TOP, evaluate=False)
     scaled = sp.Mul(_nc("Q"), kt, 1 / sp.sqrt(_d_k))

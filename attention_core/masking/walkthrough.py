@@ -322,7 +322,7 @@ def build_causal_walkthrough(settings: Settings, edits: Optional[Edits] = None, 
 
 
 def causal_panels(walk: CausalWalkthrough, stage: str) -> tuple[Panel, ...]:
-    """The heatmaps of a causal or dropout page stage (keys of CAUSAL_STAGES or DROPOUT_STAGES)."""
+    """The heatmaps of a causal or dropout page stage (keys of stages.CAUSAL or stages.DROPOUT)."""
     att = walk.trace.attention
     rows = tuple(token_labels(walk.tokens))
     if stage == "scaled_scores":

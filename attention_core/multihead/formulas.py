@@ -22,18 +22,12 @@ from functools import lru_cache
 import sympy as sp
 import torch
 
-from attention_core.errors import N_
 from attention_core.latex import number_expr
 from attention_core.multihead.heads import MultiHeadTrace, head_columns
 
-#: The multi-head walk-through's new stages, in order: key -> title.
-STAGES: dict[str, str] = {
-    "masked_scores": N_("Masked scores: −∞ where blocked"),
-    "split": N_("Split Q, K, V into heads"),
-    "head": N_("Each head: softmax(Q_r K_rᵀ / √d_head + M) V_r"),
-    "concat": N_("Concat(head_1, …, head_h)"),
-    "output": N_("Output: Concat · W_O + b_O"),
-}
+#: The stages :func:`multihead_formula` and :func:`multihead_entry_latex` write (the masking & heads pages
+#: use them for their multi-head stages; the pages' stages are declared in :mod:`attention_core.stages`).
+FORMULA_STAGES = ("masked_scores", "split", "head", "concat", "output")
 
 _i, _j, _l, _r, _c = sp.symbols("i j l r c", integer=True, positive=True)
 _h = sp.Symbol("h", integer=True, positive=True)
@@ -113,7 +107,7 @@ def multihead_formula(stage: str) -> tuple[str, str]:
     """The (matrix form, element form) of a stage, as LaTeX.
 
     Raises:
-        KeyError: for a stage not in :data:`STAGES`.
+        KeyError: for a stage not in :data:`FORMULA_STAGES`.
     """
     return sp.latex(_matrix_formula(stage), order="none"), sp.latex(_element_formula(stage), order="none")
 
@@ -133,7 +127,7 @@ def multihead_entry_latex(trace: MultiHeadTrace, stage: str, row: int, col: int,
 
     Args:
         trace: an unbatched trace (inputs (T, d)); for a batch, pass one example's inputs.
-        stage: a key of :data:`STAGES`.
+        stage: a key of :data:`FORMULA_STAGES`.
         row: the query row i (0-based).
         col: for ``masked_scores`` the key j; for ``split``, ``head`` the column
             c inside the head; for ``concat`` and ``output`` the column j.

@@ -301,7 +301,7 @@ def build_cross_walkthrough(settings: Settings, edits: Optional[Edits] = None) -
 
 
 def multihead_panels(walk: MultiHeadWalkthrough, stage: str) -> tuple[Panel, ...]:
-    """The heatmaps of a multi-head (MHA_STAGES) or cross-attention (CROSS_STAGES) stage."""
+    """The heatmaps of a multi-head (stages.MULTIHEAD) or cross-attention (stages.CROSS) stage."""
     trace = walk.trace
     rows, kv_rows = tuple(token_labels(walk.tokens)), tuple(token_labels(walk.kv_tokens))
     d_out, h, hd = trace.concat.shape[-1], trace.num_heads, trace.head_dim

@@ -21,13 +21,9 @@ from functools import lru_cache
 
 import sympy as sp
 
-from attention_core import stages
 from attention_core.errors import N_, InputError
 from attention_core.latex import latex_text, number_expr
 from attention_core.self_attention.functional import SelfAttentionTrace
-
-#: The self-attention walk-through's stages (declared in :mod:`stages`).
-STAGES = stages.SELF_ATTENTION
 
 _i, _j, _l = sp.symbols("i j l", integer=True)
 _D, _T = sp.Symbol("D"), sp.Symbol("T")
@@ -89,7 +85,7 @@ def self_attention_formula(stage: str) -> tuple[str, str]:
     Pure and constant per stage, so cached (a handful of short strings).
 
     Raises:
-        KeyError: for a stage not in :data:`STAGES`.
+        KeyError: for a stage not in :data:`attention_core.stages.SELF_ATTENTION`.
     """
     return sp.latex(_matrix_formula(stage)), sp.latex(_element_formula(stage), order="none")
 
@@ -99,7 +95,7 @@ class Entry:
     """The numbers behind one entry (row, col) of one stage.
 
     Attributes:
-        stage: a key of :data:`STAGES`.
+        stage: a key of :data:`attention_core.stages.SELF_ATTENTION`.
         row, col: 0-based indices into that stage's matrix.
         left, right: the two vectors multiplied term by term (e.g. q_i and k_j),
             or for ``scaled_scores`` (s_ij,) and (), for ``weights`` the row of
@@ -143,7 +139,7 @@ def entry_of(trace: SelfAttentionTrace, stage: str, row: int, col: int) -> Entry
 
     Args:
         trace: a 2-d self-attention trace (X of shape (T, D)).
-        stage: a key of :data:`STAGES`.
+        stage: a key of :data:`attention_core.stages.SELF_ATTENTION`.
         row, col: indices into the stage's matrix; must be in range.
 
     Raises:

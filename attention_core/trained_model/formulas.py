@@ -36,10 +36,6 @@ from attention_core.stepthrough import Check, Panel, Stage, StepThrough
 from attention_core.trained_model import pretrained
 from attention_core.trained_model.pretrained import HeadStep
 
-#: One head's step-through (declared in :mod:`stages`).
-HEAD_STAGES = stages.TRAINED_HEAD
-
-
 #: An entry's sum is written out in full up to this many terms, else first 3 ⋯ last 2.
 MAX_TERMS = 6
 
@@ -106,11 +102,11 @@ def head_formula(stage: str, tr: Translate = Message) -> tuple[str, str]:
     """The (matrix form, element form) of a stage, as LaTeX.
 
     Args:
-        stage: a key of :data:`HEAD_STAGES`.
+        stage: a key of :data:`attention_core.stages.TRAINED_HEAD`.
         tr: puts the words of the formula in the interface language (default: English).
 
     Raises:
-        KeyError: for a stage not in :data:`HEAD_STAGES`.
+        KeyError: for a stage not in :data:`attention_core.stages.TRAINED_HEAD`.
     """
     matrix, element = _head_formula(stage)
     return matrix, translate_cases(element, tr)
@@ -119,7 +115,7 @@ def head_formula(stage: str, tr: Translate = Message) -> tuple[str, str]:
 @lru_cache(maxsize=None)
 def _head_formula(stage: str) -> tuple[str, str]:
     """:func:`head_formula` in English (constant per stage, so cached)."""
-    if stage not in HEAD_STAGES:
+    if stage not in stages.TRAINED_HEAD:
         raise KeyError(stage)
     if stage in ("scores", "scaled_scores"):
         return formulas.self_attention_formula(stage)
@@ -131,7 +127,7 @@ class HeadEntry:
     """The numbers behind entry (row, col) of one stage of one trained head.
 
     Attributes:
-        stage: a key of :data:`HEAD_STAGES`.
+        stage: a key of :data:`attention_core.stages.TRAINED_HEAD`.
         row, col: 0-based indices into that stage's matrix.
         left, right: the vectors multiplied term by term (x_i and the column of W for a
             projection, q_i and k_j for a score, the weight row and V's column for the
@@ -306,7 +302,7 @@ def trained_head_steps(step: HeadStep, stage: str, labels: Sequence[str]) -> Ste
     Raises:
         KeyError: an unknown stage.
     """
-    if stage not in HEAD_STAGES:
+    if stage not in stages.TRAINED_HEAD:
         raise KeyError(stage)
     matrix = head_stage_matrix(step, stage)
     square = stage in ("scores", "scaled_scores", "mask", "masked_scores", "weights")  # n × n: tokens both ways

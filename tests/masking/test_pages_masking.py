@@ -7,14 +7,14 @@ import pytest
 from conftest import errors, latex, open_app, picker, settings, warnings
 from streamlit.testing.v1 import AppTest
 
+from attention_core import stages
 from attention_core.inputs.presets import PRESETS
-from attention_core.masking.formulas import CAUSAL_STAGES, CROSS_STAGES, DROPOUT_STAGES, MHA_STAGES
 from attention_core.settings import MAX_DROPOUT, MAX_TOKENS
 
 CAUSAL, DROPOUT = "app_pages/causal.py", "app_pages/dropout.py"
 MHA, CROSS = "app_pages/multi_head.py", "app_pages/cross_attention.py"
-PAGES = {CAUSAL: ("causal_stage", CAUSAL_STAGES), DROPOUT: ("dropout_stage", DROPOUT_STAGES),
-         MHA: ("mha_stage", MHA_STAGES), CROSS: ("cross_stage", CROSS_STAGES)}
+PAGES = {CAUSAL: ("causal_stage", stages.CAUSAL), DROPOUT: ("dropout_stage", stages.DROPOUT),
+         MHA: ("mha_stage", stages.MULTIHEAD), CROSS: ("cross_stage", stages.CROSS)}
 
 
 def infos(at: AppTest) -> str:

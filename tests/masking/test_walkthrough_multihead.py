@@ -18,6 +18,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from torch import nn
 
+from attention_core import stages
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
 from attention_core.masking import formulas as fm
@@ -328,10 +329,10 @@ def _walks():
     s = Settings.for_preset("seed000", padding=1)
     edits = {MASK_EDITS: {(3, 1): 0.0}}
     return (
-        [("causal", build_causal_walkthrough(s, edits), list(fm.CAUSAL_STAGES))],
-        [("dropout", build_causal_walkthrough(s, edits, dropout=True), list(fm.DROPOUT_STAGES))],
-        [("mha", build_multihead_walkthrough(s, edits), list(fm.MHA_STAGES))],
-        [("cross", build_cross_walkthrough(s), list(fm.CROSS_STAGES))],
+        [("causal", build_causal_walkthrough(s, edits), list(stages.CAUSAL))],
+        [("dropout", build_causal_walkthrough(s, edits, dropout=True), list(stages.DROPOUT))],
+        [("mha", build_multihead_walkthrough(s, edits), list(stages.MULTIHEAD))],
+        [("cross", build_cross_walkthrough(s), list(stages.CROSS))],
     )
 
 

@@ -427,7 +427,7 @@ def test_bad_arguments_raise_input_error(change, field):
 
 def test_general_formulas_of_every_stage():
     from attention_core.multihead import formulas as fm
-    for stage in fm.STAGES:
+    for stage in fm.FORMULA_STAGES:
         matrix, element = fm.multihead_formula(stage)
         assert matrix and element
     assert r"\sqrt{d_{head}}" in fm.multihead_formula("head")[0]  # never sqrt(d_out)

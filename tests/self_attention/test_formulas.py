@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from attention_core.self_attention.formulas import (
-    STAGES,
     Entry,
     entry_latex,
     entry_of,
@@ -19,6 +18,7 @@ from attention_core.self_attention.formulas import (
 from attention_core.self_attention.functional import self_attention
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
+from attention_core.stages import SELF_ATTENTION as STAGES
 
 CASES = [
     Settings.for_preset("seed000"),

@@ -15,7 +15,6 @@ from torch import nn
 from attention_core.errors import InputError
 from attention_core.inputs.presets import DEFAULT_PRESET, PRESETS
 from attention_core.inputs.tokens import SEED000_DICTIONARY, seed000_tables
-from attention_core.self_attention.formulas import STAGES
 from attention_core.self_attention.functional import attention_without_weights
 from attention_core.self_attention.modules import SelfAttentionV1, SelfAttentionV2
 from attention_core.self_attention.walkthrough import base_matrices, build_walkthrough, check_tokens
@@ -27,6 +26,7 @@ from attention_core.settings import (
     Settings,
     validate_settings,
 )
+from attention_core.stages import SELF_ATTENTION as STAGES
 
 JOURNEY = torch.tensor(
     [

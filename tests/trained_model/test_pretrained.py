@@ -20,9 +20,9 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core.errors import InputError
 from attention_core.settings import Settings
+from attention_core.stages import TRAINED_HEAD
 from attention_core.trained_model import pretrained
 from attention_core.trained_model.formulas import (
-    HEAD_STAGES,
     head_entry_latex,
     head_entry_of,
     head_formula,
@@ -184,7 +184,7 @@ def test_each_stage_agrees_with_torch_sdpa_and_the_additive_mask(pm):
     torch.testing.assert_close(att.output, reference, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("stage", list(HEAD_STAGES))
+@pytest.mark.parametrize("stage", list(TRAINED_HEAD))
 def test_every_entry_recomputes_with_a_plain_loop(pm, runs, stage):
     run = pretrained.run_model(pm, pretrained.tokenize(pm, SENTENCES[1], padding=1))
     step = pretrained.head_step(pm, run, 1, 3)
@@ -355,7 +355,7 @@ def test_stepping_through_every_stage():
         if at.button(key="step_next").disabled:
             break
         at.button(key="step_next").click().run()
-    assert seen == list(HEAD_STAGES)
+    assert seen == list(TRAINED_HEAD)
 
 
 def test_padding_shows_the_mask():
