@@ -13,6 +13,8 @@ from typing import Callable, Optional, Sequence
 
 import sympy as sp
 
+from attention_core.errors import N_
+
 #: How app text gets into a formula: ``tr(template, **params) -> str`` in the interface language. The
 #: default, :class:`~attention_core.errors.Message`, keeps the English; the pages pass ``ui.i18n.Translator``
 #: (hashable per language, so formulas may be cached on it). Translated words are written with latex_text.
@@ -77,7 +79,6 @@ def latex_text(text: str) -> str:
 
 def translate_cases(text: str, tr: Translate) -> str:
     r"""sympy's words in a Piecewise (``\text{for}``, ``\text{otherwise}``) in the interface language."""
-    from attention_core.errors import N_
 
     return (text.replace(r"\text{for}", latex_text(str(tr(N_("for")))))
             .replace(r"\text{otherwise}", latex_text(str(tr(N_("otherwise"))))))

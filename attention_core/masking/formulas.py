@@ -30,7 +30,7 @@ import sympy as sp
 
 from attention_core import stages
 from attention_core.errors import N_, Message
-from attention_core.latex import Translate, aligned, factor, index, latex_text, number, terms_lines
+from attention_core.latex import Translate, aligned, factor, index, latex_text, number, terms_lines, translate_cases
 from attention_core.multihead import formulas as formulas_multihead
 from attention_core.self_attention import formulas
 
@@ -49,9 +49,6 @@ _WORDS: dict[str, str] = {
     "decoder_ids": N_("decoder ids"),
     "encoder_ids": N_("encoder ids"),
     "not": N_("not"),
-    # sympy writes the cases of a Piecewise as "0 \text{for} i \geq j", "-\infty \text{otherwise}"
-    "for": N_("for"),
-    "otherwise": N_("otherwise"),
 }
 
 _i, _j, _l, _c, _r = sp.symbols("i j l c r", integer=True, positive=True)
@@ -99,10 +96,7 @@ def masking_formula(page: str, stage: str, tr: Translate = Message) -> tuple[str
         KeyError: for an unknown page or stage.
     """
     words = tuple((key, str(tr(text))) for key, text in _WORDS.items())
-    lines = _masking_formula(page, stage, words)
-    translated = dict(words)
-    return tuple(line.replace(r"\text{for}", latex_text(translated["for"]))
-                 .replace(r"\text{otherwise}", latex_text(translated["otherwise"])) for line in lines)
+    return tuple(translate_cases(line, tr) for line in _masking_formula(page, stage, words))
 
 
 @lru_cache(maxsize=None)
@@ -391,15 +385,13 @@ def header_latex(page: str, tr: Translate = Message) -> str:
         evaluated = _latex(sp.Eq(_nc(r"\tilde{\mathcal{A}}"), _nc(r"\mathcal{A}")))
         return (dropped + r",\qquad " + drawn + r"\ " + latex_text(translated["training"]) + r",\qquad "
                 + evaluated + r"\ " + latex_text(translated["eval"]))
-    return _header_latex(page, words)
+    return translate_cases(_header_latex(page, words), tr)
 
 
 _HEADER_WORDS: dict[str, str] = {
     "training": N_("(training)"),
     "eval": N_("(eval)"),
     "per_head": N_("per head, then"),
-    "for": N_("for"),
-    "otherwise": N_("otherwise"),
 }
 
 
@@ -412,9 +404,7 @@ def _header_latex(page: str, words: tuple[tuple[str, str], ...]) -> str:
         attention = sp.Eq(sp.Function(r"\operatorname{CausalAttention}")(_nc("Q"), _nc("K"), _nc("V")),
                           sp.Mul(_softmax(sp.Add(scaled, _nc("M"), evaluate=False)), _nc("V")))
         mask = sp.Eq(_M[_i, _j], sp.Piecewise((0, sp.Le(_j, _i)), (-sp.oo, True)))
-        text = _latex(attention) + r",\quad " + _latex(mask)
-        return (text.replace(r"\text{for}", latex_text(translated["for"]))
-                .replace(r"\text{otherwise}", latex_text(translated["otherwise"])))
+        return _latex(attention) + r",\quad " + _latex(mask)  # the cases' words: translate_cases
     if page == "mha":
         head = formulas_multihead.multihead_formula("head")[0]
         heads = (sp.Symbol(r"\mathrm{head}_{1}"), sp.Symbol(r"\dots"), sp.Symbol(r"\mathrm{head}_{h}"))
