@@ -57,4 +57,4 @@ st.caption(_(
     seed_call=f"torch.manual_seed({settings.seed})",
 ))
 
-stepthrough.show(causal_steps(walk, settings.causal_stage), EXPLAIN)
+stepthrough.live(lambda: causal_steps(walk, state.settings().causal_stage), EXPLAIN)

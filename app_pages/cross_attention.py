@@ -65,4 +65,4 @@ st.caption(_(
     seed_call=f"torch.manual_seed({settings.seed})",
 ))
 
-stepthrough.show(multihead_steps(walk, settings.cross_stage), EXPLAIN)
+stepthrough.live(lambda: multihead_steps(walk, state.settings().cross_stage), EXPLAIN)

@@ -7,6 +7,7 @@ from attention_core.self_attention.formulas import header_latex
 from attention_core.self_attention.walkthrough import dim_labels, self_attention_steps
 from attention_core.settings import MAX_DIM, MIN_DIM
 from attention_core.stages import SELF_ATTENTION
+from attention_core.stepthrough import StepThrough
 from ui import export, state, stepthrough, widgets
 from ui.i18n import _
 
@@ -53,17 +54,14 @@ if st.toggle(_("Show and edit the weights W_q, W_k, W_v"), key="sa_show_weights"
             widgets.matrix_editor(name, walk.base[name], dim_labels("d", settings.d_model),
                                   dim_labels("c", settings.d_k))
 
-stage = settings.stage
-steps = self_attention_steps(walk, stage)
-
-
-def export_expander() -> None:
+def export_expander(steps: StepThrough) -> None:
     with st.expander(_("Export this walk-through"), icon=":material/download:"):
         export.walkthrough_downloads(walk)
-        st.caption(_("The current step, {title}:", title=_(SELF_ATTENTION[stage])))
+        st.caption(_("The current step, {title}:", title=_(SELF_ATTENTION[steps.stage.key])))
         panel = steps.stage.panels[0]
-        export.matrix_downloads(panel.matrix, list(panel.row_labels), list(panel.col_labels), SELF_ATTENTION[stage],
-                                key="export_stage")
+        export.matrix_downloads(panel.matrix, list(panel.row_labels), list(panel.col_labels),
+                                SELF_ATTENTION[steps.stage.key], key="export_stage")
 
 
-stepthrough.show(steps, EXPLAIN, layout="beside", after_checks=export_expander)
+stepthrough.live(lambda: self_attention_steps(walk, state.settings().stage), EXPLAIN, layout="beside",
+                 after_checks=export_expander)

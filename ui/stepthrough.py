@@ -9,6 +9,7 @@ Nothing here computes attention.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import zlib
@@ -17,6 +18,7 @@ from typing import Callable, Mapping, Optional, Sequence
 import streamlit as st
 
 from attention_core.errors import Message
+from attention_core.settings import Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, clamp_entry
 
 from . import i18n, masking, state, widgets
@@ -101,6 +103,58 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
         with st.expander(_("Show the code")):
             for function in stage.code:
                 st.code(_source(function), language="python")
+
+
+# ---------------------------------------------------------------- the step-through as a fragment
+
+_FULL_RUN = "stepthrough_full_run"  # set by live() on a whole-page run, taken by the fragment that follows
+_OUTER = "stepthrough_outer"  # what the page drew around the fragment from, as of the last whole-page run
+
+
+def outer_fingerprint(settings: Settings, edits: Mapping, fragment_fields: Sequence[str]) -> tuple:
+    """What a page's whole-page run depends on: every setting except the fragment's own, and the edits.
+
+    Two runs with the same fingerprint draw the same page around the step-through, so a click that
+    changed only ``fragment_fields`` (the stage, the explained entry) needs only the fragment rerun.
+    """
+    defaults = Settings()
+    kept = dataclasses.replace(settings, **{f: getattr(defaults, f) for f in fragment_fields})
+    cells = tuple(sorted((name, tuple(sorted(values.items()))) for name, values in edits.items()))
+    return kept, cells
+
+
+def live(build: Callable[[], StepThrough], explain: Mapping[str, str], *,
+         after_panels: Optional[Callable[[StepThrough], None]] = None,
+         after_entry: Optional[Callable[[StepThrough], None]] = None,
+         after_checks: Optional[Callable[[StepThrough], None]] = None, **options) -> None:
+    """:func:`show`, as a fragment: Previous / Next, the step picker, the entry pickers and a click on a
+    cell rerun only the step-through, not the whole page (the router, the sidebar, the page's settings).
+
+    ``build`` makes the StepThrough from the current settings (it is called again on each fragment
+    rerun, with the page's walk-through of the last whole-page run). A click inside the fragment that
+    changed anything else (a mask cell, which is an edit) reruns the whole page instead. The callbacks
+    get the StepThrough; ``options`` go to :func:`show`. The link is written on every fragment run.
+    """
+    st.session_state[_FULL_RUN] = True
+    _live(build, explain, after_panels, after_entry, after_checks, options)
+
+
+def _call(callback: Optional[Callable[[StepThrough], None]], steps: StepThrough) -> Optional[Callable[[], None]]:
+    return None if callback is None else functools.partial(callback, steps)
+
+
+@st.fragment
+def _live(build, explain, after_panels, after_entry, after_checks, options) -> None:
+    steps = build()
+    fields = [steps.field, steps.row_field, steps.col_field] + ([steps.head_field] if steps.head_field else [])
+    fingerprint = outer_fingerprint(state.settings(), state.edits(), fields)
+    if st.session_state.pop(_FULL_RUN, False):
+        st.session_state[_OUTER] = fingerprint
+    elif st.session_state.get(_OUTER) != fingerprint:
+        st.rerun(scope="app")  # the click changed what the page around the step-through shows
+    show(steps, explain, after_panels=_call(after_panels, steps), after_entry=_call(after_entry, steps),
+         after_checks=_call(after_checks, steps), **options)
+    state.write_link()  # the stage and the entry are in the link
 
 
 def _single_panel(steps: StepThrough, panel: Panel, entry: tuple[int, int], head: int) -> None:

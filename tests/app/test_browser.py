@@ -226,6 +226,34 @@ def test_self_attention_next_advances_the_step(page: Page, app_url: str):
     save_screenshot(page, "page-self-attention-after-next")
 
 
+def test_next_reruns_only_the_step_through_and_the_link_follows(page: Page, app_url: str):
+    """Next is inside the step-through's st.fragment: the stage moves, the link holds it, the page around stays."""
+    open_page(page, app_url, "/causal", "Causal attention: no peeking at the future")
+    page.get_by_role("button", name="Next ▶").click()
+    expect(page.get_by_role("combobox", name="Step", exact=True)).to_have_value(re.compile(r"^4 / 6"))  # from the default, 3 / 6
+    wait_for_app_run(page)
+    expect(page).to_have_url(re.compile(r"causal_stage=weights"))
+    expect(page.get_by_role("combobox", name="Worked example", exact=True)).to_be_visible()  # the sidebar stayed
+    assert_no_exception(page)
+
+
+def test_flipping_a_mask_cell_inside_the_fragment_reruns_the_whole_page(page: Page, app_url: str):
+    """A mask cell is an edit: the walk-through is built outside the fragment, so the whole page reruns.
+
+    Were only the fragment rerun, it would redraw the mask of the walk-through built before the click
+    (no flipped cell).
+    """
+    open_page(page, app_url, "/causal?preset=seed000&causal_stage=mask", "Causal attention: no peeking at the future")
+    expect(page.get_by_text("Click any cell to flip it between allowed")).to_be_visible()
+    cells = page.locator(".vega-embed svg g.mark-rect").first.locator("path")
+    expect(cells).to_have_count(49)
+    cells.nth(0 * 7 + 3).click()  # query 1 may not look at key 4 (causal): the click allows it
+    expect(page.get_by_text("1 cell(s) flipped by you.")).to_be_visible(timeout=APP_RUN_MS)
+    wait_for_app_run(page)
+    expect(page.get_by_role("button", name="Reset the mask")).to_be_enabled()
+    assert_no_exception(page)
+
+
 def test_clicking_a_heatmap_cell_explains_that_entry(page: Page, app_url: str):
     """The heatmap's click selection (what AppTest cannot drive) sets the explained entry."""
     open_page(page, app_url, "/self-attention", "Scaled dot-product self-attention, step by step")

@@ -74,3 +74,26 @@ def test_a_burst_of_a_class_with_students_leaving_mid_run(server):
     assert len(ids) == 27  # each stayer kept its own session throughout
     assert [e for s in students for e in s.exceptions] == []
     assert server.tracebacks() == []
+
+
+def test_a_click_inside_the_step_through_reruns_only_its_fragment(server):
+    """The stage picker is drawn inside st.fragment: the browser (and the Student) sends its fragment id,
+    and the server answers with a fragment run; a page setting outside it reruns the whole page."""
+
+    async def visit():
+        student = load.Student(server.url, "t")
+        await student.connect()
+        try:
+            await student.open_page("causal")
+            assert student.widgets["setting_causal_stage"][2], "the stage picker is not inside a fragment"
+            assert not student.widgets["setting_padding"][2]
+            await student.interact(("setting_causal_stage",))
+            inside = student.last_fragment
+            await student.interact(("setting_padding",))
+            outside = student.last_fragment
+            assert "setting_padding" in student.widgets  # the fragment run kept the rest of the page
+        finally:
+            await student.close()
+        return inside, outside, student.exceptions
+
+    assert asyncio.run(visit()) == (True, False, [])

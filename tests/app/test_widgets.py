@@ -46,3 +46,19 @@ def _bug():
 def test_build_or_stop_lets_other_exceptions_through():
     at = AppTest.from_function(_bug, default_timeout=60).run()
     assert at.exception and at.exception[0].proto.type == "ZeroDivisionError"
+
+
+def test_the_step_through_fragment_reruns_alone_only_when_nothing_outside_it_changed():
+    """``stepthrough.outer_fingerprint``: the stage and the explained entry are the fragment's own;
+    any other setting, or an edit (a flipped mask cell), changes what the whole page draws."""
+    from attention_core.settings import Settings
+    from ui.stepthrough import outer_fingerprint
+
+    own = ["causal_stage", "entry_row", "entry_col"]
+    base = outer_fingerprint(Settings(), {}, own)
+    assert outer_fingerprint(Settings(causal_stage="weights", entry_row=2, entry_col=1), {}, own) == base
+    assert outer_fingerprint(Settings(padding=1), {}, own) != base
+    assert outer_fingerprint(Settings(stage="weights"), {}, own) != base  # another page's stage
+    assert outer_fingerprint(Settings(), {"mask": {(0, 3): 1.0}}, own) != base
+    assert outer_fingerprint(Settings(), {"mask": {(0, 3): 1.0}}, own) == outer_fingerprint(
+        Settings(), {"mask": {(0, 3): 1.0}}, own)
