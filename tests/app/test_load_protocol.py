@@ -97,3 +97,20 @@ def test_a_click_inside_the_step_through_reruns_only_its_fragment(server):
         return inside, outside, student.exceptions
 
     assert asyncio.run(visit()) == (True, False, [])
+
+
+@pytest.mark.browser
+def test_the_browser_scenario_times_every_click_it_makes(capsys):
+    """The benchmark's Chromium scenario runs end to end: every click is answered and timed (no budget here:
+    speed is measured on an idle machine, not by tests)."""
+    import argparse
+    import os
+    import re
+
+    if not Path(load.CHROMIUM).exists() and not os.environ.get("CI"):
+        pytest.skip(f"{load.CHROMIUM} is missing (bash scripts/test.sh installs it)")
+    assert load.run_browser(argparse.Namespace(url=None, clicks=3, browser_budget_ms=1e9)) is True
+    out = capsys.readouterr().out
+    for click in ("Next", "d_k +"):
+        row = re.search(rf"^{re.escape(click)}\s+(\d+)\s+(\d+)\s+(\d+)\s+ok", out, re.M)
+        assert row and 0 < int(row[1]) <= int(row[3]), out
