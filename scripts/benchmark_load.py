@@ -249,7 +249,6 @@ class Student:
         self.page = ""
         self.page_hash = ""
         self.step = 0
-        self.changed = ""  # the user key of the widget changed last
         self.last_fragment = False  # the last change was of a widget inside an st.fragment: only it reran
 
     def _get_cookie(self) -> None:
@@ -337,7 +336,8 @@ class Student:
         return time.perf_counter() - start
 
     def next_change(self, keys: tuple[str, ...]):
-        """The WidgetState a student sends next: the next widget of ``keys`` that is on the page, moved once."""
+        """The WidgetState a student sends next (the next widget of ``keys`` that is on the page, moved once)
+        and the id of the fragment that widget is drawn in ("" outside any)."""
         from streamlit.proto.WidgetStates_pb2 import WidgetState
 
         for offset in range(len(keys)):
@@ -347,8 +347,7 @@ class Student:
         else:
             raise LookupError(f"none of {keys} on page {self.page!r} (it has {sorted(self.widgets)})")
         self.step += 1
-        self.changed = key
-        etype, proto, _fragment = self.widgets[key]
+        etype, proto, fragment_id = self.widgets[key]
         state = WidgetState(id=proto.id)
         walk = (1, 2, 3, 2, 1, 0)[self.step % 6]  # a few distinct values, back and forth
         if etype == "button":
@@ -370,14 +369,13 @@ class Student:
                 state.int_value = int(value)
             else:
                 state.double_value = round(value, 6)
-        return state
+        return state, fragment_id
 
     async def interact(self, keys: tuple[str, ...], drop: bool = False) -> float:
         """Change one widget and wait for the rerun; seconds. ``drop``: close the socket mid-run instead."""
-        state = self.next_change(keys)
+        state, fragment_id = self.next_change(keys)
         # What the browser sends: every widget value it holds, the new one included; a trigger only once.
         sent = [s for i, s in self.states.items() if i != state.id] + [state]
-        fragment_id = self.widgets[self.changed][2]
         start = time.perf_counter()
         await self.send_rerun(self.page, sent, fragment_id)
         if drop:
@@ -634,8 +632,8 @@ def _report_tracebacks(server: Server) -> bool:
 
 
 # Timed inside the page, on the page's clock: the click; the app's script state going to "running" and back
-# to "notRunning" (the frontend has applied the run's script_finished); then two animation frames (the
-# repaint). Timing it from Python through Playwright's websocket events added the relay of every frame of
+# to "notRunning" (the frontend has applied the run's script_finished); the watched input showing its new
+# value; then two animation frames (the repaint). Timing it from Python through Playwright's websocket events added the relay of every frame of
 # the run (browser -> Playwright's driver -> Python), about 150-200 ms per click that no user waits for.
 _CLICK_AND_TIME = """async ([selector, watch, timeoutMs]) => {
   const app = document.querySelector('[data-testid="stApp"]');
@@ -733,7 +731,7 @@ def run_browser(args: argparse.Namespace) -> bool:
             server.stop()
     ok = True
     print(f"{'click':<10} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7}  verdict   (of which: until the run's "
-          "run's end reached the page, p50 / p95 / max)")
+          "end reached the page, p50 / p95 / max)")
     for name, times in results.items():
         over = 1000 * statistics.median(times) >= args.browser_budget_ms
         ok &= not over
