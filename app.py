@@ -54,6 +54,10 @@ PAGES = {
         st.Page(PAGES_DIR / "image_attention.py", title=_("Self-attention over an image"), icon=":material/image:",
                 url_path="image-attention"),
     ],
+    _("The Transformer"): [
+        st.Page(PAGES_DIR / "encoder_block.py", title=_("The encoder block"), icon=":material/stacks:",
+                url_path="encoder-block"),
+    ],
     _("A trained model"): [
         st.Page(PAGES_DIR / "trained_model.py", title=_("Inside a trained model"), icon=":material/model_training:",
                 url_path="trained-model"),

@@ -30,6 +30,14 @@ MAX_ABS_VALUE = 1e6
 #: (and divide by 1 - p = 0), so the nearest allowed value below 1 is used instead.
 MAX_DROPOUT = 0.99
 
+# ---------------------------------------------------------------- the encoder block
+
+#: The feed-forward width F (d_ff) a user can choose, 1..MAX_FEEDFORWARD: the paper's d_ff = 4 · d_model at the
+#: widest d_model, and a T × F heatmap still fits a projector.
+MAX_FEEDFORWARD = 4 * MAX_DIM
+#: The most encoder blocks stacked on the page (each one's output is shown side by side).
+MAX_LAYERS = 4
+
 # ---------------------------------------------------------------- the trained model (all-MiniLM-L6-v2)
 
 #: Its layers, heads per layer and hidden width (num_heads · head_dim = 12 · 32).

@@ -29,7 +29,9 @@ from attention_core.limits import (
     MAX_ADDITIVE_HIDDEN,
     MAX_DIM,
     MAX_DROPOUT,
+    MAX_FEEDFORWARD,
     MAX_IMAGE_SIDE,
+    MAX_LAYERS,
     MAX_PE_POSITIONS,
     MAX_PE_WIDTH,
     MAX_SEED,
@@ -157,6 +159,21 @@ class Settings:
         image_row, image_col: the query pixel (0-based, < MAX_IMAGE_SIDE; the page clamps them to the image).
         image_features: the pixels' token features (one of IMAGE_FEATURES).
         image_d_k: the width of the projected queries and keys, MIN_DIM..MAX_DIM.
+
+    The *Encoder block* page (the Transformer around attention) adds:
+
+    Attributes:
+        encoder_num_heads: h of the block's self-attention, 1..MAX_DIM; must divide d_model (checked on
+            the page, where the message can say which head counts fit).
+        dim_feedforward: F (d_ff), the feed-forward layer's hidden width, 1..MAX_FEEDFORWARD.
+        num_layers: N, the number of blocks stacked, 1..MAX_LAYERS.
+        norm_first: False = post-LN (Vaswani et al. 2017), True = pre-LN (GPT-2 and later).
+        encoder_block: the block the step-through opens (0-based; the page keeps it below num_layers).
+        encoder_stage: its current step (a key of ``stages.ENCODER_POST_LN``, the same keys as pre-LN's).
+
+    The classroom:
+
+    Attributes:
         language: the interface language, a key of :data:`LANGUAGES`.
         presenter: presenter mode (larger type, no sidebar, big Previous / Next).
     """
@@ -209,6 +226,12 @@ class Settings:
     image_col: int = 4
     image_features: str = "rgb"
     image_d_k: int = 3
+    encoder_num_heads: int = 1
+    dim_feedforward: int = 8
+    num_layers: int = 2
+    norm_first: bool = False
+    encoder_block: int = 0
+    encoder_stage: str = "norm_1"
     # classroom: the interface language and presenter mode (issue 5)
     language: str = "en"
     presenter: bool = False
@@ -475,10 +498,13 @@ class Choice(Field):
 
 def _stage_rows() -> tuple[Choice, ...]:
     """One row per step page's stage field, from ``stages.PAGES`` (in its order)."""
+    fields: dict[str, dict[str, str]] = {}
+    for name, page_stages in stages.PAGES.values():  # a page's variants share a field: their stages, once
+        fields.setdefault(name, {}).update(page_stages)
     return tuple(
         Choice(name, tuple(page_stages), N_("Unknown step “{step}”; showing “{title}”."), raw_param="step",
                titles=page_stages)
-        for name, page_stages in stages.PAGES.values()
+        for name, page_stages in fields.items()
     )
 
 
@@ -528,6 +554,10 @@ FIELDS: tuple[Field, ...] = (
     IntRange("image_row", 0, MAX_IMAGE_SIDE - 1, _label(N_("The pixel's row"))),
     IntRange("image_col", 0, MAX_IMAGE_SIDE - 1, _label(N_("The pixel's column"))),
     IntRange("image_d_k", MIN_DIM, MAX_DIM, "d_k"),
+    IntRange("encoder_num_heads", 1, MAX_DIM, _label(N_("The number of heads"))),
+    IntRange("dim_feedforward", 1, MAX_FEEDFORWARD, "dim_feedforward"),
+    IntRange("num_layers", 1, MAX_LAYERS, _label(N_("The number of blocks"))),
+    IntRange("encoder_block", 0, MAX_LAYERS - 1, _label(N_("The block"))),
     Choice("sqrt_distribution", SQRT_DISTRIBUTIONS, N_("Unknown distribution “{raw}”; using “{value}”.")),
     Choice("pe_kind", PE_ENCODINGS, N_("Unknown positional encoding “{raw}”; using “{value}”.")),
     Choice("pe_shuffle", PE_SHUFFLES, N_("Unknown shuffle “{raw}”; using “{value}”.")),
@@ -541,6 +571,7 @@ FIELDS: tuple[Field, ...] = (
     # the switches
     Switch("causal", _label(N_("The causal switch"))),
     Switch("training", _label(N_("The training switch"))),
+    Switch("norm_first", _label(N_("The pre-LN switch"))),
     FloatRange("dropout_p", 0.0, MAX_DROPOUT, "p",
                malformed=N_("dropout_p must be a number in [0, 1); got “{raw}”, using {value}."),
                out_of_range=N_("dropout_p must be in [0, 1); got {p:g}, using {clamped:g}."),

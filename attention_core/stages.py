@@ -78,7 +78,26 @@ TRAINED_HEAD: dict[str, str] = {
     "output": N_("Output: weights · V"),
 }
 
+#: The Transformer encoder block, post-LN (Vaswani et al. 2017, sec. 3.1; seed 003 §2): sublayer, add, norm.
+ENCODER_POST_LN: dict[str, str] = {
+    "inputs": N_("Inputs X"),
+    "attention": N_("Multi-head self-attention"),
+    "residual_1": N_("Residual: add the sublayer's input"),
+    "norm_1": N_("LayerNorm₁: normalise each row, then γ and β"),
+    "ffn_hidden": N_("Feed-forward, first layer: ReLU(· W₁ + b₁)"),
+    "ffn_output": N_("Feed-forward, second layer: · W₂ + b₂"),
+    "residual_2": N_("Residual again"),
+    "norm_2": N_("LayerNorm₂: normalise each row, then γ and β"),
+    "stack": N_("N blocks: each block's output is the next one's input"),
+}
+
+#: The same block, pre-LN (GPT-2 and most current models; Xiong et al. 2020): norm, sublayer, add.
+ENCODER_PRE_LN: dict[str, str] = {key: ENCODER_POST_LN[key] for key in (
+    "inputs", "norm_1", "attention", "residual_1", "norm_2", "ffn_hidden", "ffn_output", "residual_2", "stack")}
+
 #: Every step page: key -> (the settings field holding its current stage, its stages).
+#: Two entries may share a field when they are one page's variants with the same stages in another order
+#: (the encoder block, post-LN and pre-LN).
 PAGES: dict[str, tuple[str, dict[str, str]]] = {
     "self_attention": ("stage", SELF_ATTENTION),
     "causal": ("causal_stage", CAUSAL),
@@ -86,4 +105,6 @@ PAGES: dict[str, tuple[str, dict[str, str]]] = {
     "mha": ("mha_stage", MULTIHEAD),
     "cross": ("cross_stage", CROSS),
     "trained_head": ("model_stage", TRAINED_HEAD),
+    "encoder_post_ln": ("encoder_stage", ENCODER_POST_LN),
+    "encoder_pre_ln": ("encoder_stage", ENCODER_PRE_LN),
 }

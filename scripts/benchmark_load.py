@@ -105,6 +105,7 @@ PAGES = (
     PageLoad("positional-encoding", ("setting_pe_shuffle", "setting_experiment_seed")),
     PageLoad("additive", ("setting_additive_hidden", "setting_additive_row")),
     PageLoad("image-attention", ("setting_image_row", "setting_image_col")),
+    PageLoad("encoder-block", ("setting_encoder_stage", "setting_dim_feedforward")),
     PageLoad("trained-model", ("setting_model_head", "setting_model_layer", "setting_model_stage")),
 )
 FLOOR = PageLoad("", ("floor_number",))

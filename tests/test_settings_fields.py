@@ -88,6 +88,10 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "image_row": (0, 15, "The pixel's row"),
     "image_col": (0, 15, "The pixel's column"),
     "image_d_k": (1, 16, "d_k"),
+    "encoder_num_heads": (1, 16, "The number of heads"),
+    "dim_feedforward": (1, 64, "dim_feedforward"),
+    "num_layers": (1, 4, "The number of blocks"),
+    "encoder_block": (0, 3, "The block"),
 }
 
 #: The model's layer and head: (count, the word in the message).
@@ -135,7 +139,10 @@ CHOICE_MESSAGES = {
     "image_features": "Unknown kind of pixel token “nope”; using “rgb”.",
     "language": "Unknown language “nope”; using English.",
 }
-STAGE_FIELDS = {field: page for field, page in stages.PAGES.values()}
+#: field -> its stages; a page's variants (the encoder block's post-LN and pre-LN) share a field and its stages
+STAGE_FIELDS: dict[str, dict[str, str]] = {}
+for _field, _page in stages.PAGES.values():
+    STAGE_FIELDS.setdefault(_field, {}).update(_page)
 
 
 def _cases(row: settings.Field) -> list[tuple[Any, Any, Optional[str]]]:

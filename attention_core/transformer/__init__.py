@@ -1,0 +1,1 @@
+"""The Transformer around attention: the encoder block (attention, residual, LayerNorm, feed-forward)."""
