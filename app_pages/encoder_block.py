@@ -78,7 +78,7 @@ st.caption(_(
     "**Sentence:** {sentence}. d_model = {d_model}, h = {h} (head_dim = {head_dim}), F = {f}, N = {n}. "
     "No dropout (eval mode). Our numbers are checked against torch.nn.TransformerEncoderLayer with the same weights.",
     sentence=widgets.md_escape(settings.sentence), d_model=settings.d_model, h=settings.encoder_num_heads,
-    head_dim=settings.d_model // settings.encoder_num_heads, f=settings.dim_feedforward, n=settings.num_layers,
+    head_dim=walk.trace.attention.head_dim, f=settings.dim_feedforward, n=settings.num_layers,
 ))
 
 stepthrough.live(lambda: encoder_steps(walk, state.settings().encoder_stage), EXPLAIN)

@@ -145,6 +145,7 @@ def _labels(walk: EncoderWalkthrough, width: int, prefix: str = "d") -> tuple[tu
 
 
 _TOKEN = Message(N_("token"))
+_SUB = {1: "₁", 2: "₂"}
 _DIM = Message(N_("dimension"))
 
 
@@ -164,8 +165,6 @@ def _norm_panels(walk: EncoderWalkthrough, ln: LayerNormTrace, number_: int) -> 
         _panel(walk, f"LayerNorm{_SUB[number_]}(z) = γ ⊙ ẑ + β", ln.output, explained=True),
     )
 
-
-_SUB = {1: "₁", 2: "₂"}
 
 
 def _input_name(walk: EncoderWalkthrough, number_: int) -> str:
@@ -291,7 +290,7 @@ def _sum_of_products(left: list[float], right: list[float]) -> list[str]:
     return [f"{factor(a)} \\cdot {factor(b)}" for a, b in zip(left, right)]
 
 
-def _norm_entry(ln: LayerNormTrace, row: int, col: int, number_: int) -> str:
+def _norm_entry(ln: LayerNormTrace, row: int, col: int) -> str:
     i, j = row + 1, col + 1
     mean, var = float(ln.mean[row]), float(ln.var[row])
     zhat, out = float(ln.normalized[row, col]), float(ln.output[row, col])
@@ -321,9 +320,9 @@ def explain_encoder(walk: EncoderWalkthrough, stage: str, row: int, col: int, tr
     if stage == "inputs":
         return f"x_{{{i},{j}}} = {number(value)}"
     if stage == "norm_1":
-        return _norm_entry(t.norm_1, row, col, 1)
+        return _norm_entry(t.norm_1, row, col)
     if stage == "norm_2":
-        return _norm_entry(t.norm_2, row, col, 2)
+        return _norm_entry(t.norm_2, row, col)
     if stage == "attention":
         concat = t.attention.concat[row].tolist()
         terms = _sum_of_products(concat, t.weights.w_out[:, col].tolist())
