@@ -57,6 +57,8 @@ PAGES = {
     _("The Transformer"): [
         st.Page(PAGES_DIR / "encoder_block.py", title=_("The encoder block"), icon=":material/stacks:",
                 url_path="encoder-block"),
+        st.Page(PAGES_DIR / "generation.py", title=_("Generating token by token"), icon=":material/keyboard_double_arrow_right:",
+                url_path="generation"),
     ],
     _("A trained model"): [
         st.Page(PAGES_DIR / "trained_model.py", title=_("Inside a trained model"), icon=":material/model_training:",

@@ -21,6 +21,10 @@ def N_(template: str) -> str:
     return template
 
 
+class UserText(str):
+    """A message parameter that holds what the user typed: the UI escapes it before Markdown shows it."""
+
+
 class Message(str):
     """A message in English that remembers its template and parameters (for translation).
 

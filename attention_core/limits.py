@@ -38,6 +38,17 @@ MAX_FEEDFORWARD = 4 * MAX_DIM
 #: The most encoder blocks stacked on the page (each one's output is shown side by side).
 MAX_LAYERS = 4
 
+# ---------------------------------------------------------------- generating token by token (the toy reverser)
+
+#: The longest word the toy encoder-decoder was trained to reverse, in letters.
+TOY_MAX_INPUT = 8
+#: Its steps at most: the reversed word and END.
+TOY_MAX_OUTPUT = TOY_MAX_INPUT + 1
+#: Its decoder blocks (and encoder blocks).
+TOY_LAYERS = 2
+#: The largest sampling temperature τ of the generation page (0 = greedy).
+MAX_TOY_TEMPERATURE = 10.0
+
 # ---------------------------------------------------------------- the trained model (all-MiniLM-L6-v2)
 
 #: Its layers, heads per layer and hidden width (num_heads · head_dim = 12 · 32).

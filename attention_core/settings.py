@@ -39,6 +39,7 @@ from attention_core.limits import (
     MAX_SQRT_SAMPLES,
     MAX_TEMPERATURE,
     MAX_TOKENS,
+    MAX_TOY_TEMPERATURE,
     MIN_ADDITIVE_HIDDEN,
     MIN_DIM,
     MIN_PE_POSITIONS,
@@ -54,6 +55,8 @@ from attention_core.limits import (
     PE_ENCODINGS,
     PE_SHUFFLES,
     SQRT_DISTRIBUTIONS,
+    TOY_LAYERS,
+    TOY_MAX_OUTPUT,
     nearest_temperature,
 )
 
@@ -171,6 +174,16 @@ class Settings:
         encoder_block: the block the step-through opens (0-based; the page keeps it below num_layers).
         encoder_stage: its current step (a key of ``stages.ENCODER_POST_LN``, the same keys as pre-LN's).
 
+    The *Generating token by token* page (the toy encoder-decoder that reverses a word):
+
+        toy_source: the word as typed, never altered (``toy_model.parse_source`` reads it; its errors name
+            this field).
+        toy_temperature: τ ≥ 0 of the next-token softmax, at most MAX_TOY_TEMPERATURE; 0 = greedy. The draws
+            at τ > 0 come from ``seed``.
+        toy_step: the generation step the step-through shows (0-based; the page keeps it below the steps taken).
+        toy_layer: the decoder block whose attention is shown (0-based, below TOY_LAYERS).
+        generation_stage: its current stage (a key of ``stages.GENERATION``).
+
     The classroom:
 
     Attributes:
@@ -232,6 +245,11 @@ class Settings:
     norm_first: bool = False
     encoder_block: int = 0
     encoder_stage: str = "norm_1"
+    toy_source: str = "beach"
+    toy_temperature: float = 0.0
+    toy_step: int = 2
+    toy_layer: int = TOY_LAYERS - 1
+    generation_stage: str = "cross_attention"
     # classroom: the interface language and presenter mode (issue 5)
     language: str = "en"
     presenter: bool = False
@@ -558,6 +576,12 @@ FIELDS: tuple[Field, ...] = (
     IntRange("dim_feedforward", 1, MAX_FEEDFORWARD, "dim_feedforward"),
     IntRange("num_layers", 1, MAX_LAYERS, _label(N_("The number of blocks"))),
     IntRange("encoder_block", 0, MAX_LAYERS - 1, _label(N_("The block"))),
+    Text("toy_source", N_("The word to reverse must be text; restored the example word.")),
+    IntRange("toy_step", 0, TOY_MAX_OUTPUT - 1, _label(N_("The generation step"))),
+    IntRange("toy_layer", 0, TOY_LAYERS - 1, _label(N_("The block"))),
+    FloatRange("toy_temperature", 0.0, MAX_TOY_TEMPERATURE, "tau",
+               malformed=N_("τ must be a number; got “{raw}”, using {value:g}."),
+               out_of_range=N_("τ must be between {low:g} and {high:g}; got {tau:g}, using {clamped:g}.")),
     Choice("sqrt_distribution", SQRT_DISTRIBUTIONS, N_("Unknown distribution “{raw}”; using “{value}”.")),
     Choice("pe_kind", PE_ENCODINGS, N_("Unknown positional encoding “{raw}”; using “{value}”.")),
     Choice("pe_shuffle", PE_SHUFFLES, N_("Unknown shuffle “{raw}”; using “{value}”.")),

@@ -95,6 +95,18 @@ ENCODER_POST_LN: dict[str, str] = {
 ENCODER_PRE_LN: dict[str, str] = {key: ENCODER_POST_LN[key] for key in (
     "inputs", "norm_1", "attention", "residual_1", "norm_2", "ffn_hidden", "ffn_output", "residual_2", "stack")}
 
+#: Generating token by token with the toy encoder-decoder (seed 003 §2): one generation step, inside out.
+GENERATION: dict[str, str] = {
+    "source": N_("The encoder reads the word: X, then its output M"),
+    "encoder_attention": N_("The encoder's self-attention over the word"),
+    "decoder_input": N_("The decoder's input: START and the tokens so far"),
+    "self_attention": N_("Masked self-attention over the tokens so far"),
+    "cross_attention": N_("Cross-attention over the encoder's outputs"),
+    "kv_cache": N_("KV cache: only the new token's key and value are computed"),
+    "logits": N_("Next-token logits: the last row × W_vocab + b"),
+    "probabilities": N_("Softmax: a probability for every token, then the choice"),
+}
+
 #: Every step page: key -> (the settings field holding its current stage, its stages).
 #: Two entries may share a field when they are one page's variants with the same stages in another order
 #: (the encoder block, post-LN and pre-LN).
@@ -107,4 +119,5 @@ PAGES: dict[str, tuple[str, dict[str, str]]] = {
     "trained_head": ("model_stage", TRAINED_HEAD),
     "encoder_post_ln": ("encoder_stage", ENCODER_POST_LN),
     "encoder_pre_ln": ("encoder_stage", ENCODER_PRE_LN),
+    "generation": ("generation_stage", GENERATION),
 }

@@ -92,6 +92,8 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "dim_feedforward": (1, 64, "dim_feedforward"),
     "num_layers": (1, 4, "The number of blocks"),
     "encoder_block": (0, 3, "The block"),
+    "toy_step": (0, 8, "The generation step"),
+    "toy_layer": (0, 1, "The block"),
 }
 
 #: The model's layer and head: (count, the word in the message).
@@ -112,6 +114,15 @@ FLOAT_CASES: dict[str, list[tuple[Any, float, Optional[str]]]] = {
         (2.0, 2.0, None),
         (" 1.5 ", 1.5, None),
         (100, 100.0, None),
+    ],
+    "toy_temperature": [
+        (11, 10.0, "τ must be between 0 and 10; got 11, using 10."),
+        (-1, 0.0, "τ must be between 0 and 10; got -1, using 0."),
+        ("hot", 0.0, "τ must be a number; got “hot”, using 0."),
+        (float("nan"), 0.0, "τ must be a number; got “nan”, using 0."),
+        (0, 0.0, None),
+        (0.37, 0.37, None),  # no grid: any τ in range
+        (10, 10.0, None),
     ],
     "dropout_p": [
         (1.5, 0.99, "dropout_p must be in [0, 1) (p = 1 would drop every weight); got 1.5, using 0.99."),

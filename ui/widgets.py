@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import streamlit as st
 
-from attention_core.errors import InputError
+from attention_core.errors import InputError, UserText
 from attention_core.inputs.matrix_text import parse_matrix
 from attention_core.self_attention.formulas import Entry, entry_latex
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough
@@ -42,7 +42,9 @@ def md_escape(text: str) -> str:
 
 
 def show_error(error: InputError) -> None:
-    st.error(_(error.message), icon=":material/error:")
+    """The error's message, translated; the parameters that hold what the user typed (:class:`UserText`) escaped."""
+    typed = {k: md_escape(v) for k, v in error.message.params.items() if isinstance(v, UserText)}
+    st.error(_(error.message, **typed), icon=":material/error:")
 
 
 def build_or_stop(build: Callable[..., T], *args: Any, **kwargs: Any) -> T:

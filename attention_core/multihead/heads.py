@@ -185,6 +185,8 @@ def multi_head_attention(
     attn_mask: Optional[torch.Tensor] = None,
     dropout_p: float = 0.0,
     generator: Optional[torch.Generator] = None,
+    past_key: Optional[torch.Tensor] = None,
+    past_value: Optional[torch.Tensor] = None,
 ) -> MultiHeadTrace:
     """Multi-head attention step by step: project, split, attend per head, concat, project.
 
@@ -210,6 +212,10 @@ def multi_head_attention(
             attend (see :mod:`masks`); the same mask applies to every head.
         dropout_p: probability of zeroing each attention weight, in [0, 1).
         generator: the random source for the dropout mask.
+        past_key, past_value: a KV cache, (b, p, d_out) each: the keys and values of p earlier tokens,
+            already projected. Only ``x_kv``'s new tokens are projected; K = [past_key; x_kv W_k + b_k] and
+            V likewise, so n = p + (tokens of x_kv), and ``key``/``value`` in the trace are the grown cache.
+            The mask, if any, must fit all n keys.
 
     Returns:
         The :class:`MultiHeadTrace`.
@@ -236,6 +242,14 @@ def multi_head_attention(
     _check_heads(d_out, num_heads)
     head_dim = d_out // num_heads
     batch, m, n = x_query.shape[:-2], x_query.shape[-2], x_kv.shape[-2]
+    if (past_key is None) != (past_value is None):
+        raise InputError(N_("A KV cache needs both its keys and its values."), field="past_key")
+    if past_key is not None:
+        if past_key.shape != past_value.shape or past_key.shape[:-2] != batch or past_key.shape[-1] != d_out:
+            raise InputError(
+                N_("The KV cache has shapes {k} and {v}; both must be (batch, tokens, {d_out})."),
+                field="past_key", k=tuple(past_key.shape), v=tuple(past_value.shape), d_out=d_out)
+        n += past_key.shape[-2]
 
     if attn_mask is not None:
         if not isinstance(attn_mask, torch.Tensor) or attn_mask.dtype != torch.bool:
@@ -256,6 +270,9 @@ def multi_head_attention(
     query = _project(x_query, w_query, b_query, "W_q")  # (b, m, d_in) -> (b, m, d_out)
     key = _project(x_kv, w_key, b_key, "W_k")  # (b, n, d_kv) -> (b, n, d_out)
     value = _project(x_kv, w_value, b_value, "W_v")  # (b, n, d_kv) -> (b, n, d_out)
+    if past_key is not None:  # the KV cache: earlier tokens' keys and values are read, not recomputed
+        key = torch.cat([past_key, key], dim=-2)  # (b, p, d_out) + (b, n - p, d_out) -> (b, n, d_out)
+        value = torch.cat([past_value, value], dim=-2)
     if w_out is not None and (w_out.dim() != 2 or w_out.shape[0] != d_out):
         raise InputError(N_("W_O must have d_out = {d_out} rows, got shape {shape}."), field="W_O", d_out=d_out,
                          shape=tuple(w_out.shape))

@@ -1,0 +1,356 @@
+r"""From settings to every number of the *Generating token by token* page, in the one step-through protocol.
+
+:func:`build_generation_walkthrough` reads the word, runs the trained toy encoder–decoder one token per step
+(:func:`generation.generate`, with and without the KV cache) and checks it against PyTorch's Transformer
+layers; :func:`generation_steps` puts one stage of the chosen step and decoder block in a
+:class:`~attention_core.stepthrough.StepThrough`. :func:`generation_formula` writes each stage's general
+formula with sympy; :func:`explain_generation` one entry with its numbers in.
+
+Shape legend: S source letters, t the step shown (the decoder reads t tokens), D = d_model = 16, h = 2 heads
+of head_dim 8, V = 11 vocabulary tokens. Float32.
+
+Sources: seed 003 (``003_734755b2d0b981d3.txt``) §2 (START → … → END, masked self-attention, cross-attention
+to the encoder); Vaswani et al. 2017, sec. 3.2.3 (the three uses of attention), 3.4 (E · √d_model), 3.5 (PE),
+eq. 1 (softmax(Q Kᵀ / √d_k) V); Hinton et al. 2015 (the softmax temperature τ).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sympy as sp
+import torch
+
+from attention_core import stages
+from attention_core.errors import N_, Message
+from attention_core.inputs.tokens import token_labels
+from attention_core.latex import Translate, aligned, factor, latex_text, number, terms_lines
+from attention_core.masking.formulas import masked_weight_entry_latex
+from attention_core.multihead.heads import MultiHeadTrace
+from attention_core.settings import Settings
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
+from attention_core.transformer.decoder import decoder_block, torch_decoder_layer
+from attention_core.transformer.generation import (
+    FLOAT32_BYTES,
+    REAL_MODELS,
+    Generation,
+    GenerationStep,
+    generate,
+    kv_cache_bytes,
+    multiply_adds,
+    reference_logits,
+    toy_weights,
+)
+from attention_core.transformer.toy_model import D_MODEL, END, NUM_HEADS, NUM_LAYERS, VOCAB, parse_source
+
+#: The context length the page sizes real models' KV caches at.
+REAL_CONTEXT = 4096
+
+
+@dataclass(frozen=True)
+class GenerationWalkthrough:
+    """Every number of the *Generating token by token* page.
+
+    Attributes:
+        settings: the settings it was built from.
+        generation: the :class:`Generation` (every step, cached and recomputed).
+        step: the 0-based index of the step shown (settings.toy_step, kept below the steps taken).
+        layer: the 0-based decoder block shown.
+        checks: our numbers against torch's Transformer layers, and the cached run against the recomputed one.
+    """
+
+    settings: Settings
+    generation: Generation
+    step: int
+    layer: int
+    checks: tuple[Check, ...]
+
+    @property
+    def current(self) -> GenerationStep:
+        return self.generation.steps[self.step]
+
+    @property
+    def source_tokens(self) -> tuple[str, ...]:
+        return tuple(VOCAB[i] for i in self.generation.source)
+
+    @property
+    def input_tokens(self) -> tuple[str, ...]:
+        """The tokens the decoder reads at the shown step: START and the ones chosen before."""
+        return tuple(VOCAB[i] for i in self.current.inputs)
+
+    @property
+    def output_tokens(self) -> tuple[str, ...]:
+        return tuple(VOCAB[i] for i in self.generation.output)
+
+    @property
+    def expected(self) -> tuple[str, ...]:
+        """What a perfect reverser answers: the letters reversed, then END."""
+        return tuple(reversed(self.source_tokens)) + (VOCAB[END],)
+
+
+def build_generation_walkthrough(settings: Settings) -> GenerationWalkthrough:
+    """The toy model on the settings' word, every step, checked against PyTorch.
+
+    Args:
+        settings: validated settings: toy_source, toy_temperature, seed, toy_step, toy_layer.
+
+    Raises:
+        InputError: the word is empty, too long or has letters the model does not know (field ``toy_source``);
+            τ outside its range.
+    """
+    source = parse_source(settings.toy_source)
+    generation = generate(source, settings.toy_temperature, settings.seed)
+    step = min(settings.toy_step, len(generation.steps) - 1)
+    layer = min(settings.toy_layer, NUM_LAYERS - 1)
+    checks = _checks(source, settings.toy_temperature, settings.seed, step, layer)
+    return GenerationWalkthrough(settings=settings, generation=generation, step=step, layer=layer, checks=checks)
+
+
+@lru_cache(maxsize=256)
+def _checks(source: tuple[int, ...], temperature: float, seed: int, step: int, layer: int) -> tuple[Check, ...]:
+    generation = generate(source, temperature, seed)
+    shown = generation.steps[step]
+    block = shown.blocks[layer]
+    causal = torch.ones(len(shown.inputs), len(shown.inputs), dtype=torch.bool).triu(1)  # True = blocked
+    with torch.no_grad():
+        torch_block = torch_decoder_layer(toy_weights().decoder[layer], NUM_HEADS)(
+            block.y[None], generation.memory[None], tgt_mask=causal)[0]
+    return (
+        compare(shown.logits, reference_logits(generation.source, shown.inputs),
+                "ToyReverser(source, START + tokens so far)[-1]  # torch.nn.TransformerEncoderLayer / DecoderLayer",
+                note=Message(N_("step {step}'s next-token logits, the whole trained model (4 blocks deep, torch's "
+                                "fused kernels: tolerance 1e-4)"), step=step + 1), tolerance=1e-4),
+        compare(block.output, torch_block,
+                f"torch.nn.TransformerDecoderLayer({D_MODEL}, nhead={NUM_HEADS}, dim_feedforward=64, dropout=0.0, "
+                "batch_first=True)(Y, M, tgt_mask=causal)",
+                note=Message(N_("decoder block {block} at step {step}, same weights"), block=layer + 1,
+                             step=step + 1)),
+        compare(torch.cat([c.output for c in shown.cached]), torch.stack([b.output[-1] for b in shown.blocks]),
+                "decoder_block(new row, cache=KV cache)  vs  decoder_block(all rows)",
+                note=Message(N_("with the KV cache against recomputing everything: the new row of every block"))),
+    )
+
+
+# ---------------------------------------------------------------- panels
+
+_SOURCE = Message(N_("source letter"))
+_DECODER = Message(N_("decoder input"))
+_DIM = Message(N_("dimension"))
+_VOCAB = Message(N_("vocabulary token"))
+
+
+def _dims(width: int) -> tuple[str, ...]:
+    return tuple(f"d{j + 1}" for j in range(width))
+
+
+def _cache_rows(walk: GenerationWalkthrough) -> tuple[str, ...]:
+    labels = token_labels(walk.input_tokens)
+    return tuple(labels[:-1]) + (labels[-1] + " ←",)
+
+
+#: The stages that show one attention's weights per head.
+_ATTENTION = ("encoder_attention", "self_attention", "cross_attention")
+
+
+def _attention(walk: GenerationWalkthrough, stage: str) -> MultiHeadTrace:
+    """The attention a stage of :data:`_ATTENTION` shows, in the chosen block at the shown step."""
+    if stage == "encoder_attention":
+        return walk.generation.encoder[walk.layer].attention
+    block = walk.current.blocks[walk.layer]
+    return block.self_attention if stage == "self_attention" else block.cross_attention
+
+
+def generation_panels(walk: GenerationWalkthrough, stage: str) -> tuple[Panel, ...]:
+    """The heatmaps of ``stage`` at the shown step and block; exactly one is explained.
+
+    Raises:
+        KeyError: an unknown stage.
+    """
+    g, s = walk.generation, walk.current
+    src, dec = tuple(token_labels(walk.source_tokens)), tuple(token_labels(walk.input_tokens))
+    cached = s.cached[walk.layer]
+    if stage == "source":
+        return (Panel("X = E[source] · √D + PE", g.x, src, _dims(D_MODEL), row_title=_SOURCE, col_title=_DIM),
+                Panel(Message(N_("M: the encoder's output after {n} blocks"), n=NUM_LAYERS), g.memory, src,
+                      _dims(D_MODEL), row_title=_SOURCE, col_title=_DIM, explained=False))
+    if stage == "decoder_input":
+        return (Panel("Y = E[START, y₁, …] · √D + PE", s.y, dec, _dims(D_MODEL), row_title=_DECODER,
+                      col_title=_DIM),)
+    if stage in _ATTENTION:
+        trace = _attention(walk, stage)
+        rows, row_title = (src, _SOURCE) if stage == "encoder_attention" else (dec, _DECODER)
+        cols, col_title = (dec, _DECODER) if stage == "self_attention" else (src, _SOURCE)
+        return tuple(Panel(Message(N_("Head {head}: weights"), head=h + 1), trace.heads[h].weights, rows, cols,
+                           row_title=row_title, col_title=col_title, head=h, explained=True)
+                     for h in range(NUM_HEADS))
+    if stage == "kv_cache":
+        rows = _cache_rows(walk)
+        return (Panel(Message(N_("K cache of block {block} (← the row computed at this step)"), block=walk.layer + 1),
+                      cached.self_attention.key, rows, _dims(D_MODEL), row_title=_DECODER, col_title=_DIM),
+                Panel(Message(N_("V cache of block {block}"), block=walk.layer + 1), cached.self_attention.value,
+                      rows, _dims(D_MODEL), row_title=_DECODER, col_title=_DIM, explained=False))
+    if stage == "logits":
+        return (Panel(Message(N_("Logits of step {step}"), step=s.number), s.logits[None], (dec[-1],), VOCAB,
+                      row_title=_DECODER, col_title=_VOCAB),)
+    if stage == "probabilities":
+        return (Panel(Message(N_("Probabilities of step {step}"), step=s.number), s.probabilities[None], (dec[-1],),
+                      VOCAB, row_title=_DECODER, col_title=_VOCAB),)
+    raise KeyError(stage)
+
+
+# ---------------------------------------------------------------- formulas (sympy)
+
+_i, _j, _l, _u, _v = sp.symbols("i j l u v", integer=True, positive=True)
+_t, _S, _D, _V = (sp.Symbol(n, integer=True, positive=True) for n in ("t", "S", "D", "V"))
+
+
+@lru_cache(maxsize=None)
+def generation_formula(stage: str, sampled: bool) -> tuple[str, ...]:
+    """The general formula of ``stage`` as LaTeX lines built with sympy; ``sampled``: τ > 0 (else greedy).
+
+    Raises:
+        KeyError: an unknown stage.
+    """
+    x, e, pe, y = (sp.IndexedBase(n) for n in ("x", "E", "PE", "y"))
+    alpha, a = sp.IndexedBase(r"\alpha"), sp.IndexedBase("a'")
+    q, k, w, b = (sp.IndexedBase(n) for n in ("q", "k", "W", "b"))
+    z, h, p = sp.IndexedBase("z"), sp.IndexedBase("h"), sp.IndexedBase("p")
+    s_i = sp.Symbol("s_i")
+    d_head, tau = sp.Symbol(r"d_{\mathrm{head}}", positive=True), sp.Symbol(r"\tau", positive=True)
+    if stage in ("source", "decoder_input"):
+        return (sp.latex(sp.Eq(x[_i, _j], sp.sqrt(_D) * e[s_i, _j] + pe[_i, _j])),
+                r"\sqrt{D} = \sqrt{16} = 4")
+    if stage in _ATTENTION:
+        upper = _i if stage == "self_attention" else _S
+        score = sp.Eq(a[_i, _j], sp.Sum(q[_i, _l] * k[_j, _l], (_l, 1, d_head)) / sp.sqrt(d_head))
+        weight = sp.Eq(alpha[_i, _j], sp.exp(a[_i, _j]) / sp.Sum(sp.exp(a[_i, _l]), (_l, 1, upper)))
+        source = {"encoder_attention": r"Q = X W^{Q},\ K = X W^{K},\ V = X W^{V}",
+                  "self_attention": r"Q = H W^{Q},\ K = H W^{K},\ V = H W^{V}",
+                  "cross_attention": r"Q = H W^{Q},\ K = M W^{K},\ V = M W^{V}"}[stage]
+        return (sp.latex(score), sp.latex(weight), source)
+    if stage == "kv_cache":
+        return (r"K_t = \begin{bmatrix} K_{t-1} \\ y_t W^{K} + b^{K} \end{bmatrix}, \quad "
+                r"V_t = \begin{bmatrix} V_{t-1} \\ y_t W^{V} + b^{V} \end{bmatrix}",
+                sp.latex(sp.Eq(k[_t, _j], sp.Sum(y[_t, _l] * w[_l, _j], (_l, 1, _D)) + b[_j])))
+    if stage == "logits":
+        return (sp.latex(sp.Eq(z[_v], sp.Sum(h[_t, _l] * w[_l, _v], (_l, 1, _D)) + b[_v])),)
+    if stage == "probabilities":
+        prob = sp.Eq(p[_v], sp.exp(z[_v] / tau) / sp.Sum(sp.exp(z[_u] / tau), (_u, 1, _V)))
+        choice = (r"y_t \sim p \quad (\text{a draw})" if sampled
+                  else r"y_t = \operatorname{argmax}_v\, p_v \quad (\tau = 1 \text{ shown; greedy})")
+        return (sp.latex(prob), choice)
+    raise KeyError(stage)
+
+
+# ---------------------------------------------------------------- one entry, with its numbers in
+
+def _products(left: list[float], right: list[float]) -> list[str]:
+    return [f"{factor(a)} \\cdot {factor(b)}" for a, b in zip(left, right)]
+
+
+def _embedding_entry(row: int, col: int, token: int, value: float, position_value: float) -> str:
+    i, j = row + 1, col + 1
+    e = float(toy_weights().embedding[token, col])
+    return aligned(f"x_{{{i},{j}}}", [f"\\sqrt{{{D_MODEL}}} \\cdot E_{{\\mathrm{{{VOCAB[token]}}},{j}}} + PE_{{{i},{j}}}",
+                                      f"{math.sqrt(D_MODEL):g} \\cdot {factor(e)} + {factor(position_value)}",
+                                      number(value)])
+
+
+def explain_generation(walk: GenerationWalkthrough, stage: str, row: int, col: int, head: int = 0,
+                       tr: Translate = Message) -> str:
+    """One entry (row, col) of ``stage``'s explained panel (of ``head`` for attention), numbers in, as LaTeX.
+
+    Raises:
+        KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
+    """
+    panels = generation_panels(walk, stage)
+    target = next(p for p in panels if p.explained and p.head in (None, head))
+    if not (0 <= row < target.matrix.shape[0] and 0 <= col < target.matrix.shape[1]):
+        raise IndexError(f"entry ({row}, {col}) is outside {tuple(target.matrix.shape)}")
+    value = float(target.matrix[row, col])
+    s, w = walk.current, toy_weights()
+    if stage == "source":
+        return _embedding_entry(row, col, walk.generation.source[row], value, float(w.positional[row, col]))
+    if stage == "decoder_input":
+        return _embedding_entry(row, col, s.inputs[row], value, float(w.positional[row, col]))
+    if stage in _ATTENTION:
+        att = _attention(walk, stage).heads[head]
+        scores = att.masked_scores if att.masked_scores is not None else att.scaled_scores
+        return masked_weight_entry_latex(row, col, scores[row].tolist(), value, head, tr)
+    if stage == "kv_cache":
+        cached = s.cached[walk.layer]
+        if row < target.matrix.shape[0] - 1:
+            return (f"k_{{{row + 1},{col + 1}}} = {number(value)} \\quad "
+                    + r"\text{" + latex_text(tr(N_("read from the cache: computed at step {step}"), step=row + 1)) + "}")
+        weights = w.decoder[walk.layer].self_attention
+        terms = _products(cached.y[0].tolist(), weights.w_key[:, col].tolist())
+        return aligned(f"k_{{{row + 1},{col + 1}}}", [terms_lines(terms + [factor(float(weights.b_key[col]))]),
+                                                      number(value)])
+    if stage == "logits":
+        terms = _products(s.blocks[-1].output[-1].tolist(), w.w_vocab[:, col].tolist())
+        return aligned(f"z_{{\\mathrm{{{VOCAB[col]}}}}}", [terms_lines(terms + [factor(float(w.b_vocab[col]))]),
+                                                           number(value)])
+    if stage == "probabilities":
+        tau = walk.generation.temperature or 1.0
+        scaled = (s.logits / tau).tolist()
+        top = max(scaled)
+        exps = [math.exp(v - top) for v in scaled]
+        terms = [f"e^{{{number(v - top)}}}" for v in scaled]
+        name = VOCAB[col]
+        return ("\\begin{aligned} \\textstyle\\sum_u e^{z_u/\\tau - m} &= " + terms_lines(terms) + " \\\\ &= "
+                + number(sum(exps)) + " \\\\[6pt] p_{\\mathrm{" + name + "}} &= \\frac{e^{z_{\\mathrm{" + name
+                + "}}/\\tau - m}}{\\sum_u e^{z_u/\\tau - m}} = \\frac{" + number(exps[col]) + "}{"
+                + number(sum(exps)) + "} = " + number(value) + " \\end{aligned}"
+                + f"\\qquad \\tau = {tau:g},\\ m = \\max_u z_u/\\tau = {number(top)}")
+    raise KeyError(stage)
+
+
+# ---------------------------------------------------------------- the KV cache's cost
+
+def cost_rows(walk: GenerationWalkthrough) -> tuple[tuple[int, int, int, int], ...]:
+    """Per step t taken: (t, multiply-adds without the cache, with it, bytes of the toy model's K and V cache).
+
+    The cache holds t rows per block after step t: NUM_LAYERS × 2 × h × head_dim × 4 bytes × t.
+    """
+    n, head_dim = len(walk.generation.source), D_MODEL // NUM_HEADS
+    return tuple((t, multiply_adds(t, n, cached=False), multiply_adds(t, n, cached=True),
+                  kv_cache_bytes(NUM_LAYERS, NUM_HEADS, head_dim, t, FLOAT32_BYTES))
+                 for t in range(1, len(walk.generation.steps) + 1))
+
+
+def real_cache_rows(tokens: int = REAL_CONTEXT) -> tuple[tuple[str, int, int], ...]:
+    """(model, bytes per token, bytes at ``tokens`` tokens) for :data:`generation.REAL_MODELS`."""
+    return tuple((name, kv_cache_bytes(layers, kv_heads, head_dim, 1, size),
+                  kv_cache_bytes(layers, kv_heads, head_dim, tokens, size))
+                 for name, layers, kv_heads, head_dim, size in REAL_MODELS)
+
+
+def generation_steps(walk: GenerationWalkthrough, stage: str) -> StepThrough:
+    """The page's ``stage`` at the shown step and block, in the one step-through protocol.
+
+    Raises:
+        KeyError: a stage that is not one of the page's (see :data:`attention_core.stages.GENERATION`).
+    """
+    if stage not in stages.GENERATION:
+        raise KeyError(stage)
+    s = walk.current
+    remark = None
+    if stage == "kv_cache":
+        remark = Message(N_("With the cache, block {block} computed 1 row instead of {rows}; max |cached − "
+                            "recomputed| = {diff:.1e}."), block=walk.layer + 1, rows=s.number, diff=s.cache_diff)
+    elif stage == "probabilities":
+        remark = Message(N_("Chosen: {token} (probability {p:.3f})."), token=VOCAB[s.chosen],
+                         p=float(s.probabilities[s.chosen]))
+    return StepThrough(
+        page="generation",
+        stage=Stage(
+            key=stage, panels=generation_panels(walk, stage),
+            formula=lambda tr: generation_formula(stage, walk.generation.temperature > 0),
+            entry=lambda row, col, head, tr: explain_generation(walk, stage, row, col, head, tr),
+            code=(generate, decoder_block), remark=remark,
+        ),
+        checks=walk.checks, num_heads=NUM_HEADS if stage in _ATTENTION else 0,
+        head_field="head",
+    )
