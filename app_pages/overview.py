@@ -77,6 +77,10 @@ NEXT = [
      ":material/format_list_numbered:"),
     ("additive.py", _("Additive vs dot-product scoring"), ":material/add_circle:"),
     ("image_attention.py", _("Self-attention over an image: every pixel a token"), ":material/image:"),
+    ("encoder_block.py", _("The encoder block: residuals, LayerNorm and the feed-forward layer around attention"),
+     ":material/stacks:"),
+    ("generation.py", _("Generating token by token: a trained decoder, its cross-attention and its KV cache"),
+     ":material/keyboard_double_arrow_right:"),
     ("trained_model.py", _("Inside a trained model: the real heads of a pretrained Transformer"),
      ":material/model_training:"),
 ]

@@ -93,7 +93,7 @@ def heatmap_width(columns: int, row_labels: bool = True, legend: bool = False, e
 
     ``legend`` adds the colour legend; ``extra`` pixels fit longer (> 0) or shorter (< 0) row labels.
     """
-    return columns * widgets.CELL_PX + (150 if row_labels else 40) + (LEGEND_PX if legend else 0) + extra
+    return columns * widgets.cell_px(columns) + (150 if row_labels else 40) + (LEGEND_PX if legend else 0) + extra
 
 
 def table_height(rows: int) -> int:

@@ -237,7 +237,7 @@ def panels(steps: StepThrough, *, entry: tuple[int, int], head: int = 0, per_row
     # only the first heatmap of a row keeps its row labels (when the rows are the same) and
     # none keeps a colour legend: the numbers are written in the cells.
     widest = max(p.matrix.shape[-1] for p in items)
-    cell = widgets.CELL_PX
+    cell = widgets.cell_px(widest)
     per_row = max(1, min(per_row, (1000 - 140) // (widest * cell + 30)))
     for start in range(0, len(items), per_row):
         chunk = items[start:start + per_row]

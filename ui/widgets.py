@@ -27,6 +27,13 @@ from . import state
 from .i18n import _
 
 CELL_PX = 56  # heatmap cell size: numbers stay readable on a projector
+#: A wide matrix gets narrower cells (and smaller numbers) so that up to 16 columns fit a 1280 px screen.
+MIN_CELL_PX, FIT_PX = 40, 680
+
+
+def cell_px(columns: int) -> int:
+    """The width of one heatmap cell for a matrix of ``columns`` columns: CELL_PX, narrower when many."""
+    return CELL_PX if columns * CELL_PX <= FIT_PX else max(MIN_CELL_PX, FIT_PX // columns)
 
 T = TypeVar("T")
 
@@ -180,6 +187,10 @@ def heatmap_figure(
     if not row_axis:
         for layer in spec["layer"]:
             layer["encoding"]["y"]["axis"] = None
+    cell = cell_px(m.shape[-1] if m.ndim == 2 else 1)
+    if cell != CELL_PX:
+        spec["width"] = {"step": cell}
+        spec["layer"][1]["mark"]["fontSize"] = 11
     return table, spec
 
 

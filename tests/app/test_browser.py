@@ -55,6 +55,8 @@ PAGES = [
     ("/positional-encoding", "Positional encoding: giving attention a sense of order", True, True),
     ("/additive", "Additive vs dot-product scoring", True, True),
     ("/image-attention", "Self-attention over an image", True, True),
+    ("/encoder-block", "The encoder block: attention inside a Transformer", True, True),
+    ("/generation", "Generating token by token: the decoder and its KV cache", True, True),
     ("/", "Attention Explorer", False, False),
 ]
 
