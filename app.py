@@ -60,6 +60,10 @@ PAGES = {
         st.Page(PAGES_DIR / "generation.py", title=_("Generating token by token"), icon=":material/keyboard_double_arrow_right:",
                 url_path="generation"),
     ],
+    _("Modern attention"): [
+        st.Page(PAGES_DIR / "gqa.py", title=_("Grouped-query attention"), icon=":material/group_work:",
+                url_path="gqa"),
+    ],
     _("A trained model"): [
         st.Page(PAGES_DIR / "trained_model.py", title=_("Inside a trained model"), icon=":material/model_training:",
                 url_path="trained-model"),

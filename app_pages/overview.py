@@ -81,6 +81,8 @@ NEXT = [
      ":material/stacks:"),
     ("generation.py", _("Generating token by token: a trained decoder, its cross-attention and its KV cache"),
      ":material/keyboard_double_arrow_right:"),
+    ("gqa.py", _("Grouped-query attention: query heads sharing key/value heads, a smaller KV cache"),
+     ":material/group_work:"),
     ("trained_model.py", _("Inside a trained model: the real heads of a pretrained Transformer"),
      ":material/model_training:"),
 ]

@@ -49,6 +49,13 @@ TOY_LAYERS = 2
 #: The largest sampling temperature τ of the generation page (0 = greedy).
 MAX_TOY_TEMPERATURE = 10.0
 
+# ---------------------------------------------------------------- modern attention
+
+#: Grouped-query attention: query heads h (1..MAX_GQA_HEADS) and head_dim (1..MAX_HEAD_DIM); h · head_dim
+#: must stay at most MAX_DIM columns (checked with a message), so Q fits the screen.
+MAX_GQA_HEADS = 8
+MAX_HEAD_DIM = 4
+
 # ---------------------------------------------------------------- the trained model (all-MiniLM-L6-v2)
 
 #: Its layers, heads per layer and hidden width (num_heads · head_dim = 12 · 32).

@@ -30,6 +30,8 @@ from attention_core.limits import (
     MAX_DIM,
     MAX_DROPOUT,
     MAX_FEEDFORWARD,
+    MAX_GQA_HEADS,
+    MAX_HEAD_DIM,
     MAX_IMAGE_SIDE,
     MAX_LAYERS,
     MAX_PE_POSITIONS,
@@ -184,6 +186,13 @@ class Settings:
         toy_layer: the decoder block whose attention is shown (0-based, below TOY_LAYERS).
         generation_stage: its current stage (a key of ``stages.GENERATION``).
 
+    The *Grouped-query attention* page (on the sentence's X, with ``seed`` and the ``causal`` switch):
+
+        gqa_num_heads: h, the query heads, 1..MAX_GQA_HEADS.
+        num_kv_heads: the key/value heads, 1..MAX_GQA_HEADS; must divide h (checked on the page, with a message).
+        head_dim: the width of one head, 1..MAX_HEAD_DIM; h · head_dim at most MAX_DIM (checked on the page).
+        gqa_stage: its current step (a key of ``stages.GQA``).
+
     The classroom:
 
     Attributes:
@@ -250,6 +259,10 @@ class Settings:
     toy_step: int = 2
     toy_layer: int = TOY_LAYERS - 1
     generation_stage: str = "cross_attention"
+    gqa_num_heads: int = 4
+    num_kv_heads: int = 2
+    head_dim: int = 2
+    gqa_stage: str = "groups"
     # classroom: the interface language and presenter mode (issue 5)
     language: str = "en"
     presenter: bool = False
@@ -576,6 +589,9 @@ FIELDS: tuple[Field, ...] = (
     IntRange("dim_feedforward", 1, MAX_FEEDFORWARD, "dim_feedforward"),
     IntRange("num_layers", 1, MAX_LAYERS, _label(N_("The number of blocks"))),
     IntRange("encoder_block", 0, MAX_LAYERS - 1, _label(N_("The block"))),
+    IntRange("gqa_num_heads", 1, MAX_GQA_HEADS, _label(N_("The number of query heads"))),
+    IntRange("num_kv_heads", 1, MAX_GQA_HEADS, _label(N_("The number of key/value heads"))),
+    IntRange("head_dim", 1, MAX_HEAD_DIM, "head_dim"),
     Text("toy_source", N_("The word to reverse must be text; restored the example word.")),
     IntRange("toy_step", 0, TOY_MAX_OUTPUT - 1, _label(N_("The generation step"))),
     IntRange("toy_layer", 0, TOY_LAYERS - 1, _label(N_("The block"))),

@@ -107,6 +107,17 @@ GENERATION: dict[str, str] = {
     "probabilities": N_("Softmax: a probability for every token, then the choice"),
 }
 
+#: Grouped-query and multi-query attention (Ainslie et al. 2023; Shazeer 2019).
+GQA: dict[str, str] = {
+    "inputs": N_("Inputs X"),
+    "projections": N_("Projections: h query heads, fewer key/value heads"),
+    "groups": N_("Which query heads share which key/value head"),
+    "repeat": N_("Repeat K and V: each query head gets its group's"),
+    "weights": N_("Weights per query head: softmax(Q Kᵀ / √head_dim + M)"),
+    "output": N_("Concat the heads, then W_O"),
+    "kv_cache": N_("The KV cache per token: MHA, GQA, MQA"),
+}
+
 #: Every step page: key -> (the settings field holding its current stage, its stages).
 #: Two entries may share a field when they are one page's variants with the same stages in another order
 #: (the encoder block, post-LN and pre-LN).
@@ -120,4 +131,5 @@ PAGES: dict[str, tuple[str, dict[str, str]]] = {
     "encoder_post_ln": ("encoder_stage", ENCODER_POST_LN),
     "encoder_pre_ln": ("encoder_stage", ENCODER_PRE_LN),
     "generation": ("generation_stage", GENERATION),
+    "gqa": ("gqa_stage", GQA),
 }

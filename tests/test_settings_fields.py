@@ -93,6 +93,9 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "num_layers": (1, 4, "The number of blocks"),
     "encoder_block": (0, 3, "The block"),
     "toy_step": (0, 8, "The generation step"),
+    "gqa_num_heads": (1, 8, "The number of query heads"),
+    "num_kv_heads": (1, 8, "The number of key/value heads"),
+    "head_dim": (1, 4, "head_dim"),
     "toy_layer": (0, 1, "The block"),
 }
 

@@ -259,4 +259,5 @@ def kv_cache_bytes(layers: int, kv_heads: int, head_dim: int, tokens: int, bytes
 REAL_MODELS: tuple[tuple[str, int, int, int, int], ...] = (
     ("Llama 2 7B (multi-head attention)", 32, 32, 128, 2),
     ("Llama 3 8B (grouped-query attention, 8 KV heads)", 32, 8, 128, 2),
+    ("Falcon 7B (multi-query attention, 1 KV head)", 32, 1, 64, 2),
 )

@@ -57,6 +57,7 @@ PAGES = [
     ("/image-attention", "Self-attention over an image", True, True),
     ("/encoder-block", "The encoder block: attention inside a Transformer", True, True),
     ("/generation", "Generating token by token: the decoder and its KV cache", True, True),
+    ("/gqa", "Grouped-query attention: fewer key/value heads", True, True),
     ("/", "Attention Explorer", False, False),
 ]
 
