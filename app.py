@@ -63,6 +63,8 @@ PAGES = {
     _("Modern attention"): [
         st.Page(PAGES_DIR / "gqa.py", title=_("Grouped-query attention"), icon=":material/group_work:",
                 url_path="gqa"),
+        st.Page(PAGES_DIR / "rope.py", title=_("RoPE: rotary positions"), icon=":material/rotate_right:",
+                url_path="rope"),
     ],
     _("A trained model"): [
         st.Page(PAGES_DIR / "trained_model.py", title=_("Inside a trained model"), icon=":material/model_training:",

@@ -83,6 +83,8 @@ NEXT = [
      ":material/keyboard_double_arrow_right:"),
     ("gqa.py", _("Grouped-query attention: query heads sharing key/value heads, a smaller KV cache"),
      ":material/group_work:"),
+    ("rope.py", _("RoPE: rotating queries and keys by their position; only the offset counts"),
+     ":material/rotate_right:"),
     ("trained_model.py", _("Inside a trained model: the real heads of a pretrained Transformer"),
      ":material/model_training:"),
 ]

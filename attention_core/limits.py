@@ -55,6 +55,9 @@ MAX_TOY_TEMPERATURE = 10.0
 #: must stay at most MAX_DIM columns (checked with a message), so Q fits the screen.
 MAX_GQA_HEADS = 8
 MAX_HEAD_DIM = 4
+#: RoPE: head_dim (even, 2..MAX_DIM), the base (MIN_ROPE_BASE..MAX_ROPE_BASE) and the shift s of every position.
+MIN_ROPE_BASE, MAX_ROPE_BASE = 2.0, 1e7
+MAX_ROPE_SHIFT = 1000
 
 # ---------------------------------------------------------------- the trained model (all-MiniLM-L6-v2)
 

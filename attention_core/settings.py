@@ -36,6 +36,8 @@ from attention_core.limits import (
     MAX_LAYERS,
     MAX_PE_POSITIONS,
     MAX_PE_WIDTH,
+    MAX_ROPE_BASE,
+    MAX_ROPE_SHIFT,
     MAX_SEED,
     MAX_SQRT_KEYS,
     MAX_SQRT_SAMPLES,
@@ -46,6 +48,7 @@ from attention_core.limits import (
     MIN_DIM,
     MIN_PE_POSITIONS,
     MIN_PE_WIDTH,
+    MIN_ROPE_BASE,
     MIN_SQRT_KEYS,
     MIN_SQRT_SAMPLES,
     MIN_TEMPERATURE,
@@ -193,6 +196,13 @@ class Settings:
         head_dim: the width of one head, 1..MAX_HEAD_DIM; h · head_dim at most MAX_DIM (checked on the page).
         gqa_stage: its current step (a key of ``stages.GQA``).
 
+    The *RoPE* page (on the sentence's X with ``seed``):
+
+        rope_head_dim: d, the width of q and k, 1..MAX_DIM; RoPE needs it even (checked on the page).
+        rope_base: the base of θᵢ = base^(−2i/d), MIN_ROPE_BASE..MAX_ROPE_BASE (10000 in RoFormer and Llama 2).
+        rope_shift: s, added to every position to show that the scores do not change, 0..MAX_ROPE_SHIFT.
+        rope_stage: its current step (a key of ``stages.ROPE``).
+
     The classroom:
 
     Attributes:
@@ -263,6 +273,10 @@ class Settings:
     num_kv_heads: int = 2
     head_dim: int = 2
     gqa_stage: str = "groups"
+    rope_head_dim: int = 4
+    rope_base: float = 10000.0
+    rope_shift: int = 5
+    rope_stage: str = "rotate_query"
     # classroom: the interface language and presenter mode (issue 5)
     language: str = "en"
     presenter: bool = False
@@ -592,6 +606,12 @@ FIELDS: tuple[Field, ...] = (
     IntRange("gqa_num_heads", 1, MAX_GQA_HEADS, _label(N_("The number of query heads"))),
     IntRange("num_kv_heads", 1, MAX_GQA_HEADS, _label(N_("The number of key/value heads"))),
     IntRange("head_dim", 1, MAX_HEAD_DIM, "head_dim"),
+    IntRange("rope_head_dim", 1, MAX_DIM, "head_dim"),
+    IntRange("rope_shift", 0, MAX_ROPE_SHIFT, _label(N_("The shift s"))),
+    FloatRange("rope_base", MIN_ROPE_BASE, MAX_ROPE_BASE, "base",
+               malformed=N_("The base must be a number; got “{raw}”, using {value:g}."),
+               out_of_range=N_("The base must be between {low:g} and {high:g}; got {base:g}, using {clamped:g}."),
+               clamp_infinite=True),
     Text("toy_source", N_("The word to reverse must be text; restored the example word.")),
     IntRange("toy_step", 0, TOY_MAX_OUTPUT - 1, _label(N_("The generation step"))),
     IntRange("toy_layer", 0, TOY_LAYERS - 1, _label(N_("The block"))),

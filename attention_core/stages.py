@@ -118,6 +118,17 @@ GQA: dict[str, str] = {
     "kv_cache": N_("The KV cache per token: MHA, GQA, MQA"),
 }
 
+#: Rotary position embedding (Su et al. 2021).
+ROPE: dict[str, str] = {
+    "projections": N_("Queries and keys: Q = X W_q, K = X W_k"),
+    "angles": N_("Angles: position m times θᵢ = base^(−2i/d)"),
+    "rotate_query": N_("Rotate each pair of q's dimensions by m θᵢ"),
+    "rotate_key": N_("Rotate k the same way"),
+    "scores": N_("Scores: q' · k' / √d"),
+    "relative": N_("Shift every position by s: the scores do not change"),
+    "base": N_("What the base changes: how fast each pair turns"),
+}
+
 #: Every step page: key -> (the settings field holding its current stage, its stages).
 #: Two entries may share a field when they are one page's variants with the same stages in another order
 #: (the encoder block, post-LN and pre-LN).
@@ -132,4 +143,5 @@ PAGES: dict[str, tuple[str, dict[str, str]]] = {
     "encoder_pre_ln": ("encoder_stage", ENCODER_PRE_LN),
     "generation": ("generation_stage", GENERATION),
     "gqa": ("gqa_stage", GQA),
+    "rope": ("rope_stage", ROPE),
 }

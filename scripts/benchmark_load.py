@@ -108,6 +108,7 @@ PAGES = (
     PageLoad("encoder-block", ("setting_encoder_stage", "setting_dim_feedforward")),
     PageLoad("generation", ("setting_generation_stage", "setting_toy_step")),
     PageLoad("gqa", ("setting_gqa_stage", "setting_seed")),
+    PageLoad("rope", ("setting_rope_stage", "setting_rope_shift")),
     PageLoad("trained-model", ("setting_model_head", "setting_model_layer", "setting_model_stage")),
 )
 FLOOR = PageLoad("", ("floor_number",))

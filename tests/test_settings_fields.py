@@ -96,6 +96,8 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "gqa_num_heads": (1, 8, "The number of query heads"),
     "num_kv_heads": (1, 8, "The number of key/value heads"),
     "head_dim": (1, 4, "head_dim"),
+    "rope_head_dim": (1, 16, "head_dim"),
+    "rope_shift": (0, 1000, "The shift s"),
     "toy_layer": (0, 1, "The block"),
 }
 
@@ -126,6 +128,15 @@ FLOAT_CASES: dict[str, list[tuple[Any, float, Optional[str]]]] = {
         (0, 0.0, None),
         (0.37, 0.37, None),  # no grid: any τ in range
         (10, 10.0, None),
+    ],
+    "rope_base": [
+        (1, 2.0, "The base must be between 2 and 1e+07; got 1, using 2."),
+        (1e9, 1e7, "The base must be between 2 and 1e+07; got 1e+09, using 1e+07."),
+        (float("inf"), 1e7, "The base must be between 2 and 1e+07; got inf, using 1e+07."),
+        ("big", 10000.0, "The base must be a number; got “big”, using 10000."),
+        (float("nan"), 10000.0, "The base must be a number; got “nan”, using 10000."),
+        (500000, 500000.0, None),
+        (10000, 10000.0, None),
     ],
     "dropout_p": [
         (1.5, 0.99, "dropout_p must be in [0, 1) (p = 1 would drop every weight); got 1.5, using 0.99."),

@@ -58,6 +58,7 @@ PAGES = [
     ("/encoder-block", "The encoder block: attention inside a Transformer", True, True),
     ("/generation", "Generating token by token: the decoder and its KV cache", True, True),
     ("/gqa", "Grouped-query attention: fewer key/value heads", True, True),
+    ("/rope", "RoPE: rotary position embedding", True, True),
     ("/", "Attention Explorer", False, False),
 ]
 

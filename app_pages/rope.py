@@ -1,0 +1,53 @@
+"""RoPE: rotary position embedding on one head's queries and keys; the scores depend only on the offset m − n."""
+
+import streamlit as st
+
+from attention_core.errors import N_
+from attention_core.limits import MAX_DIM, MAX_ROPE_BASE, MAX_ROPE_SHIFT, MIN_ROPE_BASE
+from attention_core.modern.rope_walkthrough import build_rope_walkthrough, rope_steps
+from ui import state, stepthrough, widgets
+from ui.i18n import _
+
+EXPLAIN = {
+    "projections": N_("One head's queries and keys, as on the self-attention page (no position information yet: "
+                      "the sentence's X has none)."),
+    "angles": N_("Each pair of dimensions i turns at its own speed θᵢ: the first pair fastest (θ₀ = 1 radian per "
+                 "position), the last slowest. The token at position m turns pair i by m · θᵢ."),
+    "rotate_query": N_("Every pair (i, i + d/2) of a query is rotated by its angle m θᵢ: lengths stay the same, only "
+                       "directions change. The *Positional encoding* page **adds** a position vector to X; RoPE "
+                       "**rotates** q and k instead, inside attention."),
+    "rotate_key": N_("The keys are rotated by the same angles for their own positions. Values are not rotated."),
+    "scores": N_("The scores of the rotated queries and keys. A rotation by m θ on one side and n θ on the other "
+                 "leaves only the difference (n − m) θ in the dot product."),
+    "relative": N_("Move the whole sentence s positions further (as if it came after s other tokens): every angle "
+                   "changes, but every score stays the same. RoPE encodes **relative** position."),
+    "base": N_("The base sets how fast the slow pairs turn: a larger base (Llama 3 uses 500000) gives longer "
+               "wavelengths λᵢ = 2π/θᵢ, so distant positions stay distinguishable in a long context."),
+}
+
+st.title(_("RoPE: rotary position embedding"))
+st.markdown(_(
+    "Most current language models (Llama, Mistral, Qwen, GPT-NeoX) give attention the order of the tokens by "
+    "**rotating** each query and key by an angle proportional to its position (Su et al. 2021, RoFormer). "
+    "Pairs of dimensions turn like clock hands at different speeds."
+))
+widgets.show_messages()
+
+c1, c2, c3, c4 = st.columns(4)
+with c1:
+    state.bind(st.number_input, _("head_dim d"), "rope_head_dim", step=2,
+               help=_("Even, 2 to {high}: RoPE rotates pairs of dimensions.", high=MAX_DIM))
+with c2:
+    state.bind(st.number_input, _("base"), "rope_base", step=1000.0, format="%g",
+               help=_("θᵢ = base^(−2i/d); {low:g} to {high:g}. RoFormer and Llama 2: 10000.", low=MIN_ROPE_BASE,
+                      high=MAX_ROPE_BASE))
+with c3:
+    state.bind(st.number_input, _("Shift s of every position"), "rope_shift", step=1,
+               help=_("0 to {high}.", high=MAX_ROPE_SHIFT))
+with c4:
+    state.bind(st.number_input, _("Seed of W"), "seed", step=1)
+
+with st.spinner(_("Loading the reference implementation (Hugging Face transformers) for the check…")):
+    walk = widgets.build_or_stop(build_rope_walkthrough, state.settings(), state.edits())
+
+stepthrough.live(lambda: rope_steps(walk, state.settings().rope_stage), EXPLAIN)

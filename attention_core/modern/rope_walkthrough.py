@@ -1,0 +1,270 @@
+r"""From settings to every number of the *RoPE* page, in the one step-through protocol.
+
+:func:`build_rope_walkthrough` projects the sentence's X to one head's Q and K (the seeded weights of the other
+pages, ``module_weights(d_model, head_dim, seed)``), rotates them with :func:`rope.rope_scores` and checks the
+rotation against Hugging Face transformers' Llama implementation (``LlamaRotaryEmbedding`` and
+``apply_rotary_pos_emb``); :func:`rope_steps` puts one stage in a :class:`~attention_core.stepthrough.StepThrough`.
+
+Shape legend: T tokens, D = d_model, d = head_dim (even), d/2 pairs. Float32.
+
+Sources: Su et al. 2021 (RoFormer), eq. 13-16 and sec. 3.4.2 (θᵢ = 10000^(−2i/d)); Vaswani et al. 2017, eq. 1.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sympy as sp
+import torch
+
+from attention_core import stages
+from attention_core.errors import N_, Message
+from attention_core.latex import Translate, aligned, factor, number, terms_lines
+from attention_core.masking import formulas as fm
+from attention_core.masking.walkthrough import module_weights
+from attention_core.modern.rope import RopeTrace, check_head_dim, frequencies, rope_scores, rotate
+from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, dim_labels
+from attention_core.settings import Edits, Settings
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
+
+#: The bases the "base" stage compares with the chosen one: RoFormer's small-scale ablations, RoFormer / Llama 2,
+#: Llama 3.
+BASES = (100.0, 10000.0, 500000.0)
+
+
+@dataclass(frozen=True)
+class RopeWalkthrough:
+    """Every number of the *RoPE* page.
+
+    Attributes:
+        settings: the settings it was built from. base: the self-attention walkthrough (tokens, X).
+        tokens: the T tokens. trace: the :class:`RopeTrace`.
+        checks: the rotation against transformers' Llama RoPE (the shift invariance is the "relative" stage's
+            remark).
+    """
+
+    settings: Settings
+    base: Walkthrough
+    tokens: tuple[str, ...]
+    trace: RopeTrace
+    checks: tuple[Check, ...]
+
+
+@lru_cache(maxsize=64)
+def _llama_cos_sin(head_dim: int, base: float, positions: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin (1, T, d) of ``transformers``' ``LlamaRotaryEmbedding`` (imported here, on first use)."""
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    config = LlamaConfig(hidden_size=head_dim, num_attention_heads=1, head_dim=head_dim,
+                         max_position_embeddings=max(positions, 1),
+                         rope_parameters={"rope_type": "default", "rope_theta": base})
+    return LlamaRotaryEmbedding(config)(torch.zeros(1, positions, head_dim), torch.arange(positions)[None])
+
+
+def llama_rotation(query: torch.Tensor, key: torch.Tensor, base: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Q and K (T, d) rotated by ``transformers.models.llama.modeling_llama.apply_rotary_pos_emb``."""
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    cos, sin = _llama_cos_sin(query.shape[-1], base, query.shape[0])
+    q, k = apply_rotary_pos_emb(query[None, None], key[None, None], cos, sin)
+    return q[0, 0], k[0, 0]
+
+
+def build_rope_walkthrough(settings: Settings, edits: Edits | None = None) -> RopeWalkthrough:
+    """RoPE on one head's queries and keys of the settings' sentence, checked against transformers.
+
+    Args:
+        settings: validated settings: sentence, d_model, seed, rope_head_dim, rope_base, rope_shift.
+        edits: the user's edits of X ("x"); other edits are ignored.
+
+    Raises:
+        InputError: a bad sentence or X cell; an odd head_dim (field ``rope_head_dim``).
+    """
+    edits = edits or {}
+    check_head_dim(settings.rope_head_dim)
+    base = build_walkthrough(settings, {k: v for k, v in edits.items() if k == "x"})
+    x = base.trace.x
+    w = module_weights(x.shape[-1], settings.rope_head_dim, settings.seed, out_proj=False)
+    trace = rope_scores(x @ w["w_query"], x @ w["w_key"], settings.rope_base, settings.rope_shift)
+    with torch.no_grad():
+        q, k = llama_rotation(trace.query, trace.key, settings.rope_base)
+    checks = (
+        compare(torch.cat([trace.query_rotated, trace.key_rotated]), torch.cat([q, k]),
+                "transformers.models.llama.modeling_llama.apply_rotary_pos_emb(q, k, *LlamaRotaryEmbedding(...))",
+                note=Message(N_("the rotated queries and keys"))),
+    )
+    return RopeWalkthrough(settings=settings, base=base, tokens=base.tokens, trace=trace, checks=checks)
+
+
+# ---------------------------------------------------------------- panels
+
+_TOKEN, _DIM, _PAIR = Message(N_("token (position m)")), Message(N_("dimension")), Message(N_("pair i"))
+
+
+def _rows(walk: RopeWalkthrough, shift: int = 0) -> tuple[str, ...]:
+    """Row labels "m token": the position m (from 0, plus the shift) and the token."""
+    return tuple(f"{m + shift} {token}" for m, token in enumerate(walk.tokens))
+
+
+def _pairs(head_dim: int) -> tuple[str, ...]:
+    return tuple(f"i={i} ({i + 1}, {i + 1 + head_dim // 2})" for i in range(head_dim // 2))
+
+
+def rope_panels(walk: RopeWalkthrough, stage: str) -> tuple[Panel, ...]:
+    """The heatmaps of ``stage``; exactly one is explained.
+
+    Raises:
+        KeyError: an unknown stage.
+    """
+    t = walk.trace
+    rows, dims = _rows(walk), tuple(dim_labels("d", t.head_dim))
+    if stage == "projections":
+        return (Panel("Q = X W_q", t.query, rows, dims, _TOKEN, _DIM),
+                Panel("K = X W_k", t.key, rows, dims, _TOKEN, _DIM, explained=False))
+    if stage == "angles":
+        return (Panel("θᵢ", t.theta[None], ("θ",), _pairs(t.head_dim), "", _PAIR, explained=False),
+                Panel(Message(N_("m · θᵢ (radians)")), t.angles, rows, _pairs(t.head_dim), _TOKEN, _PAIR))
+    if stage == "rotate_query":
+        return (Panel("Q", t.query, rows, dims, _TOKEN, _DIM, explained=False),
+                Panel(Message(N_("Q' = Q rotated")), t.query_rotated, rows, dims, _TOKEN, _DIM))
+    if stage == "rotate_key":
+        return (Panel("K", t.key, rows, dims, _TOKEN, _DIM, explained=False),
+                Panel(Message(N_("K' = K rotated")), t.key_rotated, rows, dims, _TOKEN, _DIM))
+    if stage == "scores":
+        return (Panel("Q' K'ᵀ / √d", t.scores, rows, rows, Message(N_("query token")), Message(N_("key token"))),)
+    if stage == "relative":
+        shifted = _rows(walk, t.shift)
+        return (Panel(Message(N_("Scores at positions m")), t.scores, rows, rows, Message(N_("query token")),
+                      Message(N_("key token")), explained=False),
+                Panel(Message(N_("Scores at positions m + {s}"), s=t.shift), t.shifted_scores, shifted, shifted,
+                      Message(N_("query token")), Message(N_("key token")), explained=False),
+                Panel(Message(N_("Difference (float32 rounding)")), t.shifted_scores - t.scores, rows, rows,
+                      Message(N_("query token")), Message(N_("key token"))))
+    if stage == "base":
+        bases = _bases(walk)
+        return (Panel(Message(N_("θᵢ for each base")), torch.stack([frequencies(t.head_dim, b) for b in bases]),
+                      tuple(f"base {b:g}" for b in bases), _pairs(t.head_dim), Message(N_("base")), _PAIR),)
+    raise KeyError(stage)
+
+
+def _bases(walk: RopeWalkthrough) -> tuple[float, ...]:
+    return tuple(sorted(set(BASES) | {walk.trace.base}))
+
+
+# ---------------------------------------------------------------- formulas (sympy)
+
+@lru_cache(maxsize=None)
+def rope_formula(stage: str) -> tuple[str, ...]:
+    """The general formula of ``stage`` as LaTeX lines built with sympy.
+
+    Raises:
+        KeyError: an unknown stage.
+    """
+    i, j, m, n, l_ = sp.symbols("i j m n l", integer=True, nonnegative=True)
+    d, base = sp.symbols("d b", positive=True)
+    theta, q, k, x, w = (sp.IndexedBase(s) for s in (r"\theta", "q", "k", "x", "W"))
+    qr, kr = sp.IndexedBase("q'"), sp.IndexedBase("k'")
+    half = d / 2
+    if stage == "projections":
+        return (sp.latex(sp.Eq(q[m, j], sp.Sum(x[m, l_] * w[l_, j], (l_, 1, sp.Symbol("D"))))),)
+    if stage == "angles":
+        return (sp.latex(sp.Eq(theta[i], base ** (-2 * i / d))) + r", \quad i = 0, \ldots, \tfrac{d}{2} - 1",
+                sp.latex(sp.Eq(sp.Symbol(r"\varphi_{m,i}"), m * theta[i])))
+    if stage in ("rotate_query", "rotate_key"):
+        v, vr = (q, qr) if stage == "rotate_query" else (k, kr)
+        phi = m * theta[i]
+        rot = sp.Matrix([[sp.cos(phi), -sp.sin(phi)], [sp.sin(phi), sp.cos(phi)]])
+        return (sp.latex(sp.Eq(sp.Matrix([vr[m, i], vr[m, i + half]]),
+                               sp.MatMul(rot, sp.Matrix([v[m, i], v[m, i + half]])))),)
+    if stage == "scores":
+        return (sp.latex(sp.Eq(sp.Symbol("s_{m,n}"), sp.Sum(qr[m, l_] * kr[n, l_], (l_, 1, d)) / sp.sqrt(d))),
+                r"q'_m \cdot k'_n = q_m^{\top} R_{(n - m)\theta}\, k_n")
+    if stage == "relative":
+        return (r"q'_{m+s} \cdot k'_{n+s} = q_m^{\top} R_{(n + s - m - s)\theta}\, k_n = q'_m \cdot k'_n",)
+    if stage == "base":
+        return (sp.latex(sp.Eq(theta[i], base ** (-2 * i / d))),
+                r"\lambda_i = \frac{2\pi}{\theta_i}")
+    raise KeyError(stage)
+
+
+# ---------------------------------------------------------------- one entry, with its numbers in
+
+def _rotation_entry(name: str, v: torch.Tensor, walk: RopeWalkthrough, row: int, col: int, value: float) -> str:
+    t = walk.trace
+    half = t.head_dim // 2
+    pair = col % half
+    phi = float(t.angles[row, pair])
+    own, other = float(v[row, col]), float(v[row, (col + half) % t.head_dim])
+    c, s = math.cos(phi), math.sin(phi)
+    lhs = f"{name}'_{{{row},{col + 1}}}"
+    if col < half:
+        general = f"{name}_{{{row},{col + 1}}} \\cos\\varphi - {name}_{{{row},{col + 1 + half}}} \\sin\\varphi"
+        numbers = f"{number(own)} \\cdot {factor(c)} - {factor(other)} \\cdot {factor(s)}"
+    else:
+        general = f"{name}_{{{row},{col + 1}}} \\cos\\varphi + {name}_{{{row},{col + 1 - half}}} \\sin\\varphi"
+        numbers = f"{number(own)} \\cdot {factor(c)} + {factor(other)} \\cdot {factor(s)}"
+    return (aligned(lhs, [general, numbers, number(value)])
+            + f"\\qquad \\varphi = m\\,\\theta_{{{pair}}} = {row} \\cdot {number(float(t.theta[pair]))} = {number(phi)}")
+
+
+def explain_rope(walk: RopeWalkthrough, stage: str, row: int, col: int, tr: Translate = Message) -> str:
+    """One entry (row, col) of ``stage``'s explained panel, numbers in, as LaTeX (positions m are 0-based).
+
+    Raises:
+        KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
+    """
+    t = walk.trace
+    target = next(p for p in rope_panels(walk, stage) if p.explained)
+    if not (0 <= row < target.matrix.shape[0] and 0 <= col < target.matrix.shape[1]):
+        raise IndexError(f"entry ({row}, {col}) is outside {tuple(target.matrix.shape)}")
+    value = float(target.matrix[row, col])
+    if stage == "projections":
+        w = module_weights(walk.base.trace.x.shape[-1], t.head_dim, walk.settings.seed, out_proj=False)
+        return fm.projection_entry_latex("q", row, col, walk.base.trace.x[row].tolist(), w["w_query"][:, col].tolist(),
+                                         value)
+    if stage == "angles":
+        d, base = t.head_dim, t.base
+        return (f"\\varphi_{{{row},{col}}} = m\\, \\theta_{{{col}}} = {row} \\cdot {number(base)}^{{-2 \\cdot {col} / {d}}}"
+                f" = {row} \\cdot {number(float(t.theta[col]))} = {number(value)}")
+    if stage == "rotate_query":
+        return _rotation_entry("q", t.query, walk, row, col, value)
+    if stage == "rotate_key":
+        return _rotation_entry("k", t.key, walk, row, col, value)
+    if stage == "scores":
+        terms = [f"{factor(a)} \\cdot {factor(b)}" for a, b in zip(t.query_rotated[row].tolist(),
+                                                                   t.key_rotated[col].tolist())]
+        return aligned(f"s_{{{row},{col}}}", [f"\\left({terms_lines(terms)}\\right) / \\sqrt{{{t.head_dim}}}",
+                                              number(value)])
+    if stage == "relative":
+        return (f"s^{{(+{t.shift})}}_{{{row},{col}}} - s_{{{row},{col}}} = "
+                f"{number(float(t.shifted_scores[row, col]))} - {factor(float(t.scores[row, col]))} = {number(value)}")
+    if stage == "base":
+        base = _bases(walk)[row]
+        return (f"\\theta_{{{col}}} = {number(base)}^{{-2 \\cdot {col} / {t.head_dim}}} = {number(value)}, \\quad "
+                f"\\lambda_{{{col}}} = 2\\pi / \\theta_{{{col}}} = {number(2 * math.pi / value)}")
+    raise KeyError(stage)
+
+
+def rope_steps(walk: RopeWalkthrough, stage: str) -> StepThrough:
+    """The page's ``stage`` in the one step-through protocol.
+
+    Raises:
+        KeyError: a stage that is not one of the page's (:data:`attention_core.stages.ROPE`).
+    """
+    if stage not in stages.ROPE:
+        raise KeyError(stage)
+    remark = None
+    if stage == "relative":
+        diff = float((walk.trace.shifted_scores - walk.trace.scores).abs().max())
+        remark = Message(N_("Every position moved by {s}, and the largest change of a score is {diff:.1e}: "
+                            "float32 rounding. The scores depend only on m − n."), s=walk.trace.shift, diff=diff)
+    return StepThrough(
+        page="rope",
+        stage=Stage(key=stage, panels=rope_panels(walk, stage), formula=lambda tr: rope_formula(stage),
+                    entry=lambda row, col, head, tr: explain_rope(walk, stage, row, col, tr),
+                    code=(rope_scores, rotate), remark=remark),
+        checks=walk.checks,
+    )

@@ -1,0 +1,100 @@
+"""RoPE against Hugging Face transformers' Llama rotary embedding, and its relative-position property."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+from conftest import APP, errors
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from streamlit.testing.v1 import AppTest
+from test_stepthrough import step_through_every_stage
+
+from attention_core import stages
+from attention_core.errors import InputError, Message
+from attention_core.modern.rope import frequencies, rope_scores, rotate
+from attention_core.modern.rope_walkthrough import build_rope_walkthrough, explain_rope, llama_rotation, rope_steps
+from attention_core.settings import Settings
+
+
+@settings(max_examples=30, deadline=None)
+@given(half=st.integers(1, 8), t=st.integers(1, 10), base=st.sampled_from([2.0, 100.0, 10000.0, 500000.0]),
+       seed=st.integers(0, 1000))
+def test_rotation_equals_transformers_llama_rope(half, t, base, seed):
+    g = torch.Generator().manual_seed(seed)
+    q, k = torch.randn(t, 2 * half, generator=g), torch.randn(t, 2 * half, generator=g)
+    trace = rope_scores(q, k, base)
+    q_ref, k_ref = llama_rotation(q, k, base)
+    torch.testing.assert_close(trace.query_rotated, q_ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(trace.key_rotated, k_ref, rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(half=st.integers(1, 8), t=st.integers(1, 10), shift=st.integers(0, 1000), seed=st.integers(0, 1000))
+def test_scores_depend_only_on_the_offset(half, t, shift, seed):
+    g = torch.Generator().manual_seed(seed)
+    q, k = torch.randn(t, 2 * half, generator=g), torch.randn(t, 2 * half, generator=g)
+    trace = rope_scores(q, k, shift=shift)
+    torch.testing.assert_close(trace.shifted_scores, trace.scores, rtol=1e-4, atol=1e-4)
+
+
+def test_rotation_keeps_lengths_and_position_0_is_not_rotated():
+    x = torch.randn(6, 8)
+    angles = torch.arange(6.0)[:, None] * frequencies(8)
+    rotated = rotate(x, angles)
+    torch.testing.assert_close(rotated.norm(dim=-1), x.norm(dim=-1))
+    torch.testing.assert_close(rotated[0], x[0])
+
+
+def test_frequencies_follow_roformer():
+    assert frequencies(4).tolist() == pytest.approx([1.0, 0.01])  # 10000^0, 10000^(-2/4)
+    with pytest.raises(InputError, match="must be even"):
+        frequencies(5)
+
+
+def test_every_stage_and_entry():
+    walk = build_rope_walkthrough(dataclasses.replace(Settings(), rope_head_dim=6, rope_shift=7))
+    assert all(c.matches for c in walk.checks)
+    for stage in stages.ROPE:
+        steps = rope_steps(walk, stage)
+        target = steps.stage.target
+        for row in range(target.matrix.shape[0]):
+            for col in range(target.matrix.shape[1]):
+                explain_rope(walk, stage, row, col)
+        assert steps.stage.formula(Message)
+    assert "7" in rope_steps(walk, "relative").stage.remark
+    # the rotation entry states the number it explains
+    q = float(walk.trace.query_rotated[2, 4])
+    text = explain_rope(walk, "rotate_query", 2, 4)
+    assert f"{q:.4g}"[:5] in text and r"\sin\varphi" in text
+    phi = 2 * 10000 ** (-2 * 1 / 6)
+    assert f"{phi:.4g}"[:5] in explain_rope(walk, "angles", 2, 1)
+    assert math.isclose(float(walk.trace.angles[2, 1]), phi, rel_tol=1e-6)
+
+
+def test_odd_head_dim_gets_a_message_and_keeps_the_other_settings():
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("app_pages/rope.py").run()
+    assert not at.exception and not at.error, errors(at)
+    at.number_input(key="setting_rope_shift").set_value(9).run()
+    at.number_input(key="setting_rope_head_dim").set_value(5).run()
+    assert not at.exception
+    assert any("must be even" in e.value for e in at.error), errors(at)
+    assert at.session_state["settings"].rope_shift == 9
+    at.number_input(key="setting_rope_head_dim").set_value(6).run()
+    assert not at.error
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_every_stage_of_the_rope_page(language):
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["language"] = language
+    at.run()
+    at.switch_page("app_pages/rope.py").run()
+    assert step_through_every_stage(at, "rope", f"rope, {language}") == list(stages.ROPE)
+    assert any("apply_rotary_pos_emb" in s.value for s in at.success)
+    missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
+    assert not missing, f"shown without a translation: {sorted(missing)}"
