@@ -65,6 +65,8 @@ PAGES = {
                 url_path="gqa"),
         st.Page(PAGES_DIR / "rope.py", title=_("RoPE: rotary positions"), icon=":material/rotate_right:",
                 url_path="rope"),
+        st.Page(PAGES_DIR / "alibi.py", title=_("ALiBi: linear biases"), icon=":material/trending_down:",
+                url_path="alibi"),
     ],
     _("A trained model"): [
         st.Page(PAGES_DIR / "trained_model.py", title=_("Inside a trained model"), icon=":material/model_training:",

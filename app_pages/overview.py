@@ -85,6 +85,8 @@ NEXT = [
      ":material/group_work:"),
     ("rope.py", _("RoPE: rotating queries and keys by their position; only the offset counts"),
      ":material/rotate_right:"),
+    ("alibi.py", _("ALiBi: a distance penalty per head instead of a position embedding"),
+     ":material/trending_down:"),
     ("trained_model.py", _("Inside a trained model: the real heads of a pretrained Transformer"),
      ":material/model_training:"),
 ]

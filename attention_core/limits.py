@@ -58,6 +58,8 @@ MAX_HEAD_DIM = 4
 #: RoPE: head_dim (even, 2..MAX_DIM), the base (MIN_ROPE_BASE..MAX_ROPE_BASE) and the shift s of every position.
 MIN_ROPE_BASE, MAX_ROPE_BASE = 2.0, 1e7
 MAX_ROPE_SHIFT = 1000
+#: ALiBi: its heads, 1..MAX_ALIBI_HEADS (each with its own slope).
+MAX_ALIBI_HEADS = 8
 
 # ---------------------------------------------------------------- the trained model (all-MiniLM-L6-v2)
 

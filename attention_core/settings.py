@@ -27,6 +27,7 @@ from attention_core.limits import (
     IMAGE_UPLOAD,
     MAX_ABS_VALUE,
     MAX_ADDITIVE_HIDDEN,
+    MAX_ALIBI_HEADS,
     MAX_DIM,
     MAX_DROPOUT,
     MAX_FEEDFORWARD,
@@ -203,6 +204,11 @@ class Settings:
         rope_shift: s, added to every position to show that the scores do not change, 0..MAX_ROPE_SHIFT.
         rope_stage: its current step (a key of ``stages.ROPE``).
 
+    The *ALiBi* page (on the sentence's X with ``d_k``, ``seed`` and the ``causal`` switch):
+
+        alibi_num_heads: H, the heads (each with its slope), 1..MAX_ALIBI_HEADS.
+        alibi_stage: its current step (a key of ``stages.ALIBI``).
+
     The classroom:
 
     Attributes:
@@ -277,6 +283,8 @@ class Settings:
     rope_base: float = 10000.0
     rope_shift: int = 5
     rope_stage: str = "rotate_query"
+    alibi_num_heads: int = 4
+    alibi_stage: str = "bias"
     # classroom: the interface language and presenter mode (issue 5)
     language: str = "en"
     presenter: bool = False
@@ -606,6 +614,7 @@ FIELDS: tuple[Field, ...] = (
     IntRange("gqa_num_heads", 1, MAX_GQA_HEADS, _label(N_("The number of query heads"))),
     IntRange("num_kv_heads", 1, MAX_GQA_HEADS, _label(N_("The number of key/value heads"))),
     IntRange("head_dim", 1, MAX_HEAD_DIM, "head_dim"),
+    IntRange("alibi_num_heads", 1, MAX_ALIBI_HEADS, _label(N_("The number of heads"))),
     IntRange("rope_head_dim", 1, MAX_DIM, "head_dim"),
     IntRange("rope_shift", 0, MAX_ROPE_SHIFT, _label(N_("The shift s"))),
     FloatRange("rope_base", MIN_ROPE_BASE, MAX_ROPE_BASE, "base",

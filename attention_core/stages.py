@@ -129,6 +129,15 @@ ROPE: dict[str, str] = {
     "base": N_("What the base changes: how fast each pair turns"),
 }
 
+#: ALiBi, attention with linear biases (Press et al. 2022).
+ALIBI: dict[str, str] = {
+    "slopes": N_("One slope per head: m_h = 2^(−8h/H)"),
+    "distance": N_("The distance |i − j| between query and key"),
+    "bias": N_("Each head's bias: −m_h · |i − j|"),
+    "biased_scores": N_("Scores plus bias (and the causal mask)"),
+    "weights": N_("Weights: softmax over the biased scores"),
+}
+
 #: Every step page: key -> (the settings field holding its current stage, its stages).
 #: Two entries may share a field when they are one page's variants with the same stages in another order
 #: (the encoder block, post-LN and pre-LN).
@@ -144,4 +153,5 @@ PAGES: dict[str, tuple[str, dict[str, str]]] = {
     "generation": ("generation_stage", GENERATION),
     "gqa": ("gqa_stage", GQA),
     "rope": ("rope_stage", ROPE),
+    "alibi": ("alibi_stage", ALIBI),
 }

@@ -97,6 +97,7 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "num_kv_heads": (1, 8, "The number of key/value heads"),
     "head_dim": (1, 4, "head_dim"),
     "rope_head_dim": (1, 16, "head_dim"),
+    "alibi_num_heads": (1, 8, "The number of heads"),
     "rope_shift": (0, 1000, "The shift s"),
     "toy_layer": (0, 1, "The block"),
 }

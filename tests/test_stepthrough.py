@@ -24,6 +24,7 @@ STEP_PAGES = {
     "app_pages/encoder_block.py": "encoder_post_ln",  # pre-LN: tests/transformer/test_encoder.py
     "app_pages/gqa.py": "gqa",
     "app_pages/rope.py": "rope",
+    "app_pages/alibi.py": "alibi",
 }  # generation.py reads no example (its own word): stepped in tests/transformer/test_generation.py
 #: the pages with a mask (cross-attention has none; self-attention has none)
 MASKED = {"causal", "dropout", "mha"}

@@ -227,18 +227,22 @@ def _heatmap(steps: StepThrough, panel: Panel, key: str, entry: tuple[int, int],
                     on_cell=functools.partial(_select, steps, panel.head, offset), legend=legend, row_axis=row_axis)
 
 
+#: The main area's width the heatmaps are laid out for: side by side only when both fit (no overlap on a projector).
+MAIN_PX = 700
+
+
 def panels(steps: StepThrough, *, entry: tuple[int, int], head: int = 0, per_row: int = 3) -> None:
     """A stage's heatmaps, side by side (``per_row`` to a row); clicking an explained panel explains that cell.
 
     The explained cell (and, for per-head panels, only in the chosen head) gets an outline.
     """
     items = list(steps.stage.panels)
-    # As many side by side as fit the main area (about 1000 px on a 1400 px screen). Side by side,
+    # As many side by side as fit the main area (about 700 px: the centred layout at 1024 px, a projector). Side by side,
     # only the first heatmap of a row keeps its row labels (when the rows are the same) and
     # none keeps a colour legend: the numbers are written in the cells.
     widest = max(p.matrix.shape[-1] for p in items)
     cell = widgets.cell_px(widest)
-    per_row = max(1, min(per_row, (1000 - 140) // (widest * cell + 30)))
+    per_row = max(1, min(per_row, (MAIN_PX - 140) // (widest * cell + 30)))
     for start in range(0, len(items), per_row):
         chunk = items[start:start + per_row]
         single = len(chunk) == 1

@@ -38,7 +38,8 @@ class AttentionTrace:
         scores: Q Kᵀ, (..., m, n), before scaling.
         scaled_scores: scores * scale, (..., m, n).
         attn_mask: bool (..., m, n), True = may attend; None when no mask was given.
-        masked_scores: scaled_scores with blocked entries set to -inf, (..., m, n).
+        masked_scores: scaled_scores (plus the bias, if one was given) with blocked entries set to -inf,
+            (..., m, n).
         weights: softmax over the last dim, (..., m, n); rows sum to 1, except
             rows with every key blocked, which are all 0 (see ``blocked_rows``).
         blocked_rows: bool (..., m), True where the mask blocks every key.
@@ -73,6 +74,7 @@ def scaled_dot_product_attention(
     dropout_p: float = 0.0,
     scale: Optional[float] = None,
     generator: Optional[torch.Generator] = None,
+    bias: Optional[torch.Tensor] = None,
 ) -> AttentionTrace:
     r"""softmax(Q Kᵀ / √d_k) V, step by step (Vaswani et al. 2017, eq. 1).
 
@@ -92,6 +94,8 @@ def scaled_dot_product_attention(
             Each weight is kept with probability 1 - p by the same call ``nn.Dropout``
             makes, ``bernoulli_(1 - p)``, so a generator seeded s gives ``nn.Dropout``'s
             mask after ``torch.manual_seed(s)``.
+        bias: optional float (..., m, n) or broadcastable, added to the scaled scores before the mask
+            (ALiBi's −m |i − j|; what torch's SDPA does with a float ``attn_mask``).
 
     Returns:
         The :class:`AttentionTrace` of every intermediate.
@@ -120,12 +124,13 @@ def scaled_dot_product_attention(
 
     scores = query @ key.transpose(-2, -1)  # (..., m, d_k) @ (..., d_k, n) -> (..., m, n)
     scaled_scores = scores * scale
+    biased = scaled_scores if bias is None else scaled_scores + bias
     if attn_mask is None:
-        masked_scores = scaled_scores
+        masked_scores = biased
         blocked_rows = torch.zeros(scores.shape[:-1], dtype=torch.bool)
     else:
         attn_mask = attn_mask.expand_as(scores)
-        masked_scores = scaled_scores.masked_fill(~attn_mask, float("-inf"))
+        masked_scores = biased.masked_fill(~attn_mask, float("-inf"))
         blocked_rows = ~attn_mask.any(dim=-1)  # (..., m)
     weights = torch.softmax(masked_scores, dim=-1)
     # A row with every key blocked is softmax(-inf, ..., -inf) = 0/0: show 0, flag it.

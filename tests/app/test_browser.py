@@ -59,6 +59,7 @@ PAGES = [
     ("/generation", "Generating token by token: the decoder and its KV cache", True, True),
     ("/gqa", "Grouped-query attention: fewer key/value heads", True, True),
     ("/rope", "RoPE: rotary position embedding", True, True),
+    ("/alibi", "ALiBi: attention with linear biases", True, True),
     ("/", "Attention Explorer", False, False),
 ]
 

@@ -1,0 +1,196 @@
+r"""From settings to every number of the *ALiBi* page, in the one step-through protocol.
+
+:func:`build_alibi_walkthrough` projects the sentence's X to Q, K, V (the self-attention page's seeded weights,
+d_k wide), gives H heads the same q and k so that they differ only by their slope, runs
+:func:`alibi.alibi_attention` and checks it against ``torch.nn.functional.scaled_dot_product_attention`` with the
+bias as a float mask and against a direct loop (:func:`alibi.alibi_weights_loop`).
+
+Shape legend: T tokens, D = d_model, d = d_k, H = num_heads. Float32.
+
+Sources: Press et al. 2022 ("Train Short, Test Long", sec. 3 and the reference code's slopes); Vaswani et al.
+2017, eq. 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sympy as sp
+import torch
+import torch.nn.functional as F
+
+from attention_core import stages
+from attention_core.errors import N_, Message
+from attention_core.latex import Translate, number
+from attention_core.masking import formulas as fm
+from attention_core.masking.walkthrough import module_weights
+from attention_core.modern.alibi import AlibiTrace, alibi_attention, alibi_weights_loop, slopes
+from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, token_labels
+from attention_core.settings import Edits, Settings
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
+
+
+@dataclass(frozen=True)
+class AlibiWalkthrough:
+    """Every number of the *ALiBi* page.
+
+    Attributes:
+        settings: the settings it was built from. base: the self-attention walkthrough (tokens, X).
+        tokens: the T tokens. query, key: (T, d). trace: the :class:`AlibiTrace`. checks: against PyTorch and a loop.
+    """
+
+    settings: Settings
+    base: Walkthrough
+    tokens: tuple[str, ...]
+    query: torch.Tensor
+    key: torch.Tensor
+    trace: AlibiTrace
+    checks: tuple[Check, ...]
+
+
+def build_alibi_walkthrough(settings: Settings, edits: Edits | None = None) -> AlibiWalkthrough:
+    """ALiBi with H heads on the settings' sentence, every intermediate, checked against PyTorch and a loop.
+
+    Args:
+        settings: validated settings: sentence, d_model, d_k, seed, causal, alibi_num_heads.
+        edits: the user's edits of X ("x"); other edits are ignored.
+
+    Raises:
+        InputError: a bad sentence or X cell.
+    """
+    edits = edits or {}
+    base = build_walkthrough(settings, {k: v for k, v in edits.items() if k == "x"})
+    x = base.trace.x
+    w = module_weights(x.shape[-1], settings.d_k, settings.seed, out_proj=False)
+    query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]
+    t = x.shape[0]
+    mask = torch.ones(t, t, dtype=torch.bool).tril() if settings.causal else None
+    trace = alibi_attention(query, key, value, settings.alibi_num_heads, mask)
+    float_mask = trace.bias if mask is None else trace.bias.masked_fill(~mask, float("-inf"))
+    h = settings.alibi_num_heads
+    with torch.no_grad():
+        reference = F.scaled_dot_product_attention(query.expand(h, t, -1), key.expand(h, t, -1),
+                                                   value.expand(h, t, -1), attn_mask=float_mask)
+    loop = torch.tensor(alibi_weights_loop(trace.scaled_scores.tolist(), slopes(h), settings.causal))
+    checks = (
+        compare(trace.attention.output, reference, "F.scaled_dot_product_attention(q, k, v, attn_mask=bias)",
+                note=Message(N_("every head's context vectors, the bias (and −∞ where masked) as a float mask"))),
+        compare(trace.attention.weights, loop, "alibi_weights_loop(...)  # math.exp, entry by entry",
+                note=Message(N_("every head's weights against a direct loop"))),
+    )
+    return AlibiWalkthrough(settings=settings, base=base, tokens=base.tokens, query=query, key=key, trace=trace,
+                            checks=checks)
+
+
+# ---------------------------------------------------------------- panels
+
+_QUERY, _KEY = Message(N_("query token")), Message(N_("key token"))
+
+
+def alibi_panels(walk: AlibiWalkthrough, stage: str) -> tuple[Panel, ...]:
+    """The heatmaps of ``stage``; exactly one is explained (one per head on the per-head stages).
+
+    Raises:
+        KeyError: an unknown stage.
+    """
+    t = walk.trace
+    rows = tuple(token_labels(walk.tokens))
+    heads = range(len(t.slopes))
+    if stage == "slopes":
+        return (Panel("m_h", t.slopes[:, None], tuple(f"h{h + 1}" for h in heads), ("m",),
+                      Message(N_("head")), ""),)
+    if stage == "distance":
+        return (Panel("|i − j|", t.distance, rows, rows, _QUERY, _KEY),)
+    if stage == "bias":
+        return tuple(Panel(Message(N_("Head {h}: bias, slope {m:g}"), h=h + 1, m=float(t.slopes[h])), t.bias[h],
+                           rows, rows, _QUERY, _KEY, head=h) for h in heads)
+    if stage == "biased_scores":
+        return tuple(Panel(Message(N_("Head {h}: q · k / √d + bias"), h=h + 1), t.attention.masked_scores[h],
+                           rows, rows, _QUERY, _KEY, head=h) for h in heads)
+    if stage == "weights":
+        return tuple(Panel(Message(N_("Head {h}: weights"), h=h + 1), t.attention.weights[h], rows, rows, _QUERY,
+                           _KEY, head=h) for h in heads)
+    raise KeyError(stage)
+
+
+# ---------------------------------------------------------------- formulas (sympy)
+
+@lru_cache(maxsize=None)
+def alibi_formula(stage: str, causal: bool) -> tuple[str, ...]:
+    """The general formula of ``stage`` as LaTeX lines built with sympy.
+
+    Raises:
+        KeyError: an unknown stage.
+    """
+    i, j, h, l_ = sp.symbols("i j h l", integer=True, positive=True)
+    big_h, d = sp.symbols("H d", positive=True)
+    m, b, a, alpha, q, k = (sp.IndexedBase(s) for s in ("m", "b", "a", r"\alpha", "q", "k"))
+    if stage == "slopes":
+        return (sp.latex(sp.Eq(m[h], 2 ** (-8 * h / big_h))) + r", \quad h = 1, \ldots, H",)
+    if stage == "distance":
+        return (sp.latex(sp.Eq(sp.Symbol("d_{i,j}"), sp.Abs(i - j))),)
+    if stage == "bias":
+        return (sp.latex(sp.Eq(b[i, j], -m[h] * sp.Abs(i - j))),)
+    if stage == "biased_scores":
+        line = sp.latex(sp.Eq(a[i, j], sp.Sum(q[i, l_] * k[j, l_], (l_, 1, d)) / sp.sqrt(d) + b[i, j]))
+        return (line, r"a_{i,j} = -\infty \quad (j > i)") if causal else (line,)
+    if stage == "weights":
+        upper = i if causal else sp.Symbol("T")
+        return (sp.latex(sp.Eq(alpha[i, j], sp.exp(a[i, j]) / sp.Sum(sp.exp(a[i, l_]), (l_, 1, upper)))),)
+    raise KeyError(stage)
+
+
+# ---------------------------------------------------------------- one entry, with its numbers in
+
+def explain_alibi(walk: AlibiWalkthrough, stage: str, row: int, col: int, head: int = 0,
+                  tr: Translate = Message) -> str:
+    """One entry (row, col) of ``stage``'s explained panel (of ``head`` on per-head stages), numbers in, as LaTeX.
+
+    Raises:
+        KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
+    """
+    t = walk.trace
+    target = next(p for p in alibi_panels(walk, stage) if p.explained and p.head in (None, head))
+    if not (0 <= row < target.matrix.shape[0] and 0 <= col < target.matrix.shape[1]):
+        raise IndexError(f"entry ({row}, {col}) is outside {tuple(target.matrix.shape)}")
+    value = float(target.matrix[row, col])
+    big_h = len(t.slopes)
+    i, j = row + 1, col + 1
+    if stage == "slopes":
+        return f"m_{{{i}}} = 2^{{-8 \\cdot {i} / {big_h}}} = {number(value)}"
+    if stage == "distance":
+        return f"d_{{{i},{j}}} = |{i} - {j}| = {int(value)}"
+    if stage == "bias":
+        return (f"b^{{({head + 1})}}_{{{i},{j}}} = -m_{{{head + 1}}} \\cdot |{i} - {j}| = "
+                f"-{number(float(t.slopes[head]))} \\cdot {abs(i - j)} = {number(value)}")
+    if stage == "biased_scores":
+        scaled = float(t.scaled_scores[row, col])
+        if value == float("-inf"):
+            return f"a^{{({head + 1})}}_{{{i},{j}}} = -\\infty \\quad (j > i)"
+        return (fm.scaled_score_entry_latex(row, col, walk.query[row].tolist(), walk.key[col].tolist(),
+                                            walk.query.shape[-1], scaled)
+                + f"\\qquad a^{{({head + 1})}}_{{{i},{j}}} = {number(scaled)} + "
+                + f"\\left({number(float(t.bias[head, row, col]))}\\right) = {number(value)}")
+    if stage == "weights":
+        return fm.masked_weight_entry_latex(row, col, t.attention.masked_scores[head, row].tolist(), value, head, tr)
+    raise KeyError(stage)
+
+
+def alibi_steps(walk: AlibiWalkthrough, stage: str) -> StepThrough:
+    """The page's ``stage`` in the one step-through protocol.
+
+    Raises:
+        KeyError: a stage that is not one of the page's (:data:`attention_core.stages.ALIBI`).
+    """
+    if stage not in stages.ALIBI:
+        raise KeyError(stage)
+    per_head = stage in ("bias", "biased_scores", "weights")
+    return StepThrough(
+        page="alibi",
+        stage=Stage(key=stage, panels=alibi_panels(walk, stage),
+                    formula=lambda tr: alibi_formula(stage, walk.settings.causal),
+                    entry=lambda row, col, head, tr: explain_alibi(walk, stage, row, col, head, tr),
+                    code=(alibi_attention, slopes)),
+        checks=walk.checks, num_heads=len(walk.trace.slopes) if per_head else 0, head_field="head",
+    )
