@@ -67,6 +67,8 @@ PAGES = {
                 url_path="rope"),
         st.Page(PAGES_DIR / "alibi.py", title=_("ALiBi: linear biases"), icon=":material/trending_down:",
                 url_path="alibi"),
+        st.Page(PAGES_DIR / "sliding_window.py", title=_("Sliding-window attention"), icon=":material/view_week:",
+                url_path="sliding-window"),
     ],
     _("A trained model"): [
         st.Page(PAGES_DIR / "trained_model.py", title=_("Inside a trained model"), icon=":material/model_training:",

@@ -87,6 +87,8 @@ NEXT = [
      ":material/rotate_right:"),
     ("alibi.py", _("ALiBi: a distance penalty per head instead of a position embedding"),
      ":material/trending_down:"),
+    ("sliding_window.py", _("Sliding-window attention: the last w tokens only, a receptive field that grows"),
+     ":material/view_week:"),
     ("trained_model.py", _("Inside a trained model: the real heads of a pretrained Transformer"),
      ":material/model_training:"),
 ]

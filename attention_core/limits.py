@@ -60,6 +60,9 @@ MIN_ROPE_BASE, MAX_ROPE_BASE = 2.0, 1e7
 MAX_ROPE_SHIFT = 1000
 #: ALiBi: its heads, 1..MAX_ALIBI_HEADS (each with its own slope).
 MAX_ALIBI_HEADS = 8
+#: Sliding-window attention: the layers its receptive-field view stacks, 1..MAX_SLIDING_LAYERS (the window itself
+#: is 1..MAX_TOKENS).
+MAX_SLIDING_LAYERS = 4
 
 # ---------------------------------------------------------------- the trained model (all-MiniLM-L6-v2)
 

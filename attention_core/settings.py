@@ -40,6 +40,7 @@ from attention_core.limits import (
     MAX_ROPE_BASE,
     MAX_ROPE_SHIFT,
     MAX_SEED,
+    MAX_SLIDING_LAYERS,
     MAX_SQRT_KEYS,
     MAX_SQRT_SAMPLES,
     MAX_TEMPERATURE,
@@ -209,6 +210,12 @@ class Settings:
         alibi_num_heads: H, the heads (each with its slope), 1..MAX_ALIBI_HEADS.
         alibi_stage: its current step (a key of ``stages.ALIBI``).
 
+    The *Sliding-window attention* page (on the sentence's X with ``d_k``, ``seed`` and the ``causal`` switch):
+
+        window: w, the tokens each query may see (itself included), 1..MAX_TOKENS.
+        sliding_layers: L, the layers of the receptive-field view, 1..MAX_SLIDING_LAYERS.
+        sliding_stage: its current step (a key of ``stages.SLIDING``).
+
     The classroom:
 
     Attributes:
@@ -285,6 +292,9 @@ class Settings:
     rope_stage: str = "rotate_query"
     alibi_num_heads: int = 4
     alibi_stage: str = "bias"
+    window: int = 3
+    sliding_layers: int = 3
+    sliding_stage: str = "mask"
     # classroom: the interface language and presenter mode (issue 5)
     language: str = "en"
     presenter: bool = False
@@ -614,6 +624,8 @@ FIELDS: tuple[Field, ...] = (
     IntRange("gqa_num_heads", 1, MAX_GQA_HEADS, _label(N_("The number of query heads"))),
     IntRange("num_kv_heads", 1, MAX_GQA_HEADS, _label(N_("The number of key/value heads"))),
     IntRange("head_dim", 1, MAX_HEAD_DIM, "head_dim"),
+    IntRange("window", 1, MAX_TOKENS, _label(N_("The window"))),
+    IntRange("sliding_layers", 1, MAX_SLIDING_LAYERS, _label(N_("The number of layers"))),
     IntRange("alibi_num_heads", 1, MAX_ALIBI_HEADS, _label(N_("The number of heads"))),
     IntRange("rope_head_dim", 1, MAX_DIM, "head_dim"),
     IntRange("rope_shift", 0, MAX_ROPE_SHIFT, _label(N_("The shift s"))),

@@ -138,6 +138,14 @@ ALIBI: dict[str, str] = {
     "weights": N_("Weights: softmax over the biased scores"),
 }
 
+#: Sliding-window (local) attention (Beltagy et al. 2020; Jiang et al. 2023).
+SLIDING: dict[str, str] = {
+    "mask": N_("The window mask: the last w tokens only"),
+    "masked_scores": N_("Scores outside the window: −∞"),
+    "weights": N_("Weights: softmax inside the window"),
+    "receptive": N_("Stacked layers: the receptive field grows"),
+}
+
 #: Every step page: key -> (the settings field holding its current stage, its stages).
 #: Two entries may share a field when they are one page's variants with the same stages in another order
 #: (the encoder block, post-LN and pre-LN).
@@ -154,4 +162,5 @@ PAGES: dict[str, tuple[str, dict[str, str]]] = {
     "gqa": ("gqa_stage", GQA),
     "rope": ("rope_stage", ROPE),
     "alibi": ("alibi_stage", ALIBI),
+    "sliding": ("sliding_stage", SLIDING),
 }

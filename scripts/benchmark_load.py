@@ -110,6 +110,7 @@ PAGES = (
     PageLoad("gqa", ("setting_gqa_stage", "setting_seed")),
     PageLoad("rope", ("setting_rope_stage", "setting_rope_shift")),
     PageLoad("alibi", ("setting_alibi_stage", "setting_alibi_num_heads")),
+    PageLoad("sliding-window", ("setting_sliding_stage", "setting_window")),
     PageLoad("trained-model", ("setting_model_head", "setting_model_layer", "setting_model_stage")),
 )
 FLOOR = PageLoad("", ("floor_number",))

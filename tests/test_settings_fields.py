@@ -98,6 +98,8 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "head_dim": (1, 4, "head_dim"),
     "rope_head_dim": (1, 16, "head_dim"),
     "alibi_num_heads": (1, 8, "The number of heads"),
+    "window": (1, 12, "The window"),
+    "sliding_layers": (1, 4, "The number of layers"),
     "rope_shift": (0, 1000, "The shift s"),
     "toy_layer": (0, 1, "The block"),
 }

@@ -25,6 +25,7 @@ STEP_PAGES = {
     "app_pages/gqa.py": "gqa",
     "app_pages/rope.py": "rope",
     "app_pages/alibi.py": "alibi",
+    "app_pages/sliding_window.py": "sliding",
 }  # generation.py reads no example (its own word): stepped in tests/transformer/test_generation.py
 #: the pages with a mask (cross-attention has none; self-attention has none)
 MASKED = {"causal", "dropout", "mha"}

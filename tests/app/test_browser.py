@@ -60,6 +60,7 @@ PAGES = [
     ("/gqa", "Grouped-query attention: fewer key/value heads", True, True),
     ("/rope", "RoPE: rotary position embedding", True, True),
     ("/alibi", "ALiBi: attention with linear biases", True, True),
+    ("/sliding-window", "Sliding-window attention: a fixed window per token", True, True),
     ("/", "Attention Explorer", False, False),
 ]
 

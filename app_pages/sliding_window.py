@@ -1,0 +1,47 @@
+"""Sliding-window attention: each token sees only the last w tokens; the receptive field grows with the layers."""
+
+import streamlit as st
+
+from attention_core.errors import N_
+from attention_core.limits import MAX_DIM, MAX_SLIDING_LAYERS, MAX_TOKENS
+from attention_core.modern.sliding_walkthrough import build_sliding_walkthrough, sliding_steps
+from ui import state, stepthrough, widgets
+from ui.i18n import _
+
+EXPLAIN = {
+    "mask": N_("The window: query i may look at key j only when j is one of the w most recent tokens (itself "
+               "included). With the causal switch off, w − 1 tokens on each side."),
+    "masked_scores": N_("Scores outside the window become −∞, as with the causal mask: they will get weight 0."),
+    "weights": N_("Softmax over the keys inside the window only. Each row has at most w non-zero weights, however "
+                  "long the text."),
+    "receptive": N_("One layer sees w tokens, but the next layer attends to outputs that already mixed w tokens "
+                    "each: the receptive field grows by w − 1 per layer, like stacked convolutions. Seed 003 (§1.7): a "
+                    "CNN's receptive field is fixed by its kernel, self-attention's is learned; a window brings the "
+                    "fixed kind back to save work."),
+}
+
+st.title(_("Sliding-window attention: a fixed window per token"))
+st.markdown(_(
+    "Full attention scores every pair of tokens: T² scores. **Sliding-window** (local) attention (Longformer, "
+    "Beltagy et al. 2020; Mistral 7B, Jiang et al. 2023, w = 4096) lets each token look only at the w tokens "
+    "before it, so the work grows like T · w, and stacks layers to see further."
+))
+widgets.show_messages()
+
+c1, c2, c3, c4 = st.columns(4)
+with c1:
+    state.bind(st.number_input, _("Window w"), "window", step=1,
+               help=_("1 to {high} tokens, the token itself included.", high=MAX_TOKENS))
+with c2:
+    state.bind(st.number_input, _("Layers L (receptive field)"), "sliding_layers", step=1,
+               help=_("1 to {high}.", high=MAX_SLIDING_LAYERS))
+with c3:
+    state.bind(st.number_input, _("d_k (width of q and k)"), "d_k", step=1,
+               help=_("{low} to {high}.", low=1, high=MAX_DIM))
+with c4:
+    state.bind(st.number_input, _("Seed of W"), "seed", step=1)
+state.bind(st.toggle, _("Causal mask"), "causal",
+           help=_("On: the window looks back only (Mistral). Off: w − 1 tokens on each side (Longformer)."))
+
+walk = widgets.build_or_stop(build_sliding_walkthrough, state.settings(), state.edits())
+stepthrough.live(lambda: sliding_steps(walk, state.settings().sliding_stage), EXPLAIN)

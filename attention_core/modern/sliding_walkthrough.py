@@ -1,0 +1,201 @@
+r"""From settings to every number of the *Sliding-window attention* page, in the one step-through protocol.
+
+:func:`build_sliding_walkthrough` projects the sentence's X to Q, K, V (the self-attention page's seeded weights,
+d_k wide), attends with :func:`sliding.window_mask` and checks the result against
+``torch.nn.functional.scaled_dot_product_attention`` with the same mask; :func:`sliding_steps` puts one stage in
+a :class:`~attention_core.stepthrough.StepThrough`.
+
+Shape legend: T tokens, D = d_model, d = d_k, w = window, L = layers of the receptive-field view. Float32.
+
+Sources: Beltagy et al. 2020 (Longformer, sec. 3.1), Jiang et al. 2023 (Mistral 7B, sec. 2); seed 003
+(``003_734755b2d0b981d3.txt``) §1.7 (a CNN's receptive field against self-attention's); Vaswani et al. 2017, eq. 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sympy as sp
+import torch
+import torch.nn.functional as F
+
+from attention_core import stages
+from attention_core.errors import N_, Message
+from attention_core.latex import Translate
+from attention_core.masking import formulas as fm
+from attention_core.masking.walkthrough import module_weights
+from attention_core.modern.sliding import receptive_field, window_mask
+from attention_core.self_attention.functional import AttentionTrace, scaled_dot_product_attention
+from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, token_labels
+from attention_core.settings import Edits, Settings
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
+
+
+@dataclass(frozen=True)
+class SlidingWalkthrough:
+    """Every number of the *Sliding-window attention* page.
+
+    Attributes:
+        settings: the settings it was built from. base: the self-attention walkthrough (tokens, X).
+        tokens: the T tokens. mask: (T, T) bool, the window. trace: the :class:`AttentionTrace` with that mask.
+        reach: (L, T, T) bool, the receptive field after 1 … L layers. checks: against PyTorch.
+    """
+
+    settings: Settings
+    base: Walkthrough
+    tokens: tuple[str, ...]
+    mask: torch.Tensor
+    trace: AttentionTrace
+    reach: torch.Tensor
+    checks: tuple[Check, ...]
+
+    @property
+    def window(self) -> int:
+        return self.settings.window
+
+
+def build_sliding_walkthrough(settings: Settings, edits: Edits | None = None) -> SlidingWalkthrough:
+    """Sliding-window attention on the settings' sentence, checked against PyTorch.
+
+    Args:
+        settings: validated settings: sentence, d_model, d_k, seed, causal, window, sliding_layers.
+        edits: the user's edits of X ("x"); other edits are ignored.
+
+    Raises:
+        InputError: a bad sentence or X cell; a window below 1.
+    """
+    edits = edits or {}
+    base = build_walkthrough(settings, {k: v for k, v in edits.items() if k == "x"})
+    x = base.trace.x
+    w = module_weights(x.shape[-1], settings.d_k, settings.seed, out_proj=False)
+    query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]
+    mask = window_mask(x.shape[0], settings.window, settings.causal)
+    trace = scaled_dot_product_attention(query, key, value, attn_mask=mask)
+    with torch.no_grad():
+        reference = F.scaled_dot_product_attention(query[None], key[None], value[None], attn_mask=mask)[0]
+    checks = (compare(trace.output, reference, "F.scaled_dot_product_attention(q, k, v, attn_mask=window_mask)",
+                      note=Message(N_("the context vectors with the same window mask"))),)
+    return SlidingWalkthrough(settings=settings, base=base, tokens=base.tokens, mask=mask, trace=trace,
+                              reach=receptive_field(mask, settings.sliding_layers), checks=checks)
+
+
+# ---------------------------------------------------------------- panels
+
+_QUERY, _KEY = Message(N_("query token")), Message(N_("key token"))
+
+
+def sliding_panels(walk: SlidingWalkthrough, stage: str) -> tuple[Panel, ...]:
+    """The heatmaps of ``stage``; exactly one is explained.
+
+    Raises:
+        KeyError: an unknown stage.
+    """
+    t = walk.trace
+    rows = tuple(token_labels(walk.tokens))
+    if stage == "mask":
+        return (Panel(Message(N_("1 where key j is inside query i's window of {w}"), w=walk.window),
+                      walk.mask.float(), rows, rows, _QUERY, _KEY),)
+    if stage == "masked_scores":
+        return (Panel(Message(N_("Scores q · k / √d_k, −∞ outside the window")), t.masked_scores, rows, rows, _QUERY,
+                      _KEY),)
+    if stage == "weights":
+        return (Panel(Message(N_("Weights")), t.weights, rows, rows, _QUERY, _KEY),)
+    if stage == "receptive":
+        last = walk.reach.shape[0]
+        return tuple(Panel(Message(N_("After {layers} layer(s): 1 where input j reaches output i"), layers=n + 1),
+                           walk.reach[n].float(), rows, rows, Message(N_("output token")),
+                           Message(N_("input token")), explained=n + 1 == last)
+                     for n in range(last))
+    raise KeyError(stage)
+
+
+# ---------------------------------------------------------------- formulas (sympy)
+
+@lru_cache(maxsize=None)
+def sliding_formula(stage: str, causal: bool) -> tuple[str, ...]:
+    """The general formula of ``stage`` as LaTeX lines built with sympy.
+
+    Raises:
+        KeyError: an unknown stage.
+    """
+    i, j, l_ = sp.symbols("i j l", integer=True, positive=True)
+    w, d = sp.symbols("w d_k", positive=True)
+    big_l = sp.Symbol("L", integer=True, positive=True)
+    m, a, alpha = sp.IndexedBase("M"), sp.IndexedBase("a'"), sp.IndexedBase(r"\alpha")
+    inside = sp.And(i - w < j, j <= i) if causal else sp.Abs(i - j) < w
+    if stage == "mask":
+        return (sp.latex(sp.Eq(m[i, j], sp.Piecewise((0, inside), (-sp.oo, True)))),)
+    if stage == "masked_scores":
+        return (sp.latex(sp.Eq(a[i, j], sp.Symbol("a_{i,j}") + m[i, j])),)
+    if stage == "weights":
+        return (sp.latex(sp.Eq(alpha[i, j], sp.exp(a[i, j]) / sp.Sum(sp.exp(a[i, l_]), (l_, sp.Max(1, i - w + 1), i)))),)
+    if stage == "receptive":
+        reach = sp.And(0 <= i - j, i - j <= big_l * (w - 1)) if causal else sp.Abs(i - j) <= big_l * (w - 1)
+        return (r"R^{(L)} = R^{(L-1)} \circ M", sp.latex(reach))
+    raise KeyError(stage)
+
+
+# ---------------------------------------------------------------- one entry, with its numbers in
+
+def explain_sliding(walk: SlidingWalkthrough, stage: str, row: int, col: int, tr: Translate = Message) -> str:
+    """One entry (row, col) of ``stage``'s explained panel, numbers in, as LaTeX.
+
+    Raises:
+        KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
+    """
+    target = next(p for p in sliding_panels(walk, stage) if p.explained)
+    if not (0 <= row < target.matrix.shape[0] and 0 <= col < target.matrix.shape[1]):
+        raise IndexError(f"entry ({row}, {col}) is outside {tuple(target.matrix.shape)}")
+    i, j, w = row + 1, col + 1, walk.window
+    t = walk.trace
+    allowed = bool(walk.mask[row, col])
+    if stage == "mask":
+        test = f"0 \\le {i} - {j} < {w}" if walk.settings.causal else f"|{i} - {j}| < {w}"
+        holds = r"\text{" + ("✓" if allowed else "✗") + "}"
+        value = "0" if allowed else r"-\infty"
+        return f"{test}\\ {holds} \\quad\\Rightarrow\\quad M_{{{i},{j}}} = {value}"
+    if stage == "masked_scores":
+        return fm.masked_score_entry_latex(row, col, float(t.scaled_scores[row, col]), allowed)
+    if stage == "weights":
+        return fm.masked_weight_entry_latex(row, col, t.masked_scores[row].tolist(), float(t.weights[row, col]),
+                                            None, tr)
+    if stage == "receptive":
+        layers = walk.reach.shape[0]
+        reach = layers * (w - 1)
+        distance = f"{i} - {j}" if walk.settings.causal else f"|{i} - {j}|"
+        gap = i - j if walk.settings.causal else abs(i - j)
+        ok = gap <= reach and (gap >= 0)
+        relation = r"\le" if ok else ">"
+        return (f"{distance} = {gap} \\;{relation}\\; L (w - 1) = {layers} \\cdot {w - 1} = {reach}"
+                f" \\quad\\Rightarrow\\quad R^{{({layers})}}_{{{i},{j}}} = {int(ok)}")
+    raise KeyError(stage)
+
+
+def sliding_steps(walk: SlidingWalkthrough, stage: str) -> StepThrough:
+    """The page's ``stage`` in the one step-through protocol.
+
+    Raises:
+        KeyError: a stage that is not one of the page's (:data:`attention_core.stages.SLIDING`).
+    """
+    if stage not in stages.SLIDING:
+        raise KeyError(stage)
+    remark = None
+    if stage == "mask":
+        kept, total = int(walk.mask.sum()), walk.mask.numel()
+        remark = Message(N_("{kept} of the {total} query-key pairs are scored: at most {per_row} per row, so the work "
+                            "grows like T · w instead of T²."), kept=kept, total=total,
+                         per_row=int(walk.mask.sum(-1).max()))
+    elif stage == "receptive":
+        layers = walk.reach.shape[0]
+        remark = Message(N_("After {layers} layer(s) the last token depends on {n} input tokens: the window w = {w} "
+                            "reaches {step} tokens further back with every layer."), layers=layers,
+                         n=int(walk.reach[-1, -1].sum()), w=walk.window, step=walk.window - 1)
+    return StepThrough(
+        page="sliding",
+        stage=Stage(key=stage, panels=sliding_panels(walk, stage),
+                    formula=lambda tr: sliding_formula(stage, walk.settings.causal),
+                    entry=lambda row, col, head, tr: explain_sliding(walk, stage, row, col, tr),
+                    code=(window_mask, receptive_field), remark=remark),
+        checks=walk.checks,
+    )
