@@ -69,6 +69,8 @@ PAGES = {
                 url_path="alibi"),
         st.Page(PAGES_DIR / "sliding_window.py", title=_("Sliding-window attention"), icon=":material/view_week:",
                 url_path="sliding-window"),
+        st.Page(PAGES_DIR / "flash_attention.py", title=_("FlashAttention: online softmax"), icon=":material/bolt:",
+                url_path="flash-attention"),
     ],
     _("A trained model"): [
         st.Page(PAGES_DIR / "trained_model.py", title=_("Inside a trained model"), icon=":material/model_training:",

@@ -89,6 +89,8 @@ NEXT = [
      ":material/trending_down:"),
     ("sliding_window.py", _("Sliding-window attention: the last w tokens only, a receptive field that grows"),
      ":material/view_week:"),
+    ("flash_attention.py", _("FlashAttention: the online softmax, tile by tile, without the T × T matrix"),
+     ":material/bolt:"),
     ("trained_model.py", _("Inside a trained model: the real heads of a pretrained Transformer"),
      ":material/model_training:"),
 ]

@@ -216,6 +216,13 @@ class Settings:
         sliding_layers: L, the layers of the receptive-field view, 1..MAX_SLIDING_LAYERS.
         sliding_stage: its current step (a key of ``stages.SLIDING``).
 
+    The *FlashAttention* page (on the sentence's X with ``d_k``, ``seed`` and the ``causal`` switch):
+
+        block_q, block_k: the query and key block sizes, 1..MAX_TOKENS; at most the sentence's length (checked
+            on the page, with a message).
+        flash_tile: the tile the step-through shows (0-based; the page keeps it below the number of tiles).
+        flash_stage: its current step (a key of ``stages.FLASH``).
+
     The classroom:
 
     Attributes:
@@ -295,6 +302,10 @@ class Settings:
     window: int = 3
     sliding_layers: int = 3
     sliding_stage: str = "mask"
+    block_q: int = 2
+    block_k: int = 3
+    flash_tile: int = 0
+    flash_stage: str = "running_sum"
     # classroom: the interface language and presenter mode (issue 5)
     language: str = "en"
     presenter: bool = False
@@ -624,6 +635,9 @@ FIELDS: tuple[Field, ...] = (
     IntRange("gqa_num_heads", 1, MAX_GQA_HEADS, _label(N_("The number of query heads"))),
     IntRange("num_kv_heads", 1, MAX_GQA_HEADS, _label(N_("The number of key/value heads"))),
     IntRange("head_dim", 1, MAX_HEAD_DIM, "head_dim"),
+    IntRange("block_q", 1, MAX_TOKENS, "block_q"),
+    IntRange("block_k", 1, MAX_TOKENS, "block_k"),
+    IntRange("flash_tile", 0, MAX_TOKENS * MAX_TOKENS - 1, _label(N_("The tile"))),
     IntRange("window", 1, MAX_TOKENS, _label(N_("The window"))),
     IntRange("sliding_layers", 1, MAX_SLIDING_LAYERS, _label(N_("The number of layers"))),
     IntRange("alibi_num_heads", 1, MAX_ALIBI_HEADS, _label(N_("The number of heads"))),

@@ -146,6 +146,16 @@ SLIDING: dict[str, str] = {
     "receptive": N_("Stacked layers: the receptive field grows"),
 }
 
+#: FlashAttention's tiling with the online softmax (Milakov & Gimelshein 2018; Dao et al. 2022).
+FLASH: dict[str, str] = {
+    "tiles": N_("Cut the scores into tiles: B_q queries × B_k keys"),
+    "tile_scores": N_("One tile's scores: Q_i K_jᵀ / √d"),
+    "running_max": N_("The running maximum m of each row"),
+    "running_sum": N_("The running sum l, rescaled by e^(m − m')"),
+    "partial_output": N_("The running output O, rescaled, plus P V_j"),
+    "final": N_("After the last key block: O / l equals full attention"),
+}
+
 #: Every step page: key -> (the settings field holding its current stage, its stages).
 #: Two entries may share a field when they are one page's variants with the same stages in another order
 #: (the encoder block, post-LN and pre-LN).
@@ -163,4 +173,5 @@ PAGES: dict[str, tuple[str, dict[str, str]]] = {
     "rope": ("rope_stage", ROPE),
     "alibi": ("alibi_stage", ALIBI),
     "sliding": ("sliding_stage", SLIDING),
+    "flash": ("flash_stage", FLASH),
 }

@@ -111,6 +111,7 @@ PAGES = (
     PageLoad("rope", ("setting_rope_stage", "setting_rope_shift")),
     PageLoad("alibi", ("setting_alibi_stage", "setting_alibi_num_heads")),
     PageLoad("sliding-window", ("setting_sliding_stage", "setting_window")),
+    PageLoad("flash-attention", ("setting_flash_stage", "setting_flash_tile")),
     PageLoad("trained-model", ("setting_model_head", "setting_model_layer", "setting_model_stage")),
 )
 FLOOR = PageLoad("", ("floor_number",))

@@ -26,6 +26,7 @@ STEP_PAGES = {
     "app_pages/rope.py": "rope",
     "app_pages/alibi.py": "alibi",
     "app_pages/sliding_window.py": "sliding",
+    "app_pages/flash_attention.py": "flash",
 }  # generation.py reads no example (its own word): stepped in tests/transformer/test_generation.py
 #: the pages with a mask (cross-attention has none; self-attention has none)
 MASKED = {"causal", "dropout", "mha"}

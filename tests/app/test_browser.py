@@ -61,6 +61,7 @@ PAGES = [
     ("/rope", "RoPE: rotary position embedding", True, True),
     ("/alibi", "ALiBi: attention with linear biases", True, True),
     ("/sliding-window", "Sliding-window attention: a fixed window per token", True, True),
+    ("/flash-attention", "FlashAttention: the online softmax, tile by tile", True, True),
     ("/", "Attention Explorer", False, False),
 ]
 
