@@ -1,16 +1,21 @@
 """RoPE: rotary position embedding on one head's queries and keys; the scores depend only on the offset m − n."""
 
+import math
+
 import streamlit as st
 
 from attention_core.errors import N_
 from attention_core.limits import MAX_DIM, MAX_ROPE_BASE, MAX_ROPE_SHIFT, MIN_ROPE_BASE
-from attention_core.modern.rope_walkthrough import build_rope_walkthrough, rope_steps
+from attention_core.modern.rope_walkthrough import build_rope_walkthrough, pair_vectors, rope_steps
 from ui import state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
     "projections": N_("One head's queries and keys, as on the self-attention page (no position information yet: "
                       "the sentence's X has none)."),
+    "sinusoidal": N_("The *Positional encoding* page's sinusoidal encoding uses the very same angles m θᵢ (here "
+                     "with the same base): its columns are sin and cos of them. It **adds** them to X; RoPE **rotates** "
+                     "q and k by them."),
     "angles": N_("Each pair of dimensions i turns at its own speed θᵢ: the first pair fastest (θ₀ = 1 radian per "
                  "position), the last slowest. The token at position m turns pair i by m · θᵢ."),
     "rotate_query": N_("Every pair (i, i + d/2) of a query is rotated by its angle m θᵢ: lengths stay the same, only "
@@ -50,4 +55,16 @@ with c4:
 with st.spinner(_("Loading the reference implementation (Hugging Face transformers) for the check…")):
     walk = widgets.build_or_stop(build_rope_walkthrough, state.settings(), state.edits())
 
-stepthrough.live(lambda: rope_steps(walk, state.settings().rope_stage), EXPLAIN)
+def draw_pair(steps) -> None:
+    """On the rotation stages, the explained entry's pair of dimensions drawn before and after its rotation."""
+    if steps.stage.key not in ("rotate_query", "rotate_key"):
+        return
+    current = state.settings()
+    before, after, angle = pair_vectors(walk, steps.stage.key, current.entry_row, current.entry_col)
+    name = "q" if steps.stage.key == "rotate_query" else "k"
+    widgets.vector_pair(before, after, (_("{name} before", name=name), _("{name} after", name=name + "'")),
+                        _("The pair of the explained entry, rotated by φ = {angle:.3f} rad ({degrees:.1f}°)",
+                          angle=angle, degrees=math.degrees(angle)))
+
+
+stepthrough.live(lambda: rope_steps(walk, state.settings().rope_stage), EXPLAIN, after_entry=draw_pair)

@@ -122,6 +122,7 @@ GQA: dict[str, str] = {
 ROPE: dict[str, str] = {
     "projections": N_("Queries and keys: Q = X W_q, K = X W_k"),
     "angles": N_("Angles: position m times θᵢ = base^(−2i/d)"),
+    "sinusoidal": N_("The same angles in the sinusoidal encoding: added there, rotated here"),
     "rotate_query": N_("Rotate each pair of q's dimensions by m θᵢ"),
     "rotate_key": N_("Rotate k the same way"),
     "scores": N_("Scores: q' · k' / √d"),

@@ -326,3 +326,25 @@ def torch_check(max_abs_diff: float, matches: bool, reference: str) -> None:
     else:
         st.error(_("Checked against PyTorch: max |ours − `{reference}`| = {diff} — they disagree.",
                    reference=reference, diff=f"{max_abs_diff:.2e}"), icon=":material/cancel:")
+
+
+# ---------------------------------------------------------------- a 2-d rotation
+
+def vector_pair(before: tuple[float, float], after: tuple[float, float], labels: tuple[str, str], title: str) -> None:
+    """Two arrows from the origin, before and after a rotation, on equal axes (an Altair chart).
+
+    ``labels`` name the two arrows; ``title`` goes above the chart.
+    """
+    reach = max(1e-9, *(abs(v) for v in before + after)) * 1.15
+    rows = []
+    for name, (x, y) in zip(labels, (before, after)):
+        rows += [{"arrow": name, "x": 0.0, "y": 0.0, "order": 0}, {"arrow": name, "x": x, "y": y, "order": 1}]
+    data = pd.DataFrame(rows)
+    scale = alt.Scale(domain=[-reach, reach])
+    base = alt.Chart(data).encode(x=alt.X("x:Q", scale=scale, title=None), y=alt.Y("y:Q", scale=scale, title=None),
+                                  color=alt.Color("arrow:N", title=None, legend=alt.Legend(orient="bottom"),
+                                                  scale=alt.Scale(domain=list(labels), range=["#1f77b4", "#d62728"])))
+    lines = base.mark_line(strokeWidth=3).encode(order="order:Q", detail="arrow:N")
+    tips = base.transform_filter("datum.order == 1").mark_point(size=120, filled=True)
+    st.markdown(f"**{title}**")
+    st.altair_chart((lines + tips).properties(width=260, height=260), width="content")

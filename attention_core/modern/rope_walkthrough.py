@@ -21,6 +21,7 @@ import torch
 
 from attention_core import stages
 from attention_core.errors import N_, Message
+from attention_core.experiments.positional import sinusoidal_encoding
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.masking import formulas as fm
 from attention_core.masking.walkthrough import module_weights
@@ -127,6 +128,12 @@ def rope_panels(walk: RopeWalkthrough, stage: str) -> tuple[Panel, ...]:
     if stage == "angles":
         return (Panel("θᵢ", t.theta[None], ("θ",), _pairs(t.head_dim), "", _PAIR, explained=False),
                 Panel(Message(N_("m · θᵢ (radians)")), t.angles, rows, _pairs(t.head_dim), _TOKEN, _PAIR))
+    if stage == "sinusoidal":
+        pairs = tuple(f"i={i}" for i in range(t.head_dim // 2))
+        return (Panel(Message(N_("Sinusoidal encoding PE (the Positional encoding page), same base")),
+                      sinusoidal_encoding(len(walk.tokens), t.head_dim, base=t.base), rows, dims, _TOKEN, _DIM),
+                Panel("cos(m θᵢ)", torch.cos(t.angles), rows, pairs, _TOKEN, _PAIR, explained=False),
+                Panel("sin(m θᵢ)", torch.sin(t.angles), rows, pairs, _TOKEN, _PAIR, explained=False))
     if stage == "rotate_query":
         return (Panel("Q", t.query, rows, dims, _TOKEN, _DIM, explained=False),
                 Panel(Message(N_("Q' = Q rotated")), t.query_rotated, rows, dims, _TOKEN, _DIM))
@@ -170,6 +177,9 @@ def rope_formula(stage: str) -> tuple[str, ...]:
     half = d / 2
     if stage == "projections":
         return (sp.latex(sp.Eq(q[m, j], sp.Sum(x[m, l_] * w[l_, j], (l_, 1, sp.Symbol("D"))))),)
+    if stage == "sinusoidal":
+        return (r"PE_{m,2i} = \sin(m\,\theta_i),\quad PE_{m,2i+1} = \cos(m\,\theta_i) \qquad "
+                r"x_m + PE_m \quad\longleftrightarrow\quad R_{m\theta}\, q_m",)
     if stage == "angles":
         return (sp.latex(sp.Eq(theta[i], base ** (-2 * i / d))) + r", \quad i = 0, \ldots, \tfrac{d}{2} - 1",
                 sp.latex(sp.Eq(sp.Symbol(r"\varphi_{m,i}"), m * theta[i])))
@@ -229,6 +239,10 @@ def explain_rope(walk: RopeWalkthrough, stage: str, row: int, col: int, tr: Tran
         d, base = t.head_dim, t.base
         return (f"\\varphi_{{{row},{col}}} = m\\, \\theta_{{{col}}} = {row} \\cdot {number(base)}^{{-2 \\cdot {col} / {d}}}"
                 f" = {row} \\cdot {number(float(t.theta[col]))} = {number(value)}")
+    if stage == "sinusoidal":
+        pair, fn = col // 2, ("\\sin" if col % 2 == 0 else "\\cos")
+        return (f"PE_{{{row},{col + 1}}} = {fn}(m\\,\\theta_{{{pair}}}) = {fn}({row} \\cdot "
+                f"{number(float(t.theta[pair]))}) = {fn}({number(float(t.angles[row, pair]))}) = {number(value)}")
     if stage == "rotate_query":
         return _rotation_entry("q", t.query, walk, row, col, value)
     if stage == "rotate_key":
@@ -248,6 +262,27 @@ def explain_rope(walk: RopeWalkthrough, stage: str, row: int, col: int, tr: Tran
     raise KeyError(stage)
 
 
+def pair_vectors(walk: RopeWalkthrough, stage: str, row: int, col: int) -> tuple[tuple[float, float],
+                                                                                 tuple[float, float], float]:
+    """The pair of the explained entry before and after its rotation, and the angle: for the drawing.
+
+    Args:
+        stage: "rotate_query" or "rotate_key". row: the position m. col: a dimension of the pair (either one).
+
+    Returns:
+        ((v_i, v_{i+d/2}), (v'_i, v'_{i+d/2}), φ = m θᵢ in radians).
+
+    Raises:
+        KeyError: another stage. IndexError: (row, col) outside Q or K.
+    """
+    t = walk.trace
+    before, after = {"rotate_query": (t.query, t.query_rotated), "rotate_key": (t.key, t.key_rotated)}[stage]
+    half = t.head_dim // 2
+    i = col % half
+    return ((float(before[row, i]), float(before[row, i + half])), (float(after[row, i]), float(after[row, i + half])),
+            float(t.angles[row, i]))
+
+
 def rope_steps(walk: RopeWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` in the one step-through protocol.
 
@@ -257,6 +292,10 @@ def rope_steps(walk: RopeWalkthrough, stage: str) -> StepThrough:
     if stage not in stages.ROPE:
         raise KeyError(stage)
     remark = None
+    if stage == "sinusoidal":
+        remark = Message(N_("The columns of PE are sin and cos of exactly RoPE's angles m θᵢ. The sinusoidal encoding "
+                            "adds them to X before any projection; RoPE uses them to rotate q and k, so only the "
+                            "difference of positions survives in q · k."))
     if stage == "relative":
         diff = float((walk.trace.shifted_scores - walk.trace.scores).abs().max())
         remark = Message(N_("Every position moved by {s}, and the largest change of a score is {diff:.1e}: "

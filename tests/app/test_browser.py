@@ -160,7 +160,7 @@ def open_page(page: Page, base_url: str, path: str, title: str) -> None:
     wait_for_app_run(page)
     expect(page.locator("h1").filter(has_text=title)).to_be_visible(timeout=APP_RUN_MS)
     # app.py ran around the page: its sidebar (the shared worked-example picker) is there.
-    expect(page.get_by_role("combobox", name="Worked example", exact=True)).to_be_visible()
+    expect(page.get_by_role("combobox", name="Worked example", exact=True)).to_be_visible(timeout=APP_RUN_MS)
 
 
 def assert_no_exception(page: Page) -> None:

@@ -75,6 +75,19 @@ def test_every_stage_and_entry():
     assert math.isclose(float(walk.trace.angles[2, 1]), phi, rel_tol=1e-6)
 
 
+def test_the_sinusoidal_stage_uses_the_same_angles_and_the_pair_drawing_is_the_rotation():
+    from attention_core.modern.rope_walkthrough import pair_vectors
+
+    walk = build_rope_walkthrough(dataclasses.replace(Settings(), rope_head_dim=4, rope_base=100.0))
+    pe = rope_steps(walk, "sinusoidal").stage.panels[0].matrix
+    torch.testing.assert_close(pe[:, 0::2], torch.sin(walk.trace.angles))  # PE's even columns: sin(m θᵢ)
+    torch.testing.assert_close(pe[:, 1::2], torch.cos(walk.trace.angles))
+    before, after, angle = pair_vectors(walk, "rotate_key", 3, 3)  # dimension 4 belongs to pair i = 1
+    c, s = math.cos(angle), math.sin(angle)
+    assert after == pytest.approx((c * before[0] - s * before[1], s * before[0] + c * before[1]), abs=1e-5)
+    assert angle == pytest.approx(3 * 100 ** (-2 / 4), rel=1e-6)
+
+
 def test_odd_head_dim_gets_a_message_and_keeps_the_other_settings():
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("app_pages/rope.py").run()
