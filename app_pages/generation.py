@@ -104,7 +104,7 @@ with st.expander(_("What the KV cache saves: multiply-adds and memory"), expande
     st.markdown(_("For scale, the same formula (layers × 2 × KV heads × head_dim × bytes per number × tokens) at "
                   "{tokens} tokens, 16-bit numbers, with the sizes the models publish in their config.json:",
                   tokens=REAL_CONTEXT))
-    st.dataframe(pd.DataFrame([(name, per_token, total / 2**30) for name, per_token, total in real_cache_rows()],
+    st.dataframe(pd.DataFrame([(row.model, row.bytes_per_token, row.gib_total) for row in real_cache_rows()],
                               columns=[_("model"), _("bytes per token"), _("GiB at {tokens} tokens",
                                                                             tokens=REAL_CONTEXT)]),
                  hide_index=True)

@@ -6,7 +6,7 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.limits import MAX_GQA_HEADS, MAX_HEAD_DIM
 from attention_core.modern.walkthrough import build_gqa_walkthrough, gqa_steps
-from attention_core.transformer.generation import REAL_MODELS, kv_cache_bytes
+from attention_core.transformer.generation_walkthrough import real_cache_rows
 from ui import state, stepthrough, widgets
 from ui.i18n import _
 
@@ -64,6 +64,5 @@ stepthrough.live(lambda: gqa_steps(walk, state.settings().gqa_stage), EXPLAIN)
 with st.expander(_("The KV cache of real models"), expanded=False):
     st.markdown(_("Bytes per token: layers × 2 (K and V) × key/value heads × head_dim × 2 bytes (16-bit), from the "
                   "sizes the models publish in their config.json."))
-    st.dataframe(pd.DataFrame([(name, kv_heads, kv_cache_bytes(layers, kv_heads, head_dim, 1, size))
-                               for name, layers, kv_heads, head_dim, size in REAL_MODELS],
+    st.dataframe(pd.DataFrame([(row.model, row.kv_heads, row.bytes_per_token) for row in real_cache_rows()],
                               columns=[_("model"), _("key/value heads"), _("bytes per token")]), hide_index=True)

@@ -166,6 +166,21 @@ class StepThrough:
         return stages.PAGES[self.page][1]
 
 
+def explained_value(panels: tuple[Panel, ...], row: int, col: int, head: int = 0) -> float:
+    """Entry (row, col) of the explained panel (``head``'s, when the panels are per head): what an entry formula
+    explains and ends with.
+
+    Raises:
+        IndexError: no explained panel (for that head), or (row, col) outside it.
+    """
+    target = next((p for p in panels if p.explained and p.head in (None, head)), None)
+    if target is None:
+        raise IndexError(f"no explained panel for head {head}")
+    if not (0 <= row < target.matrix.shape[0] and 0 <= col < target.matrix.shape[1]):
+        raise IndexError(f"entry ({row}, {col}) is outside {tuple(target.matrix.shape)}")
+    return float(target.matrix[row, col])
+
+
 def clamp_entry(stage: Stage, row: int, col: int, head: int = 0, num_heads: int = 1) -> tuple[int, int, int]:
     """(row, col, head) moved inside the stage's explained panel and the heads 0..num_heads - 1.
 

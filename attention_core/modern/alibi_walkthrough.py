@@ -28,7 +28,7 @@ from attention_core.masking.walkthrough import module_weights
 from attention_core.modern.alibi import AlibiTrace, alibi_attention, alibi_weights_loop, slopes
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, token_labels
 from attention_core.settings import Edits, Settings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 
 
 @dataclass(frozen=True)
@@ -151,10 +151,7 @@ def explain_alibi(walk: AlibiWalkthrough, stage: str, row: int, col: int, head: 
         KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
     """
     t = walk.trace
-    target = next(p for p in alibi_panels(walk, stage) if p.explained and p.head in (None, head))
-    if not (0 <= row < target.matrix.shape[0] and 0 <= col < target.matrix.shape[1]):
-        raise IndexError(f"entry ({row}, {col}) is outside {tuple(target.matrix.shape)}")
-    value = float(target.matrix[row, col])
+    value = explained_value(alibi_panels(walk, stage), row, col, head)
     big_h = len(t.slopes)
     i, j = row + 1, col + 1
     if stage == "slopes":

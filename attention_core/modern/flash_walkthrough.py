@@ -29,7 +29,7 @@ from attention_core.masking.walkthrough import module_weights
 from attention_core.modern.online_softmax import FlashTrace, Tile, flash_attention
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, token_labels
 from attention_core.settings import Edits, Settings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 
 
 @dataclass(frozen=True)
@@ -182,10 +182,7 @@ def explain_flash(walk: FlashWalkthrough, stage: str, row: int, col: int, tr: Tr
     Raises:
         KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
     """
-    target = next(p for p in flash_panels(walk, stage) if p.explained)
-    if not (0 <= row < target.matrix.shape[0] and 0 <= col < target.matrix.shape[1]):
-        raise IndexError(f"entry ({row}, {col}) is outside {tuple(target.matrix.shape)}")
-    value = float(target.matrix[row, col])
+    value = explained_value(flash_panels(walk, stage), row, col)
     tile, trace = walk.current, walk.trace
     if stage == "tiles":
         qb, kb = row // trace.block_q + 1, col // trace.block_k + 1

@@ -28,7 +28,7 @@ from attention_core.masking.walkthrough import module_weights
 from attention_core.modern.rope import RopeTrace, check_head_dim, frequencies, rope_scores, rotate
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, dim_labels
 from attention_core.settings import Edits, Settings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 
 #: The bases the "base" stage compares with the chosen one: RoFormer's small-scale ablations, RoFormer / Llama 2,
 #: Llama 3.
@@ -41,7 +41,7 @@ class RopeWalkthrough:
 
     Attributes:
         settings: the settings it was built from. base: the self-attention walkthrough (tokens, X).
-        tokens: the T tokens. trace: the :class:`RopeTrace`.
+        tokens: the T tokens. w_query: (D, d), W_q (Q = X W_q). trace: the :class:`RopeTrace`.
         checks: the rotation against transformers' Llama RoPE (the shift invariance is the "relative" stage's
             remark).
     """
@@ -49,6 +49,7 @@ class RopeWalkthrough:
     settings: Settings
     base: Walkthrough
     tokens: tuple[str, ...]
+    w_query: torch.Tensor
     trace: RopeTrace
     checks: tuple[Check, ...]
 
@@ -97,7 +98,8 @@ def build_rope_walkthrough(settings: Settings, edits: Edits | None = None) -> Ro
                 "transformers.models.llama.modeling_llama.apply_rotary_pos_emb(q, k, *LlamaRotaryEmbedding(...))",
                 note=Message(N_("the rotated queries and keys"))),
     )
-    return RopeWalkthrough(settings=settings, base=base, tokens=base.tokens, trace=trace, checks=checks)
+    return RopeWalkthrough(settings=settings, base=base, tokens=base.tokens, w_query=w["w_query"], trace=trace,
+                           checks=checks)
 
 
 # ---------------------------------------------------------------- panels
@@ -227,13 +229,9 @@ def explain_rope(walk: RopeWalkthrough, stage: str, row: int, col: int, tr: Tran
         KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
     """
     t = walk.trace
-    target = next(p for p in rope_panels(walk, stage) if p.explained)
-    if not (0 <= row < target.matrix.shape[0] and 0 <= col < target.matrix.shape[1]):
-        raise IndexError(f"entry ({row}, {col}) is outside {tuple(target.matrix.shape)}")
-    value = float(target.matrix[row, col])
+    value = explained_value(rope_panels(walk, stage), row, col)
     if stage == "projections":
-        w = module_weights(walk.base.trace.x.shape[-1], t.head_dim, walk.settings.seed, out_proj=False)
-        return fm.projection_entry_latex("q", row, col, walk.base.trace.x[row].tolist(), w["w_query"][:, col].tolist(),
+        return fm.projection_entry_latex("q", row, col, walk.base.trace.x[row].tolist(), walk.w_query[:, col].tolist(),
                                          value)
     if stage == "angles":
         d, base = t.head_dim, t.base

@@ -29,7 +29,7 @@ from attention_core.modern.sliding import receptive_field, window_mask
 from attention_core.self_attention.functional import AttentionTrace, scaled_dot_product_attention
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, token_labels
 from attention_core.settings import Edits, Settings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 
 
 @dataclass(frozen=True)
@@ -144,9 +144,7 @@ def explain_sliding(walk: SlidingWalkthrough, stage: str, row: int, col: int, tr
     Raises:
         KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
     """
-    target = next(p for p in sliding_panels(walk, stage) if p.explained)
-    if not (0 <= row < target.matrix.shape[0] and 0 <= col < target.matrix.shape[1]):
-        raise IndexError(f"entry ({row}, {col}) is outside {tuple(target.matrix.shape)}")
+    explained_value(sliding_panels(walk, stage), row, col)  # raises outside the panel
     i, j, w = row + 1, col + 1, walk.window
     t = walk.trace
     allowed = bool(walk.mask[row, col])

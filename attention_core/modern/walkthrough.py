@@ -35,7 +35,7 @@ from attention_core.modern.gqa import GroupedQueryTrace, grouped_query_attention
 from attention_core.multihead.heads import multi_head_attention
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, dim_labels, token_labels
 from attention_core.settings import Edits, Settings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.transformer.generation import FLOAT32_BYTES, kv_cache_bytes
 
 #: The variants the KV-cache stage compares, by their number of key/value heads (a function of h).
@@ -210,10 +210,7 @@ def explain_gqa(walk: GQAWalkthrough, stage: str, row: int, col: int, head: int 
         KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
     """
     t = walk.trace
-    target = next(p for p in gqa_panels(walk, stage) if p.explained and p.head in (None, head))
-    if not (0 <= row < target.matrix.shape[0] and 0 <= col < target.matrix.shape[1]):
-        raise IndexError(f"entry ({row}, {col}) is outside {tuple(target.matrix.shape)}")
-    value = float(target.matrix[row, col])
+    value = explained_value(gqa_panels(walk, stage), row, col, head)
     if stage == "inputs":
         return f"x_{{{row + 1},{col + 1}}} = {number(value)}"
     if stage == "projections":

@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from attention_core.multihead.heads import MultiHeadTrace, multi_head_attention
-from attention_core.transformer.encoder import BlockWeights, LayerNormTrace, layer_norm
+from attention_core.transformer.encoder import BlockWeights, LayerNormTrace, fill_attention, layer_norm
 
 
 @dataclass(frozen=True)
@@ -198,13 +198,6 @@ def decoder_weights(layer: nn.TransformerDecoderLayer) -> DecoderBlockWeights:
         gammas=tuple(n.weight.detach() for n in norms), betas=tuple(n.bias.detach() for n in norms))
 
 
-def _fill_attention(mha: nn.MultiheadAttention, w: AttentionWeights) -> None:
-    mha.in_proj_weight.copy_(torch.cat([w.w_query.T, w.w_key.T, w.w_value.T]))
-    mha.in_proj_bias.copy_(torch.cat([w.b_query, w.b_key, w.b_value]))
-    mha.out_proj.weight.copy_(w.w_out.T)
-    mha.out_proj.bias.copy_(w.b_out)
-
-
 def torch_decoder_layer(weights: DecoderBlockWeights, num_heads: int) -> nn.TransformerDecoderLayer:
     """``torch.nn.TransformerDecoderLayer`` holding ``weights`` (eval, dropout 0, ReLU, batch_first, post-LN).
 
@@ -217,8 +210,8 @@ def torch_decoder_layer(weights: DecoderBlockWeights, num_heads: int) -> nn.Tran
     layer = layer.to_empty(device="cpu").eval()
     w = weights
     with torch.no_grad():
-        _fill_attention(layer.self_attn, w.self_attention)
-        _fill_attention(layer.multihead_attn, w.cross_attention)
+        fill_attention(layer.self_attn, w.self_attention)
+        fill_attention(layer.multihead_attn, w.cross_attention)
         layer.linear1.weight.copy_(w.w_1.T)
         layer.linear1.bias.copy_(w.b_1)
         layer.linear2.weight.copy_(w.w_2.T)

@@ -244,6 +244,18 @@ def encoder_stack(x: torch.Tensor, weights: tuple[BlockWeights, ...], num_heads:
     return tuple(traces)
 
 
+def fill_attention(mha: nn.MultiheadAttention, w) -> None:
+    """Copy W_q, W_k, W_v, W_O and their biases (``x @ W`` layout) into ``mha`` (in_proj = cat of the transposes).
+
+    ``w``: anything with w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out ((D, D) and (D,) each),
+    such as :class:`BlockWeights` or the decoder's ``AttentionWeights``. Call under ``torch.no_grad()``.
+    """
+    mha.in_proj_weight.copy_(torch.cat([w.w_query.T, w.w_key.T, w.w_value.T]))
+    mha.in_proj_bias.copy_(torch.cat([w.b_query, w.b_key, w.b_value]))
+    mha.out_proj.weight.copy_(w.w_out.T)
+    mha.out_proj.bias.copy_(w.b_out)
+
+
 def torch_layer(weights: BlockWeights, num_heads: int, norm_first: bool) -> nn.TransformerEncoderLayer:
     """``torch.nn.TransformerEncoderLayer`` holding ``weights`` (eval mode, dropout 0, ReLU, batch_first).
 
@@ -256,10 +268,7 @@ def torch_layer(weights: BlockWeights, num_heads: int, norm_first: bool) -> nn.T
     layer = layer.to_empty(device="cpu").eval()
     w = weights
     with torch.no_grad():
-        layer.self_attn.in_proj_weight.copy_(torch.cat([w.w_query.T, w.w_key.T, w.w_value.T]))
-        layer.self_attn.in_proj_bias.copy_(torch.cat([w.b_query, w.b_key, w.b_value]))
-        layer.self_attn.out_proj.weight.copy_(w.w_out.T)
-        layer.self_attn.out_proj.bias.copy_(w.b_out)
+        fill_attention(layer.self_attn, w)
         layer.linear1.weight.copy_(w.w_1.T)
         layer.linear1.bias.copy_(w.b_1)
         layer.linear2.weight.copy_(w.w_2.T)

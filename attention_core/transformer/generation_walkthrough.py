@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import sympy as sp
 import torch
@@ -29,8 +30,9 @@ from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate, aligned, factor, latex_text, number, terms_lines
 from attention_core.masking.formulas import masked_weight_entry_latex
 from attention_core.multihead.heads import MultiHeadTrace
+from attention_core.self_attention.walkthrough import dim_labels
 from attention_core.settings import Settings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.transformer.decoder import decoder_block, torch_decoder_layer
 from attention_core.transformer.generation import (
     FLOAT32_BYTES,
@@ -139,10 +141,7 @@ _SOURCE = Message(N_("source letter"))
 _DECODER = Message(N_("decoder input"))
 _DIM = Message(N_("dimension"))
 _VOCAB = Message(N_("vocabulary token"))
-
-
-def _dims(width: int) -> tuple[str, ...]:
-    return tuple(f"d{j + 1}" for j in range(width))
+_DIMS = tuple(dim_labels("d", D_MODEL))
 
 
 def _cache_rows(walk: GenerationWalkthrough) -> tuple[str, ...]:
@@ -172,11 +171,11 @@ def generation_panels(walk: GenerationWalkthrough, stage: str) -> tuple[Panel, .
     src, dec = tuple(token_labels(walk.source_tokens)), tuple(token_labels(walk.input_tokens))
     cached = s.cached[walk.layer]
     if stage == "source":
-        return (Panel("X = E[source] · √D + PE", g.x, src, _dims(D_MODEL), row_title=_SOURCE, col_title=_DIM),
+        return (Panel("X = E[source] · √D + PE", g.x, src, _DIMS, row_title=_SOURCE, col_title=_DIM),
                 Panel(Message(N_("M: the encoder's output after {n} blocks"), n=NUM_LAYERS), g.memory, src,
-                      _dims(D_MODEL), row_title=_SOURCE, col_title=_DIM, explained=False))
+                      _DIMS, row_title=_SOURCE, col_title=_DIM, explained=False))
     if stage == "decoder_input":
-        return (Panel("Y = E[START, y₁, …] · √D + PE", s.y, dec, _dims(D_MODEL), row_title=_DECODER,
+        return (Panel("Y = E[START, y₁, …] · √D + PE", s.y, dec, _DIMS, row_title=_DECODER,
                       col_title=_DIM),)
     if stage in _ATTENTION:
         trace = _attention(walk, stage)
@@ -188,9 +187,9 @@ def generation_panels(walk: GenerationWalkthrough, stage: str) -> tuple[Panel, .
     if stage == "kv_cache":
         rows = _cache_rows(walk)
         return (Panel(Message(N_("K cache of block {block} (← the row computed at this step)"), block=walk.layer + 1),
-                      cached.self_attention.key, rows, _dims(D_MODEL), row_title=_DECODER, col_title=_DIM),
+                      cached.self_attention.key, rows, _DIMS, row_title=_DECODER, col_title=_DIM),
                 Panel(Message(N_("V cache of block {block}"), block=walk.layer + 1), cached.self_attention.value,
-                      rows, _dims(D_MODEL), row_title=_DECODER, col_title=_DIM, explained=False))
+                      rows, _DIMS, row_title=_DECODER, col_title=_DIM, explained=False))
     if stage == "logits":
         return (Panel(Message(N_("Logits of step {step}"), step=s.number), s.logits[None], (dec[-1],), VOCAB,
                       row_title=_DECODER, col_title=_VOCAB),)
@@ -266,10 +265,7 @@ def explain_generation(walk: GenerationWalkthrough, stage: str, row: int, col: i
         KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
     """
     panels = generation_panels(walk, stage)
-    target = next(p for p in panels if p.explained and p.head in (None, head))
-    if not (0 <= row < target.matrix.shape[0] and 0 <= col < target.matrix.shape[1]):
-        raise IndexError(f"entry ({row}, {col}) is outside {tuple(target.matrix.shape)}")
-    value = float(target.matrix[row, col])
+    value = explained_value(panels, row, col, head)
     s, w = walk.current, toy_weights()
     if stage == "source":
         return _embedding_entry(row, col, walk.generation.source[row], value, float(w.positional[row, col]))
@@ -281,7 +277,7 @@ def explain_generation(walk: GenerationWalkthrough, stage: str, row: int, col: i
         return masked_weight_entry_latex(row, col, scores[row].tolist(), value, head, tr)
     if stage == "kv_cache":
         cached = s.cached[walk.layer]
-        if row < target.matrix.shape[0] - 1:
+        if row < len(s.inputs) - 1:  # an earlier token's row
             return (f"k_{{{row + 1},{col + 1}}} = {number(value)} \\quad "
                     + r"\text{" + latex_text(tr(N_("read from the cache: computed at step {step}"), step=row + 1)) + "}")
         weights = w.decoder[walk.layer].self_attention
@@ -320,10 +316,23 @@ def cost_rows(walk: GenerationWalkthrough) -> tuple[tuple[int, int, int, int], .
                  for t in range(1, len(walk.generation.steps) + 1))
 
 
-def real_cache_rows(tokens: int = REAL_CONTEXT) -> tuple[tuple[str, int, int], ...]:
-    """(model, bytes per token, bytes at ``tokens`` tokens) for :data:`generation.REAL_MODELS`."""
-    return tuple((name, kv_cache_bytes(layers, kv_heads, head_dim, 1, size),
-                  kv_cache_bytes(layers, kv_heads, head_dim, tokens, size))
+class CacheSize(NamedTuple):
+    """A real model's KV cache: its key/value heads, bytes per token, and bytes at ``tokens`` tokens."""
+
+    model: str
+    kv_heads: int
+    bytes_per_token: int
+    bytes_total: int
+
+    @property
+    def gib_total(self) -> float:
+        return self.bytes_total / 2**30
+
+
+def real_cache_rows(tokens: int = REAL_CONTEXT) -> tuple[CacheSize, ...]:
+    """The KV cache of each of :data:`generation.REAL_MODELS` (16-bit numbers), per token and at ``tokens``."""
+    return tuple(CacheSize(name, kv_heads, kv_cache_bytes(layers, kv_heads, head_dim, 1, size),
+                           kv_cache_bytes(layers, kv_heads, head_dim, tokens, size))
                  for name, layers, kv_heads, head_dim, size in REAL_MODELS)
 
 

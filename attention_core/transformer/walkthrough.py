@@ -29,7 +29,7 @@ from attention_core.errors import N_, InputError, Message
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, dim_labels, token_labels
 from attention_core.settings import Edits, Settings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.transformer.encoder import (
     BlockWeights,
     EncoderBlockTrace,
@@ -312,11 +312,8 @@ def explain_encoder(walk: EncoderWalkthrough, stage: str, row: int, col: int, tr
     Raises:
         KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
     """
-    target = next(p for p in encoder_panels(walk, stage) if p.explained)
-    if not (0 <= row < target.matrix.shape[0] and 0 <= col < target.matrix.shape[1]):
-        raise IndexError(f"entry ({row}, {col}) is outside {tuple(target.matrix.shape)}")
+    value = explained_value(encoder_panels(walk, stage), row, col)
     t, i, j = walk.trace, row + 1, col + 1
-    value = float(target.matrix[row, col])
     if stage == "inputs":
         return f"x_{{{i},{j}}} = {number(value)}"
     if stage == "norm_1":

@@ -216,7 +216,7 @@ def test_the_cache_grows_linearly_and_recomputing_quadratically():
 
 def test_kv_cache_bytes_of_the_toy_model_and_real_models():
     assert kv_cache_bytes(2, 2, 8, 1, 4) == 256  # 2 blocks × (K and V) × 2 heads × 8 dims × 4 bytes
-    rows = dict((name, per_token) for name, per_token, _ in real_cache_rows())
+    rows = {row.model: row.bytes_per_token for row in real_cache_rows()}
     assert rows["Llama 2 7B (multi-head attention)"] == 32 * 2 * 32 * 128 * 2 == 512 * 1024
     assert rows["Llama 3 8B (grouped-query attention, 8 KV heads)"] == 128 * 1024
 
