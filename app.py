@@ -12,12 +12,13 @@ import streamlit as st
 
 from attention_core.inputs.presets import PRESETS
 from attention_core.settings import LANGUAGES
-from ui import presenter, runtime, state
+from ui import presenter, runtime, state, teacher
 from ui.i18n import _
 
 runtime.tune_server()  # once per process: cheap garbage collection, no Nagle delay (ui/runtime.py)
 st.set_page_config(page_title=_("Attention Explorer"), page_icon=":material/visibility:", layout="wide")
 state.load_link()  # a shared link's settings, on a session's first run
+state.start_run()  # the widgets this run binds are listed for the teacher's panel (ui/teacher.py)
 
 # Absolute paths: the app also runs from deploy/streamlit_app.py (Community Cloud's entry point).
 HERE = Path(__file__).resolve().parent
@@ -101,5 +102,8 @@ if not link_complete:
 for message in state.link_messages():
     st.warning(_(message), icon=":material/link:")
 presenter.apply()
+locked_note = st.empty()  # filled after the page: the settings a teacher's link fixed, by their labels
 
 page.run()
+teacher.note(locked_note)
+teacher.panel()

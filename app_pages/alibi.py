@@ -42,4 +42,5 @@ state.bind(st.toggle, _("Causal mask"), "causal",
            help=_("On, as in the paper's language models: each token sees itself and earlier tokens."))
 
 walk = widgets.build_or_stop(build_alibi_walkthrough, state.settings(), state.edits())
-stepthrough.live(lambda: alibi_steps(walk, state.settings().alibi_stage), EXPLAIN)
+stepthrough.live(lambda: alibi_steps(walk, state.settings().alibi_stage), EXPLAIN,
+                 steps_for=lambda stage: alibi_steps(walk, stage))

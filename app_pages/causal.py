@@ -57,4 +57,5 @@ st.caption(_(
     seed_call=f"torch.manual_seed({settings.seed})",
 ))
 
-stepthrough.live(lambda: causal_steps(walk, state.settings().causal_stage), EXPLAIN)
+stepthrough.live(lambda: causal_steps(walk, state.settings().causal_stage), EXPLAIN,
+                 steps_for=lambda stage: causal_steps(walk, stage))

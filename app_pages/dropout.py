@@ -55,4 +55,5 @@ st.caption(_(
     global_call=f"torch.manual_seed({settings.dropout_seed}); nn.Dropout({settings.dropout_p:g})",
 ))
 
-stepthrough.live(lambda: causal_steps(walk, state.settings().dropout_stage, page="dropout"), EXPLAIN)
+stepthrough.live(lambda: causal_steps(walk, state.settings().dropout_stage, page="dropout"), EXPLAIN,
+                 steps_for=lambda stage: causal_steps(walk, stage, page="dropout"))

@@ -81,4 +81,5 @@ st.caption(_(
     head_dim=walk.trace.attention.head_dim, f=settings.dim_feedforward, n=settings.num_layers,
 ))
 
-stepthrough.live(lambda: encoder_steps(walk, state.settings().encoder_stage), EXPLAIN)
+stepthrough.live(lambda: encoder_steps(walk, state.settings().encoder_stage), EXPLAIN,
+                 steps_for=lambda stage: encoder_steps(walk, stage))

@@ -53,4 +53,5 @@ names = {k: _("Tile {k}: query block {qb} (rows {r0}–{r1}) × key block {kb} (
          for k, (qb, kb, rows, cols) in enumerate(tile_names(walk))}  # a plain lookup
 state.bind(st.selectbox, _("Tile"), "flash_tile", options=list(names), format_func=names.get)
 
-stepthrough.live(lambda: flash_steps(walk, state.settings().flash_stage), EXPLAIN)
+stepthrough.live(lambda: flash_steps(walk, state.settings().flash_stage), EXPLAIN,
+                 steps_for=lambda stage: flash_steps(walk, stage))

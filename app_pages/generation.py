@@ -92,7 +92,8 @@ with s2:
     state.bind(st.selectbox, _("Block"), "toy_layer", options=list(layers), format_func=layers.get,
                help=_("The encoder's or the decoder's block whose attention and KV cache are shown."))
 
-stepthrough.live(lambda: generation_steps(walk, state.settings().generation_stage), EXPLAIN)
+stepthrough.live(lambda: generation_steps(walk, state.settings().generation_stage), EXPLAIN,
+                 steps_for=lambda stage: generation_steps(walk, stage))
 
 with st.expander(_("What the KV cache saves: multiply-adds and memory"), expanded=False):
     st.markdown(_("Multiply-adds of the matrix products in the decoder at each step of this run. Without a cache "

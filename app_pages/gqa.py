@@ -59,7 +59,8 @@ st.markdown(_("**{kind}:** {h} query heads, {kv} key/value heads, {group} query 
               "head_dim = {hd}, scale 1/√{hd}.", kind=kind, h=t.num_heads, kv=t.num_kv_heads,
               group=t.num_heads // t.num_kv_heads, hd=t.head_dim))
 
-stepthrough.live(lambda: gqa_steps(walk, state.settings().gqa_stage), EXPLAIN)
+stepthrough.live(lambda: gqa_steps(walk, state.settings().gqa_stage), EXPLAIN,
+                 steps_for=lambda stage: gqa_steps(walk, stage))
 
 with st.expander(_("The KV cache of real models"), expanded=False):
     st.markdown(_("Bytes per token: layers × 2 (K and V) × key/value heads × head_dim × 2 bytes (16-bit), from the "

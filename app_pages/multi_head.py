@@ -69,4 +69,5 @@ st.caption(_(
     seed_call=f"torch.manual_seed({settings.seed})",
 ))
 
-stepthrough.live(lambda: multihead_steps(walk, state.settings().mha_stage), EXPLAIN)
+stepthrough.live(lambda: multihead_steps(walk, state.settings().mha_stage), EXPLAIN,
+                 steps_for=lambda stage: multihead_steps(walk, stage))

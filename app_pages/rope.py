@@ -67,4 +67,5 @@ def draw_pair(steps) -> None:
                           angle=angle, degrees=math.degrees(angle)))
 
 
-stepthrough.live(lambda: rope_steps(walk, state.settings().rope_stage), EXPLAIN, after_entry=draw_pair)
+stepthrough.live(lambda: rope_steps(walk, state.settings().rope_stage), EXPLAIN,
+                 steps_for=lambda stage: rope_steps(walk, stage), after_entry=draw_pair)

@@ -63,5 +63,6 @@ def export_expander(steps: StepThrough) -> None:
                                 SELF_ATTENTION[steps.stage.key], key="export_stage")
 
 
-stepthrough.live(lambda: self_attention_steps(walk, state.settings().stage), EXPLAIN, layout="beside",
+stepthrough.live(lambda: self_attention_steps(walk, state.settings().stage), EXPLAIN,
+                 steps_for=lambda stage: self_attention_steps(walk, stage), layout="beside",
                  after_checks=export_expander)

@@ -44,4 +44,5 @@ state.bind(st.toggle, _("Causal mask"), "causal",
            help=_("On: the window looks back only (Mistral). Off: w − 1 tokens on each side (Longformer)."))
 
 walk = widgets.build_or_stop(build_sliding_walkthrough, state.settings(), state.edits())
-stepthrough.live(lambda: sliding_steps(walk, state.settings().sliding_stage), EXPLAIN)
+stepthrough.live(lambda: sliding_steps(walk, state.settings().sliding_stage), EXPLAIN,
+                 steps_for=lambda stage: sliding_steps(walk, stage))

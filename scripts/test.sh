@@ -5,7 +5,8 @@
 #   1. .venv (python3 -m venv) with requirements-dev.txt installed;
 #   2. Debian's chromium at /usr/bin/chromium, for tests/app/test_browser.py
 #      (Playwright's own browser download cannot work here: never `playwright install`),
-#      and Debian's haproxy at /usr/sbin/haproxy, for tests/app/test_lecture_hall.py;
+#      Debian's haproxy at /usr/sbin/haproxy, for tests/app/test_lecture_hall.py,
+#      and Debian's fonts-noto-cjk, the Chinese font of the worksheet PDFs (tests/classroom/test_worksheet.py);
 #   3. pytest, with any extra arguments passed through. Exits with pytest's status.
 set -euo pipefail
 
@@ -27,6 +28,8 @@ echo "==> pip install -r requirements-dev.txt"
 MISSING=()
 [[ -x /usr/bin/chromium ]] || MISSING+=(chromium)
 [[ -x /usr/sbin/haproxy ]] || MISSING+=(haproxy)
+[[ -d /usr/share/fonts/opentype/noto ]] && ls /usr/share/fonts/opentype/noto/NotoSansCJK-* >/dev/null 2>&1 \
+    || MISSING+=(fonts-noto-cjk)
 if (( ${#MISSING[@]} )); then
     echo "==> installing Debian's ${MISSING[*]}"
     SUDO=()

@@ -236,6 +236,14 @@ def _cases(row: settings.Field) -> list[tuple[Any, Any, Optional[str]]]:
             (["a", "list"], fallback, message.format(got="['a', 'list']")),
             *((key, key, None) for key in row.keys),
         ]
+    if isinstance(row, settings.FieldNames):
+        unknown = "The link fixes settings this app does not have or cannot fix: {names}. They are left free."
+        return [
+            ("", "", None), ("seed,d_k", "d_k,seed", None), (" d_k , d_k,", "d_k", None),
+            ("d_k,language,locked,nope", "d_k", unknown.format(names="language, locked, nope")),
+            (None, fallback, "The list of fixed settings must be text; none is fixed."),
+            (["d_k"], fallback, "The list of fixed settings must be text; none is fixed."),
+        ]
     raise AssertionError(f"no test cases for a {type(row).__name__} row ({row.name})")
 
 

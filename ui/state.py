@@ -43,8 +43,11 @@ def update(**changes: Any) -> None:
 
     Call from widget callbacks, or in a page before the bound widgets of the
     changed fields are created (their keys may only be written before then).
+    Changes to the settings a teacher's link fixed (:func:`locked`) are dropped: their widgets are disabled,
+    and a click elsewhere (a heatmap cell, Next) must not move them either.
     """
-    new, messages = settings().replace(**changes)
+    fixed = locked()
+    new, messages = settings().replace(**{k: v for k, v in changes.items() if k not in fixed})
     st.session_state[_SETTINGS] = new
     st.session_state[_MESSAGES] = messages
     bound = [k for k in st.session_state if isinstance(k, str) and k.startswith("setting_")]
@@ -68,8 +71,36 @@ def messages() -> list[str]:
     return st.session_state.get(_MESSAGES, [])
 
 
+def locked() -> frozenset[str]:
+    """The settings fixed by a teacher's link (``Settings.locked``), as field names."""
+    text = settings().locked
+    return frozenset(text.split(",")) if text else frozenset()
+
+
+_BOUND = "bound_fields"  # {field: widget label} of this page, for the teacher's panel (ui/teacher.py)
+
+
+def bound_fields() -> dict[str, str]:
+    """The settings fields this page bound to widgets since :func:`start_run`, with their labels."""
+    return st.session_state.setdefault(_BOUND, {})
+
+
+def start_run() -> None:
+    """Forget the bound fields of the last page (called once per whole-page run, before the page)."""
+    st.session_state[_BOUND] = {}
+
+
 def bind(widget: Callable[..., Any], label: str, field: str, *, variant: str = "", **kwargs: Any) -> Any:
-    """Create ``widget`` bound to settings ``field``: it shows the setting and writes changes back."""
+    """Create ``widget`` bound to settings ``field``: it shows the setting and writes changes back.
+
+    A field a teacher's link fixed gets a disabled widget that says so (in its help).
+    """
+    bound_fields()[field] = label
+    if field in locked():
+        from .i18n import _
+
+        kwargs["disabled"] = True
+        kwargs["help"] = _("Fixed by your teacher's link.") + (f" {kwargs['help']}" if kwargs.get("help") else "")
     key = widget_key(field, variant)
     if key not in st.session_state:
         st.session_state[key] = getattr(settings(), field)

@@ -21,7 +21,7 @@ from attention_core.errors import Message
 from attention_core.settings import Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, clamp_entry
 
-from . import i18n, masking, state, widgets
+from . import i18n, masking, practice, state, widgets, worksheet
 from .i18n import _
 
 
@@ -37,7 +37,8 @@ def _labels(labels: Sequence[str]) -> list[str]:
 def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stacked", per_row: int = 0,
          with_checks: bool = True, after_panels: Optional[Callable[[], None]] = None,
          after_entry: Optional[Callable[[], None]] = None,
-         after_checks: Optional[Callable[[], None]] = None) -> None:
+         after_checks: Optional[Callable[[], None]] = None,
+         steps_for: Optional[Callable[[str], StepThrough]] = None) -> None:
     """Render a step page's current stage.
 
     Args:
@@ -48,14 +49,32 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
         with_checks: show the checks against PyTorch here (False: the page shows them elsewhere).
         after_panels, after_entry, after_checks: draw what the page adds after the heatmaps, after the
             explained entry, after the checks (before "Show the code").
+        steps_for: the page's builder of any stage: given, the worksheet downloads are offered.
     """
     stage = steps.stage
     tr = i18n.translator()
     widgets.stepper(steps.titles, stage.key, field=steps.field)
+    practising = practice.switch(steps)
     st.markdown(_(explain[stage.key]))
     row, col, head = entry(steps)
+    exercise = practice.exercise_for(steps, row, col, head) if practising else None
+    if practising and exercise is None:
+        practice.nothing_to_compute()
 
     single = len(stage.panels) == 1 and stage.mask is None
+    if practice.hidden(steps, exercise, row, col, head):
+        with st.expander(_("Formula"), expanded=True):
+            for line in stage.formula(tr):
+                st.latex(line)
+        st.info(_("This step's numbers are hidden until you answer (or ask for the solution)."),
+                icon=":material/visibility_off:")
+        target = stage.target
+        entry_pickers(steps, row, col, clickable=False)
+        practice.ask(steps, exercise, row, col, head, _labels(target.row_labels), _labels(target.col_labels))
+        notes(steps.warnings, steps.notes)
+        if steps_for is not None:
+            worksheet.downloads(steps.page, steps_for)
+        return
     if layout == "beside" and single:
         formula_col, matrix_col = st.columns([2, 3])
         with formula_col:
@@ -89,6 +108,8 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
     if stage.entry is not None and stage.target is not None:
         st.subheader(_("Explain this entry"))
         entry_pickers(steps, row, col)
+        if exercise is not None:
+            practice.verdict_line(steps, exercise, row, col, head)
         st.latex(stage.entry(row, col, head, tr))
     if after_entry is not None:
         after_entry()
@@ -99,6 +120,8 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
             st.caption(_(steps.check_caption))
     if after_checks is not None:
         after_checks()
+    if steps_for is not None:
+        worksheet.downloads(steps.page, steps_for)
     if stage.code:
         with st.expander(_("Show the code")):
             for function in stage.code:
@@ -126,7 +149,8 @@ def outer_fingerprint(settings: Settings, edits: Mapping, fragment_fields: Seque
 def live(build: Callable[[], StepThrough], explain: Mapping[str, str], *,
          after_panels: Optional[Callable[[StepThrough], None]] = None,
          after_entry: Optional[Callable[[StepThrough], None]] = None,
-         after_checks: Optional[Callable[[StepThrough], None]] = None, **options) -> None:
+         after_checks: Optional[Callable[[StepThrough], None]] = None,
+         steps_for: Optional[Callable[[str], StepThrough]] = None, **options) -> None:
     """:func:`show`, as a fragment: Previous / Next, the step picker, the entry pickers and a click on a
     cell rerun only the step-through, not the whole page (the router, the sidebar, the page's settings).
 
@@ -134,9 +158,11 @@ def live(build: Callable[[], StepThrough], explain: Mapping[str, str], *,
     rerun, with the page's walk-through of the last whole-page run). A click inside the fragment that
     changed anything else (a mask cell, which is an edit) reruns the whole page instead. The callbacks
     get the StepThrough; ``options`` go to :func:`show`. The link is written on every fragment run.
+    ``steps_for(stage)`` builds any stage of the page (the same builder as ``build``'s): given, the page
+    offers a printable worksheet of every stage and its answer key (``ui.worksheet``).
     """
     st.session_state[_FULL_RUN] = True
-    _live(build, explain, after_panels, after_entry, after_checks, options)
+    _live(build, explain, after_panels, after_entry, after_checks, {**options, "steps_for": steps_for})
 
 
 def _call(callback: Optional[Callable[[StepThrough], None]], steps: StepThrough) -> Optional[Callable[[], None]]:
@@ -146,7 +172,7 @@ def _call(callback: Optional[Callable[[StepThrough], None]], steps: StepThrough)
 @st.fragment
 def _live(build, explain, after_panels, after_entry, after_checks, options) -> None:
     steps = build()
-    fields = [steps.field, steps.row_field, steps.col_field] + ([steps.head_field] if steps.head_field else [])
+    fields = [steps.field, steps.row_field, steps.col_field, "practice"] + ([steps.head_field] if steps.head_field else [])
     fingerprint = outer_fingerprint(state.settings(), state.edits(), fields)
     if st.session_state.pop(_FULL_RUN, False):
         st.session_state[_OUTER] = fingerprint
@@ -256,7 +282,7 @@ def panels(steps: StepThrough, *, entry: tuple[int, int], head: int = 0, per_row
                          row_axis=n == 0 or panel.row_labels != chunk[0].row_labels)
 
 
-def entry_pickers(steps: StepThrough, row: int, col: int) -> None:
+def entry_pickers(steps: StepThrough, row: int, col: int, *, clickable: bool = True) -> None:
     """Row, column (and head) pickers of the explained entry, and which tokens / columns they are.
 
     The rows are always the query tokens. The column picker is a fresh widget for each set of column labels
@@ -278,12 +304,12 @@ def entry_pickers(steps: StepThrough, row: int, col: int) -> None:
         with columns[2]:
             state.bind(st.selectbox, _("Head"), steps.head_field, options=list(range(steps.num_heads)),
                        format_func=lambda r: str(r + 1), disabled=not stage.per_head)
-    st.caption(_("Row {row}: **{row_label}** ({row_title}), column {col}: **{col_label}** ({col_title}). "
-                 "Or click a cell of the heatmap.",
+    st.caption(_("Row {row}: **{row_label}** ({row_title}), column {col}: **{col_label}** ({col_title}).",
                  row=row + 1, row_label=widgets.md_escape(row_labels[row]),
                  row_title=app_text(panel.row_title) or _("row"),
                  col=col + 1, col_label=widgets.md_escape(col_labels[col]),
-                 col_title=app_text(panel.col_title) or _("column")))
+                 col_title=app_text(panel.col_title) or _("column"))
+               + (" " + _("Or click a cell of the heatmap.") if clickable else ""))
 
 
 def _variant(labels: Sequence[str]) -> str:

@@ -307,14 +307,15 @@ def stepper(stages: dict[str, str], current: str, field: str = "stage") -> None:
     """Previous / Next buttons and a step picker bound to settings ``field`` (default ``stage``)."""
     keys = list(stages)
     index = keys.index(current)
+    fixed = field in state.locked()  # a teacher's link fixed the step
     left, middle, right = st.columns([1, 3, 1], vertical_alignment="bottom")
-    left.button(_("◀ Previous"), key="step_prev", disabled=index == 0, width="stretch",
+    left.button(_("◀ Previous"), key="step_prev", disabled=index == 0 or fixed, width="stretch",
                 on_click=state.update, kwargs={field: keys[max(index - 1, 0)]})
     with middle:
         # labels made now, in the page's language: format_func must be a plain lookup
         labels = {k: f"{n} / {len(keys)}: {_(stages[k])}" for n, k in enumerate(keys, start=1)}
         state.bind(st.selectbox, _("Step"), field, options=keys, format_func=labels.get)
-    right.button(_("Next ▶"), key="step_next", disabled=index == len(keys) - 1, width="stretch",
+    right.button(_("Next ▶"), key="step_next", disabled=index == len(keys) - 1 or fixed, width="stretch",
                  on_click=state.update, kwargs={field: keys[min(index + 1, len(keys) - 1)]})
 
 

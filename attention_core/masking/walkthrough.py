@@ -39,9 +39,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_core import stages
+from attention_core import practice, stages
 from attention_core.errors import N_, InputError, Message
-from attention_core.latex import Translate
+from attention_core.latex import Translate, index
 from attention_core.masking import formulas as fm
 from attention_core.masking.masks import (
     MaskAfterSoftmaxTrace,
@@ -396,6 +396,55 @@ def explain_causal(walk: CausalWalkthrough, stage: str, row: int, col: int, tr: 
     raise KeyError(stage)
 
 
+def causal_exercise(walk: CausalWalkthrough, stage: str, row: int, col: int) -> Optional[practice.Exercise]:
+    """Entry (row, col) of a causal or dropout page stage as an exercise (practice mode); None where nothing is
+    computed (the mask, the masked scores, the dropout mask, the weights after dropout in eval mode).
+
+    Raises:
+        KeyError: unknown stage. IndexError: (row, col) outside the stage's matrix.
+    """
+    att = walk.trace.attention
+    matrix = causal_panels(walk, stage)[-1 if stage == "other_route" else 0].matrix
+    if not (0 <= row < matrix.shape[0] and 0 <= col < matrix.shape[1]):
+        raise IndexError(f"entry ({row}, {col}) is outside {tuple(matrix.shape)}")
+    i, j = row + 1, col + 1
+    value = float(matrix[row, col])
+    if stage == "scaled_scores":
+        q, k = att.query, att.key
+        return practice.scale_exercise(
+            index("a", row, col), f"\\frac{{q_{{{i}}} \\cdot k_{{{j}}}}}{{\\sqrt{{d_k}}}}", "", float(att.scores[row, col]),
+            q.shape[-1], value, d_model=walk.base.trace.x.shape[-1],
+            dot=((f"q_{{{i}}}", q[row].tolist()), (f"k_{{{j}}}", k[col].tolist())),
+            swapped=float(q[col] @ k[row]))
+    if stage == "weights":
+        allowed = walk.mask.attn_mask
+        return practice.softmax_exercise(
+            index(r"\alpha", row, col), f"\\frac{{e^{{a'_{{{i},{j}}}}}}}{{\\sum_l e^{{a'_{{{i},l}}}}}}", f"a'_{{{i}}}",
+            att.masked_scores.tolist(), row, col, value, unmasked=att.scaled_scores.tolist(),
+            unscaled=att.scores.masked_fill(~allowed, float("-inf")).tolist(), d=att.query.shape[-1])
+    if stage == "other_route":
+        route = walk.other_route
+        return practice.renormalise_exercise(
+            index(r"\alpha", row, col),
+            f"\\frac{{\\hat{{\\alpha}}_{{{i},{j}}}\\, m_{{{i},{j}}}}}{{\\sum_l \\hat{{\\alpha}}_{{{i},l}}\\, m_{{{i},l}}}}",
+            (f"\\hat{{\\alpha}}_{{{i}}}", route.unmasked_weights[row].tolist()),
+            (f"m_{{{i}}}", route.attn_mask[row].tolist()), col, value)
+    if stage == "dropped_weights":
+        if walk.dropout_p == 0:
+            return None
+        return practice.dropout_exercise(
+            index(r"\tilde{\alpha}", row, col), f"\\frac{{\\alpha_{{{i},{j}}}\\, d_{{{i},{j}}}}}{{1 - p}}",
+            index(r"\alpha", row, col), float(att.weights[row, col]), bool(walk.keep[row, col]), walk.dropout_p, value,
+            mask_name=index("d", row, col))
+    if stage == "output":
+        symbol = r"\tilde{\alpha}" if walk.dropout_p > 0 else r"\alpha"
+        return practice.weighted_sum_exercise(
+            index("z", row, col), f"\\sum_l {symbol}_{{{i},l}}\\, v_{{l,{j}}}",
+            (f"{symbol}_{{{i}}}", att.dropped_weights[row].tolist()), (f"v_{{:,{j}}}", att.value[:, col].tolist()),
+            value, dropout_p=walk.dropout_p)
+    return None
+
+
 # ---------------------------------------------------------------- the step-through protocol
 
 
@@ -436,6 +485,7 @@ def causal_steps(walk: CausalWalkthrough, stage: str, page: str = "causal") -> S
             key=stage, panels=causal_panels(walk, stage),
             formula=functools.partial(fm.masking_formula, page, stage),
             entry=lambda row, col, head, tr: explain_causal(walk, stage, row, col, tr),
+            exercise=lambda row, col, head: causal_exercise(walk, stage, row, col),
             code=_causal_code(stage), mask=walk.mask if stage == "mask" else None, remark=remark, details=details,
         ),
         checks=walk.checks, warnings=walk.warnings, notes=walk.notes, check_caption=check_caption,

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Optional
 
 import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from attention_core import stages
+from attention_core import practice, stages
 from attention_core.errors import N_, Message
 from attention_core.latex import Translate, number
 from attention_core.masking import formulas as fm
@@ -174,6 +175,41 @@ def explain_alibi(walk: AlibiWalkthrough, stage: str, row: int, col: int, head: 
     raise KeyError(stage)
 
 
+def alibi_exercise(walk: AlibiWalkthrough, stage: str, row: int, col: int, head: int = 0) -> Optional[practice.Exercise]:
+    """Entry (row, col) of ``stage`` (of ``head`` on per-head stages) as an exercise (practice mode): a slope, a
+    bias, a biased score, a weight; None for the distances and for scores blocked by the causal mask.
+
+    Raises:
+        KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
+    """
+    t = walk.trace
+    value = explained_value(alibi_panels(walk, stage), row, col, head)
+    big_h = len(t.slopes)
+    i, j, r = row + 1, col + 1, head + 1
+    if stage == "slopes":
+        if abs(value - 2 ** (-8 * i / big_h)) > 1e-6:
+            return None  # H not a power of 2: the reference code interleaves two such series
+        return practice.value_exercise(f"m_{{{i}}}", f"2^{{-8 \\cdot {i} / H}}", (f"H = {big_h}",), value)
+    if stage == "bias":
+        return practice.value_exercise(f"b^{{({r})}}_{{{i},{j}}}", f"-m_{{{r}}} \\cdot |i - j|",
+                                       (f"m_{{{r}}} = {number(float(t.slopes[head]))}", f"i = {i},\\ j = {j}"), value)
+    if stage == "biased_scores":
+        if value == float("-inf"):
+            return None
+        return practice.value_exercise(
+            f"a^{{({r})}}_{{{i},{j}}}", f"\\frac{{q_{{{i}}} \\cdot k_{{{j}}}}}{{\\sqrt{{d}}}} + b^{{({r})}}_{{{i},{j}}}",
+            (f"\\frac{{q_{{{i}}} \\cdot k_{{{j}}}}}{{\\sqrt{{d}}}} = {number(float(t.scaled_scores[row, col]))}",
+             f"b^{{({r})}}_{{{i},{j}}} = {number(float(t.bias[head, row, col]))}"), value)
+    if stage == "weights":
+        masked = t.attention.masked_scores[head]
+        unmasked = t.scaled_scores + t.bias[head]
+        return practice.softmax_exercise(
+            f"\\alpha^{{({r})}}_{{{i},{j}}}", f"\\frac{{e^{{a^{{({r})}}_{{{i},{j}}}}}}}{{\\sum_l e^{{a^{{({r})}}_{{{i},l}}}}}}",
+            f"a^{{({r})}}_{{{i}}}", masked.tolist(), row, col, value,
+            unmasked=unmasked.tolist() if bool(torch.isinf(masked).any()) else None)
+    return None
+
+
 def alibi_steps(walk: AlibiWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` in the one step-through protocol.
 
@@ -188,6 +224,7 @@ def alibi_steps(walk: AlibiWalkthrough, stage: str) -> StepThrough:
         stage=Stage(key=stage, panels=alibi_panels(walk, stage),
                     formula=lambda tr: alibi_formula(stage, walk.settings.causal),
                     entry=lambda row, col, head, tr: explain_alibi(walk, stage, row, col, head, tr),
+                    exercise=lambda row, col, head: alibi_exercise(walk, stage, row, col, head),
                     code=(alibi_attention, slopes)),
         checks=walk.checks, num_heads=len(walk.trace.slopes) if per_head else 0, head_field="head",
     )

@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Optional
 
 import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from attention_core import stages
+from attention_core import practice, stages
 from attention_core.errors import N_, Message
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.masking import formulas as fm
@@ -235,6 +236,44 @@ def explain_flash(walk: FlashWalkthrough, stage: str, row: int, col: int, tr: Tr
     raise KeyError(stage)
 
 
+def flash_exercise(walk: FlashWalkthrough, stage: str, row: int, col: int) -> Optional[practice.Exercise]:
+    """Entry (row, col) of ``stage`` as an exercise (practice mode): a tile's score, the new running maximum, the
+    final output O / l; None elsewhere (the tile numbering, and the running sum and output, which the page
+    works through term by term).
+
+    Raises:
+        KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
+    """
+    value = explained_value(flash_panels(walk, stage), row, col)
+    tile, trace = walk.current, walk.trace
+    if stage == "final":
+        qb = row // trace.block_q
+        last = max(k for k, x in enumerate(trace.tiles) if x.query_block == qb)
+        o = float(trace.tiles[last].output_after[row - trace.tiles[last].rows.start, col])
+        return practice.value_exercise(f"\\mathrm{{output}}_{{{row + 1},{col + 1}}}",
+                                       f"\\frac{{O_{{{row + 1},{col + 1}}}}}{{l_{{{row + 1}}}}}",
+                                       (f"O_{{{row + 1},{col + 1}}} = {number(o)}",
+                                        f"l_{{{row + 1}}} = {number(float(trace.total[row]))}"), value)
+    if stage not in ("tile_scores", "running_max"):
+        return None
+    i = tile.rows[row]
+    if stage == "tile_scores":
+        j = tile.cols[col]
+        if value == float("-inf"):
+            return None
+        q, k = walk.query, walk.key
+        return practice.scale_exercise(
+            f"S_{{{i + 1},{j + 1}}}", f"\\frac{{q_{{{i + 1}}} \\cdot k_{{{j + 1}}}}}{{\\sqrt{{d}}}}", "",
+            float(q[i] @ k[j]), q.shape[-1], value, d_name="d", d_latex="d",
+            dot=((f"q_{{{i + 1}}}", q[i].tolist()), (f"k_{{{j + 1}}}", k[j].tolist())), swapped=float(q[j] @ k[i]))
+    if col != 2 or value == float("-inf"):
+        return None  # m (before) is carried over and the tile's maximum is read off: m' is computed
+    return practice.value_exercise(
+        f"m'_{{{i + 1}}}", f"\\max\\left(m_{{{i + 1}}},\\ \\max_j S_{{{i + 1},j}}\\right)",
+        (f"m_{{{i + 1}}} = {number(float(tile.max_before[row]))}",
+         practice.vector(f"S_{{{i + 1},:}}", tile.scores[row].tolist())), value)
+
+
 def flash_steps(walk: FlashWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` for the shown tile in the one step-through protocol.
 
@@ -254,6 +293,7 @@ def flash_steps(walk: FlashWalkthrough, stage: str) -> StepThrough:
         page="flash",
         stage=Stage(key=stage, panels=flash_panels(walk, stage), formula=lambda tr: flash_formula(stage),
                     entry=lambda row, col, head, tr: explain_flash(walk, stage, row, col, tr),
+                    exercise=lambda row, col, head: flash_exercise(walk, stage, row, col),
                     code=(flash_attention,), remark=remark),
         checks=walk.checks,
     )

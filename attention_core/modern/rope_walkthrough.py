@@ -15,11 +15,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Optional
 
 import sympy as sp
 import torch
 
-from attention_core import stages
+from attention_core import practice, stages
 from attention_core.errors import N_, Message
 from attention_core.experiments.positional import sinusoidal_encoding
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
@@ -260,6 +261,42 @@ def explain_rope(walk: RopeWalkthrough, stage: str, row: int, col: int, tr: Tran
     raise KeyError(stage)
 
 
+def rope_exercise(walk: RopeWalkthrough, stage: str, row: int, col: int) -> Optional[practice.Exercise]:
+    """Entry (row, col) of ``stage`` as an exercise (practice mode): a projection, an angle, a rotated entry, a
+    score; None elsewhere (the sinusoidal comparison, the shift, the bases are looked at, not computed).
+
+    Raises:
+        KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
+    """
+    t = walk.trace
+    value = explained_value(rope_panels(walk, stage), row, col)
+    d, half = t.head_dim, t.head_dim // 2
+    if stage == "projections":
+        x = walk.base.trace.x
+        return practice.dot_exercise(f"q_{{{row},{col + 1}}}", f"\\sum_l x_{{{row},l}}\\, W^q_{{l,{col + 1}}}",
+                                     (f"x_{{{row}}}", x[row].tolist()), (f"W^q_{{:,{col + 1}}}", walk.w_query[:, col].tolist()),
+                                     value)
+    if stage == "angles":
+        return practice.value_exercise(f"\\varphi_{{{row},{col}}}", f"m\\, \\theta_{{{col}}}",
+                                       (f"m = {row}", f"\\theta_{{{col}}} = {number(float(t.theta[col]))}"), value)
+    if stage in ("rotate_query", "rotate_key"):
+        name, v = ("q", t.query) if stage == "rotate_query" else ("k", t.key)
+        pair, other = col % half, (col + half) % d
+        sign = "-" if col < half else "+"
+        formula = (f"{name}_{{{row},{col + 1}}} \\cos\\varphi {sign} {name}_{{{row},{other + 1}}} \\sin\\varphi")
+        inputs = (f"{name}_{{{row},{col + 1}}} = {number(float(v[row, col]))}",
+                  f"{name}_{{{row},{other + 1}}} = {number(float(v[row, other]))}",
+                  f"\\varphi = m\\, \\theta_{{{pair}}} = {number(float(t.angles[row, pair]))}")
+        return practice.value_exercise(f"{name}'_{{{row},{col + 1}}}", formula, inputs, value)
+    if stage == "scores":
+        q, k = t.query_rotated, t.key_rotated
+        return practice.scale_exercise(
+            f"s_{{{row},{col}}}", f"\\frac{{q'_{{{row}}} \\cdot k'_{{{col}}}}}{{\\sqrt{{d}}}}", "", float(q[row] @ k[col]),
+            d, value, d_name="d", d_latex="d", dot=((f"q'_{{{row}}}", q[row].tolist()), (f"k'_{{{col}}}", k[col].tolist())),
+            swapped=float(q[col] @ k[row]))
+    return None
+
+
 def pair_vectors(walk: RopeWalkthrough, stage: str, row: int, col: int) -> tuple[tuple[float, float],
                                                                                  tuple[float, float], float]:
     """The pair of the explained entry before and after its rotation, and the angle: for the drawing.
@@ -302,6 +339,7 @@ def rope_steps(walk: RopeWalkthrough, stage: str) -> StepThrough:
         page="rope",
         stage=Stage(key=stage, panels=rope_panels(walk, stage), formula=lambda tr: rope_formula(stage),
                     entry=lambda row, col, head, tr: explain_rope(walk, stage, row, col, tr),
+                    exercise=lambda row, col, head: rope_exercise(walk, stage, row, col),
                     code=(rope_scores, rotate), remark=remark),
         checks=walk.checks,
     )

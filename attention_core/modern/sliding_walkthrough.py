@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Optional
 
 import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from attention_core import stages
+from attention_core import practice, stages
 from attention_core.errors import N_, Message
 from attention_core.latex import Translate
 from attention_core.masking import formulas as fm
@@ -170,6 +171,23 @@ def explain_sliding(walk: SlidingWalkthrough, stage: str, row: int, col: int, tr
     raise KeyError(stage)
 
 
+def sliding_exercise(walk: SlidingWalkthrough, stage: str, row: int, col: int) -> Optional[practice.Exercise]:
+    """Entry (row, col) of the weights stage as an exercise (practice mode); None for the mask, the masked scores
+    and the receptive field (looked at, not computed).
+
+    Raises:
+        KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
+    """
+    value = explained_value(sliding_panels(walk, stage), row, col)
+    if stage != "weights":
+        return None
+    t = walk.trace
+    i, j = row + 1, col + 1
+    return practice.softmax_exercise(
+        f"\\alpha_{{{i},{j}}}", f"\\frac{{e^{{a'_{{{i},{j}}}}}}}{{\\sum_l e^{{a'_{{{i},l}}}}}}", f"a'_{{{i}}}",
+        t.masked_scores.tolist(), row, col, value, unmasked=t.scaled_scores.tolist())
+
+
 def sliding_steps(walk: SlidingWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` in the one step-through protocol.
 
@@ -194,6 +212,7 @@ def sliding_steps(walk: SlidingWalkthrough, stage: str) -> StepThrough:
         stage=Stage(key=stage, panels=sliding_panels(walk, stage),
                     formula=lambda tr: sliding_formula(stage, walk.settings.causal),
                     entry=lambda row, col, head, tr: explain_sliding(walk, stage, row, col, tr),
+                    exercise=lambda row, col, head: sliding_exercise(walk, stage, row, col),
                     code=(window_mask, receptive_field), remark=remark),
         checks=walk.checks,
     )

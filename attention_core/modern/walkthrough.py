@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Optional
 
 import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from attention_core import stages
+from attention_core import practice, stages
 from attention_core.errors import N_, InputError, Message
 from attention_core.latex import Translate, number
 from attention_core.limits import MAX_DIM
@@ -236,6 +237,33 @@ def explain_gqa(walk: GQAWalkthrough, stage: str, row: int, col: int, head: int 
     raise KeyError(stage)
 
 
+def gqa_exercise(walk: GQAWalkthrough, stage: str, row: int, col: int, head: int = 0) -> Optional[practice.Exercise]:
+    """Entry (row, col) of ``stage`` (of query head ``head``) as an exercise (practice mode): a projection, a
+    weight, an output; None where numbers are read off or counted (inputs, groups, the repeat, the cache).
+
+    Raises:
+        KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
+    """
+    t = walk.trace
+    value = explained_value(gqa_panels(walk, stage), row, col, head)
+    i, j, r = row + 1, col + 1, head + 1
+    if stage == "projections":
+        return practice.dot_exercise(f"k_{{{i},{j}}}", f"\\sum_l x_{{{i},l}}\\, W^k_{{l,{j}}}", (f"x_{{{i}}}", t.x[row].tolist()),
+                                     (f"W^k_{{:,{j}}}", t.w_key[:, col].tolist()), value)
+    if stage == "weights":
+        masked = t.attention.masked_scores[head]
+        blocked = bool(torch.isinf(masked).any())
+        return practice.softmax_exercise(
+            f"\\alpha^{{({r})}}_{{{i},{j}}}", f"\\frac{{e^{{a^{{({r})}}_{{{i},{j}}}}}}}{{\\sum_l e^{{a^{{({r})}}_{{{i},l}}}}}}",
+            f"a^{{({r})}}_{{{i}}}", masked.tolist(), row, col, value,
+            unmasked=t.attention.scaled_scores[head].tolist() if blocked else None)
+    if stage == "output":
+        return practice.dot_exercise(f"o_{{{i},{j}}}", f"\\sum_l c_{{{i},l}}\\, W^O_{{l,{j}}} + b^O_{{{j}}}",
+                                     (f"c_{{{i}}}", t.concat[row].tolist()), (f"W^O_{{:,{j}}}", t.w_out[:, col].tolist()),
+                                     value, extra=(f"b^O_{{{j}}} = {number(float(t.b_out[col]))}",))
+    return None
+
+
 def gqa_steps(walk: GQAWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` in the one step-through protocol.
 
@@ -256,6 +284,7 @@ def gqa_steps(walk: GQAWalkthrough, stage: str) -> StepThrough:
         stage=Stage(key=stage, panels=gqa_panels(walk, stage),
                     formula=lambda tr: gqa_formula(stage, walk.settings.causal),
                     entry=lambda row, col, head, tr: explain_gqa(walk, stage, row, col, head, tr),
+                    exercise=lambda row, col, head: gqa_exercise(walk, stage, row, col, head),
                     code=(grouped_query_attention, kv_head_of), remark=remark),
         checks=walk.checks, num_heads=t.num_heads if per_head else 0, head_field="head",
     )

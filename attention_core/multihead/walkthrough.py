@@ -25,11 +25,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_core import stages
+from attention_core import practice, stages
 from attention_core.errors import N_, InputError, Message
 from attention_core.inputs.presets import PRESETS
 from attention_core.inputs.tokens import Vocabulary, seed000_tables, tokenize
-from attention_core.latex import Translate, number
+from attention_core.latex import Translate, index, number
 from attention_core.masking import formulas as fm
 from attention_core.masking.walkthrough import (
     MASK_EDITS,
@@ -412,6 +412,63 @@ def explain_multihead(walk: MultiHeadWalkthrough, stage: str, row: int, col: int
 
 
 
+def multihead_exercise(walk: MultiHeadWalkthrough, stage: str, row: int, col: int,
+                       head: int) -> Optional[practice.Exercise]:
+    """Entry (row, col) of head ``head`` of a multi-head or cross-attention stage as an exercise (practice mode);
+    None where nothing is computed (the inputs, the split and concat, which move numbers, the masked scores).
+
+    Raises:
+        KeyError: unknown stage. IndexError: (row, col, head) outside the stage's matrices.
+    """
+    trace = walk.trace
+    if not 0 <= head < trace.num_heads:
+        raise IndexError(f"head {head} outside 0..{trace.num_heads - 1}")
+    panel = next(p for p in multihead_panels(walk, stage) if p.explained and p.head in (None, head))
+    matrix = panel.matrix
+    if not (0 <= row < matrix.shape[0] and 0 <= col < matrix.shape[1]):
+        raise IndexError(f"entry ({row}, {col}) is outside {tuple(matrix.shape)}")
+    att, hd = trace.heads[head], trace.head_dim
+    value = float(matrix[row, col])
+    i, j, r = row + 1, col + 1, head + 1
+    cross = walk.is_cross
+    if stage in ("projections", "query", "key", "value"):
+        letter = "q" if stage in ("projections", "query") else stage[0]
+        x, w = ((walk.x_query, trace.w_query) if letter == "q"
+                else (walk.x_kv, trace.w_key if letter == "k" else trace.w_value))
+        sup = ("^{dec}" if letter == "q" else "^{enc}") if cross else ""
+        return practice.dot_exercise(
+            index(letter, row, col), f"\\sum_l x{sup}_{{{i},l}}\\, W^{{{letter}}}_{{l,{j}}}",
+            (f"x{sup}_{{{i}}}", x[row].tolist()), (f"W^{{{letter}}}_{{:,{j}}}", w[:, col].tolist()), value)
+    if stage == "scaled_scores":
+        q, k = att.query, att.key
+        swapped = float(q[col] @ k[row]) if col < q.shape[0] and row < k.shape[0] else None
+        return practice.scale_exercise(
+            index("a", row, col, head),
+            f"\\frac{{q^{{({r})}}_{{{i}}} \\cdot k^{{({r})}}_{{{j}}}}}{{\\sqrt{{d_{{head}}}}}}", "",
+            float(q[row] @ k[col]), hd, value, d_name="head_dim", d_latex="d_{head}", d_model=trace.concat.shape[-1],
+            dot=((f"q^{{({r})}}_{{{i}}}", q[row].tolist()), (f"k^{{({r})}}_{{{j}}}", k[col].tolist())),
+            swapped=swapped)
+    if stage == "weights":
+        blocked = torch.isinf(att.masked_scores)
+        return practice.softmax_exercise(
+            index(r"\alpha", row, col, head),
+            f"\\frac{{e^{{a'^{{({r})}}_{{{i},{j}}}}}}}{{\\sum_l e^{{a'^{{({r})}}_{{{i},l}}}}}}", f"a'^{{({r})}}_{{{i}}}",
+            att.masked_scores.tolist(), row, col, value,
+            unmasked=att.scaled_scores.tolist() if bool(blocked.any()) else None,
+            unscaled=(att.scaled_scores * math.sqrt(hd)).masked_fill(blocked, float("-inf")).tolist(), d=hd)
+    if stage == "head":
+        return practice.weighted_sum_exercise(
+            index("z", row, col, head), f"\\sum_l \\alpha^{{({r})}}_{{{i},l}}\\, v^{{({r})}}_{{l,{j}}}",
+            (f"\\alpha^{{({r})}}_{{{i}}}", att.dropped_weights[row].tolist()),
+            (f"v^{{({r})}}_{{:,{j}}}", att.value[:, col].tolist()), value)
+    if stage == "output":
+        return practice.dot_exercise(
+            index("o", row, col), f"\\sum_l c_{{{i},l}}\\, W^O_{{l,{j}}} + b^O_{{{j}}}",
+            (f"c_{{{i}}}", trace.concat[row].tolist()), (f"W^O_{{:,{j}}}", trace.w_out[:, col].tolist()), value,
+            extra=(f"b^O_{{{j}}} = {number(float(trace.b_out[col]))}",))
+    return None
+
+
 # ---------------------------------------------------------------- the step-through protocol
 
 
@@ -430,6 +487,7 @@ def multihead_steps(walk: MultiHeadWalkthrough, stage: str) -> StepThrough:
             key=stage, panels=multihead_panels(walk, stage),
             formula=functools.partial(fm.masking_formula, page, stage),
             entry=lambda row, col, head, tr: explain_multihead(walk, stage, row, col, head, tr),
+            exercise=lambda row, col, head: multihead_exercise(walk, stage, row, col, head),
             code=(multi_head_attention,) if walk.is_cross else (modules.MultiHeadAttention.forward,),
         ),
         checks=walk.checks, warnings=walk.warnings, notes=walk.notes, num_heads=walk.trace.num_heads,

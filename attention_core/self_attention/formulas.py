@@ -18,9 +18,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Optional
 
 import sympy as sp
 
+from attention_core import practice
 from attention_core.errors import N_, InputError
 from attention_core.latex import latex_text, number_expr
 from attention_core.self_attention.functional import SelfAttentionTrace
@@ -64,17 +66,17 @@ def _element_formula(stage: str, i=_i, j=_j) -> sp.Expr:
         return sp.Mul(a, b, evaluate=False)  # keep the seed's order: q k, x W, alpha v
 
     if stage == "inputs":
-        return sp.Eq(_x[i, j], sp.IndexedBase("E")[sp.Symbol(r"t_{%s}" % sp.latex(i)), j])
+        return sp.Eq(_x[i, j], sp.IndexedBase("E")[sp.Symbol(r"t_{%s}" % sp.latex(i)), j], evaluate=False)
     if stage in _W:
-        return sp.Eq(_elem[stage][i, j], sp.Sum(prod(_x[i, _l], _w[stage][_l, j]), (_l, 1, _D)))
+        return sp.Eq(_elem[stage][i, j], sp.Sum(prod(_x[i, _l], _w[stage][_l, j]), (_l, 1, _D)), evaluate=False)
     if stage == "scores":
-        return sp.Eq(_s[i, j], sp.Sum(prod(_q[i, _l], _k[j, _l]), (_l, 1, _d_k)))
+        return sp.Eq(_s[i, j], sp.Sum(prod(_q[i, _l], _k[j, _l]), (_l, 1, _d_k)), evaluate=False)
     if stage == "scaled_scores":
-        return sp.Eq(_a[i, j], _s[i, j] / sp.sqrt(_d_k))
+        return sp.Eq(_a[i, j], _s[i, j] / sp.sqrt(_d_k), evaluate=False)
     if stage == "weights":
-        return sp.Eq(_alpha[i, j], sp.exp(_a[i, j]) / sp.Sum(sp.exp(_a[i, _l]), (_l, 1, _T)))
+        return sp.Eq(_alpha[i, j], sp.exp(_a[i, j]) / sp.Sum(sp.exp(_a[i, _l]), (_l, 1, _T)), evaluate=False)
     if stage == "output":
-        return sp.Eq(_z[i, j], sp.Sum(prod(_alpha[i, _l], _v[_l, j]), (_l, 1, _T)))
+        return sp.Eq(_z[i, j], sp.Sum(prod(_alpha[i, _l], _v[_l, j]), (_l, 1, _T)), evaluate=False)
     raise KeyError(stage)
 
 
@@ -212,6 +214,44 @@ def entry_latex(entry: Entry) -> str:
         numbers = sp.latex(_dot(entry.left, entry.right), order="none", mul_symbol="dot")
     parts = [sp.latex(general, order="none"), numbers, sp.latex(sp.Float(entry.value, 4))]
     return " = ".join(parts)
+
+
+@lru_cache(maxsize=2048)
+def _element_sides(stage: str, i: int, j: int) -> tuple[str, str]:
+    """(left side, right side) of the element formula at 1-based (i, j), as LaTeX (sympy is slow: cached)."""
+    element = _element_formula(stage, i, j)
+    return sp.latex(element.lhs), sp.latex(element.rhs, order="none")
+
+
+def exercise_of(trace: SelfAttentionTrace, stage: str, row: int, col: int) -> Optional[practice.Exercise]:
+    """Entry (row, col) of ``stage`` as an exercise (practice mode); None for X (nothing to compute).
+
+    The question is the element formula of :func:`entry_latex` with the vectors it needs; the known mistakes
+    come from the same trace (see :mod:`attention_core.practice`).
+
+    Raises:
+        KeyError: unknown stage. IndexError: row or col out of range.
+    """
+    entry = entry_of(trace, stage, row, col)
+    if stage == "inputs":
+        return None
+    att = trace.attention
+    lhs, formula = _element_sides(stage, row + 1, col + 1)
+    i, j = row + 1, col + 1
+    if stage in _W:
+        return practice.dot_exercise(lhs, formula, (f"x_{{{i}}}", entry.left),
+                                     (f"W^{{{stage[0]}}}_{{:,{j}}}", entry.right), entry.value)
+    if stage == "scores":
+        return practice.dot_exercise(lhs, formula, (f"q_{{{i}}}", entry.left), (f"k_{{{j}}}", entry.right),
+                                     entry.value, swapped=(att.query[col].tolist(), att.key[row].tolist()))
+    if stage == "scaled_scores":
+        return practice.scale_exercise(lhs, formula, sp.latex(_s[i, j]), entry.left[0], entry.d_k, entry.value,
+                                       d_model=trace.x.shape[-1])
+    if stage == "weights":
+        return practice.softmax_exercise(lhs, formula, f"a_{{{i}}}", att.masked_scores.tolist(), row, col,
+                                         entry.value, unscaled=att.scores.tolist(), d=entry.d_k)
+    return practice.weighted_sum_exercise(lhs, formula, (f"\\alpha_{{{i}}}", entry.left),
+                                          (f"v_{{:,{j}}}", entry.right), entry.value)
 
 
 #: Seed 004 prints the context vector of its second token, "shiny" (0-based query 1).

@@ -23,7 +23,13 @@ from attention_core.errors import N_, InputError, Message
 from attention_core.inputs.presets import PRESETS, Preset
 from attention_core.inputs.tokens import Vocabulary, seed000_tables, token_labels, tokenize
 from attention_core.self_attention import functional
-from attention_core.self_attention.formulas import entry_latex, entry_of, self_attention_formula, stage_matrix
+from attention_core.self_attention.formulas import (
+    entry_latex,
+    entry_of,
+    exercise_of,
+    self_attention_formula,
+    stage_matrix,
+)
 from attention_core.self_attention.functional import (
     AttentionTrace,
     SelfAttentionTrace,
@@ -248,6 +254,7 @@ def self_attention_steps(walk: Walkthrough, stage: str) -> StepThrough:
             key=stage, panels=(panel,),
             formula=lambda tr: self_attention_formula(stage),
             entry=lambda row, col, head, tr: entry_latex(entry_of(walk.trace, stage, row, col)),
+            exercise=lambda row, col, head: exercise_of(walk.trace, stage, row, col),
             code=(functional.scaled_dot_product_attention,),
         ),
         checks=(Check("torch.nn.functional.scaled_dot_product_attention(Q, K, V)", walk.torch_max_abs_diff,

@@ -24,11 +24,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
+from typing import Optional, Sequence
 
 import sympy as sp
+import torch
 
-from attention_core import stages
+from attention_core import practice, stages
 from attention_core.errors import N_, Message
 from attention_core.latex import Translate, latex_text, number_expr, translate_cases
 from attention_core.self_attention import formulas
@@ -83,18 +84,18 @@ def _matrix_formula(stage: str) -> sp.Expr:
 def _element_formula(stage: str, i=_i, j=_j) -> sp.Expr:
     """The element form of a stage, for symbolic (i, j) or for given 1-based indices."""
     if stage == "inputs":
-        return sp.Eq(_x[i, j], _h[i, j])
+        return sp.Eq(_x[i, j], _h[i, j], evaluate=False)
     if stage in _W:
         total = sp.Sum(sp.Mul(_x[i, _l], _w[stage][_l, j], evaluate=False), (_l, 1, _D))
-        return sp.Eq(_elem[stage][i, j], sp.Add(total, _b[stage][j], evaluate=False))
+        return sp.Eq(_elem[stage][i, j], sp.Add(total, _b[stage][j], evaluate=False), evaluate=False)
     if stage == "mask":
-        return sp.Eq(_mask[i, j], sp.Piecewise((0, sp.Eq(_m[j], 1)), (-sp.oo, True)))
+        return sp.Eq(_mask[i, j], sp.Piecewise((0, sp.Eq(_m[j], 1)), (-sp.oo, True)), evaluate=False)
     if stage == "masked_scores":
-        return sp.Eq(_at[i, j], sp.Add(_a[i, j], _mask[i, j], evaluate=False))
+        return sp.Eq(_at[i, j], sp.Add(_a[i, j], _mask[i, j], evaluate=False), evaluate=False)
     if stage == "weights":
-        return sp.Eq(_alpha[i, j], sp.exp(_at[i, j]) / sp.Sum(sp.exp(_at[i, _l]), (_l, 1, _n)))
+        return sp.Eq(_alpha[i, j], sp.exp(_at[i, j]) / sp.Sum(sp.exp(_at[i, _l]), (_l, 1, _n)), evaluate=False)
     if stage == "output":  # as on the self-attention page, summed over the n tokens
-        return sp.Eq(_z[i, j], sp.Sum(sp.Mul(_alpha[i, _l], _v[_l, j], evaluate=False), (_l, 1, _n)))
+        return sp.Eq(_z[i, j], sp.Sum(sp.Mul(_alpha[i, _l], _v[_l, j], evaluate=False), (_l, 1, _n)), evaluate=False)
     raise KeyError(stage)
 
 
@@ -291,6 +292,34 @@ def cached_head_entry_latex(entry: HeadEntry, tr: Translate = Message) -> str:
     return head_entry_latex(entry, tr)
 
 
+def trained_head_exercise(step: HeadStep, stage: str, row: int, col: int) -> Optional[practice.Exercise]:
+    """Entry (row, col) of a trained head's stage as an exercise (practice mode): the scaled scores, the weights
+    and the output; None elsewhere (read off, or sums of 32 to 384 terms, too long to add up by hand).
+
+    Raises:
+        KeyError: unknown stage. IndexError: row or col out of range.
+    """
+    entry = head_entry_of(step, stage, row, col)
+    if stage not in ("scaled_scores", "weights", "output"):
+        return None
+    att = step.trace.attention
+    i, j = row + 1, col + 1
+    lhs, formula = (formulas._element_sides(stage, i, j) if stage == "scaled_scores"
+                    else tuple(sp.latex(side, order="none") for side in _element_formula(stage, i, j).args))
+    if stage == "scaled_scores":
+        return practice.scale_exercise(lhs, formula, f"s_{{{i},{j}}}", entry.left[0], entry.d_k, entry.value,
+                                       d_model=step.trace.x.shape[-1])
+    if stage == "weights":
+        blocked = torch.isinf(att.masked_scores)
+        return practice.softmax_exercise(lhs, formula, f"a'_{{{i}}}", att.masked_scores.tolist(), row, col,
+                                         entry.value, unmasked=att.scaled_scores.tolist() if bool(blocked.any()) else None,
+                                         unscaled=att.scores.masked_fill(blocked, float("-inf")).tolist(), d=entry.d_k)
+    if stage == "output":
+        return practice.weighted_sum_exercise(lhs, formula, (f"\\alpha_{{{i}}}", entry.left),
+                                              (f"v_{{:,{j}}}", entry.right), entry.value)
+    return None
+
+
 def trained_head_steps(step: HeadStep, stage: str, labels: Sequence[str]) -> StepThrough:
     """One trained head's ``stage`` in the one step-through protocol (:mod:`attention_core.stepthrough`).
 
@@ -318,6 +347,7 @@ def trained_head_steps(step: HeadStep, stage: str, labels: Sequence[str]) -> Ste
             key=stage, panels=(panel,),
             formula=lambda tr: head_formula(stage, tr),
             entry=lambda row, col, head, tr: cached_head_entry_latex(head_entry_of(step, stage, row, col), tr),
+            exercise=lambda row, col, head: trained_head_exercise(step, stage, row, col),
             code=(pretrained.head_weights, pretrained.head_step), details=details,
         ),
         checks=(Check(f"model(...).attentions[{step.layer}][0, {step.head}]", step.max_abs_diff, step.matches),),

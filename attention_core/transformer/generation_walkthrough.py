@@ -19,12 +19,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import sympy as sp
 import torch
 
-from attention_core import stages
+from attention_core import practice, stages
 from attention_core.errors import N_, Message
 from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate, aligned, factor, latex_text, number, terms_lines
@@ -303,6 +303,46 @@ def explain_generation(walk: GenerationWalkthrough, stage: str, row: int, col: i
     raise KeyError(stage)
 
 
+def generation_exercise(walk: GenerationWalkthrough, stage: str, row: int, col: int,
+                        head: int = 0) -> Optional[practice.Exercise]:
+    """Entry (row, col) of ``stage`` (of ``head`` for attention) as an exercise (practice mode): an attention weight,
+    the new token's cached key, a logit, a probability; None for the embeddings and the keys read from the cache.
+
+    Raises:
+        KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
+    """
+    value = explained_value(generation_panels(walk, stage), row, col, head)
+    s, w = walk.current, toy_weights()
+    i, j, r = row + 1, col + 1, head + 1
+    if stage in _ATTENTION:
+        att = _attention(walk, stage).heads[head]
+        masked = att.masked_scores if att.masked_scores is not None else att.scaled_scores
+        blocked = bool(torch.isinf(masked).any())
+        return practice.softmax_exercise(
+            f"\\alpha^{{({r})}}_{{{i},{j}}}", f"\\frac{{e^{{a^{{({r})}}_{{{i},{j}}}}}}}{{\\sum_l e^{{a^{{({r})}}_{{{i},l}}}}}}",
+            f"a^{{({r})}}_{{{i}}}", masked.tolist(), row, col, value,
+            unmasked=att.scaled_scores.tolist() if blocked else None)
+    if stage == "kv_cache":
+        if row < len(s.inputs) - 1:
+            return None  # read from the cache
+        cached, weights = s.cached[walk.layer], w.decoder[walk.layer].self_attention
+        return practice.dot_exercise(f"k_{{{i},{j}}}", f"\\sum_l y_{{{i},l}}\\, W^k_{{l,{j}}} + b^k_{{{j}}}",
+                                     (f"y_{{{i}}}", cached.y[0].tolist()), (f"W^k_{{:,{j}}}", weights.w_key[:, col].tolist()),
+                                     value, extra=(f"b^k_{{{j}}} = {number(float(weights.b_key[col]))}",))
+    if stage not in ("logits", "probabilities"):
+        return None  # the embeddings: looked up and added, shown on the page
+    name = f"\\mathrm{{{VOCAB[col]}}}"
+    if stage == "logits":
+        return practice.dot_exercise(f"z_{{{name}}}", f"\\sum_l h_{{t,l}}\\, W_{{l,{name}}} + b_{{{name}}}",
+                                     ("h_t", s.blocks[-1].output[-1].tolist()), (f"W_{{:,{name}}}", w.w_vocab[:, col].tolist()),
+                                     value, extra=(f"b_{{{name}}} = {number(float(w.b_vocab[col]))}",))
+    if stage == "probabilities":
+        tau = walk.generation.temperature or 1.0
+        return practice.softmax_exercise(f"p_{{{name}}}", f"\\frac{{e^{{z_{{{name}}}/\\tau}}}}{{\\sum_u e^{{z_u/\\tau}}}}",
+                                         f"z/\\tau\\ (\\tau = {tau:g})", (s.logits[None] / tau).tolist(), 0, col, value,
+                                         by_column=False, predict=False)
+
+
 # ---------------------------------------------------------------- the KV cache's cost
 
 def cost_rows(walk: GenerationWalkthrough) -> tuple[tuple[int, int, int, int], ...]:
@@ -358,6 +398,7 @@ def generation_steps(walk: GenerationWalkthrough, stage: str) -> StepThrough:
             key=stage, panels=generation_panels(walk, stage),
             formula=lambda tr: generation_formula(stage, walk.generation.temperature > 0),
             entry=lambda row, col, head, tr: explain_generation(walk, stage, row, col, head, tr),
+            exercise=lambda row, col, head: generation_exercise(walk, stage, row, col, head),
             code=(generate, decoder_block), remark=remark,
         ),
         checks=walk.checks, num_heads=NUM_HEADS if stage in _ATTENTION else 0,

@@ -24,7 +24,7 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from attention_core import stages
+from attention_core import practice, stages
 from attention_core.errors import N_, InputError, Message
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, dim_labels, token_labels
@@ -345,6 +345,48 @@ def explain_encoder(walk: EncoderWalkthrough, stage: str, row: int, col: int, tr
     raise KeyError(stage)
 
 
+def encoder_exercise(walk: EncoderWalkthrough, stage: str, row: int, col: int) -> Optional[practice.Exercise]:
+    """Entry (row, col) of ``stage`` as an exercise (practice mode); None for the inputs and the stack (read off).
+
+    Raises:
+        KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
+    """
+    value = explained_value(encoder_panels(walk, stage), row, col)
+    t, i, j = walk.trace, row + 1, col + 1
+    w = t.weights
+    if stage == "attention":
+        return practice.dot_exercise(f"a_{{{i},{j}}}", f"\\sum_l c_{{{i},l}}\\, W^O_{{l,{j}}} + b^O_{{{j}}}",
+                                     (f"c_{{{i}}}", t.attention.concat[row].tolist()),
+                                     (f"W^O_{{:,{j}}}", w.w_out[:, col].tolist()), value,
+                                     extra=(f"b^O_{{{j}}} = {number(float(w.b_out[col]))}",))
+    if stage in ("residual_1", "residual_2"):
+        skip, sub = (t.x, t.attention.output) if stage == "residual_1" else (t.hidden, t.ffn_output)
+        names = ("x", "a") if stage == "residual_1" else ("h", "f")
+        return practice.value_exercise(f"r_{{{i},{j}}}", f"{names[0]}_{{{i},{j}}} + {names[1]}_{{{i},{j}}}",
+                                       (f"{names[0]}_{{{i},{j}}} = {number(float(skip[row, col]))}",
+                                        f"{names[1]}_{{{i},{j}}} = {number(float(sub[row, col]))}"), value)
+    if stage in ("norm_1", "norm_2"):
+        ln = t.norm_1 if stage == "norm_1" else t.norm_2
+        return practice.value_exercise(
+            f"y_{{{i},{j}}}",
+            f"\\gamma_{{{j}}} \\cdot \\frac{{z_{{{i},{j}}} - \\mu_{{{i}}}}}{{\\sqrt{{\\sigma^2_{{{i}}} + \\varepsilon}}}} + "
+            f"\\beta_{{{j}}}",
+            (f"z_{{{i},{j}}} = {number(float(ln.x[row, col]))}",
+             f"\\mu_{{{i}}} = {number(float(ln.mean[row]))},\\ \\sigma^2_{{{i}}} = {number(float(ln.var[row]))},"
+             f"\\ \\varepsilon = 10^{{-5}}",
+             f"\\gamma_{{{j}}} = {number(float(ln.gamma[col]))},\\ \\beta_{{{j}}} = {number(float(ln.beta[col]))}"),
+            value)
+    if stage == "ffn_hidden":
+        return practice.dot_exercise(f"u_{{{i},{j}}}", f"\\max\\left(0,\\ \\sum_l z_{{{i},l}}\\, W^1_{{l,{j}}} + b^1_{{{j}}}\\right)",
+                                     (f"z_{{{i}}}", t.ffn_input[row].tolist()), (f"W^1_{{:,{j}}}", w.w_1[:, col].tolist()),
+                                     value, extra=(f"b^1_{{{j}}} = {number(float(w.b_1[col]))}",))
+    if stage == "ffn_output":
+        return practice.dot_exercise(f"f_{{{i},{j}}}", f"\\sum_l u_{{{i},l}}\\, W^2_{{l,{j}}} + b^2_{{{j}}}",
+                                     (f"u_{{{i}}}", t.ffn_hidden[row].tolist()), (f"W^2_{{:,{j}}}", w.w_2[:, col].tolist()),
+                                     value, extra=(f"b^2_{{{j}}} = {number(float(w.b_2[col]))}",))
+    return None
+
+
 def encoder_steps(walk: EncoderWalkthrough, stage: str) -> StepThrough:
     """The *Encoder block* page's ``stage`` (of its post-LN or pre-LN order) in the one step-through protocol.
 
@@ -359,6 +401,7 @@ def encoder_steps(walk: EncoderWalkthrough, stage: str) -> StepThrough:
             key=stage, panels=encoder_panels(walk, stage),
             formula=lambda tr: encoder_formula(stage, walk.norm_first),
             entry=lambda row, col, head, tr: explain_encoder(walk, stage, row, col, tr),
+            exercise=lambda row, col, head: encoder_exercise(walk, stage, row, col),
             code=(encoder_block, layer_norm, block_weights),
         ),
         checks=walk.checks,

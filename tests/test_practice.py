@@ -1,0 +1,300 @@
+"""Practice mode's core (attention_core.practice) and every step page's exercises: the answer is the number the
+page shows, each known mistake gives the value it names (checked against torch's own softmax, transposes and
+dropout), every hint is triggered by its mistake and by no correct answer, and the tolerance's edges."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from attention_core import practice
+from attention_core.errors import InputError
+from attention_core.inputs.presets import PRESETS
+from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps
+from attention_core.modern.alibi_walkthrough import alibi_steps, build_alibi_walkthrough
+from attention_core.modern.flash_walkthrough import build_flash_walkthrough, flash_steps
+from attention_core.modern.rope_walkthrough import build_rope_walkthrough, rope_steps
+from attention_core.modern.sliding_walkthrough import build_sliding_walkthrough, sliding_steps
+from attention_core.modern.walkthrough import build_gqa_walkthrough, gqa_steps
+from attention_core.multihead.walkthrough import build_cross_walkthrough, build_multihead_walkthrough, multihead_steps
+from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
+from attention_core.settings import Settings
+from attention_core.stages import PAGES
+from attention_core.stepthrough import StepThrough, explained_panel
+from attention_core.trained_model import pretrained
+from attention_core.trained_model.formulas import trained_head_steps
+from attention_core.transformer.generation_walkthrough import build_generation_walkthrough, generation_steps
+from attention_core.transformer.walkthrough import build_encoder_walkthrough, encoder_steps
+
+# =========================================================================== reading and grading an answer
+
+
+@pytest.mark.parametrize(("typed", "value"), [
+    ("0.42", 0.42), (" -1.5 ", -1.5), ("−0.25", -0.25), ("0,73", 0.73), ("１.５", 1.5), ("1e-3", 0.001), ("3", 3.0),
+])
+def test_answers_are_read_as_numbers(typed, value):
+    assert practice.parse_answer(typed) == pytest.approx(value)
+
+
+@pytest.mark.parametrize(("typed", "words"), [
+    ("", "Type a number"), ("   ", "Type a number"), ("abc", "not a number"), ("__import__('os')", "not a number"),
+    ("1,000.5", "not a number"), ("nan", "not a finite"), ("inf", "not a finite"), ("-Infinity", "not a finite"),
+    ("1e300", "far too large"), ("9" * 41, "characters long"),
+])
+def test_bad_answers_get_a_message(typed, words):
+    with pytest.raises(InputError) as caught:
+        practice.parse_answer(typed)
+    assert words in str(caught.value)
+    assert caught.value.field == "practice_answer"
+
+
+def test_tolerance_accepts_rounding_to_two_decimals_and_three_digits():
+    exercise = practice.value_exercise("x", "y", (), 0.7349)
+    assert practice.grade(exercise, 0.73).correct  # 2 decimals
+    assert practice.grade(exercise, 0.735).correct  # 3 significant digits
+    assert not practice.grade(exercise, 0.7249).correct
+    big = practice.value_exercise("x", "y", (), 123.456)
+    assert practice.grade(big, 123.0).correct  # 3 significant digits of a large number: within 0.5 %
+    assert not practice.grade(big, 122.0).correct
+
+
+@pytest.mark.parametrize("answer", [0.0, 0.3, -2.5, 41.7])
+def test_tolerance_edges(answer):
+    exercise = practice.value_exercise("x", "y", (), answer)
+    tol = practice.tolerance(answer) - 1e-9
+    for sign in (1, -1):
+        assert practice.grade(exercise, answer + sign * tol * 0.999).correct
+        assert not practice.grade(exercise, answer + sign * tol * 1.01).correct
+    assert tol == pytest.approx(max(0.005, 0.005 * abs(answer)))
+
+
+def test_a_mistake_too_close_to_the_answer_is_not_offered():
+    # d_k = 1: forgetting ÷ √d_k changes nothing, so no answer may be told it forgot it
+    exercise = practice.scale_exercise("a", "s", "s", 0.8, 1, 0.8)
+    assert "no_scale" not in {m.key for m in exercise.mistakes}
+    assert practice.grade(exercise, 0.8) == practice.Grade(True, (), 0.0)
+
+
+# =========================================================================== every step page's exercises
+
+
+def _preset_settings():
+    for preset in PRESETS:
+        yield preset, Settings.for_preset(preset)
+
+
+def _self_attention():
+    for preset, settings in _preset_settings():
+        walk = build_walkthrough(settings)
+        for stage in PAGES["self_attention"][1]:
+            yield f"self_attention/{preset}/{stage}", self_attention_steps(walk, stage)
+
+
+def _causal(page: str):
+    for preset, settings in _preset_settings():
+        walk = build_causal_walkthrough(settings.replace(padding=1)[0], dropout=page == "dropout")
+        for stage in PAGES[page][1]:
+            yield f"{page}/{preset}/{stage}", causal_steps(walk, stage, page)
+
+
+def _multihead(page: str):
+    for preset, settings in _preset_settings():
+        if page == "mha":
+            walk = build_multihead_walkthrough(settings.replace(padding=1)[0])
+        else:
+            walk = build_cross_walkthrough(settings)
+        for stage in PAGES[page][1]:
+            yield f"{page}/{preset}/{stage}", multihead_steps(walk, stage)
+
+
+@pytest.fixture(scope="module")
+def trained_steps():
+    pm = pretrained.load_model()
+    run = pretrained.run_model(pm, pretrained.tokenize(pm, "The cat sat on the mat.", padding=2))
+    step = pretrained.head_step(pm, run, 2, 8)
+    labels = [str(n) for n in range(run.encoding.n)]
+    return [(f"trained_head/{stage}", trained_head_steps(step, stage, labels)) for stage in PAGES["trained_head"][1]]
+
+
+def _modern(page: str, build, steps, variants):
+    for preset, settings in _preset_settings():
+        for changes in variants:
+            walk = build(settings.replace(**changes)[0])
+            for stage in PAGES[page][1]:
+                yield f"{page}/{preset}/{changes}/{stage}", steps(walk, stage)
+
+
+def _encoder():
+    for preset, settings in _preset_settings():
+        for norm_first in (False, True):
+            walk = build_encoder_walkthrough(settings.replace(norm_first=norm_first, encoder_block=1)[0])
+            for stage in PAGES[walk.page][1]:
+                yield f"{walk.page}/{preset}/{stage}", encoder_steps(walk, stage)
+
+
+def _generation():
+    for source, step, layer, temperature in (("beach", 2, 1, 0.0), ("bad", 1, 0, 0.0), ("cab", 3, 1, 0.7)):
+        settings = Settings().replace(toy_source=source, toy_step=step, toy_layer=layer, toy_temperature=temperature)[0]
+        walk = build_generation_walkthrough(settings)
+        for stage in PAGES["generation"][1]:
+            yield f"generation/{source}/{step}/{stage}", generation_steps(walk, stage)
+
+
+CASES = {
+    "self_attention": _self_attention,
+    "causal": lambda: _causal("causal"),
+    "dropout": lambda: _causal("dropout"),
+    "mha": lambda: _multihead("mha"),
+    "cross": lambda: _multihead("cross"),
+    "encoder": _encoder,
+    "generation": _generation,
+    "gqa": lambda: _modern("gqa", build_gqa_walkthrough, gqa_steps, [{}, {"num_kv_heads": 1}, {"causal": False}]),
+    "rope": lambda: _modern("rope", build_rope_walkthrough, rope_steps, [{}, {"rope_head_dim": 6}]),
+    "alibi": lambda: _modern("alibi", build_alibi_walkthrough, alibi_steps, [{}, {"alibi_num_heads": 3}]),
+    "sliding": lambda: _modern("sliding", build_sliding_walkthrough, sliding_steps, [{}, {"causal": False}]),
+    "flash": lambda: _modern("flash", build_flash_walkthrough, flash_steps,
+                             [{"flash_tile": n} for n in range(4)]),
+}
+
+
+def _entries(steps: StepThrough):
+    """Every entry of every head of the stage's explained panel: (row, col, head, the value shown)."""
+    heads = range(steps.num_heads) if steps.stage.per_head else (0,)
+    for head in heads:
+        panel = explained_panel(steps.stage.panels, head)
+        if panel is None:
+            continue
+        rows, cols = panel.matrix.shape
+        for row in range(rows):
+            for col in range(cols):
+                yield row, col, head, float(panel.matrix[row, col])
+
+
+def _check_stage(name: str, steps: StepThrough, seen: dict[str, int]) -> int:
+    """Every entry: the answer is the shown value; each mistake is named by its own value and never by the answer."""
+    asked = 0
+    for row, col, head, shown in _entries(steps):
+        exercise = steps.stage.exercise(row, col, head) if steps.stage.exercise else None
+        if exercise is None:
+            continue
+        asked += 1
+        where = (name, row, col, head)
+        assert exercise.answer == pytest.approx(shown, abs=1e-6), where
+        assert "?" in exercise.question and exercise.inputs, where
+        correct = practice.grade(exercise, exercise.answer)
+        assert correct.correct and not correct.mistakes, where
+        rounded = practice.grade(exercise, round(exercise.answer, 2))
+        assert rounded.correct and not rounded.mistakes, where
+        for mistake in exercise.mistakes:
+            verdict = practice.grade(exercise, mistake.value)
+            assert not verdict.correct and mistake in verdict.mistakes, (where, mistake.key)
+            assert mistake.key in practice.MISTAKES and str(mistake.hint)
+            seen[mistake.key] = seen.get(mistake.key, 0) + 1
+    return asked
+
+
+@pytest.mark.parametrize("page", list(CASES))
+def test_every_entry_of_every_stage_grades_its_answer_and_names_its_mistakes(page):
+    seen: dict[str, int] = {}
+    asked = {}
+    for name, steps in CASES[page]():
+        asked[name.rsplit("/", 1)[-1]] = asked.get(name.rsplit("/", 1)[-1], 0) + _check_stage(name, steps, seen)
+    computed = {"self_attention": {"query", "key", "value", "scores", "scaled_scores", "weights", "output"},
+                "causal": {"scaled_scores", "weights", "other_route", "output"},
+                "dropout": {"weights", "dropped_weights", "output"},
+                "mha": {"projections", "scaled_scores", "weights", "head", "output"},
+                "cross": {"query", "key", "value", "scaled_scores", "weights", "head", "output"},
+                "encoder": {"attention", "residual_1", "norm_1", "ffn_hidden", "ffn_output", "residual_2", "norm_2"},
+                "generation": {"encoder_attention", "self_attention", "cross_attention", "kv_cache", "logits",
+                               "probabilities"},
+                "gqa": {"projections", "weights", "output"},
+                "rope": {"projections", "angles", "rotate_query", "rotate_key", "scores"},
+                "alibi": {"slopes", "bias", "biased_scores", "weights"},
+                "sliding": {"weights"},
+                "flash": {"tile_scores", "running_max", "final"}}[page]
+    assert {stage for stage, n in asked.items() if n} == computed
+
+
+def test_the_trained_heads_exercises(trained_steps):
+    seen: dict[str, int] = {}
+    asked = {name: _check_stage(name, steps, seen) for name, steps in trained_steps}
+    assert {name for name, n in asked.items() if n} == {f"trained_head/{s}" for s in ("scaled_scores", "weights", "output")}
+    assert {"no_scale", "scale_d_k", "scale_d_model", "softmax_column", "no_renormalise", "max_not_sum"} <= set(seen)
+
+
+def test_every_named_mistake_is_caught_somewhere():
+    seen: dict[str, int] = {}
+    for make in CASES.values():
+        for name, steps in make():
+            _check_stage(name, steps, seen)
+    assert set(seen) == set(practice.MISTAKES), set(practice.MISTAKES) - set(seen)
+
+
+# =========================================================================== the mistakes' values, against torch
+
+
+def _mistakes(exercise: practice.Exercise) -> dict[str, float]:
+    return {m.key: m.value for m in exercise.mistakes}
+
+
+def test_self_attention_mistakes_are_the_numbers_they_name():
+    walk = build_walkthrough(Settings())  # seed 000's example: random W, so Q K^T is not symmetric
+    att = walk.trace.attention
+    d_k, d_model = att.query.shape[-1], walk.trace.x.shape[-1]
+    assert d_model != d_k
+    row, col = 1, 3
+    scores = self_attention_steps(walk, "scores").stage.exercise(row, col, 0)
+    assert scores.answer == pytest.approx(float(att.query[row] @ att.key[col]), abs=1e-6)
+    assert _mistakes(scores)["swapped"] == pytest.approx(float(att.scores.T[row, col]), abs=1e-5)
+    scaled = self_attention_steps(walk, "scaled_scores").stage.exercise(row, col, 0)
+    wrong = _mistakes(scaled)
+    assert wrong["no_scale"] == pytest.approx(float(att.scores[row, col]), abs=1e-6)
+    assert wrong["scale_d_k"] == pytest.approx(float(att.scores[row, col]) / d_k, abs=1e-6)
+    assert wrong["scale_d_model"] == pytest.approx(float(att.scores[row, col]) / math.sqrt(d_model), abs=1e-6)
+    weights = self_attention_steps(walk, "weights").stage.exercise(row, col, 0)
+    assert weights.predict
+    wrong = _mistakes(weights)
+    assert wrong["softmax_column"] == pytest.approx(float(torch.softmax(att.scaled_scores, dim=0)[row, col]), abs=1e-6)
+    assert wrong["no_scale"] == pytest.approx(float(torch.softmax(att.scores, dim=-1)[row, col]), abs=1e-6)
+    expected = math.exp(float(att.scaled_scores[row, col]) - float(att.scaled_scores[row].sum()))
+    assert wrong["sum_before_exp"] == pytest.approx(expected, rel=1e-5)
+    output = self_attention_steps(walk, "output").stage.exercise(row, 0, 0)
+    top = int(att.weights[row].argmax())
+    assert _mistakes(output)["max_not_sum"] == pytest.approx(float(att.value[top, 0]), abs=1e-6)
+
+
+def test_masked_and_dropout_mistakes_are_the_numbers_they_name():
+    settings = Settings.for_preset("journey_v1").replace(dropout_p=0.5, training=True, padding=0)[0]
+    causal = build_causal_walkthrough(settings)
+    att = causal.trace.attention
+    row, col = 3, 1  # query 4 may look at keys 1..4: 3 keys blocked
+    weights = causal_steps(causal, "weights").stage.exercise(row, col, 0)
+    expected = float(torch.softmax(att.scaled_scores, dim=-1)[row, col])  # over every key: not renormalised
+    assert _mistakes(weights)["no_renormalise"] == pytest.approx(expected, abs=1e-6)
+    route = causal_steps(causal, "other_route").stage.exercise(row, col, 0)
+    assert _mistakes(route)["no_renormalise"] == pytest.approx(expected, abs=1e-6)
+    dropout = build_causal_walkthrough(settings, dropout=True)
+    datt = dropout.trace.attention
+    kept = [(r, c) for r in range(datt.weights.shape[0]) for c in range(r + 1) if dropout.keep[r, c]]
+    r, c = max(kept, key=lambda rc: float(datt.weights[rc]))
+    dropped = causal_steps(dropout, "dropped_weights", "dropout").stage.exercise(r, c, 0)
+    assert dropped.answer == pytest.approx(float(datt.weights[r, c]) / 0.5, abs=1e-6)
+    assert _mistakes(dropped)["no_dropout_rescale"] == pytest.approx(float(datt.weights[r, c]), abs=1e-6)
+    output = causal_steps(dropout, "output", "dropout").stage.exercise(r, 0, 0)
+    undropped = (datt.weights * dropout.keep) @ datt.value  # forgot 1 / (1 - p)
+    assert _mistakes(output)["no_dropout_rescale"] == pytest.approx(float(undropped[r, 0]), abs=1e-5)
+
+
+def test_multihead_scaling_mistake_divides_by_root_d_model():
+    settings = Settings.for_preset("journey_v1")
+    walk = build_multihead_walkthrough(settings)
+    trace = walk.trace
+    att = trace.heads[1]
+    exercise = multihead_steps(walk, "scaled_scores").stage.exercise(0, 1, 1)
+    score = float(att.query[0] @ att.key[1])
+    assert exercise.answer == pytest.approx(score / math.sqrt(trace.head_dim), abs=1e-6)
+    wrong = _mistakes(exercise)
+    assert wrong["scale_d_model"] == pytest.approx(score / math.sqrt(trace.concat.shape[-1]), abs=1e-6)
+    assert wrong["swapped"] == pytest.approx(float(att.scaled_scores[1, 0]), abs=1e-6)

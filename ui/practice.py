@@ -1,0 +1,204 @@
+"""Practice mode of the step pages (``attention_core.practice``): the explained entry is asked before it is shown.
+
+With the practice switch on (beside the stepper), a stage whose entry has an exercise hides its heatmaps and the
+worked entry until the student answers: the question (the element formula and the numbers it needs), an answer
+box, *Check*, and, after a wrong answer, the hint that names the mistake when it is a known one, and *Show
+the solution*. A softmax stage first asks which key gets the most weight in the row (predict before reveal).
+A correct answer, or *Show the solution*, shows the stage's numbers and the worked entry. The score counts
+the entries of this session.
+
+What is kept per session: which entries were revealed, the last verdict on each, the predictions and the
+score (small sets of tuples). Nothing here computes attention: the exercise and its grading come from
+attention_core.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from typing import Optional
+
+import streamlit as st
+
+from attention_core import practice
+from attention_core.errors import InputError
+from attention_core.practice import Exercise
+from attention_core.stepthrough import StepThrough, explained_panel
+
+from . import state, widgets
+from .i18n import _
+
+_STORE = "practice_store"
+#: The most entries remembered per session (revealed, verdicts); older ones are forgotten (the score stays).
+MAX_REMEMBERED = 500
+
+
+def _store() -> dict:
+    return st.session_state.setdefault(_STORE, {
+        "revealed": set(), "verdicts": {}, "predicted": {}, "tried": set(), "correct": set(), "first_try": set(),
+        "attempts": {}, "picks": 0,
+    })
+
+
+def entry_key(steps: StepThrough, row: int, col: int, head: int, exercise: Exercise) -> tuple:
+    """What identifies an asked entry: the page, the stage, the entry and its answer (new numbers, new entry)."""
+    return steps.page, steps.stage.key, row, col, head, f"{exercise.answer:.6g}"
+
+
+def switch(steps: StepThrough) -> bool:
+    """The practice switch (beside the stepper) and the session's score; whether practice mode is on."""
+    left, right = st.columns([2, 3], vertical_alignment="center")
+    with left:
+        on = state.bind(st.toggle, _("Practice: compute it yourself"), "practice",
+                        help=_("Each step's entry is hidden until you type its value. A wrong answer gets a hint "
+                               "when it is a common mistake."))
+    if on:
+        store = _store()
+        with right:
+            st.caption(_("Score this session: {correct} of {tried} entries right, {first} at the first try.",
+                         correct=len(store["correct"]), tried=len(store["tried"]), first=len(store["first_try"])))
+    return bool(on)
+
+
+def exercise_for(steps: StepThrough, row: int, col: int, head: int) -> Optional[Exercise]:
+    """The explained entry's exercise, or None (the stage has none, or this entry has nothing to compute)."""
+    stage = steps.stage
+    if stage.exercise is None or stage.target is None:
+        return None
+    return stage.exercise(row, col, head)
+
+
+def hidden(steps: StepThrough, exercise: Optional[Exercise], row: int, col: int, head: int) -> bool:
+    """Whether the stage's numbers stay hidden: an exercise not yet answered or revealed."""
+    return exercise is not None and entry_key(steps, row, col, head, exercise) not in _store()["revealed"]
+
+
+def nothing_to_compute() -> None:
+    """Practice mode on a stage (or entry) without an exercise."""
+    st.info(_("No exercise at this step: its numbers are read off or set, not calculated (or the sum is too long "
+              "to add up by hand). Look, then go on with **Next**."), icon=":material/visibility:")
+
+
+def _remember(store: dict) -> None:
+    if len(store["revealed"]) > MAX_REMEMBERED:
+        store["revealed"].clear()
+        store["verdicts"].clear()
+        store["predicted"].clear()
+        store["attempts"].clear()
+
+
+def _check(key: tuple, exercise: Exercise, widget: str) -> None:
+    store = _store()
+    _remember(store)
+    try:
+        given = practice.parse_answer(st.session_state.get(widget, ""))
+    except InputError as error:
+        store["verdicts"][key] = ("error", error)
+        return
+    store["tried"].add(key)
+    store["attempts"][key] = store["attempts"].get(key, 0) + 1
+    verdict = practice.grade(exercise, given)
+    store["verdicts"][key] = ("graded", verdict)
+    if verdict.correct:
+        if key not in store["revealed"]:
+            store["correct"].add(key)
+            if store["attempts"][key] == 1:
+                store["first_try"].add(key)
+        store["revealed"].add(key)
+
+
+def _reveal(key: tuple) -> None:
+    store = _store()
+    store["tried"].add(key)
+    store["revealed"].add(key)
+
+
+def _pick(steps: StepThrough, head: int) -> None:
+    """Choose an entry for the student: among a few random ones, one with the most known mistakes to catch."""
+    store = _store()
+    store["picks"] += 1
+    stage = steps.stage
+    target = explained_panel(stage.panels, head)
+    rows, cols = target.matrix.shape
+    rng = random.Random(zlib.crc32(repr((steps.page, stage.key, store["picks"])).encode()))
+    candidates = [(rng.randrange(rows), rng.randrange(cols)) for _ in range(8)]
+    best, score = candidates[0], -1.0
+    for row, col in candidates:
+        exercise = stage.exercise(row, col, head)
+        if exercise is None:
+            continue
+        points = len(exercise.mistakes) + (1 if abs(exercise.answer) > 0.05 else 0) + rng.random() / 2
+        if points > score:
+            best, score = (row, col), points
+    state.update(**{steps.row_field: best[0], steps.col_field: best[1]})
+
+
+def _predict(steps: StepThrough, row: int, head: int, col_labels: list[str], row_label: str) -> bool:
+    """Before a softmax is shown: which key gets the most weight in row ``row``? True once answered."""
+    target = explained_panel(steps.stage.panels, head)
+    weights = target.matrix[row]
+    top = int(weights.argmax())
+    key = (steps.page, steps.stage.key, row, head, zlib.crc32(repr([round(float(w), 6) for w in weights]).encode()))
+    store = _store()
+    widget = f"practice_predict_{zlib.crc32(repr(key).encode()):08x}"
+    choice = store["predicted"].get(key, st.session_state.get(widget))
+    if choice is None:
+        st.markdown(_("**Predict first:** which key gets the most weight in row {row} (**{token}**)? Click it.",
+                      row=row + 1, token=widgets.md_escape(row_label)))
+        st.pills(_("Key with the most weight"), options=list(range(len(col_labels))),
+                 format_func=col_labels.__getitem__, key=widget, label_visibility="collapsed")
+        return False
+    store["predicted"][key] = choice
+    if choice == top:
+        st.success(_("Right: **{key}** gets the most weight in row {row}.", key=widgets.md_escape(col_labels[top]),
+                     row=row + 1), icon=":material/check_circle:")
+    else:
+        st.warning(_("Not this time: you chose **{chosen}**, but **{key}** gets the most weight in row {row} (it has "
+                     "the largest score, and the softmax keeps the order).",
+                     chosen=widgets.md_escape(col_labels[choice]), key=widgets.md_escape(col_labels[top]),
+                     row=row + 1), icon=":material/lightbulb:")
+    return True
+
+
+def ask(steps: StepThrough, exercise: Exercise, row: int, col: int, head: int,
+        row_labels: list[str], col_labels: list[str]) -> None:
+    """The exercise: the question, the answer box, Check, the verdict (with the named mistake), the solution."""
+    key = entry_key(steps, row, col, head, exercise)
+    st.subheader(_("Your turn: compute this entry"))
+    st.button(_("Pick an entry for me"), key="practice_pick", icon=":material/casino:",
+              on_click=_pick, args=(steps, head))
+    st.latex(exercise.question)
+    st.markdown(_("with"))
+    for line in exercise.inputs:
+        st.latex(line)
+    if exercise.predict and not _predict(steps, row, head, col_labels, row_labels[row]):
+        return
+    widget = f"practice_answer_{zlib.crc32(repr(key).encode()):08x}"
+    with st.form(f"practice_form_{widget}", border=False):
+        st.text_input(_("Your answer"), key=widget, placeholder="0.42", max_chars=practice.MAX_ANSWER_CHARS)
+        st.form_submit_button(_("Check"), on_click=_check, args=(key, exercise, widget), type="primary")
+    st.caption(_("Accepted: within ±0.005 or ±0.5 % of the answer, whichever is larger (so rounding to 2 decimals "
+                 "is fine)."))
+    kind, verdict = _store()["verdicts"].get(key, (None, None))
+    if kind == "error":
+        widgets.show_error(verdict)
+    elif kind == "graded" and not verdict.correct:
+        if verdict.mistakes:
+            for mistake in verdict.mistakes:
+                st.warning("**" + _(practice.MISTAKES[mistake.key]) + ".** " + _(mistake.hint),
+                           icon=":material/lightbulb:")
+        else:
+            st.warning(_("Not quite: your answer is {diff} away. Check each term, then try again.",
+                         diff=f"{abs(verdict.difference):.4g}"), icon=":material/replay:")
+        st.button(_("Show the solution"), key="practice_reveal", on_click=_reveal, args=(key,))
+
+
+def verdict_line(steps: StepThrough, exercise: Exercise, row: int, col: int, head: int) -> None:
+    """After the entry is revealed: whether it was answered right, above the worked solution."""
+    key = entry_key(steps, row, col, head, exercise)
+    kind, verdict = _store()["verdicts"].get(key, (None, None))
+    if kind == "graded" and verdict.correct:
+        st.success(_("Correct: {value}. Here is the worked solution.", value=f"{exercise.answer:.4g}"),
+                   icon=":material/check_circle:")
+    else:
+        st.info(_("The worked solution, with the numbers in:"), icon=":material/school:")
