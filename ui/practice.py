@@ -45,19 +45,18 @@ def entry_key(steps: StepThrough, row: int, col: int, head: int, exercise: Exerc
     return steps.page, steps.stage.key, row, col, head, f"{exercise.answer:.6g}"
 
 
-def switch(steps: StepThrough) -> bool:
-    """The practice switch (beside the stepper) and the session's score; whether practice mode is on."""
-    left, right = st.columns([2, 3], vertical_alignment="center")
-    with left:
-        on = state.bind(st.toggle, _("Practice: compute it yourself"), "practice",
-                        help=_("Each step's entry is hidden until you type its value. A wrong answer gets a hint "
-                               "when it is a common mistake."))
-    if on:
-        store = _store()
-        with right:
-            st.caption(_("Score this session: {correct} of {tried} entries right, {first} at the first try.",
-                         correct=len(store["correct"]), tried=len(store["tried"]), first=len(store["first_try"])))
-    return bool(on)
+def switch() -> bool:
+    """The practice switch (beside the stepper); whether practice mode is on."""
+    return bool(state.bind(st.toggle, _("Practice mode"), "practice",
+                           help=_("Each step's entry is hidden until you type its value. A wrong answer gets a hint "
+                                  "when it is a common mistake.")))
+
+
+def score() -> None:
+    """The session's score (under the stepper, in practice mode)."""
+    store = _store()
+    st.caption(_("Score this session: {correct} of {tried} entries right, {first} at the first try.",
+                 correct=len(store["correct"]), tried=len(store["tried"]), first=len(store["first_try"])))
 
 
 def exercise_for(steps: StepThrough, row: int, col: int, head: int) -> Optional[Exercise]:

@@ -53,8 +53,9 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
     """
     stage = steps.stage
     tr = i18n.translator()
-    widgets.stepper(steps.titles, stage.key, field=steps.field)
-    practising = practice.switch(steps)
+    practising = widgets.stepper(steps.titles, stage.key, field=steps.field, extra=practice.switch)
+    if practising:
+        practice.score()
     st.markdown(_(explain[stage.key]))
     row, col, head = entry(steps)
     exercise = practice.exercise_for(steps, row, col, head) if practising else None
@@ -132,6 +133,7 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
 
 _FULL_RUN = "stepthrough_full_run"  # set by live() on a whole-page run, taken by the fragment that follows
 _OUTER = "stepthrough_outer"  # what the page drew around the fragment from, as of the last whole-page run
+_PAGE = "stepthrough_page"  # the page key of the last step-through drawn (for the worksheet after it)
 
 
 def outer_fingerprint(settings: Settings, edits: Mapping, fragment_fields: Sequence[str]) -> tuple:
@@ -162,7 +164,9 @@ def live(build: Callable[[], StepThrough], explain: Mapping[str, str], *,
     offers a printable worksheet of every stage and its answer key (``ui.worksheet``).
     """
     st.session_state[_FULL_RUN] = True
-    _live(build, explain, after_panels, after_entry, after_checks, {**options, "steps_for": steps_for})
+    _live(build, explain, after_panels, after_entry, after_checks, options)
+    if steps_for is not None:  # outside the fragment: a click on Next does not send it again
+        worksheet.downloads(st.session_state[_PAGE], steps_for)
 
 
 def _call(callback: Optional[Callable[[StepThrough], None]], steps: StepThrough) -> Optional[Callable[[], None]]:
@@ -172,6 +176,7 @@ def _call(callback: Optional[Callable[[StepThrough], None]], steps: StepThrough)
 @st.fragment
 def _live(build, explain, after_panels, after_entry, after_checks, options) -> None:
     steps = build()
+    st.session_state[_PAGE] = steps.page
     fields = [steps.field, steps.row_field, steps.col_field, "practice"] + ([steps.head_field] if steps.head_field else [])
     fingerprint = outer_fingerprint(state.settings(), state.edits(), fields)
     if st.session_state.pop(_FULL_RUN, False):

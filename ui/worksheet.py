@@ -32,8 +32,10 @@ def _pdf(page: str, steps_for: Callable[[str], StepThrough], title: str, line: s
 
 
 def downloads(page: str, steps_for: Callable[[str], StepThrough]) -> None:
-    """An expander with the worksheet and answer-key PDFs of this page."""
-    with st.expander(_("Worksheet to print (PDF)"), icon=":material/print:"):
+    """A switch that shows the worksheet and answer-key PDFs of this page (off: one element per run)."""
+    if not st.toggle(_("Worksheet to print (PDF)"), key="worksheet_show"):
+        return
+    with st.container(border=True):
         st.caption(_("Up to {n} entries of every step that has something to compute, chosen from the current numbers "
                      "(the same link gives the same sheet), each with the numbers it needs. The answer key is a "
                      "separate file.", n=worksheet.PER_STAGE))

@@ -326,3 +326,43 @@ def test_clicking_a_pixel_shows_where_it_looks(page: Page, app_url: str):
     expect(page.get_by_text("= 101").first).to_be_visible()  # n = 8 · 12 + 5
     assert_no_exception(page)
     save_screenshot(page, "page-image-attention-after-click")
+
+
+def test_practice_names_a_mistake_then_reveals_the_step_and_the_worksheet_downloads(page: Page, app_url: str,
+                                                                                     tmp_path):
+    """Practice mode in a real browser: the form's Check, the hint, the reveal; then the worksheet and its key,
+    made by the server only when their buttons are clicked (Streamlit's deferred download)."""
+    import io
+
+    from pypdf import PdfReader
+
+    from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
+    from attention_core.settings import Settings
+
+    exercise = self_attention_steps(build_walkthrough(Settings()), "scaled_scores").stage.exercise(1, 3, 0)
+    forgot = next(m for m in exercise.mistakes if m.key == "no_scale")
+    open_page(page, app_url, "/self-attention?practice=1&stage=scaled_scores&entry_row=1&entry_col=3",
+              "Scaled dot-product self-attention, step by step")
+    expect(page.get_by_text("This step's numbers are hidden until you answer")).to_be_visible()
+    answer = page.get_by_label("Your answer")
+    answer.fill(f"{forgot.value:.3f}")
+    page.get_by_role("button", name="Check").click()
+    expect(page.get_by_text("Forgot ÷ √d_k")).to_be_visible(timeout=APP_RUN_MS)
+    answer.fill(f"{exercise.answer:.2f}")
+    page.get_by_role("button", name="Check").click()
+    expect(page.get_by_text(re.compile(r"Correct: "))).to_be_visible(timeout=APP_RUN_MS)
+    expect(page.locator(".vega-embed").filter(visible=True).first).to_be_visible()  # the step's heatmap is back
+    assert_no_exception(page)
+    save_screenshot(page, "practice-correct")
+
+    page.get_by_text("Worksheet to print (PDF)").click()
+    sheets = {}
+    for name in ("Worksheet (PDF)", "Answer key (PDF)"):
+        with page.expect_download(timeout=APP_RUN_MS) as download:
+            page.get_by_role("button", name=name).click()
+        path = tmp_path / download.value.suggested_filename
+        download.value.save_as(path)
+        sheets[name] = PdfReader(io.BytesIO(path.read_bytes()))
+    assert len(sheets["Worksheet (PDF)"].pages) == len(sheets["Answer key (PDF)"].pages) == 7  # X has no exercise
+    assert "Answer key" in sheets["Answer key (PDF)"].pages[0].extract_text()
+    assert_no_exception(page)

@@ -78,6 +78,7 @@ def test_practice_mode_on_every_stage_of_every_step_page(path, language):
         if at.button(key="step_next").disabled:
             break
         at.button(key="step_next").click().run()
+    at.toggle(key="worksheet_show").set_value(True).run()
     downloads = {d.proto.label for d in at.get("download_button")}
     assert {"Worksheet (PDF)", "Answer key (PDF)"} <= downloads or {"练习单（PDF）", "答案（PDF）"} <= downloads, downloads
     store = at.session_state["practice_store"] if solved else None
