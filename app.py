@@ -11,8 +11,8 @@ from pathlib import Path
 import streamlit as st
 
 from attention_core.inputs.presets import PRESETS
-from attention_core.settings import LANGUAGES
-from ui import presenter, runtime, state, teacher
+from attention_core.settings import LANGUAGES, PALETTES
+from ui import layout, presenter, runtime, state, teacher
 from ui.i18n import _
 
 runtime.tune_server()  # once per process: cheap garbage collection, no Nagle delay (ui/runtime.py)
@@ -91,6 +91,12 @@ with st.sidebar:
     state.bind(st.radio, _("Language"), "language", options=list(LANGUAGES), format_func=LANGUAGES.get,
                horizontal=True)
     state.bind(st.toggle, _("Presenter mode"), "presenter", help=_("Larger type, no sidebar, big Previous / Next."))
+    palettes = {key: _(name) for key, name in PALETTES.items()}
+    state.bind(st.radio, _("Colours"), "palette", options=list(PALETTES), format_func=palettes.get,
+               help=_("Colour-blind safe: blue–orange around 0 for signed numbers, viridis for weights and other "
+                      "numbers ≥ 0. The numbers stay written in the cells."))
+    state.bind(st.toggle, _("Every chart as a table too"), "tables",
+               help=_("A table of the same numbers under each chart: for screen readers and for copying."))
 
 # The URL always holds the current state: copying it shares exactly these numbers.
 link_complete = state.write_link()
@@ -101,6 +107,7 @@ if not link_complete:
                icon=":material/link_off:")
 for message in state.link_messages():
     st.warning(_(message), icon=":material/link:")
+layout.apply()
 presenter.apply()
 locked_note = st.empty()  # filled after the page: the settings a teacher's link fixed, by their labels
 

@@ -69,7 +69,7 @@ from attention_core.limits import (
 
 __all__ = [
     # the settings object and its validation
-    "Settings", "validate_settings", "Edits", "EDITABLE", "LANGUAGES", "MODEL_SENTENCE", "PRESET_FIELDS",
+    "Settings", "validate_settings", "Edits", "EDITABLE", "LANGUAGES", "PALETTES", "MODEL_SENTENCE", "PRESET_FIELDS",
     # the declared table of fields and its row kinds
     "FIELDS", "Field", "IntRange", "OneBasedIndex", "FloatRange", "Switch", "Text", "Choice", "FieldNames",
     # limits other modules import from here (declared in ``limits``)
@@ -86,6 +86,8 @@ PRESET_FIELDS = ("preset", "sentence", "d_model", "d_k", "seed", "encoder_senten
 
 #: Interface languages: code -> name shown in the picker.
 LANGUAGES = {"en": "English", "zh": "简体中文"}
+#: The heatmaps' colours: key -> its name (translated by the UI). "cvd" is safe for colour-vision deficiency.
+PALETTES = {"classic": N_("Red–blue"), "cvd": N_("Colour-blind safe")}
 
 #: The matrices a user can edit, by name -> label.
 EDITABLE = {"x": "X", "w_query": "W_q", "w_key": "W_k", "w_value": "W_v"}
@@ -229,6 +231,9 @@ class Settings:
         language: the interface language, a key of :data:`LANGUAGES`.
         presenter: presenter mode (larger type, no sidebar, big Previous / Next).
         practice: practice mode on the step pages: the explained entry is asked before it is shown.
+        palette: the heatmaps' colours, a key of :data:`PALETTES` ("cvd": blue–orange for signed numbers,
+            viridis for numbers >= 0).
+        tables: show every chart's numbers as a table under it too (screen readers, copying).
         locked: the settings a teacher's link fixes, comma-separated field names ("d_k,seed"); their widgets
             are disabled. A classroom convenience, not access control.
     """
@@ -313,6 +318,8 @@ class Settings:
     language: str = "en"
     presenter: bool = False
     practice: bool = False
+    palette: str = "classic"
+    tables: bool = False
     locked: str = ""
 
     @classmethod
@@ -705,6 +712,8 @@ FIELDS: tuple[Field, ...] = (
     Choice("language", tuple(LANGUAGES), N_("Unknown language “{language}”; using English."), raw_param="language"),
     Switch("presenter", None),
     Switch("practice", _label(N_("The practice switch"))),
+    Choice("palette", tuple(PALETTES), N_("Unknown colours “{palette}”; using red–blue."), raw_param="palette"),
+    Switch("tables", _label(N_("The tables switch"))),
     FieldNames("locked"),
     # each step page's current stage
     *_stage_rows(),

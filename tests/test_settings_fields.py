@@ -169,6 +169,7 @@ CHOICE_MESSAGES = {
     "image_source": "Unknown image “nope”; using “smiley”.",
     "image_features": "Unknown kind of pixel token “nope”; using “rgb”.",
     "language": "Unknown language “nope”; using English.",
+    "palette": "Unknown colours “nope”; using red–blue.",
 }
 #: field -> its stages; a page's variants (the encoder block's post-LN and pre-LN) share a field and its stages
 STAGE_FIELDS: dict[str, dict[str, str]] = {}

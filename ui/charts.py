@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from . import state, widgets
 from .i18n import _
 
 AXIS_FONT = 16
@@ -48,16 +49,20 @@ def _show(df: pd.DataFrame, spec: dict, key: str, **kwargs) -> None:
 # ---------------------------------------------------------------- line charts on log axes
 
 
+#: Okabe & Ito's eight colours, told apart with every common colour-vision deficiency (the "cvd" palette's lines).
+OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
+
+
 @st.cache_data(show_spinner=False)
 def _lines_spec(x_title: str, y_title: str, series_title: str, x_log: bool, x_base: int, y_log: bool,
                 y_min: Optional[float], y_max: Optional[float], error_bars: bool, marked: bool, width: int,
-                height: int) -> dict:
+                height: int, cvd: bool = False) -> dict:
     x_scale = alt.Scale(type="log", base=x_base) if x_log else alt.Scale()
     y_scale = alt.Scale(type="log") if y_log else alt.Scale(domain=[y_min, y_max]) if y_min is not None else alt.Scale()
     x = alt.X("x:Q", title=x_title, scale=x_scale, axis=alt.Axis(format="~g", tickCount=12))
     y = alt.Y("y:Q", title=y_title, scale=y_scale, axis=alt.Axis(format="~g"))
     color = alt.Color("series:N", title=None, sort=alt.EncodingSortField("order"),
-                      scale=alt.Scale(scheme="tableau10"))
+                      scale=alt.Scale(range=OKABE_ITO) if cvd else alt.Scale(scheme="tableau10"))
     dash = alt.StrokeDash("dashed:N", legend=None, scale=alt.Scale(domain=[False, True], range=[[1, 0], [6, 4]]))
     tooltip = [alt.Tooltip("series:N", title=series_title), alt.Tooltip("x:Q", title=x_title, format=".4~g"),
                alt.Tooltip("y:Q", title=y_title, format=".4~g")]
@@ -91,9 +96,18 @@ def lines(
     a vertical rule and a big point at the marked x, when ``marked``).
     """
     spec = _lines_spec(x_title, y_title, _("series"), x_log, x_base, y_log, y_range[0] if y_range else None,
-                       y_range[1] if y_range else None, error_bars, marked, width, height)
+                       y_range[1] if y_range else None, error_bars, marked, width, height,
+                       state.settings().palette == "cvd")
+    names = list(dict.fromkeys(df["series"]))
+    description = _("Line chart: {y} against {x}, {n} series ({names}); {x} from {x0} to {x1}, {y} from {y0} to {y1}.",
+                    y=y_title, x=x_title, n=len(names), names=", ".join(str(n) for n in names[:6]),
+                    x0=f"{df['x'].min():.3g}", x1=f"{df['x'].max():.3g}", y0=f"{df['y'].min():.3g}",
+                    y1=f"{df['y'].max():.3g}")
     # Fill the column instead of a fixed width, which spilled over narrow columns (1280 px with the sidebar).
-    _show(df, {**spec, "width": "container"}, key, width="stretch")
+    _show(df, {**spec, "width": "container", "description": description}, key, width="stretch")
+    if state.settings().tables:
+        wide = df.pivot_table(index="x", columns="series", values="y", sort=False)
+        widgets.table(wide.to_numpy(), [f"{x:.4g}" for x in wide.index], [str(c) for c in wide.columns], key)
 
 
 # ---------------------------------------------------------------- bars
@@ -116,7 +130,11 @@ def bars(values: Sequence[float], labels: Sequence[str], *, key: str, x_title: s
     """Horizontal bars with their values written beside them and a dashed rule at ``limit``."""
     df = pd.DataFrame({"i": range(len(values)), "label": list(labels), "value": [float(v) for v in values],
                        "limit": float(limit)})
-    _show(df, _bars_spec(x_title, y_title, width, max(120, 34 * len(values))), key)
+    spec = {**_bars_spec(x_title, y_title, width, max(120, 34 * len(values))),
+            "description": widgets.describe(_("Bar chart"), len(values), 1, y_title, x_title,
+                                            float(min(values)), float(max(values)))}
+    _show(df, spec, key)
+    widgets.table(np.asarray(values, dtype=float)[:, None], list(labels), [x_title], key)
 
 
 # ---------------------------------------------------------------- a compact heatmap (no numbers)
@@ -124,12 +142,14 @@ def bars(values: Sequence[float], labels: Sequence[str], *, key: str, x_title: s
 
 @st.cache_data(show_spinner=False)
 def _pattern_spec(row_title: str, col_title: str, value_title: str, cell: int, rows: int, cols: int,
-                  signed: bool) -> dict:
+                  signed: bool, cvd: bool = False) -> dict:
     x = alt.X("j:O", title=col_title, axis=alt.Axis(values=list(range(0, cols, max(1, cols // 8))), labelAngle=0))
     y = alt.Y("i:O", title=row_title, axis=alt.Axis(values=list(range(0, rows, max(1, rows // 8)))))
     rect = alt.Chart().mark_rect().encode(
-        x=x, y=y, color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", reverse=True) if signed
-                                  else alt.Scale(scheme="blues"),
+        x=x, y=y, color=alt.Color("value:Q", scale=(alt.Scale(scheme="blueorange") if cvd and signed
+                                                    else alt.Scale(scheme="viridis") if cvd
+                                                    else alt.Scale(scheme="redblue", reverse=True) if signed
+                                                    else alt.Scale(scheme="blues")),
                                   legend=alt.Legend(title=value_title, orient="right", direction="vertical",
                                                     gradientLength=min(300, rows * cell))),
         tooltip=[alt.Tooltip("i:O", title=row_title), alt.Tooltip("j:O", title=col_title),
@@ -149,9 +169,12 @@ def pattern(matrix, *, key: str, row_title: str, col_title: str, max_width: int 
     df = pd.DataFrame({"i": ii.ravel(), "j": jj.ravel(), "value": m.ravel()})
     top = float(np.abs(m).max()) or 1.0
     signed = bool((m < 0).any())
-    spec = copy.deepcopy(_pattern_spec(row_title, col_title, _("value"), cell, rows, cols, signed))
+    spec = copy.deepcopy(_pattern_spec(row_title, col_title, _("value"), cell, rows, cols, signed,
+                                       state.settings().palette == "cvd"))
     spec["encoding"]["color"]["scale"]["domain"] = [-top, top] if signed else [0.0, top]
+    spec["description"] = widgets.describe(_("Heatmap"), rows, cols, row_title, col_title, float(m.min()), float(m.max()))
     _show(df, spec, key)
+    widgets.table(m, [str(i) for i in range(rows)], [str(j) for j in range(cols)], key)
 
 
 # ---------------------------------------------------------------- the pixel image
@@ -225,8 +248,15 @@ def image(
     })
     if weights is not None:
         df["weight"] = np.asarray(weights, dtype=float).ravel()
+        widgets.table(np.asarray(weights, dtype=float), [str(r) for r in range(h)], [str(c) for c in range(w)],
+                      key)
     cell = max(16, min(48, size_px // max(h, w)))
-    spec = _image_spec(cell, h, w, on_pixel is not None, weights is not None, numbers, _image_titles())
+    spec = {**_image_spec(cell, h, w, on_pixel is not None, weights is not None, numbers, _image_titles()),
+            "description": _("Image: {h} × {w} pixels, one token each (token n = r·W + c).", h=h, w=w)
+            + (" " + _("Red shows the attention weights, from {low} to {high}.",
+                       low=f"{np.asarray(weights, dtype=float).min():.3g}",
+                       high=f"{np.asarray(weights, dtype=float).max():.3g}")
+               if weights is not None else "")}
     if on_pixel is not None:
         st.vega_lite_chart(df, spec, key=key, on_select=functools.partial(_on_pixel, key, on_pixel),
                            selection_mode="pixel", width="content")

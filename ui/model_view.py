@@ -20,6 +20,7 @@ import pandas as pd
 import streamlit as st
 from PIL import Image
 
+from . import widgets
 from .i18n import _
 
 #: Colour stops of the weights' scale (Vega's "blues"), value in [0, 1] -> RGB.
@@ -94,7 +95,11 @@ def head_grid(pictures: pd.DataFrame, selected: tuple[int, int], *, key: str,
         selected: the open head (layer, head), 0-based; outlined in red.
     """
     df = pictures.assign(selected=(pictures["layer"] == selected[0] + 1) & (pictures["head"] == selected[1] + 1))
-    st.vega_lite_chart(df, _grid_spec(_("head"), _("layer")), key=key,
+    layers, heads = int(pictures["layer"].max()), int(pictures["head"].max())
+    spec = {**_grid_spec(_("head"), _("layer")),
+            "description": _("Grid of {layers} layers × {heads} heads: each picture is one head's attention weights "
+                             "(darker: more weight). Click one to open it.", layers=layers, heads=heads)}
+    st.vega_lite_chart(df, spec, key=key,
                        on_select=functools.partial(_on_pick, key, on_pick),
                        selection_mode="head_pick", width="stretch")
 
@@ -165,9 +170,12 @@ def attention_map(weights: np.ndarray, labels: Sequence[str], *, key: str,
         "selected": (ii == selected[0]) & (jj == selected[1]) if selected else np.zeros(ii.shape, bool),
     })
     titles = (_("key token (attended to)"), _("query token (attending)"), _("weight"), _("query"), _("key"))
-    st.vega_lite_chart(df, _map_spec(cell, cell >= 40, titles), key=key,
-                       on_select=functools.partial(_on_entry, key, on_cell), selection_mode="entry_pick",
-                       width="content")
+    w = np.asarray(weights, dtype=float)
+    spec = {**_map_spec(cell, cell >= 40, titles),
+            "description": widgets.describe(_("Heatmap"), n, n, titles[1], titles[0], float(w.min()), float(w.max()))}
+    st.vega_lite_chart(df, spec, key=key, on_select=functools.partial(_on_entry, key, on_cell),
+                       selection_mode="entry_pick", width="content")
+    widgets.table(w, labels, labels, key)
 
 
 def _on_entry(key: str, on_cell: Callable[[int, int], None]) -> None:

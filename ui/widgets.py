@@ -97,8 +97,41 @@ def entry_formula(entry: Entry) -> None:
 # ---------------------------------------------------------------- heatmap
 
 
+def palette_scheme(signed: bool) -> tuple[str, bool]:
+    """The Vega colour scheme of the current palette for signed numbers or numbers >= 0, and whether it is
+    reversed. Red–blue (classic) for both; colour-blind safe: blue–orange around 0, viridis from 0 up."""
+    if state.settings().palette == "cvd":
+        return ("blueorange", False) if signed else ("viridis", False)
+    return "redblue", True
+
+
+def describe(kind: str, rows: int, cols: int, row_title: str, col_title: str, low: float, high: float,
+             blocked: int = 0) -> str:
+    """A chart's text description (what is plotted, its shape and range): Vega-Lite's ``description``, which
+    the browser gives screen readers as the chart's accessible name."""
+    text = _("{kind}: {rows} × {cols} numbers ({row_title} × {col_title}), from {low} to {high}.", kind=kind,
+             rows=rows, cols=cols, row_title=row_title or _("rows"), col_title=col_title or _("columns"),
+             low=f"{low:.3g}", high=f"{high:.3g}")
+    if blocked:
+        text += " " + _("{n} cells are blocked (−∞).", n=blocked)
+    return text
+
+
+def table(matrix, row_labels: Sequence[str], col_labels: Sequence[str], key: str) -> None:
+    """The numbers of a chart as a table under it (when the *tables* switch is on): for screen readers, copying."""
+    if not state.settings().tables:
+        return
+    m = np.asarray(matrix, dtype=float)
+    cols = list(col_labels)
+    if len(set(cols)) < len(cols):  # a table needs distinct column names
+        cols = [f"{n + 1}: {c}" for n, c in enumerate(cols)]
+    st.dataframe(pd.DataFrame(m, index=list(row_labels), columns=cols), key=f"table_{key}",
+                 column_config={c: st.column_config.NumberColumn(c, format="%.4g") for c in cols})
+
+
 @st.cache_data(show_spinner=False)
-def _heatmap_spec(clickable: bool, row_title: str, col_title: str) -> dict:
+def _heatmap_spec(clickable: bool, row_title: str, col_title: str, scheme: str = "redblue",
+                  reverse: bool = True) -> dict:
     """The Vega-Lite spec of a heatmap, built once with Altair; the data is passed per call.
 
     Everything that changes with the numbers (colour domain, text colour, the selected
@@ -109,7 +142,7 @@ def _heatmap_spec(clickable: bool, row_title: str, col_title: str) -> dict:
     y = alt.Y("row:N", sort=alt.EncodingSortField("i"), title=row_title)
     # The domain [-max|value|, max|value|] is set per call (see heatmap): 0 stays white, as the
     # text colour rule "dark" assumes.
-    shade = alt.Color("shade:Q", scale=alt.Scale(scheme="redblue", reverse=True),
+    shade = alt.Color("shade:Q", scale=alt.Scale(scheme=scheme, reverse=reverse),
                       legend=alt.Legend(title="value", orient="right"))
     color = alt.condition(
         "datum.blocked",
@@ -166,6 +199,12 @@ def heatmap_figure(
     top = float(np.abs(finite).max()) if finite.size else 1.0
     if scale_max is not None and scale_max > 0:
         top = float(scale_max)
+    signed = bool(finite.size and finite.min() < 0)
+    scheme, reverse = palette_scheme(signed)
+    if scheme == "viridis":  # dark at the low end: white numbers there
+        dark = ~blocked & (np.nan_to_num(values) < 0.55 * top)
+    else:  # diverging, light around 0: white numbers at both ends
+        dark = ~blocked & (np.abs(np.nan_to_num(values)) > 0.6 * top)
     # A pyarrow table, not a DataFrame: Streamlit sends Arrow as is (a few ms less per heatmap).
     table = pa.table({
         "i": ii,
@@ -175,11 +214,15 @@ def heatmap_figure(
         "value": pa.array(values, mask=blocked),  # null where blocked
         "shade": np.where(blocked, 0.0, values),
         "blocked": blocked,
-        "dark": ~blocked & (np.abs(np.nan_to_num(values)) > 0.6 * top),
+        "dark": dark,
         "selected": (ii == selected[0]) & (jj == selected[1]) if selected else np.zeros(values.shape, bool),
     })
-    spec = copy.deepcopy(_heatmap_spec(clickable, row_title, col_title))  # a few kB; the cached one stays intact
-    spec["layer"][0]["encoding"]["color"]["scale"]["domain"] = [-top or -1.0, top or 1.0]
+    spec = copy.deepcopy(_heatmap_spec(clickable, row_title, col_title, scheme, reverse))  # the cached one stays intact
+    spec["layer"][0]["encoding"]["color"]["scale"]["domain"] = ([-top or -1.0, top or 1.0] if scheme != "viridis"
+                                                                else [0.0, top or 1.0])
+    spec["description"] = describe(_("Heatmap"), *m.shape[-2:] if m.ndim == 2 else (1, m.size), row_title, col_title,
+                                   float(finite.min()) if finite.size else 0.0,
+                                   float(finite.max()) if finite.size else 0.0, int(blocked.sum()))
     if not legend:
         spec["layer"][0]["encoding"]["color"]["legend"] = None
     else:
@@ -227,6 +270,7 @@ def heatmap(
                            selection_mode="cell", width="content")
     else:
         st.vega_lite_chart(df, spec, key=key, width="content")
+    table(matrix, row_labels, col_labels, key)
 
 
 def _on_cell_click(key: str, on_cell: Optional[Callable[[int, int], None]] = None) -> None:
@@ -355,8 +399,14 @@ def vector_pair(before: tuple[float, float], after: tuple[float, float], labels:
     scale = alt.Scale(domain=[-reach, reach])
     base = alt.Chart(data).encode(x=alt.X("x:Q", scale=scale, title=None), y=alt.Y("y:Q", scale=scale, title=None),
                                   color=alt.Color("arrow:N", title=None, legend=alt.Legend(orient="bottom"),
-                                                  scale=alt.Scale(domain=list(labels), range=["#1f77b4", "#d62728"])))
+                                                  scale=alt.Scale(domain=list(labels), range=(
+                                                      ["#0072B2", "#E69F00"] if state.settings().palette == "cvd"
+                                                      else ["#1f77b4", "#d62728"]))))
     lines = base.mark_line(strokeWidth=3).encode(order="order:Q", detail="arrow:N")
     tips = base.transform_filter("datum.order == 1").mark_point(size=120, filled=True)
     st.markdown(f"**{title}**")
-    st.altair_chart((lines + tips).properties(width=260, height=260), width="content")
+    description = _("Two arrows from the origin: {a} to ({ax}, {ay}) and {b} to ({bx}, {by}).", a=labels[0],
+                    ax=f"{before[0]:.3g}", ay=f"{before[1]:.3g}", b=labels[1], bx=f"{after[0]:.3g}",
+                    by=f"{after[1]:.3g}")
+    st.altair_chart((lines + tips).properties(width=260, height=260, description=description), width="content")
+    table(np.array([before, after], dtype=float), list(labels), ["x", "y"], "vector_pair")

@@ -186,7 +186,7 @@ def click_mark_until(mark, combobox, expected: str, attempts: int = 3) -> None:
                 raise
 
 
-def save_screenshot(page: Page, name: str) -> Path:
+def save_screenshot(page: Page, name: str, width: int = 1280) -> Path:
     """A full-page screenshot. Streamlit scrolls inside its main section, not the document,
     so the viewport is first made as tall as that section's content."""
     height = page.evaluate(
@@ -194,7 +194,7 @@ def save_screenshot(page: Page, name: str) -> Path:
                           ...[...document.querySelectorAll('[data-testid="stMain"], [data-testid="stSidebarContent"]')]
                              .map(e => e.scrollHeight))"""
     )
-    page.set_viewport_size({"width": 1280, "height": max(800, min(int(height) + 40, 16_000))})
+    page.set_viewport_size({"width": width, "height": max(800, min(int(height) + 40, 16_000))})
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=path, full_page=True)
     return path
@@ -366,3 +366,60 @@ def test_practice_names_a_mistake_then_reveals_the_step_and_the_worksheet_downlo
     assert len(sheets["Worksheet (PDF)"].pages) == len(sheets["Answer key (PDF)"].pages) == 7  # X has no exercise
     assert "Answer key" in sheets["Answer key (PDF)"].pages[0].extract_text()
     assert_no_exception(page)
+
+
+# What is wider than its box on a phone: every chart, formula and table must either fit or sit in its own box
+# that scrolls sideways (overflow-x auto/scroll) on the screen; the page and its main area never pan sideways.
+_PHONE_CHECK = """() => {
+  const vw = document.documentElement.clientWidth;
+  const cut = [];
+  for (const el of document.querySelectorAll(
+      '[data-testid="stVegaLiteChart"], .katex-display, [data-testid="stDataFrame"], [data-testid="stTable"]')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;  // in a closed expander
+    if (r.left >= -1 && r.right <= vw + 1) continue;  // on the screen
+    // past the screen's edge: fine only inside a box that scrolls sideways and is itself on the screen
+    let box = el.parentElement, reachable = false;
+    for (; box && box !== document.body; box = box.parentElement) {
+      const style = getComputedStyle(box);
+      if ((style.overflowX === 'auto' || style.overflowX === 'scroll') && box.scrollWidth > box.clientWidth
+          && box.getAttribute('data-testid') !== 'stMain') {
+        const b = box.getBoundingClientRect();
+        reachable = b.left >= -1 && b.right <= vw + 1;
+        break;
+      }
+    }
+    if (!reachable) cut.push((el.getAttribute('data-testid') || el.className) + ' ' + Math.round(r.width) + ' px');
+  }
+  // the main area itself must not pan sideways (the stepper and the text would move with it)
+  const main = document.querySelector('[data-testid="stMain"]');
+  return {cut, page: Math.max(document.documentElement.scrollWidth - vw, main.scrollWidth - main.clientWidth)};
+}"""
+
+
+@pytest.mark.parametrize(("path", "title"), [(p, t) for p, t, *_ in PAGES],
+                         ids=[p.strip("/") or "overview" for p, *_ in PAGES])
+def test_every_page_is_usable_on_a_phone(browser: Browser, app_url: str, path: str, title: str):
+    """At 390 px: nothing is cut off without a way to scroll to it, and the stepper and the explained entry
+    are there. Each page's phone screenshot goes to test-artifacts/phone-*.png."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.set_default_timeout(APP_RUN_MS)
+    page.js_errors = []
+    page.on("pageerror", lambda error: page.js_errors.append(str(error)))
+    try:
+        page.goto(app_url + path)
+        wait_for_app_run(page)
+        expect(page.locator("h1").filter(has_text=title)).to_be_visible()
+        if PAGES[[p for p, *_ in PAGES].index(path)][2]:
+            expect(page.locator(".vega-embed").first).to_be_attached()
+        result = page.evaluate(_PHONE_CHECK)
+        assert result["cut"] == [], f"{path}: cut off at 390 px with no way to scroll: {result['cut']}"
+        assert result["page"] <= 1, f"{path}: the page scrolls sideways by {result['page']} px"
+        if page.get_by_role("button", name="Next ▶").count():
+            expect(page.get_by_role("button", name="Next ▶")).to_be_visible()
+            expect(page.get_by_text("Explain this entry").first).to_be_attached()
+        assert_no_exception(page)
+        save_screenshot(page, f"phone-{path.strip('/') or 'overview'}", width=390)
+    finally:
+        context.close()
