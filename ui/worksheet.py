@@ -1,4 +1,4 @@
-"""The worksheet download of a step page (``attention_core.classroom.worksheet``): a PDF to print and its key.
+"""The worksheet and export downloads of a step page (``attention_core.classroom.worksheet``): a PDF to print and its key.
 
 Drawn by the step-through renderer when the page passes its ``steps_for(stage)`` builder. Both PDFs are made
 only when their button is clicked (Streamlit's deferred download), from the current settings and edits, so the
@@ -12,7 +12,7 @@ from typing import Callable
 import streamlit as st
 
 from attention_core import stages
-from attention_core.classroom import share, worksheet
+from attention_core.classroom import export, share, worksheet
 from attention_core.stepthrough import StepThrough
 
 from . import i18n, state
@@ -31,9 +31,15 @@ def _pdf(page: str, steps_for: Callable[[str], StepThrough], title: str, line: s
     return worksheet.render_pdf(sheet, answers=answers, tr=tr)
 
 
+def _markdown(page: str, steps_for: Callable[[str], StepThrough], title: str, line: str, seed_text: str,
+              tr: i18n.Translator) -> str:
+    """Every stage of the page as Markdown (run when its button is clicked: no session state in here)."""
+    return export.steps_markdown(title, line, [steps_for(key) for key in stages.PAGES[page][1]], tr)
+
+
 def downloads(page: str, steps_for: Callable[[str], StepThrough]) -> None:
     """A switch that shows the worksheet and answer-key PDFs of this page (off: one element per run)."""
-    if not st.toggle(_("Worksheet to print (PDF)"), key="worksheet_show"):
+    if not st.toggle(_("Worksheet and export"), key="worksheet_show"):
         return
     with st.container(border=True):
         st.caption(_("Up to {n} entries of every step that has something to compute, chosen from the current numbers "
@@ -58,3 +64,8 @@ def downloads(page: str, steps_for: Callable[[str], StepThrough]) -> None:
         right.download_button(_("Answer key (PDF)"), key="worksheet_key", icon=":material/key:",
                               data=lambda: _pdf(*args, answers=True), file_name=f"answer-key-{page}.pdf",
                               mime="application/pdf", on_click="ignore")
+        st.download_button(_("Every step as Markdown"), key="export_steps_markdown", icon=":material/article:",
+                           data=lambda: _markdown(*args), file_name=f"walkthrough-{page}.md", mime="text/markdown",
+                           on_click="ignore",
+                           help=_("Each step's formula (LaTeX) and every matrix with its labels, and the checks "
+                                  "against PyTorch: for notes or a handout."))

@@ -15,12 +15,16 @@ script only inside ``repr`` strings (comments never hold user text).
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 import torch
 
+from attention_core.errors import Message
+from attention_core.latex import Translate
 from attention_core.self_attention.formulas import self_attention_formula, stage_matrix
 from attention_core.self_attention.walkthrough import Walkthrough, stage_labels
 from attention_core.stages import SELF_ATTENTION
+from attention_core.stepthrough import StepThrough
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~])")
 
@@ -133,3 +137,27 @@ def walkthrough_script(walk: Walkthrough) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def steps_markdown(title: str, settings_line: str, steps: Sequence[StepThrough], tr: Translate = Message) -> str:
+    """Any step page's walk-through as Markdown, from the step-through protocol: each stage's title, its general
+    formula (``$$...$$``, LaTeX from sympy), every heatmap as a table with its labels, and the checks against
+    PyTorch. ``tr`` translates the app's words (stage and panel titles, labels); tokens are escaped.
+    """
+    def text(value: str) -> str:
+        return _md(str(tr(value)) if isinstance(value, Message) else str(value))
+
+    lines = [f"# {_md(title)}", "", _md(settings_line)]
+    for step in steps:
+        lines += ["", f"## {text(step.titles[step.stage.key])}", ""]
+        lines += [f"$${line}$$\n" for line in step.stage.formula(tr)]
+        for panel in step.stage.panels:
+            if panel.title:
+                lines += [f"**{text(panel.title)}**", ""]
+            lines += [_table(panel.matrix, [text(r) for r in panel.row_labels], [text(c) for c in panel.col_labels]), ""]
+    checks = steps[-1].checks if steps else ()
+    if checks:
+        lines += ["## PyTorch", ""]
+        lines += [f"- `{c.reference}`: max |difference| = {c.max_abs_diff:.2e} ({'match' if c.matches else 'DO NOT match'})"
+                  for c in checks]
+    return "\n".join(lines) + "\n"

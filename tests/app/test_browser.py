@@ -355,7 +355,7 @@ def test_practice_names_a_mistake_then_reveals_the_step_and_the_worksheet_downlo
     assert_no_exception(page)
     save_screenshot(page, "practice-correct")
 
-    page.get_by_text("Worksheet to print (PDF)").click()
+    page.get_by_text("Worksheet and export").click()
     sheets = {}
     for name in ("Worksheet (PDF)", "Answer key (PDF)"):
         with page.expect_download(timeout=APP_RUN_MS) as download:
@@ -365,6 +365,11 @@ def test_practice_names_a_mistake_then_reveals_the_step_and_the_worksheet_downlo
         sheets[name] = PdfReader(io.BytesIO(path.read_bytes()))
     assert len(sheets["Worksheet (PDF)"].pages) == len(sheets["Answer key (PDF)"].pages) == 7  # X has no exercise
     assert "Answer key" in sheets["Answer key (PDF)"].pages[0].extract_text()
+    with page.expect_download(timeout=APP_RUN_MS) as download:
+        page.get_by_role("button", name="Every step as Markdown").click()
+    markdown = tmp_path / "steps.md"
+    download.value.save_as(markdown)
+    assert markdown.read_text().count("\n## ") == 9  # 8 steps and the PyTorch check
     assert_no_exception(page)
 
 

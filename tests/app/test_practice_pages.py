@@ -80,7 +80,8 @@ def test_practice_mode_on_every_stage_of_every_step_page(path, language):
         at.button(key="step_next").click().run()
     at.toggle(key="worksheet_show").set_value(True).run()
     downloads = {d.proto.label for d in at.get("download_button")}
-    assert {"Worksheet (PDF)", "Answer key (PDF)"} <= downloads or {"练习单（PDF）", "答案（PDF）"} <= downloads, downloads
+    assert ({"Worksheet (PDF)", "Answer key (PDF)", "Every step as Markdown"} <= downloads
+            or {"练习单（PDF）", "答案（PDF）", "所有步骤导出为 Markdown"} <= downloads), downloads
     store = at.session_state["practice_store"] if solved else None
     if solved:
         assert len(store["tried"]) == solved and not store["correct"]

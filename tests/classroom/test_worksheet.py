@@ -11,6 +11,7 @@ from pypdf import PdfReader
 
 from attention_core import stages
 from attention_core.classroom import worksheet
+from attention_core.errors import Message
 from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps
 from attention_core.multihead.walkthrough import build_multihead_walkthrough, multihead_steps
 from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
@@ -99,3 +100,26 @@ def test_long_vectors_are_broken_into_lines():
     lines = worksheet.mathtext_lines(latex)
     assert len(lines) == 3
     assert [len(re.findall(r"\d+", line.split("=")[-1])) for line in lines] == [8, 8, 4]
+
+
+@pytest.mark.parametrize("page", ["self_attention", "causal", "mha"])
+def test_every_step_as_markdown_holds_each_stage_its_formula_and_its_numbers(page):
+    from attention_core.classroom.export import steps_markdown
+
+    builders = {
+        "self_attention": lambda: (lambda w: lambda s: self_attention_steps(w, s))(build_walkthrough(Settings())),
+        "causal": lambda: (lambda w: lambda s: causal_steps(w, s))(build_causal_walkthrough(Settings())),
+        "mha": lambda: (lambda w: lambda s: multihead_steps(w, s))(
+            build_multihead_walkthrough(Settings.for_preset("journey_v1"))),
+    }
+    steps_for = builders[page]()
+    steps = [steps_for(key) for key in stages.PAGES[page][1]]
+    text = steps_markdown("A page", "Settings: d_k=3", steps)
+    for step in steps:
+        for line in step.stage.formula(Message):
+            assert f"$${line}$$" in text
+        for panel in step.stage.panels:
+            first = float(panel.matrix.flatten()[0])
+            assert f"{first:.6g}" in text or first == float("-inf")
+    assert text.count("\n## ") == len(steps) + 1  # every stage, and the PyTorch checks
+    assert "match" in text.split("## PyTorch")[1]
