@@ -173,6 +173,13 @@ def _n(value: float) -> str:
     return f"{value:.4g}"
 
 
+def _swapped(value: float) -> Mistake:
+    """"Row j against column i": the entry with its two indices swapped (a score's and a scaled score's)."""
+    return Mistake("swapped", value, Message(
+        N_("That is {value}, the entry with the two indices swapped: query j against key i. Entry (i, j) "
+           "takes row i of Q (the query) and row j of K (the key)."), value=_n(value)))
+
+
 # ---------------------------------------------------------------- the kinds of exercise
 
 
@@ -191,10 +198,7 @@ def dot_exercise(lhs: str, formula: str, left: tuple[str, Sequence[float]], righ
     """
     mistakes = []
     if swapped is not None:
-        value = math.fsum(a * b for a, b in zip(*swapped))
-        mistakes.append(Mistake("swapped", value, Message(
-            N_("That is {value}, the entry with the two indices swapped: query j against key i. Entry (i, j) "
-               "takes row i of Q (the query) and row j of K (the key)."), value=_n(value))))
+        mistakes.append(_swapped(math.fsum(a * b for a, b in zip(*swapped))))
     return Exercise(lhs, formula, (vector(left[0], left[1]), vector(right[0], right[1])) + extra, answer,
                     _kept(answer, mistakes))
 
@@ -230,10 +234,7 @@ def scale_exercise(lhs: str, formula: str, score_name: str, score: float, d: int
                "{d} wide, so divide by √{d_name} = √{d} = {root}."),
             score=_n(score), d_model=d_model, value=_n(wrong), d=d, d_name=d_name, root=_n(root))))
     if swapped is not None:
-        wrong = swapped / root
-        mistakes.append(Mistake("swapped", wrong, Message(
-            N_("That is {value}, the entry with the two indices swapped: query j against key i. Entry (i, j) "
-               "takes row i of Q (the query) and row j of K (the key)."), value=_n(wrong))))
+        mistakes.append(_swapped(swapped / root))
     inputs = ((vector(*dot[0]), vector(*dot[1])) if dot is not None else (f"{score_name} = {number(score)}",))
     return Exercise(lhs, formula, inputs + (f"{d_latex} = {d}",), answer, _kept(answer, mistakes))
 

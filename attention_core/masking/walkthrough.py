@@ -60,7 +60,7 @@ from attention_core.self_attention.walkthrough import (
     token_labels,
 )
 from attention_core.settings import MAX_TOKENS, Edits, Settings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 
 #: The name under which the user's mask edits are stored: {(i, j): 1.0 allowed / 0.0 blocked}.
 MASK_EDITS = "mask"
@@ -365,9 +365,7 @@ def explain_causal(walk: CausalWalkthrough, stage: str, row: int, col: int, tr: 
         KeyError: unknown stage. IndexError: (row, col) outside the stage's matrix.
     """
     att = walk.trace.attention
-    matrix = causal_panels(walk, stage)[-1 if stage == "other_route" else 0].matrix
-    if not (0 <= row < matrix.shape[0] and 0 <= col < matrix.shape[1]):
-        raise IndexError(f"entry ({row}, {col}) is outside {tuple(matrix.shape)}")
+    explained_value(causal_panels(walk, stage), row, col)  # raises outside the explained panel
     allowed = bool(walk.mask.attn_mask[row, col])
     if stage == "scaled_scores":
         return fm.scaled_score_entry_latex(row, col, att.query[row].tolist(), att.key[col].tolist(),
@@ -404,11 +402,8 @@ def causal_exercise(walk: CausalWalkthrough, stage: str, row: int, col: int) -> 
         KeyError: unknown stage. IndexError: (row, col) outside the stage's matrix.
     """
     att = walk.trace.attention
-    matrix = causal_panels(walk, stage)[-1 if stage == "other_route" else 0].matrix
-    if not (0 <= row < matrix.shape[0] and 0 <= col < matrix.shape[1]):
-        raise IndexError(f"entry ({row}, {col}) is outside {tuple(matrix.shape)}")
+    value = explained_value(causal_panels(walk, stage), row, col)  # raises outside the explained panel
     i, j = row + 1, col + 1
-    value = float(matrix[row, col])
     if stage == "scaled_scores":
         q, k = att.query, att.key
         return practice.scale_exercise(

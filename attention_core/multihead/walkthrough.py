@@ -51,7 +51,7 @@ from attention_core.self_attention.walkthrough import (
     token_labels,
 )
 from attention_core.settings import MAX_TOKENS, Edits, Settings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 
 
 def _head_labels(d_out: int, num_heads: int) -> tuple[str, ...]:
@@ -423,12 +423,8 @@ def multihead_exercise(walk: MultiHeadWalkthrough, stage: str, row: int, col: in
     trace = walk.trace
     if not 0 <= head < trace.num_heads:
         raise IndexError(f"head {head} outside 0..{trace.num_heads - 1}")
-    panel = next(p for p in multihead_panels(walk, stage) if p.explained and p.head in (None, head))
-    matrix = panel.matrix
-    if not (0 <= row < matrix.shape[0] and 0 <= col < matrix.shape[1]):
-        raise IndexError(f"entry ({row}, {col}) is outside {tuple(matrix.shape)}")
+    value = explained_value(multihead_panels(walk, stage), row, col, head)  # raises outside the explained panel
     att, hd = trace.heads[head], trace.head_dim
-    value = float(matrix[row, col])
     i, j, r = row + 1, col + 1, head + 1
     cross = walk.is_cross
     if stage in ("projections", "query", "key", "value"):
