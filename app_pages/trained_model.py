@@ -12,7 +12,7 @@ from attention_core.errors import N_, InputError
 from attention_core.settings import MODEL_HEADS, MODEL_LAYERS
 from attention_core.trained_model import pretrained
 from attention_core.trained_model.formulas import header_latex, trained_head_steps
-from ui import model_data, model_view, state, stepthrough, widgets
+from ui import model_data, model_view, runtime, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -64,9 +64,10 @@ with pad_col:
                step=1, help=_("Append padding, as in a batch of texts of different lengths, to see the mask."))
 
 try:
-    with st.spinner(_("Loading all-MiniLM-L6-v2 and checking its files (once per server)…")):
+    # Loading the model and running it mostly wait on torch and the disk: other students' runs go meanwhile.
+    with st.spinner(_("Loading all-MiniLM-L6-v2 and checking its files (once per server)…")), runtime.step_aside():
         model_data.model()  # verified and loaded on the first visit, then shared
-    with st.spinner(_("Running the model on your text…")):
+    with st.spinner(_("Running the model on your text…")), runtime.step_aside():
         data = model_data.sentence_data(settings.model_sentence, settings.model_padding)
 except InputError as error:
     widgets.show_error(error)

@@ -21,7 +21,7 @@ from attention_core.errors import Message
 from attention_core.settings import Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, clamp_entry
 
-from . import i18n, masking, practice, state, widgets, worksheet
+from . import i18n, masking, practice, runtime, state, widgets, worksheet
 from .i18n import _
 
 
@@ -175,6 +175,11 @@ def _call(callback: Optional[Callable[[StepThrough], None]], steps: StepThrough)
 
 @st.fragment
 def _live(build, explain, after_panels, after_entry, after_checks, options) -> None:
+    with runtime.one_run_at_a_time():  # a fragment rerun does not run app.py, which takes the turn otherwise
+        _draw_live(build, explain, after_panels, after_entry, after_checks, options)
+
+
+def _draw_live(build, explain, after_panels, after_entry, after_checks, options) -> None:
     steps = build()
     st.session_state[_PAGE] = steps.page
     fields = [steps.field, steps.row_field, steps.col_field, "practice"] + ([steps.head_field] if steps.head_field else [])

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import socket
+import threading
 import tomllib
 import weakref
 from pathlib import Path
+
+import pytest
+from conftest import open_app
 
 from attention_core.experiments.image import MAX_UPLOAD_BYTES
 from ui import runtime
@@ -76,3 +81,91 @@ def test_the_entry_script_tunes_the_server():
     text = (ROOT / "app.py").read_text()
     assert "runtime.tune_server()" in text
     assert text.index("runtime.tune_server()") < text.index("page.run()")
+
+
+def _another_thread_can_take_the_turn() -> bool:
+    """Whether a run in another thread would get the turn right now (a non-blocking try: no timing involved)."""
+    result = []
+
+    def attempt():
+        got = runtime._TURN.acquire(blocking=False)
+        if got:
+            runtime._TURN.release()
+        result.append(got)
+
+    thread = threading.Thread(target=attempt)
+    thread.start()
+    thread.join()
+    return result[0]
+
+
+def test_script_runs_take_turns_and_a_nested_run_passes_through():
+    assert _another_thread_can_take_the_turn() and not runtime.holds_turn()
+    with runtime.one_run_at_a_time():
+        assert runtime.holds_turn()
+        assert not _another_thread_can_take_the_turn()
+        with runtime.one_run_at_a_time():  # the step-through's fragment inside a whole-page run
+            assert not _another_thread_can_take_the_turn()
+        assert runtime.holds_turn() and not _another_thread_can_take_the_turn()
+    assert _another_thread_can_take_the_turn() and not runtime.holds_turn()
+
+
+@pytest.mark.parametrize("ending", [ValueError, KeyboardInterrupt])
+def test_the_turn_is_given_back_however_a_run_ends(ending):
+    # st.stop() and st.rerun() end a run with an exception, as a bug would.
+    with pytest.raises(ending), runtime.one_run_at_a_time():
+        raise ending()
+    assert _another_thread_can_take_the_turn() and not runtime.holds_turn()
+
+
+def test_stepping_aside_lets_other_runs_go_and_takes_the_turn_back():
+    with runtime.one_run_at_a_time(), runtime.one_run_at_a_time():
+        with runtime.step_aside():
+            assert not runtime.holds_turn()
+            assert _another_thread_can_take_the_turn()
+        assert runtime.holds_turn() and not _another_thread_can_take_the_turn()
+    assert _another_thread_can_take_the_turn()  # both levels given back at the end
+    with runtime.step_aside():  # outside a run: nothing to give back
+        assert not runtime.holds_turn()
+    assert _another_thread_can_take_the_turn()
+
+
+def test_the_router_and_the_step_through_fragment_each_take_the_turn(monkeypatch):
+    taken = []
+    real = runtime.one_run_at_a_time
+
+    @contextlib.contextmanager
+    def recording():
+        with real():
+            taken.append(threading.current_thread().name)
+            yield
+
+    monkeypatch.setattr(runtime, "one_run_at_a_time", recording)
+    at = open_app("app_pages/self_attention.py")
+    runs = len(taken)
+    assert runs >= 2 and all(name != threading.main_thread().name for name in taken)  # in the script thread
+    at.button(key="step_next").click().run()
+    # One whole-page run: app.py takes the turn, the step-through's fragment takes it again inside.
+    assert len(taken) == runs + 2
+    assert not runtime.holds_turn() and _another_thread_can_take_the_turn()
+
+
+def test_the_trained_model_page_steps_aside_while_the_model_loads_and_runs(monkeypatch):
+    from ui import model_data
+
+    seen = []
+    real_model, real_data = model_data.model, model_data.sentence_data
+
+    def model():
+        seen.append(("model", runtime.holds_turn(), _another_thread_can_take_the_turn()))
+        return real_model()
+
+    def sentence_data(*args):
+        seen.append(("sentence", runtime.holds_turn(), _another_thread_can_take_the_turn()))
+        return real_data(*args)
+
+    monkeypatch.setattr(model_data, "model", model)
+    monkeypatch.setattr(model_data, "sentence_data", sentence_data)
+    at = open_app("app_pages/trained_model.py")
+    assert not at.exception
+    assert ("model", False, True) in seen and ("sentence", False, True) in seen

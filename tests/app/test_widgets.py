@@ -62,3 +62,35 @@ def test_the_step_through_fragment_reruns_alone_only_when_nothing_outside_it_cha
     assert outer_fingerprint(Settings(), {"mask": {(0, 3): 1.0}}, own) != base
     assert outer_fingerprint(Settings(), {"mask": {(0, 3): 1.0}}, own) == outer_fingerprint(
         Settings(), {"mask": {(0, 3): 1.0}}, own)
+
+
+def test_build_or_stop_shares_what_it_built_for_equal_plain_values():
+    import torch
+
+    from attention_core.settings import Settings
+    from ui import widgets
+
+    calls = []
+
+    def build(settings, edits, *, dropout=False):
+        calls.append((settings.d_k, dict(edits), dropout))
+        edits["changed by the builder"] = {}  # changes its own copy, never the caller's or the shared key
+        return [settings.d_k]
+
+    edits = {"w_query": {(0, 1): 1.5}}
+    first = widgets.build_or_stop(build, Settings(d_k=2), edits, dropout=True)
+    again = widgets.build_or_stop(build, Settings(d_k=2), {"w_query": {(0, 1): 1.5}}, dropout=True)
+    assert again is first and len(calls) == 1  # another session with the same numbers: not rebuilt
+    assert edits == {"w_query": {(0, 1): 1.5}}
+    others = [widgets.build_or_stop(build, Settings(d_k=2), {"w_query": {(0, 1): 2.5}}, dropout=True),  # an edit
+              widgets.build_or_stop(build, Settings(d_k=3), edits, dropout=True),  # a setting
+              widgets.build_or_stop(build, Settings(d_k=2), edits)]  # a keyword
+    assert len(calls) == 4 and all(other is not first for other in others)
+    assert calls[0] == (2, {"w_query": {(0, 1): 1.5}}, True)  # the builder got the values back, not the key
+
+    tensor_calls = []
+    x = torch.ones(2)
+    keep = tensor_calls.append  # one builder for both calls
+    for _ in range(2):  # a tensor is not a plain value: built every time
+        widgets.build_or_stop(keep, x)
+    assert len(tensor_calls) == 2 and tensor_calls[0] is x
