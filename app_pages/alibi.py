@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.limits import MAX_ALIBI_HEADS, MAX_DIM
 from attention_core.modern.alibi_walkthrough import alibi_steps, build_alibi_walkthrough
@@ -43,4 +44,5 @@ state.bind(st.toggle, _("Causal mask"), "causal",
 
 walk = widgets.build_or_stop(build_alibi_walkthrough, state.settings(), state.edits())
 stepthrough.live(lambda: alibi_steps(walk, state.settings().alibi_stage), EXPLAIN,
-                 steps_for=lambda stage: alibi_steps(walk, stage))
+                 steps_for=lambda stage: alibi_steps(walk, stage),
+                 script=lambda: scripts.script_for(walk))

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.masking.formulas import header_latex
 from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps
@@ -58,4 +59,5 @@ st.caption(_(
 ))
 
 stepthrough.live(lambda: causal_steps(walk, state.settings().causal_stage), EXPLAIN,
-                 steps_for=lambda stage: causal_steps(walk, stage))
+                 steps_for=lambda stage: causal_steps(walk, stage),
+                 script=lambda: scripts.script_for(walk))

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.masking.formulas import header_latex
 from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps
@@ -56,4 +57,5 @@ st.caption(_(
 ))
 
 stepthrough.live(lambda: causal_steps(walk, state.settings().dropout_stage, page="dropout"), EXPLAIN,
-                 steps_for=lambda stage: causal_steps(walk, stage, page="dropout"))
+                 steps_for=lambda stage: causal_steps(walk, stage, page="dropout"),
+                 script=lambda: scripts.script_for(walk, "dropout"))

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.limits import MAX_FEEDFORWARD, MAX_LAYERS
 from attention_core.transformer.walkthrough import build_encoder_walkthrough, encoder_steps
@@ -82,4 +83,5 @@ st.caption(_(
 ))
 
 stepthrough.live(lambda: encoder_steps(walk, state.settings().encoder_stage), EXPLAIN,
-                 steps_for=lambda stage: encoder_steps(walk, stage))
+                 steps_for=lambda stage: encoder_steps(walk, stage),
+                 script=lambda: scripts.script_for(walk))

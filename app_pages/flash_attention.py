@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.limits import MAX_DIM, MAX_TOKENS
 from attention_core.modern.flash_walkthrough import build_flash_walkthrough, flash_steps, tile_names
@@ -54,4 +55,5 @@ names = {k: _("Tile {k}: query block {qb} (rows {r0}–{r1}) × key block {kb} (
 state.bind(st.selectbox, _("Tile"), "flash_tile", options=list(names), format_func=names.get)
 
 stepthrough.live(lambda: flash_steps(walk, state.settings().flash_stage), EXPLAIN,
-                 steps_for=lambda stage: flash_steps(walk, stage))
+                 steps_for=lambda stage: flash_steps(walk, stage),
+                 script=lambda: scripts.script_for(walk))

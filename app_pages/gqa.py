@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.limits import MAX_GQA_HEADS, MAX_HEAD_DIM
 from attention_core.modern.walkthrough import build_gqa_walkthrough, gqa_steps
@@ -60,7 +61,8 @@ st.markdown(_("**{kind}:** {h} query heads, {kv} key/value heads, {group} query 
               group=t.num_heads // t.num_kv_heads, hd=t.head_dim))
 
 stepthrough.live(lambda: gqa_steps(walk, state.settings().gqa_stage), EXPLAIN,
-                 steps_for=lambda stage: gqa_steps(walk, stage))
+                 steps_for=lambda stage: gqa_steps(walk, stage),
+                 script=lambda: scripts.script_for(walk))
 
 with st.expander(_("The KV cache of real models"), expanded=False):
     st.markdown(_("Bytes per token: layers × 2 (K and V) × key/value heads × head_dim × 2 bytes (16-bit), from the "

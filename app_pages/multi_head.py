@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.masking.formulas import header_latex
 from attention_core.multihead.walkthrough import build_multihead_walkthrough, multihead_steps
@@ -70,4 +71,5 @@ st.caption(_(
 ))
 
 stepthrough.live(lambda: multihead_steps(walk, state.settings().mha_stage), EXPLAIN,
-                 steps_for=lambda stage: multihead_steps(walk, stage))
+                 steps_for=lambda stage: multihead_steps(walk, stage),
+                 script=lambda: scripts.script_for(walk))

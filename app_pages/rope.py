@@ -4,6 +4,7 @@ import math
 
 import streamlit as st
 
+from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.limits import MAX_DIM, MAX_ROPE_BASE, MAX_ROPE_SHIFT, MIN_ROPE_BASE
 from attention_core.modern.rope_walkthrough import build_rope_walkthrough, pair_vectors, rope_steps
@@ -68,4 +69,5 @@ def draw_pair(steps) -> None:
 
 
 stepthrough.live(lambda: rope_steps(walk, state.settings().rope_stage), EXPLAIN,
-                 steps_for=lambda stage: rope_steps(walk, stage), after_entry=draw_pair)
+                 steps_for=lambda stage: rope_steps(walk, stage), after_entry=draw_pair,
+                 script=lambda: scripts.script_for(walk))

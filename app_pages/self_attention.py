@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.self_attention.formulas import header_latex
 from attention_core.self_attention.walkthrough import dim_labels, self_attention_steps
@@ -64,5 +65,6 @@ def export_expander(steps: StepThrough) -> None:
 
 
 stepthrough.live(lambda: self_attention_steps(walk, state.settings().stage), EXPLAIN,
-                 steps_for=lambda stage: self_attention_steps(walk, stage), layout="beside",
+                 steps_for=lambda stage: self_attention_steps(walk, stage),
+                 script=lambda: scripts.script_for(walk), layout="beside",
                  after_checks=export_expander)

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.limits import MAX_DIM, MAX_SLIDING_LAYERS, MAX_TOKENS
 from attention_core.modern.sliding_walkthrough import build_sliding_walkthrough, sliding_steps
@@ -45,4 +46,5 @@ state.bind(st.toggle, _("Causal mask"), "causal",
 
 walk = widgets.build_or_stop(build_sliding_walkthrough, state.settings(), state.edits())
 stepthrough.live(lambda: sliding_steps(walk, state.settings().sliding_stage), EXPLAIN,
-                 steps_for=lambda stage: sliding_steps(walk, stage))
+                 steps_for=lambda stage: sliding_steps(walk, stage),
+                 script=lambda: scripts.script_for(walk))

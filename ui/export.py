@@ -8,7 +8,7 @@ vl-convert (Vega-Lite to PNG / SVG, offline).
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Optional, Sequence
 
 import pandas as pd
 import streamlit as st
@@ -46,9 +46,10 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "matrix"
 
 
-def matrix_downloads(matrix, row_labels: Sequence[str], col_labels: Sequence[str], title: str, key: str) -> None:
-    """PNG, SVG and CSV buttons for one matrix shown as a heatmap."""
-    name = _slug(title)
+def matrix_downloads(matrix, row_labels: Sequence[str], col_labels: Sequence[str], title: str, key: str,
+                     name: Optional[str] = None) -> None:
+    """PNG, SVG and CSV buttons for one matrix shown as a heatmap (files named ``name``, else after the title)."""
+    name = name or _slug(title)
     png, svg, csv = st.columns(3)
     png.download_button(_("Heatmap PNG"), key=f"{key}_png", icon=":material/image:", mime="image/png",
                         file_name=f"{name}.png", on_click="ignore",

@@ -38,7 +38,8 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
          with_checks: bool = True, after_panels: Optional[Callable[[], None]] = None,
          after_entry: Optional[Callable[[], None]] = None,
          after_checks: Optional[Callable[[], None]] = None,
-         steps_for: Optional[Callable[[str], StepThrough]] = None) -> None:
+         steps_for: Optional[Callable[[str], StepThrough]] = None,
+         script: Optional[Callable[[], str]] = None) -> None:
     """Render a step page's current stage.
 
     Args:
@@ -50,6 +51,7 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
         after_panels, after_entry, after_checks: draw what the page adds after the heatmaps, after the
             explained entry, after the checks (before "Show the code").
         steps_for: the page's builder of any stage: given, the worksheet downloads are offered.
+        script: the page's self-checking script builder (``attention_core.classroom.scripts``), offered with them.
     """
     stage = steps.stage
     tr = i18n.translator()
@@ -74,7 +76,7 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
         practice.ask(steps, exercise, row, col, head, _labels(target.row_labels), _labels(target.col_labels))
         notes(steps.warnings, steps.notes)
         if steps_for is not None:
-            worksheet.downloads(steps.page, steps_for)
+            worksheet.downloads(steps.page, steps_for, script)
         return
     if layout == "beside" and single:
         formula_col, matrix_col = st.columns([2, 3])
@@ -122,7 +124,7 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
     if after_checks is not None:
         after_checks()
     if steps_for is not None:
-        worksheet.downloads(steps.page, steps_for)
+        worksheet.downloads(steps.page, steps_for, script)
     if stage.code:
         with st.expander(_("Show the code")):
             for function in stage.code:
@@ -152,7 +154,8 @@ def live(build: Callable[[], StepThrough], explain: Mapping[str, str], *,
          after_panels: Optional[Callable[[StepThrough], None]] = None,
          after_entry: Optional[Callable[[StepThrough], None]] = None,
          after_checks: Optional[Callable[[StepThrough], None]] = None,
-         steps_for: Optional[Callable[[str], StepThrough]] = None, **options) -> None:
+         steps_for: Optional[Callable[[str], StepThrough]] = None,
+         script: Optional[Callable[[], str]] = None, **options) -> None:
     """:func:`show`, as a fragment: Previous / Next, the step picker, the entry pickers and a click on a
     cell rerun only the step-through, not the whole page (the router, the sidebar, the page's settings).
 
@@ -161,12 +164,13 @@ def live(build: Callable[[], StepThrough], explain: Mapping[str, str], *,
     changed anything else (a mask cell, which is an edit) reruns the whole page instead. The callbacks
     get the StepThrough; ``options`` go to :func:`show`. The link is written on every fragment run.
     ``steps_for(stage)`` builds any stage of the page (the same builder as ``build``'s): given, the page
-    offers a printable worksheet of every stage and its answer key (``ui.worksheet``).
+    offers a printable worksheet of every stage and its answer key (``ui.worksheet``); ``script()``, the
+    self-checking script of every number (``attention_core.classroom.scripts``), is offered with them.
     """
     st.session_state[_FULL_RUN] = True
     _live(build, explain, after_panels, after_entry, after_checks, options)
     if steps_for is not None:  # outside the fragment: a click on Next does not send it again
-        worksheet.downloads(st.session_state[_PAGE], steps_for)
+        worksheet.downloads(st.session_state[_PAGE], steps_for, script)
 
 
 def _call(callback: Optional[Callable[[StepThrough], None]], steps: StepThrough) -> Optional[Callable[[], None]]:

@@ -1,20 +1,24 @@
-"""The worksheet and export downloads of a step page (``attention_core.classroom.worksheet``): a PDF to print and its key.
+"""The worksheet and export downloads of a step page (``attention_core.classroom.worksheet``): a PDF to print and its
+key, every step as Markdown, a self-checking PyTorch script (``attention_core.classroom.scripts``) and any heatmap
+as PNG, SVG or CSV.
 
-Drawn by the step-through renderer when the page passes its ``steps_for(stage)`` builder. Both PDFs are made
-only when their button is clicked (Streamlit's deferred download), from the current settings and edits, so the
-same link gives the same sheet.
+Drawn by the step-through renderer when the page passes its ``steps_for(stage)`` builder (and, for the script, its
+``script()`` builder). Every file is made only when its button is clicked (Streamlit's deferred download), from the
+current settings and edits, so the same link gives the same sheet.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 import streamlit as st
 
 from attention_core import stages
 from attention_core.classroom import export, share, worksheet
+from attention_core.errors import Message
 from attention_core.stepthrough import StepThrough
 
+from . import export as files
 from . import i18n, state
 from .i18n import _
 
@@ -37,19 +41,44 @@ def _markdown(page: str, steps_for: Callable[[str], StepThrough], title: str, li
     return export.steps_markdown(title, line, [steps_for(key) for key in stages.PAGES[page][1]], tr)
 
 
-def downloads(page: str, steps_for: Callable[[str], StepThrough]) -> None:
-    """A switch that shows the worksheet and answer-key PDFs of this page (off: one element per run)."""
+def _text(value: str) -> str:
+    """App text from attention_core (a Message) translated; math and tokens as they are."""
+    return _(value) if isinstance(value, Message) else str(value)
+
+
+def figures(page: str, steps_for: Callable[[str], StepThrough]) -> None:
+    """PNG, SVG and CSV of one heatmap of the page: a picker of every heatmap of every step, the current step's first.
+
+    The picker names the step and the heatmap, so what is downloaded is what is named even when the step-through
+    moved on since this part of the page was drawn (it is drawn outside the step-through's fragment).
+    """
+    titles = stages.PAGES[page][1]
+    current = getattr(state.settings(), stages.PAGES[page][0])
+    choices, names = [], []
+    for number, key in enumerate(titles, start=1):
+        for index, panel in enumerate(steps_for(key).stage.panels):
+            choices.append((key, index, panel))
+            names.append(_("Step {number}: {title}", number=number, title=_(titles[key]))
+                         + (f" · {_text(panel.title)}" if panel.title else ""))
+    default = next((i for i, (key, _index, _panel) in enumerate(choices) if key == current), 0)
+    chosen = st.selectbox(_("Heatmap to download"), list(range(len(choices))), index=default,
+                          format_func=names.__getitem__, key=f"worksheet_figure_{page}_{len(choices)}")
+    key, index, panel = choices[chosen]
+    files.matrix_downloads(panel.matrix, [_text(label) for label in panel.row_labels],
+                           [_text(label) for label in panel.col_labels], names[chosen], key="worksheet_figure",
+                           name=f"{page}-{key}-{index + 1}")
+
+
+def downloads(page: str, steps_for: Callable[[str], StepThrough], script: Optional[Callable[[], str]] = None) -> None:
+    """A switch that shows this page's downloads (off: one element per run): the worksheet and answer-key PDFs,
+    every step as Markdown, the self-checking script (when the page gives its ``script()`` builder) and any heatmap
+    as PNG, SVG or CSV."""
     if not st.toggle(_("Worksheet and export"), key="worksheet_show"):
         return
     with st.container(border=True):
         st.caption(_("Up to {n} entries of every step that has something to compute, chosen from the current numbers "
                      "(the same link gives the same sheet), each with the numbers it needs. The answer key is a "
                      "separate file.", n=worksheet.PER_STAGE))
-        if state.settings().language == "zh" and worksheet.cjk_font() is None:
-            st.warning(_("This server has no Chinese font, so Chinese text in the PDF would not show: install one "
-                         "(Debian: fonts-noto-cjk) or switch the language to English for the sheet."),
-                       icon=":material/font_download_off:")
-            return
         params, _complete = share.encode(state.settings(), state.edits())
         shown = {k: v for k, v in params.items() if k not in _VIEW_FIELDS}
         line = " · ".join(f"{k}={v}" for k, v in sorted(shown.items()))
@@ -57,15 +86,28 @@ def downloads(page: str, steps_for: Callable[[str], StepThrough]) -> None:
             line = line[:157] + "…"
         line = _("Settings: {line}", line=line or _("the example's defaults"))
         args = (page, steps_for, _(stages.TITLES[page]), line, repr((page, sorted(shown.items()))), i18n.translator())
-        left, right = st.columns(2)
-        left.download_button(_("Worksheet (PDF)"), key="worksheet_pdf", icon=":material/description:",
-                             data=lambda: _pdf(*args, answers=False), file_name=f"worksheet-{page}.pdf",
-                             mime="application/pdf", on_click="ignore")
-        right.download_button(_("Answer key (PDF)"), key="worksheet_key", icon=":material/key:",
-                              data=lambda: _pdf(*args, answers=True), file_name=f"answer-key-{page}.pdf",
-                              mime="application/pdf", on_click="ignore")
+        if state.settings().language == "zh" and worksheet.cjk_font() is None:  # the other files need no font
+            st.warning(_("This server has no Chinese font, so Chinese text in the PDF would not show: install one "
+                         "(Debian: fonts-noto-cjk) or switch the language to English for the sheet."),
+                       icon=":material/font_download_off:")
+        else:
+            left, right = st.columns(2)
+            left.download_button(_("Worksheet (PDF)"), key="worksheet_pdf", icon=":material/description:",
+                                 data=lambda: _pdf(*args, answers=False), file_name=f"worksheet-{page}.pdf",
+                                 mime="application/pdf", on_click="ignore")
+            right.download_button(_("Answer key (PDF)"), key="worksheet_key", icon=":material/key:",
+                                  data=lambda: _pdf(*args, answers=True), file_name=f"answer-key-{page}.pdf",
+                                  mime="application/pdf", on_click="ignore")
         st.download_button(_("Every step as Markdown"), key="export_steps_markdown", icon=":material/article:",
                            data=lambda: _markdown(*args), file_name=f"walkthrough-{page}.md", mime="text/markdown",
                            on_click="ignore",
                            help=_("Each step's formula (LaTeX) and every matrix with its labels, and the checks "
                                   "against PyTorch: for notes or a handout."))
+        if script is not None:
+            st.download_button(_("Python script that re-checks every number"), key="export_steps_script",
+                               icon=":material/code:", data=script, file_name=f"attention-{page}.py",
+                               mime="text/x-python", on_click="ignore",
+                               help=_("Needs only torch: holds this page's inputs, recomputes every matrix of every "
+                                      "step, asserts that each equals the app's numbers and checks the result against "
+                                      "PyTorch's own functions."))
+        figures(page, steps_for)

@@ -1,0 +1,213 @@
+"""The self-checking script of every step page (attention_core.classroom.scripts), run by the suite: it exits 0 and
+names every matrix of every stage; a copy with one number off by 0.01 fails with AssertionError; it holds exactly the
+app's numbers; tokens with quotes, backslashes and newlines stay inside string literals. Then every step page's
+"Worksheet and export" switch offers the script and a heatmap's PNG, SVG and CSV, in English and in Chinese."""
+
+from __future__ import annotations
+
+import ast
+import io
+import math
+import subprocess
+import sys
+import tokenize
+
+import pytest
+import torch
+from conftest import APP
+from streamlit.testing.v1 import AppTest
+from test_stepthrough import STEP_PAGES
+
+from attention_core import stages
+from attention_core.classroom.scripts import _steps_builder, script_for
+from attention_core.masking.walkthrough import build_causal_walkthrough
+from attention_core.modern.alibi_walkthrough import build_alibi_walkthrough
+from attention_core.modern.flash_walkthrough import build_flash_walkthrough
+from attention_core.modern.rope_walkthrough import build_rope_walkthrough
+from attention_core.modern.sliding_walkthrough import build_sliding_walkthrough
+from attention_core.modern.walkthrough import build_gqa_walkthrough
+from attention_core.multihead.walkthrough import build_cross_walkthrough, build_multihead_walkthrough
+from attention_core.self_attention.walkthrough import build_walkthrough
+from attention_core.settings import Settings
+from attention_core.transformer.generation_walkthrough import build_generation_walkthrough
+from attention_core.transformer.walkthrough import build_encoder_walkthrough
+
+#: The user's text that must stay inside string literals: a quote of each kind, a backslash, a newline escape.
+NASTY = "it's a\"\"\"b x')+import\\n(os"
+
+#: name -> (walk-through builder, the page argument of script_for): every step page and its variants.
+CASES = {
+    "self_attention": (lambda: build_walkthrough(Settings()), None),
+    "self_attention_nasty_tokens": (lambda: build_walkthrough(Settings.for_preset("custom", sentence=NASTY)), None),
+    "causal": (lambda: build_causal_walkthrough(Settings()), None),
+    "causal_padding_and_a_blocked_row": (
+        lambda: build_causal_walkthrough(Settings(padding=2), {"mask": {(0, 0): 0.0, (3, 5): 1.0}}), None),
+    "dropout_eval": (lambda: build_causal_walkthrough(Settings(), dropout=True), "dropout"),
+    "dropout_p_0_5": (lambda: build_causal_walkthrough(Settings(dropout_p=0.5, training=True), dropout=True),
+                      "dropout"),
+    "mha_two_heads": (lambda: build_multihead_walkthrough(Settings.for_preset("journey_v1")), None),
+    "mha_four_heads_padding": (
+        lambda: build_multihead_walkthrough(Settings(d_out=4, num_heads=4, padding=1)), None),
+    "cross": (lambda: build_cross_walkthrough(Settings()), None),
+    "encoder_post_ln": (lambda: build_encoder_walkthrough(Settings(num_layers=2)), None),
+    "encoder_pre_ln": (lambda: build_encoder_walkthrough(Settings(norm_first=True, num_layers=3, encoder_block=1)),
+                       None),
+    "generation_step_1": (lambda: build_generation_walkthrough(Settings(toy_step=0)), None),
+    "generation_step_3_sampled": (
+        lambda: build_generation_walkthrough(Settings(toy_step=2, toy_layer=0, toy_temperature=0.8, seed=3)), None),
+    "gqa": (lambda: build_gqa_walkthrough(Settings()), None),
+    "mqa_not_causal": (lambda: build_gqa_walkthrough(Settings(gqa_num_heads=4, num_kv_heads=1, causal=False)), None),
+    "rope": (lambda: build_rope_walkthrough(Settings()), None),
+    "rope_base_and_shift": (lambda: build_rope_walkthrough(Settings(rope_head_dim=6, rope_base=500.0, rope_shift=7)),
+                            None),
+    "alibi_three_heads": (lambda: build_alibi_walkthrough(Settings(alibi_num_heads=3)), None),
+    "sliding": (lambda: build_sliding_walkthrough(Settings()), None),
+    "sliding_both_sides": (lambda: build_sliding_walkthrough(Settings(window=2, causal=False, sliding_layers=2)), None),
+    "flash": (lambda: build_flash_walkthrough(Settings()), None),
+    "flash_not_causal_last_tile": (
+        lambda: build_flash_walkthrough(Settings(block_q=3, block_k=2, causal=False, flash_tile=99)), None),
+}
+
+
+def _trained_head():
+    from attention_core.trained_model import pretrained
+
+    pm = pretrained.load_model()
+    run = pretrained.run_model(pm, pretrained.tokenize(pm, "The cat sat on the mat.", padding=2))
+    return pretrained.head_step(pm, run, 2, 8)
+
+
+CASES["trained_head_with_padding"] = (_trained_head, None)
+
+
+def run(source: str, tmp_path, name: str = "export.py") -> subprocess.CompletedProcess:
+    path = tmp_path / name
+    path.write_text(source, encoding="utf-8")
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=180)
+
+
+def every_panel(walk, page):
+    """[(stage, panel index, panel)] of every stage of the page, from the builder its page uses."""
+    key, steps_for = _steps_builder(walk, page)
+    return key, [(stage, n, panel) for stage in stages.PAGES[key][1]
+                 for n, panel in enumerate(steps_for(stage).stage.panels)]
+
+
+def checked_literals(source: str) -> dict[str, torch.Tensor]:
+    """name -> the app's numbers the script holds, parsed back from each ``check(name, ours, torch.tensor(...))``."""
+    out = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "check":
+            name = node.args[0].value
+            literal = eval(compile(ast.Expression(node.args[2].args[0]), "<literal>", "eval"),  # noqa: S307 (our text)
+                           {"__builtins__": {}, "inf": math.inf, "nan": math.nan})
+            out[name] = torch.tensor(literal)
+    return out
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_script_recomputes_every_number_and_a_wrong_one_fails(case, tmp_path):
+    build, page = CASES[case]
+    walk = build()
+    source = script_for(walk, page)
+    key, panels = every_panel(walk, page)
+
+    # it holds exactly the app's numbers, every panel of every stage
+    held = checked_literals(source)
+    assert len(held) == len(panels)
+    counts = {stage: sum(1 for s, _, _ in panels if s == stage) for stage in stages.PAGES[key][1]}
+    for stage, n, panel in panels:
+        app = panel.matrix.detach().float()
+        ours = held[f"{stage} {n + 1}/{counts[stage]}"]
+        assert ours.shape == app.shape, (stage, n)
+        assert torch.equal(ours, app), (stage, n)  # the same float32 numbers, ±inf included
+
+    result = run(source, tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for stage, n, _panel in panels:
+        assert f"{stage} {n + 1}/{counts[stage]} " in result.stdout, (stage, n, result.stdout)
+    assert result.stdout.count("matches the app") == len(panels)
+    assert result.stdout.count("matches ") > len(panels)  # and at least one check against PyTorch's reference
+    assert result.stdout.rstrip().endswith("Every number matches.")
+
+    # one expected number 0.01 off: the script fails, naming the matrix
+    stage, n, panel = next((s, i, p) for s, i, p in reversed(panels) if torch.isfinite(p.matrix).any())
+    value = float(panel.matrix[torch.isfinite(panel.matrix)][-1])
+    name = f"check({f'{stage} {n + 1}/{counts[stage]}'!r}"
+    start = source.index(name)
+    end = source.index("\ncheck(", start) if "\ncheck(" in source[start:] else source.index("\n# ----", start)
+    call = source[start:end]
+    assert repr(value) in call, (value, call[-300:])
+    head, _, tail = call.rpartition(repr(value))
+    tampered = source[:start] + head + repr(value + 0.01) + tail + source[end:]
+    broken = run(tampered, tmp_path, "tampered.py")
+    assert broken.returncode != 0
+    assert "AssertionError" in broken.stderr and f"{stage} {n + 1}/{counts[stage]} differs from the app" in broken.stderr
+
+
+def test_a_changed_mask_cell_fails_the_script(tmp_path):
+    """A blocked (−∞) cell of the app's numbers turned into a number: the ±inf comparison catches it."""
+    source = script_for(build_causal_walkthrough(Settings()))
+    start = source.index("check('masked_scores 1/1'")
+    tampered = source[:start] + source[start:].replace("-inf", "0.5", 1)
+    broken = run(tampered, tmp_path)
+    assert broken.returncode != 0 and "masked_scores 1/1: the -inf cells (blocked) differ" in broken.stderr
+
+
+def test_user_tokens_enter_only_inside_string_literals():
+    walk = build_walkthrough(Settings.for_preset("custom", sentence=NASTY))
+    assert {"a\"\"\"b", "x')+import\\n(os"} <= set(walk.tokens)
+    for case in ("self_attention", "causal", "mha_two_heads", "rope", "flash"):
+        settings = Settings.for_preset("custom", sentence=NASTY)
+        build = {"self_attention": build_walkthrough, "causal": build_causal_walkthrough,
+                 "mha_two_heads": build_multihead_walkthrough, "rope": build_rope_walkthrough,
+                 "flash": build_flash_walkthrough}[case]
+        source = script_for(build(settings))
+        tree = ast.parse(source)
+        (tokens,) = [node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                     and getattr(node.targets[0], "id", None) == "tokens"]
+        assert ast.literal_eval(tokens) == list(walk.tokens)
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.COMMENT:
+                assert not any(t in token.string for t in ("a\"\"\"b", "x')+import", "(os")), token.string
+
+
+def test_a_walk_through_of_another_kind_is_refused():
+    with pytest.raises(TypeError):
+        script_for(object())
+
+
+# ---------------------------------------------------------------- every step page offers them (AppTest)
+
+PAGES = {**STEP_PAGES, "app_pages/generation.py": "generation", "app_pages/trained_model.py": "trained_head"}
+LABELS = {
+    "en": ("Python script that re-checks every number", "Heatmap PNG", "Heatmap SVG", "Matrix CSV",
+           "Heatmap to download"),
+    "zh": ("重新核对每个数字的 Python 脚本", "热力图 PNG", "热力图 SVG", "矩阵 CSV", "要下载的热力图"),
+}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+@pytest.mark.parametrize("path", list(PAGES))
+def test_every_step_page_offers_the_script_and_the_heatmap_files(path, language):
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["language"] = language
+    at.run()
+    at.switch_page(path).run()
+    assert "export_steps_script" not in {d.key for d in at.get("download_button")}  # the switch is off
+    at.toggle(key="worksheet_show").set_value(True).run()
+    assert not at.exception, at.exception
+    script, png, svg, csv, picker = LABELS[language]
+    downloads = {d.proto.label: d for d in at.get("download_button")}
+    assert {script, png, svg, csv} <= set(downloads), sorted(downloads)
+    (chooser,) = [s for s in at.selectbox if s.label == picker]
+    page = PAGES[path]
+    field, titles = stages.PAGES[page]
+    current = list(titles).index(getattr(at.session_state["settings"], field)) + 1
+    prefix = "Step" if language == "en" else "第"
+    shown = chooser.options[chooser.index]  # the current step's first heatmap
+    assert shown.startswith(prefix) and str(current) in shown.split(":")[0].split("：")[0], shown
+    chooser.set_value(len(chooser.options) - 1).run()  # the last step's last heatmap
+    assert not at.exception, at.exception
+    missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
+    assert not missing, f"{path}: shown without a translation: {sorted(missing)}"
