@@ -868,8 +868,13 @@ def _(step: HeadStep, page: str) -> Recipe:
 
 # ---------------------------------------------------------------- the entry point
 
-def _steps_builder(walk: Any, page: Optional[str]) -> tuple[str, Callable[[str], StepThrough]]:
-    """(page key, steps_for) of a walk-through: the same builder its page uses."""
+def page_steps(walk: Any, page: Optional[str]) -> tuple[str, Callable[[str], StepThrough]]:
+    """(page key, ``steps_for(stage)``) of a walk-through: the key in :data:`attention_core.stages.PAGES` and the
+    builder its page uses (``page`` picks "causal" or "dropout" for a ``CausalWalkthrough``).
+
+    Raises:
+        KeyError: a type that is not a step page's walk-through.
+    """
     builders: dict[type, tuple[str, Callable[[Any, str], StepThrough]]] = {
         Walkthrough: ("self_attention", self_attention_steps),
         MultiHeadWalkthrough: ("cross" if getattr(walk, "is_cross", False) else "mha", multihead_steps),
@@ -911,7 +916,7 @@ def script_for(walk: Any, page: Optional[str] = None) -> str:
                              GenerationWalkthrough, GQAWalkthrough, RopeWalkthrough, AlibiWalkthrough,
                              SlidingWalkthrough, FlashWalkthrough, HeadStep)):
         raise TypeError(f"no script for {type(walk).__name__}")
-    key, steps_for = _steps_builder(walk, page)
+    key, steps_for = page_steps(walk, page)
     steps = [steps_for(stage) for stage in stages.PAGES[key][1]]
     return write(recipe_for(walk, key), steps)
 

@@ -19,7 +19,7 @@ from streamlit.testing.v1 import AppTest
 from test_stepthrough import STEP_PAGES
 
 from attention_core import stages
-from attention_core.classroom.scripts import _steps_builder, script_for
+from attention_core.classroom.scripts import page_steps, script_for
 from attention_core.masking.walkthrough import build_causal_walkthrough
 from attention_core.modern.alibi_walkthrough import build_alibi_walkthrough
 from attention_core.modern.flash_walkthrough import build_flash_walkthrough
@@ -88,7 +88,7 @@ def run(source: str, tmp_path, name: str = "export.py") -> subprocess.CompletedP
 
 def every_panel(walk, page):
     """[(stage, panel index, panel)] of every stage of the page, from the builder its page uses."""
-    key, steps_for = _steps_builder(walk, page)
+    key, steps_for = page_steps(walk, page)
     return key, [(stage, n, panel) for stage in stages.PAGES[key][1]
                  for n, panel in enumerate(steps_for(stage).stage.panels)]
 
@@ -211,3 +211,19 @@ def test_every_step_page_offers_the_script_and_the_heatmap_files(path, language)
     assert not at.exception, at.exception
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
     assert not missing, f"{path}: shown without a translation: {sorted(missing)}"
+
+
+def test_a_per_head_heatmap_downloads_as_csv_with_its_numbers_and_translated_labels():
+    """What the heatmap picker hands to the CSV button: a panel of any step, its labels in the interface language."""
+    import pandas as pd
+
+    from attention_core.multihead.walkthrough import multihead_steps
+    from ui.export import matrix_csv
+    from ui.i18n import Translator
+
+    panel = multihead_steps(build_multihead_walkthrough(Settings.for_preset("journey_v1")), "head").stage.panels[1]
+    cols = [Translator("zh")(label) for label in panel.col_labels]
+    assert cols[0] != str(panel.col_labels[0])  # "col 3" in Chinese
+    table = pd.read_csv(io.StringIO(matrix_csv(panel.matrix, list(panel.row_labels), cols)), index_col=0)
+    assert list(table.columns) == cols and table.shape == tuple(panel.matrix.shape)
+    assert torch.allclose(torch.tensor(table.to_numpy(), dtype=torch.float32), panel.matrix, atol=1e-6)
