@@ -106,7 +106,7 @@ def open_head(layer: int, head: int) -> None:
 
 
 model_view.head_grid(data.pictures, (settings.model_layer, settings.model_head), key="tm_grid",
-                     on_pick=open_head)
+                     on_pick=open_head, focus=data.focus)
 
 layer, head = settings.model_layer, settings.model_head
 c1, c2, _space = st.columns([1, 1, 3])

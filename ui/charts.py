@@ -250,6 +250,9 @@ def image(
         df["weight"] = np.asarray(weights, dtype=float).ravel()
         widgets.table(np.asarray(weights, dtype=float), [str(r) for r in range(h)], [str(c) for c in range(w)],
                       key)
+    else:  # the picture itself: each pixel's colour, row r by column c
+        widgets.text_table(np.asarray(df["rgb"], dtype=object).reshape(h, w).tolist(), [str(r) for r in range(h)],
+                           [str(c) for c in range(w)], key)
     cell = max(16, min(48, size_px // max(h, w)))
     spec = {**_image_spec(cell, h, w, on_pixel is not None, weights is not None, numbers, _image_titles()),
             "description": _("Image: {h} × {w} pixels, one token each (token n = r·W + c).", h=h, w=w)

@@ -51,11 +51,13 @@ class SentenceData:
         run: the model's forward pass (tokens, hidden states, attentions).
         findings: the guided findings measured on this text.
         pictures: one small picture per head, for the grid.
+        focus: (L, H) each head's mean largest weight, the grid's table (``pretrained.head_focus``).
     """
 
     run: pretrained.ModelRun
     findings: tuple[pretrained.Finding, ...]
     pictures: pd.DataFrame
+    focus: torch.Tensor
 
 
 @st.cache_data(max_entries=8, show_spinner=False)  # the page shows a spinner in the session's language
@@ -71,7 +73,8 @@ def sentence_data(text: str, padding: int) -> SentenceData:
     run = pretrained.run_model(pm, encoding)
     findings = pretrained.guided_findings(run.attentions, encoding)
     pictures = model_view.head_pictures(run.attentions.numpy())
-    return SentenceData(run=run, findings=findings, pictures=pictures)
+    return SentenceData(run=run, findings=findings, pictures=pictures,
+                        focus=pretrained.head_focus(run.attentions, encoding))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

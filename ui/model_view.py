@@ -87,21 +87,28 @@ def _grid_spec(head_title: str, layer_title: str) -> dict:
 
 
 def head_grid(pictures: pd.DataFrame, selected: tuple[int, int], *, key: str,
-              on_pick: Callable[[int, int], None]) -> None:
+              on_pick: Callable[[int, int], None], focus=None) -> None:
     """Every head as a small picture; clicking one calls ``on_pick(layer, head)`` (0-based).
 
     Args:
         pictures: from :func:`head_pictures` (cached by the page).
         selected: the open head (layer, head), 0-based; outlined in red.
+        focus: optional (L, H) numbers, each head's mean largest weight (``pretrained.head_focus``): the grid's
+            table (under it when the *tables* switch is on) and its description.
     """
     df = pictures.assign(selected=(pictures["layer"] == selected[0] + 1) & (pictures["head"] == selected[1] + 1))
     layers, heads = int(pictures["layer"].max()), int(pictures["head"].max())
     spec = {**_grid_spec(_("head"), _("layer")),
             "description": _("Grid of {layers} layers × {heads} heads: each picture is one head's attention weights "
-                             "(darker: more weight). Click one to open it.", layers=layers, heads=heads)}
+                             "(darker: more weight). Click one to open it.", layers=layers, heads=heads)
+            + ("" if focus is None else " " + _("Its table gives each head's focus: the mean over the tokens of the "
+                                                 "largest weight (1: each token looks at one token)."))}
     st.vega_lite_chart(df, spec, key=key,
                        on_select=functools.partial(_on_pick, key, on_pick),
                        selection_mode="head_pick", width="stretch")
+    if focus is not None:
+        widgets.table(focus, [_("layer {n}", n=n) for n in range(1, layers + 1)],
+                      [_("head {n}", n=n) for n in range(1, heads + 1)], key)
 
 
 def _on_pick(key: str, on_pick: Callable[[int, int], None]) -> None:

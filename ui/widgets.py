@@ -174,6 +174,14 @@ def table(matrix, row_labels: Sequence[str], col_labels: Sequence[str], key: str
                  column_config={c: st.column_config.NumberColumn(c, format="%.4g") for c in cols})
 
 
+def text_table(cells: Sequence[Sequence[str]], row_labels: Sequence[str], col_labels: Sequence[str], key: str) -> None:
+    """Like :func:`table`, for a picture whose cells are not numbers (an image's colours as "(r, g, b)")."""
+    if not state.settings().tables:
+        return
+    st.dataframe(pd.DataFrame([list(row) for row in cells], index=list(row_labels), columns=list(col_labels)),
+                 key=f"table_{key}")
+
+
 @st.cache_data(show_spinner=False)
 def _heatmap_spec(clickable: bool, row_title: str, col_title: str, scheme: str = "redblue",
                   reverse: bool = True) -> dict:
@@ -263,19 +271,20 @@ def heatmap_figure(
         "selected": (ii == selected[0]) & (jj == selected[1]) if selected else np.zeros(values.shape, bool),
     })
     spec = copy.deepcopy(_heatmap_spec(clickable, row_title, col_title, scheme, reverse))  # the cached one stays intact
+    cell = cell_px(m.shape[-1] if m.ndim == 2 else 1)
     spec["layer"][0]["encoding"]["color"]["scale"]["domain"] = ([-top or -1.0, top or 1.0] if scheme != "viridis"
                                                                 else [0.0, top or 1.0])
     spec["description"] = describe(_("Heatmap"), *m.shape[-2:] if m.ndim == 2 else (1, m.size), row_title, col_title,
                                    float(finite.min()) if finite.size else 0.0,
                                    float(finite.max()) if finite.size else 0.0, int(blocked.sum()))
-    if not legend:
-        spec["layer"][0]["encoding"]["color"]["legend"] = None
-    else:
-        spec["layer"][0]["encoding"]["color"]["legend"]["title"] = _("value")
+    spec["layer"][0]["encoding"]["color"]["legend"]["title"] = _("value")
+    if not legend:  # side by side: the legend goes under the heatmap (its own scale), not beside it (width)
+        spec["layer"][0]["encoding"]["color"]["legend"].update(
+            orient="bottom", direction="horizontal", gradientLength=max(80, min(240, cell * m.shape[-1])),
+            titleOrient="left")
     if not row_axis:
         for layer in spec["layer"]:
             layer["encoding"]["y"]["axis"] = None
-    cell = cell_px(m.shape[-1] if m.ndim == 2 else 1)
     if cell != CELL_PX:
         spec["width"] = {"step": cell}
         spec["layer"][1]["mark"]["fontSize"] = 11
@@ -302,8 +311,8 @@ def heatmap(
     Clicking a cell (when ``clickable``) sets the explained entry in the settings,
     or calls ``on_cell(row, col)`` instead when given (e.g. to flip a mask cell).
     Values of -inf (blocked by a mask) are drawn grey and labelled −∞.
-    ``legend=False`` and ``row_axis=False`` save width when heatmaps with the same rows
-    stand side by side (the numbers are written in the cells anyway). ``scale_max`` sets the
+    ``legend=False`` (the colour legend under the heatmap, not beside it) and ``row_axis=False`` save width when
+    heatmaps with the same rows stand side by side; every heatmap keeps a legend of its own colour scale. ``scale_max`` sets the
     colour scale's largest |value| (default: the matrix's own), so that heatmaps shown side
     by side can share one scale.
     """

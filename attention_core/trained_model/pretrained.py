@@ -515,3 +515,27 @@ def guided_findings(attentions: torch.Tensor, encoding: Encoding, top_k: int = 3
                                 scores=tuple(tuple(float(v) for v in row) for row in scores),
                                 top=top, baseline=baseline, rows=rows))
     return tuple(findings)
+
+
+def head_focus(attentions: torch.Tensor, encoding: Encoding) -> torch.Tensor:
+    """How focused each head is: for each layer and head, the mean over the real query tokens of their largest
+    attention weight (the grid of heads as numbers, for its table).
+
+    1 means every token puts all its weight on one key; 1/m (m real tokens) means weight spread evenly. Padding
+    query rows are left out (their weights are never used), so a padded text gives the same numbers.
+
+    Args:
+        attentions: (L, H, n, n) float, the model's attention probabilities (L layers, H heads, n tokens with
+            padding; rows are queries, columns keys).
+        encoding: the tokens (its first ``num_real`` are real).
+
+    Returns:
+        (L, H) float tensor, each in [1/m, 1].
+
+    Raises:
+        ValueError: ``attentions`` is not (L, H, n, n) with n = the encoding's length.
+    """
+    if attentions.dim() != 4 or attentions.shape[-1] != attentions.shape[-2] or attentions.shape[-1] != encoding.n:
+        raise ValueError(f"attentions must be (L, H, n, n) with n = {encoding.n}, got {tuple(attentions.shape)}")
+    real = attentions[:, :, :encoding.num_real, :]  # (L, H, m, n): the real queries
+    return real.max(dim=-1).values.mean(dim=-1)  # largest weight of each query row, averaged over the rows

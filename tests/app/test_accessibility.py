@@ -10,6 +10,7 @@ import pytest
 from conftest import APP, errors
 from streamlit.testing.v1 import AppTest
 
+from attention_core.experiments import image as image_patterns
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 
@@ -62,9 +63,54 @@ def test_every_chart_has_a_description_and_a_table_and_no_red_blue_in_the_safe_p
     for spec in specs:
         assert spec.get("description"), (path, "a chart without a description")
         assert "redblue" not in _schemes(spec) and "tableau10" not in json.dumps(spec), (path, _schemes(spec))
-    # a table under every chart but the picture grids (the trained model's heads, the image's pixels)
-    pictures = sum(1 for s in specs if s["description"].startswith(("Grid of", "Image:")))
-    assert len(at.dataframe) >= len(specs) - pictures, path
+    # a table under every chart, the picture grids too (the trained model's heads, the image's pixels)
+    assert len(at.dataframe) >= len(specs), path
+
+
+def _colour_legends(spec: dict) -> list:
+    """The colour legends of a heatmap spec (one per colour encoding; None where a legend is switched off)."""
+    return [layer["encoding"]["color"].get("legend", "default") for layer in [spec, *spec.get("layer", [])]
+            if isinstance(layer.get("encoding", {}).get("color"), dict) and "field" in layer["encoding"]["color"]]
+
+
+@pytest.mark.parametrize("path, params, side_by_side", [
+    ("app_pages/multi_head.py", {"mha_stage": "split"}, True),  # one heatmap per head, side by side
+    ("app_pages/gqa.py", {"gqa_stage": "weights"}, False),  # stacked: too wide to stand side by side
+    ("app_pages/additive.py", {}, True),
+    ("app_pages/positional_encoding.py", {}, True),
+])
+def test_every_heatmap_keeps_a_colour_legend_side_by_side_too(path, params, side_by_side):
+    at = _open(path, **params)
+    heatmaps = [spec for spec in _specs(at) if spec["description"].startswith("Heatmap")]
+    legends = [legend for spec in heatmaps for legend in _colour_legends(spec)]
+    assert len(heatmaps) >= 2 and len(legends) >= len(heatmaps), path
+    assert None not in legends, path
+    under = [legend for legend in legends if legend != "default" and legend.get("orient") == "bottom"]
+    # side by side, a heatmap's legend goes under it (no width taken from its neighbour)
+    assert bool(under) == side_by_side, (path, legends)
+
+
+def test_the_head_grid_and_the_image_have_tables_of_their_own():
+    from attention_core.trained_model import pretrained
+    from ui import model_data
+
+    at = _open("app_pages/trained_model.py", tables="1")
+    data = model_data.sentence_data(Settings().model_sentence, 0)
+    focus = pretrained.head_focus(data.run.attentions, data.run.encoding).numpy()
+    by_layer = [df.value for df in at.dataframe if list(df.value.index[:2]) == ["layer 1", "layer 2"]]
+    # the grid's table (the findings' bars have a layer × head table of their own scores)
+    (grid,) = [df for df in by_layer if df.shape == focus.shape and np.allclose(df.to_numpy(), focus, atol=1e-6)]
+    assert list(grid.columns[:2]) == ["head 1", "head 2"] and focus.shape == (6, 12)
+    assert ((focus > 0) & (focus <= 1)).all()
+
+    at = _open("app_pages/image_attention.py", tables="1")
+    colours = [df.value for df in at.dataframe if str(df.value.iloc[0, 0]).startswith("(")]
+    assert len(colours) >= 2  # the image and the output, pixel by pixel
+    image = colours[0]
+    pixels = image_patterns.pattern(Settings().image_source)
+    assert image.shape == tuple(pixels.shape[:2]) and all(str(c).count(",") == 2 for c in image.to_numpy().ravel())
+    r, g, b = (int(v) for v in pixels[0, 0])
+    assert image.iloc[0, 0] == f"({r}, {g}, {b})"  # pixel (0, 0), as drawn
 
 
 def test_the_palette_follows_the_numbers_and_stays_in_the_link():

@@ -287,6 +287,22 @@ def test_findings_are_measured_on_the_text(pm, runs):
     assert split["previous"].scores != findings["previous"].scores  # measured, not hard-coded
 
 
+def test_head_focus_is_each_heads_mean_largest_weight_over_the_real_tokens(pm, runs):
+    run = runs[SENTENCES[0]]
+    focus = pretrained.head_focus(run.attentions, run.encoding)
+    m = run.encoding.num_real
+    assert focus.shape == (6, 12)
+    for layer, head in [(0, 0), (2, 7), (5, 11)]:
+        by_hand = sum(max(float(w) for w in run.attentions[layer, head, i]) for i in range(m)) / m
+        assert math.isclose(float(focus[layer, head]), by_hand, rel_tol=1e-6)
+    assert bool(((focus >= 1 / m - 1e-6) & (focus <= 1 + 1e-6)).all())
+    # padding rows are left out: the same text padded gives the same focus
+    padded = pretrained.run_model(pm, pretrained.tokenize(pm, SENTENCES[0], 3))
+    assert torch.allclose(pretrained.head_focus(padded.attentions, padded.encoding), focus, atol=1e-5)
+    with pytest.raises(ValueError, match="L, H, n, n"):
+        pretrained.head_focus(run.attentions[0], run.encoding)
+
+
 def test_settings_validate_the_model_fields():
     fixed, messages = Settings().replace(model_layer=9, model_head="two", model_padding=99, model_stage="nope",
                                          model_sentence=None)
