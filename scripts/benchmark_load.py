@@ -688,7 +688,7 @@ def _click(page, selector: str, watch: str, lost: list[str]) -> Optional[list[fl
 
 
 def run_browser(args: argparse.Namespace) -> bool:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     print(f"== browser: Chromium on /self-attention, {args.clicks} clicks each, click -> repainted\n")
     if not Path(CHROMIUM).exists():
@@ -723,6 +723,8 @@ def run_browser(args: argparse.Namespace) -> bool:
                     timed = _click(page, selector_now, watch[name], lost[name])
                     if timed is None and name == "Next":  # the last step: back one (untimed), then Next
                         _click(page, ".st-key-step_prev button", watch[name], lost[name])
+                        # The step picker can show the new step a frame before Next is enabled again.
+                        expect(page.locator(selector_now)).to_be_enabled(timeout=RUN_TIMEOUT_S * 1000)
                         timed = _click(page, selector_now, watch[name], lost[name])
                     if timed is None:
                         raise RuntimeError(f"{selector_now} is disabled")
