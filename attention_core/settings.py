@@ -357,8 +357,13 @@ def _preset_values(preset: Preset) -> dict[str, Any]:
 def _as_float(value: Any) -> Optional[float]:
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond float's range (10**400): as huge as a float can say
+            return math.inf if value > 0 else -math.inf
+    if isinstance(value, float):
+        return value
     if isinstance(value, str):
         try:
             return float(value.strip())
@@ -366,7 +371,7 @@ def _as_float(value: Any) -> Optional[float]:
             return None
     try:  # numpy numbers
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import math
 from pathlib import Path
 from typing import Any, Optional
 
@@ -336,3 +337,14 @@ def test_settings_still_exports_the_limits_others_import_from_it():
     for name in ("MAX_TOKENS", "MIN_DIM", "MAX_DIM", "MAX_SEED", "MAX_ABS_VALUE", "MAX_DROPOUT", "MODEL_LAYERS",
                  "MODEL_HEADS", "MODEL_WIDTH"):
         assert getattr(settings, name) == getattr(limits, name)
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT_CASES))
+@pytest.mark.parametrize("sign", [1, -1])
+def test_an_int_beyond_floats_range_is_repaired_with_a_message_not_an_overflow(name, sign):
+    # float(10**400) raises OverflowError: such a number is as huge as +-inf, and gets the same treatment.
+    fixed, messages = validate_settings(dataclasses.replace(DEFAULT, **{name: sign * 10**400}))
+    assert len(messages) == 1
+    value = getattr(fixed, name)
+    assert isinstance(value, float) and math.isfinite(value)
+    assert validate_settings(fixed) == (fixed, [])
