@@ -2,14 +2,12 @@
 
 import streamlit as st
 
-from attention_core.classroom import scripts
+from attention_core.classroom.export import walkthrough_script
 from attention_core.errors import N_
 from attention_core.self_attention.formulas import header_latex
 from attention_core.self_attention.walkthrough import dim_labels, self_attention_steps
 from attention_core.settings import MAX_DIM, MIN_DIM
-from attention_core.stages import SELF_ATTENTION
-from attention_core.stepthrough import StepThrough
-from ui import export, state, stepthrough, widgets
+from ui import state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -55,16 +53,7 @@ if st.toggle(_("Show and edit the weights W_q, W_k, W_v"), key="sa_show_weights"
             widgets.matrix_editor(name, walk.base[name], dim_labels("d", settings.d_model),
                                   dim_labels("c", settings.d_k))
 
-def export_expander(steps: StepThrough) -> None:
-    with st.expander(_("Export this walk-through"), icon=":material/download:"):
-        export.walkthrough_downloads(walk)
-        st.caption(_("The current step, {title}:", title=_(SELF_ATTENTION[steps.stage.key])))
-        panel = steps.stage.panels[0]
-        export.matrix_downloads(panel.matrix, list(panel.row_labels), list(panel.col_labels),
-                                SELF_ATTENTION[steps.stage.key], key="export_stage")
-
-
 stepthrough.live(lambda: self_attention_steps(walk, state.settings().stage), EXPLAIN,
                  steps_for=lambda stage: self_attention_steps(walk, stage),
-                 script=lambda: scripts.script_for(walk), layout="beside",
-                 after_checks=export_expander)
+                 # this page's own script: each formula written out as the page teaches it (attention_core.classroom.export)
+                 script=lambda: walkthrough_script(walk), layout="beside")

@@ -1,4 +1,4 @@
-"""Download buttons: the walk-through (Markdown, self-checking script), heatmaps (PNG, SVG), matrices (CSV).
+"""Download buttons of one heatmap: PNG and SVG (the chart), CSV (its matrix); used by ``ui.worksheet``.
 
 Files are made only when a button is clicked (``st.download_button`` with a
 callable), so a page rerun pays nothing for them. Heatmaps are converted with
@@ -12,9 +12,6 @@ from typing import Optional, Sequence
 
 import pandas as pd
 import streamlit as st
-
-from attention_core.classroom.export import walkthrough_markdown, walkthrough_script
-from attention_core.self_attention.walkthrough import Walkthrough
 
 from .i18n import _
 from .widgets import heatmap_figure
@@ -60,16 +57,3 @@ def matrix_downloads(matrix, row_labels: Sequence[str], col_labels: Sequence[str
     csv.download_button(_("Matrix CSV"), key=f"{key}_csv", icon=":material/table:", mime="text/csv",
                         file_name=f"{name}.csv", on_click="ignore",
                         data=lambda: matrix_csv(matrix, row_labels, col_labels))
-
-
-def walkthrough_downloads(walk: Walkthrough) -> None:
-    """The whole walk-through as Markdown (formulas and every matrix) and as a script that checks itself."""
-    md, py = st.columns(2)
-    md.download_button(_("Walk-through as Markdown"), key="export_markdown", icon=":material/description:",
-                       mime="text/markdown", file_name="attention-walkthrough.md", on_click="ignore",
-                       data=lambda: walkthrough_markdown(walk),
-                       help=_("Every step's formula (LaTeX) and matrix, for notes or a handout."))
-    py.download_button(_("Python script that recomputes it"), key="export_script", icon=":material/code:",
-                       mime="text/x-python", file_name="attention_walkthrough.py", on_click="ignore",
-                       data=lambda: walkthrough_script(walk),
-                       help=_("Needs only torch: recomputes every number shown here and asserts that it matches."))

@@ -76,6 +76,11 @@ def _(text: str, **params: Any) -> str:
     return translate(language(), text, **params)
 
 
+def app_text(text: str) -> str:
+    """A title or label from attention_core: app text (a Message) translated, math and tokens as they are."""
+    return _(text) if isinstance(text, Message) else text
+
+
 @dataclass(frozen=True)
 class Translator:
     """The ``tr`` callback for attention_core's formulas, bound to one language.

@@ -22,12 +22,7 @@ from attention_core.settings import Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, clamp_entry
 
 from . import i18n, masking, practice, runtime, state, widgets, worksheet
-from .i18n import _
-
-
-def app_text(text: str) -> str:
-    """A title or label from attention_core: app text (a Message) translated, math and tokens as they are."""
-    return _(text) if isinstance(text, Message) else text
+from .i18n import _, app_text
 
 
 def _labels(labels: Sequence[str]) -> list[str]:

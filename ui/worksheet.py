@@ -15,12 +15,11 @@ import streamlit as st
 
 from attention_core import stages
 from attention_core.classroom import export, share, worksheet
-from attention_core.errors import Message
 from attention_core.stepthrough import StepThrough
 
 from . import export as files
 from . import i18n, state
-from .i18n import _
+from .i18n import _, app_text
 
 #: Settings that choose what is shown, not the numbers: left out of the sheet's settings line.
 _VIEW_FIELDS = {"language", "presenter", "practice", "locked", "entry_row", "entry_col", "head", "model_entry_row",
@@ -41,11 +40,6 @@ def _markdown(page: str, steps_for: Callable[[str], StepThrough], title: str, li
     return export.steps_markdown(title, line, [steps_for(key) for key in stages.PAGES[page][1]], tr)
 
 
-def _text(value: str) -> str:
-    """App text from attention_core (a Message) translated; math and tokens as they are."""
-    return _(value) if isinstance(value, Message) else str(value)
-
-
 def figures(page: str, steps_for: Callable[[str], StepThrough]) -> None:
     """PNG, SVG and CSV of one heatmap of the page: a picker of every heatmap of every step, the current step's first.
 
@@ -59,13 +53,13 @@ def figures(page: str, steps_for: Callable[[str], StepThrough]) -> None:
         for index, panel in enumerate(steps_for(key).stage.panels):
             choices.append((key, index, panel))
             names.append(_("Step {number}: {title}", number=number, title=_(titles[key]))
-                         + (f" · {_text(panel.title)}" if panel.title else ""))
+                         + (f" · {app_text(panel.title)}" if panel.title else ""))
     default = next((i for i, (key, _index, _panel) in enumerate(choices) if key == current), 0)
     chosen = st.selectbox(_("Heatmap to download"), list(range(len(choices))), index=default,
                           format_func=names.__getitem__, key=f"worksheet_figure_{page}_{len(choices)}")
     key, index, panel = choices[chosen]
-    files.matrix_downloads(panel.matrix, [_text(label) for label in panel.row_labels],
-                           [_text(label) for label in panel.col_labels], names[chosen], key="worksheet_figure",
+    files.matrix_downloads(panel.matrix, [app_text(label) for label in panel.row_labels],
+                           [app_text(label) for label in panel.col_labels], names[chosen], key="worksheet_figure",
                            name=f"{page}-{key}-{index + 1}")
 
 

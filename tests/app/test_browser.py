@@ -12,6 +12,7 @@ Chromium is Debian's /usr/bin/chromium (Playwright's browser download cannot wor
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -133,10 +134,10 @@ def browser():
             browser.close()
 
 
-@pytest.fixture
-def page(browser: Browser):
-    """A fresh browser context per test (its own Streamlit session), at a projector-sized viewport."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+@contextlib.contextmanager
+def new_page(browser: Browser, width: int, height: int):
+    """A fresh browser context (its own Streamlit session) and its page, which records JavaScript errors."""
+    context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     page.set_default_timeout(APP_RUN_MS)
     page.js_errors = []
@@ -145,6 +146,13 @@ def page(browser: Browser):
         yield page
     finally:
         context.close()
+
+
+@pytest.fixture
+def page(browser: Browser):
+    """A fresh browser context per test, at a projector-sized viewport."""
+    with new_page(browser, 1280, 800) as page:
+        yield page
 
 
 def wait_for_app_run(page: Page) -> None:
@@ -299,9 +307,9 @@ def test_a_shared_link_shows_its_numbers_and_its_script_export_checks_them(page:
     # rasbt ch03 / seed 004: SelfAttention_v1 (seed 123), context vector of "journey" = [0.3061, 0.8210]
     expect(page.locator(".katex").filter(has_text="0.821").first).to_be_visible()
     assert "preset=journey_v1" in page.url and "stage=output" in page.url
-    page.get_by_text("Export this walk-through").click()
+    page.get_by_text("Worksheet and export").click()
     with page.expect_download() as download:
-        page.get_by_role("button", name="Python script that recomputes it").click()
+        page.get_by_role("button", name="Python script that re-checks every number").click()
     script = tmp_path / "attention_walkthrough.py"
     download.value.save_as(script)
     assert "'journey'" in script.read_text()
@@ -407,12 +415,7 @@ _PHONE_CHECK = """() => {
 def test_every_page_is_usable_on_a_phone(browser: Browser, app_url: str, path: str, title: str):
     """At 390 px: nothing is cut off without a way to scroll to it, and the stepper and the explained entry
     are there. Each page's phone screenshot goes to test-artifacts/phone-*.png."""
-    context = browser.new_context(viewport={"width": 390, "height": 844})
-    page = context.new_page()
-    page.set_default_timeout(APP_RUN_MS)
-    page.js_errors = []
-    page.on("pageerror", lambda error: page.js_errors.append(str(error)))
-    try:
+    with new_page(browser, 390, 844) as page:
         page.goto(app_url + path)
         wait_for_app_run(page)
         expect(page.locator("h1").filter(has_text=title)).to_be_visible()
@@ -426,5 +429,3 @@ def test_every_page_is_usable_on_a_phone(browser: Browser, app_url: str, path: s
             expect(page.get_by_text("Explain this entry").first).to_be_attached()
         assert_no_exception(page)
         save_screenshot(page, f"phone-{path.strip('/') or 'overview'}", width=390)
-    finally:
-        context.close()
