@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 import streamlit as st
+from streamlit.errors import StreamlitWidgetAlreadyInstantiatedError
 
 from attention_core.classroom import share
 from attention_core.settings import PRESET_FIELDS, Settings
@@ -42,7 +43,9 @@ def update(**changes: Any) -> None:
     """Validate and store changed settings; keep bound widgets in step.
 
     Call from widget callbacks, or in a page before the bound widgets of the
-    changed fields are created (their keys may only be written before then).
+    changed fields are created (their keys may only be written before then); a
+    change to a field whose widget this run already drew reruns the script, so
+    that no widget shows a value the page does not compute with.
     Changes to the settings a teacher's link fixed (:func:`locked`) are dropped: their widgets are disabled,
     and a click elsewhere (a heatmap cell, Next) must not move them either.
     """
@@ -51,10 +54,16 @@ def update(**changes: Any) -> None:
     st.session_state[_SETTINGS] = new
     st.session_state[_MESSAGES] = messages
     bound = [k for k in st.session_state if isinstance(k, str) and k.startswith("setting_")]
+    shown_stale = False
     for key in bound:
         field = key.removeprefix("setting_").split("__")[0]
         if field in new.__dataclass_fields__ and st.session_state[key] != getattr(new, field):
-            st.session_state[key] = getattr(new, field)
+            try:
+                st.session_state[key] = getattr(new, field)
+            except StreamlitWidgetAlreadyInstantiatedError:  # its widget is already on the page: it shows the old value
+                shown_stale = True
+    if shown_stale:
+        st.rerun()  # draw the page again, every widget showing the new settings (bind seeds them)
 
 
 def choose_preset(key: str) -> None:
@@ -102,8 +111,10 @@ def bind(widget: Callable[..., Any], label: str, field: str, *, variant: str = "
         kwargs["disabled"] = True
         kwargs["help"] = _("Fixed by your teacher's link.") + (f" {kwargs['help']}" if kwargs.get("help") else "")
     key = widget_key(field, variant)
-    if key not in st.session_state:
-        st.session_state[key] = getattr(settings(), field)
+    # Always seed the widget from the settings, not only when its key is new: another page may have left an entry
+    # under the same key from a widget of another label or kind (another identity), which Streamlit would not
+    # carry over, so the new widget would start at its own default while the page computes with the setting.
+    st.session_state[key] = getattr(settings(), field)
     return widget(label, key=key, on_change=_commit, args=(field, key), **kwargs)
 
 
