@@ -5,7 +5,7 @@ import streamlit as st
 
 from attention_core.classroom import scripts
 from attention_core.errors import N_, Message
-from attention_core.limits import MAX_TOY_TEMPERATURE, TOY_MAX_INPUT
+from attention_core.limits import MAX_TOY_TEMPERATURE, MIN_TOY_TEMPERATURE, TOY_MAX_INPUT
 from attention_core.transformer.generation_walkthrough import (
     REAL_CONTEXT,
     build_generation_walkthrough,
@@ -58,7 +58,8 @@ with c1:
 with c2:
     state.bind(st.number_input, _("Temperature τ (0 = greedy)"), "toy_temperature", step=0.1, min_value=0.0,
                max_value=MAX_TOY_TEMPERATURE, format="%.2f",
-               help=_("0 always takes the most likely token. Above 0 the token is drawn from softmax(logits / τ)."))
+               help=_("0 always takes the most likely token. From {low} to {high} the token is drawn from "
+                      "softmax(logits / τ).", low=MIN_TOY_TEMPERATURE, high=MAX_TOY_TEMPERATURE))
 with c3:
     state.bind(st.number_input, _("Seed of the draws"), "seed", step=1, disabled=settings.toy_temperature == 0,
                help=_("Used when τ > 0: the same seed draws the same tokens."))

@@ -48,6 +48,14 @@ TOY_MAX_OUTPUT = TOY_MAX_INPUT + 1
 TOY_LAYERS = 2
 #: The largest sampling temperature τ of the generation page (0 = greedy).
 MAX_TOY_TEMPERATURE = 10.0
+#: The smallest τ > 0 it samples with: logits ÷ τ must stay finite in float32 (|logits| ≤ ~3.4e38 · τ), and
+#: below 0.01 the draw is the greedy choice anyway for the toy model's logits. A τ in (0, 0.01) is moved to 0.01.
+MIN_TOY_TEMPERATURE = 0.01
+
+
+def lowest_sampling_temperature(tau: float) -> float:
+    """0 (greedy) stays 0; a τ in (0, MIN_TOY_TEMPERATURE) becomes MIN_TOY_TEMPERATURE; any other τ is kept."""
+    return tau if tau == 0 or tau >= MIN_TOY_TEMPERATURE else MIN_TOY_TEMPERATURE
 
 # ---------------------------------------------------------------- modern attention
 

@@ -64,6 +64,7 @@ from attention_core.limits import (
     SQRT_DISTRIBUTIONS,
     TOY_LAYERS,
     TOY_MAX_OUTPUT,
+    lowest_sampling_temperature,
     nearest_temperature,
 )
 
@@ -187,7 +188,8 @@ class Settings:
 
         toy_source: the word as typed, never altered (``toy_model.parse_source`` reads it; its errors name
             this field).
-        toy_temperature: τ ≥ 0 of the next-token softmax, at most MAX_TOY_TEMPERATURE; 0 = greedy. The draws
+        toy_temperature: τ of the next-token softmax: 0 = greedy, or MIN_TOY_TEMPERATURE..MAX_TOY_TEMPERATURE
+            (a τ in between is moved up to MIN_TOY_TEMPERATURE, with a message). The draws
             at τ > 0 come from ``seed``.
         toy_step: the generation step the step-through shows (0-based; the page keeps it below the steps taken).
         toy_layer: the decoder block whose attention is shown (0-based, below TOY_LAYERS).
@@ -692,7 +694,10 @@ FIELDS: tuple[Field, ...] = (
     IntRange("toy_layer", 0, TOY_LAYERS - 1, _label(N_("The block"))),
     FloatRange("toy_temperature", 0.0, MAX_TOY_TEMPERATURE, "tau",
                malformed=N_("τ must be a number; got “{raw}”, using {value:g}."),
-               out_of_range=N_("τ must be between {low:g} and {high:g}; got {tau:g}, using {clamped:g}.")),
+               out_of_range=N_("τ must be between {low:g} and {high:g}; got {tau:g}, using {clamped:g}."),
+               snap=lowest_sampling_temperature,
+               off_grid=N_("τ = {tau:g} is too close to 0 to sample in float32 (logits ÷ τ overflows near 0); using "
+                           "{snapped:g}, the smallest τ that samples. τ = 0 means greedy.")),
     Choice("sqrt_distribution", SQRT_DISTRIBUTIONS, N_("Unknown distribution “{raw}”; using “{value}”.")),
     Choice("pe_kind", PE_ENCODINGS, N_("Unknown positional encoding “{raw}”; using “{value}”.")),
     Choice("pe_shuffle", PE_SHUFFLES, N_("Unknown shuffle “{raw}”; using “{value}”.")),

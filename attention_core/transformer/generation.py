@@ -34,7 +34,7 @@ from functools import lru_cache
 import torch
 
 from attention_core.errors import N_, InputError
-from attention_core.limits import MAX_TOY_TEMPERATURE
+from attention_core.limits import MAX_TOY_TEMPERATURE, MIN_TOY_TEMPERATURE
 from attention_core.transformer.decoder import (
     DecoderBlockTrace,
     DecoderBlockWeights,
@@ -161,9 +161,10 @@ class Generation:
 
 
 def _check_temperature(temperature: float) -> None:
-    if not (0.0 <= temperature <= MAX_TEMPERATURE):  # also catches NaN
-        raise InputError(N_("The temperature τ must be between 0 (greedy: always the most likely token) and {max}; "
-                            "got {value}."), field="toy_temperature", max=MAX_TEMPERATURE, value=temperature)
+    if not (temperature == 0.0 or MIN_TOY_TEMPERATURE <= temperature <= MAX_TEMPERATURE):  # also catches NaN
+        raise InputError(N_("The temperature τ must be 0 (greedy: always the most likely token) or between {min} and "
+                            "{max}; got {value}."), field="toy_temperature", min=MIN_TOY_TEMPERATURE,
+                         max=MAX_TEMPERATURE, value=temperature)
 
 
 @lru_cache(maxsize=256)
@@ -175,12 +176,14 @@ def generate(source: tuple[int, ...], temperature: float = 0.0, seed: int = 0,
 
     Args:
         source: 1..MAX_INPUT token ids (from :func:`toy_model.parse_source`).
-        temperature: τ ≥ 0; 0 picks the most likely token, τ > 0 draws from softmax(logits / τ) with a
+        temperature: τ = 0 or MIN_TOY_TEMPERATURE ≤ τ ≤ MAX_TEMPERATURE; 0 picks the most likely token, τ > 0
+            draws from softmax(logits / τ) with a
             generator seeded with ``seed``.
         max_steps: the length limit (tokens generated, END included).
 
     Raises:
-        InputError: τ outside [0, MAX_TEMPERATURE] or NaN.
+        InputError: τ outside {0} ∪ [MIN_TOY_TEMPERATURE, MAX_TEMPERATURE], or NaN (a smaller τ > 0 overflows
+            logits / τ in float32).
     """
     _check_temperature(temperature)
     w = toy_weights()

@@ -154,10 +154,38 @@ def test_sampling_is_seeded_and_temperature_changes_the_probabilities():
     assert float(hot.steps[0].probabilities.max()) < float(step.probabilities.max())
 
 
-@pytest.mark.parametrize("tau", [-0.1, float("nan"), 10.5])
+@pytest.mark.parametrize("tau", [-0.1, float("nan"), 10.5, 1e-38, 0.009])
 def test_a_temperature_out_of_range_is_refused(tau):
     with pytest.raises(InputError, match="temperature"):
         generate(parse_source("ab"), temperature=tau)
+
+
+def test_the_coldest_sampling_temperature_keeps_the_probabilities_finite():
+    cold = generate(parse_source("abcd"), temperature=0.01, seed=1)
+    assert all(bool(torch.isfinite(step.probabilities).all()) for step in cold.steps)
+    assert cold.output == generate(parse_source("abcd")).output  # at τ = 0.01 the draw is the greedy choice
+
+
+@pytest.mark.parametrize("tau, kept", [(1e-38, 0.01), (1e-300, 0.01), (0.004, 0.01), (0.0, 0.0), (0.01, 0.01)])
+def test_a_temperature_too_close_to_zero_is_moved_to_the_smallest_that_samples(tau, kept):
+    fixed, messages = Settings().replace(toy_temperature=tau)
+    assert fixed.toy_temperature == kept
+    assert bool(messages) == (tau != kept) and all("too close to 0" in str(m) for m in messages)
+
+
+@pytest.mark.parametrize("typed", [True, False])
+def test_temperature_1e_38_typed_or_linked_gets_a_message_not_a_traceback(typed):
+    if typed:
+        at = open_page()
+        at.number_input(key="setting_toy_temperature").set_value(1e-38).run()
+    else:
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.query_params["toy_temperature"] = "1e-38"
+        at.switch_page("app_pages/generation.py").run()
+    assert not at.exception, at.exception
+    assert at.session_state["settings"].toy_temperature == 0.01
+    assert at.number_input(key="setting_toy_temperature").value == 0.01
+    assert any("too close to 0" in w.value for w in at.warning), [w.value for w in at.warning]
 
 
 @pytest.mark.parametrize("text, says", [
