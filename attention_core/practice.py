@@ -29,11 +29,11 @@ Python floats (float64 arithmetic on the float32 values the pages show).
 from __future__ import annotations
 
 import math
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from attention_core.errors import N_, InputError, Message, UserText
+from attention_core.inputs.numbers import read_number
 from attention_core.latex import number
 
 #: What each mistake is called (the hint's first words); the hints below say it with the numbers.
@@ -117,8 +117,8 @@ def tolerance(value: float) -> float:
 
 
 def parse_answer(text: str) -> float:
-    """A typed answer as a float: ``float()`` only (never ``eval``); full-width digits, the minus sign "−" and
-    one decimal comma ("0,73") are read too.
+    """A typed answer as a float, read like every number box of the app (``inputs.numbers.read_number``: never
+    ``eval``; full-width digits, the minus sign "−" and one decimal comma, "0,73", are read too).
 
     Raises:
         InputError: empty, longer than :data:`MAX_ANSWER_CHARS`, not a number, not finite, or larger than
@@ -130,11 +130,8 @@ def parse_answer(text: str) -> float:
     if len(raw) > MAX_ANSWER_CHARS:
         raise InputError(N_("That answer is {n} characters long; type just the number (at most {cap})."),
                          field="practice_answer", n=len(raw), cap=MAX_ANSWER_CHARS)
-    cleaned = unicodedata.normalize("NFKC", raw).replace("−", "-").replace(" ", "")
-    if cleaned.count(",") == 1 and "." not in cleaned:
-        cleaned = cleaned.replace(",", ".")
     try:
-        value = float(cleaned)
+        value = read_number(raw.replace(" ", ""))
     except ValueError:
         raise InputError(N_("“{typed}” is not a number: type a decimal number such as -0.25."),
                          field="practice_answer", typed=UserText(raw)) from None

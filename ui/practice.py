@@ -174,7 +174,8 @@ def ask(steps: StepThrough, exercise: Exercise, row: int, col: int, head: int,
         return
     widget = f"practice_answer_{zlib.crc32(repr(key).encode()):08x}"
     with st.form(f"practice_form_{widget}", border=False):
-        st.text_input(_("Your answer"), key=widget, placeholder="0.42", max_chars=practice.MAX_ANSWER_CHARS)
+        st.text_input(_("Your answer"), key=widget, placeholder="0.42", max_chars=practice.MAX_ANSWER_CHARS,
+                      help=widgets.number_help())
         st.form_submit_button(_("Check"), on_click=_check, args=(key, exercise, widget), type="primary")
     st.caption(_("Accepted: within ±0.005 or ±0.5 % of the answer, whichever is larger (so rounding to 2 decimals "
                  "is fine)."))

@@ -48,6 +48,11 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
+def number_help() -> str:
+    """How every box that takes numbers as text reads them (``attention_core.inputs.numbers``)."""
+    return _("A decimal comma (0,25), the minus sign − and full-width digits are read too.")
+
+
 def show_error(error: InputError) -> None:
     """The error's message, translated; the parameters that hold what the user typed (:class:`UserText`) escaped."""
     typed = {k: md_escape(v) for k, v in error.message.params.items() if isinstance(v, UserText)}
@@ -368,7 +373,8 @@ def matrix_editor(name: str, base, row_labels: Sequence[str], col_labels: Sequen
     c1.button(_("Reset {label}", label=label), key=f"reset_{name}", on_click=state.reset_matrix, args=(name,),
               disabled=not cells, help=_("Forget your edits of {label} and go back to the seeded values.", label=label))
     with c2.popover(_("Paste {label} as text", label=label)):
-        st.caption(_("{rows} lines of {cols} numbers, separated by spaces or commas.", rows=shape[0], cols=shape[1]))
+        st.caption(_("{rows} lines of {cols} numbers, separated by spaces, tabs, semicolons or commas (with decimal "
+                     "commas: by spaces or semicolons).", rows=shape[0], cols=shape[1]) + " " + number_help())
         draft_key = f"paste_{name}"
         st.text_area(_("{label} as text", label=label), key=draft_key, height=120)
         st.button(_("Use this {label}", label=label), key=f"paste_apply_{name}", on_click=_on_paste,

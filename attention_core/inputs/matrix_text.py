@@ -1,9 +1,11 @@
 """Reading a matrix that the user typed or pasted as text.
 
-Numbers are read with ``float()`` only (never ``eval``, ``sympify`` or
-``parse_expr``: user text must not run as code). Rows are lines; numbers in a
-row are separated by spaces, commas, semicolons or tabs; brackets are ignored,
-so a printed torch tensor can be pasted as is.
+Numbers are read like in every number box of the app (``inputs.numbers``:
+``float()`` only, never ``eval``, ``sympify`` or ``parse_expr``; "−", full-width
+digits and decimal commas are read too). Rows are lines; numbers in a row are
+separated by spaces, commas, semicolons or tabs (with decimal commas: by spaces,
+tabs or semicolons); brackets are ignored, so a printed torch tensor can be
+pasted as is.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ import math
 import re
 
 from attention_core.errors import N_, InputError
+from attention_core.inputs.numbers import normalize, read_number, split_row
 
-_SEPARATORS = re.compile(r"[\s,;]+")
 _BRACKETS = re.compile(r"tensor\(|[\[\]()]")
 
 
@@ -34,7 +36,7 @@ def parse_matrix(text: str, rows: int, cols: int, *, label: str, max_abs: float)
             is not a number, or a value that is not finite or too large; the
             message names the row and column (1-based).
     """
-    lines = [_BRACKETS.sub(" ", line).strip(" ,") for line in text.strip().splitlines()]
+    lines = [_BRACKETS.sub(" ", line).strip(" ,") for line in normalize(text).strip().splitlines()]
     lines = [line for line in lines if line.strip()]
     if not lines:
         raise InputError(N_("The text for {label} is empty: type {rows} rows of {cols} numbers."), field=label,
@@ -44,14 +46,14 @@ def parse_matrix(text: str, rows: int, cols: int, *, label: str, max_abs: float)
                          label=label, rows=rows, n=len(lines))
     matrix = []
     for i, line in enumerate(lines):
-        words = [w for w in _SEPARATORS.split(line) if w]
+        words = split_row(line, cols)
         if len(words) != cols:
             raise InputError(N_("{label} row {row} needs {cols} numbers; it has {n}."), field=label,
                              label=label, row=i + 1, cols=cols, n=len(words))
         row = []
         for j, word in enumerate(words):
             try:
-                value = float(word)
+                value = read_number(word)
             except ValueError:
                 raise InputError(
                     N_("{label} row {row}, column {col}: “{word}” is not a number."), field=label,

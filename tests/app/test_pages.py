@@ -185,6 +185,17 @@ def test_pasted_matrix_with_a_word_gets_a_message_and_keeps_the_text():
     assert not at.session_state["edits"].get("hello", {}).get("x")
 
 
+def test_a_paste_with_decimal_commas_and_minus_signs_reads_as_the_practice_box_does():
+    """The practice box read "0,25" and "−0.5"; the paste box refused them: one way to read numbers now."""
+    at = open_app("app_pages/tokens.py", "hello")
+    at.text_area(key="paste_x").set_value("0,25 −0,5 1\n0 １ 0,75\n−1 0 0").run()
+    at.button(key="paste_apply_x").click().run()
+    assert not at.error, errors(at)
+    x = at.session_state["edits"]["hello"]["x"]
+    assert [x[(0, 0)], x[(0, 1)], x[(1, 1)], x[(1, 2)], x[(2, 0)]] == [0.25, -0.5, 1.0, 0.75, -1.0]
+    assert "decimal comma" in " ".join(c.value for c in at.caption)
+
+
 def test_pasted_matrix_flows_through_every_page_and_survives_page_switches():
     at = open_app("app_pages/tokens.py", "hello")
     at.text_area(key="paste_x").set_value("[[1, 0, 0],\n [0, 1, 0],\n [0, 0, 1]]").run()
