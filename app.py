@@ -12,7 +12,7 @@ import streamlit as st
 
 from attention_core.inputs.presets import PRESETS
 from attention_core.settings import LANGUAGES, PALETTES
-from ui import layout, presenter, runtime, state, teacher
+from ui import layout, presenter, runtime, state, teacher, widgets
 from ui.i18n import _
 
 runtime.tune_server()  # once per process: cheap garbage collection, no Nagle delay (ui/runtime.py)
@@ -108,7 +108,7 @@ with runtime.one_run_at_a_time():
         st.warning(_("Your matrix edits are too large for a link: the address holds the settings only."),
                    icon=":material/link_off:")
     for message in state.link_messages():
-        st.warning(_(message), icon=":material/link:")
+        st.warning(widgets.message_markdown(message), icon=":material/link:")
     layout.apply()
     presenter.apply()
     locked_note = st.empty()  # filled after the page: the settings a teacher's link fixed, by their labels

@@ -25,6 +25,24 @@ class UserText(str):
     """A message parameter that holds what the user typed: the UI escapes it before Markdown shows it."""
 
 
+#: How many characters of a user's text (a link's value, a typed word, a file name) a message quotes.
+QUOTE_CHARS = 40
+
+
+def quote(text: Any, limit: int = QUOTE_CHARS) -> UserText:
+    """The start of what the user gave, for a message: ``str(text)`` cut to ``limit`` characters, "…" when cut.
+
+    A link's value may be 100,000 characters long; a message quotes enough to recognise it.
+    """
+    text = str(text)
+    return UserText(text if len(text) <= limit else text[:limit - 1] + "…")
+
+
+def quote_list(texts: list[Any], shown: int = 5) -> UserText:
+    """Up to ``shown`` of the user's texts, each :func:`quote` d, comma-separated; "…" when there are more."""
+    return UserText(", ".join([quote(t) for t in texts[:shown]] + (["…"] if len(texts) > shown else [])))
+
+
 class Message(str):
     """A message in English that remembers its template and parameters (for translation).
 

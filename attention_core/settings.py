@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
 from attention_core import stages
-from attention_core.errors import N_, Message
+from attention_core.errors import N_, Message, quote, quote_list
 from attention_core.inputs.presets import DEFAULT_PRESET, PRESETS, Preset
 from attention_core.limits import (
     IMAGE_FEATURES,
@@ -453,7 +453,7 @@ class IntRange(Field):
         value = _as_int(raw)
         if value is None:
             return fallback, [Message(N_("{label} must be a whole number; got “{raw}”, using {value}."),
-                                      label=self.label, raw=raw, value=fallback)]
+                                      label=self.label, raw=quote(raw), value=fallback)]
         if not self.low <= value <= self.high:
             clamped = min(max(value, self.low), self.high)
             return clamped, [Message(N_("{label} must be between {low} and {high}; got {value}, using {clamped}."),
@@ -476,7 +476,7 @@ class OneBasedIndex(Field):
         value = _as_int(raw)
         if value is not None and 0 <= value < self.count:
             return value, []
-        shown = value + 1 if value is not None else f"“{raw}”"
+        shown = value + 1 if value is not None else f"“{quote(raw)}”"
         return 0, [Message(self.template, count=self.count, shown=shown)]
 
 
@@ -514,7 +514,7 @@ class FloatRange(Field):
     def check(self, raw: Any, fallback: Any) -> Checked:
         value = _as_float(raw)
         if value is None or math.isnan(value) or (math.isinf(value) and not self.clamp_infinite):
-            return fallback, [_fill(self.malformed, raw=raw, value=fallback)]
+            return fallback, [_fill(self.malformed, raw=quote(raw), value=fallback)]
         messages: list[Message] = []
         if not self.low <= value <= self.high:
             clamped = min(max(value, self.low), self.high)
@@ -582,7 +582,7 @@ class FieldNames(Field):
         kept = ",".join(name for name in lockable if name in names)
         if unknown:
             return kept, [Message(N_("The link fixes settings this app does not have or cannot fix: {names}. "
-                                     "They are left free."), names=", ".join(unknown[:5]))]
+                                     "They are left free."), names=quote_list(unknown))]
         return kept, []
 
 
@@ -609,7 +609,7 @@ class Choice(Field):
         if isinstance(raw, str) and raw in self.keys:
             return raw, []
         title = Message(self.titles[fallback]) if self.titles is not None else None
-        return fallback, [_fill(self.template, **{self.raw_param: raw}, value=fallback, title=title)]
+        return fallback, [_fill(self.template, **{self.raw_param: quote(raw)}, value=fallback, title=title)]
 
 
 def _stage_rows() -> tuple[Choice, ...]:

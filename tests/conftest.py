@@ -8,6 +8,7 @@ Test modules import these helpers with ``from conftest import ...`` (pytest puts
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -25,6 +26,14 @@ def open_app(page: str = "app_pages/overview.py", preset: str | None = None) -> 
         at.switch_page(page).run()
     assert not at.exception, at.exception
     return at
+
+
+def shown(markdown: str) -> str:
+    """What a reader sees of Markdown source: the backslash escapes of user text (``ui.widgets.md_escape``) undone."""
+    return _ESCAPED.sub(r"\1", markdown)
+
+
+_ESCAPED = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>$~])")
 
 
 def errors(at: AppTest) -> str:

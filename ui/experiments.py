@@ -163,4 +163,4 @@ def receive_upload(key: str) -> None:
 
 def show_upload_error() -> None:
     if message := upload_error():
-        st.error(widgets.md_escape(_(message)), icon=":material/error:")  # _() also translates the inner reason
+        st.error(widgets.message_markdown(message), icon=":material/error:")

@@ -144,8 +144,9 @@ def _predict(steps: StepThrough, row: int, head: int, col_labels: list[str], row
     if choice is None:
         st.markdown(_("**Predict first:** which key gets the most weight in row {row} (**{token}**)? Click it.",
                       row=row + 1, token=widgets.md_escape(row_label)))
+        shown = [widgets.md_escape(label) for label in col_labels]  # st.pills renders its options as Markdown
         st.pills(_("Key with the most weight"), options=list(range(len(col_labels))),
-                 format_func=col_labels.__getitem__, key=widget, label_visibility="collapsed")
+                 format_func=shown.__getitem__, key=widget, label_visibility="collapsed")
         return False
     store["predicted"][key] = choice
     if choice == top:

@@ -17,7 +17,6 @@ from typing import Callable, Mapping, Optional, Sequence
 
 import streamlit as st
 
-from attention_core.errors import Message
 from attention_core.settings import Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, clamp_entry
 
@@ -334,19 +333,9 @@ def checks(items: Sequence[Check]) -> None:
             st.caption(_("Compared: {what}.", what=app_text(check.note)))
 
 
-def _safe(text: str) -> str:
-    """A message from attention_core as Markdown: its template is ours, its text parameters (which may be the
-    user's tokens) are escaped; plain text is escaped whole."""
-    if isinstance(text, Message):
-        params = {k: v if isinstance(v, Message) or not isinstance(v, str) else widgets.md_escape(v)
-                  for k, v in text.params.items()}
-        return _(Message(text.template, **params))
-    return widgets.md_escape(text)
-
-
 def notes(warnings: Sequence[str], remarks: Sequence[str] = ()) -> None:
     """Warnings and remarks from attention_core (their parameters may be the user's tokens: escaped)."""
     for text in warnings:
-        st.warning(_safe(text), icon=":material/block:")
+        st.warning(widgets.message_markdown(text), icon=":material/block:")
     for text in remarks:
-        st.info(_safe(text), icon=":material/info:")
+        st.info(widgets.message_markdown(text), icon=":material/info:")

@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import streamlit as st
 
-from attention_core.errors import InputError, UserText
+from attention_core.errors import InputError, Message
 from attention_core.inputs.matrix_text import parse_matrix
 from attention_core.self_attention.formulas import Entry, entry_latex
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough
@@ -53,10 +53,38 @@ def number_help() -> str:
     return _("A decimal comma (0,25), the minus sign − and full-width digits are read too.")
 
 
+def message_markdown(message: str) -> str:
+    """A message from attention_core, translated, as Markdown that shows exactly its text.
+
+    The template is ours; every text parameter is escaped, whoever wrote it (a token, a file name, a link's value:
+    user text must not render as bold, links or KaTeX). Inside a code span of the template (`` `pip install
+    {package}` ``) nothing renders, so a parameter there is kept as is, only its backticks replaced. A parameter
+    that is itself a :class:`Message` (a reason inside a sentence, a translated label) is rendered the same way.
+    Plain text (not a Message) is escaped whole.
+    """
+    if isinstance(message, _Markdown):
+        return message
+    if isinstance(message, Message):
+        in_code = {name for span in _CODE_SPAN.findall(message.template) for name in _FIELD.findall(span)}
+        params = {k: _Markdown(message_markdown(v)) if isinstance(v, (Message, _Markdown))
+                  else v.replace("`", "ˋ") if isinstance(v, str) and k in in_code
+                  else md_escape(v) if isinstance(v, str) else v
+                  for k, v in message.params.items()}
+        return _(Message(message.template, **params))
+    return md_escape(message)
+
+
+_CODE_SPAN = re.compile(r"`[^`]*`")
+_FIELD = re.compile(r"\{(\w+)[^{}]*\}")
+
+
+class _Markdown(str):
+    """Text already rendered for Markdown by :func:`message_markdown` (not escaped again)."""
+
+
 def show_error(error: InputError) -> None:
-    """The error's message, translated; the parameters that hold what the user typed (:class:`UserText`) escaped."""
-    typed = {k: md_escape(v) for k, v in error.message.params.items() if isinstance(v, UserText)}
-    st.error(_(error.message, **typed), icon=":material/error:")
+    """The error's message, translated, its text parameters escaped (:func:`message_markdown`)."""
+    st.error(message_markdown(error.message), icon=":material/error:")
 
 
 #: How many built walk-throughs (and other results of :func:`build_or_stop`) the server keeps, shared by every
@@ -136,7 +164,7 @@ def keep_in_range(**values: Any) -> None:
 def show_messages() -> None:
     """Messages from settings validation (a value was out of range and was repaired)."""
     for message in state.messages():
-        st.warning(_(message), icon=":material/info:")
+        st.warning(message_markdown(message), icon=":material/info:")
 
 
 def entry_formula(entry: Entry) -> None:
@@ -380,7 +408,7 @@ def matrix_editor(name: str, base, row_labels: Sequence[str], col_labels: Sequen
         st.button(_("Use this {label}", label=label), key=f"paste_apply_{name}", on_click=_on_paste,
                   args=(name, draft_key, shape))
         if error := st.session_state.get(f"paste_error_{name}"):
-            st.error(_(error), icon=":material/error:")
+            st.error(message_markdown(error), icon=":material/error:")
 
 
 def _on_edit(name: str, key: str, col_labels: list[str]) -> None:

@@ -15,7 +15,7 @@ import dataclasses
 import math
 from typing import Any, Mapping, Optional
 
-from attention_core.errors import N_, Message
+from attention_core.errors import N_, Message, quote, quote_list
 from attention_core.masking.walkthrough import MASK_EDITS
 from attention_core.settings import EDITABLE, MAX_ABS_VALUE, Settings, validate_settings
 
@@ -106,7 +106,8 @@ def _parse_cells(raw: str) -> Cells:
 def decode(params: Mapping[str, str]) -> tuple[Settings, dict[str, Cells], list[str]]:
     """Settings and edits from a link's query parameters.
 
-    Never raises on bad input: what cannot be read is skipped and reported.
+    Never raises on bad input: what cannot be read is skipped and reported. A message quotes at most
+    ``errors.QUOTE_CHARS`` characters of a value, and all unknown parameters share one message.
 
     Returns:
         (validated settings, edits by matrix name, messages for the user).
@@ -117,6 +118,7 @@ def decode(params: Mapping[str, str]) -> tuple[Settings, dict[str, Cells], list[
     base = Settings.for_preset(preset) if isinstance(preset, str) else Settings()
     values: dict[str, Any] = {}
     edits: dict[str, Cells] = {}
+    unknown: list[str] = []
     for key, raw in params.items():
         if key in FOREIGN:
             continue
@@ -129,12 +131,17 @@ def decode(params: Mapping[str, str]) -> tuple[Settings, dict[str, Cells], list[
                                         matrix=SHARED_MATRICES[name]))
             continue
         if key not in fields:
-            messages.append(Message(N_("The link has an unknown setting “{key}”; ignored."), key=key[:40]))
+            unknown.append(key)
             continue
         try:
             values[key] = _parse_value(str(raw), getattr(base, key))
         except (ValueError, TypeError):
             messages.append(Message(N_("The link's value for {key} (“{raw}”) could not be read; ignored."),
-                                    key=key, raw=str(raw)[:40]))
+                                    key=key, raw=quote(raw)))
+    if len(unknown) == 1:
+        messages.insert(0, Message(N_("The link has an unknown setting “{key}”; ignored."), key=quote(unknown[0])))
+    elif unknown:  # one message for all of them: a link with 1,000 made-up parameters gets one line
+        messages.insert(0, Message(N_("The link has {n} unknown settings ({keys}); ignored."), n=len(unknown),
+                                   keys=quote_list(unknown)))
     settings, repaired = validate_settings(dataclasses.replace(base, **values))
     return settings, edits, messages + repaired

@@ -352,7 +352,7 @@ def test_practice_names_a_mistake_then_reveals_the_step_and_the_worksheet_downlo
     open_page(page, app_url, "/self-attention?practice=1&stage=scaled_scores&entry_row=1&entry_col=3",
               "Scaled dot-product self-attention, step by step")
     expect(page.get_by_text("This step's numbers are hidden until you answer")).to_be_visible()
-    answer = page.get_by_label("Your answer")
+    answer = page.get_by_role("textbox", name="Your answer", exact=True)
     answer.fill(f"{forgot.value:.3f}")
     page.get_by_role("button", name="Check").click()
     expect(page.get_by_text("Forgot ÷ √d_k")).to_be_visible(timeout=APP_RUN_MS)
@@ -429,3 +429,87 @@ def test_every_page_is_usable_on_a_phone(browser: Browser, app_url: str, path: s
             expect(page.get_by_text("Explain this entry").first).to_be_attached()
         assert_no_exception(page)
         save_screenshot(page, f"phone-{path.strip('/') or 'overview'}", width=390)
+
+
+# ---------------------------------------------------------------- issue 24: what a new user tried
+
+
+def _sidebar_link(page: Page, title: str):
+    return page.locator('[data-testid="stSidebarNav"] a').filter(has_text=title).first
+
+
+def test_after_a_sidebar_switch_every_widget_shows_the_number_the_page_computes_with(page: Page, app_url: str):
+    """Tokens -> Multi-head: "Seed of W" showed 0 while the page computed with seed 12; ALiBi -> Sliding window:
+    causal off and d_k 0 while it computed with causal on and d_k 3."""
+    open_page(page, app_url, "/tokens", "Tokens & embeddings")
+    _sidebar_link(page, "Multi-head attention").click()
+    expect(page.locator("h1").filter(has_text="Multi-head attention")).to_be_visible()
+    wait_for_app_run(page)
+    expect(page.get_by_role("spinbutton", name="Seed of W", exact=True)).to_have_value("12")
+    expect(page.locator("code").filter(has_text="torch.manual_seed(12)")).to_be_visible()
+    _sidebar_link(page, "ALiBi").click()
+    expect(page.locator("h1").filter(has_text="ALiBi")).to_be_visible()
+    wait_for_app_run(page)
+    _sidebar_link(page, "Sliding-window attention").click()
+    expect(page.locator("h1").filter(has_text="Sliding-window attention")).to_be_visible()
+    wait_for_app_run(page)
+    expect(page.get_by_role("spinbutton", name="d_k (width of q and k)", exact=True)).to_have_value("3")
+    expect(page.get_by_role("switch", name="Causal mask")).to_be_checked()
+    assert_no_exception(page)
+
+
+def test_a_shared_link_then_another_page_opens_without_a_traceback(page: Page, app_url: str):
+    """A teacher's address from the Tokens page carries flash_tile=11; the student clicks FlashAttention."""
+    open_page(page, app_url, "/tokens?preset=seed000&sentence=I+Like+Machine&flash_tile=11", "Tokens & embeddings")
+    _sidebar_link(page, "FlashAttention").click()
+    expect(page.locator("h1").filter(has_text="FlashAttention")).to_be_visible()
+    wait_for_app_run(page)
+    assert_no_exception(page)
+    expect(page.get_by_role("spinbutton", name="Seed of W", exact=True)).to_have_value("12")
+
+
+def test_typed_markdown_and_latex_show_as_typed(page: Page, app_url: str):
+    """The one-token message quoted "a**x**a" as bold; the vocabulary message typeset x$y^2$x."""
+    open_page(page, app_url, "/tokens?preset=custom&sentence=a**x**a", "Tokens & embeddings")
+    alert = page.locator('[data-testid="stAlert"]').filter(has_text="one token")
+    expect(alert).to_contain_text("a**x**a")
+    expect(alert.locator("strong")).to_have_count(0)
+    open_page(page, app_url, "/tokens?preset=seed000&sentence=I+x$y^2$x+Like", "Tokens & embeddings")
+    alert = page.locator('[data-testid="stAlert"]').filter(has_text="vocabulary")
+    expect(alert).to_contain_text("x$y^2$x")
+    expect(alert.locator(".katex")).to_have_count(0)
+    assert_no_exception(page)
+
+
+def test_temperature_1e_38_gets_a_message(page: Page, app_url: str):
+    open_page(page, app_url, "/generation", "Generating token by token")
+    box = page.get_by_role("spinbutton", name="Temperature τ (0 = greedy)", exact=True)
+    box.fill("1e-38")
+    box.press("Enter")
+    expect(page.get_by_text("too close to 0")).to_be_visible(timeout=APP_RUN_MS)
+    wait_for_app_run(page)
+    expect(box).to_have_value("0.01")
+    assert_no_exception(page)
+
+
+def test_a_jpeg_with_a_rational_exif_description_uploads(page: Page, app_url: str, tmp_path):
+    """Its EXIF (orientation 6, ImageDescription stored as RATIONAL) made Pillow's exif_transpose raise."""
+    import io
+
+    from PIL import Image, TiffImagePlugin
+
+    ifd = TiffImagePlugin.ImageFileDirectory_v2()
+    ifd[0x0112] = 6
+    ifd[0x010E] = TiffImagePlugin.IFDRational(1, 2)
+    ifd.tagtype[0x010E] = 5
+    block = io.BytesIO()
+    ifd.save(block)
+    photo = tmp_path / "photo.jpg"
+    Image.new("RGB", (20, 10), (200, 30, 30)).save(photo, "JPEG", exif=b"Exif\x00\x00" + block.getvalue())
+    open_page(page, app_url, "/image-attention", "Self-attention over an image")
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(photo))
+    expect(page.get_by_text("photo.jpg").first).to_be_visible(timeout=APP_RUN_MS)
+    wait_for_app_run(page)
+    assert_no_exception(page)
+    expect(page.get_by_role("combobox", name="Pixel row r", exact=True)).to_have_value("8")  # 16 × 8 upright
+    expect(page.get_by_role("combobox", name="Pixel column c", exact=True)).to_have_value("4")

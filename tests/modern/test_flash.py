@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import APP, errors
+from conftest import APP, errors, shown
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
@@ -77,7 +77,8 @@ def test_a_block_larger_than_the_sentence_gets_a_message_and_keeps_the_settings(
     at.number_input(key="setting_block_k").set_value(2).run()
     at.number_input(key="setting_block_q").set_value(12).run()  # the default sentence has 7 tokens
     assert not at.exception
-    assert any("block_q = 12 must be between 1 and the number of tokens, 7" in e.value for e in at.error), errors(at)
+    assert any("block_q = 12 must be between 1 and the number of tokens, 7" in shown(e.value) for e in at.error), \
+        errors(at)
     assert at.session_state["settings"].block_k == 2
     at.number_input(key="setting_block_q").set_value(3).run()
     assert not at.error
