@@ -457,7 +457,8 @@ class IntRange(Field):
         if not self.low <= value <= self.high:
             clamped = min(max(value, self.low), self.high)
             return clamped, [Message(N_("{label} must be between {low} and {high}; got {value}, using {clamped}."),
-                                     label=self.label, low=self.low, high=self.high, value=value, clamped=clamped)]
+                                     label=self.label, low=self.low, high=self.high, value=quote(value),
+                                     clamped=clamped)]
         return value, []
 
 
@@ -476,7 +477,7 @@ class OneBasedIndex(Field):
         value = _as_int(raw)
         if value is not None and 0 <= value < self.count:
             return value, []
-        shown = value + 1 if value is not None else f"“{quote(raw)}”"
+        shown = quote(value + 1) if value is not None else f"“{quote(raw)}”"
         return 0, [Message(self.template, count=self.count, shown=shown)]
 
 

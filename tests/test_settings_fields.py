@@ -306,7 +306,9 @@ def test_messages_keep_their_template_for_translation():
         "Unknown positional encoding “{raw}”; using “{value}”.",
         "τ = {tau:g} is not one of the slider's values; using the nearest, {snapped:g}.",
     ]
-    assert messages[0].params == {"label": "d_k", "low": 1, "high": 16, "value": 99, "clamped": 16}
+    assert messages[0].params == {"label": "d_k", "low": 1, "high": 16, "value": "99", "clamped": 16}
+    huge = validate_settings(dataclasses.replace(DEFAULT, seed=10**300))[1][0]
+    assert huge.params["value"] == "1" + "0" * 38 + "…"  # a 301-digit number is quoted short
     assert messages[2].params == {"tau": 0.4, "snapped": 0.5}
 
 
