@@ -256,6 +256,10 @@ class Student:
         self.page = ""
         self.page_hash = ""
         self.step = 0
+        # widget key -> the value (number) or option index (selectbox) it showed when first seen on this page:
+        # the changes walk around it, so every version of the app is sent the same values (whether or not the
+        # server marks each widget's value as set by it).
+        self.anchors: dict[str, float] = {}
         self.last_fragment = False  # the last change was of a widget inside an st.fragment: only it reran
 
     def _get_cookie(self) -> None:
@@ -340,6 +344,7 @@ class Student:
         await self.send_rerun(page, list(self.states.values()))
         await self.finish_run()
         self.page = page
+        self.anchors = {}
         return time.perf_counter() - start
 
     def next_change(self, keys: tuple[str, ...]):
@@ -361,12 +366,14 @@ class Student:
             state.trigger_value = True
         elif etype == "selectbox":
             options = list(proto.options)
-            current = proto.raw_value if proto.set_value and proto.HasField("raw_value") else None
-            index = options.index(current) if current in options else (proto.default[0] if proto.default else 0)
-            state.string_value = options[(index + 1) % len(options)]
+            if key not in self.anchors:
+                current = proto.raw_value if proto.set_value and proto.HasField("raw_value") else None
+                self.anchors[key] = (options.index(current) if current in options
+                                     else (proto.default[0] if proto.default else 0))
+            state.string_value = options[(int(self.anchors[key]) + 1 + walk % 2) % len(options)]
         else:  # number_input
             step = proto.step or 1
-            start = proto.value if proto.set_value else proto.default
+            start = self.anchors.setdefault(key, proto.value if proto.set_value else proto.default)
             value = start + (walk - 1) * step
             if proto.has_max and value > proto.max:
                 value = start - step
