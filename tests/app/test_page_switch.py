@@ -112,3 +112,16 @@ def test_a_setting_changed_after_its_widget_was_drawn_redraws_the_page():
     assert not at.exception, at.exception
     assert settings(at).seed == before + 1
     assert at.number_input(key="setting_seed").value == before + 1
+
+
+def test_after_a_language_switch_every_widget_shows_its_setting():
+    """Every label changes with the language (another widget identity): the widgets must still show the settings."""
+    at = open_app(PAGES[0])
+    problems = []
+    for page in PAGES:
+        at.switch_page(page).run()
+        for language in ("zh", "en"):
+            at.radio(key="setting_language").set_value(language).run()
+            assert not at.exception, at.exception
+            problems += [f"{page} in {language}: {wrong}" for wrong in shown_against_used(at)]
+    assert not problems, "\n".join(map(str, problems))
