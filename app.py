@@ -3,13 +3,14 @@
 The page folder is not called ``pages/``: Streamlit auto-discovers a ``pages/``
 folder next to the entry script and, on a fresh server, runs a deep-linked page
 file on its own (no sidebar, no shared settings) before ``st.navigation`` has
-run once. Every page is listed here explicitly instead.
+run once. Every page is listed explicitly instead, from ``attention_core.registry``.
 """
 
 from pathlib import Path
 
 import streamlit as st
 
+from attention_core import registry
 from attention_core.inputs.presets import PRESETS
 from attention_core.settings import LANGUAGES, PALETTES
 from ui import layout, presenter, runtime, state, teacher, widgets
@@ -26,59 +27,11 @@ with runtime.one_run_at_a_time():
     HERE = Path(__file__).resolve().parent
     PAGES_DIR = HERE / "app_pages"
 
+    # Every page, from the one registry of page declarations (attention_core/registry.py), in its sections.
     PAGES = {
-        _("Start"): [
-            st.Page(PAGES_DIR / "overview.py", title=_("Overview"), icon=":material/home:", url_path="overview", default=True),
-        ],
-        _("Self-attention"): [
-            st.Page(PAGES_DIR / "tokens.py", title=_("Tokens & embeddings"), icon=":material/abc:", url_path="tokens"),
-            st.Page(PAGES_DIR / "no_weights.py", title=_("Attention without trainable weights"), icon=":material/front_hand:",
-                    url_path="no-weights"),
-            st.Page(PAGES_DIR / "self_attention.py", title=_("Scaled dot-product self-attention"), icon=":material/calculate:",
-                    url_path="self-attention"),
-        ],
-        _("Masking & heads"): [
-            st.Page(PAGES_DIR / "causal.py", title=_("Causal attention"), icon=":material/visibility_off:", url_path="causal"),
-            st.Page(PAGES_DIR / "dropout.py", title=_("Dropout"), icon=":material/grain:", url_path="dropout"),
-            st.Page(PAGES_DIR / "multi_head.py", title=_("Multi-head attention"), icon=":material/view_column:",
-                    url_path="multi-head"),
-            st.Page(PAGES_DIR / "cross_attention.py", title=_("Cross-attention"), icon=":material/compare_arrows:",
-                    url_path="cross-attention"),
-        ],
-        _("Experiments"): [
-            st.Page(PAGES_DIR / "why_sqrt_dk.py", title=_("Why divide by √d_k?"), icon=":material/functions:",
-                    url_path="why-sqrt-dk"),
-            st.Page(PAGES_DIR / "temperature.py", title=_("Temperature"), icon=":material/device_thermostat:",
-                    url_path="temperature"),
-            st.Page(PAGES_DIR / "positional_encoding.py", title=_("Positional encoding"), icon=":material/format_list_numbered:",
-                    url_path="positional-encoding"),
-            st.Page(PAGES_DIR / "additive.py", title=_("Additive vs dot-product scoring"), icon=":material/add_circle:",
-                    url_path="additive"),
-            st.Page(PAGES_DIR / "image_attention.py", title=_("Self-attention over an image"), icon=":material/image:",
-                    url_path="image-attention"),
-        ],
-        _("The Transformer"): [
-            st.Page(PAGES_DIR / "encoder_block.py", title=_("The encoder block"), icon=":material/stacks:",
-                    url_path="encoder-block"),
-            st.Page(PAGES_DIR / "generation.py", title=_("Generating token by token"), icon=":material/keyboard_double_arrow_right:",
-                    url_path="generation"),
-        ],
-        _("Modern attention"): [
-            st.Page(PAGES_DIR / "gqa.py", title=_("Grouped-query attention"), icon=":material/group_work:",
-                    url_path="gqa"),
-            st.Page(PAGES_DIR / "rope.py", title=_("RoPE: rotary positions"), icon=":material/rotate_right:",
-                    url_path="rope"),
-            st.Page(PAGES_DIR / "alibi.py", title=_("ALiBi: linear biases"), icon=":material/trending_down:",
-                    url_path="alibi"),
-            st.Page(PAGES_DIR / "sliding_window.py", title=_("Sliding-window attention"), icon=":material/view_week:",
-                    url_path="sliding-window"),
-            st.Page(PAGES_DIR / "flash_attention.py", title=_("FlashAttention: online softmax"), icon=":material/bolt:",
-                    url_path="flash-attention"),
-        ],
-        _("A trained model"): [
-            st.Page(PAGES_DIR / "trained_model.py", title=_("Inside a trained model"), icon=":material/model_training:",
-                    url_path="trained-model"),
-        ],
+        _(section): [st.Page(PAGES_DIR / page.file, title=_(page.title), icon=page.icon, url_path=page.url_path,
+                             default=page is registry.OVERVIEW) for page in pages]
+        for section, pages in registry.sections().items()
     }
 
     page = st.navigation(PAGES, expanded=True)  # every page listed: no "View more" button

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from attention_core import registry
 from attention_core.inputs.presets import PRESETS
 from ui import state
 from ui.i18n import _
@@ -62,37 +63,6 @@ for key, preset in PRESETS.items():
         )
 
 st.subheader(_("Where to go next"))
-NEXT = [
-    ("tokens.py", _("Tokens & embeddings: from a sentence to the matrix X"), ":material/abc:"),
-    ("no_weights.py", _("Attention without trainable weights: one context vector by hand"), ":material/front_hand:"),
-    ("self_attention.py", _("Scaled dot-product self-attention, step by step"), ":material/calculate:"),
-    ("causal.py", _("Causal attention: the mask, the −∞ fill and the other route"), ":material/visibility_off:"),
-    ("dropout.py", _("Dropout on the attention weights: the seeded mask and 1/(1 − p)"), ":material/grain:"),
-    ("multi_head.py", _("Multi-head attention: split, heads side by side, concat, W_O"), ":material/view_column:"),
-    ("cross_attention.py", _("Cross-attention: a decoder sentence attends to an encoder sentence"),
-     ":material/compare_arrows:"),
-    ("why_sqrt_dk.py", _("Why divide by √d_k? The variance of a dot product, measured"), ":material/functions:"),
-    ("temperature.py", _("Temperature: from argmax to uniform"), ":material/device_thermostat:"),
-    ("positional_encoding.py", _("Positional encoding: why attention needs to know the order"),
-     ":material/format_list_numbered:"),
-    ("additive.py", _("Additive vs dot-product scoring"), ":material/add_circle:"),
-    ("image_attention.py", _("Self-attention over an image: every pixel a token"), ":material/image:"),
-    ("encoder_block.py", _("The encoder block: residuals, LayerNorm and the feed-forward layer around attention"),
-     ":material/stacks:"),
-    ("generation.py", _("Generating token by token: a trained decoder, its cross-attention and its KV cache"),
-     ":material/keyboard_double_arrow_right:"),
-    ("gqa.py", _("Grouped-query attention: query heads sharing key/value heads, a smaller KV cache"),
-     ":material/group_work:"),
-    ("rope.py", _("RoPE: rotating queries and keys by their position; only the offset counts"),
-     ":material/rotate_right:"),
-    ("alibi.py", _("ALiBi: a distance penalty per head instead of a position embedding"),
-     ":material/trending_down:"),
-    ("sliding_window.py", _("Sliding-window attention: the last w tokens only, a receptive field that grows"),
-     ":material/view_week:"),
-    ("flash_attention.py", _("FlashAttention: the online softmax, tile by tile, without the T × T matrix"),
-     ":material/bolt:"),
-    ("trained_model.py", _("Inside a trained model: the real heads of a pretrained Transformer"),
-     ":material/model_training:"),
-]
-for filename, label, icon in NEXT:
-    st.page_link(HERE / filename, label=label, icon=icon)
+for page in registry.PAGES:
+    if page.summary:
+        st.page_link(HERE / page.file, label=_(page.summary), icon=page.icon)

@@ -84,36 +84,24 @@ FINISHED = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_S
 
 @dataclasses.dataclass(frozen=True)
 class PageLoad:
-    """A page (its URL path) and the widgets a student changes there, by widget key, in turn."""
+    """A page (its URL path) and the widgets a student changes there, by widget key, in turn.
+
+    No widgets named: the page's own (see :meth:`Student.page_widgets`), found on the page as it renders.
+    """
 
     path: str
-    widgets: tuple[str, ...]
+    widgets: tuple[str, ...] = ()
 
 
-# Every page of app.py, with widgets a student would touch (keys from ui.state.widget_key and the pages).
-PAGES = (
-    PageLoad("overview", ("overview_use_seed000", "overview_use_journey_v1", "overview_use_hello")),
-    PageLoad("tokens", ("setting_seed", "setting_d_model")),
-    PageLoad("no-weights", ("setting_query_index",)),
-    PageLoad("self-attention", ("setting_stage", "setting_d_k", "setting_entry_row")),
-    PageLoad("causal", ("setting_causal_stage", "setting_padding")),
-    PageLoad("dropout", ("setting_dropout_stage", "setting_dropout_p", "setting_dropout_seed")),
-    PageLoad("multi-head", ("setting_mha_stage", "setting_seed")),
-    PageLoad("cross-attention", ("setting_cross_stage", "setting_seed")),
-    PageLoad("why-sqrt-dk", ("setting_sqrt_keys", "setting_sqrt_distribution")),
-    PageLoad("temperature", ("setting_temperature_row", "setting_experiment_seed")),
-    PageLoad("positional-encoding", ("setting_pe_shuffle", "setting_experiment_seed")),
-    PageLoad("additive", ("setting_additive_hidden", "setting_additive_row")),
-    PageLoad("image-attention", ("setting_image_row", "setting_image_col")),
-    PageLoad("encoder-block", ("setting_encoder_stage", "setting_dim_feedforward")),
-    PageLoad("generation", ("setting_generation_stage", "setting_toy_step")),
-    PageLoad("gqa", ("setting_gqa_stage", "setting_seed")),
-    PageLoad("rope", ("setting_rope_stage", "setting_rope_shift")),
-    PageLoad("alibi", ("setting_alibi_stage", "setting_alibi_num_heads")),
-    PageLoad("sliding-window", ("setting_sliding_stage", "setting_window")),
-    PageLoad("flash-attention", ("setting_flash_stage", "setting_flash_tile")),
-    PageLoad("trained-model", ("setting_model_head", "setting_model_layer", "setting_model_stage")),
-)
+def _registered_pages() -> tuple[PageLoad, ...]:
+    """Every page of the app, from the one registry of page declarations (attention_core/registry.py)."""
+    sys.path.insert(0, str(ROOT))
+    from attention_core import registry
+
+    return tuple(PageLoad(page.url_path) for page in registry.PAGES)
+
+
+PAGES = _registered_pages()
 FLOOR = PageLoad("", ("floor_number",))
 
 
@@ -249,8 +237,9 @@ class Student:
         self.ws = None
         self.cookie = ""
         self.session_id = ""
-        # user key -> (element type, proto, fragment id or "") of the widgets on the page now
+        # user key -> (element type, proto, fragment id or "") of the widgets on the page now, in their order
         self.widgets: dict[str, tuple[str, object, str]] = {}
+        self.main_keys: set[str] = set()  # the keys of those in the page's main area (not the sidebar)
         self.states: dict[str, object] = {}  # widget id -> WidgetState to send (what the browser holds)
         self.exceptions: list[str] = []
         self.page = ""
@@ -304,6 +293,7 @@ class Student:
         A fragment run redraws only the fragment: the page's other widgets stay, as in the browser.
         """
         widgets: dict[str, tuple[str, object, str]] = dict(self.widgets) if fragment else {}
+        main = set(self.main_keys) if fragment else set()
         deadline = time.monotonic() + RUN_TIMEOUT_S
         while True:
             try:
@@ -315,6 +305,7 @@ class Student:
             kind = msg.WhichOneof("type")
             if kind == "new_session":
                 widgets = dict(self.widgets) if fragment else {}
+                main = set(self.main_keys) if fragment else set()
                 if msg.new_session.HasField("initialize"):
                     self.session_id = msg.new_session.initialize.session_id
             elif kind == "navigation":  # st.navigation resolved the page: the browser sends its hash from now on
@@ -326,10 +317,13 @@ class Student:
                     self.exceptions.append(f"{element.exception.type}: {element.exception.message}")
                 elif etype in ("number_input", "selectbox", "button"):
                     proto = getattr(element, etype)
-                    widgets[proto.id.split("-", 2)[-1]] = (etype, proto, msg.delta.fragment_id)
+                    key = proto.id.split("-", 2)[-1]
+                    widgets[key] = (etype, proto, msg.delta.fragment_id)
+                    if msg.metadata.delta_path and msg.metadata.delta_path[0] == 0:  # RootContainer.MAIN
+                        main.add(key)
             elif kind == "script_finished":
                 if msg.script_finished in FINISHED:
-                    self.widgets = widgets
+                    self.widgets, self.main_keys = widgets, main
                     return
                 if msg.script_finished == ForwardMsg.FINISHED_WITH_COMPILE_ERROR:
                     raise RuntimeError("script compile error")
@@ -347,11 +341,20 @@ class Student:
         self.anchors = {}
         return time.perf_counter() - start
 
+    def page_widgets(self) -> tuple[str, ...]:
+        """The page's own widgets, as a student meets them: the number inputs and selectboxes bound to settings
+        (``setting_*``) in the main area, in their order; on a page with none, its buttons (the overview's
+        "Use this example")."""
+        main = [key for key in self.widgets if key in self.main_keys]
+        bound = [key for key in main if key.startswith("setting_") and self.widgets[key][0] != "button"]
+        return tuple(bound or [key for key in main if self.widgets[key][0] == "button"])
+
     def next_change(self, keys: tuple[str, ...]):
-        """The WidgetState a student sends next (the next widget of ``keys`` that is on the page, moved once)
-        and the id of the fragment that widget is drawn in ("" outside any)."""
+        """The WidgetState a student sends next (the next widget of ``keys`` that is on the page, moved once;
+        no keys: of :meth:`page_widgets`) and the id of the fragment that widget is drawn in ("" outside any)."""
         from streamlit.proto.WidgetStates_pb2 import WidgetState
 
+        keys = keys or self.page_widgets()
         for offset in range(len(keys)):
             key = keys[(self.step + offset) % len(keys)]
             if key in self.widgets and not getattr(self.widgets[key][1], "disabled", False):

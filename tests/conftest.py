@@ -17,6 +17,13 @@ ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 
 
+def page_paths() -> list[str]:
+    """Every page of the app, as AppTest opens it (``app_pages/<key>.py``), from the one registry, in its order."""
+    from attention_core import registry
+
+    return [f"app_pages/{page.file}" for page in registry.PAGES]
+
+
 def open_app(page: str = "app_pages/overview.py", preset: str | None = None) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception, at.exception

@@ -28,6 +28,7 @@ import torch
 from attention_core import limits
 from attention_core.errors import N_, InputError
 from attention_core.latex import factor
+from attention_core.page import Page
 
 #: h, the scorer's hidden size (declared in ``limits``).
 MIN_HIDDEN, MAX_HIDDEN = limits.MIN_ADDITIVE_HIDDEN, limits.MAX_ADDITIVE_HIDDEN
@@ -317,3 +318,11 @@ def additive_entry_latex(trace: AdditiveTrace, row: int, col: int) -> tuple[str,
               r"&= %s \\ &= %s \\ &= %s \end{aligned}") % (
         i, j, _rows_of(written, 2), _rows_of(tanh_done), sp.latex(sp.Float(float(trace.scores[row, col]), 4)))
     return u_text, c_text, a_text
+
+
+# ---------------------------------------------------------------- the page
+
+ADDITIVE = Page(
+    key="additive", title=N_("Additive vs dot-product scoring"), icon=":material/add_circle:", section="experiments",
+    summary=N_("Additive vs dot-product scoring"),
+)

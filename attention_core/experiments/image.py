@@ -31,6 +31,7 @@ import torch.nn.functional as F
 
 from attention_core import limits
 from attention_core.errors import N_, InputError
+from attention_core.page import Page
 from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
 
 #: The largest side of an image on the page (uploads are downscaled to fit), declared in ``limits``.
@@ -571,3 +572,11 @@ def reshape_latex(height: int, width: int) -> str:
                         sp.latex(sp.Mul(h, w, evaluate=False), mul_symbol="dot"), sp.latex(n)])
     return r"%s \;\longrightarrow\; %s,\qquad %s" % (sp.latex(image, mul_symbol="times"),
                                                        sp.latex(tokens, mul_symbol="times"), count)
+
+
+# ---------------------------------------------------------------- the page
+
+IMAGE_ATTENTION = Page(
+    key="image_attention", title=N_("Self-attention over an image"), icon=":material/image:", section="experiments",
+    summary=N_("Self-attention over an image: every pixel a token"),
+)

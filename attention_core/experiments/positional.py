@@ -27,6 +27,7 @@ import torch
 
 from attention_core import limits
 from attention_core.errors import N_, InputError
+from attention_core.page import Page
 from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
 
 #: The encodings offered: key -> label (keys declared in ``limits.PE_ENCODINGS``).
@@ -382,3 +383,11 @@ def equivariance_steps() -> tuple[str, ...]:
         sp.Ne(sa(sp.Add(sp.Mul(P, X), pe, evaluate=False)), sp.Mul(P, sa(sp.Add(X, pe, evaluate=False)))),
     ]
     return tuple(sp.latex(line, order="none") for line in lines)
+
+
+# ---------------------------------------------------------------- the page
+
+POSITIONAL_ENCODING = Page(
+    key="positional_encoding", title=N_("Positional encoding"), icon=":material/format_list_numbered:",
+    section="experiments", summary=N_("Positional encoding: why attention needs to know the order"),
+)

@@ -35,6 +35,7 @@ import torch.nn.functional as F
 
 from attention_core import limits
 from attention_core.errors import N_, InputError, Message
+from attention_core.page import Page
 from attention_core.self_attention.formulas import latex_text
 
 #: How a word gets into a formula in the interface language: ``tr(template)`` (the pages pass
@@ -405,3 +406,11 @@ def entropy_latex() -> str:
     alpha = sp.IndexedBase(r"\alpha")
     h = sp.Eq(sp.Symbol("H"), -sp.Sum(_mul(alpha[j], sp.log(alpha[j])), (j, 1, n)))
     return sp.latex(h, order="none", ln_notation=True) + r"\qquad 0 \le H \le \ln n"
+
+
+# ---------------------------------------------------------------- the page
+
+WHY_SQRT_DK = Page(
+    key="why_sqrt_dk", title=N_("Why divide by √d_k?"), icon=":material/functions:", section="experiments",
+    summary=N_("Why divide by √d_k? The variance of a dot product, measured"),
+)

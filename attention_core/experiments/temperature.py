@@ -26,6 +26,7 @@ from attention_core import limits
 from attention_core.errors import N_, InputError, Message
 from attention_core.experiments.scaling import entropy
 from attention_core.latex import latex_text, number
+from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
 
 #: The temperatures the page's slider offers: about log-spaced from 0.01 to 100 (1-1.5-2-3-5-7 per decade),
@@ -285,3 +286,11 @@ def row_latex(trace: TemperatureTrace, row: int) -> tuple[str, str]:
     h = (r"\begin{aligned} H_{%d} &= -\big(%s\big) \\ &= %s \end{aligned}"
          % (i, r" \\ &\qquad + ".join(lines), number(float(trace.entropy[row]))))
     return scaled, h
+
+
+# ---------------------------------------------------------------- the page
+
+TEMPERATURE_PAGE = Page(
+    key="temperature", title=N_("Temperature"), icon=":material/device_thermostat:", section="experiments",
+    summary=N_("Temperature: from argmax to uniform"),
+)

@@ -51,6 +51,7 @@ from attention_core.masking.masks import (
     key_padding_mask,
     mask_after_softmax,
 )
+from attention_core.page import Page
 from attention_core.self_attention import functional
 from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
 from attention_core.self_attention.walkthrough import (
@@ -485,3 +486,15 @@ def causal_steps(walk: CausalWalkthrough, stage: str, page: str = "causal") -> S
         ),
         checks=walk.checks, warnings=walk.warnings, notes=walk.notes, check_caption=check_caption,
     )
+
+
+# ---------------------------------------------------------------- the pages
+
+CAUSAL_PAGE = Page(
+    key="causal", title=N_("Causal attention"), icon=":material/visibility_off:", section="masking",
+    summary=N_("Causal attention: the mask, the −∞ fill and the other route"),
+)
+DROPOUT_PAGE = Page(
+    key="dropout", title=N_("Dropout"), icon=":material/grain:", section="masking",
+    summary=N_("Dropout on the attention weights: the seeded mask and 1/(1 − p)"),
+)

@@ -27,6 +27,7 @@ from attention_core.latex import Translate, number
 from attention_core.masking import formulas as fm
 from attention_core.masking.walkthrough import module_weights
 from attention_core.modern.alibi import AlibiTrace, alibi_attention, alibi_weights_loop, slopes
+from attention_core.page import Page
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, token_labels
 from attention_core.settings import Edits, Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
@@ -228,3 +229,11 @@ def alibi_steps(walk: AlibiWalkthrough, stage: str) -> StepThrough:
                     code=(alibi_attention, slopes)),
         checks=walk.checks, num_heads=len(walk.trace.slopes) if per_head else 0, head_field="head",
     )
+
+
+# ---------------------------------------------------------------- the page
+
+ALIBI_PAGE = Page(
+    key="alibi", title=N_("ALiBi: linear biases"), icon=":material/trending_down:", section="modern",
+    summary=N_("ALiBi: a distance penalty per head instead of a position embedding"),
+)

@@ -28,6 +28,7 @@ from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.masking import formulas as fm
 from attention_core.masking.walkthrough import module_weights
 from attention_core.modern.online_softmax import FlashTrace, Tile, flash_attention
+from attention_core.page import Page
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, token_labels
 from attention_core.settings import Edits, Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
@@ -297,3 +298,11 @@ def flash_steps(walk: FlashWalkthrough, stage: str) -> StepThrough:
                     code=(flash_attention,), remark=remark),
         checks=walk.checks,
     )
+
+
+# ---------------------------------------------------------------- the page
+
+FLASH_ATTENTION = Page(
+    key="flash_attention", title=N_("FlashAttention: online softmax"), icon=":material/bolt:", section="modern",
+    summary=N_("FlashAttention: the online softmax, tile by tile, without the T × T matrix"),
+)

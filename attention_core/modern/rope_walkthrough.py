@@ -27,6 +27,7 @@ from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.masking import formulas as fm
 from attention_core.masking.walkthrough import module_weights
 from attention_core.modern.rope import RopeTrace, check_head_dim, frequencies, rope_scores, rotate
+from attention_core.page import Page
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, dim_labels
 from attention_core.settings import Edits, Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
@@ -343,3 +344,11 @@ def rope_steps(walk: RopeWalkthrough, stage: str) -> StepThrough:
                     code=(rope_scores, rotate), remark=remark),
         checks=walk.checks,
     )
+
+
+# ---------------------------------------------------------------- the page
+
+ROPE_PAGE = Page(
+    key="rope", title=N_("RoPE: rotary positions"), icon=":material/rotate_right:", section="modern",
+    summary=N_("RoPE: rotating queries and keys by their position; only the offset counts"),
+)

@@ -27,6 +27,7 @@ from attention_core.latex import Translate
 from attention_core.masking import formulas as fm
 from attention_core.masking.walkthrough import module_weights
 from attention_core.modern.sliding import receptive_field, window_mask
+from attention_core.page import Page
 from attention_core.self_attention.functional import AttentionTrace, scaled_dot_product_attention
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, token_labels
 from attention_core.settings import Edits, Settings
@@ -216,3 +217,11 @@ def sliding_steps(walk: SlidingWalkthrough, stage: str) -> StepThrough:
                     code=(window_mask, receptive_field), remark=remark),
         checks=walk.checks,
     )
+
+
+# ---------------------------------------------------------------- the page
+
+SLIDING_WINDOW = Page(
+    key="sliding_window", title=N_("Sliding-window attention"), icon=":material/view_week:", section="modern",
+    summary=N_("Sliding-window attention: the last w tokens only, a receptive field that grows"),
+)

@@ -34,6 +34,7 @@ from attention_core.masking import formulas as fm
 from attention_core.masking.walkthrough import module_weights
 from attention_core.modern.gqa import GroupedQueryTrace, grouped_query_attention, kv_head_of
 from attention_core.multihead.heads import multi_head_attention
+from attention_core.page import Page
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, dim_labels, token_labels
 from attention_core.settings import Edits, Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
@@ -289,3 +290,10 @@ def gqa_steps(walk: GQAWalkthrough, stage: str) -> StepThrough:
         checks=walk.checks, num_heads=t.num_heads if per_head else 0, head_field="head",
     )
 
+
+# ---------------------------------------------------------------- the page
+
+GQA_PAGE = Page(
+    key="gqa", title=N_("Grouped-query attention"), icon=":material/group_work:", section="modern",
+    summary=N_("Grouped-query attention: query heads sharing key/value heads, a smaller KV cache"),
+)

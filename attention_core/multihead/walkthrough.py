@@ -42,6 +42,7 @@ from attention_core.masking.walkthrough import (
 )
 from attention_core.multihead import formulas as formulas_multihead
 from attention_core.multihead.heads import MultiHeadTrace, head_columns, multi_head_attention
+from attention_core.page import Page
 from attention_core.self_attention import modules
 from attention_core.self_attention.walkthrough import (
     Walkthrough,
@@ -489,3 +490,15 @@ def multihead_steps(walk: MultiHeadWalkthrough, stage: str) -> StepThrough:
         checks=walk.checks, warnings=walk.warnings, notes=walk.notes, num_heads=walk.trace.num_heads,
         head_field="head",
     )
+
+
+# ---------------------------------------------------------------- the pages
+
+MULTI_HEAD = Page(
+    key="multi_head", title=N_("Multi-head attention"), icon=":material/view_column:", section="masking",
+    summary=N_("Multi-head attention: split, heads side by side, concat, W_O"),
+)
+CROSS_ATTENTION = Page(
+    key="cross_attention", title=N_("Cross-attention"), icon=":material/compare_arrows:", section="masking",
+    summary=N_("Cross-attention: a decoder sentence attends to an encoder sentence"),
+)

@@ -22,6 +22,7 @@ from attention_core import stages
 from attention_core.errors import N_, InputError, Message
 from attention_core.inputs.presets import PRESETS, Preset
 from attention_core.inputs.tokens import Vocabulary, seed000_tables, token_labels, tokenize
+from attention_core.page import Page
 from attention_core.self_attention import functional
 from attention_core.self_attention.formulas import (
     entry_latex,
@@ -261,3 +262,19 @@ def self_attention_steps(walk: Walkthrough, stage: str) -> StepThrough:
                       walk.torch_matches),),
         notes=walk.notes,
     )
+
+
+# ---------------------------------------------------------------- the pages
+
+TOKENS = Page(
+    key="tokens", title=N_("Tokens & embeddings"), icon=":material/abc:", section="self_attention",
+    summary=N_("Tokens & embeddings: from a sentence to the matrix X"),
+)
+NO_WEIGHTS = Page(
+    key="no_weights", title=N_("Attention without trainable weights"), icon=":material/front_hand:",
+    section="self_attention", summary=N_("Attention without trainable weights: one context vector by hand"),
+)
+SELF_ATTENTION_PAGE = Page(
+    key="self_attention", title=N_("Scaled dot-product self-attention"), icon=":material/calculate:",
+    section="self_attention", summary=N_("Scaled dot-product self-attention, step by step"),
+)

@@ -32,6 +32,7 @@ import torch
 from attention_core import practice, stages
 from attention_core.errors import N_, Message
 from attention_core.latex import Translate, latex_text, number_expr, translate_cases
+from attention_core.page import Page
 from attention_core.self_attention import formulas
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough
 from attention_core.trained_model import pretrained
@@ -363,3 +364,11 @@ def header_latex() -> str:
     """
     lines = [sp.latex(_matrix_formula(stage), order="none") for stage in ("output", "query", "key", "value")]
     return lines[0] + r",\quad " + r",\ ".join(lines[1:])
+
+
+# ---------------------------------------------------------------- the page
+
+TRAINED_MODEL = Page(
+    key="trained_model", title=N_("Inside a trained model"), icon=":material/model_training:", section="trained",
+    summary=N_("Inside a trained model: the real heads of a pretrained Transformer"),
+)

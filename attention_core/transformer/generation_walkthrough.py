@@ -30,6 +30,7 @@ from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate, aligned, factor, latex_text, number, terms_lines
 from attention_core.masking.formulas import masked_weight_entry_latex
 from attention_core.multihead.heads import MultiHeadTrace
+from attention_core.page import Page
 from attention_core.self_attention.walkthrough import dim_labels
 from attention_core.settings import Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
@@ -404,3 +405,11 @@ def generation_steps(walk: GenerationWalkthrough, stage: str) -> StepThrough:
         checks=walk.checks, num_heads=NUM_HEADS if stage in _ATTENTION else 0,
         head_field="head",
     )
+
+
+# ---------------------------------------------------------------- the page
+
+GENERATION_PAGE = Page(
+    key="generation", title=N_("Generating token by token"), icon=":material/keyboard_double_arrow_right:",
+    section="transformer", summary=N_("Generating token by token: a trained decoder, its cross-attention and its KV cache"),
+)

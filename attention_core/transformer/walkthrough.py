@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from attention_core import practice, stages
 from attention_core.errors import N_, InputError, Message
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
+from attention_core.page import Page
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, dim_labels, token_labels
 from attention_core.settings import Edits, Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
@@ -406,3 +407,11 @@ def encoder_steps(walk: EncoderWalkthrough, stage: str) -> StepThrough:
         ),
         checks=walk.checks,
     )
+
+
+# ---------------------------------------------------------------- the page
+
+ENCODER_BLOCK = Page(
+    key="encoder_block", title=N_("The encoder block"), icon=":material/stacks:", section="transformer",
+    summary=N_("The encoder block: residuals, LayerNorm and the feed-forward layer around attention"),
+)

@@ -7,20 +7,16 @@ import json
 
 import numpy as np
 import pytest
-from conftest import APP, errors
+from conftest import APP, errors, page_paths
 from streamlit.testing.v1 import AppTest
 
 from attention_core.experiments import image as image_patterns
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 
-#: every page with charts
-CHART_PAGES = ["app_pages/tokens.py", "app_pages/self_attention.py", "app_pages/causal.py", "app_pages/dropout.py",
-               "app_pages/multi_head.py", "app_pages/cross_attention.py", "app_pages/why_sqrt_dk.py",
-               "app_pages/temperature.py", "app_pages/positional_encoding.py", "app_pages/additive.py",
-               "app_pages/image_attention.py", "app_pages/encoder_block.py", "app_pages/generation.py",
-               "app_pages/gqa.py", "app_pages/rope.py", "app_pages/alibi.py", "app_pages/sliding_window.py",
-               "app_pages/flash_attention.py", "app_pages/trained_model.py"]
+#: the pages without a chart; every other page of the registry has charts
+NO_CHARTS = {"app_pages/overview.py", "app_pages/no_weights.py"}
+CHART_PAGES = [path for path in page_paths() if path not in NO_CHARTS]
 
 
 def _open(path: str, **params) -> AppTest:

@@ -39,32 +39,21 @@ CHROMIUM_ARGS = [
 SERVER_START_S = 90  # streamlit start-up; the first page run then imports torch
 APP_RUN_MS = 60_000  # one script run, seen from the browser (the first one imports torch)
 
-# (url path, the page's st.title, a Vega chart must render, KaTeX must render).
-# The first visit to the fresh server is a deep link on purpose: Streamlit once ran a
-# deep-linked page file on its own there, without app.py's sidebar and shared settings.
-PAGES = [
-    ("/tokens", "Tokens & embeddings", True, False),
-    ("/no-weights", "Attention without trainable weights", False, True),
-    ("/self-attention", "Scaled dot-product self-attention, step by step", True, True),
-    ("/causal", "Causal attention: no peeking at the future", True, True),
-    ("/dropout", "Dropout on the attention weights", True, True),
-    ("/multi-head", "Multi-head attention: several heads side by side", True, True),
-    ("/cross-attention", "Cross-attention: the decoder looks at the encoder", True, True),
-    ("/trained-model", "Inside a trained model", True, True),
-    ("/why-sqrt-dk", "Why divide by √d_k?", True, True),
-    ("/temperature", "Temperature: how sharp is the softmax?", True, True),
-    ("/positional-encoding", "Positional encoding: giving attention a sense of order", True, True),
-    ("/additive", "Additive vs dot-product scoring", True, True),
-    ("/image-attention", "Self-attention over an image", True, True),
-    ("/encoder-block", "The encoder block: attention inside a Transformer", True, True),
-    ("/generation", "Generating token by token: the decoder and its KV cache", True, True),
-    ("/gqa", "Grouped-query attention: fewer key/value heads", True, True),
-    ("/rope", "RoPE: rotary position embedding", True, True),
-    ("/alibi", "ALiBi: attention with linear biases", True, True),
-    ("/sliding-window", "Sliding-window attention: a fixed window per token", True, True),
-    ("/flash-attention", "FlashAttention: the online softmax, tile by tile", True, True),
-    ("/", "Attention Explorer", False, False),
-]
+
+
+def _registered_pages() -> list[tuple[str, str]]:
+    """(URL path, navigation title) of every page of the registry, the overview ("/") last.
+
+    The first visit to the fresh server is a deep link on purpose: Streamlit once ran a deep-linked page
+    file on its own there, without app.py's sidebar and shared settings.
+    """
+    from attention_core import registry
+
+    pages = [p for p in registry.PAGES if p is not registry.OVERVIEW] + [registry.OVERVIEW]
+    return [("/" if p is registry.OVERVIEW else "/" + p.url_path, p.title) for p in pages]
+
+
+PAGES = _registered_pages()
 
 
 def _in_ci() -> bool:
@@ -208,17 +197,29 @@ def save_screenshot(page: Page, name: str, width: int = 1280) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("path", "title", "has_chart", "has_latex"), PAGES,
-                         ids=[p.strip("/") or "overview" for p, *_ in PAGES])
-def test_page_renders(page: Page, app_url: str, path: str, title: str, has_chart: bool, has_latex: bool):
-    open_page(page, app_url, path, title)
+def open_registered_page(page: Page, base_url: str, path: str, title: str) -> None:
+    """Open a page of the registry by its URL: the navigation marks it as the current page (``title``)."""
+    page.goto(base_url + path)
+    wait_for_app_run(page)
+    expect(page.locator('[data-testid="stSidebarNavLink"][aria-current="page"]')).to_contain_text(title)
+    expect(page.locator("h1").first).to_be_visible(timeout=APP_RUN_MS)
+    expect(page.get_by_role("combobox", name="Worked example", exact=True)).to_be_visible(timeout=APP_RUN_MS)
+
+
+def assert_charts_and_formulas_render(page: Page) -> None:
+    """Every page's Vega (Altair) charts draw and KaTeX typesets its formulas (none fails to)."""
+    if page.locator('[data-testid="stVegaLiteChart"]').count():
+        expect(page.locator(".vega-embed canvas, .vega-embed svg").filter(visible=True).first).to_be_visible()
+    if page.locator(".katex").count():
+        expect(page.locator(".katex").filter(visible=True).first).to_be_visible()
+    expect(page.locator(".katex-error")).to_have_count(0)
+
+
+@pytest.mark.parametrize(("path", "title"), PAGES, ids=[p.strip("/") or "overview" for p, _ in PAGES])
+def test_page_renders(page: Page, app_url: str, path: str, title: str):
+    open_registered_page(page, app_url, path, title)
     assert_no_exception(page)
-    if has_chart:
-        charts = page.locator(".vega-embed canvas, .vega-embed svg").filter(visible=True)
-        expect(charts.first).to_be_visible()
-    if has_latex:
-        formulas = page.locator(".katex").filter(visible=True)
-        expect(formulas.first).to_be_visible()
+    assert_charts_and_formulas_render(page)
     assert save_screenshot(page, "page-" + (path.strip("/") or "overview")).stat().st_size > 0
 
 
@@ -410,16 +411,16 @@ _PHONE_CHECK = """() => {
 }"""
 
 
-@pytest.mark.parametrize(("path", "title"), [(p, t) for p, t, *_ in PAGES],
-                         ids=[p.strip("/") or "overview" for p, *_ in PAGES])
+@pytest.mark.parametrize(("path", "title"), PAGES, ids=[p.strip("/") or "overview" for p, _ in PAGES])
 def test_every_page_is_usable_on_a_phone(browser: Browser, app_url: str, path: str, title: str):
     """At 390 px: nothing is cut off without a way to scroll to it, and the stepper and the explained entry
     are there. Each page's phone screenshot goes to test-artifacts/phone-*.png."""
     with new_page(browser, 390, 844) as page:
         page.goto(app_url + path)
         wait_for_app_run(page)
-        expect(page.locator("h1").filter(has_text=title)).to_be_visible()
-        if PAGES[[p for p, *_ in PAGES].index(path)][2]:
+        expect(page.locator('[data-testid="stSidebarNavLink"][aria-current="page"]')).to_contain_text(title)
+        expect(page.locator("h1").first).to_be_visible()
+        if page.locator('[data-testid="stVegaLiteChart"]').count():
             expect(page.locator(".vega-embed").first).to_be_attached()
         result = page.evaluate(_PHONE_CHECK)
         assert result["cut"] == [], f"{path}: cut off at 390 px with no way to scroll: {result['cut']}"

@@ -3,7 +3,6 @@ Chinese with no text left untranslated."""
 
 from __future__ import annotations
 
-import ast
 import re
 import string
 from pathlib import Path
@@ -11,20 +10,13 @@ from pathlib import Path
 import pytest
 from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po
+from conftest import page_paths
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 SOURCES = ["app_pages", "ui", "attention_core"]
 KEYWORDS = {"_": None, "N_": None}
-
-
-def page_files() -> list[str]:
-    """Every page registered in app.py, as paths relative to it (read from its source)."""
-    tree = ast.parse((ROOT / "app.py").read_text())
-    names = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-             and n.value.endswith(".py")]
-    return [f"app_pages/{name}" for name in names]
 
 
 def extracted() -> dict[str, str]:
@@ -101,7 +93,7 @@ def untranslated(at: AppTest) -> list[str]:
     return bad
 
 
-@pytest.mark.parametrize("page", page_files())
+@pytest.mark.parametrize("page", page_paths())
 def test_every_page_renders_in_chinese_with_nothing_left_in_english(page):
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params["language"] = "zh"
@@ -114,7 +106,7 @@ def test_every_page_renders_in_chinese_with_nothing_left_in_english(page):
     assert not untranslated(at), f"{page}: English text not marked for translation: {untranslated(at)}"
 
 
-@pytest.mark.parametrize("page", page_files())
+@pytest.mark.parametrize("page", page_paths())
 def test_every_page_renders_in_english(page):
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page(page).run()

@@ -3,17 +3,17 @@
 Every widget bound to a setting has the key ``setting_<field>`` (``ui.state.widget_key``); pages compute with
 ``Settings.<field>``. Several pages bind the same field to widgets of other labels (the seed is "Seed" on one page,
 "Seed of W" on another): Streamlit does not carry a widget's state over to a widget of another identity, so each
-page must seed its widgets from the settings. The walk visits every ordered pair of pages, so a page added to
-``app_pages/`` later is covered without editing this file.
+page must seed its widgets from the settings. The walk visits every ordered pair of pages of the registry, so a page
+added later is covered without editing this file.
 """
 
 from __future__ import annotations
 
 import pytest
-from conftest import APP, ROOT, open_app, settings
+from conftest import APP, open_app, page_paths, settings
 from streamlit.testing.v1 import AppTest
 
-PAGES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "app_pages").glob("*.py"))
+PAGES = page_paths()  # every page of the registry
 KINDS = ("number_input", "toggle", "selectbox", "text_input", "text_area", "radio", "select_slider", "checkbox",
          "slider", "multiselect")
 

@@ -8,10 +8,10 @@ and LaTeX payloads, and links carry them in names and values; no rendered source
 from __future__ import annotations
 
 import pytest
-from conftest import APP, ROOT, open_app, settings
+from conftest import APP, open_app, page_paths, settings
 from streamlit.testing.v1 import AppTest
 
-PAGES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "app_pages").glob("*.py"))
+PAGES = page_paths()
 # Each survives tokenisation (punctuation is stripped only at a word's ends) and would render if not escaped.
 PAYLOAD_SENTENCE = "a**x**a x$y^2$x b*z*b"
 MARKERS = ("**x**", "$y^2$", "*z*")

@@ -1,0 +1,58 @@
+"""What a page of the app is: one declaration, kept beside the concept it teaches.
+
+Each page is declared once, as a :class:`Page`, in its concept's module (the ALiBi page in
+``attention_core/modern/alibi_walkthrough.py``, the tokens page in ``attention_core/self_attention/walkthrough.py``,
+...); :mod:`attention_core.registry` lists every declaration once, in the order of the app's navigation, and
+everything that lists pages loops over that registry: the router (``app.py``), the overview's "where to go next",
+the load benchmark and the tests.
+
+A page's key is its one name: the page file ``app_pages/<key>.py``, the URL path ``/<key with - for _>``.
+
+A leaf module (imports only ``errors``): concept modules import it to declare their pages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from attention_core.errors import N_
+
+#: The navigation's sections, in order: key -> title (marked for translation; the router translates it).
+SECTIONS: dict[str, str] = {
+    "start": N_("Start"),
+    "self_attention": N_("Self-attention"),
+    "masking": N_("Masking & heads"),
+    "experiments": N_("Experiments"),
+    "transformer": N_("The Transformer"),
+    "modern": N_("Modern attention"),
+    "trained": N_("A trained model"),
+}
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the app.
+
+    Attributes:
+        key: the page's one name, a Python identifier: its file ``app_pages/<key>.py`` and its URL path.
+        title: its name in the navigation (marked with ``N_``; translated by the UI).
+        icon: its icon in the navigation and on the overview (a Material Symbols name, ``":material/abc:"``).
+        section: the navigation section it is listed under (a key of :data:`SECTIONS`).
+        summary: one line on the overview's "Where to go next" (marked with ``N_``), or "" for the overview itself.
+    """
+
+    key: str
+    title: str
+    icon: str
+    section: str
+    summary: str = ""
+
+    @property
+    def url_path(self) -> str:
+        """The page's URL path, without the leading slash: the key with "-" for "_" ("no_weights" -> "no-weights")."""
+        return self.key.replace("_", "-")
+
+    @property
+    def file(self) -> str:
+        """The page's file name in ``app_pages/``."""
+        return f"{self.key}.py"

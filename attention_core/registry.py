@@ -1,0 +1,63 @@
+"""Every page of the app, once, in the order of the navigation: the one list that everything listing pages loops
+over (the router ``app.py``, the overview's "Where to go next", the load benchmark, the tests).
+
+Each page is declared beside its concept (:class:`attention_core.page.Page`); adding a page adds one line here.
+The top floor of attention_core: it imports every concept's module.
+"""
+
+from __future__ import annotations
+
+from attention_core.errors import N_
+from attention_core.experiments.additive import ADDITIVE
+from attention_core.experiments.image import IMAGE_ATTENTION
+from attention_core.experiments.positional import POSITIONAL_ENCODING
+from attention_core.experiments.scaling import WHY_SQRT_DK
+from attention_core.experiments.temperature import TEMPERATURE_PAGE
+from attention_core.masking.walkthrough import CAUSAL_PAGE, DROPOUT_PAGE
+from attention_core.modern.alibi_walkthrough import ALIBI_PAGE
+from attention_core.modern.flash_walkthrough import FLASH_ATTENTION
+from attention_core.modern.rope_walkthrough import ROPE_PAGE
+from attention_core.modern.sliding_walkthrough import SLIDING_WINDOW
+from attention_core.modern.walkthrough import GQA_PAGE
+from attention_core.multihead.walkthrough import CROSS_ATTENTION, MULTI_HEAD
+from attention_core.page import SECTIONS, Page
+from attention_core.self_attention.walkthrough import NO_WEIGHTS, SELF_ATTENTION_PAGE, TOKENS
+from attention_core.trained_model.formulas import TRAINED_MODEL
+from attention_core.transformer.generation_walkthrough import GENERATION_PAGE
+from attention_core.transformer.walkthrough import ENCODER_BLOCK
+
+#: The start page: what attention does, the worked examples, where to go next.
+OVERVIEW = Page(key="overview", title=N_("Overview"), icon=":material/home:", section="start")
+
+#: Every page, in the order of the navigation (each section's pages together, the sections in ``SECTIONS``' order).
+PAGES: tuple[Page, ...] = (
+    OVERVIEW,
+    TOKENS,
+    NO_WEIGHTS,
+    SELF_ATTENTION_PAGE,
+    CAUSAL_PAGE,
+    DROPOUT_PAGE,
+    MULTI_HEAD,
+    CROSS_ATTENTION,
+    WHY_SQRT_DK,
+    TEMPERATURE_PAGE,
+    POSITIONAL_ENCODING,
+    ADDITIVE,
+    IMAGE_ATTENTION,
+    ENCODER_BLOCK,
+    GENERATION_PAGE,
+    GQA_PAGE,
+    ROPE_PAGE,
+    ALIBI_PAGE,
+    SLIDING_WINDOW,
+    FLASH_ATTENTION,
+    TRAINED_MODEL,
+)
+
+#: The pages by key.
+BY_KEY: dict[str, Page] = {page.key: page for page in PAGES}
+
+
+def sections() -> dict[str, tuple[Page, ...]]:
+    """Section title (marked for translation) -> its pages, in the navigation's order."""
+    return {title: tuple(p for p in PAGES if p.section == key) for key, title in SECTIONS.items()}
