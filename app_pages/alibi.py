@@ -2,10 +2,9 @@
 
 import streamlit as st
 
-from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.limits import MAX_ALIBI_HEADS, MAX_DIM
-from attention_core.modern.alibi_walkthrough import alibi_steps, build_alibi_walkthrough
+from attention_core.modern.alibi_walkthrough import ALIBI_PAGE, build_alibi_walkthrough
 from ui import state, stepthrough, widgets
 from ui.i18n import _
 
@@ -43,6 +42,4 @@ state.bind(st.toggle, _("Causal mask"), "causal",
            help=_("On, as in the paper's language models: each token sees itself and earlier tokens."))
 
 walk = widgets.build_or_stop(build_alibi_walkthrough, state.settings(), state.edits())
-stepthrough.live(lambda: alibi_steps(walk, state.settings().alibi_stage), EXPLAIN,
-                 steps_for=lambda stage: alibi_steps(walk, stage),
-                 script=lambda: scripts.script_for(walk))
+stepthrough.live(ALIBI_PAGE, walk, EXPLAIN)

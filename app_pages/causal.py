@@ -2,10 +2,9 @@
 
 import streamlit as st
 
-from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.masking.formulas import header_latex
-from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps
+from attention_core.masking.walkthrough import CAUSAL_PAGE, build_causal_walkthrough
 from attention_core.settings import MAX_DIM, MAX_TOKENS, MIN_DIM
 from ui import i18n, state, stepthrough, widgets
 from ui.i18n import _
@@ -58,6 +57,4 @@ st.caption(_(
     seed_call=f"torch.manual_seed({settings.seed})",
 ))
 
-stepthrough.live(lambda: causal_steps(walk, state.settings().causal_stage), EXPLAIN,
-                 steps_for=lambda stage: causal_steps(walk, stage),
-                 script=lambda: scripts.script_for(walk))
+stepthrough.live(CAUSAL_PAGE, walk, EXPLAIN)

@@ -2,10 +2,9 @@
 
 import streamlit as st
 
-from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.masking.formulas import header_latex
-from attention_core.multihead.walkthrough import build_cross_walkthrough, multihead_steps
+from attention_core.multihead.walkthrough import CROSS_ATTENTION, build_cross_walkthrough
 from attention_core.settings import MAX_DIM, MAX_TOKENS
 from ui import i18n, state, stepthrough, widgets
 from ui.i18n import _
@@ -24,7 +23,7 @@ EXPLAIN = {
 }
 
 st.title(_("Cross-attention: the decoder looks at the encoder"))
-st.latex(header_latex("cross", i18n.translator()))
+st.latex(header_latex("cross_attention", i18n.translator()))
 st.caption(_("Seed 003: the encoder's output gives k and v, the decoder's input gives q — hence *cross*. "
              "Vaswani et al. 2017, sec. 3.2.3 (encoder-decoder attention)."))
 widgets.show_messages()
@@ -66,6 +65,4 @@ st.caption(_(
     seed_call=f"torch.manual_seed({settings.seed})",
 ))
 
-stepthrough.live(lambda: multihead_steps(walk, state.settings().cross_stage), EXPLAIN,
-                 steps_for=lambda stage: multihead_steps(walk, stage),
-                 script=lambda: scripts.script_for(walk))
+stepthrough.live(CROSS_ATTENTION, walk, EXPLAIN)

@@ -2,10 +2,9 @@
 
 import streamlit as st
 
-from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.masking.formulas import header_latex
-from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps
+from attention_core.masking.walkthrough import DROPOUT_PAGE, build_causal_walkthrough
 from attention_core.settings import MAX_DROPOUT, MAX_SEED
 from ui import i18n, state, stepthrough, widgets
 from ui.i18n import _
@@ -56,6 +55,4 @@ st.caption(_(
     global_call=f"torch.manual_seed({settings.dropout_seed}); nn.Dropout({settings.dropout_p:g})",
 ))
 
-stepthrough.live(lambda: causal_steps(walk, state.settings().dropout_stage, page="dropout"), EXPLAIN,
-                 steps_for=lambda stage: causal_steps(walk, stage, page="dropout"),
-                 script=lambda: scripts.script_for(walk, "dropout"))
+stepthrough.live(DROPOUT_PAGE, walk, EXPLAIN)

@@ -2,10 +2,9 @@
 
 import streamlit as st
 
-from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.limits import MAX_FEEDFORWARD, MAX_LAYERS
-from attention_core.transformer.walkthrough import build_encoder_walkthrough, encoder_steps
+from attention_core.transformer.walkthrough import ENCODER_BLOCK, build_encoder_walkthrough
 from ui import state, stepthrough, widgets
 from ui.i18n import _
 
@@ -82,6 +81,4 @@ st.caption(_(
     head_dim=walk.trace.attention.head_dim, f=settings.dim_feedforward, n=settings.num_layers,
 ))
 
-stepthrough.live(lambda: encoder_steps(walk, state.settings().encoder_stage), EXPLAIN,
-                 steps_for=lambda stage: encoder_steps(walk, stage),
-                 script=lambda: scripts.script_for(walk))
+stepthrough.live(ENCODER_BLOCK, walk, EXPLAIN)

@@ -2,10 +2,9 @@
 
 import streamlit as st
 
-from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.limits import MAX_DIM, MAX_TOKENS
-from attention_core.modern.flash_walkthrough import build_flash_walkthrough, flash_steps, tile_names
+from attention_core.modern.flash_walkthrough import FLASH_ATTENTION, build_flash_walkthrough, tile_names
 from ui import state, stepthrough, widgets
 from ui.i18n import _
 
@@ -54,6 +53,4 @@ names = {k: _("Tile {k}: query block {qb} (rows {r0}–{r1}) × key block {kb} (
          for k, (qb, kb, rows, cols) in enumerate(tile_names(walk))}  # a plain lookup
 state.bind(st.selectbox, _("Tile"), "flash_tile", options=list(names), format_func=names.get)
 
-stepthrough.live(lambda: flash_steps(walk, state.settings().flash_stage), EXPLAIN,
-                 steps_for=lambda stage: flash_steps(walk, stage),
-                 script=lambda: scripts.script_for(walk))
+stepthrough.live(FLASH_ATTENTION, walk, EXPLAIN)

@@ -3,14 +3,13 @@
 import pandas as pd
 import streamlit as st
 
-from attention_core.classroom import scripts
 from attention_core.errors import N_, Message
 from attention_core.limits import MAX_TOY_TEMPERATURE, MIN_TOY_TEMPERATURE, TOY_MAX_INPUT
 from attention_core.transformer.generation_walkthrough import (
+    GENERATION_PAGE,
     REAL_CONTEXT,
     build_generation_walkthrough,
     cost_rows,
-    generation_steps,
     real_cache_rows,
 )
 from attention_core.transformer.toy_model import LETTERS, NUM_LAYERS
@@ -94,9 +93,7 @@ with s2:
     state.bind(st.selectbox, _("Block"), "toy_layer", options=list(layers), format_func=layers.get,
                help=_("The encoder's or the decoder's block whose attention and KV cache are shown."))
 
-stepthrough.live(lambda: generation_steps(walk, state.settings().generation_stage), EXPLAIN,
-                 steps_for=lambda stage: generation_steps(walk, stage),
-                 script=lambda: scripts.script_for(walk))
+stepthrough.live(GENERATION_PAGE, walk, EXPLAIN)
 
 with st.expander(_("What the KV cache saves: multiply-adds and memory"), expanded=False):
     st.markdown(_("Multiply-adds of the matrix products in the decoder at each step of this run. Without a cache "

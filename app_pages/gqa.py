@@ -3,10 +3,9 @@
 import pandas as pd
 import streamlit as st
 
-from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.limits import MAX_GQA_HEADS, MAX_HEAD_DIM
-from attention_core.modern.walkthrough import build_gqa_walkthrough, gqa_steps
+from attention_core.modern.walkthrough import GQA_PAGE, build_gqa_walkthrough
 from attention_core.transformer.generation_walkthrough import real_cache_rows
 from ui import state, stepthrough, widgets
 from ui.i18n import _
@@ -60,9 +59,7 @@ st.markdown(_("**{kind}:** {h} query heads, {kv} key/value heads, {group} query 
               "head_dim = {hd}, scale 1/√{hd}.", kind=kind, h=t.num_heads, kv=t.num_kv_heads,
               group=t.num_heads // t.num_kv_heads, hd=t.head_dim))
 
-stepthrough.live(lambda: gqa_steps(walk, state.settings().gqa_stage), EXPLAIN,
-                 steps_for=lambda stage: gqa_steps(walk, stage),
-                 script=lambda: scripts.script_for(walk))
+stepthrough.live(GQA_PAGE, walk, EXPLAIN)
 
 with st.expander(_("The KV cache of real models"), expanded=False):
     st.markdown(_("Bytes per token: layers × 2 (K and V) × key/value heads × head_dim × 2 bytes (16-bit), from the "

@@ -2,10 +2,9 @@
 
 import streamlit as st
 
-from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.masking.formulas import header_latex
-from attention_core.multihead.walkthrough import build_multihead_walkthrough, multihead_steps
+from attention_core.multihead.walkthrough import MULTI_HEAD, build_multihead_walkthrough
 from attention_core.settings import MAX_DIM
 from ui import i18n, state, stepthrough, widgets
 from ui.i18n import _
@@ -28,7 +27,7 @@ EXPLAIN = {
 }
 
 st.title(_("Multi-head attention: several heads side by side"))
-st.latex(header_latex("mha", i18n.translator()))
+st.latex(header_latex("multi_head", i18n.translator()))
 st.caption(_("Vaswani et al. 2017, sec. 3.2.2; seed 001's MultiHeadAttention (after rasbt's ch03). "
              "d_head = head_dim = d_out / h."))
 widgets.show_messages()
@@ -70,6 +69,4 @@ st.caption(_(
     seed_call=f"torch.manual_seed({settings.seed})",
 ))
 
-stepthrough.live(lambda: multihead_steps(walk, state.settings().mha_stage), EXPLAIN,
-                 steps_for=lambda stage: multihead_steps(walk, stage),
-                 script=lambda: scripts.script_for(walk))
+stepthrough.live(MULTI_HEAD, walk, EXPLAIN)

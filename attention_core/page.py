@@ -13,7 +13,8 @@ A leaf module (imports only ``errors``): concept modules import it to declare th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional
 
 from attention_core.errors import N_
 
@@ -29,16 +30,20 @@ SECTIONS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Page:
-    """One page of the app.
+    """One page of the app (equal only to itself: each is declared once).
 
     Attributes:
         key: the page's one name, a Python identifier: its file ``app_pages/<key>.py`` and its URL path.
-        title: its name in the navigation (marked with ``N_``; translated by the UI).
+        title: its name in the navigation and on its worksheets (marked with ``N_``; translated by the UI).
         icon: its icon in the navigation and on the overview (a Material Symbols name, ``":material/abc:"``).
         section: the navigation section it is listed under (a key of :data:`SECTIONS`).
         summary: one line on the overview's "Where to go next" (marked with ``N_``), or "" for the overview itself.
+        stages: a step page's stages, in order: key -> title (marked with ``N_``); empty for other pages.
+        stage_field: the settings field that holds a step page's current stage.
+        steps: a step page's ``steps(walk, stage)`` -> the ``StepThrough`` of that stage of its walk-through
+            (:mod:`attention_core.stepthrough`); what the one renderer draws, and the worksheets and exports read.
     """
 
     key: str
@@ -46,6 +51,9 @@ class Page:
     icon: str
     section: str
     summary: str = ""
+    stages: Mapping[str, str] = field(default_factory=dict)
+    stage_field: str = ""
+    steps: Optional[Callable[[Any, str], Any]] = None
 
     @property
     def url_path(self) -> str:

@@ -157,41 +157,20 @@ FLASH: dict[str, str] = {
     "final": N_("After the last key block: O / l equals full attention"),
 }
 
-#: Every step page: key -> (the settings field holding its current stage, its stages).
-#: Two entries may share a field when they are one page's variants with the same stages in another order
-#: (the encoder block, post-LN and pre-LN).
+#: Every step page: key -> (the settings field holding its current stage, its stages). The encoder block's pre-LN
+#: order has the same stages as its post-LN order (in another order).
 PAGES: dict[str, tuple[str, dict[str, str]]] = {
     "self_attention": ("stage", SELF_ATTENTION),
     "causal": ("causal_stage", CAUSAL),
     "dropout": ("dropout_stage", DROPOUT),
-    "mha": ("mha_stage", MULTIHEAD),
-    "cross": ("cross_stage", CROSS),
-    "trained_head": ("model_stage", TRAINED_HEAD),
-    "encoder_post_ln": ("encoder_stage", ENCODER_POST_LN),
-    "encoder_pre_ln": ("encoder_stage", ENCODER_PRE_LN),
+    "multi_head": ("mha_stage", MULTIHEAD),
+    "cross_attention": ("cross_stage", CROSS),
+    "trained_model": ("model_stage", TRAINED_HEAD),
+    "encoder_block": ("encoder_stage", ENCODER_POST_LN),
     "generation": ("generation_stage", GENERATION),
     "gqa": ("gqa_stage", GQA),
     "rope": ("rope_stage", ROPE),
     "alibi": ("alibi_stage", ALIBI),
-    "sliding": ("sliding_stage", SLIDING),
-    "flash": ("flash_stage", FLASH),
-}
-
-
-#: Every step page's name (the same words as its entry in the app's navigation): for worksheets.
-TITLES: dict[str, str] = {
-    "self_attention": N_("Scaled dot-product self-attention"),
-    "causal": N_("Causal attention"),
-    "dropout": N_("Dropout"),
-    "mha": N_("Multi-head attention"),
-    "cross": N_("Cross-attention"),
-    "trained_head": N_("Inside a trained model"),
-    "encoder_post_ln": N_("The encoder block"),
-    "encoder_pre_ln": N_("The encoder block"),
-    "generation": N_("Generating token by token"),
-    "gqa": N_("Grouped-query attention"),
-    "rope": N_("RoPE: rotary positions"),
-    "alibi": N_("ALiBi: linear biases"),
-    "sliding": N_("Sliding-window attention"),
-    "flash": N_("FlashAttention: online softmax"),
+    "sliding_window": ("sliding_stage", SLIDING),
+    "flash_attention": ("flash_stage", FLASH),
 }

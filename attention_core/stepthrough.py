@@ -12,7 +12,7 @@ to ``ui.stepthrough.show``. A :class:`StepThrough` holds one :class:`Stage`:
 * its explained entry as an exercise (``exercise(row, col, head)``: practice mode, :mod:`attention_core.practice`);
 
 and the page's checks against PyTorch (:class:`Check`), its warnings and notes. The stage titles and the
-settings field that holds the current stage come from :mod:`attention_core.stages`.
+settings field that holds the current stage come from the page's declaration (:class:`attention_core.page.Page`).
 
 Adding a stage to a page: its key and title in :mod:`stages`, its panels and its entry formula in the page's
 builder (one branch each), its general formula beside the torch code that computes it.
@@ -24,13 +24,13 @@ Shape legend: rows × columns of a panel's matrix are (query tokens × key token
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import torch
 
-from attention_core import stages
 from attention_core.errors import N_, Message
 from attention_core.latex import Translate
+from attention_core.page import Page
 from attention_core.practice import Exercise
 
 
@@ -140,7 +140,7 @@ class StepThrough:
     """A step page's current stage, with the page's checks and messages.
 
     Attributes:
-        page: a key of :data:`attention_core.stages.PAGES` (gives the stage titles and the settings field).
+        page: the page's declaration (:class:`attention_core.page.Page`: its stages and their settings field).
         stage: the current :class:`Stage`.
         checks: the page's comparisons with PyTorch.
         warnings: explanations of trouble (e.g. a row with every key blocked); may hold the user's tokens.
@@ -148,9 +148,11 @@ class StepThrough:
         num_heads: h on the multi-head pages (a head picker is shown), 0 elsewhere.
         row_field, col_field, head_field: the settings fields of the explained entry (no head field: no head).
         check_caption: a sentence under the checks (a :class:`Message`), or None.
+        order: this variant's stages, in order, where they differ from the page's (the encoder block pre-LN),
+            or None.
     """
 
-    page: str
+    page: Page
     stage: Stage
     checks: tuple[Check, ...] = ()
     warnings: tuple[str, ...] = ()
@@ -160,16 +162,17 @@ class StepThrough:
     col_field: str = "entry_col"
     head_field: Optional[str] = None
     check_caption: Optional[str] = None
+    order: Optional[Mapping[str, str]] = None
 
     @property
     def field(self) -> str:
         """The settings field that holds this page's current stage."""
-        return stages.PAGES[self.page][0]
+        return self.page.stage_field
 
     @property
-    def titles(self) -> dict[str, str]:
-        """The page's stages, in order: key -> title (marked for translation)."""
-        return stages.PAGES[self.page][1]
+    def titles(self) -> Mapping[str, str]:
+        """The page's stages (this variant's), in order: key -> title (marked for translation)."""
+        return self.order if self.order is not None else self.page.stages
 
 
 def explained_panel(panels: tuple[Panel, ...], head: int = 0) -> Optional[Panel]:

@@ -12,16 +12,16 @@ import torch
 from attention_core import practice
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
-from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps
+from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps, dropout_steps
 from attention_core.modern.alibi_walkthrough import alibi_steps, build_alibi_walkthrough
 from attention_core.modern.flash_walkthrough import build_flash_walkthrough, flash_steps
 from attention_core.modern.rope_walkthrough import build_rope_walkthrough, rope_steps
 from attention_core.modern.sliding_walkthrough import build_sliding_walkthrough, sliding_steps
 from attention_core.modern.walkthrough import build_gqa_walkthrough, gqa_steps
 from attention_core.multihead.walkthrough import build_cross_walkthrough, build_multihead_walkthrough, multihead_steps
+from attention_core.registry import BY_KEY
 from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
 from attention_core.settings import Settings
-from attention_core.stages import PAGES
 from attention_core.stepthrough import StepThrough, explained_panel
 from attention_core.trained_model import pretrained
 from attention_core.trained_model.formulas import trained_head_steps
@@ -88,24 +88,24 @@ def _preset_settings():
 def _self_attention():
     for preset, settings in _preset_settings():
         walk = build_walkthrough(settings)
-        for stage in PAGES["self_attention"][1]:
+        for stage in BY_KEY["self_attention"].stages:
             yield f"self_attention/{preset}/{stage}", self_attention_steps(walk, stage)
 
 
 def _causal(page: str):
     for preset, settings in _preset_settings():
         walk = build_causal_walkthrough(settings.replace(padding=1)[0], dropout=page == "dropout")
-        for stage in PAGES[page][1]:
-            yield f"{page}/{preset}/{stage}", causal_steps(walk, stage, page)
+        for stage in BY_KEY[page].stages:
+            yield f"{page}/{preset}/{stage}", BY_KEY[page].steps(walk, stage)
 
 
 def _multihead(page: str):
     for preset, settings in _preset_settings():
-        if page == "mha":
+        if page == "multi_head":
             walk = build_multihead_walkthrough(settings.replace(padding=1)[0])
         else:
             walk = build_cross_walkthrough(settings)
-        for stage in PAGES[page][1]:
+        for stage in BY_KEY[page].stages:
             yield f"{page}/{preset}/{stage}", multihead_steps(walk, stage)
 
 
@@ -115,14 +115,14 @@ def trained_steps():
     run = pretrained.run_model(pm, pretrained.tokenize(pm, "The cat sat on the mat.", padding=2))
     step = pretrained.head_step(pm, run, 2, 8)
     labels = [str(n) for n in range(run.encoding.n)]
-    return [(f"trained_head/{stage}", trained_head_steps(step, stage, labels)) for stage in PAGES["trained_head"][1]]
+    return [(f"trained_head/{stage}", trained_head_steps(step, stage, labels)) for stage in BY_KEY["trained_model"].stages]
 
 
 def _modern(page: str, build, steps, variants):
     for preset, settings in _preset_settings():
         for changes in variants:
             walk = build(settings.replace(**changes)[0])
-            for stage in PAGES[page][1]:
+            for stage in BY_KEY[page].stages:
                 yield f"{page}/{preset}/{changes}/{stage}", steps(walk, stage)
 
 
@@ -130,15 +130,15 @@ def _encoder():
     for preset, settings in _preset_settings():
         for norm_first in (False, True):
             walk = build_encoder_walkthrough(settings.replace(norm_first=norm_first, encoder_block=1)[0])
-            for stage in PAGES[walk.page][1]:
-                yield f"{walk.page}/{preset}/{stage}", encoder_steps(walk, stage)
+            for stage in walk.order:
+                yield f"encoder/{'pre' if norm_first else 'post'}-LN/{preset}/{stage}", encoder_steps(walk, stage)
 
 
 def _generation():
     for source, step, layer, temperature in (("beach", 2, 1, 0.0), ("bad", 1, 0, 0.0), ("cab", 3, 1, 0.7)):
         settings = Settings().replace(toy_source=source, toy_step=step, toy_layer=layer, toy_temperature=temperature)[0]
         walk = build_generation_walkthrough(settings)
-        for stage in PAGES["generation"][1]:
+        for stage in BY_KEY["generation"].stages:
             yield f"generation/{source}/{step}/{stage}", generation_steps(walk, stage)
 
 
@@ -146,15 +146,16 @@ CASES = {
     "self_attention": _self_attention,
     "causal": lambda: _causal("causal"),
     "dropout": lambda: _causal("dropout"),
-    "mha": lambda: _multihead("mha"),
-    "cross": lambda: _multihead("cross"),
+    "multi_head": lambda: _multihead("multi_head"),
+    "cross_attention": lambda: _multihead("cross_attention"),
     "encoder": _encoder,
     "generation": _generation,
     "gqa": lambda: _modern("gqa", build_gqa_walkthrough, gqa_steps, [{}, {"num_kv_heads": 1}, {"causal": False}]),
     "rope": lambda: _modern("rope", build_rope_walkthrough, rope_steps, [{}, {"rope_head_dim": 6}]),
     "alibi": lambda: _modern("alibi", build_alibi_walkthrough, alibi_steps, [{}, {"alibi_num_heads": 3}]),
-    "sliding": lambda: _modern("sliding", build_sliding_walkthrough, sliding_steps, [{}, {"causal": False}]),
-    "flash": lambda: _modern("flash", build_flash_walkthrough, flash_steps,
+    "sliding_window": lambda: _modern("sliding_window", build_sliding_walkthrough, sliding_steps,
+                                      [{}, {"causal": False}]),
+    "flash_attention": lambda: _modern("flash_attention", build_flash_walkthrough, flash_steps,
                              [{"flash_tile": n} for n in range(4)]),
 }
 
@@ -204,16 +205,16 @@ def test_every_entry_of_every_stage_grades_its_answer_and_names_its_mistakes(pag
     computed = {"self_attention": {"query", "key", "value", "scores", "scaled_scores", "weights", "output"},
                 "causal": {"scaled_scores", "weights", "other_route", "output"},
                 "dropout": {"weights", "dropped_weights", "output"},
-                "mha": {"projections", "scaled_scores", "weights", "head", "output"},
-                "cross": {"query", "key", "value", "scaled_scores", "weights", "head", "output"},
+                "multi_head": {"projections", "scaled_scores", "weights", "head", "output"},
+                "cross_attention": {"query", "key", "value", "scaled_scores", "weights", "head", "output"},
                 "encoder": {"attention", "residual_1", "norm_1", "ffn_hidden", "ffn_output", "residual_2", "norm_2"},
                 "generation": {"encoder_attention", "self_attention", "cross_attention", "kv_cache", "logits",
                                "probabilities"},
                 "gqa": {"projections", "weights", "output"},
                 "rope": {"projections", "angles", "rotate_query", "rotate_key", "scores"},
                 "alibi": {"slopes", "bias", "biased_scores", "weights"},
-                "sliding": {"weights"},
-                "flash": {"tile_scores", "running_max", "final"}}[page]
+                "sliding_window": {"weights"},
+                "flash_attention": {"tile_scores", "running_max", "final"}}[page]
     assert {stage for stage, n in asked.items() if n} == computed
 
 
@@ -279,10 +280,10 @@ def test_masked_and_dropout_mistakes_are_the_numbers_they_name():
     datt = dropout.trace.attention
     kept = [(r, c) for r in range(datt.weights.shape[0]) for c in range(r + 1) if dropout.keep[r, c]]
     r, c = max(kept, key=lambda rc: float(datt.weights[rc]))
-    dropped = causal_steps(dropout, "dropped_weights", "dropout").stage.exercise(r, c, 0)
+    dropped = dropout_steps(dropout, "dropped_weights").stage.exercise(r, c, 0)
     assert dropped.answer == pytest.approx(float(datt.weights[r, c]) / 0.5, abs=1e-6)
     assert _mistakes(dropped)["no_dropout_rescale"] == pytest.approx(float(datt.weights[r, c]), abs=1e-6)
-    output = causal_steps(dropout, "output", "dropout").stage.exercise(r, 0, 0)
+    output = dropout_steps(dropout, "output").stage.exercise(r, 0, 0)
     undropped = (datt.weights * dropout.keep) @ datt.value  # forgot 1 / (1 - p)
     assert _mistakes(output)["no_dropout_rescale"] == pytest.approx(float(undropped[r, 0]), abs=1e-5)
 

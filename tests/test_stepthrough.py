@@ -7,36 +7,29 @@ import pytest
 from conftest import APP, errors
 from streamlit.testing.v1 import AppTest
 
-from attention_core import stages
+from attention_core import registry, stages
 from attention_core.errors import Message
 from attention_core.inputs.presets import PRESETS
-from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps
+from attention_core.masking.walkthrough import build_causal_walkthrough
 from attention_core.multihead.walkthrough import build_multihead_walkthrough, multihead_steps
 from attention_core.settings import Settings
 
-#: step page file -> its key in attention_core.stages.PAGES
-STEP_PAGES = {
-    "app_pages/self_attention.py": "self_attention",
-    "app_pages/causal.py": "causal",
-    "app_pages/dropout.py": "dropout",
-    "app_pages/multi_head.py": "mha",
-    "app_pages/cross_attention.py": "cross",
-    "app_pages/encoder_block.py": "encoder_post_ln",  # pre-LN: tests/transformer/test_encoder.py
-    "app_pages/gqa.py": "gqa",
-    "app_pages/rope.py": "rope",
-    "app_pages/alibi.py": "alibi",
-    "app_pages/sliding_window.py": "sliding",
-    "app_pages/flash_attention.py": "flash",
-}  # generation.py reads no example (its own word): stepped in tests/transformer/test_generation.py
+#: Step pages stepped elsewhere, with what they read: generation reads no example (its own word; stepped in
+#: tests/transformer/test_generation.py), the trained model its own text (below).
+ELSEWHERE = {"generation", "trained_model"}
+#: step page file -> its key: every step page of the registry (the encoder block post-LN here, pre-LN in
+#: tests/transformer/test_encoder.py)
+STEP_PAGES = {f"app_pages/{page.file}": page.key for page in registry.PAGES
+              if page.stages and page.key not in ELSEWHERE}
 #: the pages with a mask (cross-attention has none; self-attention has none)
-MASKED = {"causal", "dropout", "mha"}
+MASKED = {"causal", "dropout", "multi_head"}
 #: query 1 may only look at key 1: blocking that cell blocks its whole row
 BLOCKED_ROW = {"mask": {(0, 0): 0.0}}
 
 
 def step_through_every_stage(at: AppTest, page: str, context: str) -> list[str]:
     """From the first stage, Next until the last; each stage renders with no exception and no error."""
-    field, titles = stages.PAGES[page]
+    field, titles = registry.BY_KEY[page].stage_field, registry.BY_KEY[page].stages
     at.selectbox(key=f"setting_{field}").set_value(next(iter(titles))).run()
     seen = []
     while True:
@@ -69,7 +62,7 @@ def test_every_step_of_every_step_page_on_every_example_and_with_a_blocked_row(p
                 assert any("every key blocked" in w.value or "所有" in w.value or "全部" in w.value
                            for w in at.warning), (context, [w.value for w in at.warning])
             seen = step_through_every_stage(at, page, str(context))
-            assert seen == list(stages.PAGES[page][1]), context
+            assert seen == list(registry.BY_KEY[page].stages), context
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
     assert not missing, f"{page}: shown without a translation: {sorted(missing)}"
 
@@ -100,8 +93,9 @@ def result_of(latex: str) -> float:
 def test_every_causal_stage_has_one_explained_panel_and_its_entry_states_the_panels_number(page):
     settings = Settings.for_preset("journey_v1")
     walk = build_causal_walkthrough(settings, {}, dropout=page == "dropout")
-    for key in stages.PAGES[page][1]:
-        stage = causal_steps(walk, key, page=page).stage
+    declared = registry.BY_KEY[page]
+    for key in declared.stages:
+        stage = declared.steps(walk, key).stage
         assert [p.explained for p in stage.panels].count(True) == 1, key
         rows, cols = stage.target.matrix.shape
         value = float(stage.target.matrix[rows - 1, 0])
@@ -123,7 +117,7 @@ def test_every_step_of_the_trained_head_with_and_without_pad_tokens(language):
     at.switch_page("app_pages/trained_model.py").run()
     for padding in (0, 2):
         at.number_input(key="setting_model_padding").set_value(padding).run()
-        seen = step_through_every_stage(at, "trained_head", f"trained, {language}, padding {padding}")
+        seen = step_through_every_stage(at, "trained_model", f"trained, {language}, padding {padding}")
         assert seen == list(stages.TRAINED_HEAD)
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
     assert not missing, f"shown without a translation: {sorted(missing)}"

@@ -42,7 +42,7 @@ def _store() -> dict:
 
 def entry_key(steps: StepThrough, row: int, col: int, head: int, exercise: Exercise) -> tuple:
     """What identifies an asked entry: the page, the stage, the entry and its answer (new numbers, new entry)."""
-    return steps.page, steps.stage.key, row, col, head, f"{exercise.answer:.6g}"
+    return steps.page.key, steps.stage.key, row, col, head, f"{exercise.answer:.6g}"
 
 
 def switch() -> bool:
@@ -119,7 +119,7 @@ def _pick(steps: StepThrough, head: int) -> None:
     stage = steps.stage
     target = explained_panel(stage.panels, head)
     rows, cols = target.matrix.shape
-    rng = random.Random(zlib.crc32(repr((steps.page, stage.key, store["picks"])).encode()))
+    rng = random.Random(zlib.crc32(repr((steps.page.key, stage.key, store["picks"])).encode()))
     candidates = [(rng.randrange(rows), rng.randrange(cols)) for _ in range(8)]
     best, score = candidates[0], -1.0
     for row, col in candidates:
@@ -137,7 +137,7 @@ def _predict(steps: StepThrough, row: int, head: int, col_labels: list[str], row
     target = explained_panel(steps.stage.panels, head)
     weights = target.matrix[row]
     top = int(weights.argmax())
-    key = (steps.page, steps.stage.key, row, head, zlib.crc32(repr([round(float(w), 6) for w in weights]).encode()))
+    key = (steps.page.key, steps.stage.key, row, head, zlib.crc32(repr([round(float(w), 6) for w in weights]).encode()))
     store = _store()
     widget = f"practice_predict_{zlib.crc32(repr(key).encode()):08x}"
     choice = store["predicted"].get(key, st.session_state.get(widget))

@@ -13,10 +13,12 @@ import dataclasses
 import functools
 import inspect
 import zlib
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import streamlit as st
 
+from attention_core.classroom import scripts
+from attention_core.page import Page
 from attention_core.settings import Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, clamp_entry
 
@@ -32,8 +34,7 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
          with_checks: bool = True, after_panels: Optional[Callable[[], None]] = None,
          after_entry: Optional[Callable[[], None]] = None,
          after_checks: Optional[Callable[[], None]] = None,
-         steps_for: Optional[Callable[[str], StepThrough]] = None,
-         script: Optional[Callable[[], str]] = None) -> None:
+         walk: Any = None, script: Optional[Callable[[], str]] = None) -> None:
     """Render a step page's current stage.
 
     Args:
@@ -44,8 +45,9 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
         with_checks: show the checks against PyTorch here (False: the page shows them elsewhere).
         after_panels, after_entry, after_checks: draw what the page adds after the heatmaps, after the
             explained entry, after the checks (before "Show the code").
-        steps_for: the page's builder of any stage: given, the worksheet downloads are offered.
-        script: the page's self-checking script builder (``attention_core.classroom.scripts``), offered with them.
+        walk: the page's walk-through (what its declaration's ``steps`` builds every stage from): given, the
+            worksheet and export downloads are offered.
+        script: the self-checking script's builder, when not ``attention_core.classroom.scripts.script_for``.
     """
     stage = steps.stage
     tr = i18n.translator()
@@ -69,8 +71,8 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
         entry_pickers(steps, row, col, clickable=False)
         practice.ask(steps, exercise, row, col, head, _labels(target.row_labels), _labels(target.col_labels))
         notes(steps.warnings, steps.notes)
-        if steps_for is not None:
-            worksheet.downloads(steps.page, steps_for, script)
+        if walk is not None:
+            _downloads(steps, walk, script)
         return
     if layout == "beside" and single:
         formula_col, matrix_col = st.columns([2, 3])
@@ -117,19 +119,26 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
             st.caption(_(steps.check_caption))
     if after_checks is not None:
         after_checks()
-    if steps_for is not None:
-        worksheet.downloads(steps.page, steps_for, script)
+    if walk is not None:
+        _downloads(steps, walk, script)
     if stage.code:
         with st.expander(_("Show the code")):
             for function in stage.code:
                 st.code(_source(function), language="python")
 
 
+def _downloads(steps: StepThrough, walk: Any, script: Optional[Callable[[], str]] = None) -> None:
+    """The page's worksheet and exports, from its declaration and its walk-through."""
+    page = steps.page
+    worksheet.downloads(page, steps.titles, functools.partial(page.steps, walk),
+                        script or (lambda: scripts.script_for(page, walk)))
+
+
 # ---------------------------------------------------------------- the step-through as a fragment
 
 _FULL_RUN = "stepthrough_full_run"  # set by live() on a whole-page run, taken by the fragment that follows
 _OUTER = "stepthrough_outer"  # what the page drew around the fragment from, as of the last whole-page run
-_PAGE = "stepthrough_page"  # the page key of the last step-through drawn (for the worksheet after it)
+_TITLES = "stepthrough_titles"  # the stages, in order, of the last step-through drawn (for the worksheet after it)
 
 
 def outer_fingerprint(settings: Settings, edits: Mapping, fragment_fields: Sequence[str]) -> tuple:
@@ -144,27 +153,32 @@ def outer_fingerprint(settings: Settings, edits: Mapping, fragment_fields: Seque
     return kept, cells
 
 
-def live(build: Callable[[], StepThrough], explain: Mapping[str, str], *,
+def live(page: Page, walk: Any, explain: Mapping[str, str], *,
          after_panels: Optional[Callable[[StepThrough], None]] = None,
          after_entry: Optional[Callable[[StepThrough], None]] = None,
          after_checks: Optional[Callable[[StepThrough], None]] = None,
-         steps_for: Optional[Callable[[str], StepThrough]] = None,
          script: Optional[Callable[[], str]] = None, **options) -> None:
-    """:func:`show`, as a fragment: Previous / Next, the step picker, the entry pickers and a click on a
-    cell rerun only the step-through, not the whole page (the router, the sidebar, the page's settings).
+    """A step page, wired once: its declaration and its walk-through. :func:`show` of the current stage, as a
+    fragment: Previous / Next, the step picker, the entry pickers and a click on a cell rerun only the
+    step-through, not the whole page (the router, the sidebar, the page's settings).
 
-    ``build`` makes the StepThrough from the current settings (it is called again on each fragment
-    rerun, with the page's walk-through of the last whole-page run). A click inside the fragment that
-    changed anything else (a mask cell, which is an edit) reruns the whole page instead. The callbacks
-    get the StepThrough; ``options`` go to :func:`show`. The link is written on every fragment run.
-    ``steps_for(stage)`` builds any stage of the page (the same builder as ``build``'s): given, the page
-    offers a printable worksheet of every stage and its answer key (``ui.worksheet``); ``script()``, the
-    self-checking script of every number (``attention_core.classroom.scripts``), is offered with them.
+    The stage shown is ``page.steps(walk, <the settings' page.stage_field>)``, built again on each fragment rerun
+    with the page's walk-through of the last whole-page run. A click inside the fragment that changed anything
+    else (a mask cell, which is an edit) reruns the whole page instead. The callbacks get the StepThrough;
+    ``options`` go to :func:`show`. The link is written on every fragment run. Under it, the page's printable
+    worksheet of every stage and its answer key, every step as Markdown, the self-checking script
+    (``attention_core.classroom.scripts``, or ``script()``) and any heatmap (``ui.worksheet``).
     """
     st.session_state[_FULL_RUN] = True
+    build = functools.partial(_current_steps, page, walk)
     _live(build, explain, after_panels, after_entry, after_checks, options)
-    if steps_for is not None:  # outside the fragment: a click on Next does not send it again
-        worksheet.downloads(st.session_state[_PAGE], steps_for, script)
+    # outside the fragment: a click on Next does not send it again
+    worksheet.downloads(page, st.session_state[_TITLES], functools.partial(page.steps, walk),
+                        script or (lambda: scripts.script_for(page, walk)))
+
+
+def _current_steps(page: Page, walk: Any) -> StepThrough:
+    return page.steps(walk, getattr(state.settings(), page.stage_field))
 
 
 def _call(callback: Optional[Callable[[StepThrough], None]], steps: StepThrough) -> Optional[Callable[[], None]]:
@@ -179,7 +193,7 @@ def _live(build, explain, after_panels, after_entry, after_checks, options) -> N
 
 def _draw_live(build, explain, after_panels, after_entry, after_checks, options) -> None:
     steps = build()
-    st.session_state[_PAGE] = steps.page
+    st.session_state[_TITLES] = steps.titles
     fields = [steps.field, steps.row_field, steps.col_field, "practice"] + ([steps.head_field] if steps.head_field else [])
     fingerprint = outer_fingerprint(state.settings(), state.edits(), fields)
     if st.session_state.pop(_FULL_RUN, False):
@@ -208,7 +222,7 @@ def _single_panel(steps: StepThrough, panel: Panel, entry: tuple[int, int], head
                   stage=_(steps.titles[steps.stage.key]), rows=rows, cols=cols, where=where))
     shown = Panel(panel.title, panel.matrix[r0:r1, c0:c1], panel.row_labels[r0:r1], panel.col_labels[c0:c1],
                   panel.row_title, panel.col_title, panel.head, panel.explained)
-    _heatmap(steps, shown, f"{steps.page}_{steps.stage.key}_0_{r0}_{c0}", (entry[0] - r0, entry[1] - c0), head,
+    _heatmap(steps, shown, f"{steps.page.key}_{steps.stage.key}_0_{r0}_{c0}", (entry[0] - r0, entry[1] - c0), head,
              offset=(r0, c0))
 
 
@@ -286,7 +300,7 @@ def panels(steps: StepThrough, *, entry: tuple[int, int], head: int = 0, per_row
             with column:
                 if panel.title:
                     st.markdown(f"**{app_text(panel.title)}**")
-                _heatmap(steps, panel, f"{steps.page}_{steps.stage.key}_{start + n}", entry, head, legend=single,
+                _heatmap(steps, panel, f"{steps.page.key}_{steps.stage.key}_{start + n}", entry, head, legend=single,
                          row_axis=n == 0 or panel.row_labels != chunk[0].row_labels)
 
 

@@ -9,12 +9,13 @@ current settings and edits, so the same link gives the same sheet.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional, Sequence
 
 import streamlit as st
 
-from attention_core import stages
+from attention_core import registry
 from attention_core.classroom import export, share, worksheet
+from attention_core.page import Page
 from attention_core.stepthrough import StepThrough
 
 from . import export as files
@@ -23,31 +24,30 @@ from .i18n import _, app_text
 
 #: Settings that choose what is shown, not the numbers: left out of the sheet's settings line.
 _VIEW_FIELDS = {"language", "presenter", "practice", "locked", "entry_row", "entry_col", "head", "model_entry_row",
-                "model_entry_col"} | {field for field, _ in stages.PAGES.values()}
+                "model_entry_col"} | {page.stage_field for page in registry.PAGES if page.stage_field}
 
 
-def _pdf(page: str, steps_for: Callable[[str], StepThrough], title: str, line: str, seed_text: str,
+def _pdf(order: Sequence[str], steps_for: Callable[[str], StepThrough], title: str, line: str, seed_text: str,
          tr: i18n.Translator, answers: bool) -> bytes:
     """The PDF (run when its button is clicked, maybe outside the script run: no session state in here)."""
-    sheet = worksheet.build_worksheet(steps_for, list(stages.PAGES[page][1]), title=title, settings_line=line,
+    sheet = worksheet.build_worksheet(steps_for, list(order), title=title, settings_line=line,
                                       seed_text=seed_text, tr=tr)
     return worksheet.render_pdf(sheet, answers=answers, tr=tr)
 
 
-def _markdown(page: str, steps_for: Callable[[str], StepThrough], title: str, line: str, seed_text: str,
+def _markdown(order: Sequence[str], steps_for: Callable[[str], StepThrough], title: str, line: str, seed_text: str,
               tr: i18n.Translator) -> str:
     """Every stage of the page as Markdown (run when its button is clicked: no session state in here)."""
-    return export.steps_markdown(title, line, [steps_for(key) for key in stages.PAGES[page][1]], tr)
+    return export.steps_markdown(title, line, [steps_for(key) for key in order], tr)
 
 
-def figures(page: str, steps_for: Callable[[str], StepThrough]) -> None:
+def figures(page: Page, titles: Mapping[str, str], steps_for: Callable[[str], StepThrough]) -> None:
     """PNG, SVG and CSV of one heatmap of the page: a picker of every heatmap of every step, the current step's first.
 
     The picker names the step and the heatmap, so what is downloaded is what is named even when the step-through
     moved on since this part of the page was drawn (it is drawn outside the step-through's fragment).
     """
-    titles = stages.PAGES[page][1]
-    current = getattr(state.settings(), stages.PAGES[page][0])
+    current = getattr(state.settings(), page.stage_field)
     choices, names = [], []
     for number, key in enumerate(titles, start=1):
         for index, panel in enumerate(steps_for(key).stage.panels):
@@ -56,17 +56,18 @@ def figures(page: str, steps_for: Callable[[str], StepThrough]) -> None:
                          + (f" · {app_text(panel.title)}" if panel.title else ""))
     default = next((i for i, (key, _index, _panel) in enumerate(choices) if key == current), 0)
     chosen = st.selectbox(_("Heatmap to download"), list(range(len(choices))), index=default,
-                          format_func=names.__getitem__, key=f"worksheet_figure_{page}_{len(choices)}")
+                          format_func=names.__getitem__, key=f"worksheet_figure_{page.key}_{len(choices)}")
     key, index, panel = choices[chosen]
     files.matrix_downloads(panel.matrix, [app_text(label) for label in panel.row_labels],
                            [app_text(label) for label in panel.col_labels], names[chosen], key="worksheet_figure",
-                           name=f"{page}-{key}-{index + 1}")
+                           name=f"{page.key}-{key}-{index + 1}")
 
 
-def downloads(page: str, steps_for: Callable[[str], StepThrough], script: Optional[Callable[[], str]] = None) -> None:
+def downloads(page: Page, titles: Mapping[str, str], steps_for: Callable[[str], StepThrough],
+              script: Optional[Callable[[], str]] = None) -> None:
     """A switch that shows this page's downloads (off: one element per run): the worksheet and answer-key PDFs,
-    every step as Markdown, the self-checking script (when the page gives its ``script()`` builder) and any heatmap
-    as PNG, SVG or CSV."""
+    every step as Markdown, the self-checking script (when ``script()`` is given) and any heatmap as PNG, SVG or
+    CSV. ``titles``: the stages of the page's walk-through, in its order."""
     if not st.toggle(_("Worksheet and export"), key="worksheet_show"):
         return
     with st.container(border=True):
@@ -79,7 +80,8 @@ def downloads(page: str, steps_for: Callable[[str], StepThrough], script: Option
         if len(line) > 160:
             line = line[:157] + "…"
         line = _("Settings: {line}", line=line or _("the example's defaults"))
-        args = (page, steps_for, _(stages.TITLES[page]), line, repr((page, sorted(shown.items()))), i18n.translator())
+        args = (tuple(titles), steps_for, _(page.title), line, repr((page.key, sorted(shown.items()))),
+                i18n.translator())
         if state.settings().language == "zh" and worksheet.cjk_font() is None:  # the other files need no font
             st.warning(_("This server has no Chinese font, so Chinese text in the PDF would not show: install one "
                          "(Debian: fonts-noto-cjk) or switch the language to English for the sheet."),
@@ -87,21 +89,21 @@ def downloads(page: str, steps_for: Callable[[str], StepThrough], script: Option
         else:
             left, right = st.columns(2)
             left.download_button(_("Worksheet (PDF)"), key="worksheet_pdf", icon=":material/description:",
-                                 data=lambda: _pdf(*args, answers=False), file_name=f"worksheet-{page}.pdf",
+                                 data=lambda: _pdf(*args, answers=False), file_name=f"worksheet-{page.key}.pdf",
                                  mime="application/pdf", on_click="ignore")
             right.download_button(_("Answer key (PDF)"), key="worksheet_key", icon=":material/key:",
-                                  data=lambda: _pdf(*args, answers=True), file_name=f"answer-key-{page}.pdf",
+                                  data=lambda: _pdf(*args, answers=True), file_name=f"answer-key-{page.key}.pdf",
                                   mime="application/pdf", on_click="ignore")
         st.download_button(_("Every step as Markdown"), key="export_steps_markdown", icon=":material/article:",
-                           data=lambda: _markdown(*args), file_name=f"walkthrough-{page}.md", mime="text/markdown",
+                           data=lambda: _markdown(*args), file_name=f"walkthrough-{page.key}.md", mime="text/markdown",
                            on_click="ignore",
                            help=_("Each step's formula (LaTeX) and every matrix with its labels, and the checks "
                                   "against PyTorch: for notes or a handout."))
         if script is not None:
             st.download_button(_("Python script that re-checks every number"), key="export_steps_script",
-                               icon=":material/code:", data=script, file_name=f"attention-{page}.py",
+                               icon=":material/code:", data=script, file_name=f"attention-{page.key}.py",
                                mime="text/x-python", on_click="ignore",
                                help=_("Needs only torch: holds this page's inputs, recomputes every matrix of every "
                                       "step, asserts that each equals the app's numbers and checks the result against "
                                       "PyTorch's own functions."))
-        figures(page, steps_for)
+        figures(page, titles, steps_for)

@@ -26,24 +26,23 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Mapping, Sequence
 
 import torch
 
-from attention_core import stages
-from attention_core.masking.walkthrough import CausalWalkthrough, causal_steps, module_weights
-from attention_core.modern.alibi_walkthrough import AlibiWalkthrough, alibi_steps
-from attention_core.modern.flash_walkthrough import FlashWalkthrough, flash_steps
-from attention_core.modern.rope_walkthrough import BASES, RopeWalkthrough, rope_steps
-from attention_core.modern.sliding_walkthrough import SlidingWalkthrough, sliding_steps
-from attention_core.modern.walkthrough import GQAWalkthrough, gqa_steps
-from attention_core.multihead.walkthrough import MultiHeadWalkthrough, multihead_steps
-from attention_core.self_attention.walkthrough import Walkthrough, self_attention_steps
+from attention_core.masking.walkthrough import CausalWalkthrough, module_weights
+from attention_core.modern.alibi_walkthrough import AlibiWalkthrough
+from attention_core.modern.flash_walkthrough import FlashWalkthrough
+from attention_core.modern.rope_walkthrough import BASES, RopeWalkthrough
+from attention_core.modern.sliding_walkthrough import SlidingWalkthrough
+from attention_core.modern.walkthrough import GQAWalkthrough
+from attention_core.multihead.walkthrough import MultiHeadWalkthrough
+from attention_core.page import Page
+from attention_core.self_attention.walkthrough import Walkthrough
 from attention_core.stepthrough import StepThrough
-from attention_core.trained_model.formulas import trained_head_steps
 from attention_core.trained_model.pretrained import HeadStep
-from attention_core.transformer.generation_walkthrough import GenerationWalkthrough, generation_steps
-from attention_core.transformer.walkthrough import EncoderWalkthrough, encoder_steps
+from attention_core.transformer.generation_walkthrough import GenerationWalkthrough
+from attention_core.transformer.walkthrough import EncoderWalkthrough
 
 #: The tolerance of every comparison with the app's numbers (and of the PyTorch checks, unless a page states another).
 TOLERANCE = 1e-5
@@ -157,7 +156,7 @@ def write(recipe: Recipe, steps: Sequence[StepThrough]) -> str:
         panels = step.stage.panels
         if len(expressions) != len(panels):
             raise ValueError(f"stage {key!r} shows {len(panels)} panels, the recipe has {len(expressions)}")
-        lines += ["", f"# {stages.PAGES[step.page][1][key]}"]
+        lines += ["", f"# {step.titles[key]}"]
         for number, (expression, panel) in enumerate(zip(expressions, panels), start=1):
             name = f"{key} {number}/{len(panels)}"
             lines.append(f"check({name!r}, {expression}, {_literal(panel.matrix.detach())})")
@@ -868,55 +867,29 @@ def _(step: HeadStep, page: str) -> Recipe:
 
 # ---------------------------------------------------------------- the entry point
 
-def page_steps(walk: Any, page: Optional[str]) -> tuple[str, Callable[[str], StepThrough]]:
-    """(page key, ``steps_for(stage)``) of a walk-through: the key in :data:`attention_core.stages.PAGES` and the
-    builder its page uses (``page`` picks "causal" or "dropout" for a ``CausalWalkthrough``).
-
-    Raises:
-        KeyError: a type that is not a step page's walk-through.
-    """
-    builders: dict[type, tuple[str, Callable[[Any, str], StepThrough]]] = {
-        Walkthrough: ("self_attention", self_attention_steps),
-        MultiHeadWalkthrough: ("cross" if getattr(walk, "is_cross", False) else "mha", multihead_steps),
-        GQAWalkthrough: ("gqa", gqa_steps), RopeWalkthrough: ("rope", rope_steps),
-        AlibiWalkthrough: ("alibi", alibi_steps), SlidingWalkthrough: ("sliding", sliding_steps),
-        FlashWalkthrough: ("flash", flash_steps), GenerationWalkthrough: ("generation", generation_steps),
-    }
-    if isinstance(walk, CausalWalkthrough):
-        key = page or "causal"
-        return key, lambda stage: causal_steps(walk, stage, page=key)
-    if isinstance(walk, EncoderWalkthrough):
-        return walk.page, lambda stage: encoder_steps(walk, stage)
-    if isinstance(walk, HeadStep):
-        return "trained_head", lambda stage: trained_head_steps(walk, stage, walk.tokens)
-    key, build = builders[type(walk)]
-    return key, lambda stage: build(walk, stage)
-
-
-def script_for(walk: Any, page: Optional[str] = None) -> str:
+def script_for(page: Page, walk: Any) -> str:
     """A self-contained, self-checking Python script (torch only) of every number a step page shows.
 
     Args:
-        walk: what the page builds: a self-attention ``Walkthrough``, ``CausalWalkthrough``,
-            ``MultiHeadWalkthrough`` (multi-head or cross-attention), ``EncoderWalkthrough``,
-            ``GenerationWalkthrough``, ``GQAWalkthrough``, ``RopeWalkthrough``, ``AlibiWalkthrough``,
-            ``SlidingWalkthrough``, ``FlashWalkthrough``, or the trained model's ``HeadStep``.
-        page: only for a ``CausalWalkthrough``: "causal" (the default) or "dropout".
+        page: the step page's declaration (:class:`attention_core.page.Page`): its stages and ``steps``.
+        walk: what the page builds and hands its ``steps``: a self-attention ``Walkthrough``,
+            ``CausalWalkthrough`` (causal attention, dropout), ``MultiHeadWalkthrough`` (multi-head or
+            cross-attention), ``EncoderWalkthrough``, ``GenerationWalkthrough``, ``GQAWalkthrough``,
+            ``RopeWalkthrough``, ``AlibiWalkthrough``, ``SlidingWalkthrough``, ``FlashWalkthrough``, or the trained
+            model's ``HeadStep``.
 
     Returns:
         The script's text. Running it prints one line per matrix (``"<stage> <k>/<n> ... matches the app"``,
-        every panel of every stage in :data:`attention_core.stages.PAGES`) and per PyTorch check; any number that
+        every panel of every stage of the page, in this walk-through's order) and per PyTorch check; any number that
         differs by more than rtol = atol = 1e-5 (the page's tolerance where it states another) raises
         ``AssertionError``.
 
     Raises:
-        TypeError: ``walk`` is not a step page's walk-through.
+        TypeError: ``walk`` has no recipe.
+        ValueError: ``page`` is not a step page.
     """
-    if not isinstance(walk, (Walkthrough, CausalWalkthrough, MultiHeadWalkthrough, EncoderWalkthrough,
-                             GenerationWalkthrough, GQAWalkthrough, RopeWalkthrough, AlibiWalkthrough,
-                             SlidingWalkthrough, FlashWalkthrough, HeadStep)):
-        raise TypeError(f"no script for {type(walk).__name__}")
-    key, steps_for = page_steps(walk, page)
-    steps = [steps_for(stage) for stage in stages.PAGES[key][1]]
-    return write(recipe_for(walk, key), steps)
-
+    if page.steps is None:
+        raise ValueError(f"{page.key} is not a step page")
+    recipe = recipe_for(walk, page.key)
+    order = page.steps(walk, next(iter(page.stages))).titles  # the walk-through's variant decides the order
+    return write(recipe, [page.steps(walk, stage) for stage in order])

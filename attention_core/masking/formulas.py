@@ -88,7 +88,7 @@ def masking_formula(page: str, stage: str, tr: Translate = Message) -> tuple[str
     """The matrix form and the element form (and sometimes a remark) of a stage, as LaTeX.
 
     Args:
-        page: "causal", "dropout", "mha" or "cross".
+        page: the page's key: "causal", "dropout", "multi_head" or "cross_attention".
         stage: a key of that page's stage dict.
         tr: puts the words of the formulas in the interface language (default: English).
 
@@ -160,14 +160,14 @@ def _masking_formula(page: str, stage: str, words: tuple[tuple[str, str], ...]) 
     q_r, k_r = _nc("Q_{r}"), _nc("K_{r}")
     head_scaled = sp.Mul(q_r, sp.Pow(k_r, _TOP, evaluate=False), 1 / sp.sqrt(_d_head))
     a_r, a_masked_r, alpha_r = _per_head("a"), _per_head("a'"), _per_head(r"\alpha")
-    upper = _n if page == "cross" else _T
-    if stage == "head" and page == "cross":  # no mask: every query may look at every encoder token
+    upper = _n if page == "cross_attention" else _T
+    if stage == "head" and page == "cross_attention":  # no mask: every query may look at every encoder token
         matrix = sp.Eq(_nc(r"\mathrm{head}_{r}"), sp.Mul(_softmax(head_scaled), _nc("V_{r}")))
         return _latex(matrix), formulas_multihead.multihead_formula(stage)[1]
     if stage in ("head", "concat", "output", "split"):
         return formulas_multihead.multihead_formula(stage)
     if stage == "inputs":
-        if page == "mha":
+        if page == "multi_head":
             return formulas.self_attention_formula("inputs")
         return (_latex(sp.Eq(_nc(r"X_{dec}"), sp.Symbol(r"\mathrm{Embedding}(" + w("decoder_ids")
                                                          + r") \in \mathbb{R}^{m \times D}"))),
@@ -178,9 +178,9 @@ def _masking_formula(page: str, stage: str, words: tuple[tuple[str, str], ...]) 
         lines = []
         for name in (("query", "key", "value") if stage == "projections" else (stage,)):
             letter = name[0]
-            x_name = "X" if page == "mha" else f"X_{{{rows[name]}}}"
+            x_name = "X" if page == "multi_head" else f"X_{{{rows[name]}}}"
             lines.append(_latex(sp.Eq(_nc(letter.upper()), sp.Mul(_nc(x_name), _nc(f"W_{letter}")))))
-        x_base = _x if page == "mha" else sp.IndexedBase(f"x^{{{rows.get(stage, 'dec')}}}")
+        x_base = _x if page == "multi_head" else sp.IndexedBase(f"x^{{{rows.get(stage, 'dec')}}}")
         letter = "q" if stage == "projections" else stage[0]
         element = sp.Eq(sp.IndexedBase(letter)[_i, _j],
                         sp.Sum(_prod(x_base[_i, _l], sp.IndexedBase(f"W^{{{letter}}}")[_l, _j]), (_l, 1, _D)))
@@ -196,9 +196,9 @@ def _masking_formula(page: str, stage: str, words: tuple[tuple[str, str], ...]) 
         element = sp.Eq(a_masked_r[_i, _j], sp.Piecewise((a_r[_i, _j], sp.Eq(_M[_i, _j], 0)), (-sp.oo, True)))
         return _latex(matrix), _latex(element)
     if stage == "weights":
-        inner = sp.Add(head_scaled, _nc("M"), evaluate=False) if page == "mha" else head_scaled
+        inner = sp.Add(head_scaled, _nc("M"), evaluate=False) if page == "multi_head" else head_scaled
         matrix = sp.Eq(_nc(r"\mathcal{A}_{r}"), _softmax(inner))
-        a = a_masked_r if page == "mha" else a_r
+        a = a_masked_r if page == "multi_head" else a_r
         return _latex(matrix), _latex(_masked_weight_element(upper=upper, alpha=alpha_r, a=a))
     raise KeyError(stage)
 
@@ -368,7 +368,7 @@ def output_entry_latex(row: int, col: int, concat_row: Sequence[float], w_col: S
 
 
 def header_latex(page: str, tr: Translate = Message) -> str:
-    """The formula at the top of a masking & heads page ("causal", "dropout", "mha" or "cross"), as LaTeX.
+    """The formula at the top of a masking & heads page ("causal", "dropout", "multi_head" or "cross_attention"), as LaTeX.
 
     Built with sympy from the same symbols as the pages' stages (Vaswani et al. 2017, eq. 1, sec. 3.2.2-3.2.3;
     seed 001 for the causal mask and multi-head; seed 004 for dropout; seed 003 for cross-attention).
@@ -405,14 +405,14 @@ def _header_latex(page: str, words: tuple[tuple[str, str], ...]) -> str:
                           sp.Mul(_softmax(sp.Add(scaled, _nc("M"), evaluate=False)), _nc("V")))
         mask = sp.Eq(_M[_i, _j], sp.Piecewise((0, sp.Le(_j, _i)), (-sp.oo, True)))
         return _latex(attention) + r",\quad " + _latex(mask)  # the cases' words: translate_cases
-    if page == "mha":
+    if page == "multi_head":
         head = formulas_multihead.multihead_formula("head")[0]
         heads = (sp.Symbol(r"\mathrm{head}_{1}"), sp.Symbol(r"\dots"), sp.Symbol(r"\mathrm{head}_{h}"))
         multihead = sp.Eq(sp.Symbol(r"\operatorname{MultiHead}"),
                           sp.Add(sp.Mul(sp.Function(r"\operatorname{Concat}")(*heads), _nc("W_O")), _nc("b_O"),
                                  evaluate=False))
         return head + r",\qquad " + _latex(multihead)
-    if page == "cross":
+    if page == "cross_attention":
         x_dec, x_enc = _nc("X_{dec}"), _nc("X_{enc}")
         q, k = sp.Mul(x_dec, _nc("W_q")), sp.Mul(x_enc, _nc("W_k"))
         scores = sp.Mul(q, sp.Pow(k, _TOP, evaluate=False), 1 / sp.sqrt(_d_head), evaluate=False)

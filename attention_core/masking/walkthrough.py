@@ -452,25 +452,27 @@ def _causal_code(stage: str) -> tuple:
     return (functional.scaled_dot_product_attention,)
 
 
-def causal_steps(walk: CausalWalkthrough, stage: str, page: str = "causal") -> StepThrough:
-    """The causal ("causal") or dropout ("dropout") page's ``stage`` in the one step-through protocol.
+def causal_steps(walk: CausalWalkthrough, stage: str, page: Optional[Page] = None) -> StepThrough:
+    """The causal page's (or, with ``page=DROPOUT_PAGE``, the dropout page's) ``stage`` in the one step-through
+    protocol.
 
     Raises:
-        KeyError: a stage that is not one of the page's (see :mod:`attention_core.stages`).
+        KeyError: a stage that is not one of the page's.
     """
-    if stage not in stages.PAGES[page][1]:
+    page = page or CAUSAL_PAGE
+    if stage not in page.stages:
         raise KeyError(stage)
     remark, details = None, ()
     if stage == "other_route":
         remark = Message(N_("Both routes give the same weights: max |difference| = {diff}."),
                          diff=f"{walk.route_max_abs_diff:.2e}")
-    if page == "dropout" and stage in ("dropped_weights", "output"):
+    if page is DROPOUT_PAGE and stage in ("dropped_weights", "output"):
         details = (Message(N_("**Row sums of the weights used:** {sums}"),
                            sums=", ".join(f"{v:.3g}" for v in walk.row_sums.tolist())),)
         if walk.dropout_p == 0:
             details += (Message(N_("(eval mode: every row sums to 1)")),)
     check_caption = None
-    if page == "dropout" and walk.dropout_p > 0:
+    if page is DROPOUT_PAGE and walk.dropout_p > 0:
         check_caption = Message(N_(
             "In training, torch's own dropout would draw D from its global generator, so the check recomputes the "
             "output from our D; tests/self_attention/test_functional.py checks that D equals nn.Dropout's after torch.manual_seed "
@@ -479,7 +481,7 @@ def causal_steps(walk: CausalWalkthrough, stage: str, page: str = "causal") -> S
         page=page,
         stage=Stage(
             key=stage, panels=causal_panels(walk, stage),
-            formula=functools.partial(fm.masking_formula, page, stage),
+            formula=functools.partial(fm.masking_formula, page.key, stage),
             entry=lambda row, col, head, tr: explain_causal(walk, stage, row, col, tr),
             exercise=lambda row, col, head: causal_exercise(walk, stage, row, col),
             code=_causal_code(stage), mask=walk.mask if stage == "mask" else None, remark=remark, details=details,
@@ -488,13 +490,20 @@ def causal_steps(walk: CausalWalkthrough, stage: str, page: str = "causal") -> S
     )
 
 
+def dropout_steps(walk: CausalWalkthrough, stage: str) -> StepThrough:
+    """The dropout page's ``stage``: :func:`causal_steps` of its walk-through (built with ``dropout=True``)."""
+    return causal_steps(walk, stage, DROPOUT_PAGE)
+
+
 # ---------------------------------------------------------------- the pages
 
 CAUSAL_PAGE = Page(
     key="causal", title=N_("Causal attention"), icon=":material/visibility_off:", section="masking",
     summary=N_("Causal attention: the mask, the −∞ fill and the other route"),
+    stages=stages.CAUSAL, stage_field="causal_stage", steps=causal_steps,
 )
 DROPOUT_PAGE = Page(
     key="dropout", title=N_("Dropout"), icon=":material/grain:", section="masking",
     summary=N_("Dropout on the attention weights: the seeded mask and 1/(1 − p)"),
+    stages=stages.DROPOUT, stage_field="dropout_stage", steps=dropout_steps,
 )

@@ -221,7 +221,7 @@ def alibi_steps(walk: AlibiWalkthrough, stage: str) -> StepThrough:
         raise KeyError(stage)
     per_head = stage in ("bias", "biased_scores", "weights")
     return StepThrough(
-        page="alibi",
+        page=ALIBI_PAGE,
         stage=Stage(key=stage, panels=alibi_panels(walk, stage),
                     formula=lambda tr: alibi_formula(stage, walk.settings.causal),
                     entry=lambda row, col, head, tr: explain_alibi(walk, stage, row, col, head, tr),
@@ -236,4 +236,5 @@ def alibi_steps(walk: AlibiWalkthrough, stage: str) -> StepThrough:
 ALIBI_PAGE = Page(
     key="alibi", title=N_("ALiBi: linear biases"), icon=":material/trending_down:", section="modern",
     summary=N_("ALiBi: a distance penalty per head instead of a position embedding"),
+    stages=stages.ALIBI, stage_field="alibi_stage", steps=alibi_steps,
 )

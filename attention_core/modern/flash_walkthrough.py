@@ -291,7 +291,7 @@ def flash_steps(walk: FlashWalkthrough, stage: str) -> StepThrough:
                             "{diff:.1e}."), full=full, tiled=tiled,
                          diff=float((walk.trace.output - walk.reference).abs().max()))
     return StepThrough(
-        page="flash",
+        page=FLASH_ATTENTION,
         stage=Stage(key=stage, panels=flash_panels(walk, stage), formula=lambda tr: flash_formula(stage),
                     entry=lambda row, col, head, tr: explain_flash(walk, stage, row, col, tr),
                     exercise=lambda row, col, head: flash_exercise(walk, stage, row, col),
@@ -305,4 +305,5 @@ def flash_steps(walk: FlashWalkthrough, stage: str) -> StepThrough:
 FLASH_ATTENTION = Page(
     key="flash_attention", title=N_("FlashAttention: online softmax"), icon=":material/bolt:", section="modern",
     summary=N_("FlashAttention: the online softmax, tile by tile, without the T × T matrix"),
+    stages=stages.FLASH, stage_field="flash_stage", steps=flash_steps,
 )

@@ -337,7 +337,7 @@ def rope_steps(walk: RopeWalkthrough, stage: str) -> StepThrough:
         remark = Message(N_("Every position moved by {s}, and the largest change of a score is {diff:.1e}: "
                             "float32 rounding. The scores depend only on m − n."), s=walk.trace.shift, diff=diff)
     return StepThrough(
-        page="rope",
+        page=ROPE_PAGE,
         stage=Stage(key=stage, panels=rope_panels(walk, stage), formula=lambda tr: rope_formula(stage),
                     entry=lambda row, col, head, tr: explain_rope(walk, stage, row, col, tr),
                     exercise=lambda row, col, head: rope_exercise(walk, stage, row, col),
@@ -351,4 +351,5 @@ def rope_steps(walk: RopeWalkthrough, stage: str) -> StepThrough:
 ROPE_PAGE = Page(
     key="rope", title=N_("RoPE: rotary positions"), icon=":material/rotate_right:", section="modern",
     summary=N_("RoPE: rotating queries and keys by their position; only the offset counts"),
+    stages=stages.ROPE, stage_field="rope_stage", steps=rope_steps,
 )

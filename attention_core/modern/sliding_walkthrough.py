@@ -209,7 +209,7 @@ def sliding_steps(walk: SlidingWalkthrough, stage: str) -> StepThrough:
                             "reaches {step} tokens further back with every layer."), layers=layers,
                          n=int(walk.reach[-1, -1].sum()), w=walk.window, step=walk.window - 1)
     return StepThrough(
-        page="sliding",
+        page=SLIDING_WINDOW,
         stage=Stage(key=stage, panels=sliding_panels(walk, stage),
                     formula=lambda tr: sliding_formula(stage, walk.settings.causal),
                     entry=lambda row, col, head, tr: explain_sliding(walk, stage, row, col, tr),
@@ -224,4 +224,5 @@ def sliding_steps(walk: SlidingWalkthrough, stage: str) -> StepThrough:
 SLIDING_WINDOW = Page(
     key="sliding_window", title=N_("Sliding-window attention"), icon=":material/view_week:", section="modern",
     summary=N_("Sliding-window attention: the last w tokens only, a receptive field that grows"),
+    stages=stages.SLIDING, stage_field="sliding_stage", steps=sliding_steps,
 )

@@ -281,7 +281,7 @@ def gqa_steps(walk: GQAWalkthrough, stage: str) -> StepThrough:
                          ratio=t.num_heads / t.num_kv_heads)
     per_head = stage in ("repeat", "weights")
     return StepThrough(
-        page="gqa",
+        page=GQA_PAGE,
         stage=Stage(key=stage, panels=gqa_panels(walk, stage),
                     formula=lambda tr: gqa_formula(stage, walk.settings.causal),
                     entry=lambda row, col, head, tr: explain_gqa(walk, stage, row, col, head, tr),
@@ -296,4 +296,5 @@ def gqa_steps(walk: GQAWalkthrough, stage: str) -> StepThrough:
 GQA_PAGE = Page(
     key="gqa", title=N_("Grouped-query attention"), icon=":material/group_work:", section="modern",
     summary=N_("Grouped-query attention: query heads sharing key/value heads, a smaller KV cache"),
+    stages=stages.GQA, stage_field="gqa_stage", steps=gqa_steps,
 )

@@ -470,19 +470,20 @@ def multihead_exercise(walk: MultiHeadWalkthrough, stage: str, row: int, col: in
 
 
 def multihead_steps(walk: MultiHeadWalkthrough, stage: str) -> StepThrough:
-    """The multi-head ("mha") or cross-attention ("cross") page's ``stage`` in the one step-through protocol.
+    """The multi-head or (for a cross-attention walk-through) the cross-attention page's ``stage`` in the one
+    step-through protocol.
 
     Raises:
-        KeyError: a stage that is not one of the page's (see :mod:`attention_core.stages`).
+        KeyError: a stage that is not one of the page's.
     """
-    page = "cross" if walk.is_cross else "mha"
-    if stage not in stages.PAGES[page][1]:
+    page = CROSS_ATTENTION if walk.is_cross else MULTI_HEAD
+    if stage not in page.stages:
         raise KeyError(stage)
     return StepThrough(
         page=page,
         stage=Stage(
             key=stage, panels=multihead_panels(walk, stage),
-            formula=functools.partial(fm.masking_formula, page, stage),
+            formula=functools.partial(fm.masking_formula, page.key, stage),
             entry=lambda row, col, head, tr: explain_multihead(walk, stage, row, col, head, tr),
             exercise=lambda row, col, head: multihead_exercise(walk, stage, row, col, head),
             code=(multi_head_attention,) if walk.is_cross else (modules.MultiHeadAttention.forward,),
@@ -497,8 +498,10 @@ def multihead_steps(walk: MultiHeadWalkthrough, stage: str) -> StepThrough:
 MULTI_HEAD = Page(
     key="multi_head", title=N_("Multi-head attention"), icon=":material/view_column:", section="masking",
     summary=N_("Multi-head attention: split, heads side by side, concat, W_O"),
+    stages=stages.MULTIHEAD, stage_field="mha_stage", steps=multihead_steps,
 )
 CROSS_ATTENTION = Page(
     key="cross_attention", title=N_("Cross-attention"), icon=":material/compare_arrows:", section="masking",
     summary=N_("Cross-attention: a decoder sentence attends to an encoder sentence"),
+    stages=stages.CROSS, stage_field="cross_stage", steps=multihead_steps,
 )

@@ -250,7 +250,7 @@ def self_attention_steps(walk: Walkthrough, stage: str) -> StepThrough:
         col_title=Message(N_("key token")) if cols == rows else Message(N_("column")),
     )
     return StepThrough(
-        page="self_attention",
+        page=SELF_ATTENTION_PAGE,
         stage=Stage(
             key=stage, panels=(panel,),
             formula=lambda tr: self_attention_formula(stage),
@@ -277,4 +277,5 @@ NO_WEIGHTS = Page(
 SELF_ATTENTION_PAGE = Page(
     key="self_attention", title=N_("Scaled dot-product self-attention"), icon=":material/calculate:",
     section="self_attention", summary=N_("Scaled dot-product self-attention, step by step"),
+    stages=stages.SELF_ATTENTION, stage_field="stage", steps=self_attention_steps,
 )

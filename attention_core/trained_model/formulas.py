@@ -343,7 +343,7 @@ def trained_head_steps(step: HeadStep, stage: str, labels: Sequence[str]) -> Ste
                   col_title=Message(N_("key token")) if square else Message(N_("column")))
     details = (Message(N_("m_j is BERT's attention_mask: 1 for a real token, 0 for [PAD].")),) if stage == "mask" else ()
     return StepThrough(
-        page="trained_head",
+        page=TRAINED_MODEL,
         stage=Stage(
             key=stage, panels=(panel,),
             formula=lambda tr: head_formula(stage, tr),
@@ -366,9 +366,15 @@ def header_latex() -> str:
     return lines[0] + r",\quad " + r",\ ".join(lines[1:])
 
 
+def trained_model_steps(step: HeadStep, stage: str) -> StepThrough:
+    """The trained model page's ``stage`` of one head, its rows labelled as on the page ("1 [CLS]", "2 the", ...)."""
+    return trained_head_steps(step, stage, pretrained.token_labels(step.tokens))
+
+
 # ---------------------------------------------------------------- the page
 
 TRAINED_MODEL = Page(
     key="trained_model", title=N_("Inside a trained model"), icon=":material/model_training:", section="trained",
     summary=N_("Inside a trained model: the real heads of a pretrained Transformer"),
+    stages=stages.TRAINED_HEAD, stage_field="model_stage", steps=trained_model_steps,
 )

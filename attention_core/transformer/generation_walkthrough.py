@@ -394,7 +394,7 @@ def generation_steps(walk: GenerationWalkthrough, stage: str) -> StepThrough:
         remark = Message(N_("Chosen: {token} (probability {p:.3f})."), token=VOCAB[s.chosen],
                          p=float(s.probabilities[s.chosen]))
     return StepThrough(
-        page="generation",
+        page=GENERATION_PAGE,
         stage=Stage(
             key=stage, panels=generation_panels(walk, stage),
             formula=lambda tr: generation_formula(stage, walk.generation.temperature > 0),
@@ -412,4 +412,5 @@ def generation_steps(walk: GenerationWalkthrough, stage: str) -> StepThrough:
 GENERATION_PAGE = Page(
     key="generation", title=N_("Generating token by token"), icon=":material/keyboard_double_arrow_right:",
     section="transformer", summary=N_("Generating token by token: a trained decoder, its cross-attention and its KV cache"),
+    stages=stages.GENERATION, stage_field="generation_stage", steps=generation_steps,
 )

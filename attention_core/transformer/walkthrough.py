@@ -70,9 +70,9 @@ class EncoderWalkthrough:
         return self.settings.norm_first
 
     @property
-    def page(self) -> str:
-        """The key of this variant's stages in :data:`attention_core.stages.PAGES`."""
-        return "encoder_pre_ln" if self.norm_first else "encoder_post_ln"
+    def order(self) -> dict[str, str]:
+        """This variant's stages, in order: post-LN's, or pre-LN's (the same stages in another order)."""
+        return stages.ENCODER_PRE_LN if self.norm_first else stages.ENCODER_POST_LN
 
     @property
     def trace(self) -> EncoderBlockTrace:
@@ -394,10 +394,10 @@ def encoder_steps(walk: EncoderWalkthrough, stage: str) -> StepThrough:
     Raises:
         KeyError: a stage that is not one of the page's (see :mod:`attention_core.stages`).
     """
-    if stage not in stages.PAGES[walk.page][1]:
+    if stage not in walk.order:
         raise KeyError(stage)
     return StepThrough(
-        page=walk.page,
+        page=ENCODER_BLOCK, order=walk.order,
         stage=Stage(
             key=stage, panels=encoder_panels(walk, stage),
             formula=lambda tr: encoder_formula(stage, walk.norm_first),
@@ -414,4 +414,5 @@ def encoder_steps(walk: EncoderWalkthrough, stage: str) -> StepThrough:
 ENCODER_BLOCK = Page(
     key="encoder_block", title=N_("The encoder block"), icon=":material/stacks:", section="transformer",
     summary=N_("The encoder block: residuals, LayerNorm and the feed-forward layer around attention"),
+    stages=stages.ENCODER_POST_LN, stage_field="encoder_stage", steps=encoder_steps,
 )

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 from conftest import APP, errors
 from streamlit.testing.v1 import AppTest
-from test_stepthrough import STEP_PAGES
 
-from attention_core import practice, stages
+from attention_core import practice, registry, stages
 from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
 
 HIDDEN = ("hidden until you answer", "先隐藏起来")
@@ -47,13 +46,13 @@ def _check(at: AppTest, answer: str) -> None:
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
-@pytest.mark.parametrize("path", list(STEP_PAGES) + ["app_pages/generation.py", "app_pages/trained_model.py"])
+@pytest.mark.parametrize("path", [f"app_pages/{page.file}" for page in registry.PAGES if page.stages])
 def test_practice_mode_on_every_stage_of_every_step_page(path, language):
     at = _open(path, language)
     toggle = at.toggle(key="setting_practice")
     toggle.set_value(True).run()
-    page = STEP_PAGES.get(path) or {"app_pages/generation.py": "generation"}.get(path, "trained_head")
-    field, titles = stages.PAGES[page]
+    page = registry.BY_KEY[path.removeprefix("app_pages/").removesuffix(".py")]
+    field, titles = page.stage_field, page.stages
     at.selectbox(key=f"setting_{field}").set_value(next(iter(titles))).run()
     solved = 0
     while True:

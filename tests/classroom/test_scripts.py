@@ -16,10 +16,9 @@ import pytest
 import torch
 from conftest import APP
 from streamlit.testing.v1 import AppTest
-from test_stepthrough import STEP_PAGES
 
-from attention_core import stages
-from attention_core.classroom.scripts import page_steps, script_for
+from attention_core import registry
+from attention_core.classroom.scripts import script_for
 from attention_core.masking.walkthrough import build_causal_walkthrough
 from attention_core.modern.alibi_walkthrough import build_alibi_walkthrough
 from attention_core.modern.flash_walkthrough import build_flash_walkthrough
@@ -35,37 +34,41 @@ from attention_core.transformer.walkthrough import build_encoder_walkthrough
 #: The user's text that must stay inside string literals: a quote of each kind, a backslash, a newline escape.
 NASTY = "it's a\"\"\"b x')+import\\n(os"
 
-#: name -> (walk-through builder, the page argument of script_for): every step page and its variants.
+#: name -> (walk-through builder, its page's key): every step page and its variants.
 CASES = {
-    "self_attention": (lambda: build_walkthrough(Settings()), None),
-    "self_attention_nasty_tokens": (lambda: build_walkthrough(Settings.for_preset("custom", sentence=NASTY)), None),
-    "causal": (lambda: build_causal_walkthrough(Settings()), None),
+    "self_attention": (lambda: build_walkthrough(Settings()), "self_attention"),
+    "self_attention_nasty_tokens": (lambda: build_walkthrough(Settings.for_preset("custom", sentence=NASTY)),
+                                    "self_attention"),
+    "causal": (lambda: build_causal_walkthrough(Settings()), "causal"),
     "causal_padding_and_a_blocked_row": (
-        lambda: build_causal_walkthrough(Settings(padding=2), {"mask": {(0, 0): 0.0, (3, 5): 1.0}}), None),
+        lambda: build_causal_walkthrough(Settings(padding=2), {"mask": {(0, 0): 0.0, (3, 5): 1.0}}), "causal"),
     "dropout_eval": (lambda: build_causal_walkthrough(Settings(), dropout=True), "dropout"),
     "dropout_p_0_5": (lambda: build_causal_walkthrough(Settings(dropout_p=0.5, training=True), dropout=True),
                       "dropout"),
-    "mha_two_heads": (lambda: build_multihead_walkthrough(Settings.for_preset("journey_v1")), None),
-    "mha_four_heads_padding": (
-        lambda: build_multihead_walkthrough(Settings(d_out=4, num_heads=4, padding=1)), None),
-    "cross": (lambda: build_cross_walkthrough(Settings()), None),
-    "encoder_post_ln": (lambda: build_encoder_walkthrough(Settings(num_layers=2)), None),
+    "multi_head_two_heads": (lambda: build_multihead_walkthrough(Settings.for_preset("journey_v1")), "multi_head"),
+    "multi_head_four_heads_padding": (
+        lambda: build_multihead_walkthrough(Settings(d_out=4, num_heads=4, padding=1)), "multi_head"),
+    "cross_attention": (lambda: build_cross_walkthrough(Settings()), "cross_attention"),
+    "encoder_post_ln": (lambda: build_encoder_walkthrough(Settings(num_layers=2)), "encoder_block"),
     "encoder_pre_ln": (lambda: build_encoder_walkthrough(Settings(norm_first=True, num_layers=3, encoder_block=1)),
-                       None),
-    "generation_step_1": (lambda: build_generation_walkthrough(Settings(toy_step=0)), None),
+                       "encoder_block"),
+    "generation_step_1": (lambda: build_generation_walkthrough(Settings(toy_step=0)), "generation"),
     "generation_step_3_sampled": (
-        lambda: build_generation_walkthrough(Settings(toy_step=2, toy_layer=0, toy_temperature=0.8, seed=3)), None),
-    "gqa": (lambda: build_gqa_walkthrough(Settings()), None),
-    "mqa_not_causal": (lambda: build_gqa_walkthrough(Settings(gqa_num_heads=4, num_kv_heads=1, causal=False)), None),
-    "rope": (lambda: build_rope_walkthrough(Settings()), None),
+        lambda: build_generation_walkthrough(Settings(toy_step=2, toy_layer=0, toy_temperature=0.8, seed=3)),
+        "generation"),
+    "gqa": (lambda: build_gqa_walkthrough(Settings()), "gqa"),
+    "mqa_not_causal": (lambda: build_gqa_walkthrough(Settings(gqa_num_heads=4, num_kv_heads=1, causal=False)), "gqa"),
+    "rope": (lambda: build_rope_walkthrough(Settings()), "rope"),
     "rope_base_and_shift": (lambda: build_rope_walkthrough(Settings(rope_head_dim=6, rope_base=500.0, rope_shift=7)),
-                            None),
-    "alibi_three_heads": (lambda: build_alibi_walkthrough(Settings(alibi_num_heads=3)), None),
-    "sliding": (lambda: build_sliding_walkthrough(Settings()), None),
-    "sliding_both_sides": (lambda: build_sliding_walkthrough(Settings(window=2, causal=False, sliding_layers=2)), None),
-    "flash": (lambda: build_flash_walkthrough(Settings()), None),
-    "flash_not_causal_last_tile": (
-        lambda: build_flash_walkthrough(Settings(block_q=3, block_k=2, causal=False, flash_tile=99)), None),
+                            "rope"),
+    "alibi_three_heads": (lambda: build_alibi_walkthrough(Settings(alibi_num_heads=3)), "alibi"),
+    "sliding_window": (lambda: build_sliding_walkthrough(Settings()), "sliding_window"),
+    "sliding_window_both_sides": (
+        lambda: build_sliding_walkthrough(Settings(window=2, causal=False, sliding_layers=2)), "sliding_window"),
+    "flash_attention": (lambda: build_flash_walkthrough(Settings()), "flash_attention"),
+    "flash_attention_not_causal_last_tile": (
+        lambda: build_flash_walkthrough(Settings(block_q=3, block_k=2, causal=False, flash_tile=99)),
+        "flash_attention"),
 }
 
 
@@ -77,7 +80,7 @@ def _trained_head():
     return pretrained.head_step(pm, run, 2, 8)
 
 
-CASES["trained_head_with_padding"] = (_trained_head, None)
+CASES["trained_model_with_padding"] = (_trained_head, "trained_model")
 
 
 def run(source: str, tmp_path, name: str = "export.py") -> subprocess.CompletedProcess:
@@ -87,10 +90,9 @@ def run(source: str, tmp_path, name: str = "export.py") -> subprocess.CompletedP
 
 
 def every_panel(walk, page):
-    """[(stage, panel index, panel)] of every stage of the page, from the builder its page uses."""
-    key, steps_for = page_steps(walk, page)
-    return key, [(stage, n, panel) for stage in stages.PAGES[key][1]
-                 for n, panel in enumerate(steps_for(stage).stage.panels)]
+    """[(stage, panel index, panel)] of every stage of the page (in this walk-through's order), from its declaration."""
+    order = page.steps(walk, next(iter(page.stages))).titles
+    return order, [(stage, n, panel) for stage in order for n, panel in enumerate(page.steps(walk, stage).stage.panels)]
 
 
 def checked_literals(source: str) -> dict[str, torch.Tensor]:
@@ -107,15 +109,15 @@ def checked_literals(source: str) -> dict[str, torch.Tensor]:
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_script_recomputes_every_number_and_a_wrong_one_fails(case, tmp_path):
-    build, page = CASES[case]
-    walk = build()
-    source = script_for(walk, page)
-    key, panels = every_panel(walk, page)
+    build, key = CASES[case]
+    walk, page = build(), registry.BY_KEY[key]
+    source = script_for(page, walk)
+    order, panels = every_panel(walk, page)
 
     # it holds exactly the app's numbers, every panel of every stage
     held = checked_literals(source)
     assert len(held) == len(panels)
-    counts = {stage: sum(1 for s, _, _ in panels if s == stage) for stage in stages.PAGES[key][1]}
+    counts = {stage: sum(1 for s, _, _ in panels if s == stage) for stage in order}
     for stage, n, panel in panels:
         app = panel.matrix.detach().float()
         ours = held[f"{stage} {n + 1}/{counts[stage]}"]
@@ -147,7 +149,7 @@ def test_the_script_recomputes_every_number_and_a_wrong_one_fails(case, tmp_path
 
 def test_a_changed_mask_cell_fails_the_script(tmp_path):
     """A blocked (−∞) cell of the app's numbers turned into a number: the ±inf comparison catches it."""
-    source = script_for(build_causal_walkthrough(Settings()))
+    source = script_for(registry.BY_KEY["causal"], build_causal_walkthrough(Settings()))
     start = source.index("check('masked_scores 1/1'")
     tampered = source[:start] + source[start:].replace("-inf", "0.5", 1)
     broken = run(tampered, tmp_path)
@@ -157,12 +159,12 @@ def test_a_changed_mask_cell_fails_the_script(tmp_path):
 def test_user_tokens_enter_only_inside_string_literals():
     walk = build_walkthrough(Settings.for_preset("custom", sentence=NASTY))
     assert {"a\"\"\"b", "x')+import\\n(os"} <= set(walk.tokens)
-    for case in ("self_attention", "causal", "mha_two_heads", "rope", "flash"):
+    for key in ("self_attention", "causal", "multi_head", "rope", "flash_attention"):
         settings = Settings.for_preset("custom", sentence=NASTY)
         build = {"self_attention": build_walkthrough, "causal": build_causal_walkthrough,
-                 "mha_two_heads": build_multihead_walkthrough, "rope": build_rope_walkthrough,
-                 "flash": build_flash_walkthrough}[case]
-        source = script_for(build(settings))
+                 "multi_head": build_multihead_walkthrough, "rope": build_rope_walkthrough,
+                 "flash_attention": build_flash_walkthrough}[key]
+        source = script_for(registry.BY_KEY[key], build(settings))
         tree = ast.parse(source)
         (tokens,) = [node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
                      and getattr(node.targets[0], "id", None) == "tokens"]
@@ -174,12 +176,14 @@ def test_user_tokens_enter_only_inside_string_literals():
 
 def test_a_walk_through_of_another_kind_is_refused():
     with pytest.raises(TypeError):
-        script_for(object())
+        script_for(registry.BY_KEY["alibi"], object())  # no recipe for it
+    with pytest.raises(ValueError):
+        script_for(registry.BY_KEY["tokens"], build_walkthrough(Settings()))  # not a step page
 
 
 # ---------------------------------------------------------------- every step page offers them (AppTest)
 
-PAGES = {**STEP_PAGES, "app_pages/generation.py": "generation", "app_pages/trained_model.py": "trained_head"}
+PAGES = {f"app_pages/{page.file}": page.key for page in registry.PAGES if page.stages}  # every step page
 LABELS = {
     "en": ("Python script that re-checks every number", "Heatmap PNG", "Heatmap SVG", "Matrix CSV",
            "Heatmap to download"),
@@ -202,7 +206,7 @@ def test_every_step_page_offers_the_script_and_the_heatmap_files(path, language)
     assert {script, png, svg, csv} <= set(downloads), sorted(downloads)
     (chooser,) = [s for s in at.selectbox if s.label == picker]
     page = PAGES[path]
-    field, titles = stages.PAGES[page]
+    field, titles = registry.BY_KEY[page].stage_field, registry.BY_KEY[page].stages
     current = list(titles).index(getattr(at.session_state["settings"], field)) + 1
     prefix = "Step" if language == "en" else "第"
     shown = chooser.options[chooser.index]  # the current step's first heatmap

@@ -9,7 +9,7 @@ import re
 import pytest
 from pypdf import PdfReader
 
-from attention_core import stages
+from attention_core import registry, stages
 from attention_core.classroom import worksheet
 from attention_core.errors import Message
 from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps
@@ -80,11 +80,11 @@ def test_a_users_dollar_sign_does_not_break_the_sheet():
 @pytest.mark.parametrize(("page", "steps_for"), [
     ("self_attention", lambda: (lambda w: lambda s: self_attention_steps(w, s))(build_walkthrough(Settings()))),
     ("causal", lambda: (lambda w: lambda s: causal_steps(w, s))(build_causal_walkthrough(Settings()))),
-    ("mha", lambda: (lambda w: lambda s: multihead_steps(w, s))(
+    ("multi_head", lambda: (lambda w: lambda s: multihead_steps(w, s))(
         build_multihead_walkthrough(Settings.for_preset("journey_v1")))),
 ])
 def test_every_asked_formula_can_be_typeset(page, steps_for):
-    sheet = worksheet.build_worksheet(steps_for(), list(stages.PAGES[page][1]), title=page, settings_line="",
+    sheet = worksheet.build_worksheet(steps_for(), list(registry.BY_KEY[page].stages), title=page, settings_line="",
                                       seed_text=page)
     assert sheet.stages
     for stage in sheet.stages:
@@ -102,18 +102,18 @@ def test_long_vectors_are_broken_into_lines():
     assert [len(re.findall(r"\d+", line.split("=")[-1])) for line in lines] == [8, 8, 4]
 
 
-@pytest.mark.parametrize("page", ["self_attention", "causal", "mha"])
+@pytest.mark.parametrize("page", ["self_attention", "causal", "multi_head"])
 def test_every_step_as_markdown_holds_each_stage_its_formula_and_its_numbers(page):
     from attention_core.classroom.export import steps_markdown
 
     builders = {
         "self_attention": lambda: (lambda w: lambda s: self_attention_steps(w, s))(build_walkthrough(Settings())),
         "causal": lambda: (lambda w: lambda s: causal_steps(w, s))(build_causal_walkthrough(Settings())),
-        "mha": lambda: (lambda w: lambda s: multihead_steps(w, s))(
+        "multi_head": lambda: (lambda w: lambda s: multihead_steps(w, s))(
             build_multihead_walkthrough(Settings.for_preset("journey_v1"))),
     }
     steps_for = builders[page]()
-    steps = [steps_for(key) for key in stages.PAGES[page][1]]
+    steps = [steps_for(key) for key in registry.BY_KEY[page].stages]
     text = steps_markdown("A page", "Settings: d_k=3", steps)
     for step in steps:
         for line in step.stage.formula(Message):

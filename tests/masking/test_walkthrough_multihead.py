@@ -331,8 +331,8 @@ def _walks():
     return (
         [("causal", build_causal_walkthrough(s, edits), list(stages.CAUSAL))],
         [("dropout", build_causal_walkthrough(s, edits, dropout=True), list(stages.DROPOUT))],
-        [("mha", build_multihead_walkthrough(s, edits), list(stages.MULTIHEAD))],
-        [("cross", build_cross_walkthrough(s), list(stages.CROSS))],
+        [("multi_head", build_multihead_walkthrough(s, edits), list(stages.MULTIHEAD))],
+        [("cross_attention", build_cross_walkthrough(s), list(stages.CROSS))],
     )
 
 
@@ -342,7 +342,7 @@ def test_every_stage_has_panels_formulas_and_explains_each_entry_with_its_number
     for stage in stages:
         lines = fm.masking_formula(page, stage)
         assert len(lines) >= 2 and all(lines)
-        panels = (multihead_panels if page in ("mha", "cross") else causal_panels)(walk, stage)
+        panels = (multihead_panels if page in ("multi_head", "cross_attention") else causal_panels)(walk, stage)
         explained = [p for p in panels if p.explained]
         assert explained
         for panel in panels:
@@ -351,7 +351,7 @@ def test_every_stage_has_panels_formulas_and_explains_each_entry_with_its_number
         for row, col in {(0, 0), (rows - 1, cols - 1), (rows // 2, cols // 2)}:
             for head in ({p.head for p in explained} - {None}) or {0}:
                 matrix = next(p for p in explained if p.head in (None, head)).matrix
-                if page in ("mha", "cross"):
+                if page in ("multi_head", "cross_attention"):
                     latex = explain_multihead(walk, stage, row, col, head)
                 else:
                     latex = explain_causal(walk, stage, row, col)

@@ -92,7 +92,7 @@ def test_every_stage_of_the_flash_page_on_two_tiles(language):
     at.switch_page("app_pages/flash_attention.py").run()
     for tile in (0, 5):
         at.selectbox(key="setting_flash_tile").set_value(tile).run()
-        assert step_through_every_stage(at, "flash", f"flash, {language}, tile {tile}") == list(stages.FLASH)
+        assert step_through_every_stage(at, "flash_attention", f"flash, {language}, tile {tile}") == list(stages.FLASH)
         assert any("scaled_dot_product_attention" in s.value for s in at.success)
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
     assert not missing, f"shown without a translation: {sorted(missing)}"

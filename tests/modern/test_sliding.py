@@ -90,7 +90,7 @@ def test_every_stage_of_the_sliding_window_page(language):
     at.switch_page("app_pages/sliding_window.py").run()
     for causal in (True, False):
         at.toggle(key="setting_causal").set_value(causal).run()
-        assert step_through_every_stage(at, "sliding", f"sliding, {language}, causal {causal}") == list(
+        assert step_through_every_stage(at, "sliding_window", f"sliding, {language}, causal {causal}") == list(
             stages.SLIDING)
         assert any("attn_mask=window_mask" in s.value for s in at.success)
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()

@@ -100,7 +100,7 @@ def test_every_stage_explains_its_panels_number_and_the_checks_hold(norm_first):
     assert walk.block == 1 and len(walk.blocks) == 3
     assert all(check.matches for check in walk.checks), walk.checks
     assert len(walk.checks) == 3
-    for key in stages.PAGES[walk.page][1]:
+    for key in walk.order:
         stage = encoder_steps(walk, key).stage
         assert [p.explained for p in stage.panels].count(True) == 1, key
         rows, cols = stage.target.matrix.shape
