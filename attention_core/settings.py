@@ -13,13 +13,23 @@ that need the tokens (sentence) are in ``walkthrough.py``.
 from __future__ import annotations
 
 import dataclasses
-import math
-import string
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from attention_core import stages
-from attention_core.errors import N_, Message, quote, quote_list
+from attention_core.errors import N_, Message, quote_list
+from attention_core.fields import (
+    Checked,
+    Choice,
+    Field,
+    FloatRange,
+    IntRange,
+    OneBasedIndex,
+    Switch,
+    Text,
+    label,
+    stage_row,
+)
 from attention_core.inputs.presets import DEFAULT_PRESET, PRESETS, Preset
 from attention_core.limits import (
     IMAGE_FEATURES,
@@ -356,214 +366,6 @@ def _preset_values(preset: Preset) -> dict[str, Any]:
     return {field: preset.key if field == "preset" else getattr(preset, field) for field in PRESET_FIELDS}
 
 
-def _as_float(value: Any) -> Optional[float]:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        try:
-            return float(value)
-        except OverflowError:  # an int beyond float's range (10**400): as huge as a float can say
-            return math.inf if value > 0 else -math.inf
-    if isinstance(value, float):
-        return value
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            return None
-    try:  # numpy numbers
-        return float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-
-
-def _as_int(value: Any) -> Optional[int]:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value) and value == int(value):
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            return None
-    return None
-
-
-def _label(text: str) -> Message:
-    """A translatable label inside another message (the UI translates both)."""
-    return Message(text)
-
-
-def _fill(template: str, **params: Any) -> Message:
-    """``Message(template, ...)`` with only the parameters ``template`` uses (a row's templates
-    may use any of the parameters its kind offers)."""
-    used = {name for _, name, _, _ in string.Formatter().parse(template) if name}
-    return Message(template, **{name: value for name, value in params.items() if name in used})
-
-
-# ---------------------------------------------------------------- the kinds of field
-
-#: What a row's check returns: (the repaired value, messages for the user; empty = accepted as is).
-Checked = tuple[Any, list[Message]]
-
-
-@dataclass(frozen=True)
-class Field:
-    """One row of :data:`FIELDS`: a :class:`Settings` field and what it accepts.
-
-    Attributes:
-        name: the :class:`Settings` field.
-    """
-
-    name: str
-
-    def check(self, raw: Any, fallback: Any) -> Checked:
-        """Repair ``raw``, the field's value as given (any type).
-
-        Args:
-            raw: the value to check.
-            fallback: what a malformed value is replaced by (the preset's default for the field).
-
-        Returns:
-            (the repaired value, messages; no message when ``raw`` was accepted).
-        """
-        raise NotImplementedError
-
-
-@dataclass(frozen=True)
-class IntRange(Field):
-    """A whole number in [low, high]: a value outside is clamped to the nearest end; a
-    malformed one ("abc", 2.5, NaN, None, True) is replaced by the fallback. ``" 7 "`` and
-    ``4.0`` are read as 7 and 4.
-
-    Attributes:
-        low, high: the inclusive range.
-        label: what the field is called in a message: a code term shown as is (``"d_k"``)
-            or a :class:`Message` (translated with the message).
-    """
-
-    low: int
-    high: int
-    label: str
-
-    def check(self, raw: Any, fallback: Any) -> Checked:
-        value = _as_int(raw)
-        if value is None:
-            return fallback, [Message(N_("{label} must be a whole number; got “{raw}”, using {value}."),
-                                      label=self.label, raw=quote(raw), value=fallback)]
-        if not self.low <= value <= self.high:
-            clamped = min(max(value, self.low), self.high)
-            return clamped, [Message(N_("{label} must be between {low} and {high}; got {value}, using {clamped}."),
-                                     label=self.label, low=self.low, high=self.high, value=quote(value),
-                                     clamped=clamped)]
-        return value, []
-
-
-@dataclass(frozen=True)
-class OneBasedIndex(Field):
-    """A 0-based index below ``count``, named 1-based in its message (the model's layer 1 is
-    index 0). Anything else, out of range or malformed, becomes the first (0), with
-    ``template`` (parameters: ``count``, and ``shown``: the value + 1, or the malformed value
-    quoted).
-    """
-
-    count: int
-    template: str
-
-    def check(self, raw: Any, fallback: Any) -> Checked:
-        value = _as_int(raw)
-        if value is not None and 0 <= value < self.count:
-            return value, []
-        shown = quote(value + 1) if value is not None else f"“{quote(raw)}”"
-        return 0, [Message(self.template, count=self.count, shown=shown)]
-
-
-@dataclass(frozen=True)
-class FloatRange(Field):
-    """A real number in [low, high], optionally snapped to a grid.
-
-    A malformed value (not a number, NaN, or ±inf unless ``clamp_infinite``) is replaced by the
-    fallback with ``malformed`` (parameters ``raw``, ``value``). A value outside [low, high] is
-    clamped with ``out_of_range`` (parameters: the value under ``symbol``, ``clamped``, ``low``,
-    ``high``), or with ``beyond``'s template when the value is at least ``beyond``'s threshold.
-    Then ``snap`` (if given) moves it to the nearest allowed value, with ``off_grid``
-    (parameters: the value under ``symbol``, ``snapped``) when that changes it.
-
-    Attributes:
-        low, high: the inclusive range.
-        symbol: the value's name in the templates (``p`` for dropout_p, ``tau`` for τ).
-        malformed, out_of_range: message templates.
-        beyond: (threshold, template) or None.
-        clamp_infinite: whether ±inf is clamped like any value out of range (else malformed).
-        snap: the nearest allowed value of an in-range value, or None for no grid.
-        off_grid: the message template of a snapped value.
-    """
-
-    low: float
-    high: float
-    symbol: str
-    malformed: str
-    out_of_range: str
-    beyond: Optional[tuple[float, str]] = None
-    clamp_infinite: bool = False
-    snap: Optional[Callable[[float], float]] = None
-    off_grid: str = ""
-
-    def check(self, raw: Any, fallback: Any) -> Checked:
-        value = _as_float(raw)
-        if value is None or math.isnan(value) or (math.isinf(value) and not self.clamp_infinite):
-            return fallback, [_fill(self.malformed, raw=quote(raw), value=fallback)]
-        messages: list[Message] = []
-        if not self.low <= value <= self.high:
-            clamped = min(max(value, self.low), self.high)
-            template = self.beyond[1] if self.beyond and value >= self.beyond[0] else self.out_of_range
-            messages.append(_fill(template, **{self.symbol: value}, clamped=clamped, low=self.low, high=self.high))
-            value = clamped
-        if self.snap is not None:
-            snapped = self.snap(value)
-            if not math.isclose(snapped, value, rel_tol=1e-9):
-                messages.append(_fill(self.off_grid, **{self.symbol: value}, snapped=snapped))
-            value = snapped
-        return value, messages
-
-
-@dataclass(frozen=True)
-class Switch(Field):
-    """On or off: True / False, or 1 / 0 (read as True / False, silently). Anything else becomes
-    the fallback with a message naming ``label`` -- or, when ``label`` is None, silently, any
-    whole number read by its truth (presenter mode, repaired without a message as it always was).
-    """
-
-    label: Optional[str]
-
-    def check(self, raw: Any, fallback: Any) -> Checked:
-        if isinstance(raw, bool):
-            return raw, []
-        if self.label is None:
-            return (bool(raw) if isinstance(raw, int) else fallback), []
-        if isinstance(raw, (int, float)) and raw in (0, 1):
-            return bool(raw), []
-        template = (N_("{label} must be on or off; got “{raw}”, using on.") if fallback
-                    else N_("{label} must be on or off; got “{raw}”, using off."))
-        return fallback, [Message(template, label=self.label, raw=raw)]
-
-
-@dataclass(frozen=True)
-class Text(Field):
-    """Any ``str``, never altered (a sentence as typed); anything else becomes the fallback with
-    ``template`` (no parameters)."""
-
-    template: str
-
-    def check(self, raw: Any, fallback: Any) -> Checked:
-        if isinstance(raw, str):
-            return raw, []
-        return fallback, [Message(self.template)]
-
-
 #: Fields a teacher's link cannot lock: the lock list itself and the interface language (each student's own).
 UNLOCKABLE = ("locked", "language")
 
@@ -587,42 +389,13 @@ class FieldNames(Field):
         return kept, []
 
 
-@dataclass(frozen=True)
-class Choice(Field):
-    """One of ``keys`` (strings); anything else becomes the fallback with ``template``.
-
-    The template's parameters: the value as given, named ``raw_param``; ``value``, the fallback;
-    ``title``, the fallback's title in ``titles`` (when given; translated with the message).
-
-    Attributes:
-        keys: the allowed values.
-        template: the message.
-        raw_param: the given value's name in the template.
-        titles: key -> title, or None.
-    """
-
-    keys: tuple[str, ...]
-    template: str
-    raw_param: str = "raw"
-    titles: Optional[Mapping[str, str]] = None
-
-    def check(self, raw: Any, fallback: Any) -> Checked:
-        if isinstance(raw, str) and raw in self.keys:
-            return raw, []
-        title = Message(self.titles[fallback]) if self.titles is not None else None
-        return fallback, [_fill(self.template, **{self.raw_param: quote(raw)}, value=fallback, title=title)]
-
 
 def _stage_rows() -> tuple[Choice, ...]:
     """One row per step page's stage field, from ``stages.PAGES`` (in its order)."""
     fields: dict[str, dict[str, str]] = {}
     for name, page_stages in stages.PAGES.values():  # a page's variants share a field: their stages, once
         fields.setdefault(name, {}).update(page_stages)
-    return tuple(
-        Choice(name, tuple(page_stages), N_("Unknown step “{step}”; showing “{title}”."), raw_param="step",
-               titles=page_stages)
-        for name, page_stages in fields.items()
-    )
+    return tuple(stage_row(name, page_stages) for name, page_stages in fields.items())
 
 
 # ---------------------------------------------------------------- the table
@@ -638,61 +411,61 @@ FIELDS: tuple[Field, ...] = (
     # the walk-through pages
     IntRange("d_model", MIN_DIM, MAX_DIM, "d_model"),
     IntRange("d_k", MIN_DIM, MAX_DIM, "d_k"),
-    IntRange("seed", 0, MAX_SEED, _label(N_("The seed"))),
-    IntRange("query_index", 0, MAX_TOKENS - 1, _label(N_("The query token"))),
-    IntRange("entry_row", 0, MAX_TOKENS - 1, _label(N_("The entry's row"))),
-    IntRange("entry_col", 0, max(MAX_TOKENS, MAX_DIM) - 1, _label(N_("The entry's column"))),
+    IntRange("seed", 0, MAX_SEED, label(N_("The seed"))),
+    IntRange("query_index", 0, MAX_TOKENS - 1, label(N_("The query token"))),
+    IntRange("entry_row", 0, MAX_TOKENS - 1, label(N_("The entry's row"))),
+    IntRange("entry_col", 0, max(MAX_TOKENS, MAX_DIM) - 1, label(N_("The entry's column"))),
     # the masking & heads pages
-    IntRange("context_length", 1, MAX_TOKENS, _label(N_("The context length"))),
-    IntRange("padding", 0, MAX_TOKENS, _label(N_("The number of padding tokens"))),
-    IntRange("dropout_seed", 0, MAX_SEED, _label(N_("The dropout seed"))),
+    IntRange("context_length", 1, MAX_TOKENS, label(N_("The context length"))),
+    IntRange("padding", 0, MAX_TOKENS, label(N_("The number of padding tokens"))),
+    IntRange("dropout_seed", 0, MAX_SEED, label(N_("The dropout seed"))),
     IntRange("d_out", MIN_DIM, MAX_DIM, "d_out"),
-    IntRange("num_heads", 1, MAX_DIM, _label(N_("The number of heads"))),
-    IntRange("head", 0, MAX_DIM - 1, _label(N_("The head"))),
+    IntRange("num_heads", 1, MAX_DIM, label(N_("The number of heads"))),
+    IntRange("head", 0, MAX_DIM - 1, label(N_("The head"))),
     # the trained model's page
     Text("model_sentence", N_("The model's text must be text; restored the example sentence.")),
-    IntRange("model_padding", 0, MODEL_MAX_PADDING, _label(N_("The number of [PAD] tokens"))),
+    IntRange("model_padding", 0, MODEL_MAX_PADDING, label(N_("The number of [PAD] tokens"))),
     OneBasedIndex("model_layer", MODEL_LAYERS,
                   N_("The model has layers 1 to {count}; got layer {shown}, using layer 1.")),
     OneBasedIndex("model_head", MODEL_HEADS, N_("The model has heads 1 to {count}; got head {shown}, using head 1.")),
-    IntRange("model_entry_row", 0, MODEL_MAX_TOKENS + MODEL_MAX_PADDING - 1, _label(N_("The entry's row"))),
+    IntRange("model_entry_row", 0, MODEL_MAX_TOKENS + MODEL_MAX_PADDING - 1, label(N_("The entry's row"))),
     IntRange("model_entry_col", 0, max(MODEL_MAX_TOKENS + MODEL_MAX_PADDING, MODEL_WIDTH) - 1,
-             _label(N_("The entry's column"))),
+             label(N_("The entry's column"))),
     # the experiment pages
-    IntRange("experiment_seed", 0, MAX_SEED, _label(N_("The seed"))),
-    IntRange("sqrt_samples", MIN_SQRT_SAMPLES, MAX_SQRT_SAMPLES, _label(N_("The number of samples"))),
-    IntRange("sqrt_keys", MIN_SQRT_KEYS, MAX_SQRT_KEYS, _label(N_("The number of keys n"))),
-    IntRange("temperature_row", 0, MAX_TOKENS - 1, _label(N_("The query row"))),
-    IntRange("pe_positions", MIN_PE_POSITIONS, MAX_PE_POSITIONS, _label(N_("The number of positions"))),
-    IntRange("pe_width", MIN_PE_WIDTH, MAX_PE_WIDTH, _label(N_("d_model of the pattern"))),
-    IntRange("additive_hidden", MIN_ADDITIVE_HIDDEN, MAX_ADDITIVE_HIDDEN, _label(N_("The hidden size h"))),
-    IntRange("additive_row", 0, MAX_TOKENS - 1, _label(N_("The query token"))),
-    IntRange("additive_col", 0, MAX_TOKENS - 1, _label(N_("The key token"))),
-    IntRange("image_row", 0, MAX_IMAGE_SIDE - 1, _label(N_("The pixel's row"))),
-    IntRange("image_col", 0, MAX_IMAGE_SIDE - 1, _label(N_("The pixel's column"))),
+    IntRange("experiment_seed", 0, MAX_SEED, label(N_("The seed"))),
+    IntRange("sqrt_samples", MIN_SQRT_SAMPLES, MAX_SQRT_SAMPLES, label(N_("The number of samples"))),
+    IntRange("sqrt_keys", MIN_SQRT_KEYS, MAX_SQRT_KEYS, label(N_("The number of keys n"))),
+    IntRange("temperature_row", 0, MAX_TOKENS - 1, label(N_("The query row"))),
+    IntRange("pe_positions", MIN_PE_POSITIONS, MAX_PE_POSITIONS, label(N_("The number of positions"))),
+    IntRange("pe_width", MIN_PE_WIDTH, MAX_PE_WIDTH, label(N_("d_model of the pattern"))),
+    IntRange("additive_hidden", MIN_ADDITIVE_HIDDEN, MAX_ADDITIVE_HIDDEN, label(N_("The hidden size h"))),
+    IntRange("additive_row", 0, MAX_TOKENS - 1, label(N_("The query token"))),
+    IntRange("additive_col", 0, MAX_TOKENS - 1, label(N_("The key token"))),
+    IntRange("image_row", 0, MAX_IMAGE_SIDE - 1, label(N_("The pixel's row"))),
+    IntRange("image_col", 0, MAX_IMAGE_SIDE - 1, label(N_("The pixel's column"))),
     IntRange("image_d_k", MIN_DIM, MAX_DIM, "d_k"),
-    IntRange("encoder_num_heads", 1, MAX_DIM, _label(N_("The number of heads"))),
+    IntRange("encoder_num_heads", 1, MAX_DIM, label(N_("The number of heads"))),
     IntRange("dim_feedforward", 1, MAX_FEEDFORWARD, "dim_feedforward"),
-    IntRange("num_layers", 1, MAX_LAYERS, _label(N_("The number of blocks"))),
-    IntRange("encoder_block", 0, MAX_LAYERS - 1, _label(N_("The block"))),
-    IntRange("gqa_num_heads", 1, MAX_GQA_HEADS, _label(N_("The number of query heads"))),
-    IntRange("num_kv_heads", 1, MAX_GQA_HEADS, _label(N_("The number of key/value heads"))),
+    IntRange("num_layers", 1, MAX_LAYERS, label(N_("The number of blocks"))),
+    IntRange("encoder_block", 0, MAX_LAYERS - 1, label(N_("The block"))),
+    IntRange("gqa_num_heads", 1, MAX_GQA_HEADS, label(N_("The number of query heads"))),
+    IntRange("num_kv_heads", 1, MAX_GQA_HEADS, label(N_("The number of key/value heads"))),
     IntRange("head_dim", 1, MAX_HEAD_DIM, "head_dim"),
     IntRange("block_q", 1, MAX_TOKENS, "block_q"),
     IntRange("block_k", 1, MAX_TOKENS, "block_k"),
-    IntRange("flash_tile", 0, MAX_TOKENS * MAX_TOKENS - 1, _label(N_("The tile"))),
-    IntRange("window", 1, MAX_TOKENS, _label(N_("The window"))),
-    IntRange("sliding_layers", 1, MAX_SLIDING_LAYERS, _label(N_("The number of layers"))),
-    IntRange("alibi_num_heads", 1, MAX_ALIBI_HEADS, _label(N_("The number of heads"))),
+    IntRange("flash_tile", 0, MAX_TOKENS * MAX_TOKENS - 1, label(N_("The tile"))),
+    IntRange("window", 1, MAX_TOKENS, label(N_("The window"))),
+    IntRange("sliding_layers", 1, MAX_SLIDING_LAYERS, label(N_("The number of layers"))),
+    IntRange("alibi_num_heads", 1, MAX_ALIBI_HEADS, label(N_("The number of heads"))),
     IntRange("rope_head_dim", 1, MAX_DIM, "head_dim"),
-    IntRange("rope_shift", 0, MAX_ROPE_SHIFT, _label(N_("The shift s"))),
+    IntRange("rope_shift", 0, MAX_ROPE_SHIFT, label(N_("The shift s"))),
     FloatRange("rope_base", MIN_ROPE_BASE, MAX_ROPE_BASE, "base",
                malformed=N_("The base must be a number; got “{raw}”, using {value:g}."),
                out_of_range=N_("The base must be between {low:g} and {high:g}; got {base:g}, using {clamped:g}."),
                clamp_infinite=True),
     Text("toy_source", N_("The word to reverse must be text; restored the example word.")),
-    IntRange("toy_step", 0, TOY_MAX_OUTPUT - 1, _label(N_("The generation step"))),
-    IntRange("toy_layer", 0, TOY_LAYERS - 1, _label(N_("The block"))),
+    IntRange("toy_step", 0, TOY_MAX_OUTPUT - 1, label(N_("The generation step"))),
+    IntRange("toy_layer", 0, TOY_LAYERS - 1, label(N_("The block"))),
     FloatRange("toy_temperature", 0.0, MAX_TOY_TEMPERATURE, "tau",
                malformed=N_("τ must be a number; got “{raw}”, using {value:g}."),
                out_of_range=N_("τ must be between {low:g} and {high:g}; got {tau:g}, using {clamped:g}."),
@@ -710,9 +483,9 @@ FIELDS: tuple[Field, ...] = (
                snap=nearest_temperature,
                off_grid=N_("τ = {tau:g} is not one of the slider's values; using the nearest, {snapped:g}.")),
     # the switches
-    Switch("causal", _label(N_("The causal switch"))),
-    Switch("training", _label(N_("The training switch"))),
-    Switch("norm_first", _label(N_("The pre-LN switch"))),
+    Switch("causal", label(N_("The causal switch"))),
+    Switch("training", label(N_("The training switch"))),
+    Switch("norm_first", label(N_("The pre-LN switch"))),
     FloatRange("dropout_p", 0.0, MAX_DROPOUT, "p",
                malformed=N_("dropout_p must be a number in [0, 1); got “{raw}”, using {value}."),
                out_of_range=N_("dropout_p must be in [0, 1); got {p:g}, using {clamped:g}."),
@@ -722,9 +495,9 @@ FIELDS: tuple[Field, ...] = (
     # the classroom
     Choice("language", tuple(LANGUAGES), N_("Unknown language “{language}”; using English."), raw_param="language"),
     Switch("presenter", None),
-    Switch("practice", _label(N_("The practice switch"))),
+    Switch("practice", label(N_("The practice switch"))),
     Choice("palette", tuple(PALETTES), N_("Unknown colours “{palette}”; using red–blue."), raw_param="palette"),
-    Switch("tables", _label(N_("The tables switch"))),
+    Switch("tables", label(N_("The tables switch"))),
     FieldNames("locked"),
     # each step page's current stage
     *_stage_rows(),

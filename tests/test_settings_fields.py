@@ -332,7 +332,7 @@ def test_settings_imports_no_feature_module():
             project.add(node.module.removeprefix("attention_core."))
         elif isinstance(node, ast.Import):
             assert not any(alias.name.startswith("attention_core") for alias in node.names)
-    assert project == {"errors", "limits", "inputs.presets", "stages"}
+    assert project == {"errors", "fields", "limits", "inputs.presets", "stages"}
 
 
 def test_settings_still_exports_the_limits_others_import_from_it():
