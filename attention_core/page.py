@@ -44,6 +44,12 @@ class Page:
         stage_field: the settings field that holds a step page's current stage.
         steps: a step page's ``steps(walk, stage)`` -> the ``StepThrough`` of that stage of its walk-through
             (:mod:`attention_core.stepthrough`); what the one renderer draws, and the worksheets and exports read.
+        settings: the page's own settings, a frozen dataclass with their defaults (``settings.<key>`` in the one
+            settings object), or None.
+        fields: what each of those settings accepts (:mod:`attention_core.fields`, one row each; a step page's
+            ``stage`` row is added from ``stages``).
+        legacy: link parameter names from before the page had its own settings -> its field names: a link made
+            then still opens the same numbers.
     """
 
     key: str
@@ -54,6 +60,9 @@ class Page:
     stages: Mapping[str, str] = field(default_factory=dict)
     stage_field: str = ""
     steps: Optional[Callable[[Any, str], Any]] = None
+    settings: Optional[type] = None
+    fields: tuple[Any, ...] = ()
+    legacy: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def url_path(self) -> str:

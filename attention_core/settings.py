@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any
 
-from attention_core import stages
+from attention_core import registry, stages
 from attention_core.errors import N_, Message, quote_list
 from attention_core.fields import (
     Checked,
@@ -30,6 +30,7 @@ from attention_core.fields import (
     label,
     stage_row,
 )
+from attention_core.inputs.edits import EDITABLE, Edits
 from attention_core.inputs.presets import DEFAULT_PRESET, PRESETS, Preset
 from attention_core.limits import (
     IMAGE_FEATURES,
@@ -80,7 +81,7 @@ from attention_core.limits import (
 
 __all__ = [
     # the settings object and its validation
-    "Settings", "validate_settings", "Edits", "EDITABLE", "LANGUAGES", "PALETTES", "MODEL_SENTENCE", "PRESET_FIELDS",
+    "Settings", "SharedSettings", "GROUPS", "ROWS", "validate_settings", "Edits", "EDITABLE", "LANGUAGES", "PALETTES", "MODEL_SENTENCE", "PRESET_FIELDS",
     # the declared table of fields and its row kinds
     "FIELDS", "Field", "IntRange", "OneBasedIndex", "FloatRange", "Switch", "Text", "Choice", "FieldNames",
     # limits other modules import from here (declared in ``limits``)
@@ -100,17 +101,9 @@ LANGUAGES = {"en": "English", "zh": "简体中文"}
 #: The heatmaps' colours: key -> its name (translated by the UI). "cvd" is safe for colour-vision deficiency.
 PALETTES = {"classic": N_("Red–blue"), "cvd": N_("Colour-blind safe")}
 
-#: The matrices a user can edit, by name -> label.
-EDITABLE = {"x": "X", "w_query": "W_q", "w_key": "W_k", "w_value": "W_v"}
-
-#: User edits: matrix name -> {(row, col): value}; None or NaN = an emptied cell.
-#: Kept per preset (see ``ui.state``) so switching presets loses nothing.
-Edits = Mapping[str, Mapping[tuple[int, int], Optional[float]]]
-
-
 @dataclass(frozen=True)
-class Settings:
-    """Everything a user has chosen, shared by all pages.
+class SharedSettings:
+    """The settings shared by the pages (and, until each page's move, its own): the base of :class:`Settings`.
 
     A plain frozen record: constructing one checks nothing. :func:`validate_settings`
     (also behind :meth:`for_preset` and :meth:`replace`) repairs every field to what its
@@ -340,17 +333,17 @@ class Settings:
 
         Args:
             key: a key of ``PRESETS``; an unknown key gives the default preset's settings.
-            **overrides: field values to set, of any type (repaired like any other value).
+            **overrides: values by field path (``d_k``, ``alibi.num_heads``), of any type (repaired like any other
+                value).
 
         Raises:
             TypeError: an override that is not a field of :class:`Settings`.
         """
         p = PRESETS.get(key, PRESETS[DEFAULT_PRESET])
-        base = cls(**_preset_values(p))
-        return validate_settings(dataclasses.replace(base, **overrides))[0]
+        return validate_settings(cls(**_preset_values(p)).set(**overrides))[0]
 
     def replace(self, **changes: Any) -> tuple["Settings", list[str]]:
-        """A validated copy with ``changes`` (this one is left as it is).
+        """A validated copy with ``changes`` by field path (``d_k=4``, ``**{"alibi.num_heads": 3}``).
 
         Returns:
             (settings, messages): see :func:`validate_settings`.
@@ -358,7 +351,56 @@ class Settings:
         Raises:
             TypeError: a change that is not a field of :class:`Settings`.
         """
-        return validate_settings(dataclasses.replace(self, **changes))
+        return validate_settings(self.set(**changes))
+
+    def get(self, path: str) -> Any:
+        """The value of a field path: a shared field (``"d_k"``) or a page's own (``"alibi.num_heads"``).
+
+        Raises:
+            AttributeError: no such field.
+        """
+        value: Any = self
+        for part in path.split("."):
+            value = getattr(value, part)
+        return value
+
+    def set(self, **values: Any) -> "Settings":
+        """A copy with ``values`` by field path, as given (not validated: see :meth:`replace`).
+
+        Raises:
+            TypeError: a path that is not a field of :class:`Settings`.
+        """
+        shared = {path: value for path, value in values.items() if "." not in path}
+        groups: dict[str, dict[str, Any]] = {}
+        for path, value in values.items():
+            if "." in path:
+                group, name = path.split(".", 1)
+                groups.setdefault(group, {})[name] = value
+        for group, changes in groups.items():
+            if group not in GROUPS:
+                raise TypeError(f"Settings has no page {group!r}")
+            shared[group] = dataclasses.replace(getattr(self, group), **changes)
+        return dataclasses.replace(self, **shared)
+
+    @classmethod
+    def paths(cls) -> tuple[str, ...]:
+        """Every field path, in order: the shared fields, then each page's own (``"alibi.num_heads"``)."""
+        return tuple(f.name for f in dataclasses.fields(SharedSettings)) + tuple(
+            f"{key}.{f.name}" for key, group in GROUPS.items() for f in dataclasses.fields(group))
+
+
+#: Each page's own settings group, by page key (the pages that declare one, in the registry's order).
+GROUPS: dict[str, type] = {page.key: page.settings for page in registry.PAGES if page.settings is not None}
+
+#: The one typed settings object: the shared fields and, for each page that has its own, a group named by the
+#: page's key (``settings.alibi.num_heads``), declared beside the page (:class:`attention_core.page.Page`).
+#: Frozen and hashable; built with the defaults by ``Settings()``; repaired by :func:`validate_settings`.
+Settings = dataclasses.make_dataclass(
+    "Settings", [(key, group, dataclasses.field(default_factory=group)) for key, group in GROUPS.items()],
+    bases=(SharedSettings,), frozen=True)
+Settings.__module__ = __name__  # pickling finds it here (make_dataclass's module= needs Python 3.12)
+Settings.__doc__ = (SharedSettings.__doc__ or "") + "".join(
+    f"\n    {key}: the {key} page's own settings ({group.__name__})." for key, group in GROUPS.items())
 
 
 def _preset_values(preset: Preset) -> dict[str, Any]:
@@ -372,15 +414,16 @@ UNLOCKABLE = ("locked", "language")
 
 @dataclass(frozen=True)
 class FieldNames(Field):
-    """Names of :class:`Settings` fields, comma-separated (``"d_k,seed"``): the settings a teacher's link
-    fixes. Unknown names and those in :data:`UNLOCKABLE` are dropped with a message; the rest are kept once
-    each, in the order of :class:`Settings`' fields."""
+    """Field paths of :class:`Settings`, comma-separated (``"d_k,alibi.num_heads"``): the settings a teacher's
+    link fixes. A name from before the pages had their own settings (``alibi_num_heads``) is read as today's path;
+    unknown names and those in :data:`UNLOCKABLE` are dropped with a message; the rest are kept once each, in the
+    order of :meth:`Settings.paths`."""
 
     def check(self, raw: Any, fallback: Any) -> Checked:
         if not isinstance(raw, str):
             return fallback, [Message(N_("The list of fixed settings must be text; none is fixed."))]
-        names = [name.strip() for name in raw.split(",") if name.strip()]
-        lockable = [f.name for f in dataclasses.fields(Settings) if f.name not in UNLOCKABLE]
+        names = [LEGACY.get(name.strip(), name.strip()) for name in raw.split(",") if name.strip()]
+        lockable = [path for path in Settings.paths() if path not in UNLOCKABLE]
         unknown = [name for name in names if name not in lockable]
         kept = ",".join(name for name in lockable if name in names)
         if unknown:
@@ -504,6 +547,21 @@ FIELDS: tuple[Field, ...] = (
 )
 
 
+#: Each page's own rows, by page key: its declared fields, then its stage (a step page).
+PAGE_ROWS: dict[str, tuple[Field, ...]] = {
+    page.key: tuple(page.fields) + ((stage_row("stage", page.stages),) if page.stages else ())
+    for page in registry.PAGES if page.settings is not None
+}
+
+#: Every row with its field path, in the order :func:`validate_settings` checks them: the shared fields, then each
+#: page's own (``"alibi.num_heads"``).
+ROWS: tuple[tuple[str, Field], ...] = tuple((row.name, row) for row in FIELDS) + tuple(
+    (f"{key}.{row.name}", row) for key, rows in PAGE_ROWS.items() for row in rows)
+
+#: Link parameter names from before the pages had their own settings -> today's field paths.
+LEGACY: dict[str, str] = {old: f"{page.key}.{name}" for page in registry.PAGES for old, name in page.legacy.items()}
+
+
 def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
     """Check and repair every field; the one place settings are validated.
 
@@ -521,9 +579,10 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
         translates; empty when nothing was changed). Valid settings come back equal and
         without messages (validation is idempotent).
 
-    Raises:
-        OverflowError: dropout_p or temperature given a whole number too large for a float
-            (e.g. 10**400; as before this table). No other bad value raises: it is repaired.
+    Each page's own settings are checked by the rows its declaration gives (``Page.fields``, and its stage),
+    after the shared ones.
+
+    No bad value raises: it is repaired.
     """
     messages: list[str] = []
     fixed: dict[str, Any] = {}
@@ -535,6 +594,14 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
         if field.name == "preset":
             # Fallbacks for malformed values: the chosen preset's own defaults.
             default = Settings(**_preset_values(PRESETS[value]))
+
+    for key, rows in PAGE_ROWS.items():
+        group, defaults = getattr(settings, key), getattr(default, key)
+        changes: dict[str, Any] = {}
+        for row in rows:
+            changes[row.name], problems = row.check(getattr(group, row.name), getattr(defaults, row.name))
+            messages += problems
+        fixed[key] = dataclasses.replace(group, **changes)
 
     fixed["d_model"], problems = _embedding_width(PRESETS[fixed["preset"]], fixed["d_model"])
     messages += problems

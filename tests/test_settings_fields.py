@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import pytest
 
-from attention_core import limits, settings, stages
+from attention_core import limits, registry, settings
 from attention_core.experiments import additive, image, positional, scaling, temperature
 from attention_core.settings import Settings, validate_settings
 from attention_core.trained_model import pretrained
@@ -56,7 +56,7 @@ def test_limits_is_a_leaf_module():
 
 # =========================================================================== settings.FIELDS, the declared table
 
-SETTINGS_FIELDS = [f.name for f in dataclasses.fields(Settings)]
+SETTINGS_FIELDS = list(Settings.paths())
 DEFAULT = Settings()
 
 #: Every whole-number field's (low, high, label), written out (as the clamp lines before the table had them):
@@ -172,17 +172,16 @@ CHOICE_MESSAGES = {
     "language": "Unknown language “nope”; using English.",
     "palette": "Unknown colours “nope”; using red–blue.",
 }
-#: field -> its stages; a page's variants (the encoder block's post-LN and pre-LN) share a field and its stages
-STAGE_FIELDS: dict[str, dict[str, str]] = {}
-for _field, _page in stages.PAGES.values():
-    STAGE_FIELDS.setdefault(_field, {}).update(_page)
+#: field path -> its stages, for every step page (from the registry)
+STAGE_FIELDS: dict[str, dict[str, str]] = {page.stage_field: dict(page.stages) for page in registry.PAGES if page.stages}
 
 
-def _cases(row: settings.Field) -> list[tuple[Any, Any, Optional[str]]]:
-    """(value given, value after validation, message or None) for ``row``: out of range, malformed, in range."""
-    fallback = getattr(DEFAULT, row.name)
+def _cases(path: str, row: settings.Field) -> list[tuple[Any, Any, Optional[str]]]:
+    """(value given, value after validation, message or None) for ``row`` (of field ``path``): out of range,
+    malformed, in range."""
+    fallback = DEFAULT.get(path)
     if isinstance(row, settings.IntRange):
-        low, high, label = INT_RANGES[row.name]
+        low, high, label = INT_RANGES[path]
         between = f"{label} must be between {low} and {high}; got {{got}}, using {{using}}."
         whole = f"{label} must be a whole number; got “{{got}}”, using {fallback}."
         return [
@@ -200,7 +199,7 @@ def _cases(row: settings.Field) -> list[tuple[Any, Any, Optional[str]]]:
             (float(low), low, None),
         ]
     if isinstance(row, settings.OneBasedIndex):
-        count, word = ONE_BASED[row.name]
+        count, word = ONE_BASED[path]
         text = f"The model has {word}s 1 to {count}; got {word} {{got}}, using {word} 1."
         return [
             (count, 0, text.format(got=count + 1)),
@@ -211,7 +210,7 @@ def _cases(row: settings.Field) -> list[tuple[Any, Any, Optional[str]]]:
             (0, 0, None),
         ]
     if isinstance(row, settings.FloatRange):
-        return FLOAT_CASES[row.name]
+        return FLOAT_CASES[path]
     if isinstance(row, settings.Switch):
         if row.label is None:  # presenter mode: repaired silently
             return [("maybe", fallback, None), (2, True, None), (0, False, None), (True, True, None)]
@@ -226,11 +225,11 @@ def _cases(row: settings.Field) -> list[tuple[Any, Any, Optional[str]]]:
         return [(None, fallback, row.template), (5, fallback, row.template),
                 ("  Any text, as typed  ", "  Any text, as typed  ", None), ("", "", None)]
     if isinstance(row, settings.Choice):
-        if row.name in STAGE_FIELDS:
-            page = STAGE_FIELDS[row.name]
+        if path in STAGE_FIELDS:
+            page = STAGE_FIELDS[path]
             message = f"Unknown step “{{got}}”; showing “{page[fallback]}”."
         else:
-            message = CHOICE_MESSAGES[row.name].replace("“nope”", "“{got}”")
+            message = CHOICE_MESSAGES[path].replace("“nope”", "“{got}”")
         return [
             ("nope", fallback, message.format(got="nope")),
             (None, fallback, message.format(got="None")),
@@ -246,19 +245,19 @@ def _cases(row: settings.Field) -> list[tuple[Any, Any, Optional[str]]]:
             (None, fallback, "The list of fixed settings must be text; none is fixed."),
             (["d_k"], fallback, "The list of fixed settings must be text; none is fixed."),
         ]
-    raise AssertionError(f"no test cases for a {type(row).__name__} row ({row.name})")
+    raise AssertionError(f"no test cases for a {type(row).__name__} row ({path})")
 
 
 CASES = [
-    pytest.param(row.name, raw, expected, message, id=f"{row.name}={raw!r}")
-    for row in settings.FIELDS
-    for raw, expected, message in _cases(row)
+    pytest.param(path, raw, expected, message, id=f"{path}={raw!r}")
+    for path, row in settings.ROWS
+    for raw, expected, message in _cases(path, row)
 ]
 
 
 def test_every_settings_field_has_exactly_one_row():
-    names = [row.name for row in settings.FIELDS]
-    assert sorted(names) == sorted(SETTINGS_FIELDS)  # none missing, none twice, none unknown
+    paths = [path for path, _row in settings.ROWS]
+    assert sorted(paths) == sorted(SETTINGS_FIELDS)  # none missing, none twice, none unknown
 
 
 def test_the_preset_is_checked_first():
@@ -268,34 +267,34 @@ def test_the_preset_is_checked_first():
 
 def test_the_pinned_limits_cover_every_row_of_their_kind():
     by_kind: dict[type, set[str]] = {}
-    for row in settings.FIELDS:
-        by_kind.setdefault(type(row), set()).add(row.name)
+    for path, row in settings.ROWS:
+        by_kind.setdefault(type(row), set()).add(path)
     assert by_kind[settings.IntRange] == set(INT_RANGES)
     assert by_kind[settings.OneBasedIndex] == set(ONE_BASED)
     assert by_kind[settings.FloatRange] == set(FLOAT_CASES)
     assert by_kind[settings.Choice] == set(CHOICE_MESSAGES) | set(STAGE_FIELDS)
-    for row in settings.FIELDS:
+    for path, row in settings.ROWS:
         if isinstance(row, settings.IntRange):
-            assert (row.low, row.high, row.label) == INT_RANGES[row.name]
+            assert (row.low, row.high, row.label) == INT_RANGES[path]
 
 
-def test_the_stage_rows_are_the_stages_module_s():
-    rows = {row.name: row for row in settings.FIELDS}
+def test_the_stage_rows_are_the_pages_stages():
+    rows = dict(settings.ROWS)
     for field, page in STAGE_FIELDS.items():
         assert rows[field].keys == tuple(page)
-        assert getattr(DEFAULT, field) in page
+        assert DEFAULT.get(field) in page
 
 
 @pytest.mark.parametrize(("name", "raw", "expected", "message"), CASES)
 def test_each_field_repairs_a_bad_value_and_accepts_a_good_one(name, raw, expected, message):
     # A preset is tried with its own defaults (the fixed-embedding presets fix d_model).
     base = Settings.for_preset(raw) if name == "preset" and message is None else DEFAULT
-    fixed, messages = validate_settings(dataclasses.replace(base, **{name: raw}))
-    value = getattr(fixed, name)
+    fixed, messages = validate_settings(base.set(**{name: raw}))
+    value = fixed.get(name)
     assert value == expected and type(value) is type(expected)
     assert messages == ([message] if message else [])
     # Nothing else changes, and the repaired settings are valid as they are.
-    assert fixed == dataclasses.replace(base, **{name: expected})
+    assert fixed == base.set(**{name: expected})
     assert validate_settings(fixed) == (fixed, [])
 
 
@@ -332,7 +331,7 @@ def test_settings_imports_no_feature_module():
             project.add(node.module.removeprefix("attention_core."))
         elif isinstance(node, ast.Import):
             assert not any(alias.name.startswith("attention_core") for alias in node.names)
-    assert project == {"errors", "fields", "limits", "inputs.presets", "stages"}
+    assert project == {"errors", "fields", "limits", "inputs.edits", "inputs.presets", "registry", "stages"}
 
 
 def test_settings_still_exports_the_limits_others_import_from_it():

@@ -19,6 +19,7 @@ from attention_core.classroom import share
 from attention_core.settings import PRESET_FIELDS, Settings
 
 _SETTINGS = "settings"
+_PATHS = frozenset(Settings.paths())  # every settings field: a shared one ("d_k") or a page's ("alibi.num_heads")
 _MESSAGES = "settings_messages"
 _EDITS = "edits"  # {preset: {matrix name: {(row, col): value}}}
 _VERSIONS = "editor_versions"  # {matrix name: int}, bumped to give an editor a fresh widget
@@ -30,7 +31,7 @@ def settings() -> Settings:
 
 
 def widget_key(field: str, variant: str = "") -> str:
-    """The session-state key of the widget bound to a settings field.
+    """The session-state key of the widget bound to a settings field (its path: ``d_k``, ``alibi.num_heads``).
 
     ``variant`` gives one field several widgets (e.g. a column picker whose labels
     are tokens on one step and dimensions on another: a fresh widget per label set,
@@ -57,9 +58,9 @@ def update(**changes: Any) -> None:
     shown_stale = False
     for key in bound:
         field = key.removeprefix("setting_").split("__")[0]
-        if field in new.__dataclass_fields__ and st.session_state[key] != getattr(new, field):
+        if field in _PATHS and st.session_state[key] != new.get(field):
             try:
-                st.session_state[key] = getattr(new, field)
+                st.session_state[key] = new.get(field)
             except StreamlitWidgetAlreadyInstantiatedError:  # its widget is already on the page: it shows the old value
                 shown_stale = True
     if shown_stale:
@@ -72,7 +73,7 @@ def choose_preset(key: str) -> None:
     The user's edits are stored per preset, so switching back restores them.
     """
     defaults = Settings.for_preset(key)
-    update(**{f: getattr(defaults, f) for f in PRESET_FIELDS})
+    update(**{f: defaults.get(f) for f in PRESET_FIELDS})
 
 
 def messages() -> list[str]:
@@ -114,7 +115,7 @@ def bind(widget: Callable[..., Any], label: str, field: str, *, variant: str = "
     # Always seed the widget from the settings, not only when its key is new: another page may have left an entry
     # under the same key from a widget of another label or kind (another identity), which Streamlit would not
     # carry over, so the new widget would start at its own default while the page computes with the setting.
-    st.session_state[key] = getattr(settings(), field)
+    st.session_state[key] = settings().get(field)
     return widget(label, key=key, on_change=_commit, args=(field, key), **kwargs)
 
 

@@ -9,7 +9,6 @@ Nothing here computes attention.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import zlib
@@ -148,7 +147,7 @@ def outer_fingerprint(settings: Settings, edits: Mapping, fragment_fields: Seque
     changed only ``fragment_fields`` (the stage, the explained entry) needs only the fragment rerun.
     """
     defaults = Settings()
-    kept = dataclasses.replace(settings, **{f: getattr(defaults, f) for f in fragment_fields})
+    kept = settings.set(**{f: defaults.get(f) for f in fragment_fields})
     cells = tuple(sorted((name, tuple(sorted(values.items()))) for name, values in edits.items()))
     return kept, cells
 
@@ -178,7 +177,7 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *,
 
 
 def _current_steps(page: Page, walk: Any) -> StepThrough:
-    return page.steps(walk, getattr(state.settings(), page.stage_field))
+    return page.steps(walk, state.settings().get(page.stage_field))
 
 
 def _call(callback: Optional[Callable[[StepThrough], None]], steps: StepThrough) -> Optional[Callable[[], None]]:
@@ -248,8 +247,8 @@ def _source(function) -> str:
 def entry(steps: StepThrough) -> tuple[int, int, int]:
     """The explained (row, col, head), moved inside this stage's explained panel (and stored when moved)."""
     settings = state.settings()
-    row, col = getattr(settings, steps.row_field), getattr(settings, steps.col_field)
-    head = getattr(settings, steps.head_field) if steps.head_field else 0
+    row, col = settings.get(steps.row_field), settings.get(steps.col_field)
+    head = settings.get(steps.head_field) if steps.head_field else 0
     new = clamp_entry(steps.stage, row, col, head, steps.num_heads or 1)
     if new != (row, col, head):
         changes = {steps.row_field: new[0], steps.col_field: new[1]}

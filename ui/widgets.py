@@ -156,7 +156,7 @@ def keep_in_range(**values: Any) -> None:
     Only the fields whose value differs are written; call it before the widgets bound to them are created.
     """
     current = state.settings()
-    changed = {field: value for field, value in values.items() if getattr(current, field) != value}
+    changed = {field: value for field, value in values.items() if current.get(field) != value}
     if changed:
         state.update(**changed)
 

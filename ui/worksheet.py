@@ -47,7 +47,7 @@ def figures(page: Page, titles: Mapping[str, str], steps_for: Callable[[str], St
     The picker names the step and the heatmap, so what is downloaded is what is named even when the step-through
     moved on since this part of the page was drawn (it is drawn outside the step-through's fragment).
     """
-    current = getattr(state.settings(), page.stage_field)
+    current = state.settings().get(page.stage_field)
     choices, names = [], []
     for number, key in enumerate(titles, start=1):
         for index, panel in enumerate(steps_for(key).stage.panels):

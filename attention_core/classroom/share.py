@@ -1,7 +1,9 @@
 """Settings and matrix edits to and from a shareable link's query parameters.
 
-A link holds every settings field that differs from its default (``d_k=2``)
-and the user's matrix edits of the current example (``edit_x=0,1,0.5;2,2,-1``).
+A link holds every settings field that differs from its default, by its path
+(``d_k=2``, ``alibi.num_heads=3``), and the user's matrix edits of the current
+example (``edit_x=0,1,0.5;2,2,-1``). A link made before the pages had their own
+settings names them as they were then (``alibi_num_heads=3``): read as today's.
 Reading a link never trusts it: unknown or malformed parameters are ignored
 with a message, values go through :func:`settings.validate_settings`, and
 numbers are read with ``int()`` / ``float()`` only (never ``eval``).
@@ -11,13 +13,12 @@ All plain Python; the app writes the result to ``st.query_params``.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any, Mapping, Optional
 
 from attention_core.errors import N_, Message, quote, quote_list
 from attention_core.masking.walkthrough import MASK_EDITS
-from attention_core.settings import EDITABLE, MAX_ABS_VALUE, Settings, validate_settings
+from attention_core.settings import EDITABLE, LEGACY, MAX_ABS_VALUE, Settings, validate_settings
 
 #: The matrices whose edits travel in a link: name -> label.
 SHARED_MATRICES = {**EDITABLE, MASK_EDITS: Message(N_("the attention mask"))}
@@ -57,9 +58,9 @@ def encode(settings: Settings, edits: Mapping[str, Mapping[tuple[int, int], Opti
     default = Settings.for_preset(settings.preset)
     params = {"preset": settings.preset}
     params.update({
-        f.name: _format_value(getattr(settings, f.name))
-        for f in dataclasses.fields(Settings)
-        if getattr(settings, f.name) != getattr(default, f.name)
+        path: _format_value(settings.get(path))
+        for path in Settings.paths()
+        if settings.get(path) != default.get(path)
     })
     edit_params = {
         f"{EDIT_PREFIX}{name}": _format_cells(cells)
@@ -113,7 +114,7 @@ def decode(params: Mapping[str, str]) -> tuple[Settings, dict[str, Cells], list[
         (validated settings, edits by matrix name, messages for the user).
     """
     messages: list[str] = []
-    fields = {f.name: f for f in dataclasses.fields(Settings)}
+    fields = set(Settings.paths())
     preset = params.get("preset", Settings().preset)
     base = Settings.for_preset(preset) if isinstance(preset, str) else Settings()
     values: dict[str, Any] = {}
@@ -130,11 +131,12 @@ def decode(params: Mapping[str, str]) -> tuple[Settings, dict[str, Cells], list[
                 messages.append(Message(N_("The link's edits of {matrix} could not be read; ignored."),
                                         matrix=SHARED_MATRICES[name]))
             continue
-        if key not in fields:
+        path = LEGACY.get(key, key)  # a link from before the pages had their own settings
+        if path not in fields:
             unknown.append(key)
             continue
         try:
-            values[key] = _parse_value(str(raw), getattr(base, key))
+            values[path] = _parse_value(str(raw), base.get(path))
         except (ValueError, TypeError):
             messages.append(Message(N_("The link's value for {key} (“{raw}”) could not be read; ignored."),
                                     key=key, raw=quote(raw)))
@@ -143,5 +145,5 @@ def decode(params: Mapping[str, str]) -> tuple[Settings, dict[str, Cells], list[
     elif unknown:  # one message for all of them: a link with 1,000 made-up parameters gets one line
         messages.insert(0, Message(N_("The link has {n} unknown settings ({keys}); ignored."), n=len(unknown),
                                    keys=quote_list(unknown)))
-    settings, repaired = validate_settings(dataclasses.replace(base, **values))
+    settings, repaired = validate_settings(base.set(**values))
     return settings, edits, messages + repaired

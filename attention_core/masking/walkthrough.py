@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional
 
 import torch
 import torch.nn.functional as F
@@ -41,7 +41,9 @@ from torch import nn
 
 from attention_core import practice, stages
 from attention_core.errors import N_, InputError, Message
+from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate, index
+from attention_core.limits import MAX_TOKENS
 from attention_core.masking import formulas as fm
 from attention_core.masking.masks import (
     MaskAfterSoftmaxTrace,
@@ -60,8 +62,10 @@ from attention_core.self_attention.walkthrough import (
     dim_labels,
     token_labels,
 )
-from attention_core.settings import MAX_TOKENS, Edits, Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+
+if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
+    from attention_core.settings import Settings
 
 #: The name under which the user's mask edits are stored: {(i, j): 1.0 allowed / 0.0 blocked}.
 MASK_EDITS = "mask"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import sympy as sp
 import torch
@@ -24,14 +24,17 @@ import torch.nn.functional as F
 
 from attention_core import practice, stages
 from attention_core.errors import N_, Message
+from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.masking import formulas as fm
 from attention_core.masking.walkthrough import module_weights
 from attention_core.modern.online_softmax import FlashTrace, Tile, flash_attention
 from attention_core.page import Page
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, token_labels
-from attention_core.settings import Edits, Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+
+if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
+    from attention_core.settings import Settings
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import sympy as sp
 import torch
@@ -23,6 +23,7 @@ import torch.nn.functional as F
 
 from attention_core import practice, stages
 from attention_core.errors import N_, Message
+from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate
 from attention_core.masking import formulas as fm
 from attention_core.masking.walkthrough import module_weights
@@ -30,8 +31,10 @@ from attention_core.modern.sliding import receptive_field, window_mask
 from attention_core.page import Page
 from attention_core.self_attention.functional import AttentionTrace, scaled_dot_product_attention
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, token_labels
-from attention_core.settings import Edits, Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+
+if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
+    from attention_core.settings import Settings
 
 
 @dataclass(frozen=True)

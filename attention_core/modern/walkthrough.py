@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import sympy as sp
 import torch
@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 from attention_core import practice, stages
 from attention_core.errors import N_, InputError, Message
+from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate, number
 from attention_core.limits import MAX_DIM
 from attention_core.masking import formulas as fm
@@ -36,9 +37,11 @@ from attention_core.modern.gqa import GroupedQueryTrace, grouped_query_attention
 from attention_core.multihead.heads import multi_head_attention
 from attention_core.page import Page
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, dim_labels, token_labels
-from attention_core.settings import Edits, Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.transformer.generation import FLOAT32_BYTES, kv_cache_bytes
+
+if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
+    from attention_core.settings import Settings
 
 #: The variants the KV-cache stage compares, by their number of key/value heads (a function of h).
 VARIANTS = (("MHA", lambda h, kv: h), ("GQA", lambda h, kv: kv), ("MQA", lambda h, kv: 1))

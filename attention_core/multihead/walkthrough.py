@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional
 
 import torch
 import torch.nn.functional as F
@@ -27,9 +27,11 @@ from torch import nn
 
 from attention_core import practice, stages
 from attention_core.errors import N_, InputError, Message
+from attention_core.inputs.edits import Edits
 from attention_core.inputs.presets import PRESETS
 from attention_core.inputs.tokens import Vocabulary, seed000_tables, tokenize
 from attention_core.latex import Translate, index, number
+from attention_core.limits import MAX_TOKENS
 from attention_core.masking import formulas as fm
 from attention_core.masking.walkthrough import (
     MASK_EDITS,
@@ -51,8 +53,10 @@ from attention_core.self_attention.walkthrough import (
     dim_labels,
     token_labels,
 )
-from attention_core.settings import MAX_TOKENS, Edits, Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+
+if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
+    from attention_core.settings import Settings
 
 
 def _head_labels(d_out: int, num_heads: int) -> tuple[str, ...]:

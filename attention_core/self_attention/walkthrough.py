@@ -13,15 +13,17 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional
 
 import torch
 import torch.nn.functional as F
 
 from attention_core import stages
 from attention_core.errors import N_, InputError, Message
+from attention_core.inputs.edits import EDITABLE, Edits
 from attention_core.inputs.presets import PRESETS, Preset
 from attention_core.inputs.tokens import Vocabulary, seed000_tables, token_labels, tokenize
+from attention_core.limits import MAX_ABS_VALUE, MAX_TOKENS
 from attention_core.page import Page
 from attention_core.self_attention import functional
 from attention_core.self_attention.formulas import (
@@ -37,8 +39,10 @@ from attention_core.self_attention.functional import (
     attention_without_weights,
     self_attention,
 )
-from attention_core.settings import EDITABLE, MAX_ABS_VALUE, MAX_TOKENS, Edits, Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
+
+if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
+    from attention_core.settings import Settings
 
 
 @dataclass(frozen=True)

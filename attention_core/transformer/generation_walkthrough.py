@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple, Optional
+from typing import TYPE_CHECKING, NamedTuple, Optional
 
 import sympy as sp
 import torch
@@ -32,7 +32,6 @@ from attention_core.masking.formulas import masked_weight_entry_latex
 from attention_core.multihead.heads import MultiHeadTrace
 from attention_core.page import Page
 from attention_core.self_attention.walkthrough import dim_labels
-from attention_core.settings import Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.transformer.decoder import decoder_block, torch_decoder_layer
 from attention_core.transformer.generation import (
@@ -47,6 +46,9 @@ from attention_core.transformer.generation import (
     toy_weights,
 )
 from attention_core.transformer.toy_model import D_MODEL, END, NUM_HEADS, NUM_LAYERS, VOCAB, parse_source
+
+if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
+    from attention_core.settings import Settings
 
 #: The context length the page sizes real models' KV caches at.
 REAL_CONTEXT = 4096

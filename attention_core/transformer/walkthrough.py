@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import sympy as sp
 import torch
@@ -26,10 +26,10 @@ import torch.nn.functional as F
 
 from attention_core import practice, stages
 from attention_core.errors import N_, InputError, Message
+from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.page import Page
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, dim_labels, token_labels
-from attention_core.settings import Edits, Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.transformer.encoder import (
     BlockWeights,
@@ -42,6 +42,9 @@ from attention_core.transformer.encoder import (
     torch_layer,
     torch_stack_output,
 )
+
+if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
+    from attention_core.settings import Settings
 
 
 @dataclass(frozen=True)
