@@ -31,7 +31,7 @@ widgets.show_messages()
 
 c1, c2, c3 = st.columns(3)
 with c1:
-    state.bind(st.number_input, _("num_heads H"), "alibi_num_heads", step=1,
+    state.bind(st.number_input, _("num_heads H"), "alibi.num_heads", step=1,
                help=_("{low} to {high}, each with its own slope.", low=1, high=MAX_ALIBI_HEADS))
 with c2:
     state.bind(st.number_input, _("d_k (width of q and k)"), "d_k", step=1,

@@ -38,7 +38,6 @@ from attention_core.limits import (
     IMAGE_UPLOAD,
     MAX_ABS_VALUE,
     MAX_ADDITIVE_HIDDEN,
-    MAX_ALIBI_HEADS,
     MAX_DIM,
     MAX_DROPOUT,
     MAX_FEEDFORWARD,
@@ -214,8 +213,6 @@ class SharedSettings:
 
     The *ALiBi* page (on the sentence's X with ``d_k``, ``seed`` and the ``causal`` switch):
 
-        alibi_num_heads: H, the heads (each with its slope), 1..MAX_ALIBI_HEADS.
-        alibi_stage: its current step (a key of ``stages.ALIBI``).
 
     The *Sliding-window attention* page (on the sentence's X with ``d_k``, ``seed`` and the ``causal`` switch):
 
@@ -310,8 +307,6 @@ class SharedSettings:
     rope_base: float = 10000.0
     rope_shift: int = 5
     rope_stage: str = "rotate_query"
-    alibi_num_heads: int = 4
-    alibi_stage: str = "bias"
     window: int = 3
     sliding_layers: int = 3
     sliding_stage: str = "mask"
@@ -499,7 +494,6 @@ FIELDS: tuple[Field, ...] = (
     IntRange("flash_tile", 0, MAX_TOKENS * MAX_TOKENS - 1, label(N_("The tile"))),
     IntRange("window", 1, MAX_TOKENS, label(N_("The window"))),
     IntRange("sliding_layers", 1, MAX_SLIDING_LAYERS, label(N_("The number of layers"))),
-    IntRange("alibi_num_heads", 1, MAX_ALIBI_HEADS, label(N_("The number of heads"))),
     IntRange("rope_head_dim", 1, MAX_DIM, "head_dim"),
     IntRange("rope_shift", 0, MAX_ROPE_SHIFT, label(N_("The shift s"))),
     FloatRange("rope_base", MIN_ROPE_BASE, MAX_ROPE_BASE, "base",

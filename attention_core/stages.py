@@ -130,15 +130,6 @@ ROPE: dict[str, str] = {
     "base": N_("What the base changes: how fast each pair turns"),
 }
 
-#: ALiBi, attention with linear biases (Press et al. 2022).
-ALIBI: dict[str, str] = {
-    "slopes": N_("One slope per head: m_h = 2^(−8h/H)"),
-    "distance": N_("The distance |i − j| between query and key"),
-    "bias": N_("Each head's bias: −m_h · |i − j|"),
-    "biased_scores": N_("Scores plus bias (and the causal mask)"),
-    "weights": N_("Weights: softmax over the biased scores"),
-}
-
 #: Sliding-window (local) attention (Beltagy et al. 2020; Jiang et al. 2023).
 SLIDING: dict[str, str] = {
     "mask": N_("The window mask: the last w tokens only"),
@@ -170,7 +161,6 @@ PAGES: dict[str, tuple[str, dict[str, str]]] = {
     "generation": ("generation_stage", GENERATION),
     "gqa": ("gqa_stage", GQA),
     "rope": ("rope_stage", ROPE),
-    "alibi": ("alibi_stage", ALIBI),
     "sliding_window": ("sliding_stage", SLIDING),
     "flash_attention": ("flash_stage", FLASH),
 }

@@ -98,7 +98,7 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "num_kv_heads": (1, 8, "The number of key/value heads"),
     "head_dim": (1, 4, "head_dim"),
     "rope_head_dim": (1, 16, "head_dim"),
-    "alibi_num_heads": (1, 8, "The number of heads"),
+    "alibi.num_heads": (1, 8, "The number of heads"),
     "window": (1, 12, "The window"),
     "block_q": (1, 12, "block_q"),
     "block_k": (1, 12, "block_k"),

@@ -33,7 +33,7 @@ def step_through_every_stage(at: AppTest, page: str, context: str) -> list[str]:
     at.selectbox(key=f"setting_{field}").set_value(next(iter(titles))).run()
     seen = []
     while True:
-        seen.append(getattr(at.session_state["settings"], field))
+        seen.append(at.session_state["settings"].get(field))
         assert not at.exception, (context, seen[-1], at.exception)
         assert not at.error, (context, seen[-1], errors(at))
         assert at.latex, (context, seen[-1], "no formula")

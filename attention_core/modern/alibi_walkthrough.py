@@ -21,10 +21,12 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from attention_core import practice, stages
+from attention_core import practice
 from attention_core.errors import N_, Message
+from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate, number
+from attention_core.limits import MAX_ALIBI_HEADS
 from attention_core.masking import formulas as fm
 from attention_core.masking.walkthrough import module_weights
 from attention_core.modern.alibi import AlibiTrace, alibi_attention, alibi_weights_loop, slopes
@@ -58,7 +60,7 @@ def build_alibi_walkthrough(settings: Settings, edits: Edits | None = None) -> A
     """ALiBi with H heads on the settings' sentence, every intermediate, checked against PyTorch and a loop.
 
     Args:
-        settings: validated settings: sentence, d_model, d_k, seed, causal, alibi_num_heads.
+        settings: validated settings: sentence, d_model, d_k, seed, causal, and the page's own (``alibi``).
         edits: the user's edits of X ("x"); other edits are ignored.
 
     Raises:
@@ -71,9 +73,9 @@ def build_alibi_walkthrough(settings: Settings, edits: Edits | None = None) -> A
     query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]
     t = x.shape[0]
     mask = torch.ones(t, t, dtype=torch.bool).tril() if settings.causal else None
-    trace = alibi_attention(query, key, value, settings.alibi_num_heads, mask)
+    trace = alibi_attention(query, key, value, settings.alibi.num_heads, mask)
     float_mask = trace.bias if mask is None else trace.bias.masked_fill(~mask, float("-inf"))
-    h = settings.alibi_num_heads
+    h = settings.alibi.num_heads
     with torch.no_grad():
         reference = F.scaled_dot_product_attention(query.expand(h, t, -1), key.expand(h, t, -1),
                                                    value.expand(h, t, -1), attn_mask=float_mask)
@@ -218,9 +220,9 @@ def alibi_steps(walk: AlibiWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` in the one step-through protocol.
 
     Raises:
-        KeyError: a stage that is not one of the page's (:data:`attention_core.stages.ALIBI`).
+        KeyError: a stage that is not one of the page's.
     """
-    if stage not in stages.ALIBI:
+    if stage not in ALIBI_PAGE.stages:
         raise KeyError(stage)
     per_head = stage in ("bias", "biased_scores", "weights")
     return StepThrough(
@@ -236,8 +238,30 @@ def alibi_steps(walk: AlibiWalkthrough, stage: str) -> StepThrough:
 
 # ---------------------------------------------------------------- the page
 
+@dataclass(frozen=True)
+class AlibiSettings:
+    """The ALiBi page's own settings (``settings.alibi``).
+
+    Attributes:
+        num_heads: H, the heads, each with its own slope (1..MAX_ALIBI_HEADS).
+        stage: the step shown (a key of ``ALIBI_PAGE.stages``).
+    """
+
+    num_heads: int = 4
+    stage: str = "bias"
+
+
 ALIBI_PAGE = Page(
     key="alibi", title=N_("ALiBi: linear biases"), icon=":material/trending_down:", section="modern",
     summary=N_("ALiBi: a distance penalty per head instead of a position embedding"),
-    stages=stages.ALIBI, stage_field="alibi_stage", steps=alibi_steps,
+    stages={
+        "slopes": N_("One slope per head: m_h = 2^(−8h/H)"),
+        "distance": N_("The distance |i − j| between query and key"),
+        "bias": N_("Each head's bias: −m_h · |i − j|"),
+        "biased_scores": N_("Scores plus bias (and the causal mask)"),
+        "weights": N_("Weights: softmax over the biased scores"),
+    },
+    stage_field="alibi.stage", steps=alibi_steps,
+    settings=AlibiSettings, fields=(IntRange("num_heads", 1, MAX_ALIBI_HEADS, label(N_("The number of heads"))),),
+    legacy={"alibi_num_heads": "num_heads", "alibi_stage": "stage"},
 )

@@ -47,8 +47,8 @@ def shown_against_used(at: AppTest) -> list[tuple[str, str, object, object]]:
             if not key.startswith("setting_"):
                 continue
             field = key.removeprefix("setting_").split("__")[0]
-            if field in current.__dataclass_fields__ and widget.value != getattr(current, field):
-                wrong.append((key, widget.label, widget.value, getattr(current, field)))
+            if field in current.paths() and widget.value != current.get(field):
+                wrong.append((key, widget.label, widget.value, current.get(field)))
     return wrong
 
 

@@ -55,7 +55,7 @@ def test_stepping_through_every_stage(page):
     at.selectbox(key=f"setting_{field}").set_value(next(iter(stages))).run()
     seen = []
     while True:
-        seen.append(getattr(settings(at), field))
+        seen.append(settings(at).get(field))
         assert not at.exception and not at.error, (seen, errors(at))
         assert len(at.latex) >= 4  # the page's formula, the stage's matrix and element forms, the entry
         assert "nan" not in latex(at).lower()
@@ -64,7 +64,7 @@ def test_stepping_through_every_stage(page):
         at.button(key="step_next").click().run()
     assert seen == list(stages)
     at.button(key="step_prev").click().run()
-    assert getattr(settings(at), field) == seen[-2]
+    assert settings(at).get(field) == seen[-2]
 
 
 # ---------------------------------------------------------------- causal page
@@ -250,7 +250,7 @@ def test_a_too_long_sentence_gets_a_message_and_is_kept(field, message):
     at.text_input(key=f"setting_{field}").set_value(long).run()
     assert message in errors(at) and f"at most {MAX_TOKENS}" in errors(at)
     assert not at.exception
-    assert getattr(settings(at), field) == long and at.text_input(key=f"setting_{field}").value == long
+    assert settings(at).get(field) == long and at.text_input(key=f"setting_{field}").value == long
 
 
 def test_a_sentence_longer_than_the_context_length_gets_a_message():

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,10 +11,9 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 from test_stepthrough import step_through_every_stage
 
-from attention_core import stages
 from attention_core.errors import Message
 from attention_core.modern.alibi import alibi_attention, alibi_weights_loop, slopes
-from attention_core.modern.alibi_walkthrough import alibi_steps, build_alibi_walkthrough, explain_alibi
+from attention_core.modern.alibi_walkthrough import ALIBI_PAGE, alibi_steps, build_alibi_walkthrough, explain_alibi
 from attention_core.settings import Settings
 
 
@@ -54,9 +51,9 @@ def test_a_steeper_head_looks_closer():
 
 
 def test_every_stage_and_entry():
-    walk = build_alibi_walkthrough(dataclasses.replace(Settings(), alibi_num_heads=3))
+    walk = build_alibi_walkthrough(Settings().set(**{"alibi.num_heads": 3}))
     assert all(c.matches for c in walk.checks)
-    for stage in stages.ALIBI:
+    for stage in ALIBI_PAGE.stages:
         steps = alibi_steps(walk, stage)
         target = steps.stage.target
         for head in range(max(steps.num_heads, 1)):
@@ -78,8 +75,8 @@ def test_every_stage_of_the_alibi_page(language):
     at.switch_page("app_pages/alibi.py").run()
     assert not at.exception and not at.error, errors(at)
     for heads in (4, 3):
-        at.number_input(key="setting_alibi_num_heads").set_value(heads).run()
-        assert step_through_every_stage(at, "alibi", f"alibi, {language}, {heads} heads") == list(stages.ALIBI)
+        at.number_input(key="setting_alibi.num_heads").set_value(heads).run()
+        assert step_through_every_stage(at, "alibi", f"alibi, {language}, {heads} heads") == list(ALIBI_PAGE.stages)
         assert any("alibi_weights_loop" in s.value for s in at.success)
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
     assert not missing, f"shown without a translation: {sorted(missing)}"
