@@ -34,10 +34,10 @@ widgets.show_messages()
 
 c1, c2, c3, c4 = st.columns(4)
 with c1:
-    state.bind(st.number_input, _("Query block B_q"), "block_q", step=1,
+    state.bind(st.number_input, _("Query block B_q"), "flash_attention.block_q", step=1,
                help=_("Rows of Q per block: 1 to the number of tokens (at most {high}).", high=MAX_TOKENS))
 with c2:
-    state.bind(st.number_input, _("Key block B_k"), "block_k", step=1,
+    state.bind(st.number_input, _("Key block B_k"), "flash_attention.block_k", step=1,
                help=_("Rows of K and V per block: 1 to the number of tokens (at most {high}).", high=MAX_TOKENS))
 with c3:
     state.bind(st.number_input, _("d_k (width of q and k)"), "d_k", step=1,
@@ -47,10 +47,10 @@ with c4:
 state.bind(st.toggle, _("Causal mask"), "causal", help=_("On: tiles above the diagonal are fully masked."))
 
 walk = widgets.build_or_stop(build_flash_walkthrough, state.settings(), state.edits())
-widgets.keep_in_range(flash_tile=walk.tile)
+widgets.keep_in_range(**{"flash_attention.tile": walk.tile})
 names = {k: _("Tile {k}: query block {qb} (rows {r0}–{r1}) × key block {kb} (keys {c0}–{c1})", k=k + 1, qb=qb, kb=kb,
               r0=rows.start + 1, r1=rows.stop, c0=cols.start + 1, c1=cols.stop)
          for k, (qb, kb, rows, cols) in enumerate(tile_names(walk))}  # a plain lookup
-state.bind(st.selectbox, _("Tile"), "flash_tile", options=list(names), format_func=names.get)
+state.bind(st.selectbox, _("Tile"), "flash_attention.tile", options=list(names), format_func=names.get)
 
 stepthrough.live(FLASH_ATTENTION, walk, EXPLAIN)

@@ -38,13 +38,13 @@ widgets.show_messages()
 
 c1, c2, c3, c4 = st.columns(4)
 with c1:
-    state.bind(st.number_input, _("num_heads h (query heads)"), "gqa_num_heads", step=1,
+    state.bind(st.number_input, _("num_heads h (query heads)"), "gqa.num_heads", step=1,
                help=_("{low} to {high}.", low=1, high=MAX_GQA_HEADS))
 with c2:
-    state.bind(st.number_input, _("num_kv_heads"), "num_kv_heads", step=1,
+    state.bind(st.number_input, _("num_kv_heads"), "gqa.num_kv_heads", step=1,
                help=_("Must divide h. h = MHA, 1 = MQA, in between = GQA."))
 with c3:
-    state.bind(st.number_input, _("head_dim"), "head_dim", step=1,
+    state.bind(st.number_input, _("head_dim"), "gqa.head_dim", step=1,
                help=_("{low} to {high}; h · head_dim at most 16.", low=1, high=MAX_HEAD_DIM))
 with c4:
     state.bind(st.number_input, _("Seed of W"), "seed", step=1)

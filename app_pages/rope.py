@@ -40,14 +40,14 @@ widgets.show_messages()
 
 c1, c2, c3, c4 = st.columns(4)
 with c1:
-    state.bind(st.number_input, _("head_dim d"), "rope_head_dim", step=2,
+    state.bind(st.number_input, _("head_dim d"), "rope.head_dim", step=2,
                help=_("Even, 2 to {high}: RoPE rotates pairs of dimensions.", high=MAX_DIM))
 with c2:
-    state.bind(st.number_input, _("base"), "rope_base", step=1000.0, format="%g",
+    state.bind(st.number_input, _("base"), "rope.base", step=1000.0, format="%g",
                help=_("θᵢ = base^(−2i/d); {low:g} to {high:g}. RoFormer and Llama 2: 10000.", low=MIN_ROPE_BASE,
                       high=MAX_ROPE_BASE))
 with c3:
-    state.bind(st.number_input, _("Shift s of every position"), "rope_shift", step=1,
+    state.bind(st.number_input, _("Shift s of every position"), "rope.shift", step=1,
                help=_("0 to {high}.", high=MAX_ROPE_SHIFT))
 with c4:
     state.bind(st.number_input, _("Seed of W"), "seed", step=1)

@@ -30,10 +30,10 @@ widgets.show_messages()
 
 c1, c2, c3, c4 = st.columns(4)
 with c1:
-    state.bind(st.number_input, _("Window w"), "window", step=1,
+    state.bind(st.number_input, _("Window w"), "sliding_window.window", step=1,
                help=_("1 to {high} tokens, the token itself included.", high=MAX_TOKENS))
 with c2:
-    state.bind(st.number_input, _("Layers L (receptive field)"), "sliding_layers", step=1,
+    state.bind(st.number_input, _("Layers L (receptive field)"), "sliding_window.layers", step=1,
                help=_("1 to {high}.", high=MAX_SLIDING_LAYERS))
 with c3:
     state.bind(st.number_input, _("d_k (width of q and k)"), "d_k", step=1,

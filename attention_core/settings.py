@@ -41,16 +41,11 @@ from attention_core.limits import (
     MAX_DIM,
     MAX_DROPOUT,
     MAX_FEEDFORWARD,
-    MAX_GQA_HEADS,
-    MAX_HEAD_DIM,
     MAX_IMAGE_SIDE,
     MAX_LAYERS,
     MAX_PE_POSITIONS,
     MAX_PE_WIDTH,
-    MAX_ROPE_BASE,
-    MAX_ROPE_SHIFT,
     MAX_SEED,
-    MAX_SLIDING_LAYERS,
     MAX_SQRT_KEYS,
     MAX_SQRT_SAMPLES,
     MAX_TEMPERATURE,
@@ -60,7 +55,6 @@ from attention_core.limits import (
     MIN_DIM,
     MIN_PE_POSITIONS,
     MIN_PE_WIDTH,
-    MIN_ROPE_BASE,
     MIN_SQRT_KEYS,
     MIN_SQRT_SAMPLES,
     MIN_TEMPERATURE,
@@ -199,33 +193,18 @@ class SharedSettings:
 
     The *Grouped-query attention* page (on the sentence's X, with ``seed`` and the ``causal`` switch):
 
-        gqa_num_heads: h, the query heads, 1..MAX_GQA_HEADS.
-        num_kv_heads: the key/value heads, 1..MAX_GQA_HEADS; must divide h (checked on the page, with a message).
-        head_dim: the width of one head, 1..MAX_HEAD_DIM; h · head_dim at most MAX_DIM (checked on the page).
-        gqa_stage: its current step (a key of ``stages.GQA``).
 
     The *RoPE* page (on the sentence's X with ``seed``):
 
-        rope_head_dim: d, the width of q and k, 1..MAX_DIM; RoPE needs it even (checked on the page).
-        rope_base: the base of θᵢ = base^(−2i/d), MIN_ROPE_BASE..MAX_ROPE_BASE (10000 in RoFormer and Llama 2).
-        rope_shift: s, added to every position to show that the scores do not change, 0..MAX_ROPE_SHIFT.
-        rope_stage: its current step (a key of ``stages.ROPE``).
 
     The *ALiBi* page (on the sentence's X with ``d_k``, ``seed`` and the ``causal`` switch):
 
 
     The *Sliding-window attention* page (on the sentence's X with ``d_k``, ``seed`` and the ``causal`` switch):
 
-        window: w, the tokens each query may see (itself included), 1..MAX_TOKENS.
-        sliding_layers: L, the layers of the receptive-field view, 1..MAX_SLIDING_LAYERS.
-        sliding_stage: its current step (a key of ``stages.SLIDING``).
 
     The *FlashAttention* page (on the sentence's X with ``d_k``, ``seed`` and the ``causal`` switch):
 
-        block_q, block_k: the query and key block sizes, 1..MAX_TOKENS; at most the sentence's length (checked
-            on the page, with a message).
-        flash_tile: the tile the step-through shows (0-based; the page keeps it below the number of tiles).
-        flash_stage: its current step (a key of ``stages.FLASH``).
 
     The classroom:
 
@@ -299,21 +278,6 @@ class SharedSettings:
     toy_step: int = 2
     toy_layer: int = TOY_LAYERS - 1
     generation_stage: str = "cross_attention"
-    gqa_num_heads: int = 4
-    num_kv_heads: int = 2
-    head_dim: int = 2
-    gqa_stage: str = "groups"
-    rope_head_dim: int = 4
-    rope_base: float = 10000.0
-    rope_shift: int = 5
-    rope_stage: str = "rotate_query"
-    window: int = 3
-    sliding_layers: int = 3
-    sliding_stage: str = "mask"
-    block_q: int = 2
-    block_k: int = 3
-    flash_tile: int = 0
-    flash_stage: str = "running_sum"
     # classroom: the interface language and presenter mode (issue 5)
     language: str = "en"
     presenter: bool = False
@@ -486,20 +450,6 @@ FIELDS: tuple[Field, ...] = (
     IntRange("dim_feedforward", 1, MAX_FEEDFORWARD, "dim_feedforward"),
     IntRange("num_layers", 1, MAX_LAYERS, label(N_("The number of blocks"))),
     IntRange("encoder_block", 0, MAX_LAYERS - 1, label(N_("The block"))),
-    IntRange("gqa_num_heads", 1, MAX_GQA_HEADS, label(N_("The number of query heads"))),
-    IntRange("num_kv_heads", 1, MAX_GQA_HEADS, label(N_("The number of key/value heads"))),
-    IntRange("head_dim", 1, MAX_HEAD_DIM, "head_dim"),
-    IntRange("block_q", 1, MAX_TOKENS, "block_q"),
-    IntRange("block_k", 1, MAX_TOKENS, "block_k"),
-    IntRange("flash_tile", 0, MAX_TOKENS * MAX_TOKENS - 1, label(N_("The tile"))),
-    IntRange("window", 1, MAX_TOKENS, label(N_("The window"))),
-    IntRange("sliding_layers", 1, MAX_SLIDING_LAYERS, label(N_("The number of layers"))),
-    IntRange("rope_head_dim", 1, MAX_DIM, "head_dim"),
-    IntRange("rope_shift", 0, MAX_ROPE_SHIFT, label(N_("The shift s"))),
-    FloatRange("rope_base", MIN_ROPE_BASE, MAX_ROPE_BASE, "base",
-               malformed=N_("The base must be a number; got “{raw}”, using {value:g}."),
-               out_of_range=N_("The base must be between {low:g} and {high:g}; got {base:g}, using {clamped:g}."),
-               clamp_infinite=True),
     Text("toy_source", N_("The word to reverse must be text; restored the example word.")),
     IntRange("toy_step", 0, TOY_MAX_OUTPUT - 1, label(N_("The generation step"))),
     IntRange("toy_layer", 0, TOY_LAYERS - 1, label(N_("The block"))),

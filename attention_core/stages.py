@@ -107,47 +107,6 @@ GENERATION: dict[str, str] = {
     "probabilities": N_("Softmax: a probability for every token, then the choice"),
 }
 
-#: Grouped-query and multi-query attention (Ainslie et al. 2023; Shazeer 2019).
-GQA: dict[str, str] = {
-    "inputs": N_("Inputs X"),
-    "projections": N_("Projections: h query heads, fewer key/value heads"),
-    "groups": N_("Which query heads share which key/value head"),
-    "repeat": N_("Repeat K and V: each query head gets its group's"),
-    "weights": N_("Weights per query head: softmax(Q Kᵀ / √head_dim + M)"),
-    "output": N_("Concat the heads, then W_O"),
-    "kv_cache": N_("The KV cache per token: MHA, GQA, MQA"),
-}
-
-#: Rotary position embedding (Su et al. 2021).
-ROPE: dict[str, str] = {
-    "projections": N_("Queries and keys: Q = X W_q, K = X W_k"),
-    "angles": N_("Angles: position m times θᵢ = base^(−2i/d)"),
-    "sinusoidal": N_("The same angles in the sinusoidal encoding: added there, rotated here"),
-    "rotate_query": N_("Rotate each pair of q's dimensions by m θᵢ"),
-    "rotate_key": N_("Rotate k the same way"),
-    "scores": N_("Scores: q' · k' / √d"),
-    "relative": N_("Shift every position by s: the scores do not change"),
-    "base": N_("What the base changes: how fast each pair turns"),
-}
-
-#: Sliding-window (local) attention (Beltagy et al. 2020; Jiang et al. 2023).
-SLIDING: dict[str, str] = {
-    "mask": N_("The window mask: the last w tokens only"),
-    "masked_scores": N_("Scores outside the window: −∞"),
-    "weights": N_("Weights: softmax inside the window"),
-    "receptive": N_("Stacked layers: the receptive field grows"),
-}
-
-#: FlashAttention's tiling with the online softmax (Milakov & Gimelshein 2018; Dao et al. 2022).
-FLASH: dict[str, str] = {
-    "tiles": N_("Cut the scores into tiles: B_q queries × B_k keys"),
-    "tile_scores": N_("One tile's scores: Q_i K_jᵀ / √d"),
-    "running_max": N_("The running maximum m of each row"),
-    "running_sum": N_("The running sum l, rescaled by e^(m − m')"),
-    "partial_output": N_("The running output O, rescaled, plus P V_j"),
-    "final": N_("After the last key block: O / l equals full attention"),
-}
-
 #: Every step page: key -> (the settings field holding its current stage, its stages). The encoder block's pre-LN
 #: order has the same stages as its post-LN order (in another order).
 PAGES: dict[str, tuple[str, dict[str, str]]] = {
@@ -159,8 +118,4 @@ PAGES: dict[str, tuple[str, dict[str, str]]] = {
     "trained_model": ("model_stage", TRAINED_HEAD),
     "encoder_block": ("encoder_stage", ENCODER_POST_LN),
     "generation": ("generation_stage", GENERATION),
-    "gqa": ("gqa_stage", GQA),
-    "rope": ("rope_stage", ROPE),
-    "sliding_window": ("sliding_stage", SLIDING),
-    "flash_attention": ("flash_stage", FLASH),
 }

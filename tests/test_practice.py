@@ -150,13 +150,13 @@ CASES = {
     "cross_attention": lambda: _multihead("cross_attention"),
     "encoder": _encoder,
     "generation": _generation,
-    "gqa": lambda: _modern("gqa", build_gqa_walkthrough, gqa_steps, [{}, {"num_kv_heads": 1}, {"causal": False}]),
-    "rope": lambda: _modern("rope", build_rope_walkthrough, rope_steps, [{}, {"rope_head_dim": 6}]),
+    "gqa": lambda: _modern("gqa", build_gqa_walkthrough, gqa_steps, [{}, {"gqa.num_kv_heads": 1}, {"causal": False}]),
+    "rope": lambda: _modern("rope", build_rope_walkthrough, rope_steps, [{}, {"rope.head_dim": 6}]),
     "alibi": lambda: _modern("alibi", build_alibi_walkthrough, alibi_steps, [{}, {"alibi.num_heads": 3}]),
     "sliding_window": lambda: _modern("sliding_window", build_sliding_walkthrough, sliding_steps,
                                       [{}, {"causal": False}]),
     "flash_attention": lambda: _modern("flash_attention", build_flash_walkthrough, flash_steps,
-                             [{"flash_tile": n} for n in range(4)]),
+                             [{"flash_attention.tile": n} for n in range(4)]),
 }
 
 

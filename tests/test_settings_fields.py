@@ -94,17 +94,17 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "num_layers": (1, 4, "The number of blocks"),
     "encoder_block": (0, 3, "The block"),
     "toy_step": (0, 8, "The generation step"),
-    "gqa_num_heads": (1, 8, "The number of query heads"),
-    "num_kv_heads": (1, 8, "The number of key/value heads"),
-    "head_dim": (1, 4, "head_dim"),
-    "rope_head_dim": (1, 16, "head_dim"),
+    "gqa.num_heads": (1, 8, "The number of query heads"),
+    "gqa.num_kv_heads": (1, 8, "The number of key/value heads"),
+    "gqa.head_dim": (1, 4, "head_dim"),
+    "rope.head_dim": (1, 16, "head_dim"),
     "alibi.num_heads": (1, 8, "The number of heads"),
-    "window": (1, 12, "The window"),
-    "block_q": (1, 12, "block_q"),
-    "block_k": (1, 12, "block_k"),
-    "flash_tile": (0, 143, "The tile"),
-    "sliding_layers": (1, 4, "The number of layers"),
-    "rope_shift": (0, 1000, "The shift s"),
+    "sliding_window.window": (1, 12, "The window"),
+    "flash_attention.block_q": (1, 12, "block_q"),
+    "flash_attention.block_k": (1, 12, "block_k"),
+    "flash_attention.tile": (0, 143, "The tile"),
+    "sliding_window.layers": (1, 4, "The number of layers"),
+    "rope.shift": (0, 1000, "The shift s"),
     "toy_layer": (0, 1, "The block"),
 }
 
@@ -136,7 +136,7 @@ FLOAT_CASES: dict[str, list[tuple[Any, float, Optional[str]]]] = {
         (0.37, 0.37, None),  # no grid: any τ in range
         (10, 10.0, None),
     ],
-    "rope_base": [
+    "rope.base": [
         (1, 2.0, "The base must be between 2 and 1e+07; got 1, using 2."),
         (1e9, 1e7, "The base must be between 2 and 1e+07; got 1e+09, using 1e+07."),
         (float("inf"), 1e7, "The base must be between 2 and 1e+07; got inf, using 1e+07."),
@@ -344,8 +344,8 @@ def test_settings_still_exports_the_limits_others_import_from_it():
 @pytest.mark.parametrize("sign", [1, -1])
 def test_an_int_beyond_floats_range_is_repaired_with_a_message_not_an_overflow(name, sign):
     # float(10**400) raises OverflowError: such a number is as huge as +-inf, and gets the same treatment.
-    fixed, messages = validate_settings(dataclasses.replace(DEFAULT, **{name: sign * 10**400}))
+    fixed, messages = validate_settings(DEFAULT.set(**{name: sign * 10**400}))
     assert len(messages) == 1
-    value = getattr(fixed, name)
+    value = fixed.get(name)
     assert isinstance(value, float) and math.isfinite(value)
     assert validate_settings(fixed) == (fixed, [])

@@ -22,10 +22,12 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from attention_core import practice, stages
+from attention_core import practice
 from attention_core.errors import N_, Message
+from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
+from attention_core.limits import MAX_TOKENS
 from attention_core.masking import formulas as fm
 from attention_core.masking.walkthrough import module_weights
 from attention_core.modern.online_softmax import FlashTrace, Tile, flash_attention
@@ -68,7 +70,7 @@ def build_flash_walkthrough(settings: Settings, edits: Edits | None = None) -> F
     """Tiled attention with the online softmax on the settings' sentence, checked against PyTorch.
 
     Args:
-        settings: validated settings: sentence, d_model, d_k, seed, causal, block_q, block_k, flash_tile.
+        settings: validated settings: sentence, d_model, d_k, seed, causal, and the page's own (``flash_attention``).
         edits: the user's edits of X ("x"); other edits are ignored.
 
     Raises:
@@ -81,14 +83,15 @@ def build_flash_walkthrough(settings: Settings, edits: Edits | None = None) -> F
     query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]
     t = x.shape[0]
     mask = torch.ones(t, t, dtype=torch.bool).tril() if settings.causal else None
-    trace = flash_attention(query, key, value, settings.block_q, settings.block_k, mask)
+    own = settings.flash_attention
+    trace = flash_attention(query, key, value, own.block_q, own.block_k, mask)
     with torch.no_grad():
         reference = F.scaled_dot_product_attention(query[None], key[None], value[None], is_causal=settings.causal)[0]
     checks = (compare(trace.output, reference,
                       f"F.scaled_dot_product_attention(q, k, v, is_causal={settings.causal})  # the full T × T way",
                       note=Message(N_("the tiled output O / l of every row"))),)
     return FlashWalkthrough(settings=settings, base=base, tokens=base.tokens, query=query, key=key, value=value,
-                            trace=trace, reference=reference, tile=min(settings.flash_tile, len(trace.tiles) - 1),
+                            trace=trace, reference=reference, tile=min(own.tile, len(trace.tiles) - 1),
                             checks=checks)
 
 
@@ -282,9 +285,9 @@ def flash_steps(walk: FlashWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` for the shown tile in the one step-through protocol.
 
     Raises:
-        KeyError: a stage that is not one of the page's (:data:`attention_core.stages.FLASH`).
+        KeyError: a stage that is not one of the page's.
     """
-    if stage not in stages.FLASH:
+    if stage not in FLASH_ATTENTION.stages:
         raise KeyError(stage)
     remark = None
     if stage in ("tiles", "final"):
@@ -305,8 +308,40 @@ def flash_steps(walk: FlashWalkthrough, stage: str) -> StepThrough:
 
 # ---------------------------------------------------------------- the page
 
+@dataclass(frozen=True)
+class FlashAttentionSettings:
+    """The FlashAttention page's own settings (``settings.flash_attention``).
+
+    Attributes:
+        block_q, block_k: B_q and B_k, the query and key block sizes (1..MAX_TOKENS; at most the sentence's length,
+            checked on the page with a message).
+        tile: the tile the step-through shows (0-based; the page keeps it below the number of tiles).
+        stage: the step shown (a key of ``FLASH_ATTENTION.stages``).
+    """
+
+    block_q: int = 2
+    block_k: int = 3
+    tile: int = 0
+    stage: str = "running_sum"
+
+
 FLASH_ATTENTION = Page(
     key="flash_attention", title=N_("FlashAttention: online softmax"), icon=":material/bolt:", section="modern",
     summary=N_("FlashAttention: the online softmax, tile by tile, without the T × T matrix"),
-    stages=stages.FLASH, stage_field="flash_stage", steps=flash_steps,
+    stages={
+        "tiles": N_("Cut the scores into tiles: B_q queries × B_k keys"),
+        "tile_scores": N_("One tile's scores: Q_i K_jᵀ / √d"),
+        "running_max": N_("The running maximum m of each row"),
+        "running_sum": N_("The running sum l, rescaled by e^(m − m')"),
+        "partial_output": N_("The running output O, rescaled, plus P V_j"),
+        "final": N_("After the last key block: O / l equals full attention"),
+    },
+    stage_field="flash_attention.stage", steps=flash_steps,
+    settings=FlashAttentionSettings,
+    fields=(
+        IntRange("block_q", 1, MAX_TOKENS, "block_q"),
+        IntRange("block_k", 1, MAX_TOKENS, "block_k"),
+        IntRange("tile", 0, MAX_TOKENS * MAX_TOKENS - 1, label(N_("The tile"))),
+    ),
+    legacy={"block_q": "block_q", "block_k": "block_k", "flash_tile": "tile", "flash_stage": "stage"},
 )

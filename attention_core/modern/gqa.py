@@ -37,7 +37,7 @@ def check_kv_heads(num_heads: int, num_kv_heads: int) -> None:
         raise InputError(
             N_("{num_heads} query heads cannot be shared equally by {num_kv_heads} key/value heads: num_kv_heads "
                "must divide num_heads. With {num_heads} query heads you can use {fits}."),
-            field="num_kv_heads", num_heads=num_heads, num_kv_heads=num_kv_heads, fits=", ".join(map(str, fits)))
+            field="gqa.num_kv_heads", num_heads=num_heads, num_kv_heads=num_kv_heads, fits=", ".join(map(str, fits)))
 
 
 def kv_head_of(num_heads: int, num_kv_heads: int) -> tuple[int, ...]:
@@ -109,7 +109,7 @@ def grouped_query_attention(x: torch.Tensor, w_query: torch.Tensor, w_key: torch
     head_dim = d_out // num_heads
     if w_key.shape[-1] != num_kv_heads * head_dim or w_value.shape != w_key.shape:
         raise InputError(N_("W_k and W_v must have num_kv_heads · head_dim = {width} columns; got {k} and {v}."),
-                         field="num_kv_heads", width=num_kv_heads * head_dim, k=w_key.shape[-1], v=w_value.shape[-1])
+                         field="gqa.num_kv_heads", width=num_kv_heads * head_dim, k=w_key.shape[-1], v=w_value.shape[-1])
     t = x.shape[0]
     query, key, value = x @ w_query, x @ w_key, x @ w_value  # (T, h·hd), (T, kv·hd), (T, kv·hd)
     query_heads = query.view(t, num_heads, head_dim).transpose(0, 1)  # (T, h, hd) -> (h, T, hd)

@@ -31,10 +31,10 @@ BASE = 10000.0
 
 
 def check_head_dim(head_dim: int) -> None:
-    """Raise :class:`InputError` (field ``rope_head_dim``) unless head_dim is even and at least 2."""
+    """Raise :class:`InputError` (field ``rope.head_dim``) unless head_dim is even and at least 2."""
     if head_dim < 2 or head_dim % 2:
         raise InputError(N_("RoPE rotates pairs of dimensions, so head_dim must be even (2, 4, 6, …); got {d}."),
-                         field="rope_head_dim", d=head_dim)
+                         field="rope.head_dim", d=head_dim)
 
 
 def frequencies(head_dim: int, base: float = BASE) -> torch.Tensor:

@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Optional
 import sympy as sp
 import torch
 
-from attention_core import practice, stages
+from attention_core import practice
 from attention_core.errors import N_, Message
 from attention_core.experiments.positional import sinusoidal_encoding
+from attention_core.fields import FloatRange, IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
+from attention_core.limits import MAX_DIM, MAX_ROPE_BASE, MAX_ROPE_SHIFT, MIN_ROPE_BASE
 from attention_core.masking import formulas as fm
 from attention_core.masking.walkthrough import module_weights
 from attention_core.modern.rope import RopeTrace, check_head_dim, frequencies, rope_scores, rotate
@@ -84,20 +86,21 @@ def build_rope_walkthrough(settings: Settings, edits: Edits | None = None) -> Ro
     """RoPE on one head's queries and keys of the settings' sentence, checked against transformers.
 
     Args:
-        settings: validated settings: sentence, d_model, seed, rope_head_dim, rope_base, rope_shift.
+        settings: validated settings: sentence, d_model, seed, and the page's own (``rope``).
         edits: the user's edits of X ("x"); other edits are ignored.
 
     Raises:
-        InputError: a bad sentence or X cell; an odd head_dim (field ``rope_head_dim``).
+        InputError: a bad sentence or X cell; an odd head_dim (field ``rope.head_dim``).
     """
     edits = edits or {}
-    check_head_dim(settings.rope_head_dim)
+    own = settings.rope
+    check_head_dim(own.head_dim)
     base = build_walkthrough(settings, {k: v for k, v in edits.items() if k == "x"})
     x = base.trace.x
-    w = module_weights(x.shape[-1], settings.rope_head_dim, settings.seed, out_proj=False)
-    trace = rope_scores(x @ w["w_query"], x @ w["w_key"], settings.rope_base, settings.rope_shift)
+    w = module_weights(x.shape[-1], own.head_dim, settings.seed, out_proj=False)
+    trace = rope_scores(x @ w["w_query"], x @ w["w_key"], own.base, own.shift)
     with torch.no_grad():
-        q, k = llama_rotation(trace.query, trace.key, settings.rope_base)
+        q, k = llama_rotation(trace.query, trace.key, own.base)
     checks = (
         compare(torch.cat([trace.query_rotated, trace.key_rotated]), torch.cat([q, k]),
                 "transformers.models.llama.modeling_llama.apply_rotary_pos_emb(q, k, *LlamaRotaryEmbedding(...))",
@@ -326,9 +329,9 @@ def rope_steps(walk: RopeWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` in the one step-through protocol.
 
     Raises:
-        KeyError: a stage that is not one of the page's (:data:`attention_core.stages.ROPE`).
+        KeyError: a stage that is not one of the page's.
     """
-    if stage not in stages.ROPE:
+    if stage not in ROPE_PAGE.stages:
         raise KeyError(stage)
     remark = None
     if stage == "sinusoidal":
@@ -351,8 +354,45 @@ def rope_steps(walk: RopeWalkthrough, stage: str) -> StepThrough:
 
 # ---------------------------------------------------------------- the page
 
+@dataclass(frozen=True)
+class RopeSettings:
+    """The RoPE page's own settings (``settings.rope``).
+
+    Attributes:
+        head_dim: d, the width of q and k (1..MAX_DIM; RoPE needs it even, checked on the page).
+        base: the base of θᵢ = base^(−2i/d) (MIN_ROPE_BASE..MAX_ROPE_BASE; 10000 in RoFormer and Llama 2).
+        shift: s, added to every position to show that the scores do not change (0..MAX_ROPE_SHIFT).
+        stage: the step shown (a key of ``ROPE_PAGE.stages``).
+    """
+
+    head_dim: int = 4
+    base: float = 10000.0
+    shift: int = 5
+    stage: str = "rotate_query"
+
+
 ROPE_PAGE = Page(
     key="rope", title=N_("RoPE: rotary positions"), icon=":material/rotate_right:", section="modern",
     summary=N_("RoPE: rotating queries and keys by their position; only the offset counts"),
-    stages=stages.ROPE, stage_field="rope_stage", steps=rope_steps,
+    stages={
+        "projections": N_("Queries and keys: Q = X W_q, K = X W_k"),
+        "angles": N_("Angles: position m times θᵢ = base^(−2i/d)"),
+        "sinusoidal": N_("The same angles in the sinusoidal encoding: added there, rotated here"),
+        "rotate_query": N_("Rotate each pair of q's dimensions by m θᵢ"),
+        "rotate_key": N_("Rotate k the same way"),
+        "scores": N_("Scores: q' · k' / √d"),
+        "relative": N_("Shift every position by s: the scores do not change"),
+        "base": N_("What the base changes: how fast each pair turns"),
+    },
+    stage_field="rope.stage", steps=rope_steps,
+    settings=RopeSettings,
+    fields=(
+        IntRange("head_dim", 1, MAX_DIM, "head_dim"),
+        FloatRange("base", MIN_ROPE_BASE, MAX_ROPE_BASE, "base",
+                   malformed=N_("The base must be a number; got “{raw}”, using {value:g}."),
+                   out_of_range=N_("The base must be between {low:g} and {high:g}; got {base:g}, using {clamped:g}."),
+                   clamp_infinite=True),
+        IntRange("shift", 0, MAX_ROPE_SHIFT, label(N_("The shift s"))),
+    ),
+    legacy={"rope_head_dim": "head_dim", "rope_base": "base", "rope_shift": "shift", "rope_stage": "stage"},
 )

@@ -26,7 +26,7 @@ def window_mask(tokens: int, window: int, causal: bool = True) -> torch.Tensor:
         InputError (field ``window``): window below 1.
     """
     if window < 1:
-        raise InputError(N_("The window must hold at least 1 token (the token itself); got {w}."), field="window",
+        raise InputError(N_("The window must hold at least 1 token (the token itself); got {w}."), field="sliding_window.window",
                          w=window)
     i = torch.arange(tokens)[:, None]
     j = torch.arange(tokens)[None, :]

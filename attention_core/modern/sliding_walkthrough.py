@@ -21,10 +21,12 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from attention_core import practice, stages
+from attention_core import practice
 from attention_core.errors import N_, Message
+from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate
+from attention_core.limits import MAX_SLIDING_LAYERS, MAX_TOKENS
 from attention_core.masking import formulas as fm
 from attention_core.masking.walkthrough import module_weights
 from attention_core.modern.sliding import receptive_field, window_mask
@@ -57,14 +59,14 @@ class SlidingWalkthrough:
 
     @property
     def window(self) -> int:
-        return self.settings.window
+        return self.settings.sliding_window.window
 
 
 def build_sliding_walkthrough(settings: Settings, edits: Edits | None = None) -> SlidingWalkthrough:
     """Sliding-window attention on the settings' sentence, checked against PyTorch.
 
     Args:
-        settings: validated settings: sentence, d_model, d_k, seed, causal, window, sliding_layers.
+        settings: validated settings: sentence, d_model, d_k, seed, causal, and the page's own (``sliding_window``).
         edits: the user's edits of X ("x"); other edits are ignored.
 
     Raises:
@@ -75,14 +77,14 @@ def build_sliding_walkthrough(settings: Settings, edits: Edits | None = None) ->
     x = base.trace.x
     w = module_weights(x.shape[-1], settings.d_k, settings.seed, out_proj=False)
     query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]
-    mask = window_mask(x.shape[0], settings.window, settings.causal)
+    mask = window_mask(x.shape[0], settings.sliding_window.window, settings.causal)
     trace = scaled_dot_product_attention(query, key, value, attn_mask=mask)
     with torch.no_grad():
         reference = F.scaled_dot_product_attention(query[None], key[None], value[None], attn_mask=mask)[0]
     checks = (compare(trace.output, reference, "F.scaled_dot_product_attention(q, k, v, attn_mask=window_mask)",
                       note=Message(N_("the context vectors with the same window mask"))),)
     return SlidingWalkthrough(settings=settings, base=base, tokens=base.tokens, mask=mask, trace=trace,
-                              reach=receptive_field(mask, settings.sliding_layers), checks=checks)
+                              reach=receptive_field(mask, settings.sliding_window.layers), checks=checks)
 
 
 # ---------------------------------------------------------------- panels
@@ -196,9 +198,9 @@ def sliding_steps(walk: SlidingWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` in the one step-through protocol.
 
     Raises:
-        KeyError: a stage that is not one of the page's (:data:`attention_core.stages.SLIDING`).
+        KeyError: a stage that is not one of the page's .
     """
-    if stage not in stages.SLIDING:
+    if stage not in SLIDING_WINDOW.stages:
         raise KeyError(stage)
     remark = None
     if stage == "mask":
@@ -224,8 +226,35 @@ def sliding_steps(walk: SlidingWalkthrough, stage: str) -> StepThrough:
 
 # ---------------------------------------------------------------- the page
 
+@dataclass(frozen=True)
+class SlidingWindowSettings:
+    """The sliding-window page's own settings (``settings.sliding_window``).
+
+    Attributes:
+        window: w, the tokens each query may see, itself included (1..MAX_TOKENS).
+        layers: L, the layers of the receptive-field view (1..MAX_SLIDING_LAYERS).
+        stage: the step shown (a key of ``SLIDING_WINDOW.stages``).
+    """
+
+    window: int = 3
+    layers: int = 3
+    stage: str = "mask"
+
+
 SLIDING_WINDOW = Page(
     key="sliding_window", title=N_("Sliding-window attention"), icon=":material/view_week:", section="modern",
     summary=N_("Sliding-window attention: the last w tokens only, a receptive field that grows"),
-    stages=stages.SLIDING, stage_field="sliding_stage", steps=sliding_steps,
+    stages={
+        "mask": N_("The window mask: the last w tokens only"),
+        "masked_scores": N_("Scores outside the window: −∞"),
+        "weights": N_("Weights: softmax inside the window"),
+        "receptive": N_("Stacked layers: the receptive field grows"),
+    },
+    stage_field="sliding_window.stage", steps=sliding_steps,
+    settings=SlidingWindowSettings,
+    fields=(
+        IntRange("window", 1, MAX_TOKENS, label(N_("The window"))),
+        IntRange("layers", 1, MAX_SLIDING_LAYERS, label(N_("The number of layers"))),
+    ),
+    legacy={"window": "window", "sliding_layers": "layers", "sliding_stage": "stage"},
 )

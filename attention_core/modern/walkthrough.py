@@ -26,11 +26,12 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from attention_core import practice, stages
+from attention_core import practice
 from attention_core.errors import N_, InputError, Message
+from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate, number
-from attention_core.limits import MAX_DIM
+from attention_core.limits import MAX_DIM, MAX_GQA_HEADS, MAX_HEAD_DIM
 from attention_core.masking import formulas as fm
 from attention_core.masking.walkthrough import module_weights
 from attention_core.modern.gqa import GroupedQueryTrace, grouped_query_attention, kv_head_of
@@ -76,22 +77,22 @@ def build_gqa_walkthrough(settings: Settings, edits: Edits | None = None) -> GQA
     """Grouped-query self-attention on the settings' sentence, every intermediate, checked against PyTorch.
 
     Args:
-        settings: validated settings: sentence, d_model, seed, causal, gqa_num_heads, num_kv_heads, head_dim.
+        settings: validated settings: sentence, d_model, seed, causal, and the page's own (``gqa``).
         edits: the user's edits of X ("x"); other edits are ignored.
 
     Raises:
-        InputError: a bad sentence or X cell; num_kv_heads not dividing num_heads (field ``num_kv_heads``);
+        InputError: a bad sentence or X cell; num_kv_heads not dividing num_heads (field ``gqa.num_kv_heads``);
             num_heads · head_dim wider than MAX_DIM (field ``head_dim``).
     """
     edits = edits or {}
     base = build_walkthrough(settings, {k: v for k, v in edits.items() if k == "x"})
     x = base.trace.x  # (T, D)
-    h, kv, hd = settings.gqa_num_heads, settings.num_kv_heads, settings.head_dim
+    h, kv, hd = settings.gqa.num_heads, settings.gqa.num_kv_heads, settings.gqa.head_dim
     kv_head_of(h, kv)  # the message about dividing first
     if h * hd > MAX_DIM:
         raise InputError(N_("num_heads · head_dim = {h} · {hd} = {width} columns do not fit the screen; keep it at "
                             "most {max} (fewer heads or a smaller head_dim)."),
-                         field="head_dim", h=h, hd=hd, width=h * hd, max=MAX_DIM)
+                         field="gqa.head_dim", h=h, hd=hd, width=h * hd, max=MAX_DIM)
     w = module_weights(x.shape[-1], h * hd, settings.seed, out_proj=True)
     t = x.shape[0]
     mask = torch.ones(t, t, dtype=torch.bool).tril() if settings.causal else None
@@ -272,9 +273,9 @@ def gqa_steps(walk: GQAWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` in the one step-through protocol.
 
     Raises:
-        KeyError: a stage that is not one of the page's (:data:`attention_core.stages.GQA`).
+        KeyError: a stage that is not one of the page's.
     """
-    if stage not in stages.GQA:
+    if stage not in GQA_PAGE.stages:
         raise KeyError(stage)
     t = walk.trace
     remark = None
@@ -296,8 +297,41 @@ def gqa_steps(walk: GQAWalkthrough, stage: str) -> StepThrough:
 
 # ---------------------------------------------------------------- the page
 
+@dataclass(frozen=True)
+class GQASettings:
+    """The grouped-query attention page's own settings (``settings.gqa``).
+
+    Attributes:
+        num_heads: h, the query heads (1..MAX_GQA_HEADS).
+        num_kv_heads: the key/value heads (1..MAX_GQA_HEADS); must divide h (checked on the page, with a message).
+        head_dim: the width of one head (1..MAX_HEAD_DIM); h · head_dim at most MAX_DIM (checked on the page).
+        stage: the step shown (a key of ``GQA_PAGE.stages``).
+    """
+
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    head_dim: int = 2
+    stage: str = "groups"
+
+
 GQA_PAGE = Page(
     key="gqa", title=N_("Grouped-query attention"), icon=":material/group_work:", section="modern",
     summary=N_("Grouped-query attention: query heads sharing key/value heads, a smaller KV cache"),
-    stages=stages.GQA, stage_field="gqa_stage", steps=gqa_steps,
+    stages={
+        "inputs": N_("Inputs X"),
+        "projections": N_("Projections: h query heads, fewer key/value heads"),
+        "groups": N_("Which query heads share which key/value head"),
+        "repeat": N_("Repeat K and V: each query head gets its group's"),
+        "weights": N_("Weights per query head: softmax(Q Kᵀ / √head_dim + M)"),
+        "output": N_("Concat the heads, then W_O"),
+        "kv_cache": N_("The KV cache per token: MHA, GQA, MQA"),
+    },
+    stage_field="gqa.stage", steps=gqa_steps,
+    settings=GQASettings,
+    fields=(
+        IntRange("num_heads", 1, MAX_GQA_HEADS, label(N_("The number of query heads"))),
+        IntRange("num_kv_heads", 1, MAX_GQA_HEADS, label(N_("The number of key/value heads"))),
+        IntRange("head_dim", 1, MAX_HEAD_DIM, "head_dim"),
+    ),
+    legacy={"gqa_num_heads": "num_heads", "num_kv_heads": "num_kv_heads", "head_dim": "head_dim", "gqa_stage": "stage"},
 )

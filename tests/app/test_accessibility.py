@@ -71,7 +71,7 @@ def _colour_legends(spec: dict) -> list:
 
 @pytest.mark.parametrize("path, params, side_by_side", [
     ("app_pages/multi_head.py", {"mha_stage": "split"}, True),  # one heatmap per head, side by side
-    ("app_pages/gqa.py", {"gqa_stage": "weights"}, False),  # stacked: too wide to stand side by side
+    ("app_pages/gqa.py", {"gqa.stage": "weights"}, False),  # stacked: too wide to stand side by side
     ("app_pages/additive.py", {}, True),
     ("app_pages/positional_encoding.py", {}, True),
 ])

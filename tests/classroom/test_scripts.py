@@ -57,17 +57,17 @@ CASES = {
         lambda: build_generation_walkthrough(Settings(toy_step=2, toy_layer=0, toy_temperature=0.8, seed=3)),
         "generation"),
     "gqa": (lambda: build_gqa_walkthrough(Settings()), "gqa"),
-    "mqa_not_causal": (lambda: build_gqa_walkthrough(Settings(gqa_num_heads=4, num_kv_heads=1, causal=False)), "gqa"),
+    "mqa_not_causal": (lambda: build_gqa_walkthrough(Settings(causal=False).set(**{"gqa.num_heads": 4, "gqa.num_kv_heads": 1})), "gqa"),
     "rope": (lambda: build_rope_walkthrough(Settings()), "rope"),
-    "rope_base_and_shift": (lambda: build_rope_walkthrough(Settings(rope_head_dim=6, rope_base=500.0, rope_shift=7)),
+    "rope_base_and_shift": (lambda: build_rope_walkthrough(Settings().set(**{"rope.head_dim": 6, "rope.base": 500.0, "rope.shift": 7})),
                             "rope"),
     "alibi_three_heads": (lambda: build_alibi_walkthrough(Settings().set(**{"alibi.num_heads": 3})), "alibi"),
     "sliding_window": (lambda: build_sliding_walkthrough(Settings()), "sliding_window"),
     "sliding_window_both_sides": (
-        lambda: build_sliding_walkthrough(Settings(window=2, causal=False, sliding_layers=2)), "sliding_window"),
+        lambda: build_sliding_walkthrough(Settings(causal=False).set(**{"sliding_window.window": 2, "sliding_window.layers": 2})), "sliding_window"),
     "flash_attention": (lambda: build_flash_walkthrough(Settings()), "flash_attention"),
     "flash_attention_not_causal_last_tile": (
-        lambda: build_flash_walkthrough(Settings(block_q=3, block_k=2, causal=False, flash_tile=99)),
+        lambda: build_flash_walkthrough(Settings(causal=False).set(**{"flash_attention.block_q": 3, "flash_attention.block_k": 2, "flash_attention.tile": 99})),
         "flash_attention"),
 }
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,9 +11,8 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 from test_stepthrough import step_through_every_stage
 
-from attention_core import stages
 from attention_core.errors import InputError, Message
-from attention_core.modern.flash_walkthrough import build_flash_walkthrough, explain_flash, flash_steps
+from attention_core.modern.flash_walkthrough import FLASH_ATTENTION, build_flash_walkthrough, explain_flash, flash_steps
 from attention_core.modern.online_softmax import flash_attention
 from attention_core.settings import Settings
 
@@ -56,12 +53,12 @@ def test_block_sizes_outside_1_to_t_are_refused():
 
 
 def test_every_stage_entry_of_every_tile():
-    settings_ = dataclasses.replace(Settings(), block_q=3, block_k=2)
+    settings_ = Settings().set(**{"flash_attention.block_q": 3, "flash_attention.block_k": 2})
     walk = build_flash_walkthrough(settings_)
     assert all(c.matches for c in walk.checks)
     for tile in range(len(walk.trace.tiles)):
-        walk = build_flash_walkthrough(dataclasses.replace(settings_, flash_tile=tile))
-        for stage in stages.FLASH:
+        walk = build_flash_walkthrough(settings_.set(**{"flash_attention.tile": tile}))
+        for stage in FLASH_ATTENTION.stages:
             steps = flash_steps(walk, stage)
             target = steps.stage.target
             for row in range(target.matrix.shape[0]):
@@ -74,13 +71,13 @@ def test_every_stage_entry_of_every_tile():
 def test_a_block_larger_than_the_sentence_gets_a_message_and_keeps_the_settings():
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("app_pages/flash_attention.py").run()
-    at.number_input(key="setting_block_k").set_value(2).run()
-    at.number_input(key="setting_block_q").set_value(12).run()  # the default sentence has 7 tokens
+    at.number_input(key="setting_flash_attention.block_k").set_value(2).run()
+    at.number_input(key="setting_flash_attention.block_q").set_value(12).run()  # the default sentence has 7 tokens
     assert not at.exception
     assert any("block_q = 12 must be between 1 and the number of tokens, 7" in shown(e.value) for e in at.error), \
         errors(at)
-    assert at.session_state["settings"].block_k == 2
-    at.number_input(key="setting_block_q").set_value(3).run()
+    assert at.session_state["settings"].flash_attention.block_k == 2
+    at.number_input(key="setting_flash_attention.block_q").set_value(3).run()
     assert not at.error
 
 
@@ -91,8 +88,8 @@ def test_every_stage_of_the_flash_page_on_two_tiles(language):
     at.run()
     at.switch_page("app_pages/flash_attention.py").run()
     for tile in (0, 5):
-        at.selectbox(key="setting_flash_tile").set_value(tile).run()
-        assert step_through_every_stage(at, "flash_attention", f"flash, {language}, tile {tile}") == list(stages.FLASH)
+        at.selectbox(key="setting_flash_attention.tile").set_value(tile).run()
+        assert step_through_every_stage(at, "flash_attention", f"flash, {language}, tile {tile}") == list(FLASH_ATTENTION.stages)
         assert any("scaled_dot_product_attention" in s.value for s in at.success)
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
     assert not missing, f"shown without a translation: {sorted(missing)}"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,10 +11,9 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 from test_stepthrough import step_through_every_stage
 
-from attention_core import stages
 from attention_core.errors import InputError, Message
 from attention_core.modern.gqa import grouped_query_attention, kv_head_of
-from attention_core.modern.walkthrough import build_gqa_walkthrough, explain_gqa, gqa_steps
+from attention_core.modern.walkthrough import GQA_PAGE, build_gqa_walkthrough, explain_gqa, gqa_steps
 from attention_core.multihead.heads import multi_head_attention
 from attention_core.settings import Settings
 
@@ -65,9 +62,9 @@ def test_groups_are_consecutive_query_heads():
 
 def test_every_stage_entry_and_the_checks():
     for kv in (1, 2, 4):
-        walk = build_gqa_walkthrough(dataclasses.replace(Settings(), num_kv_heads=kv))
+        walk = build_gqa_walkthrough(Settings().set(**{"gqa.num_kv_heads": kv}))
         assert all(c.matches for c in walk.checks) and len(walk.checks) == (2 if kv == 4 else 1)
-        for stage in stages.GQA:
+        for stage in GQA_PAGE.stages:
             steps = gqa_steps(walk, stage)
             target = steps.stage.target
             for head in range(max(steps.num_heads, 1)):
@@ -80,14 +77,14 @@ def test_every_stage_entry_and_the_checks():
 
 
 def test_the_kv_cache_shrinks_by_h_over_num_kv_heads():
-    walk = build_gqa_walkthrough(dataclasses.replace(Settings(), gqa_num_heads=8, num_kv_heads=2, head_dim=2))
+    walk = build_gqa_walkthrough(Settings().set(**{"gqa.num_heads": 8, "gqa.num_kv_heads": 2, "gqa.head_dim": 2}))
     assert walk.cache_rows == (("MHA", 8, 128), ("GQA", 2, 32), ("MQA", 1, 16))
     assert "4 × smaller" in gqa_steps(walk, "kv_cache").stage.remark
 
 
 def test_too_wide_is_refused():
     with pytest.raises(InputError, match="32 columns do not fit"):
-        build_gqa_walkthrough(dataclasses.replace(Settings(), gqa_num_heads=8, head_dim=4))
+        build_gqa_walkthrough(Settings().set(**{"gqa.num_heads": 8, "gqa.head_dim": 4}))
 
 
 def test_the_page_keeps_its_settings_on_a_bad_head_count():
@@ -95,11 +92,11 @@ def test_the_page_keeps_its_settings_on_a_bad_head_count():
     at.switch_page("app_pages/gqa.py").run()
     assert not at.exception and not at.error, errors(at)
     assert any("GQA:" in m.value for m in at.markdown)
-    at.number_input(key="setting_head_dim").set_value(3).run()
-    at.number_input(key="setting_num_kv_heads").set_value(3).run()
+    at.number_input(key="setting_gqa.head_dim").set_value(3).run()
+    at.number_input(key="setting_gqa.num_kv_heads").set_value(3).run()
     assert any("cannot be shared equally by 3" in e.value for e in at.error), errors(at)
-    assert at.session_state["settings"].head_dim == 3
-    at.number_input(key="setting_num_kv_heads").set_value(1).run()
+    assert at.session_state["settings"].gqa.head_dim == 3
+    at.number_input(key="setting_gqa.num_kv_heads").set_value(1).run()
     assert not at.error and any("MQA:" in m.value for m in at.markdown)
 
 
@@ -110,8 +107,8 @@ def test_every_stage_with_mha_gqa_and_mqa(language):
     at.run()
     at.switch_page("app_pages/gqa.py").run()
     for kv in (4, 2, 1):
-        at.number_input(key="setting_num_kv_heads").set_value(kv).run()
-        assert step_through_every_stage(at, "gqa", f"gqa, {language}, kv {kv}") == list(stages.GQA)
+        at.number_input(key="setting_gqa.num_kv_heads").set_value(kv).run()
+        assert step_through_every_stage(at, "gqa", f"gqa, {language}, kv {kv}") == list(GQA_PAGE.stages)
         assert any("enable_gqa=True" in s.value for s in at.success)
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
     assert not missing, f"shown without a translation: {sorted(missing)}"

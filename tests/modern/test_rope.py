@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import pytest
@@ -13,10 +12,15 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 from test_stepthrough import step_through_every_stage
 
-from attention_core import stages
 from attention_core.errors import InputError, Message
 from attention_core.modern.rope import frequencies, rope_scores, rotate
-from attention_core.modern.rope_walkthrough import build_rope_walkthrough, explain_rope, llama_rotation, rope_steps
+from attention_core.modern.rope_walkthrough import (
+    ROPE_PAGE,
+    build_rope_walkthrough,
+    explain_rope,
+    llama_rotation,
+    rope_steps,
+)
 from attention_core.settings import Settings
 
 
@@ -56,9 +60,9 @@ def test_frequencies_follow_roformer():
 
 
 def test_every_stage_and_entry():
-    walk = build_rope_walkthrough(dataclasses.replace(Settings(), rope_head_dim=6, rope_shift=7))
+    walk = build_rope_walkthrough(Settings().set(**{"rope.head_dim": 6, "rope.shift": 7}))
     assert all(c.matches for c in walk.checks)
-    for stage in stages.ROPE:
+    for stage in ROPE_PAGE.stages:
         steps = rope_steps(walk, stage)
         target = steps.stage.target
         for row in range(target.matrix.shape[0]):
@@ -78,7 +82,7 @@ def test_every_stage_and_entry():
 def test_the_sinusoidal_stage_uses_the_same_angles_and_the_pair_drawing_is_the_rotation():
     from attention_core.modern.rope_walkthrough import pair_vectors
 
-    walk = build_rope_walkthrough(dataclasses.replace(Settings(), rope_head_dim=4, rope_base=100.0))
+    walk = build_rope_walkthrough(Settings().set(**{"rope.head_dim": 4, "rope.base": 100.0}))
     pe = rope_steps(walk, "sinusoidal").stage.panels[0].matrix
     torch.testing.assert_close(pe[:, 0::2], torch.sin(walk.trace.angles))  # PE's even columns: sin(m θᵢ)
     torch.testing.assert_close(pe[:, 1::2], torch.cos(walk.trace.angles))
@@ -92,12 +96,12 @@ def test_odd_head_dim_gets_a_message_and_keeps_the_other_settings():
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("app_pages/rope.py").run()
     assert not at.exception and not at.error, errors(at)
-    at.number_input(key="setting_rope_shift").set_value(9).run()
-    at.number_input(key="setting_rope_head_dim").set_value(5).run()
+    at.number_input(key="setting_rope.shift").set_value(9).run()
+    at.number_input(key="setting_rope.head_dim").set_value(5).run()
     assert not at.exception
     assert any("must be even" in e.value for e in at.error), errors(at)
-    assert at.session_state["settings"].rope_shift == 9
-    at.number_input(key="setting_rope_head_dim").set_value(6).run()
+    assert at.session_state["settings"].rope.shift == 9
+    at.number_input(key="setting_rope.head_dim").set_value(6).run()
     assert not at.error
 
 
@@ -107,7 +111,7 @@ def test_every_stage_of_the_rope_page(language):
     at.query_params["language"] = language
     at.run()
     at.switch_page("app_pages/rope.py").run()
-    assert step_through_every_stage(at, "rope", f"rope, {language}") == list(stages.ROPE)
+    assert step_through_every_stage(at, "rope", f"rope, {language}") == list(ROPE_PAGE.stages)
     assert any("apply_rotary_pos_emb" in s.value for s in at.success)
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
     assert not missing, f"shown without a translation: {sorted(missing)}"

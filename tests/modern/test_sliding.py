@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,10 +11,14 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 from test_stepthrough import step_through_every_stage
 
-from attention_core import stages
 from attention_core.errors import InputError, Message
 from attention_core.modern.sliding import receptive_field, window_mask
-from attention_core.modern.sliding_walkthrough import build_sliding_walkthrough, explain_sliding, sliding_steps
+from attention_core.modern.sliding_walkthrough import (
+    SLIDING_WINDOW,
+    build_sliding_walkthrough,
+    explain_sliding,
+    sliding_steps,
+)
 from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.settings import Settings
 
@@ -56,16 +58,16 @@ def test_equals_sdpa_with_the_window_mask(t, w, d, causal, seed):
 
 def test_every_stage_and_entry():
     for causal in (True, False):
-        walk = build_sliding_walkthrough(dataclasses.replace(Settings(), window=2, sliding_layers=3, causal=causal))
+        walk = build_sliding_walkthrough(Settings(causal=causal).set(**{"sliding_window.window": 2, "sliding_window.layers": 3}))
         assert all(c.matches for c in walk.checks)
-        for stage in stages.SLIDING:
+        for stage in SLIDING_WINDOW.stages:
             steps = sliding_steps(walk, stage)
             target = steps.stage.target
             for row in range(target.matrix.shape[0]):
                 for col in range(target.matrix.shape[1]):
                     explain_sliding(walk, stage, row, col)
             assert steps.stage.formula(Message)
-    walk = build_sliding_walkthrough(dataclasses.replace(Settings(), window=2, sliding_layers=3))
+    walk = build_sliding_walkthrough(Settings().set(**{"sliding_window.window": 2, "sliding_window.layers": 3}))
     assert r"\le\; L (w - 1) = 3 \cdot 1 = 3" in explain_sliding(walk, "receptive", 4, 1)
     assert "R^{(3)}_{5,1} = 0" in explain_sliding(walk, "receptive", 4, 0)
     assert "depends on 4 input tokens" in sliding_steps(walk, "receptive").stage.remark
@@ -74,12 +76,12 @@ def test_every_stage_and_entry():
 def test_window_0_is_clamped_with_a_message_and_the_page_keeps_working():
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("app_pages/sliding_window.py").run()
-    at.number_input(key="setting_sliding_layers").set_value(2).run()
-    at.number_input(key="setting_window").set_value(0).run()
+    at.number_input(key="setting_sliding_window.layers").set_value(2).run()
+    at.number_input(key="setting_sliding_window.window").set_value(0).run()
     assert not at.exception and not at.error, errors(at)
-    assert at.session_state["settings"].window == 1
+    assert at.session_state["settings"].sliding_window.window == 1
     assert any("window" in w.value.lower() for w in at.warning), [w.value for w in at.warning]
-    assert at.session_state["settings"].sliding_layers == 2
+    assert at.session_state["settings"].sliding_window.layers == 2
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
@@ -91,7 +93,7 @@ def test_every_stage_of_the_sliding_window_page(language):
     for causal in (True, False):
         at.toggle(key="setting_causal").set_value(causal).run()
         assert step_through_every_stage(at, "sliding_window", f"sliding, {language}, causal {causal}") == list(
-            stages.SLIDING)
+            SLIDING_WINDOW.stages)
         assert any("attn_mask=window_mask" in s.value for s in at.success)
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
     assert not missing, f"shown without a translation: {sorted(missing)}"
