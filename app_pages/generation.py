@@ -51,16 +51,16 @@ widgets.show_messages()
 settings = state.settings()
 c1, c2, c3 = st.columns([2, 1, 1])
 with c1:
-    state.bind(st.text_input, _("Word to reverse"), "toy_source", max_chars=40,
+    state.bind(st.text_input, _("Word to reverse"), "generation.source", max_chars=40,
                help=_("1 to {max} letters from {letters}; spaces between them are fine.", max=TOY_MAX_INPUT,
                       letters=", ".join(LETTERS)))
 with c2:
-    state.bind(st.number_input, _("Temperature τ (0 = greedy)"), "toy_temperature", step=0.1, min_value=0.0,
+    state.bind(st.number_input, _("Temperature τ (0 = greedy)"), "generation.temperature", step=0.1, min_value=0.0,
                max_value=MAX_TOY_TEMPERATURE, format="%.2f",
                help=_("0 always takes the most likely token. From {low} to {high} the token is drawn from "
                       "softmax(logits / τ).", low=MIN_TOY_TEMPERATURE, high=MAX_TOY_TEMPERATURE))
 with c3:
-    state.bind(st.number_input, _("Seed of the draws"), "seed", step=1, disabled=settings.toy_temperature == 0,
+    state.bind(st.number_input, _("Seed of the draws"), "seed", step=1, disabled=settings.generation.temperature == 0,
                help=_("Used when τ > 0: the same seed draws the same tokens."))
 
 walk = widgets.build_or_stop(build_generation_walkthrough, state.settings())
@@ -84,13 +84,13 @@ else:
 
 s1, s2 = st.columns([3, 1])
 with s1:
-    widgets.keep_in_range(toy_step=walk.step)
+    widgets.keep_in_range(**{"generation.step": walk.step})
     steps = {k: _("Step {t}: reads {read} → chooses {chosen}", t=k + 1, read=" ".join(("START",) + walk.output_tokens[:k]),
                   chosen=walk.output_tokens[k]) for k in range(len(gen.steps))}  # a plain lookup
-    state.bind(st.selectbox, _("Generation step"), "toy_step", options=list(steps), format_func=steps.get)
+    state.bind(st.selectbox, _("Generation step"), "generation.step", options=list(steps), format_func=steps.get)
 with s2:
     layers = {b: _("Block {number}", number=b + 1) for b in range(NUM_LAYERS)}
-    state.bind(st.selectbox, _("Block"), "toy_layer", options=list(layers), format_func=layers.get,
+    state.bind(st.selectbox, _("Block"), "generation.layer", options=list(layers), format_func=layers.get,
                help=_("The encoder's or the decoder's block whose attention and KV cache are shown."))
 
 stepthrough.live(GENERATION_PAGE, walk, EXPLAIN)

@@ -40,9 +40,7 @@ from attention_core.limits import (
     MAX_ADDITIVE_HIDDEN,
     MAX_DIM,
     MAX_DROPOUT,
-    MAX_FEEDFORWARD,
     MAX_IMAGE_SIDE,
-    MAX_LAYERS,
     MAX_PE_POSITIONS,
     MAX_PE_WIDTH,
     MAX_SEED,
@@ -50,7 +48,6 @@ from attention_core.limits import (
     MAX_SQRT_SAMPLES,
     MAX_TEMPERATURE,
     MAX_TOKENS,
-    MAX_TOY_TEMPERATURE,
     MIN_ADDITIVE_HIDDEN,
     MIN_DIM,
     MIN_PE_POSITIONS,
@@ -66,9 +63,6 @@ from attention_core.limits import (
     PE_ENCODINGS,
     PE_SHUFFLES,
     SQRT_DISTRIBUTIONS,
-    TOY_LAYERS,
-    TOY_MAX_OUTPUT,
-    lowest_sampling_temperature,
     nearest_temperature,
 )
 
@@ -172,24 +166,9 @@ class SharedSettings:
     The *Encoder block* page (the Transformer around attention) adds:
 
     Attributes:
-        encoder_num_heads: h of the block's self-attention, 1..MAX_DIM; must divide d_model (checked on
-            the page, where the message can say which head counts fit).
-        dim_feedforward: F (d_ff), the feed-forward layer's hidden width, 1..MAX_FEEDFORWARD.
-        num_layers: N, the number of blocks stacked, 1..MAX_LAYERS.
-        norm_first: False = post-LN (Vaswani et al. 2017), True = pre-LN (GPT-2 and later).
-        encoder_block: the block the step-through opens (0-based; the page keeps it below num_layers).
-        encoder_stage: its current step (a key of ``stages.ENCODER_POST_LN``, the same keys as pre-LN's).
 
     The *Generating token by token* page (the toy encoder-decoder that reverses a word):
 
-        toy_source: the word as typed, never altered (``toy_model.parse_source`` reads it; its errors name
-            this field).
-        toy_temperature: τ of the next-token softmax: 0 = greedy, or MIN_TOY_TEMPERATURE..MAX_TOY_TEMPERATURE
-            (a τ in between is moved up to MIN_TOY_TEMPERATURE, with a message). The draws
-            at τ > 0 come from ``seed``.
-        toy_step: the generation step the step-through shows (0-based; the page keeps it below the steps taken).
-        toy_layer: the decoder block whose attention is shown (0-based, below TOY_LAYERS).
-        generation_stage: its current stage (a key of ``stages.GENERATION``).
 
     The *Grouped-query attention* page (on the sentence's X, with ``seed`` and the ``causal`` switch):
 
@@ -267,17 +246,6 @@ class SharedSettings:
     image_col: int = 4
     image_features: str = "rgb"
     image_d_k: int = 3
-    encoder_num_heads: int = 1
-    dim_feedforward: int = 8
-    num_layers: int = 2
-    norm_first: bool = False
-    encoder_block: int = 0
-    encoder_stage: str = "norm_1"
-    toy_source: str = "beach"
-    toy_temperature: float = 0.0
-    toy_step: int = 2
-    toy_layer: int = TOY_LAYERS - 1
-    generation_stage: str = "cross_attention"
     # classroom: the interface language and presenter mode (issue 5)
     language: str = "en"
     presenter: bool = False
@@ -446,19 +414,6 @@ FIELDS: tuple[Field, ...] = (
     IntRange("image_row", 0, MAX_IMAGE_SIDE - 1, label(N_("The pixel's row"))),
     IntRange("image_col", 0, MAX_IMAGE_SIDE - 1, label(N_("The pixel's column"))),
     IntRange("image_d_k", MIN_DIM, MAX_DIM, "d_k"),
-    IntRange("encoder_num_heads", 1, MAX_DIM, label(N_("The number of heads"))),
-    IntRange("dim_feedforward", 1, MAX_FEEDFORWARD, "dim_feedforward"),
-    IntRange("num_layers", 1, MAX_LAYERS, label(N_("The number of blocks"))),
-    IntRange("encoder_block", 0, MAX_LAYERS - 1, label(N_("The block"))),
-    Text("toy_source", N_("The word to reverse must be text; restored the example word.")),
-    IntRange("toy_step", 0, TOY_MAX_OUTPUT - 1, label(N_("The generation step"))),
-    IntRange("toy_layer", 0, TOY_LAYERS - 1, label(N_("The block"))),
-    FloatRange("toy_temperature", 0.0, MAX_TOY_TEMPERATURE, "tau",
-               malformed=N_("τ must be a number; got “{raw}”, using {value:g}."),
-               out_of_range=N_("τ must be between {low:g} and {high:g}; got {tau:g}, using {clamped:g}."),
-               snap=lowest_sampling_temperature,
-               off_grid=N_("τ = {tau:g} is too close to 0 to sample in float32 (logits ÷ τ overflows near 0); using "
-                           "{snapped:g}, the smallest τ that samples. τ = 0 means greedy.")),
     Choice("sqrt_distribution", SQRT_DISTRIBUTIONS, N_("Unknown distribution “{raw}”; using “{value}”.")),
     Choice("pe_kind", PE_ENCODINGS, N_("Unknown positional encoding “{raw}”; using “{value}”.")),
     Choice("pe_shuffle", PE_SHUFFLES, N_("Unknown shuffle “{raw}”; using “{value}”.")),
@@ -472,7 +427,6 @@ FIELDS: tuple[Field, ...] = (
     # the switches
     Switch("causal", label(N_("The causal switch"))),
     Switch("training", label(N_("The training switch"))),
-    Switch("norm_first", label(N_("The pre-LN switch"))),
     FloatRange("dropout_p", 0.0, MAX_DROPOUT, "p",
                malformed=N_("dropout_p must be a number in [0, 1); got “{raw}”, using {value}."),
                out_of_range=N_("dropout_p must be in [0, 1); got {p:g}, using {clamped:g}."),

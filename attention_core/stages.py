@@ -78,35 +78,6 @@ TRAINED_HEAD: dict[str, str] = {
     "output": N_("Output: weights · V"),
 }
 
-#: The Transformer encoder block, post-LN (Vaswani et al. 2017, sec. 3.1; seed 003 §2): sublayer, add, norm.
-ENCODER_POST_LN: dict[str, str] = {
-    "inputs": N_("Inputs X"),
-    "attention": N_("Multi-head self-attention"),
-    "residual_1": N_("Residual: add the sublayer's input"),
-    "norm_1": N_("LayerNorm₁: normalise each row, then γ and β"),
-    "ffn_hidden": N_("Feed-forward, first layer: ReLU(· W₁ + b₁)"),
-    "ffn_output": N_("Feed-forward, second layer: · W₂ + b₂"),
-    "residual_2": N_("Residual again"),
-    "norm_2": N_("LayerNorm₂: normalise each row, then γ and β"),
-    "stack": N_("N blocks: each block's output is the next one's input"),
-}
-
-#: The same block, pre-LN (GPT-2 and most current models; Xiong et al. 2020): norm, sublayer, add.
-ENCODER_PRE_LN: dict[str, str] = {key: ENCODER_POST_LN[key] for key in (
-    "inputs", "norm_1", "attention", "residual_1", "norm_2", "ffn_hidden", "ffn_output", "residual_2", "stack")}
-
-#: Generating token by token with the toy encoder-decoder (seed 003 §2): one generation step, inside out.
-GENERATION: dict[str, str] = {
-    "source": N_("The encoder reads the word: X, then its output M"),
-    "encoder_attention": N_("The encoder's self-attention over the word"),
-    "decoder_input": N_("The decoder's input: START and the tokens so far"),
-    "self_attention": N_("Masked self-attention over the tokens so far"),
-    "cross_attention": N_("Cross-attention over the encoder's outputs"),
-    "kv_cache": N_("KV cache: only the new token's key and value are computed"),
-    "logits": N_("Next-token logits: the last row × W_vocab + b"),
-    "probabilities": N_("Softmax: a probability for every token, then the choice"),
-}
-
 #: Every step page: key -> (the settings field holding its current stage, its stages). The encoder block's pre-LN
 #: order has the same stages as its post-LN order (in another order).
 PAGES: dict[str, tuple[str, dict[str, str]]] = {
@@ -116,6 +87,4 @@ PAGES: dict[str, tuple[str, dict[str, str]]] = {
     "multi_head": ("mha_stage", MULTIHEAD),
     "cross_attention": ("cross_stage", CROSS),
     "trained_model": ("model_stage", TRAINED_HEAD),
-    "encoder_block": ("encoder_stage", ENCODER_POST_LN),
-    "generation": ("generation_stage", GENERATION),
 }

@@ -129,14 +129,14 @@ def _modern(page: str, build, steps, variants):
 def _encoder():
     for preset, settings in _preset_settings():
         for norm_first in (False, True):
-            walk = build_encoder_walkthrough(settings.replace(norm_first=norm_first, encoder_block=1)[0])
+            walk = build_encoder_walkthrough(settings.replace(**{"encoder_block.norm_first": norm_first, "encoder_block.block": 1})[0])
             for stage in walk.order:
                 yield f"encoder/{'pre' if norm_first else 'post'}-LN/{preset}/{stage}", encoder_steps(walk, stage)
 
 
 def _generation():
     for source, step, layer, temperature in (("beach", 2, 1, 0.0), ("bad", 1, 0, 0.0), ("cab", 3, 1, 0.7)):
-        settings = Settings().replace(toy_source=source, toy_step=step, toy_layer=layer, toy_temperature=temperature)[0]
+        settings = Settings().replace(**{"generation.source": source, "generation.step": step, "generation.layer": layer, "generation.temperature": temperature})[0]
         walk = build_generation_walkthrough(settings)
         for stage in BY_KEY["generation"].stages:
             yield f"generation/{source}/{step}/{stage}", generation_steps(walk, stage)

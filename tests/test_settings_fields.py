@@ -89,11 +89,11 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "image_row": (0, 15, "The pixel's row"),
     "image_col": (0, 15, "The pixel's column"),
     "image_d_k": (1, 16, "d_k"),
-    "encoder_num_heads": (1, 16, "The number of heads"),
-    "dim_feedforward": (1, 64, "dim_feedforward"),
-    "num_layers": (1, 4, "The number of blocks"),
-    "encoder_block": (0, 3, "The block"),
-    "toy_step": (0, 8, "The generation step"),
+    "encoder_block.num_heads": (1, 16, "The number of heads"),
+    "encoder_block.dim_feedforward": (1, 64, "dim_feedforward"),
+    "encoder_block.num_layers": (1, 4, "The number of blocks"),
+    "encoder_block.block": (0, 3, "The block"),
+    "generation.step": (0, 8, "The generation step"),
     "gqa.num_heads": (1, 8, "The number of query heads"),
     "gqa.num_kv_heads": (1, 8, "The number of key/value heads"),
     "gqa.head_dim": (1, 4, "head_dim"),
@@ -105,7 +105,7 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "flash_attention.tile": (0, 143, "The tile"),
     "sliding_window.layers": (1, 4, "The number of layers"),
     "rope.shift": (0, 1000, "The shift s"),
-    "toy_layer": (0, 1, "The block"),
+    "generation.layer": (0, 1, "The block"),
 }
 
 #: The model's layer and head: (count, the word in the message).
@@ -127,7 +127,7 @@ FLOAT_CASES: dict[str, list[tuple[Any, float, Optional[str]]]] = {
         (" 1.5 ", 1.5, None),
         (100, 100.0, None),
     ],
-    "toy_temperature": [
+    "generation.temperature": [
         (11, 10.0, "τ must be between 0 and 10; got 11, using 10."),
         (-1, 0.0, "τ must be between 0 and 10; got -1, using 0."),
         ("hot", 0.0, "τ must be a number; got “hot”, using 0."),

@@ -613,8 +613,8 @@ def _(walk: EncoderWalkthrough, page: str) -> Recipe:
     s = walk.settings
     blocks = [{name: getattr(b.weights, name) for name in _BLOCK_FIELDS} for b in walk.blocks]
     d_model = walk.x.shape[-1]
-    layer_call = (f"torch.nn.TransformerEncoderLayer({d_model}, nhead={s.encoder_num_heads}, "
-                  f"dim_feedforward={s.dim_feedforward}, dropout=0.0, batch_first=True, norm_first={s.norm_first})")
+    layer_call = (f"torch.nn.TransformerEncoderLayer({d_model}, nhead={s.encoder_block.num_heads}, "
+                  f"dim_feedforward={s.encoder_block.dim_feedforward}, dropout=0.0, batch_first=True, norm_first={s.encoder_block.norm_first})")
     references = [
         "def torch_layer(w):",
         '    """torch.nn.TransformerEncoderLayer holding the block\'s weights (nn.Linear keeps W^T)."""',
@@ -650,14 +650,14 @@ def _(walk: EncoderWalkthrough, page: str) -> Recipe:
     stack = ("X",) + tuple(f"traces[{k}]['output']" for k in range(len(walk.blocks)))
     norm = lambda n: tuple(f"shown['norm_{n}'][{part!r}]" for part in ("z", "stats", "normalized", "output"))  # noqa: E731
     return Recipe(
-        title="the Transformer encoder block (" + ("pre-LN" if s.norm_first else "post-LN") + ")",
+        title="the Transformer encoder block (" + ("pre-LN" if s.encoder_block.norm_first else "post-LN") + ")",
         sources=(("pre-LN: H = X + MultiHead(LayerNorm_1(X)), Y = H + FFN(LayerNorm_2(H))  (Xiong et al. 2020)"
-                  if s.norm_first else
+                  if s.encoder_block.norm_first else
                   "post-LN: H = LayerNorm_1(X + MultiHead(X)), Y = LayerNorm_2(H + FFN(H))  (Vaswani et al. 2017, "
                   "sec. 3.1)"),
                  "FFN(Z) = ReLU(Z W_1 + b_1) W_2 + b_2  (sec. 3.3, eq. 2); N blocks, each with its own weights"),
-        inputs=(("tokens", walk.tokens, "the rows"), ("h", s.encoder_num_heads, "num_heads"),
-                ("F_", s.dim_feedforward, "dim_feedforward"), ("norm_first", s.norm_first, "True = pre-LN"),
+        inputs=(("tokens", walk.tokens, "the rows"), ("h", s.encoder_block.num_heads, "num_heads"),
+                ("F_", s.encoder_block.dim_feedforward, "dim_feedforward"), ("norm_first", s.encoder_block.norm_first, "True = pre-LN"),
                 ("block", walk.block, "the block shown (0-based)"), ("X", walk.x, "(T, D)"),
                 ("weights", blocks, "one dict per block: W (applied as x @ W) and biases, gamma and beta")),
         code=(*_ATTEND, "", *_LAYER_NORM, "", *_MULTI_HEAD, "",

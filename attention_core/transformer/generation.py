@@ -163,7 +163,7 @@ class Generation:
 def _check_temperature(temperature: float) -> None:
     if not (temperature == 0.0 or MIN_TOY_TEMPERATURE <= temperature <= MAX_TEMPERATURE):  # also catches NaN
         raise InputError(N_("The temperature τ must be 0 (greedy: always the most likely token) or between {min} and "
-                            "{max}; got {value}."), field="toy_temperature", min=MIN_TOY_TEMPERATURE,
+                            "{max}; got {value}."), field="generation.temperature", min=MIN_TOY_TEMPERATURE,
                          max=MAX_TEMPERATURE, value=temperature)
 
 

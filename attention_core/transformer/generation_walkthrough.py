@@ -24,10 +24,12 @@ from typing import TYPE_CHECKING, NamedTuple, Optional
 import sympy as sp
 import torch
 
-from attention_core import practice, stages
+from attention_core import practice
 from attention_core.errors import N_, Message
+from attention_core.fields import FloatRange, IntRange, Text, label
 from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate, aligned, factor, latex_text, number, terms_lines
+from attention_core.limits import MAX_TOY_TEMPERATURE, TOY_LAYERS, TOY_MAX_OUTPUT, lowest_sampling_temperature
 from attention_core.masking.formulas import masked_weight_entry_latex
 from attention_core.multihead.heads import MultiHeadTrace
 from attention_core.page import Page
@@ -61,7 +63,7 @@ class GenerationWalkthrough:
     Attributes:
         settings: the settings it was built from.
         generation: the :class:`Generation` (every step, cached and recomputed).
-        step: the 0-based index of the step shown (settings.toy_step, kept below the steps taken).
+        step: the 0-based index of the step shown (settings.generation.step, kept below the steps taken).
         layer: the 0-based decoder block shown.
         checks: our numbers against torch's Transformer layers, and the cached run against the recomputed one.
     """
@@ -99,17 +101,18 @@ def build_generation_walkthrough(settings: Settings) -> GenerationWalkthrough:
     """The toy model on the settings' word, every step, checked against PyTorch.
 
     Args:
-        settings: validated settings: toy_source, toy_temperature, seed, toy_step, toy_layer.
+        settings: validated settings: seed, and the page's own (``generation``).
 
     Raises:
-        InputError: the word is empty, too long or has letters the model does not know (field ``toy_source``);
+        InputError: the word is empty, too long or has letters the model does not know (field ``generation.source``);
             τ outside its range.
     """
-    source = parse_source(settings.toy_source)
-    generation = generate(source, settings.toy_temperature, settings.seed)
-    step = min(settings.toy_step, len(generation.steps) - 1)
-    layer = min(settings.toy_layer, NUM_LAYERS - 1)
-    checks = _checks(source, settings.toy_temperature, settings.seed, step, layer)
+    own = settings.generation
+    source = parse_source(own.source)
+    generation = generate(source, own.temperature, settings.seed)
+    step = min(own.step, len(generation.steps) - 1)
+    layer = min(own.layer, NUM_LAYERS - 1)
+    checks = _checks(source, own.temperature, settings.seed, step, layer)
     return GenerationWalkthrough(settings=settings, generation=generation, step=step, layer=layer, checks=checks)
 
 
@@ -383,9 +386,9 @@ def generation_steps(walk: GenerationWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` at the shown step and block, in the one step-through protocol.
 
     Raises:
-        KeyError: a stage that is not one of the page's (see :data:`attention_core.stages.GENERATION`).
+        KeyError: a stage that is not one of the page's.
     """
-    if stage not in stages.GENERATION:
+    if stage not in GENERATION_PAGE.stages:
         raise KeyError(stage)
     s = walk.current
     remark = None
@@ -411,8 +414,51 @@ def generation_steps(walk: GenerationWalkthrough, stage: str) -> StepThrough:
 
 # ---------------------------------------------------------------- the page
 
+@dataclass(frozen=True)
+class GenerationSettings:
+    """The generation page's own settings (``settings.generation``): the toy encoder-decoder that reverses a word.
+
+    Attributes:
+        source: the word as typed, never altered (``toy_model.parse_source`` reads it; its errors name this field).
+        temperature: τ of the next-token softmax: 0 = greedy, or MIN_TOY_TEMPERATURE..MAX_TOY_TEMPERATURE (a τ in
+            between is moved up to MIN_TOY_TEMPERATURE, with a message). The draws at τ > 0 come from ``seed``.
+        step: the generation step the step-through shows (0-based; the page keeps it below the steps taken).
+        layer: the decoder block whose attention is shown (0-based, below TOY_LAYERS).
+        stage: the step shown (a key of ``GENERATION_PAGE.stages``).
+    """
+
+    source: str = "beach"
+    temperature: float = 0.0
+    step: int = 2
+    layer: int = TOY_LAYERS - 1
+    stage: str = "cross_attention"
+
+
 GENERATION_PAGE = Page(
     key="generation", title=N_("Generating token by token"), icon=":material/keyboard_double_arrow_right:",
     section="transformer", summary=N_("Generating token by token: a trained decoder, its cross-attention and its KV cache"),
-    stages=stages.GENERATION, stage_field="generation_stage", steps=generation_steps,
+    stages={
+        "source": N_("The encoder reads the word: X, then its output M"),
+        "encoder_attention": N_("The encoder's self-attention over the word"),
+        "decoder_input": N_("The decoder's input: START and the tokens so far"),
+        "self_attention": N_("Masked self-attention over the tokens so far"),
+        "cross_attention": N_("Cross-attention over the encoder's outputs"),
+        "kv_cache": N_("KV cache: only the new token's key and value are computed"),
+        "logits": N_("Next-token logits: the last row × W_vocab + b"),
+        "probabilities": N_("Softmax: a probability for every token, then the choice"),
+    },
+    stage_field="generation.stage", steps=generation_steps,
+    settings=GenerationSettings,
+    fields=(
+        Text("source", N_("The word to reverse must be text; restored the example word.")),
+        FloatRange("temperature", 0.0, MAX_TOY_TEMPERATURE, "tau",
+                   malformed=N_("τ must be a number; got “{raw}”, using {value:g}."),
+                   out_of_range=N_("τ must be between {low:g} and {high:g}; got {tau:g}, using {clamped:g}."),
+                   snap=lowest_sampling_temperature,
+                   off_grid=N_("τ = {tau:g} is too close to 0 to sample in float32 (logits ÷ τ overflows near 0); using "
+                                   "{snapped:g}, the smallest τ that samples. τ = 0 means greedy.")),
+        IntRange("step", 0, TOY_MAX_OUTPUT - 1, label(N_("The generation step"))),
+        IntRange("layer", 0, TOY_LAYERS - 1, label(N_("The block"))),
+    ),
+    legacy={"toy_source": "source", "toy_temperature": "temperature", "toy_step": "step", "toy_layer": "layer", "generation_stage": "stage"},
 )

@@ -109,19 +109,19 @@ def parse_source(text: str) -> tuple[int, ...]:
     """The token ids of the letters in ``text``; spaces and commas between them are ignored.
 
     Raises:
-        InputError (field ``toy_source``): empty, longer than :data:`MAX_INPUT` letters, or characters outside
+        InputError (field ``generation.source``): empty, longer than :data:`MAX_INPUT` letters, or characters outside
             :data:`LETTERS` (all of them named).
     """
     letters = [c for c in text.strip().lower() if not c.isspace() and c != ","]
     if not letters:
         raise InputError(N_("Type 1 to {max} letters from {letters} for the model to reverse, e.g. “abcd”."),
-                         field="toy_source", max=MAX_INPUT, letters=", ".join(LETTERS))
+                         field="generation.source", max=MAX_INPUT, letters=", ".join(LETTERS))
     unknown = sorted(set(letters) - set(LETTERS))
     if unknown:
         raise InputError(N_("The model only knows the letters {letters}; it has never seen {unknown}. "
                             "Replace them and it will run."),
-                         field="toy_source", letters=", ".join(LETTERS), unknown=UserText(", ".join(unknown)))
+                         field="generation.source", letters=", ".join(LETTERS), unknown=UserText(", ".join(unknown)))
     if len(letters) > MAX_INPUT:
         raise InputError(N_("The model was trained on 1 to {max} letters; this input has {n}. Shorten it."),
-                         field="toy_source", max=MAX_INPUT, n=len(letters))
+                         field="generation.source", max=MAX_INPUT, n=len(letters))
     return tuple(VOCAB.index(c) for c in letters)

@@ -24,10 +24,12 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from attention_core import practice, stages
+from attention_core import practice
 from attention_core.errors import N_, InputError, Message
+from attention_core.fields import IntRange, Switch, label
 from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
+from attention_core.limits import MAX_DIM, MAX_FEEDFORWARD, MAX_LAYERS
 from attention_core.page import Page
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, dim_labels, token_labels
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
@@ -56,7 +58,7 @@ class EncoderWalkthrough:
         base: the self-attention walkthrough that supplies the tokens and X.
         tokens: the T tokens. x: (T, D), the first block's input.
         blocks: one :class:`EncoderBlockTrace` per block (N of them), block ℓ's output is block ℓ+1's input.
-        block: the 0-based index of the block the step-through shows (settings.encoder_block, kept below N).
+        block: the 0-based index of the block the step-through shows (settings.encoder_block.block, kept below N).
         checks: our numbers against ``torch.nn.TransformerEncoderLayer`` and ``torch.nn.functional.layer_norm``.
     """
 
@@ -70,12 +72,12 @@ class EncoderWalkthrough:
 
     @property
     def norm_first(self) -> bool:
-        return self.settings.norm_first
+        return self.settings.encoder_block.norm_first
 
     @property
     def order(self) -> dict[str, str]:
         """This variant's stages, in order: post-LN's, or pre-LN's (the same stages in another order)."""
-        return stages.ENCODER_PRE_LN if self.norm_first else stages.ENCODER_POST_LN
+        return ENCODER_PRE_LN if self.norm_first else ENCODER_POST_LN
 
     @property
     def trace(self) -> EncoderBlockTrace:
@@ -84,13 +86,13 @@ class EncoderWalkthrough:
 
 
 def check_heads(d_model: int, num_heads: int) -> None:
-    """Raise :class:`InputError` (field ``encoder_num_heads``) when h does not divide d_model, naming the h that do."""
+    """Raise :class:`InputError` (field ``encoder_block.num_heads``) when h does not divide d_model, naming the h that do."""
     if d_model % num_heads:
         fits = [h for h in range(1, d_model + 1) if d_model % h == 0]
         raise InputError(
             N_("d_model = {d_model} cannot be split into {num_heads} equal heads: num_heads must divide d_model. "
                "With d_model = {d_model} you can use {fits} heads."),
-            field="encoder_num_heads", d_model=d_model, num_heads=num_heads, fits=", ".join(map(str, fits)))
+            field="encoder_block.num_heads", d_model=d_model, num_heads=num_heads, fits=", ".join(map(str, fits)))
 
 
 def build_encoder_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> EncoderWalkthrough:
@@ -99,8 +101,7 @@ def build_encoder_walkthrough(settings: Settings, edits: Optional[Edits] = None)
     Block ℓ (0-based) draws its weights with :func:`block_weights` from seed ``settings.seed + ℓ``.
 
     Args:
-        settings: validated settings: sentence, d_model, seed, encoder_num_heads, dim_feedforward,
-            num_layers, norm_first, encoder_block.
+        settings: validated settings: sentence, d_model, seed, and the page's own (``encoder_block``).
         edits: the user's edits of X ("x"); other edits are ignored.
 
     Raises:
@@ -110,11 +111,11 @@ def build_encoder_walkthrough(settings: Settings, edits: Optional[Edits] = None)
     base = build_walkthrough(settings, {k: v for k, v in edits.items() if k == "x"})
     x = base.trace.x  # (T, D)
     d_model = x.shape[-1]
-    check_heads(d_model, settings.encoder_num_heads)
-    weights = tuple(block_weights(d_model, settings.dim_feedforward, settings.seed + layer)
-                    for layer in range(settings.num_layers))
-    blocks = encoder_stack(x, weights, settings.encoder_num_heads, settings.norm_first)
-    block = min(settings.encoder_block, len(blocks) - 1)
+    own = settings.encoder_block
+    check_heads(d_model, own.num_heads)
+    weights = tuple(block_weights(d_model, own.dim_feedforward, settings.seed + layer) for layer in range(own.num_layers))
+    blocks = encoder_stack(x, weights, own.num_heads, own.norm_first)
+    block = min(own.block, len(blocks) - 1)
     checks = _torch_checks(x, blocks, weights, block, settings)
     return EncoderWalkthrough(settings=settings, base=base, tokens=base.tokens, x=x, blocks=blocks, block=block,
                               checks=checks)
@@ -122,7 +123,8 @@ def build_encoder_walkthrough(settings: Settings, edits: Optional[Edits] = None)
 
 def _torch_checks(x: torch.Tensor, blocks: tuple[EncoderBlockTrace, ...], weights: tuple[BlockWeights, ...],
                   block: int, settings: Settings) -> tuple[Check, ...]:
-    h, nf, f = settings.encoder_num_heads, settings.norm_first, settings.dim_feedforward
+    own = settings.encoder_block
+    h, nf, f = own.num_heads, own.norm_first, own.dim_feedforward
     layer_call = (f"torch.nn.TransformerEncoderLayer({x.shape[-1]}, nhead={h}, dim_feedforward={f}, dropout=0.0, "
                   f"batch_first=True, norm_first={nf})")
     shown = blocks[block]
@@ -414,8 +416,57 @@ def encoder_steps(walk: EncoderWalkthrough, stage: str) -> StepThrough:
 
 # ---------------------------------------------------------------- the page
 
+#: The Transformer encoder block, post-LN (Vaswani et al. 2017, sec. 3.1; seed 003 §2): sublayer, add, norm.
+ENCODER_POST_LN: dict[str, str] = {
+    "inputs": N_("Inputs X"),
+    "attention": N_("Multi-head self-attention"),
+    "residual_1": N_("Residual: add the sublayer's input"),
+    "norm_1": N_("LayerNorm₁: normalise each row, then γ and β"),
+    "ffn_hidden": N_("Feed-forward, first layer: ReLU(· W₁ + b₁)"),
+    "ffn_output": N_("Feed-forward, second layer: · W₂ + b₂"),
+    "residual_2": N_("Residual again"),
+    "norm_2": N_("LayerNorm₂: normalise each row, then γ and β"),
+    "stack": N_("N blocks: each block's output is the next one's input"),
+}
+
+#: The same block, pre-LN (GPT-2 and most current models; Xiong et al. 2020): norm, sublayer, add.
+ENCODER_PRE_LN: dict[str, str] = {key: ENCODER_POST_LN[key] for key in (
+    "inputs", "norm_1", "attention", "residual_1", "norm_2", "ffn_hidden", "ffn_output", "residual_2", "stack")}
+
+@dataclass(frozen=True)
+class EncoderBlockSettings:
+    """The encoder block page's own settings (``settings.encoder_block``).
+
+    Attributes:
+        num_heads: h of the block's self-attention (1..MAX_DIM); must divide d_model (checked on the page, where the
+            message can say which head counts fit).
+        dim_feedforward: F (d_ff), the feed-forward layer's hidden width (1..MAX_FEEDFORWARD).
+        num_layers: N, the number of blocks stacked (1..MAX_LAYERS).
+        norm_first: False = post-LN (Vaswani et al. 2017), True = pre-LN (GPT-2 and later).
+        block: the block the step-through opens (0-based; the page keeps it below num_layers).
+        stage: the step shown (a key of ``ENCODER_POST_LN``, the same keys as pre-LN's).
+    """
+
+    num_heads: int = 1
+    dim_feedforward: int = 8
+    num_layers: int = 2
+    norm_first: bool = False
+    block: int = 0
+    stage: str = "norm_1"
+
+
 ENCODER_BLOCK = Page(
     key="encoder_block", title=N_("The encoder block"), icon=":material/stacks:", section="transformer",
     summary=N_("The encoder block: residuals, LayerNorm and the feed-forward layer around attention"),
-    stages=stages.ENCODER_POST_LN, stage_field="encoder_stage", steps=encoder_steps,
+    stages=ENCODER_POST_LN, stage_field="encoder_block.stage", steps=encoder_steps,
+    settings=EncoderBlockSettings,
+    fields=(
+        IntRange("num_heads", 1, MAX_DIM, label(N_("The number of heads"))),
+        IntRange("dim_feedforward", 1, MAX_FEEDFORWARD, "dim_feedforward"),
+        IntRange("num_layers", 1, MAX_LAYERS, label(N_("The number of blocks"))),
+        Switch("norm_first", label(N_("The pre-LN switch"))),
+        IntRange("block", 0, MAX_LAYERS - 1, label(N_("The block"))),
+    ),
+    legacy={"encoder_num_heads": "num_heads", "dim_feedforward": "dim_feedforward", "num_layers": "num_layers",
+            "norm_first": "norm_first", "encoder_block": "block", "encoder_stage": "stage"},
 )

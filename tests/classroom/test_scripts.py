@@ -49,12 +49,12 @@ CASES = {
     "multi_head_four_heads_padding": (
         lambda: build_multihead_walkthrough(Settings(d_out=4, num_heads=4, padding=1)), "multi_head"),
     "cross_attention": (lambda: build_cross_walkthrough(Settings()), "cross_attention"),
-    "encoder_post_ln": (lambda: build_encoder_walkthrough(Settings(num_layers=2)), "encoder_block"),
-    "encoder_pre_ln": (lambda: build_encoder_walkthrough(Settings(norm_first=True, num_layers=3, encoder_block=1)),
+    "encoder_post_ln": (lambda: build_encoder_walkthrough(Settings().set(**{"encoder_block.num_layers": 2})), "encoder_block"),
+    "encoder_pre_ln": (lambda: build_encoder_walkthrough(Settings().set(**{"encoder_block.norm_first": True, "encoder_block.num_layers": 3, "encoder_block.block": 1})),
                        "encoder_block"),
-    "generation_step_1": (lambda: build_generation_walkthrough(Settings(toy_step=0)), "generation"),
+    "generation_step_1": (lambda: build_generation_walkthrough(Settings().set(**{"generation.step": 0})), "generation"),
     "generation_step_3_sampled": (
-        lambda: build_generation_walkthrough(Settings(toy_step=2, toy_layer=0, toy_temperature=0.8, seed=3)),
+        lambda: build_generation_walkthrough(Settings(seed=3).set(**{"generation.step": 2, "generation.layer": 0, "generation.temperature": 0.8})),
         "generation"),
     "gqa": (lambda: build_gqa_walkthrough(Settings()), "gqa"),
     "mqa_not_causal": (lambda: build_gqa_walkthrough(Settings(causal=False).set(**{"gqa.num_heads": 4, "gqa.num_kv_heads": 1})), "gqa"),

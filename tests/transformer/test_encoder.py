@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from attention_core import stages
 from attention_core.errors import InputError, Message
 from attention_core.settings import Settings
 from attention_core.transformer.encoder import (
@@ -20,7 +19,13 @@ from attention_core.transformer.encoder import (
     layer_norm,
     torch_layer,
 )
-from attention_core.transformer.walkthrough import build_encoder_walkthrough, encoder_steps, explain_encoder
+from attention_core.transformer.walkthrough import (
+    ENCODER_POST_LN,
+    ENCODER_PRE_LN,
+    build_encoder_walkthrough,
+    encoder_steps,
+    explain_encoder,
+)
 
 X = torch.tensor([[0.43, 0.15, 0.89, 0.10], [0.55, 0.87, 0.66, -0.20], [0.57, 0.85, 0.64, 0.30],
                   [0.22, 0.58, 0.33, 0.90], [0.77, 0.25, 0.10, -0.50]])  # (5, 4)
@@ -85,17 +90,16 @@ def test_the_weights_are_drawn_from_a_local_generator():
 
 
 def test_a_head_count_that_does_not_divide_d_model_names_the_ones_that_do():
-    settings = Settings.for_preset("journey_v1", encoder_num_heads=2)  # d_model = 3
+    settings = Settings.for_preset("journey_v1", **{"encoder_block.num_heads": 2})  # d_model = 3
     with pytest.raises(InputError) as error:
         build_encoder_walkthrough(settings)
-    assert error.value.field == "encoder_num_heads"
+    assert error.value.field == "encoder_block.num_heads"
     assert "1, 3" in str(error.value.message)
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_every_stage_explains_its_panels_number_and_the_checks_hold(norm_first):
-    settings = Settings.for_preset("seed000", encoder_num_heads=2, num_layers=3, encoder_block=1,
-                                   norm_first=norm_first)
+    settings = Settings.for_preset("seed000", **{"encoder_block.num_heads": 2, "encoder_block.num_layers": 3, "encoder_block.block": 1, "encoder_block.norm_first": norm_first})
     walk = build_encoder_walkthrough(settings)
     assert walk.block == 1 and len(walk.blocks) == 3
     assert all(check.matches for check in walk.checks), walk.checks
@@ -114,17 +118,17 @@ def test_every_stage_explains_its_panels_number_and_the_checks_hold(norm_first):
 
 
 def test_the_two_orders_have_the_same_stages():
-    assert set(stages.ENCODER_PRE_LN) == set(stages.ENCODER_POST_LN)
-    assert list(stages.ENCODER_PRE_LN)[1] == "norm_1" and list(stages.ENCODER_POST_LN)[1] == "attention"
+    assert set(ENCODER_PRE_LN) == set(ENCODER_POST_LN)
+    assert list(ENCODER_PRE_LN)[1] == "norm_1" and list(ENCODER_POST_LN)[1] == "attention"
 
 
 # ---------------------------------------------------------------- the page
 
 def step_through(at: AppTest, order: dict[str, str], context: str) -> list[str]:
-    at.selectbox(key="setting_encoder_stage").set_value(next(iter(order))).run()
+    at.selectbox(key="setting_encoder_block.stage").set_value(next(iter(order))).run()
     seen = []
     while True:
-        seen.append(at.session_state["settings"].encoder_stage)
+        seen.append(at.session_state["settings"].encoder_block.stage)
         assert not at.exception, (context, seen[-1], at.exception)
         assert not at.error, (context, seen[-1], errors(at))
         assert at.latex, (context, seen[-1])
@@ -141,8 +145,8 @@ def test_every_step_of_the_encoder_block_post_ln_and_pre_ln(language):
     at.run()
     at.switch_page("app_pages/encoder_block.py").run()
     assert not at.exception and not at.error, errors(at)
-    for norm_first, order in ((False, stages.ENCODER_POST_LN), (True, stages.ENCODER_PRE_LN)):
-        at.toggle(key="setting_norm_first").set_value(norm_first).run()
+    for norm_first, order in ((False, ENCODER_POST_LN), (True, ENCODER_PRE_LN)):
+        at.toggle(key="setting_encoder_block.norm_first").set_value(norm_first).run()
         assert step_through(at, order, f"{language}, norm_first={norm_first}") == list(order)
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
     assert not missing, f"shown without a translation: {sorted(missing)}"
@@ -151,20 +155,20 @@ def test_every_step_of_the_encoder_block_post_ln_and_pre_ln(language):
 def test_bad_head_count_shows_a_message_and_keeps_the_other_settings():
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("app_pages/encoder_block.py").run()
-    at.number_input(key="setting_dim_feedforward").set_value(12).run()
-    at.number_input(key="setting_encoder_num_heads").set_value(3).run()  # the default example has d_model = 4
+    at.number_input(key="setting_encoder_block.dim_feedforward").set_value(12).run()
+    at.number_input(key="setting_encoder_block.num_heads").set_value(3).run()  # the default example has d_model = 4
     assert not at.exception
     assert any("cannot be split into 3" in e.value for e in at.error), errors(at)
-    assert at.session_state["settings"].dim_feedforward == 12
-    at.number_input(key="setting_encoder_num_heads").set_value(2).run()
-    assert not at.error and at.session_state["settings"].encoder_num_heads == 2
+    assert at.session_state["settings"].encoder_block.dim_feedforward == 12
+    at.number_input(key="setting_encoder_block.num_heads").set_value(2).run()
+    assert not at.error and at.session_state["settings"].encoder_block.num_heads == 2
 
 
 def test_fewer_blocks_moves_the_shown_block_back_into_range():
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("app_pages/encoder_block.py").run()
-    at.number_input(key="setting_num_layers").set_value(4).run()
-    at.selectbox(key="setting_encoder_block").set_value(3).run()
-    at.number_input(key="setting_num_layers").set_value(2).run()
+    at.number_input(key="setting_encoder_block.num_layers").set_value(4).run()
+    at.selectbox(key="setting_encoder_block.block").set_value(3).run()
+    at.number_input(key="setting_encoder_block.num_layers").set_value(2).run()
     assert not at.exception and not at.error, errors(at)
-    assert at.session_state["settings"].encoder_block == 1
+    assert at.session_state["settings"].encoder_block.block == 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,6 @@ from test_stepthrough import step_through_every_stage
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from attention_core import stages
 from attention_core.errors import InputError, Message
 from attention_core.settings import Settings
 from attention_core.transformer.decoder import (
@@ -35,6 +33,7 @@ from attention_core.transformer.generation import (
     toy_weights,
 )
 from attention_core.transformer.generation_walkthrough import (
+    GENERATION_PAGE,
     build_generation_walkthrough,
     cost_rows,
     explain_generation,
@@ -168,8 +167,8 @@ def test_the_coldest_sampling_temperature_keeps_the_probabilities_finite():
 
 @pytest.mark.parametrize("tau, kept", [(1e-38, 0.01), (1e-300, 0.01), (0.004, 0.01), (0.0, 0.0), (0.01, 0.01)])
 def test_a_temperature_too_close_to_zero_is_moved_to_the_smallest_that_samples(tau, kept):
-    fixed, messages = Settings().replace(toy_temperature=tau)
-    assert fixed.toy_temperature == kept
+    fixed, messages = Settings().replace(**{"generation.temperature": tau})
+    assert fixed.generation.temperature == kept
     assert bool(messages) == (tau != kept) and all("too close to 0" in str(m) for m in messages)
 
 
@@ -177,14 +176,14 @@ def test_a_temperature_too_close_to_zero_is_moved_to_the_smallest_that_samples(t
 def test_temperature_1e_38_typed_or_linked_gets_a_message_not_a_traceback(typed):
     if typed:
         at = open_page()
-        at.number_input(key="setting_toy_temperature").set_value(1e-38).run()
+        at.number_input(key="setting_generation.temperature").set_value(1e-38).run()
     else:
         at = AppTest.from_file(APP, default_timeout=60)
         at.query_params["toy_temperature"] = "1e-38"
         at.switch_page("app_pages/generation.py").run()
     assert not at.exception, at.exception
-    assert at.session_state["settings"].toy_temperature == 0.01
-    assert at.number_input(key="setting_toy_temperature").value == 0.01
+    assert at.session_state["settings"].generation.temperature == 0.01
+    assert at.number_input(key="setting_generation.temperature").value == 0.01
     assert any("too close to 0" in w.value for w in at.warning), [w.value for w in at.warning]
 
 
@@ -197,7 +196,7 @@ def test_temperature_1e_38_typed_or_linked_gets_a_message_not_a_traceback(typed)
 def test_bad_words_get_a_message(text, says):
     with pytest.raises(InputError) as error:
         parse_source(text)
-    assert error.value.field == "toy_source"
+    assert error.value.field == "generation.source"
     assert says.replace("\\", "") in str(error.value.message)
 
 
@@ -252,10 +251,10 @@ def test_kv_cache_bytes_of_the_toy_model_and_real_models():
 # ---------------------------------------------------------------- the walkthrough
 
 def test_every_stage_and_entry_has_its_numbers():
-    walk = build_generation_walkthrough(dataclasses.replace(Settings(), toy_source="cafe", toy_step=3))
+    walk = build_generation_walkthrough(Settings().set(**{"generation.source": "cafe", "generation.step": 3}))
     assert walk.output_tokens == ("e", "f", "a", "c", "END") == walk.expected
     assert all(c.matches for c in walk.checks), walk.checks
-    for stage in stages.GENERATION:
+    for stage in GENERATION_PAGE.stages:
         steps = generation_steps(walk, stage)
         target = steps.stage.target
         assert target is not None
@@ -273,7 +272,7 @@ def test_every_stage_and_entry_has_its_numbers():
 
 
 def test_an_explained_entry_shows_the_value_it_explains():
-    walk = build_generation_walkthrough(dataclasses.replace(Settings(), toy_source="beach", toy_step=2))
+    walk = build_generation_walkthrough(Settings().set(**{"generation.source": "beach", "generation.step": 2}))
     probs = walk.current.probabilities
     chosen = walk.current.chosen
     text = explain_generation(walk, "probabilities", 0, chosen)
@@ -283,12 +282,12 @@ def test_an_explained_entry_shows_the_value_it_explains():
 
 
 def test_the_step_shown_moves_back_when_the_word_gets_shorter():
-    walk = build_generation_walkthrough(dataclasses.replace(Settings(), toy_source="ab", toy_step=8))
+    walk = build_generation_walkthrough(Settings().set(**{"generation.source": "ab", "generation.step": 8}))
     assert walk.step == 2 and walk.current.chosen == END
 
 
 def test_cost_rows_follow_the_steps():
-    walk = build_generation_walkthrough(dataclasses.replace(Settings(), toy_source="abc"))
+    walk = build_generation_walkthrough(Settings().set(**{"generation.source": "abc"}))
     rows = cost_rows(walk)
     assert [r[0] for r in rows] == [1, 2, 3, 4]
     assert all(cached < uncached for _, uncached, cached, _ in rows)
@@ -324,9 +323,9 @@ def test_every_stage_of_the_generation_page(language):
     at = open_page(language)
     assert not at.exception and not at.error, errors(at)
     for step in (0, 5):  # the first step (nothing cached yet) and the last (END)
-        at.selectbox(key="setting_toy_step").set_value(step).run()
+        at.selectbox(key="setting_generation.step").set_value(step).run()
         seen = step_through_every_stage(at, "generation", f"generation, {language}, step {step + 1}")
-        assert seen == list(stages.GENERATION)
+        assert seen == list(GENERATION_PAGE.stages)
         checks = ("ToyReverser(", "torch.nn.TransformerDecoderLayer(", "decoder_block(new row")
         assert [any(c in m.value for m in at.success) for c in checks] == [True] * 3
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
@@ -337,28 +336,28 @@ def test_the_page_shows_the_answer_and_keeps_a_bad_word():
     at = open_page()
     assert any("`h` `c` `a` `e` `b` `END`" in m.value for m in at.markdown)
     assert any("Correct" in s.value for s in at.success)
-    at.text_input(key="setting_toy_source").set_value("bad*x").run()
+    at.text_input(key="setting_generation.source").set_value("bad*x").run()
     assert not at.exception
     assert any("never seen \\*, x" in e.value for e in at.error), errors(at)
-    assert at.session_state["settings"].toy_source == "bad*x"  # what the user typed stays
-    at.text_input(key="setting_toy_source").set_value("bad").run()
+    assert at.session_state["settings"].generation.source == "bad*x"  # what the user typed stays
+    at.text_input(key="setting_generation.source").set_value("bad").run()
     assert not at.error and any("`d` `a` `b` `END`" in m.value for m in at.markdown)
 
 
 def test_a_draw_that_never_ends_and_a_wrong_draw_are_explained():
     at = open_page()
-    at.text_input(key="setting_toy_source").set_value("abcd").run()
-    at.number_input(key="setting_toy_temperature").set_value(10.0).run()
+    at.text_input(key="setting_generation.source").set_value("abcd").run()
+    at.number_input(key="setting_generation.temperature").set_value(10.0).run()
     at.number_input(key="setting_seed").set_value(2).run()  # at τ = 10 this draw never reaches END
     assert any("limit of 9 tokens without producing END" in w.value for w in at.warning), errors(at)
-    at.number_input(key="setting_toy_temperature").set_value(2.0).run()
+    at.number_input(key="setting_generation.temperature").set_value(2.0).run()
     at.number_input(key="setting_seed").set_value(0).run()  # d c b a a a END
     assert any("Not the reversed word" in i.value and "`d` `c` `b` `a` `END`" in i.value for i in at.info)
     assert not at.exception and not at.error, errors(at)
 
 
 def test_the_encoder_attention_has_no_mask_and_the_decoder_s_is_causal():
-    walk = build_generation_walkthrough(dataclasses.replace(Settings(), toy_source="beach", toy_step=4, toy_layer=0))
+    walk = build_generation_walkthrough(Settings().set(**{"generation.source": "beach", "generation.step": 4, "generation.layer": 0}))
     encoder = generation_steps(walk, "encoder_attention").stage.panels
     decoder = generation_steps(walk, "self_attention").stage.panels
     assert all(tuple(p.matrix.shape) == (5, 5) and float(p.matrix.min()) > 0 for p in encoder)
@@ -367,9 +366,9 @@ def test_the_encoder_attention_has_no_mask_and_the_decoder_s_is_causal():
 
 def test_the_page_steps_and_samples():
     at = open_page()
-    at.selectbox(key="setting_toy_step").set_value(4).run()
-    at.selectbox(key="setting_generation_stage").set_value("kv_cache").run()
+    at.selectbox(key="setting_generation.step").set_value(4).run()
+    at.selectbox(key="setting_generation.stage").set_value("kv_cache").run()
     assert any("computed 1 row instead of 5" in s.value for s in at.success), [s.value for s in at.success]
-    at.number_input(key="setting_toy_temperature").set_value(2.0).run()
+    at.number_input(key="setting_generation.temperature").set_value(2.0).run()
     assert not at.exception and not at.error, errors(at)
-    assert at.session_state["settings"].toy_temperature == 2.0
+    assert at.session_state["settings"].generation.temperature == 2.0
