@@ -52,15 +52,16 @@ st.markdown(_(
 ))
 widgets.show_messages()
 settings = state.settings()
+own = settings.trained_model  # the page's own settings
 
 text_col, pad_col = st.columns([5, 1])
 with text_col:
-    state.bind(st.text_area, _("Your text (any language; English works best)"), "model_sentence",
+    state.bind(st.text_area, _("Your text (any language; English works best)"), "trained_model.sentence",
                max_chars=pretrained.MAX_CHARS, height=80,
                help=_("Split into WordPiece tokens; at most {max} tokens are used, counting [CLS] and [SEP]. "
                       "Press Ctrl+Enter to apply.", max=pretrained.MAX_TOKENS))
 with pad_col:
-    state.bind(st.number_input, _("[PAD] tokens"), "model_padding", min_value=0, max_value=pretrained.MAX_PADDING,
+    state.bind(st.number_input, _("[PAD] tokens"), "trained_model.padding", min_value=0, max_value=pretrained.MAX_PADDING,
                step=1, help=_("Append padding, as in a batch of texts of different lengths, to see the mask."))
 
 try:
@@ -68,7 +69,7 @@ try:
     with st.spinner(_("Loading all-MiniLM-L6-v2 and checking its files (once per server)…")), runtime.step_aside():
         model_data.model()  # verified and loaded on the first visit, then shared
     with st.spinner(_("Running the model on your text…")), runtime.step_aside():
-        data = model_data.sentence_data(settings.model_sentence, settings.model_padding)
+        data = model_data.sentence_data(own.sentence, own.padding)
 except InputError as error:
     widgets.show_error(error)
     st.stop()
@@ -101,23 +102,23 @@ st.caption(_("Each picture is one head's weights: row = the token attending (que
 
 
 def open_head(layer: int, head: int) -> None:
-    state.update(model_layer=layer, model_head=head)
+    state.update(**{"trained_model.layer": layer, "trained_model.head": head})
 
 
-model_view.head_grid(data.pictures, (settings.model_layer, settings.model_head), key="tm_grid",
+model_view.head_grid(data.pictures, (own.layer, own.head), key="tm_grid",
                      on_pick=open_head, focus=data.focus)
 
-layer, head = settings.model_layer, settings.model_head
+layer, head = own.layer, own.head
 c1, c2, _space = st.columns([1, 1, 3])
 with c1:  # labels translated now: format_func is also called outside the page's run
-    state.bind(st.selectbox, _("Layer"), "model_layer", options=list(range(MODEL_LAYERS)),
+    state.bind(st.selectbox, _("Layer"), "trained_model.layer", options=list(range(MODEL_LAYERS)),
                format_func=[_("Layer {layer}", layer=i + 1) for i in range(MODEL_LAYERS)].__getitem__)
 with c2:
-    state.bind(st.selectbox, _("Head"), "model_head", options=list(range(MODEL_HEADS)),
+    state.bind(st.selectbox, _("Head"), "trained_model.head", options=list(range(MODEL_HEADS)),
                format_func=[_("Head {head}", head=i + 1) for i in range(MODEL_HEADS)].__getitem__)
 
-step = model_data.head(settings.model_sentence, settings.model_padding, layer, head)
-stage = settings.model_stage
+step = model_data.head(own.sentence, own.padding, layer, head)
+stage = own.stage
 steps = trained_model_steps(step, stage)
 
 # ---------------------------------------------------------------- the open head
@@ -126,11 +127,11 @@ st.caption(_("Click a cell to explain its weight step by step below."))
 
 
 def explain_weight(row: int, col: int) -> None:
-    state.update(model_stage="weights", model_entry_row=row, model_entry_col=col)
+    state.update(**{"trained_model.stage": "weights", "trained_model.entry_row": row, "trained_model.entry_col": col})
 
 
 model_view.attention_map(model_data.as_numpy(step.trace.attention.weights), labels, key=f"tm_map_{layer}_{head}",
-                         selected=(settings.model_entry_row, settings.model_entry_col) if stage == "weights" else None,
+                         selected=(own.entry_row, own.entry_col) if stage == "weights" else None,
                          on_cell=explain_weight)
 stepthrough.checks(steps.checks)
 st.caption(_("Ours: recomputed below from the layer's input and the head's weights. The model's: the attention "
@@ -173,7 +174,7 @@ def pad_columns_button() -> None:
     c0, c1 = stepthrough.window(encoding.n, col)
     if steps.stage.panels[0].col_labels == tuple(labels) and encoding.num_padding and not c0 <= encoding.num_real < c1:
         st.button(_("Show the [PAD] columns ({first}–{last})", first=encoding.num_real + 1, last=encoding.n),
-                  key="tm_show_pad", on_click=state.update, kwargs={"model_entry_col": encoding.num_real})
+                  key="tm_show_pad", on_click=state.update, kwargs={"trained_model.entry_col": encoding.num_real})
 
 
 def head_weights_toggle() -> None:

@@ -68,7 +68,7 @@ from attention_core.limits import (
 
 __all__ = [
     # the settings object and its validation
-    "Settings", "SharedSettings", "GROUPS", "ROWS", "validate_settings", "Edits", "EDITABLE", "LANGUAGES", "PALETTES", "MODEL_SENTENCE", "PRESET_FIELDS",
+    "Settings", "SharedSettings", "GROUPS", "ROWS", "validate_settings", "Edits", "EDITABLE", "LANGUAGES", "PALETTES", "PRESET_FIELDS",
     # the declared table of fields and its row kinds
     "FIELDS", "Field", "IntRange", "OneBasedIndex", "FloatRange", "Switch", "Text", "Choice", "FieldNames",
     # limits other modules import from here (declared in ``limits``)
@@ -76,9 +76,6 @@ __all__ = [
     "MODEL_LAYERS", "MODEL_HEADS", "MODEL_WIDTH", "MODEL_MAX_TOKENS", "MODEL_MAX_PADDING",
 ]
 
-#: The trained model's page (all-MiniLM-L6-v2): its default sentence. Its text is cut at
-#: MODEL_MAX_TOKENS WordPieces, then up to MODEL_MAX_PADDING [PAD]s (both in ``limits``).
-MODEL_SENTENCE = "The cat sat on the mat because it was tired."
 
 #: The settings a preset sets when it is chosen (see ``Settings.for_preset``).
 PRESET_FIELDS = ("preset", "sentence", "d_model", "d_k", "seed", "encoder_sentence", "d_out", "num_heads")
@@ -129,13 +126,6 @@ class SharedSettings:
     The trained model's page ("Inside a trained model") adds, all 0-based:
 
     Attributes:
-        model_sentence: the text the model reads (any Unicode; never altered here,
-            checked and cut by ``pretrained.tokenize``).
-        model_padding: how many [PAD] tokens to append, 0..MODEL_MAX_PADDING (shows the mask).
-        model_layer, model_head: the head that is opened, < MODEL_LAYERS and < MODEL_HEADS.
-        model_stage: its step-through's current step (a key of ``stages.TRAINED_HEAD``).
-        model_entry_row, model_entry_col: the explained entry (the page clamps them to
-            the stage's matrix, which is up to 136 × 384).
 
     The experiment pages (why √d_k, temperature, positional encoding, additive scoring,
     self-attention over an image) add (the limits are ``limits``'):
@@ -221,13 +211,6 @@ class SharedSettings:
     dropout_stage: str = "dropout_mask"
     mha_stage: str = "split"
     cross_stage: str = "weights"
-    model_sentence: str = MODEL_SENTENCE
-    model_padding: int = 0
-    model_layer: int = 0
-    model_head: int = 0
-    model_stage: str = "weights"
-    model_entry_row: int = 8
-    model_entry_col: int = 2
     experiment_seed: int = 0
     sqrt_samples: int = 2000
     sqrt_keys: int = 16
@@ -393,14 +376,6 @@ FIELDS: tuple[Field, ...] = (
     IntRange("num_heads", 1, MAX_DIM, label(N_("The number of heads"))),
     IntRange("head", 0, MAX_DIM - 1, label(N_("The head"))),
     # the trained model's page
-    Text("model_sentence", N_("The model's text must be text; restored the example sentence.")),
-    IntRange("model_padding", 0, MODEL_MAX_PADDING, label(N_("The number of [PAD] tokens"))),
-    OneBasedIndex("model_layer", MODEL_LAYERS,
-                  N_("The model has layers 1 to {count}; got layer {shown}, using layer 1.")),
-    OneBasedIndex("model_head", MODEL_HEADS, N_("The model has heads 1 to {count}; got head {shown}, using head 1.")),
-    IntRange("model_entry_row", 0, MODEL_MAX_TOKENS + MODEL_MAX_PADDING - 1, label(N_("The entry's row"))),
-    IntRange("model_entry_col", 0, max(MODEL_MAX_TOKENS + MODEL_MAX_PADDING, MODEL_WIDTH) - 1,
-             label(N_("The entry's column"))),
     # the experiment pages
     IntRange("experiment_seed", 0, MAX_SEED, label(N_("The seed"))),
     IntRange("sqrt_samples", MIN_SQRT_SAMPLES, MAX_SQRT_SAMPLES, label(N_("The number of samples"))),
@@ -466,7 +441,7 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
     Each field is checked by its row of :data:`FIELDS`, in one loop: a value out of range is
     moved to the nearest allowed one, a malformed value (wrong type, NaN, unknown key) is
     replaced by the preset's default, and each repair is reported. ``sentence``,
-    ``encoder_sentence`` and ``model_sentence`` are never altered, only replaced when they are
+    ``encoder_sentence`` and ``trained_model.sentence`` are never altered, only replaced when they are
     not text. Then the one rule across fields: a preset with fixed embeddings fixes d_model.
 
     Args:

@@ -64,20 +64,6 @@ CROSS: dict[str, str] = {
     "output": N_("Output: Concat · W_O + b_O"),
 }
 
-#: One head of the trained model (BERT's self-attention, Devlin et al. 2019).
-TRAINED_HEAD: dict[str, str] = {
-    "inputs": N_("Layer input X (hidden states)"),
-    "query": N_("Queries Q = X W_q + b_q"),
-    "key": N_("Keys K = X W_k + b_k"),
-    "value": N_("Values V = X W_v + b_v"),
-    "scores": N_("Scores Q Kᵀ"),
-    "scaled_scores": N_("Scaled scores ÷ √d_k"),
-    "mask": N_("Padding mask M"),
-    "masked_scores": N_("Masked scores + M"),
-    "weights": N_("Weights: softmax"),
-    "output": N_("Output: weights · V"),
-}
-
 #: Every step page: key -> (the settings field holding its current stage, its stages). The encoder block's pre-LN
 #: order has the same stages as its post-LN order (in another order).
 PAGES: dict[str, tuple[str, dict[str, str]]] = {
@@ -86,5 +72,4 @@ PAGES: dict[str, tuple[str, dict[str, str]]] = {
     "dropout": ("dropout_stage", DROPOUT),
     "multi_head": ("mha_stage", MULTIHEAD),
     "cross_attention": ("cross_stage", CROSS),
-    "trained_model": ("model_stage", TRAINED_HEAD),
 }

@@ -126,11 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     new_text, other_head = [], []
     for i in range(min(args.runs, 5)):
         # a new text each time (not in the page's cache), of the same length
-        at.text_area(key="setting_model_sentence").set_value(text.replace("The", FIRST_WORDS[i], 1))
+        at.text_area(key="setting_trained_model.sentence").set_value(text.replace("The", FIRST_WORDS[i], 1))
         start = time.perf_counter()
         at.run()
         new_text.append(time.perf_counter() - start)
-        at.selectbox(key="setting_model_head").set_value((i + 1) % 12)
+        at.selectbox(key="setting_trained_model.head").set_value((i + 1) % 12)
         start = time.perf_counter()
         at.run()
         other_head.append(time.perf_counter() - start)

@@ -74,9 +74,9 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "d_out": (1, 16, "d_out"),
     "num_heads": (1, 16, "The number of heads"),
     "head": (0, 15, "The head"),
-    "model_padding": (0, 8, "The number of [PAD] tokens"),
-    "model_entry_row": (0, 135, "The entry's row"),
-    "model_entry_col": (0, 383, "The entry's column"),
+    "trained_model.padding": (0, 8, "The number of [PAD] tokens"),
+    "trained_model.entry_row": (0, 135, "The entry's row"),
+    "trained_model.entry_col": (0, 383, "The entry's column"),
     "experiment_seed": (0, 2**31 - 1, "The seed"),
     "sqrt_samples": (100, 5000, "The number of samples"),
     "sqrt_keys": (2, 32, "The number of keys n"),
@@ -109,7 +109,7 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
 }
 
 #: The model's layer and head: (count, the word in the message).
-ONE_BASED = {"model_layer": (6, "layer"), "model_head": (12, "head")}
+ONE_BASED = {"trained_model.layer": (6, "layer"), "trained_model.head": (12, "head")}
 
 #: (value given, value after validation, the message or None), written out per real-valued field.
 FLOAT_CASES: dict[str, list[tuple[Any, float, Optional[str]]]] = {
@@ -312,8 +312,8 @@ def test_messages_keep_their_template_for_translation():
 
 
 def test_values_that_used_to_raise_are_repaired():
-    fixed, messages = validate_settings(dataclasses.replace(DEFAULT, model_layer=" 9 "))
-    assert fixed.model_layer == 0 and messages == ["The model has layers 1 to 6; got layer 10, using layer 1."]
+    fixed, messages = validate_settings(DEFAULT.set(**{"trained_model.layer": " 9 "}))
+    assert fixed.trained_model.layer == 0 and messages == ["The model has layers 1 to 6; got layer 10, using layer 1."]
     fixed, messages = validate_settings(dataclasses.replace(DEFAULT, preset=["seed000"], language={"en": 1}))
     assert (fixed.preset, fixed.language) == (DEFAULT.preset, "en") and len(messages) == 2
 

@@ -7,7 +7,7 @@ import pytest
 from conftest import APP, errors
 from streamlit.testing.v1 import AppTest
 
-from attention_core import registry, stages
+from attention_core import registry
 from attention_core.errors import Message
 from attention_core.inputs.presets import PRESETS
 from attention_core.masking.walkthrough import build_causal_walkthrough
@@ -116,8 +116,8 @@ def test_every_step_of_the_trained_head_with_and_without_pad_tokens(language):
     at.run()
     at.switch_page("app_pages/trained_model.py").run()
     for padding in (0, 2):
-        at.number_input(key="setting_model_padding").set_value(padding).run()
+        at.number_input(key="setting_trained_model.padding").set_value(padding).run()
         seen = step_through_every_stage(at, "trained_model", f"trained, {language}, padding {padding}")
-        assert seen == list(stages.TRAINED_HEAD)
+        assert seen == list(registry.BY_KEY["trained_model"].stages)
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
     assert not missing, f"shown without a translation: {sorted(missing)}"

@@ -23,8 +23,8 @@ from . import i18n, state
 from .i18n import _, app_text
 
 #: Settings that choose what is shown, not the numbers: left out of the sheet's settings line.
-_VIEW_FIELDS = {"language", "presenter", "practice", "locked", "entry_row", "entry_col", "head", "model_entry_row",
-                "model_entry_col"} | {page.stage_field for page in registry.PAGES if page.stage_field}
+_VIEW_FIELDS = {"language", "presenter", "practice", "locked", "entry_row", "entry_col", "head",
+                "trained_model.entry_row", "trained_model.entry_col"} | {page.stage_field for page in registry.PAGES if page.stage_field}
 
 
 def _pdf(order: Sequence[str], steps_for: Callable[[str], StepThrough], title: str, line: str, seed_text: str,

@@ -29,9 +29,11 @@ from typing import Optional, Sequence
 import sympy as sp
 import torch
 
-from attention_core import practice, stages
+from attention_core import practice
 from attention_core.errors import N_, Message
+from attention_core.fields import IntRange, OneBasedIndex, Text, label
 from attention_core.latex import Translate, latex_text, number_expr, translate_cases
+from attention_core.limits import MODEL_HEADS, MODEL_LAYERS, MODEL_MAX_PADDING, MODEL_MAX_TOKENS, MODEL_WIDTH
 from attention_core.page import Page
 from attention_core.self_attention import formulas
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough
@@ -104,11 +106,11 @@ def head_formula(stage: str, tr: Translate = Message) -> tuple[str, str]:
     """The (matrix form, element form) of a stage, as LaTeX.
 
     Args:
-        stage: a key of :data:`attention_core.stages.TRAINED_HEAD`.
+        stage: a key of ``TRAINED_MODEL.stages``.
         tr: puts the words of the formula in the interface language (default: English).
 
     Raises:
-        KeyError: for a stage not in :data:`attention_core.stages.TRAINED_HEAD`.
+        KeyError: for a stage not in ``TRAINED_MODEL.stages``.
     """
     matrix, element = _head_formula(stage)
     return matrix, translate_cases(element, tr)
@@ -117,7 +119,7 @@ def head_formula(stage: str, tr: Translate = Message) -> tuple[str, str]:
 @lru_cache(maxsize=None)
 def _head_formula(stage: str) -> tuple[str, str]:
     """:func:`head_formula` in English (constant per stage, so cached)."""
-    if stage not in stages.TRAINED_HEAD:
+    if stage not in TRAINED_MODEL.stages:
         raise KeyError(stage)
     if stage in ("scores", "scaled_scores"):
         return formulas.self_attention_formula(stage)
@@ -129,7 +131,7 @@ class HeadEntry:
     """The numbers behind entry (row, col) of one stage of one trained head.
 
     Attributes:
-        stage: a key of :data:`attention_core.stages.TRAINED_HEAD`.
+        stage: a key of ``TRAINED_MODEL.stages``.
         row, col: 0-based indices into that stage's matrix.
         left, right: the vectors multiplied term by term (x_i and the column of W for a
             projection, q_i and k_j for a score, the weight row and V's column for the
@@ -326,13 +328,13 @@ def trained_head_steps(step: HeadStep, stage: str, labels: Sequence[str]) -> Ste
 
     Args:
         step: the head recomputed by ``pretrained.head_step``.
-        stage: a key of :data:`attention_core.stages.TRAINED_HEAD`.
+        stage: a key of ``TRAINED_MODEL.stages``.
         labels: the n token labels (rows; and columns of the n × n stages).
 
     Raises:
         KeyError: an unknown stage.
     """
-    if stage not in stages.TRAINED_HEAD:
+    if stage not in TRAINED_MODEL.stages:
         raise KeyError(stage)
     matrix = head_stage_matrix(step, stage)
     square = stage in ("scores", "scaled_scores", "mask", "masked_scores", "weights")  # n × n: tokens both ways
@@ -352,7 +354,7 @@ def trained_head_steps(step: HeadStep, stage: str, labels: Sequence[str]) -> Ste
             code=(pretrained.head_weights, pretrained.head_step), details=details,
         ),
         checks=(Check(f"model(...).attentions[{step.layer}][0, {step.head}]", step.max_abs_diff, step.matches),),
-        row_field="model_entry_row", col_field="model_entry_col",
+        row_field="trained_model.entry_row", col_field="trained_model.entry_col",
     )
 
 
@@ -373,8 +375,58 @@ def trained_model_steps(step: HeadStep, stage: str) -> StepThrough:
 
 # ---------------------------------------------------------------- the page
 
+#: The page's default text.
+MODEL_SENTENCE = "The cat sat on the mat because it was tired."
+
+
+@dataclass(frozen=True)
+class TrainedModelSettings:
+    """The trained model page's own settings (``settings.trained_model``), all indices 0-based.
+
+    Attributes:
+        sentence: the text the model reads (any Unicode; never altered here, checked and cut by
+            ``pretrained.tokenize``: MODEL_MAX_TOKENS WordPieces).
+        padding: how many [PAD] tokens to append (0..MODEL_MAX_PADDING; shows the mask).
+        layer, head: the head that is opened (< MODEL_LAYERS and < MODEL_HEADS).
+        stage: its step-through's current step (a key of ``TRAINED_MODEL.stages``).
+        entry_row, entry_col: the explained entry (the page clamps them to the stage's matrix, up to 136 × 384).
+    """
+
+    sentence: str = MODEL_SENTENCE
+    padding: int = 0
+    layer: int = 0
+    head: int = 0
+    stage: str = "weights"
+    entry_row: int = 8
+    entry_col: int = 2
+
+
 TRAINED_MODEL = Page(
     key="trained_model", title=N_("Inside a trained model"), icon=":material/model_training:", section="trained",
     summary=N_("Inside a trained model: the real heads of a pretrained Transformer"),
-    stages=stages.TRAINED_HEAD, stage_field="model_stage", steps=trained_model_steps,
+    stages={
+        "inputs": N_("Layer input X (hidden states)"),
+        "query": N_("Queries Q = X W_q + b_q"),
+        "key": N_("Keys K = X W_k + b_k"),
+        "value": N_("Values V = X W_v + b_v"),
+        "scores": N_("Scores Q Kᵀ"),
+        "scaled_scores": N_("Scaled scores ÷ √d_k"),
+        "mask": N_("Padding mask M"),
+        "masked_scores": N_("Masked scores + M"),
+        "weights": N_("Weights: softmax"),
+        "output": N_("Output: weights · V"),
+    },
+    stage_field="trained_model.stage", steps=trained_model_steps,
+    settings=TrainedModelSettings,
+    fields=(
+        Text("sentence", N_("The model's text must be text; restored the example sentence.")),
+        IntRange("padding", 0, MODEL_MAX_PADDING, label(N_("The number of [PAD] tokens"))),
+        OneBasedIndex("layer", MODEL_LAYERS,
+                      N_("The model has layers 1 to {count}; got layer {shown}, using layer 1.")),
+        OneBasedIndex("head", MODEL_HEADS, N_("The model has heads 1 to {count}; got head {shown}, using head 1.")),
+        IntRange("entry_row", 0, MODEL_MAX_TOKENS + MODEL_MAX_PADDING - 1, label(N_("The entry's row"))),
+        IntRange("entry_col", 0, max(MODEL_MAX_TOKENS + MODEL_MAX_PADDING, MODEL_WIDTH) - 1,
+                 label(N_("The entry's column"))),
+    ),
+    legacy={"model_sentence": "sentence", "model_padding": "padding", "model_layer": "layer", "model_head": "head", "model_stage": "stage", "model_entry_row": "entry_row", "model_entry_col": "entry_col"},
 )

@@ -285,10 +285,10 @@ def tokenize(pm: PretrainedModel, text: str, padding: int = 0) -> Encoding:
     """
     if not 0 <= padding <= MAX_PADDING:
         raise InputError(N_("The number of [PAD] tokens must be between 0 and {high}; got {padding}."),
-                         field="model_padding", high=MAX_PADDING, padding=padding)
+                         field="trained_model.padding", high=MAX_PADDING, padding=padding)
     text = clean_text(text)
     if not text.strip():
-        raise InputError(N_("The text is empty: type a sentence for the model to read."), field="model_sentence")
+        raise InputError(N_("The text is empty: type a sentence for the model to read."), field="trained_model.sentence")
     chars_cut = len(text) > MAX_CHARS
     encoded = pm.tokenizer.encode(text[:MAX_CHARS], add_special_tokens=False)
     pieces = len(encoded.ids)
@@ -296,7 +296,7 @@ def tokenize(pm: PretrainedModel, text: str, padding: int = 0) -> Encoding:
         raise InputError(
             N_("The text has no WordPiece tokens: it holds only spaces, control or invisible characters. "
                "Type a few words."),
-            field="model_sentence",
+            field="trained_model.sentence",
         )
     keep = min(pieces, MAX_TOKENS - 2)
     tokens = ("[CLS]", *encoded.tokens[:keep], "[SEP]") + ("[PAD]",) * padding
@@ -424,10 +424,10 @@ def head_step(pm: PretrainedModel, run: ModelRun, layer: int, head: int) -> Head
 
 def _check_head(pm: PretrainedModel, layer: int, head: int) -> None:
     if not 0 <= layer < pm.num_layers:
-        raise InputError(N_("The model has layers 1 to {layers}; got layer {layer}."), field="model_layer",
+        raise InputError(N_("The model has layers 1 to {layers}; got layer {layer}."), field="trained_model.layer",
                          layers=pm.num_layers, layer=layer + 1)
     if not 0 <= head < pm.num_heads:
-        raise InputError(N_("Each layer has heads 1 to {heads}; got head {head}."), field="model_head",
+        raise InputError(N_("Each layer has heads 1 to {heads}; got head {head}."), field="trained_model.head",
                          heads=pm.num_heads, head=head + 1)
 
 

@@ -91,7 +91,7 @@ def test_the_head_grid_and_the_image_have_tables_of_their_own():
     from ui import model_data
 
     at = _open("app_pages/trained_model.py", tables="1")
-    data = model_data.sentence_data(Settings().model_sentence, 0)
+    data = model_data.sentence_data(Settings().trained_model.sentence, 0)
     focus = pretrained.head_focus(data.run.attentions, data.run.encoding).numpy()
     by_layer = [df.value for df in at.dataframe if list(df.value.index[:2]) == ["layer 1", "layer 2"]]
     # the grid's table (the findings' bars have a layer × head table of their own scores)

@@ -73,8 +73,8 @@ NOT_PROSE = re.compile(r"\$\$.*?\$\$|\$.*?\$|`[^`]*`|\*\*|https?://\S+", re.S)
 def untranslated(at: AppTest) -> list[str]:
     """Visible texts with English prose and no Chinese (user sentences and tokens are not prose)."""
     s = at.session_state["settings"]
-    user_text = [getattr(s, name) for name in ("sentence", "encoder_sentence", "model_sentence")
-                 if isinstance(getattr(s, name, None), str)]
+    user_text = [s.get(name) for name in ("sentence", "encoder_sentence", "trained_model.sentence")
+                 if isinstance(s.get(name), str)]
     texts = [e.value for kind in ("title", "header", "subheader", "markdown", "caption", "info", "warning",
                                   "error", "success") for e in getattr(at, kind)]
     texts += [w.label for kind in ("button", "selectbox", "number_input", "text_input", "text_area", "toggle",

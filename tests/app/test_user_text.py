@@ -48,7 +48,7 @@ def open_with(params: dict[str, str], page: str) -> AppTest:
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_shows_a_sentence_of_markdown_and_latex_as_typed(page):
     at = open_with({"preset": "custom", "sentence": PAYLOAD_SENTENCE, "encoder_sentence": PAYLOAD_SENTENCE,
-                    "model_sentence": PAYLOAD_SENTENCE}, page)
+                    "trained_model.sentence": PAYLOAD_SENTENCE}, page)
     assert settings(at).sentence == PAYLOAD_SENTENCE
     assert not unescaped(at), unescaped(at)
 

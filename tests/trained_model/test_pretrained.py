@@ -21,9 +21,9 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core.errors import InputError
 from attention_core.settings import Settings
-from attention_core.stages import TRAINED_HEAD
 from attention_core.trained_model import pretrained
 from attention_core.trained_model.formulas import (
+    TRAINED_MODEL,
     head_entry_latex,
     head_entry_of,
     head_formula,
@@ -185,7 +185,7 @@ def test_each_stage_agrees_with_torch_sdpa_and_the_additive_mask(pm):
     torch.testing.assert_close(att.output, reference, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("stage", list(TRAINED_HEAD))
+@pytest.mark.parametrize("stage", list(TRAINED_MODEL.stages))
 def test_every_entry_recomputes_with_a_plain_loop(pm, runs, stage):
     run = pretrained.run_model(pm, pretrained.tokenize(pm, SENTENCES[1], padding=1))
     step = pretrained.head_step(pm, run, 1, 3)
@@ -305,10 +305,9 @@ def test_head_focus_is_each_heads_mean_largest_weight_over_the_real_tokens(pm, r
 
 
 def test_settings_validate_the_model_fields():
-    fixed, messages = Settings().replace(model_layer=9, model_head="two", model_padding=99, model_stage="nope",
-                                         model_sentence=None)
-    assert (fixed.model_layer, fixed.model_head, fixed.model_padding, fixed.model_stage) == (0, 0, 8, "weights")
-    assert fixed.model_sentence == Settings().model_sentence
+    fixed, messages = Settings().replace(**{"trained_model.layer": 9, "trained_model.head": "two", "trained_model.padding": 99, "trained_model.stage": "nope", "trained_model.sentence": None})
+    assert (fixed.trained_model.layer, fixed.trained_model.head, fixed.trained_model.padding, fixed.trained_model.stage) == (0, 0, 8, "weights")
+    assert fixed.trained_model.sentence == Settings().trained_model.sentence
     text = " ".join(messages)
     assert "layers 1 to 6" in text and "heads 1 to 12" in text and "[PAD]" in text and "Unknown step" in text
 
@@ -345,9 +344,9 @@ def test_page_renders_the_model_and_its_check():
 def test_changing_layer_and_head_changes_what_is_shown():
     at = open_page()
     before = texts(at.latex)
-    at.selectbox(key="setting_model_layer").set_value(2).run()
-    at.selectbox(key="setting_model_head").set_value(8).run()
-    assert (settings(at).model_layer, settings(at).model_head) == (2, 8)
+    at.selectbox(key="setting_trained_model.layer").set_value(2).run()
+    at.selectbox(key="setting_trained_model.head").set_value(8).run()
+    assert (settings(at).trained_model.layer, settings(at).trained_model.head) == (2, 8)
     assert "Layer 3, head 9" in texts(at.subheader)
     assert "attentions[2][0, 8]" in at.success[0].value
     assert texts(at.latex) != before
@@ -358,30 +357,30 @@ def test_a_finding_opens_its_head():
     at.button(key="tm_find_previous_0").click().run()
     label = at.button(key="tm_find_previous_0").label  # "Layer 1, head 3: 1.00"
     layer, head = (int(part.split()[-1]) for part in label.split(":")[0].split(","))
-    assert (settings(at).model_layer + 1, settings(at).model_head + 1) == (layer, head)
+    assert (settings(at).trained_model.layer + 1, settings(at).trained_model.head + 1) == (layer, head)
 
 
 def test_stepping_through_every_stage():
     at = open_page()
-    at.selectbox(key="setting_model_stage").set_value("inputs").run()
+    at.selectbox(key="setting_trained_model.stage").set_value("inputs").run()
     seen = []
     while True:
-        seen.append(settings(at).model_stage)
+        seen.append(settings(at).trained_model.stage)
         assert not at.exception and not at.error
         assert len(at.latex) >= 4  # the page's formula, matrix form, element form, the explained entry
         if at.button(key="step_next").disabled:
             break
         at.button(key="step_next").click().run()
-    assert seen == list(TRAINED_HEAD)
+    assert seen == list(TRAINED_MODEL.stages)
 
 
 def test_padding_shows_the_mask():
     at = open_page()
-    at.number_input(key="setting_model_padding").set_value(3).run()
+    at.number_input(key="setting_trained_model.padding").set_value(3).run()
     assert "16 WordPiece tokens" in texts(at.subheader)
-    at.selectbox(key="setting_model_stage").set_value("mask").run()
+    at.selectbox(key="setting_trained_model.stage").set_value("mask").run()
     at.button(key="tm_show_pad").click().run()
-    assert settings(at).model_entry_col == 13
+    assert settings(at).trained_model.entry_col == 13
     assert r"\text{(token 14 is [PAD])}" in texts(at.latex)
     assert float(at.success[0].value.split("= ")[-1].split(" ")[0]) <= 1e-5
 
@@ -389,15 +388,15 @@ def test_padding_shows_the_mask():
 @pytest.mark.parametrize("text", ["", "   ", "\u200b"])
 def test_empty_text_gets_a_message_and_is_kept(text):
     at = open_page()
-    at.text_area(key="setting_model_sentence").set_value(text).run()
+    at.text_area(key="setting_trained_model.sentence").set_value(text).run()
     assert not at.exception
     assert "Type" in texts(at.error) or "type" in texts(at.error)
-    assert settings(at).model_sentence == text
+    assert settings(at).trained_model.sentence == text
 
 
 def test_long_text_is_cut_with_a_message():
     at = open_page()
-    at.text_area(key="setting_model_sentence").set_value("attention " * 200).run()
+    at.text_area(key="setting_trained_model.sentence").set_value("attention " * 200).run()
     assert not at.exception and not at.error
     assert "200 WordPiece tokens" in texts(at.warning) and "cut" in texts(at.warning)
     assert "128 WordPiece tokens" in texts(at.subheader)
@@ -406,7 +405,7 @@ def test_long_text_is_cut_with_a_message():
 def test_unusual_unicode_on_the_page():
     at = open_page()
     # (a lone surrogate cannot come from a browser; the core test above covers it)
-    at.text_area(key="setting_model_sentence").set_value("🙂 xy שלום \x00 é\u200b 𝔘").run()
+    at.text_area(key="setting_trained_model.sentence").set_value("🙂 xy שלום \x00 é\u200b 𝔘").run()
     assert not at.exception and not at.error
     assert "[UNK]" in texts(at.info)
 
