@@ -22,16 +22,16 @@ walk = widgets.walkthrough_or_stop()
 att = walk.trace.attention
 rows = token_labels(walk.tokens)
 view = widgets.build_or_stop(additive.compare_scorers, att.query, att.key, att.value, att.weights,
-                             settings.additive_hidden, settings.experiment_seed, settings.additive_row,
-                             settings.additive_col)
-widgets.keep_in_range(additive_row=view.row, additive_col=view.col)  # a sentence that got shorter
+                             settings.additive.hidden, settings.experiment_seed, settings.additive.row,
+                             settings.additive.col)
+widgets.keep_in_range(**{"additive.row": view.row, "additive.col": view.col})  # a sentence that got shorter
 trace, params = view.additive, view.additive.weights_in
 n_tokens, d_k, h = view.tokens, view.d_k, view.hidden_size
 i, j = view.row, view.col
 
 c1, c2, c3 = st.columns([1, 1, 2])
 with c1:
-    state.bind(st.number_input, _("Hidden size h"), "additive_hidden", step=1,
+    state.bind(st.number_input, _("Hidden size h"), "additive.hidden", step=1,
                help=_("{low} to {high}: the width of the additive scorer's hidden layer.",
                       low=additive.MIN_HIDDEN, high=additive.MAX_HIDDEN))
 with c2:
@@ -63,13 +63,13 @@ with left:
     st.markdown(_("**softmax(Q Kᵀ / √d_k)**, dot product"))
     widgets.heatmap(att.weights, rows, rows, key="add_dot_weights", clickable=True, selected=(i, j),
                     row_title=_("query token"), col_title=_("key token"), legend=False, scale_max=view.shared_scale,
-                    on_cell=lambda r, c: state.update(additive_row=r, additive_col=c))
+                    on_cell=lambda r, c: state.update(**{"additive.row": r, "additive.col": c}))
 with right:
     st.markdown(_("**softmax(a(Q, K))**, additive"))
     widgets.heatmap(trace.weights, rows, rows, key="add_add_weights", clickable=True, selected=(i, j),
                     row_title=_("query token"), col_title=_("key token"), legend=False, row_axis=stacked,
                     scale_max=view.shared_scale,
-                    on_cell=lambda r, c: state.update(additive_row=r, additive_col=c))
+                    on_cell=lambda r, c: state.update(**{"additive.row": r, "additive.col": c}))
 st.markdown(_("The two scorers pick the same favourite key for {agree} of {n} queries. They are different "
               "functions: neither is “right” — training would shape W_q, W_k, w_v (and the projections) to "
               "make the additive scores useful.", agree=view.agreeing_queries, n=n_tokens))
@@ -109,14 +109,14 @@ with s2:
     st.markdown(_("**4. Scores a(q_i, k_j) = tanh(…) · w_v**"))
     widgets.heatmap(trace.scores, rows, rows, key="add_scores", clickable=True, selected=(i, j),
                     row_title=_("query token"), col_title=_("key token"), legend=False,
-                    on_cell=lambda r, c: state.update(additive_row=r, additive_col=c))
+                    on_cell=lambda r, c: state.update(**{"additive.row": r, "additive.col": c}))
 
 st.header(_("One pair explained with its numbers"))
 r1, r2 = st.columns(2)
 with r1:
-    state.bind(st.selectbox, _("Query"), "additive_row", options=list(range(n_tokens)), format_func=lambda k: rows[k])
+    state.bind(st.selectbox, _("Query"), "additive.row", options=list(range(n_tokens)), format_func=lambda k: rows[k])
 with r2:
-    state.bind(st.selectbox, _("Key"), "additive_col", options=list(range(n_tokens)), format_func=lambda k: rows[k])
+    state.bind(st.selectbox, _("Key"), "additive.col", options=list(range(n_tokens)), format_func=lambda k: rows[k])
 u_text, c_text, a_text = additive.additive_entry_latex(trace, i, j)
 st.markdown(_("**Additive**, query {query} and key {key}: map both into the hidden space, add, squash with tanh, "
               "weigh with w_v", query=widgets.md_escape(rows[i]), key=widgets.md_escape(rows[j])))

@@ -17,8 +17,8 @@ st.markdown(_(
 widgets.show_messages()
 
 upload = experiments.uploaded_image()
-if state.settings().image_source == "upload" and upload is None:
-    state.update(image_source="smiley")  # a session that lost its upload (e.g. a new server process)
+if state.settings().image_attention.source == "upload" and upload is None:
+    state.update(**{"image_attention.source": "smiley"})  # a session that lost its upload (e.g. a new server process)
 settings = state.settings()
 sources = list(image.PATTERNS) + (["upload"] if upload is not None else [])
 
@@ -30,7 +30,7 @@ if upload is not None:
 
 c1, c2 = st.columns([1, 1])
 with c1:
-    state.bind(st.selectbox, _("Image"), "image_source", options=sources, format_func=source_labels.get)
+    state.bind(st.selectbox, _("Image"), "image_attention.source", options=sources, format_func=source_labels.get)
 with c2:
     st.file_uploader(
         _("…or upload a PNG or JPEG (at most {limit} MB; shrunk to fit {side} × {side} pixels)",
@@ -39,52 +39,52 @@ with c2:
         on_change=experiments.receive_upload, args=(key,), max_upload_size=image.MAX_UPLOAD_MB,
     )
     experiments.show_upload_error()
-    if upload is not None and settings.image_source == "upload":
+    if upload is not None and settings.image_attention.source == "upload":
         w0, h0 = upload["original_size"]
         px = upload["pixels"]
         st.caption(_("{name}: a {w0} × {h0} {format}, shrunk to {w} × {h} pixels. Only those pixels are kept, "
                      "not the file.", name=widgets.md_escape(upload["name"]), w0=w0, h0=h0, format=upload["format"],
                      w=len(px[0]), h=len(px)))
 
-pixels = experiments.uploaded_pixels() if settings.image_source == "upload" else image.pattern(settings.image_source)
+pixels = experiments.uploaded_pixels() if settings.image_attention.source == "upload" else image.pattern(settings.image_attention.source)
 height, width = pixels.shape[:2]
-row, col = widgets.build_or_stop(image.clamp_pixel, settings.image_row, settings.image_col, height, width)
-widgets.keep_in_range(image_row=row, image_col=col)  # another image may be smaller
+row, col = widgets.build_or_stop(image.clamp_pixel, settings.image_attention.row, settings.image_attention.col, height, width)
+widgets.keep_in_range(**{"image_attention.row": row, "image_attention.col": col})  # another image may be smaller
 
 c1, c2, c3 = st.columns([2, 1, 1])
 with c1:
-    state.bind(st.radio, _("Each pixel's token"), "image_features", options=list(image.FEATURES),
+    state.bind(st.radio, _("Each pixel's token"), "image_attention.features", options=list(image.FEATURES),
                format_func={k: _(label) for k, label in image.FEATURES.items()}.get)
 with c2:
-    state.bind(st.number_input, _("d_k (projected)"), "image_d_k", step=1, disabled=settings.image_features == "rgb",
+    state.bind(st.number_input, _("d_k (projected)"), "image_attention.d_k", step=1, disabled=settings.image_attention.features == "rgb",
                help=_("{low} to {high}: the width of q and k when projected.", low=MIN_DIM, high=MAX_DIM))
 with c3:
     state.bind(st.number_input, _("Seed of W_q, W_k"), "experiment_seed", step=1,
-               disabled=settings.image_features == "rgb")
+               disabled=settings.image_attention.features == "rgb")
 
 trace = widgets.build_or_stop(experiments.image_attention, pixels.contiguous().numpy().tobytes(), height, width,
-                              settings.image_features, settings.image_d_k, settings.experiment_seed)
+                              settings.image_attention.features, settings.image_attention.d_k, settings.experiment_seed)
 pixel = image.pixel_view(trace, row, col)
 
 st.header(_("Pick a pixel, see where it looks"))
 p1, p2, p3 = st.columns([1, 1, 2])
 with p1:
-    state.bind(st.selectbox, _("Pixel row r"), "image_row", options=list(range(height)))
+    state.bind(st.selectbox, _("Pixel row r"), "image_attention.row", options=list(range(height)))
 with p2:
-    state.bind(st.selectbox, _("Pixel column c"), "image_col", options=list(range(width)))
+    state.bind(st.selectbox, _("Pixel column c"), "image_attention.col", options=list(range(width)))
 with p3:
     st.markdown(_("Pixel ({row}, {col}) is token **n = r · W + c = {row} · {width} + {col} = {n}**, colour {rgb}.",
                   row=row, col=col, width=width, n=pixel.token, rgb=pixel.colour))
 
 
 def pick(r: int, c: int) -> None:
-    state.update(image_row=r, image_col=c)
+    state.update(**{"image_attention.row": r, "image_attention.col": c})
 
 
 left, right = st.columns(2)
 with left:
     st.markdown(_("**The image** (click a pixel)"))
-    charts.image(trace.image, key=f"img_pick_{settings.image_source}_{row}_{col}", selected=(row, col),
+    charts.image(trace.image, key=f"img_pick_{settings.image_attention.source}_{row}_{col}", selected=(row, col),
                  on_pixel=pick, size_px=380)
 with right:
     st.markdown(_("**Where pixel ({row}, {col}) looks**: its row of the weights, in red over the image",
@@ -106,13 +106,13 @@ with right:
     st.markdown(_("**The {k} pixels it weighs most** (of {total}; uniform would be {uniform} each)",
                   k=len(top_rows), total=trace.token_count, uniform=f"{pixel.uniform_weight:.4f}"))
     st.dataframe(top_rows, hide_index=True)
-    if settings.image_features == "rgb":
+    if settings.image_attention.features == "rgb":
         st.markdown(_("With the colour itself as query and key, q · k is large when two colours agree: "
                       "a pixel looks at pixels of **its own colour**, wherever they are in the image. Nothing "
                       "tells it which pixels are near (no positional encoding), unlike a convolution's window."))
     else:
         st.markdown(_("With random W_q, W_k (3 × {d_k}), “similar” means whatever those projections make it mean. "
-                      "Training learns W so that the useful pixels score high.", d_k=settings.image_d_k))
+                      "Training learns W so that the useful pixels score high.", d_k=settings.image_attention.d_k))
     st.markdown(_("The output colour of a pixel is the weighted average of the colours it looks at (V = X)."))
 
 st.header(_("From H × W × D to N × D"))

@@ -26,17 +26,17 @@ out_cols = dim_labels("c", t.attention.output.shape[1])
 
 c1, c2, c3 = st.columns([2, 2, 1])
 with c1:
-    state.bind(st.selectbox, _("Shuffle the tokens"), "pe_shuffle", options=list(positional.SHUFFLES),
+    state.bind(st.selectbox, _("Shuffle the tokens"), "positional_encoding.shuffle", options=list(positional.SHUFFLES),
                format_func={k: _(label) for k, label in positional.SHUFFLES.items()}.get)
 with c2:
-    state.bind(st.selectbox, _("Positional encoding added in part 3"), "pe_kind", options=list(positional.ENCODINGS),
+    state.bind(st.selectbox, _("Positional encoding added in part 3"), "positional_encoding.kind", options=list(positional.ENCODINGS),
                format_func={k: _(label) for k, label in positional.ENCODINGS.items()}.get)
 with c3:
     state.bind(st.number_input, _("Seed"), "experiment_seed", step=1,
                help=_("Seeds the random shuffle and the learned encoding."))
 
-result = widgets.build_or_stop(positional.order_experiment, t.x, t.w_query, t.w_key, t.w_value, settings.pe_kind,
-                               settings.pe_shuffle, settings.experiment_seed)
+result = widgets.build_or_stop(positional.order_experiment, t.x, t.w_query, t.w_key, t.w_value, settings.positional_encoding.kind,
+                               settings.positional_encoding.shuffle, settings.experiment_seed)
 shuffled_rows = token_labels(result.shuffle(walk.tokens))
 
 st.header(_("1. Without positions: shuffle in, shuffle out"))
@@ -78,24 +78,24 @@ st.markdown(_("Each pair of columns (2i, 2i + 1) is a sine and a cosine turning 
               "a different pattern, and a shift by k positions is the same rotation wherever it happens."))
 p1, p2 = st.columns(2)
 with p1:
-    state.bind(st.number_input, _("Positions shown"), "pe_positions", step=8,
+    state.bind(st.number_input, _("Positions shown"), "positional_encoding.positions", step=8,
                help=_("{low} to {high}.", low=positional.MIN_POSITIONS, high=positional.MAX_POSITIONS))
 with p2:
-    state.bind(st.number_input, _("d_model of this picture"), "pe_width", step=8,
+    state.bind(st.number_input, _("d_model of this picture"), "positional_encoding.width", step=8,
                help=_("{low} to {high}. Only for this picture; the sentence below uses its own d_model = {d_model}.",
                       low=positional.MIN_WIDTH, high=positional.MAX_WIDTH, d_model=d_model))
-pattern = widgets.build_or_stop(experiments.sinusoidal_pattern, settings.pe_positions, settings.pe_width)
+pattern = widgets.build_or_stop(experiments.sinusoidal_pattern, settings.positional_encoding.positions, settings.positional_encoding.width)
 charts.pattern(pattern.table, key="pe_pattern", row_title=_("position pos"), col_title=_("dimension (column) j"))
 experiments.check_line(_("The table against the formula computed entry by entry with math.sin / math.cos: "
                          "max |difference| = {diff}", diff=f"{pattern.loop_max_abs_diff:.1e}"), pattern.loop_matches)
 pos, col = pattern.example_position, pattern.example_column
-entry_text, _entry_value = positional.sinusoidal_entry_latex(pos, col, settings.pe_width)
+entry_text, _entry_value = positional.sinusoidal_entry_latex(pos, col, settings.positional_encoding.width)
 st.markdown(_("One entry with its numbers (row {row}, column {col}; positions and columns count from 0):",
               row=pos, col=col))
 st.latex(entry_text)
 
-st.header(_("3. Add it: X + PE ({encoding})", encoding=_(positional.ENCODINGS[settings.pe_kind])))
-if settings.pe_kind == "learned":
+st.header(_("3. Add it: X + PE ({encoding})", encoding=_(positional.ENCODINGS[settings.positional_encoding.kind])))
+if settings.positional_encoding.kind == "learned":
     st.markdown(_("A **learned** encoding is simply a second embedding table, one row per position, trained with "
                 "the model. Here it is as it starts: `nn.Embedding`'s N(0, 1) random numbers (seeded). It breaks "
                 "the symmetry just as well; training would make it useful. Vaswani et al. found both work "

@@ -24,21 +24,21 @@ settings = state.settings()
 walk = widgets.walkthrough_or_stop()
 att = walk.trace.attention
 rows = token_labels(walk.tokens)
-view = widgets.build_or_stop(temperature.temperature_view, att.query, att.key, att.value, settings.temperature,
-                             settings.temperature_row)
-widgets.keep_in_range(temperature_row=view.row)  # a sentence that got shorter
+view = widgets.build_or_stop(temperature.temperature_view, att.query, att.key, att.value, settings.temperature.tau,
+                             settings.temperature.row)
+widgets.keep_in_range(**{"temperature.row": view.row})  # a sentence that got shorter
 trace, row = view.trace, view.row
 
 slider, presets = st.columns([3, 2], vertical_alignment="bottom")
 with slider:
-    state.bind(st.select_slider, _("Temperature τ (log scale)"), "temperature",
+    state.bind(st.select_slider, _("Temperature τ (log scale)"), "temperature.tau",
                options=list(temperature.TEMPERATURE_GRID),
                format_func=lambda t: f"{t:g}")
 with presets:
     b1, b2, b3 = st.columns(3)
-    b1.button(_("Cold: τ = 0.01"), key="temp_cold", on_click=state.update, kwargs={"temperature": 0.01}, width="stretch")
-    b2.button("τ = 1", key="temp_one", on_click=state.update, kwargs={"temperature": 1.0}, width="stretch")
-    b3.button(_("Hot: τ = 100"), key="temp_hot", on_click=state.update, kwargs={"temperature": 100.0}, width="stretch")
+    b1.button(_("Cold: τ = 0.01"), key="temp_cold", on_click=state.update, kwargs={"temperature.tau": 0.01}, width="stretch")
+    b2.button("τ = 1", key="temp_one", on_click=state.update, kwargs={"temperature.tau": 1.0}, width="stretch")
+    b3.button(_("Hot: τ = 100"), key="temp_hot", on_click=state.update, kwargs={"temperature.tau": 100.0}, width="stretch")
 st.caption(_("The sentence “{sentence}” with its Q and K from the self-attention page "
              "(d_k = {d_k}); change them there or with the sidebar's example.",
              sentence=widgets.md_escape(settings.sentence), d_k=trace.d_k))
@@ -53,7 +53,7 @@ with weights_col:
     widgets.heatmap(trace.weights, rows, rows, key=f"temp_weights_{len(rows)}", clickable=True,
                     selected=(row, view.row_favourite),
                     row_title=_("query token"), col_title=_("key token"),
-                    on_cell=lambda r, c: state.update(temperature_row=r))
+                    on_cell=lambda r, c: state.update(**{"temperature.row": r}))
 with entropy_col:
     st.markdown(_("**Entropy of each row** (dashed: ln n = {value}, uniform)", value=f"{trace.max_entropy:.3f}"))
     charts.bars(trace.entropy.tolist(), rows, key="temp_entropy", x_title=_("entropy H (nats)"),
@@ -88,7 +88,7 @@ with limits_col:
 
 st.subheader(_("Row {row} ({token}) with its numbers", row=view.row_number,
              token=widgets.md_escape(walk.tokens[row])))
-state.bind(st.selectbox, _("Query row"), "temperature_row", options=list(range(len(rows))),
+state.bind(st.selectbox, _("Query row"), "temperature.row", options=list(range(len(rows))),
            format_func=lambda i: rows[i])
 scaled_text, entropy_text = temperature.row_latex(trace, row)
 st.latex(scaled_text)

@@ -20,22 +20,22 @@ widgets.show_messages()
 settings = state.settings()
 c1, c2, c3, c4 = st.columns(4)
 with c1:
-    state.bind(st.number_input, _("Samples S per d_k"), "sqrt_samples", step=500,
+    state.bind(st.number_input, _("Samples S per d_k"), "why_sqrt_dk.samples", step=500,
                help=_("{low} to {high} random (q, k) pairs for each d_k. More samples, smaller error bars.",
                       low=scaling.MIN_SAMPLES, high=scaling.MAX_SAMPLES))
 with c2:
-    state.bind(st.number_input, _("Keys n per query"), "sqrt_keys", step=1,
+    state.bind(st.number_input, _("Keys n per query"), "why_sqrt_dk.keys", step=1,
                help=_("{low} to {high}: how many scores each softmax row has.",
                       low=scaling.MIN_KEYS, high=scaling.MAX_KEYS))
 with c3:
-    state.bind(st.selectbox, _("Components drawn from"), "sqrt_distribution", options=list(scaling.DISTRIBUTIONS),
+    state.bind(st.selectbox, _("Components drawn from"), "why_sqrt_dk.distribution", options=list(scaling.DISTRIBUTIONS),
                format_func={k: _(label) for k, label in scaling.DISTRIBUTIONS.items()}.get,
                help=_("Each has mean 0 and variance 1; the result holds for all."))
 with c4:
     state.bind(st.number_input, _("Seed"), "experiment_seed", step=1, help=_("Seeds a local random generator."))
 
-result = experiments.scaling_experiment(settings.sqrt_samples, settings.sqrt_keys, settings.experiment_seed,
-                                        settings.sqrt_distribution)
+result = experiments.scaling_experiment(settings.why_sqrt_dk.samples, settings.why_sqrt_dk.keys, settings.experiment_seed,
+                                        settings.why_sqrt_dk.distribution)
 summary = scaling.summarise(result)
 d = list(summary.d_k)
 

@@ -33,37 +33,17 @@ from attention_core.fields import (
 from attention_core.inputs.edits import EDITABLE, Edits
 from attention_core.inputs.presets import DEFAULT_PRESET, PRESETS, Preset
 from attention_core.limits import (
-    IMAGE_FEATURES,
-    IMAGE_PATTERNS,
-    IMAGE_UPLOAD,
     MAX_ABS_VALUE,
-    MAX_ADDITIVE_HIDDEN,
     MAX_DIM,
     MAX_DROPOUT,
-    MAX_IMAGE_SIDE,
-    MAX_PE_POSITIONS,
-    MAX_PE_WIDTH,
     MAX_SEED,
-    MAX_SQRT_KEYS,
-    MAX_SQRT_SAMPLES,
-    MAX_TEMPERATURE,
     MAX_TOKENS,
-    MIN_ADDITIVE_HIDDEN,
     MIN_DIM,
-    MIN_PE_POSITIONS,
-    MIN_PE_WIDTH,
-    MIN_SQRT_KEYS,
-    MIN_SQRT_SAMPLES,
-    MIN_TEMPERATURE,
     MODEL_HEADS,
     MODEL_LAYERS,
     MODEL_MAX_PADDING,
     MODEL_MAX_TOKENS,
     MODEL_WIDTH,
-    PE_ENCODINGS,
-    PE_SHUFFLES,
-    SQRT_DISTRIBUTIONS,
-    nearest_temperature,
 )
 
 __all__ = [
@@ -133,25 +113,6 @@ class SharedSettings:
     Attributes:
         experiment_seed: the seed of every random draw on the experiment pages (samples,
             the learned encoding, the random shuffle, the additive scorer's and the image's W).
-        sqrt_samples: S, the (q, k) pairs sampled per d_k (MIN_SQRT_SAMPLES..MAX_SQRT_SAMPLES).
-        sqrt_keys: n, the keys each sampled query meets in the softmax experiment
-            (MIN_SQRT_KEYS..MAX_SQRT_KEYS).
-        sqrt_distribution: the components' distribution (one of SQRT_DISTRIBUTIONS).
-        temperature: τ in softmax(Q Kᵀ / (τ √d_k)), one of TEMPERATURE_GRID
-            (other values are moved to the nearest, with a message).
-        temperature_row: the query row whose numbers are written out (0-based).
-        pe_kind: the positional encoding added (one of PE_ENCODINGS).
-        pe_shuffle: how the tokens are shuffled (one of PE_SHUFFLES).
-        pe_positions, pe_width: the size of the encoding's pattern heatmap
-            (MIN_PE_POSITIONS..MAX_PE_POSITIONS × MIN_PE_WIDTH..MAX_PE_WIDTH).
-        additive_hidden: h, the additive scorer's hidden size (MIN_ADDITIVE_HIDDEN..MAX_ADDITIVE_HIDDEN).
-        additive_row, additive_col: the (query, key) score explained (0-based; the page
-            clamps them to the sentence).
-        image_source: one of IMAGE_PATTERNS, or IMAGE_UPLOAD ("upload") for the uploaded image
-            (kept by the page as a small array; the page falls back when there is none).
-        image_row, image_col: the query pixel (0-based, < MAX_IMAGE_SIDE; the page clamps them to the image).
-        image_features: the pixels' token features (one of IMAGE_FEATURES).
-        image_d_k: the width of the projected queries and keys, MIN_DIM..MAX_DIM.
 
     The *Encoder block* page (the Transformer around attention) adds:
 
@@ -212,23 +173,6 @@ class SharedSettings:
     mha_stage: str = "split"
     cross_stage: str = "weights"
     experiment_seed: int = 0
-    sqrt_samples: int = 2000
-    sqrt_keys: int = 16
-    sqrt_distribution: str = "normal"
-    temperature: float = 1.0
-    temperature_row: int = 0
-    pe_kind: str = "sinusoidal"
-    pe_shuffle: str = "reverse"
-    pe_positions: int = 48
-    pe_width: int = 64
-    additive_hidden: int = 4
-    additive_row: int = 0
-    additive_col: int = 1
-    image_source: str = "smiley"
-    image_row: int = 4
-    image_col: int = 4
-    image_features: str = "rgb"
-    image_d_k: int = 3
     # classroom: the interface language and presenter mode (issue 5)
     language: str = "en"
     presenter: bool = False
@@ -378,27 +322,6 @@ FIELDS: tuple[Field, ...] = (
     # the trained model's page
     # the experiment pages
     IntRange("experiment_seed", 0, MAX_SEED, label(N_("The seed"))),
-    IntRange("sqrt_samples", MIN_SQRT_SAMPLES, MAX_SQRT_SAMPLES, label(N_("The number of samples"))),
-    IntRange("sqrt_keys", MIN_SQRT_KEYS, MAX_SQRT_KEYS, label(N_("The number of keys n"))),
-    IntRange("temperature_row", 0, MAX_TOKENS - 1, label(N_("The query row"))),
-    IntRange("pe_positions", MIN_PE_POSITIONS, MAX_PE_POSITIONS, label(N_("The number of positions"))),
-    IntRange("pe_width", MIN_PE_WIDTH, MAX_PE_WIDTH, label(N_("d_model of the pattern"))),
-    IntRange("additive_hidden", MIN_ADDITIVE_HIDDEN, MAX_ADDITIVE_HIDDEN, label(N_("The hidden size h"))),
-    IntRange("additive_row", 0, MAX_TOKENS - 1, label(N_("The query token"))),
-    IntRange("additive_col", 0, MAX_TOKENS - 1, label(N_("The key token"))),
-    IntRange("image_row", 0, MAX_IMAGE_SIDE - 1, label(N_("The pixel's row"))),
-    IntRange("image_col", 0, MAX_IMAGE_SIDE - 1, label(N_("The pixel's column"))),
-    IntRange("image_d_k", MIN_DIM, MAX_DIM, "d_k"),
-    Choice("sqrt_distribution", SQRT_DISTRIBUTIONS, N_("Unknown distribution “{raw}”; using “{value}”.")),
-    Choice("pe_kind", PE_ENCODINGS, N_("Unknown positional encoding “{raw}”; using “{value}”.")),
-    Choice("pe_shuffle", PE_SHUFFLES, N_("Unknown shuffle “{raw}”; using “{value}”.")),
-    Choice("image_source", IMAGE_PATTERNS + (IMAGE_UPLOAD,), N_("Unknown image “{raw}”; using “{value}”.")),
-    Choice("image_features", IMAGE_FEATURES, N_("Unknown kind of pixel token “{raw}”; using “{value}”.")),
-    FloatRange("temperature", MIN_TEMPERATURE, MAX_TEMPERATURE, "tau",
-               malformed=N_("τ must be a number; got “{raw}”, using {value:g}."),
-               out_of_range=N_("τ must be between {low:g} and {high:g}; got {tau:g}, using {clamped:g}."),
-               snap=nearest_temperature,
-               off_grid=N_("τ = {tau:g} is not one of the slider's values; using the nearest, {snapped:g}.")),
     # the switches
     Switch("causal", label(N_("The causal switch"))),
     Switch("training", label(N_("The training switch"))),

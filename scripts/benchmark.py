@@ -65,23 +65,23 @@ def _next_previous(at: AppTest, i: int) -> None:
 
 def _keys_cached(at: AppTest, i: int) -> None:
     # Two values in turn: after the first two runs the sampling comes from st.cache_data.
-    at.number_input(key="setting_sqrt_keys").set_value(8 if i % 2 == 0 else 16)
+    at.number_input(key="setting_why_sqrt_dk.keys").set_value(8 if i % 2 == 0 else 16)
 
 
 def _temperature(at: AppTest, i: int) -> None:
-    at.select_slider(key="setting_temperature").set_value((0.1, 0.5, 2.0, 10.0)[i % 4])
+    at.select_slider(key="setting_temperature.tau").set_value((0.1, 0.5, 2.0, 10.0)[i % 4])
 
 
 def _shuffle(at: AppTest, i: int) -> None:
-    at.selectbox(key="setting_pe_shuffle").set_value(("rotate", "random", "reverse")[i % 3])
+    at.selectbox(key="setting_positional_encoding.shuffle").set_value(("rotate", "random", "reverse")[i % 3])
 
 
 def _hidden(at: AppTest, i: int) -> None:
-    at.number_input(key="setting_additive_hidden").set_value(2 + i % 8)
+    at.number_input(key="setting_additive.hidden").set_value(2 + i % 8)
 
 
 def _pixel_row(at: AppTest, i: int) -> None:
-    box = at.selectbox(key="setting_image_row")
+    box = at.selectbox(key="setting_image_attention.row")
     box.set_value((box.value + 1) % len(box.options))
 
 

@@ -78,17 +78,17 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "trained_model.entry_row": (0, 135, "The entry's row"),
     "trained_model.entry_col": (0, 383, "The entry's column"),
     "experiment_seed": (0, 2**31 - 1, "The seed"),
-    "sqrt_samples": (100, 5000, "The number of samples"),
-    "sqrt_keys": (2, 32, "The number of keys n"),
-    "temperature_row": (0, 11, "The query row"),
-    "pe_positions": (2, 128, "The number of positions"),
-    "pe_width": (2, 128, "d_model of the pattern"),
-    "additive_hidden": (1, 16, "The hidden size h"),
-    "additive_row": (0, 11, "The query token"),
-    "additive_col": (0, 11, "The key token"),
-    "image_row": (0, 15, "The pixel's row"),
-    "image_col": (0, 15, "The pixel's column"),
-    "image_d_k": (1, 16, "d_k"),
+    "why_sqrt_dk.samples": (100, 5000, "The number of samples"),
+    "why_sqrt_dk.keys": (2, 32, "The number of keys n"),
+    "temperature.row": (0, 11, "The query row"),
+    "positional_encoding.positions": (2, 128, "The number of positions"),
+    "positional_encoding.width": (2, 128, "d_model of the pattern"),
+    "additive.hidden": (1, 16, "The hidden size h"),
+    "additive.row": (0, 11, "The query token"),
+    "additive.col": (0, 11, "The key token"),
+    "image_attention.row": (0, 15, "The pixel's row"),
+    "image_attention.col": (0, 15, "The pixel's column"),
+    "image_attention.d_k": (1, 16, "d_k"),
     "encoder_block.num_heads": (1, 16, "The number of heads"),
     "encoder_block.dim_feedforward": (1, 64, "dim_feedforward"),
     "encoder_block.num_layers": (1, 4, "The number of blocks"),
@@ -113,7 +113,7 @@ ONE_BASED = {"trained_model.layer": (6, "layer"), "trained_model.head": (12, "he
 
 #: (value given, value after validation, the message or None), written out per real-valued field.
 FLOAT_CASES: dict[str, list[tuple[Any, float, Optional[str]]]] = {
-    "temperature": [
+    "temperature.tau": [
         (1e9, 100.0, "τ must be between 0.01 and 100; got 1e+09, using 100."),
         (0, 0.01, "τ must be between 0.01 and 100; got 0, using 0.01."),
         (-3, 0.01, "τ must be between 0.01 and 100; got -3, using 0.01."),
@@ -164,11 +164,11 @@ FLOAT_CASES: dict[str, list[tuple[Any, float, Optional[str]]]] = {
 #: The message for "nope" in each choice field other than the steps (those are generic, below).
 CHOICE_MESSAGES = {
     "preset": "Unknown example “nope”; showing “I Like Machine Learning And Deep Learning (seed 000)”.",
-    "sqrt_distribution": "Unknown distribution “nope”; using “normal”.",
-    "pe_kind": "Unknown positional encoding “nope”; using “sinusoidal”.",
-    "pe_shuffle": "Unknown shuffle “nope”; using “reverse”.",
-    "image_source": "Unknown image “nope”; using “smiley”.",
-    "image_features": "Unknown kind of pixel token “nope”; using “rgb”.",
+    "why_sqrt_dk.distribution": "Unknown distribution “nope”; using “normal”.",
+    "positional_encoding.kind": "Unknown positional encoding “nope”; using “sinusoidal”.",
+    "positional_encoding.shuffle": "Unknown shuffle “nope”; using “reverse”.",
+    "image_attention.source": "Unknown image “nope”; using “smiley”.",
+    "image_attention.features": "Unknown kind of pixel token “nope”; using “rgb”.",
     "language": "Unknown language “nope”; using English.",
     "palette": "Unknown colours “nope”; using red–blue.",
 }
@@ -299,16 +299,16 @@ def test_each_field_repairs_a_bad_value_and_accepts_a_good_one(name, raw, expect
 
 
 def test_messages_keep_their_template_for_translation():
-    _, messages = validate_settings(dataclasses.replace(DEFAULT, d_k=99, temperature=0.4, pe_kind="rotary"))
-    assert [m.template for m in messages] == [
+    _, messages = validate_settings(DEFAULT.set(d_k=99, **{"temperature.tau": 0.4, "positional_encoding.kind": "rotary"}))
+    assert [m.template for m in messages] == [  # the shared fields first, then each page's, in the registry's order
         "{label} must be between {low} and {high}; got {value}, using {clamped}.",
-        "Unknown positional encoding “{raw}”; using “{value}”.",
         "τ = {tau:g} is not one of the slider's values; using the nearest, {snapped:g}.",
+        "Unknown positional encoding “{raw}”; using “{value}”.",
     ]
     assert messages[0].params == {"label": "d_k", "low": 1, "high": 16, "value": "99", "clamped": 16}
     huge = validate_settings(dataclasses.replace(DEFAULT, seed=10**300))[1][0]
     assert huge.params["value"] == "1" + "0" * 38 + "…"  # a 301-digit number is quoted short
-    assert messages[2].params == {"tau": 0.4, "snapped": 0.5}
+    assert messages[1].params == {"tau": 0.4, "snapped": 0.5}
 
 
 def test_values_that_used_to_raise_are_repaired():

@@ -158,7 +158,7 @@ def receive_upload(key: str) -> None:
         "pixels": result.pixels.tolist(),
     }
     row, col = result.centre
-    state.update(image_source="upload", image_row=row, image_col=col)
+    state.update(**{"image_attention.source": "upload", "image_attention.row": row, "image_attention.col": col})
 
 
 def show_upload_error() -> None:

@@ -27,7 +27,9 @@ import torch
 
 from attention_core import limits
 from attention_core.errors import N_, InputError
+from attention_core.fields import IntRange, label
 from attention_core.latex import factor
+from attention_core.limits import MAX_ADDITIVE_HIDDEN, MAX_TOKENS, MIN_ADDITIVE_HIDDEN
 from attention_core.page import Page
 
 #: h, the scorer's hidden size (declared in ``limits``).
@@ -57,7 +59,7 @@ def seeded_additive_weights(d_q: int, d_k: int, hidden: int, generator: torch.Ge
     """
     if not MIN_HIDDEN <= hidden <= MAX_HIDDEN:
         raise InputError(N_("The hidden size h must be between {low} and {high}; got {hidden}."),
-                         field="additive_hidden", low=MIN_HIDDEN, high=MAX_HIDDEN, hidden=hidden)
+                         field="additive.hidden", low=MIN_HIDDEN, high=MAX_HIDDEN, hidden=hidden)
     if d_q < 1 or d_k < 1:
         raise InputError(N_("Queries and keys need at least one component."), field="d_k")
 
@@ -110,10 +112,10 @@ def additive_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
     """
     h = params.w_v.shape[0]
     if params.w_query.shape != (h, query.shape[-1]):
-        raise InputError(N_("W_q is {shape} but must be h × d_q = {h} × {d_q}."), field="additive_hidden",
+        raise InputError(N_("W_q is {shape} but must be h × d_q = {h} × {d_q}."), field="additive.hidden",
                          shape=tuple(params.w_query.shape), h=h, d_q=query.shape[-1])
     if params.w_key.shape != (h, key.shape[-1]):
-        raise InputError(N_("W_k is {shape} but must be h × d_k = {h} × {d_k}."), field="additive_hidden",
+        raise InputError(N_("W_k is {shape} but must be h × d_k = {h} × {d_k}."), field="additive.hidden",
                          shape=tuple(params.w_key.shape), h=h, d_k=key.shape[-1])
     if key.shape[0] != value.shape[0]:
         raise InputError(N_("There are {keys} keys but {values} values; each key needs its value."), field="value",
@@ -322,7 +324,28 @@ def additive_entry_latex(trace: AdditiveTrace, row: int, col: int) -> tuple[str,
 
 # ---------------------------------------------------------------- the page
 
+@dataclass(frozen=True)
+class AdditiveSettings:
+    """The additive page's own settings (``settings.additive``).
+
+    Attributes:
+        hidden: h, the additive scorer's hidden size (MIN_ADDITIVE_HIDDEN..MAX_ADDITIVE_HIDDEN).
+        row, col: the (query, key) score explained (0-based; the page clamps them to the sentence).
+    """
+
+    hidden: int = 4
+    row: int = 0
+    col: int = 1
+
+
 ADDITIVE = Page(
     key="additive", title=N_("Additive vs dot-product scoring"), icon=":material/add_circle:", section="experiments",
     summary=N_("Additive vs dot-product scoring"),
+    settings=AdditiveSettings,
+    fields=(
+        IntRange("hidden", MIN_ADDITIVE_HIDDEN, MAX_ADDITIVE_HIDDEN, label(N_("The hidden size h"))),
+        IntRange("row", 0, MAX_TOKENS - 1, label(N_("The query token"))),
+        IntRange("col", 0, MAX_TOKENS - 1, label(N_("The key token"))),
+    ),
+    legacy={"additive_hidden": "hidden", "additive_row": "row", "additive_col": "col"},
 )

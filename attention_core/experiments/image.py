@@ -31,6 +31,8 @@ import torch.nn.functional as F
 
 from attention_core import limits
 from attention_core.errors import N_, InputError
+from attention_core.fields import Choice, IntRange, label
+from attention_core.limits import IMAGE_FEATURES, IMAGE_PATTERNS, IMAGE_UPLOAD, MAX_DIM, MAX_IMAGE_SIDE, MIN_DIM
 from attention_core.page import Page
 from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
 
@@ -113,7 +115,7 @@ def pattern(key: str) -> torch.Tensor:
         InputError: unknown key.
     """
     if key not in PATTERNS:
-        raise InputError(N_("Unknown image “{key}”; pick one of {choices}."), field="image_source",
+        raise InputError(N_("Unknown image “{key}”; pick one of {choices}."), field="image_attention.source",
                          key=key, choices=", ".join(PATTERNS))
     return PATTERNS[key][1]()
 
@@ -334,7 +336,7 @@ def _box_mean(rgb: np.ndarray, fy: int, fx: int) -> np.ndarray:
 def flatten_image(image: torch.Tensor) -> torch.Tensor:
     """(H, W, D) -> (N, D), row by row: pixel (r, c) becomes token n = r W + c."""
     if image.dim() != 3:
-        raise InputError(N_("An image must be H × W × D; got shape {shape}."), field="image_source",
+        raise InputError(N_("An image must be H × W × D; got shape {shape}."), field="image_attention.source",
                          shape=tuple(image.shape))
     h, w, d = image.shape
     return image.reshape(h * w, d)  # (H, W, D) -> (N, D)
@@ -343,7 +345,7 @@ def flatten_image(image: torch.Tensor) -> torch.Tensor:
 def unflatten_tokens(tokens: torch.Tensor, height: int, width: int) -> torch.Tensor:
     """(N, D) -> (H, W, D), the inverse of :func:`flatten_image`; N must equal H W."""
     if tokens.dim() != 2 or tokens.shape[0] != height * width:
-        raise InputError(N_("{shape} tokens do not fold into {height} × {width} pixels."), field="image_source",
+        raise InputError(N_("{shape} tokens do not fold into {height} × {width} pixels."), field="image_attention.source",
                          shape=tuple(tokens.shape), height=height, width=width)
     return tokens.reshape(height, width, tokens.shape[1])  # (N, D) -> (H, W, D)
 
@@ -446,22 +448,22 @@ def image_attention(image: torch.Tensor, features: str = "rgb", d_k: int = 3, se
         InputError: a wrong shape or dtype, too large or too small, unknown features, d_k < 1.
     """
     if image.dim() != 3 or image.shape[2] != 3 or image.dtype != torch.uint8:
-        raise InputError(N_("An image must be H × W × 3 colours (0..255)."), field="image_source")
+        raise InputError(N_("An image must be H × W × 3 colours (0..255)."), field="image_attention.source")
     h, w, _ = image.shape
     if h > MAX_SIDE or w > MAX_SIDE:
-        raise InputError(N_("The image is {h} × {w}; the page shows at most {side} × {side}."), field="image_source",
+        raise InputError(N_("The image is {h} × {w}; the page shows at most {side} × {side}."), field="image_attention.source",
                          h=h, w=w, side=MAX_SIDE)
     if h * w < 2:
-        raise InputError(N_("The image needs at least two pixels."), field="image_source")
+        raise InputError(N_("The image needs at least two pixels."), field="image_attention.source")
     if features not in FEATURES:
-        raise InputError(N_("Unknown token features “{features}”; pick one of {choices}."), field="image_features",
+        raise InputError(N_("Unknown token features “{features}”; pick one of {choices}."), field="image_attention.features",
                          features=features, choices=", ".join(FEATURES))
     x = flatten_image(pixel_features(image))  # (H, W, 3) -> (N, 3)
     if features == "rgb":
         w_query = w_key = w_value = torch.eye(3)
     else:
         if d_k < 1:
-            raise InputError(N_("d_k must be at least 1; got {d_k}."), field="image_d_k", d_k=d_k)
+            raise InputError(N_("d_k must be at least 1; got {d_k}."), field="image_attention.d_k", d_k=d_k)
         g = torch.Generator().manual_seed(seed)
         w_query = torch.randn(3, d_k, generator=g) / math.sqrt(3.0)  # (3, d_k)
         w_key = torch.randn(3, d_k, generator=g) / math.sqrt(3.0)
@@ -487,7 +489,7 @@ def clamp_pixel(row: int, col: int, height: int, width: int) -> tuple[int, int]:
         InputError: an image side below 1.
     """
     if height < 1 or width < 1:
-        raise InputError(N_("The image needs at least two pixels."), field="image_source")
+        raise InputError(N_("The image needs at least two pixels."), field="image_attention.source")
     return min(max(row, 0), height - 1), min(max(col, 0), width - 1)
 
 
@@ -562,7 +564,7 @@ def reshape_latex(height: int, width: int) -> str:
         InputError: a side below 1.
     """
     if height < 1 or width < 1:
-        raise InputError(N_("The image needs at least two pixels."), field="image_source")
+        raise InputError(N_("The image needs at least two pixels."), field="image_attention.source")
     h, w, channels = sp.Integer(height), sp.Integer(width), sp.Integer(3)
     n = h * w
     reals = sp.Symbol(r"\mathbb{R}")
@@ -576,7 +578,35 @@ def reshape_latex(height: int, width: int) -> str:
 
 # ---------------------------------------------------------------- the page
 
+@dataclass(frozen=True)
+class ImageAttentionSettings:
+    """The image attention page's own settings (``settings.image_attention``).
+
+    Attributes:
+        source: one of IMAGE_PATTERNS, or IMAGE_UPLOAD ("upload") for the uploaded image (kept by the page as a small
+            array; the page falls back when there is none).
+        row, col: the query pixel (0-based, < MAX_IMAGE_SIDE; the page clamps them to the image).
+        features: the pixels' token features (one of IMAGE_FEATURES).
+        d_k: the width of the projected queries and keys (MIN_DIM..MAX_DIM).
+    """
+
+    source: str = "smiley"
+    row: int = 4
+    col: int = 4
+    features: str = "rgb"
+    d_k: int = 3
+
+
 IMAGE_ATTENTION = Page(
     key="image_attention", title=N_("Self-attention over an image"), icon=":material/image:", section="experiments",
     summary=N_("Self-attention over an image: every pixel a token"),
+    settings=ImageAttentionSettings,
+    fields=(
+        Choice("source", IMAGE_PATTERNS + (IMAGE_UPLOAD,), N_("Unknown image “{raw}”; using “{value}”.")),
+        IntRange("row", 0, MAX_IMAGE_SIDE - 1, label(N_("The pixel's row"))),
+        IntRange("col", 0, MAX_IMAGE_SIDE - 1, label(N_("The pixel's column"))),
+        Choice("features", IMAGE_FEATURES, N_("Unknown kind of pixel token “{raw}”; using “{value}”.")),
+        IntRange("d_k", MIN_DIM, MAX_DIM, "d_k"),
+    ),
+    legacy={"image_source": "source", "image_row": "row", "image_col": "col", "image_features": "features", "image_d_k": "d_k"},
 )

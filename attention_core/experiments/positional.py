@@ -27,6 +27,15 @@ import torch
 
 from attention_core import limits
 from attention_core.errors import N_, InputError
+from attention_core.fields import Choice, IntRange, label
+from attention_core.limits import (
+    MAX_PE_POSITIONS,
+    MAX_PE_WIDTH,
+    MIN_PE_POSITIONS,
+    MIN_PE_WIDTH,
+    PE_ENCODINGS,
+    PE_SHUFFLES,
+)
 from attention_core.page import Page
 from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
 
@@ -58,7 +67,7 @@ EXAMPLE_ENTRY = (3, 4)
 def _check_size(positions: int, d_model: int) -> None:
     if positions < 1 or d_model < 1:
         raise InputError(N_("A positional encoding needs at least 1 position and 1 dimension; got "
-                            "{positions} × {d_model}."), field="pe_positions", positions=positions, d_model=d_model)
+                            "{positions} × {d_model}."), field="positional_encoding.positions", positions=positions, d_model=d_model)
 
 
 def sinusoidal_encoding(positions: int, d_model: int, base: float = BASE, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -114,7 +123,7 @@ def encoding(kind: str, positions: int, d_model: int, seed: int) -> torch.Tensor
         return sinusoidal_encoding(positions, d_model)
     if kind == "learned":
         return learned_encoding(positions, d_model, torch.Generator().manual_seed(seed))
-    raise InputError(N_("Unknown positional encoding “{kind}”; pick one of {choices}."), field="pe_kind",
+    raise InputError(N_("Unknown positional encoding “{kind}”; pick one of {choices}."), field="positional_encoding.kind",
                      kind=kind, choices=", ".join(ENCODINGS))
 
 
@@ -137,7 +146,7 @@ def permutation(kind: str, length: int, seed: int = 0) -> tuple[int, ...]:
     if kind == "random":
         perm = tuple(torch.randperm(length, generator=torch.Generator().manual_seed(seed)).tolist())
         return perm if perm != tuple(range(length)) else tuple(range(length - 1, -1, -1))
-    raise InputError(N_("Unknown shuffle “{kind}”; pick one of {choices}."), field="pe_shuffle",
+    raise InputError(N_("Unknown shuffle “{kind}”; pick one of {choices}."), field="positional_encoding.shuffle",
                      kind=kind, choices=", ".join(SHUFFLES))
 
 
@@ -236,9 +245,9 @@ def equivariance(
     """
     t, d = x.shape
     if sorted(perm) != list(range(t)):
-        raise InputError(N_("The shuffle must list each of the {t} positions exactly once."), field="pe_shuffle", t=t)
+        raise InputError(N_("The shuffle must list each of the {t} positions exactly once."), field="positional_encoding.shuffle", t=t)
     if pe.shape[0] < t or pe.shape[1] != d:
-        raise InputError(N_("The positional encoding is {shape} but X is {t} × {d}."), field="pe_kind",
+        raise InputError(N_("The positional encoding is {shape} but X is {t} × {d}."), field="positional_encoding.kind",
                          shape=tuple(pe.shape), t=t, d=d)
     pe = pe[:t].to(x.dtype)  # (T, D)
     index = list(perm)
@@ -343,7 +352,7 @@ def sinusoidal_entry_latex(pos: int, column: int, d_model: int) -> tuple[str, fl
         InputError: pos or column out of range (pos < 0, column outside 0..d_model − 1).
     """
     if pos < 0 or not 0 <= column < d_model:
-        raise InputError(N_("PE({pos}, {column}) is outside the table ({d_model} columns)."), field="pe_positions",
+        raise InputError(N_("PE({pos}, {column}) is outside the table ({d_model} columns)."), field="positional_encoding.positions",
                          pos=pos, column=column, d_model=d_model)
     i = column // 2
     func = sp.sin if column % 2 == 0 else sp.cos
@@ -387,7 +396,31 @@ def equivariance_steps() -> tuple[str, ...]:
 
 # ---------------------------------------------------------------- the page
 
+@dataclass(frozen=True)
+class PositionalEncodingSettings:
+    """The positional encoding page's own settings (``settings.positional_encoding``).
+
+    Attributes:
+        kind: the positional encoding added (one of PE_ENCODINGS).
+        shuffle: how the tokens are shuffled (one of PE_SHUFFLES).
+        positions, width: the size of the encoding's pattern heatmap (MIN_PE_POSITIONS..MAX_PE_POSITIONS × MIN_PE_WIDTH..MAX_PE_WIDTH).
+    """
+
+    kind: str = "sinusoidal"
+    shuffle: str = "reverse"
+    positions: int = 48
+    width: int = 64
+
+
 POSITIONAL_ENCODING = Page(
     key="positional_encoding", title=N_("Positional encoding"), icon=":material/format_list_numbered:",
     section="experiments", summary=N_("Positional encoding: why attention needs to know the order"),
+    settings=PositionalEncodingSettings,
+    fields=(
+        Choice("kind", PE_ENCODINGS, N_("Unknown positional encoding “{raw}”; using “{value}”.")),
+        Choice("shuffle", PE_SHUFFLES, N_("Unknown shuffle “{raw}”; using “{value}”.")),
+        IntRange("positions", MIN_PE_POSITIONS, MAX_PE_POSITIONS, label(N_("The number of positions"))),
+        IntRange("width", MIN_PE_WIDTH, MAX_PE_WIDTH, label(N_("d_model of the pattern"))),
+    ),
+    legacy={"pe_kind": "kind", "pe_shuffle": "shuffle", "pe_positions": "positions", "pe_width": "width"},
 )

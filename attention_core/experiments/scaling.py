@@ -35,6 +35,8 @@ import torch.nn.functional as F
 
 from attention_core import limits
 from attention_core.errors import N_, InputError, Message
+from attention_core.fields import Choice, IntRange, label
+from attention_core.limits import MAX_SQRT_KEYS, MAX_SQRT_SAMPLES, MIN_SQRT_KEYS, MIN_SQRT_SAMPLES, SQRT_DISTRIBUTIONS
 from attention_core.page import Page
 from attention_core.self_attention.formulas import latex_text
 
@@ -80,7 +82,7 @@ def draw_components(shape: tuple[int, ...], distribution: str, generator: torch.
     if distribution == "rademacher":
         return torch.empty(shape).bernoulli_(0.5, generator=generator) * 2.0 - 1.0
     raise InputError(N_("Unknown distribution “{distribution}”; pick one of {choices}."),
-                     field="sqrt_distribution", distribution=distribution, choices=", ".join(DISTRIBUTIONS))
+                     field="why_sqrt_dk.distribution", distribution=distribution, choices=", ".join(DISTRIBUTIONS))
 
 
 def variance_standard_error(d_k: int, samples: int, distribution: str = "normal") -> float:
@@ -169,10 +171,10 @@ def run_scaling_experiment(
     """
     if not MIN_SAMPLES <= samples <= MAX_SAMPLES:
         raise InputError(N_("The number of samples must be between {low} and {high}; got {samples}."),
-                         field="sqrt_samples", low=MIN_SAMPLES, high=MAX_SAMPLES, samples=samples)
+                         field="why_sqrt_dk.samples", low=MIN_SAMPLES, high=MAX_SAMPLES, samples=samples)
     if not MIN_KEYS <= keys <= MAX_KEYS:
         raise InputError(N_("The number of keys must be between {low} and {high}; got {keys}."),
-                         field="sqrt_keys", low=MIN_KEYS, high=MAX_KEYS, keys=keys)
+                         field="why_sqrt_dk.keys", low=MIN_KEYS, high=MAX_KEYS, keys=keys)
     if not grid or any(d < 1 for d in grid) or list(grid) != sorted(set(grid)):
         raise InputError(N_("The d_k grid must be increasing whole numbers, each at least 1."), field="grid")
     g = torch.Generator().manual_seed(seed)
@@ -410,7 +412,29 @@ def entropy_latex() -> str:
 
 # ---------------------------------------------------------------- the page
 
+@dataclass(frozen=True)
+class WhySqrtDkSettings:
+    """The "Why divide by √d_k?" page's own settings (``settings.why_sqrt_dk``).
+
+    Attributes:
+        samples: S, the (q, k) pairs sampled per d_k (MIN_SQRT_SAMPLES..MAX_SQRT_SAMPLES).
+        keys: n, the keys each sampled query meets in the softmax experiment (MIN_SQRT_KEYS..MAX_SQRT_KEYS).
+        distribution: the components' distribution (one of SQRT_DISTRIBUTIONS).
+    """
+
+    samples: int = 2000
+    keys: int = 16
+    distribution: str = "normal"
+
+
 WHY_SQRT_DK = Page(
     key="why_sqrt_dk", title=N_("Why divide by √d_k?"), icon=":material/functions:", section="experiments",
     summary=N_("Why divide by √d_k? The variance of a dot product, measured"),
+    settings=WhySqrtDkSettings,
+    fields=(
+        IntRange("samples", MIN_SQRT_SAMPLES, MAX_SQRT_SAMPLES, label(N_("The number of samples"))),
+        IntRange("keys", MIN_SQRT_KEYS, MAX_SQRT_KEYS, label(N_("The number of keys n"))),
+        Choice("distribution", SQRT_DISTRIBUTIONS, N_("Unknown distribution “{raw}”; using “{value}”.")),
+    ),
+    legacy={"sqrt_samples": "samples", "sqrt_keys": "keys", "sqrt_distribution": "distribution"},
 )

@@ -25,7 +25,9 @@ import torch.nn.functional as F
 from attention_core import limits
 from attention_core.errors import N_, InputError, Message
 from attention_core.experiments.scaling import entropy
+from attention_core.fields import FloatRange, IntRange, label
 from attention_core.latex import latex_text, number
+from attention_core.limits import MAX_TOKENS
 from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
 
@@ -74,7 +76,7 @@ class TemperatureTrace:
 
 def _check_tau(tau: float) -> None:
     if not (isinstance(tau, (int, float)) and math.isfinite(tau) and tau > 0):
-        raise InputError(N_("The temperature τ must be a positive number; got {tau}."), field="temperature", tau=tau)
+        raise InputError(N_("The temperature τ must be a positive number; got {tau}."), field="temperature.tau", tau=tau)
 
 
 def temperature_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, tau: float) -> TemperatureTrace:
@@ -290,7 +292,30 @@ def row_latex(trace: TemperatureTrace, row: int) -> tuple[str, str]:
 
 # ---------------------------------------------------------------- the page
 
+@dataclass(frozen=True)
+class TemperatureSettings:
+    """The temperature page's own settings (``settings.temperature``).
+
+    Attributes:
+        tau: τ in softmax(Q Kᵀ / (τ √d_k)), one of TEMPERATURE_GRID (other values are moved to the nearest, with a message).
+        row: the query row whose numbers are written out (0-based).
+    """
+
+    tau: float = 1.0
+    row: int = 0
+
+
 TEMPERATURE_PAGE = Page(
     key="temperature", title=N_("Temperature"), icon=":material/device_thermostat:", section="experiments",
     summary=N_("Temperature: from argmax to uniform"),
+    settings=TemperatureSettings,
+    fields=(
+        FloatRange("tau", MIN_TEMPERATURE, MAX_TEMPERATURE, "tau",
+                   malformed=N_("τ must be a number; got “{raw}”, using {value:g}."),
+                   out_of_range=N_("τ must be between {low:g} and {high:g}; got {tau:g}, using {clamped:g}."),
+                   snap=nearest_temperature,
+                   off_grid=N_("τ = {tau:g} is not one of the slider's values; using the nearest, {snapped:g}.")),
+        IntRange("row", 0, MAX_TOKENS - 1, label(N_("The query row"))),
+    ),
+    legacy={"temperature": "tau", "temperature_row": "row"},
 )

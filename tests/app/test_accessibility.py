@@ -103,7 +103,7 @@ def test_the_head_grid_and_the_image_have_tables_of_their_own():
     colours = [df.value for df in at.dataframe if str(df.value.iloc[0, 0]).startswith("(")]
     assert len(colours) >= 2  # the image and the output, pixel by pixel
     image = colours[0]
-    pixels = image_patterns.pattern(Settings().image_source)
+    pixels = image_patterns.pattern(Settings().image_attention.source)
     assert image.shape == tuple(pixels.shape[:2]) and all(str(c).count(",") == 2 for c in image.to_numpy().ravel())
     r, g, b = (int(v) for v in pixels[0, 0])
     assert image.iloc[0, 0] == f"({r}, {g}, {b})"  # pixel (0, 0), as drawn

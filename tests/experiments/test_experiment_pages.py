@@ -60,7 +60,7 @@ def test_sqrt_page_shows_the_derivation_and_the_check():
 
 
 @pytest.mark.parametrize(("key", "value"), [
-    ("setting_sqrt_samples", 500), ("setting_experiment_seed", 3), ("setting_sqrt_distribution", "rademacher"),
+    ("setting_why_sqrt_dk.samples", 500), ("setting_experiment_seed", 3), ("setting_why_sqrt_dk.distribution", "rademacher"),
 ])
 def test_sqrt_page_resamples_when_a_widget_changes(key, value):
     at = open_app("app_pages/why_sqrt_dk.py")
@@ -73,12 +73,12 @@ def test_sqrt_page_resamples_when_a_widget_changes(key, value):
 
 def test_sqrt_page_clamps_too_many_samples_with_a_message():
     at = open_app("app_pages/why_sqrt_dk.py")
-    at.number_input(key="setting_sqrt_samples").set_value(10**7).run()
+    at.number_input(key="setting_why_sqrt_dk.samples").set_value(10**7).run()
     assert not at.exception
-    assert settings(at).sqrt_samples == 5000
+    assert settings(at).why_sqrt_dk.samples == 5000
     assert "between 100 and 5000" in warnings(at)
-    at.number_input(key="setting_sqrt_keys").set_value(0).run()
-    assert settings(at).sqrt_keys == 2 and "number of keys" in warnings(at)
+    at.number_input(key="setting_why_sqrt_dk.keys").set_value(0).run()
+    assert settings(at).why_sqrt_dk.keys == 2 and "number of keys" in warnings(at)
 
 
 # ---------------------------------------------------------------- temperature
@@ -90,14 +90,14 @@ def _limit_rows(at):
 
 def test_temperature_slider_and_buttons_move_tau():
     at = open_app("app_pages/temperature.py")
-    assert settings(at).temperature == 1.0
-    at.select_slider(key="setting_temperature").set_value(0.01).run()
-    assert not at.exception and settings(at).temperature == 0.01
+    assert settings(at).temperature.tau == 1.0
+    at.select_slider(key="setting_temperature.tau").set_value(0.01).run()
+    assert not at.exception and settings(at).temperature.tau == 0.01
     cold = _limit_rows(at)
     row = cold.loc["τ = 0.01"]
     assert float(row.max()) > 0.49  # nearly one-hot (seed 000's query 1 splits between two "Learning"s)
     at.button(key="temp_hot").click().run()
-    assert settings(at).temperature == 100.0
+    assert settings(at).temperature.tau == 100.0
     hot = _limit_rows(at)
     hot = hot.data if hasattr(hot, "data") else hot
     assert float(hot.loc["τ = 100"].max() - hot.loc["τ = 100"].min()) < 0.05  # nearly uniform
@@ -106,7 +106,7 @@ def test_temperature_slider_and_buttons_move_tau():
 
 def test_temperature_row_picker_writes_that_row_out():
     at = open_app("app_pages/temperature.py")
-    at.selectbox(key="setting_temperature_row").set_value(3).run()
+    at.selectbox(key="setting_temperature.row").set_value(3).run()
     assert not at.exception
     assert "H_{4}" in latex(at) and "a_{4,j}" in latex(at)
 
@@ -132,8 +132,8 @@ def test_positional_page_shows_equivariance_and_its_breaking():
     assert r"\sin" in latex(at) and r"\neq" in latex(at)
 
 
-@pytest.mark.parametrize(("key", "value"), [("setting_pe_kind", "learned"), ("setting_pe_shuffle", "random"),
-                                            ("setting_pe_shuffle", "rotate")])
+@pytest.mark.parametrize(("key", "value"), [("setting_positional_encoding.kind", "learned"), ("setting_positional_encoding.shuffle", "random"),
+                                            ("setting_positional_encoding.shuffle", "rotate")])
 def test_positional_page_choices_change_the_outputs(key, value):
     at = open_app("app_pages/positional_encoding.py")
     before = markdown(at) + successes(at)
@@ -145,11 +145,11 @@ def test_positional_page_choices_change_the_outputs(key, value):
 
 def test_positional_pattern_size_is_clamped_with_a_message():
     at = open_app("app_pages/positional_encoding.py")
-    at.number_input(key="setting_pe_width").set_value(100000).run()
-    assert not at.exception and settings(at).pe_width == 128
+    at.number_input(key="setting_positional_encoding.width").set_value(100000).run()
+    assert not at.exception and settings(at).positional_encoding.width == 128
     assert "d_model of the pattern" in warnings(at)
-    at.number_input(key="setting_pe_positions").set_value(1).run()
-    assert settings(at).pe_positions == 2
+    at.number_input(key="setting_positional_encoding.positions").set_value(1).run()
+    assert settings(at).positional_encoding.positions == 2
 
 
 # ---------------------------------------------------------------- additive
@@ -158,8 +158,8 @@ def test_positional_pattern_size_is_clamped_with_a_message():
 def test_additive_page_explains_the_chosen_pair():
     at = open_app("app_pages/additive.py")
     assert "a_{1,2}" in latex(at)
-    at.selectbox(key="setting_additive_row").set_value(2).run()
-    at.selectbox(key="setting_additive_col").set_value(4).run()
+    at.selectbox(key="setting_additive.row").set_value(2).run()
+    at.selectbox(key="setting_additive.col").set_value(4).run()
     assert not at.exception
     text = latex(at)
     assert "a_{3,5}" in text and r"\mathbf{q}_{3}" in text and r"\mathbf{k}_{5}" in text
@@ -170,22 +170,22 @@ def test_additive_page_explains_the_chosen_pair():
 def test_additive_hidden_size_changes_the_scorer():
     at = open_app("app_pages/additive.py")
     before = latex(at)
-    at.number_input(key="setting_additive_hidden").set_value(7).run()
+    at.number_input(key="setting_additive.hidden").set_value(7).run()
     assert not at.exception
     assert latex(at) != before
     assert latex(at).count(r"\tanh\left(") >= 7
-    at.number_input(key="setting_additive_hidden").set_value(99).run()
-    assert settings(at).additive_hidden == 16 and "hidden size h" in warnings(at)
+    at.number_input(key="setting_additive.hidden").set_value(99).run()
+    assert settings(at).additive.hidden == 16 and "hidden size h" in warnings(at)
 
 
 def test_additive_pair_is_clamped_to_a_shorter_sentence():
     at = open_app("app_pages/additive.py", "custom")
-    at.selectbox(key="setting_additive_col").set_value(5).run()
+    at.selectbox(key="setting_additive.col").set_value(5).run()
     at.switch_page("app_pages/tokens.py").run()
     at.text_input(key="setting_sentence").set_value("a b c").run()
     at.switch_page("app_pages/additive.py").run()
     assert not at.exception and not at.error
-    assert settings(at).additive_col == 2
+    assert settings(at).additive.col == 2
 
 
 # ---------------------------------------------------------------- self-attention over an image
@@ -206,20 +206,20 @@ def _upload(at, name: str, data: bytes, mime: str = "image/png"):
 def test_image_page_picks_pixels_and_patterns():
     at = open_app("app_pages/image_attention.py")
     assert "n = r · W + c = 4 · 12 + 4 = 52" in markdown(at)
-    at.selectbox(key="setting_image_row").set_value(8).run()
-    at.selectbox(key="setting_image_col").set_value(5).run()
+    at.selectbox(key="setting_image_attention.row").set_value(8).run()
+    at.selectbox(key="setting_image_attention.col").set_value(5).run()
     assert not at.exception and "= 101" in markdown(at)
-    at.selectbox(key="setting_image_source").set_value("checkerboard").run()
-    assert not at.exception and settings(at).image_source == "checkerboard"
+    at.selectbox(key="setting_image_attention.source").set_value("checkerboard").run()
+    assert not at.exception and settings(at).image_attention.source == "checkerboard"
     assert "144 \\times 3" in latex(at)
 
 
 def test_image_page_projected_tokens():
     at = open_app("app_pages/image_attention.py")
-    assert at.number_input(key="setting_image_d_k").disabled
-    at.radio(key="setting_image_features").set_value("projected").run()
-    assert not at.exception and not at.number_input(key="setting_image_d_k").disabled
-    at.number_input(key="setting_image_d_k").set_value(6).run()
+    assert at.number_input(key="setting_image_attention.d_k").disabled
+    at.radio(key="setting_image_attention.features").set_value("projected").run()
+    assert not at.exception and not at.number_input(key="setting_image_attention.d_k").disabled
+    at.number_input(key="setting_image_attention.d_k").set_value(6).run()
     assert not at.exception and "3 × 6" in markdown(at)
     assert "✓" in successes(at)
 
@@ -228,7 +228,7 @@ def test_uploading_an_image_uses_it_and_keeps_only_its_pixels():
     at = open_app("app_pages/image_attention.py")
     _upload(at, "red.png", _png((40, 30)))
     assert not at.exception and not at.error, errors(at)
-    assert settings(at).image_source == "upload"
+    assert settings(at).image_attention.source == "upload"
     stored = at.session_state["img_upload"]
     assert len(stored["pixels"]) == 12 and len(stored["pixels"][0]) == 16  # 40 × 30 -> 16 × 12
     assert stored["pixels"][0][0] == [200, 30, 30]
@@ -239,7 +239,7 @@ def test_uploading_an_image_uses_it_and_keeps_only_its_pixels():
     # Another page and back: the image is still there.
     at.switch_page("app_pages/temperature.py").run()
     at.switch_page("app_pages/image_attention.py").run()
-    assert not at.exception and settings(at).image_source == "upload"
+    assert not at.exception and settings(at).image_attention.source == "upload"
 
 
 def test_uploading_a_jpeg_works():
@@ -260,17 +260,17 @@ def test_bad_uploads_get_a_message_and_the_page_keeps_working(name, data, says):
     _upload(at, name, data)
     assert not at.exception
     assert says in errors(at), errors(at)
-    assert settings(at).image_source == "smiley"
+    assert settings(at).image_attention.source == "smiley"
     assert "✓" in successes(at)  # the rest of the page still runs
-    at.selectbox(key="setting_image_row").set_value(2).run()
-    assert not at.exception and settings(at).image_row == 2
+    at.selectbox(key="setting_image_attention.row").set_value(2).run()
+    assert not at.exception and settings(at).image_attention.row == 2
 
 
 def test_a_link_to_an_upload_without_one_falls_back_to_a_pattern():
     at = open_app("app_pages/image_attention.py")
-    at.session_state["settings"] = settings(at).replace(image_source="upload")[0]
+    at.session_state["settings"] = settings(at).replace(**{"image_attention.source": "upload"})[0]
     at.run()
-    assert not at.exception and settings(at).image_source == "smiley"
+    assert not at.exception and settings(at).image_attention.source == "smiley"
 
 
 def test_image_limits_are_stated():

@@ -741,35 +741,35 @@ def test_experiment_settings_defaults_are_valid():
     s = Settings()
     fixed, messages = s.replace()
     assert messages == [] and fixed == s
-    assert s.temperature in temperature.TEMPERATURE_GRID
+    assert s.temperature.tau in temperature.TEMPERATURE_GRID
 
 
 @pytest.mark.parametrize(("change", "field", "expected", "says"), [
-    ({"temperature": 0.4}, "temperature", 0.5, "nearest"),
-    ({"temperature": 0}, "temperature", 0.01, "between"),
-    ({"temperature": "warm"}, "temperature", 1.0, "must be a number"),
-    ({"temperature": 1e9}, "temperature", 100.0, "between"),
-    ({"sqrt_samples": 10**7}, "sqrt_samples", scaling.MAX_SAMPLES, "between"),
-    ({"sqrt_keys": 1}, "sqrt_keys", scaling.MIN_KEYS, "between"),
-    ({"sqrt_distribution": "cauchy"}, "sqrt_distribution", "normal", "Unknown distribution"),
-    ({"pe_kind": "rotary"}, "pe_kind", "sinusoidal", "Unknown positional encoding"),
-    ({"pe_shuffle": None}, "pe_shuffle", "reverse", "Unknown shuffle"),
-    ({"pe_width": 1000}, "pe_width", positional.MAX_WIDTH, "between"),
-    ({"additive_hidden": 0}, "additive_hidden", additive.MIN_HIDDEN, "between"),
-    ({"image_source": "mona lisa"}, "image_source", "smiley", "Unknown image"),
-    ({"image_row": 99}, "image_row", image.MAX_SIDE - 1, "between"),
-    ({"image_features": "hsv"}, "image_features", "rgb", "Unknown kind"),
+    ({"temperature.tau": 0.4}, "temperature.tau", 0.5, "nearest"),
+    ({"temperature.tau": 0}, "temperature.tau", 0.01, "between"),
+    ({"temperature.tau": "warm"}, "temperature.tau", 1.0, "must be a number"),
+    ({"temperature.tau": 1e9}, "temperature.tau", 100.0, "between"),
+    ({"why_sqrt_dk.samples": 10**7}, "why_sqrt_dk.samples", scaling.MAX_SAMPLES, "between"),
+    ({"why_sqrt_dk.keys": 1}, "why_sqrt_dk.keys", scaling.MIN_KEYS, "between"),
+    ({"why_sqrt_dk.distribution": "cauchy"}, "why_sqrt_dk.distribution", "normal", "Unknown distribution"),
+    ({"positional_encoding.kind": "rotary"}, "positional_encoding.kind", "sinusoidal", "Unknown positional encoding"),
+    ({"positional_encoding.shuffle": None}, "positional_encoding.shuffle", "reverse", "Unknown shuffle"),
+    ({"positional_encoding.width": 1000}, "positional_encoding.width", positional.MAX_WIDTH, "between"),
+    ({"additive.hidden": 0}, "additive.hidden", additive.MIN_HIDDEN, "between"),
+    ({"image_attention.source": "mona lisa"}, "image_attention.source", "smiley", "Unknown image"),
+    ({"image_attention.row": 99}, "image_attention.row", image.MAX_SIDE - 1, "between"),
+    ({"image_attention.features": "hsv"}, "image_attention.features", "rgb", "Unknown kind"),
     ({"experiment_seed": -1}, "experiment_seed", 0, "between"),
 ])
 def test_experiment_settings_are_repaired_with_a_message(change, field, expected, says):
     fixed, messages = Settings().replace(**change)
-    assert getattr(fixed, field) == expected
+    assert fixed.get(field) == expected
     assert any(says in m for m in messages), messages
 
 
 def test_uploaded_image_is_an_allowed_source():
-    fixed, messages = Settings().replace(image_source="upload")
-    assert fixed.image_source == "upload" and not messages
+    fixed, messages = Settings().replace(**{"image_attention.source": "upload"})
+    assert fixed.image_attention.source == "upload" and not messages
 
 
 def test_walkthrough_scores_feed_the_torch_check():
