@@ -38,7 +38,7 @@ with c2:
                help=_("{low} to {high}.", low=1, high=MAX_DIM))
 with c3:
     state.bind(st.number_input, _("Seed of W"), "seed", step=1)
-state.bind(st.toggle, _("Causal mask"), "causal",
+state.bind(st.toggle, _("Causal mask"), "causal_mask",
            help=_("On, as in the paper's language models: each token sees itself and earlier tokens."))
 
 walk = widgets.build_or_stop(build_alibi_walkthrough, state.settings(), state.edits())

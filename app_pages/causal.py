@@ -45,7 +45,7 @@ with c4:
     state.bind(st.number_input, _("Padding tokens at the end"), "padding", step=1,
                help=_("How many trailing tokens are padding: no query may attend to them."))
 with c5:
-    state.bind(st.toggle, _("Causal mask on"), "causal", help=_("Off: only padding and your clicked cells mask."))
+    state.bind(st.toggle, _("Causal mask on"), "causal_mask", help=_("Off: only padding and your clicked cells mask."))
 
 walk = widgets.build_or_stop(build_causal_walkthrough, settings, state.edits())
 

@@ -31,18 +31,18 @@ widgets.show_messages()
 settings = state.settings()
 c1, c2, c3 = st.columns(3)
 with c1:
-    state.bind(st.number_input, _("Dropout p"), "dropout_p", step=0.05, format="%.2f",
+    state.bind(st.number_input, _("Dropout p"), "dropout.dropout_p", step=0.05, format="%.2f",
                help=_("The probability of dropping each weight: 0 ≤ p < 1 (at most {max_p}).", max_p=MAX_DROPOUT))
 with c2:
-    state.bind(st.toggle, _("Training mode (dropout on)"), "training",
+    state.bind(st.toggle, _("Training mode (dropout on)"), "dropout.training",
                help=_("Off = eval mode: nn.Dropout passes the weights through unchanged."))
 with c3:
-    state.bind(st.number_input, _("Dropout seed"), "dropout_seed", step=1,
+    state.bind(st.number_input, _("Dropout seed"), "dropout.seed", step=1,
                help=_("Seeds the generator that draws D (0 to {max_seed}).", max_seed=MAX_SEED))
 
 walk = widgets.build_or_stop(build_causal_walkthrough, settings, state.edits(), dropout=True)
 
-mode = _("training") if settings.training else _("eval")
+mode = _("training") if settings.dropout.training else _("eval")
 m1, m2, m3 = st.columns(3)
 m1.metric(_("p applied"), f"{walk.dropout_p:g}", help=_("0 in eval mode."))
 m2.metric(_("Scale of kept weights 1/(1 − p)"), f"{walk.scale:.4g}")
@@ -51,8 +51,8 @@ st.caption(_(
     "Mode: **{mode}**. D is drawn with nn.Dropout's own call, `bernoulli_(1 − p)`, from `{generator}`: the same D "
     "that `{global_call}` gives, without touching PyTorch's global generator. The weights and mask come from "
     "*Causal attention*.",
-    mode=mode, generator=f"torch.Generator().manual_seed({settings.dropout_seed})",
-    global_call=f"torch.manual_seed({settings.dropout_seed}); nn.Dropout({settings.dropout_p:g})",
+    mode=mode, generator=f"torch.Generator().manual_seed({settings.dropout.seed})",
+    global_call=f"torch.manual_seed({settings.dropout.seed}); nn.Dropout({settings.dropout.dropout_p:g})",
 ))
 
 stepthrough.live(DROPOUT_PAGE, walk, EXPLAIN)

@@ -44,7 +44,7 @@ with c3:
                help=_("{low} to {high}.", low=1, high=MAX_DIM))
 with c4:
     state.bind(st.number_input, _("Seed of W"), "seed", step=1)
-state.bind(st.toggle, _("Causal mask"), "causal", help=_("On: tiles above the diagonal are fully masked."))
+state.bind(st.toggle, _("Causal mask"), "causal_mask", help=_("On: tiles above the diagonal are fully masked."))
 
 walk = widgets.build_or_stop(build_flash_walkthrough, state.settings(), state.edits())
 widgets.keep_in_range(**{"flash_attention.tile": walk.tile})

@@ -48,7 +48,7 @@ with c3:
                help=_("{low} to {high}; h · head_dim at most 16.", low=1, high=MAX_HEAD_DIM))
 with c4:
     state.bind(st.number_input, _("Seed of W"), "seed", step=1)
-state.bind(st.toggle, _("Causal mask"), "causal", help=_("On: each token attends to itself and earlier tokens, as "
+state.bind(st.toggle, _("Causal mask"), "causal_mask", help=_("On: each token attends to itself and earlier tokens, as "
                                                           "in a language model."))
 
 settings = state.settings()

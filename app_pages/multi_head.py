@@ -43,7 +43,7 @@ with c3:
     state.bind(st.number_input, _("Seed of W"), "seed", step=1,
                help=_("torch.manual_seed before MultiHeadAttention(d_model, d_out, …) draws W_q, W_k, W_v, W_O, b_O."))
 with c4:
-    state.bind(st.toggle, _("Causal mask on"), "causal",
+    state.bind(st.toggle, _("Causal mask on"), "causal_mask",
                help=_("The mask of the Causal attention page (with its padding and clicked cells)."))
 
 walk = widgets.build_or_stop(build_multihead_walkthrough, settings, state.edits())

@@ -26,9 +26,9 @@ settings = state.settings()
 walk = widgets.walkthrough_or_stop()
 
 labels = token_labels(walk.tokens)
-query_index = widgets.build_or_stop(formulas.weightless_query, settings.query_index, len(walk.tokens))
-widgets.keep_in_range(query_index=query_index)  # the sentence got shorter: keep the choice in range
-state.bind(st.selectbox, _("Query token (whose context vector we compute)"), "query_index",
+query_index = widgets.build_or_stop(formulas.weightless_query, settings.no_weights.query_index, len(walk.tokens))
+widgets.keep_in_range(**{"no_weights.query_index": query_index})  # the sentence got shorter: keep the choice in range
+state.bind(st.selectbox, _("Query token (whose context vector we compute)"), "no_weights.query_index",
            options=list(range(len(walk.tokens))), format_func=lambda i: labels[i])
 
 x = tuple(tuple(row) for row in walk.trace.x.tolist())

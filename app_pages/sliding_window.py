@@ -40,7 +40,7 @@ with c3:
                help=_("{low} to {high}.", low=1, high=MAX_DIM))
 with c4:
     state.bind(st.number_input, _("Seed of W"), "seed", step=1)
-state.bind(st.toggle, _("Causal mask"), "causal",
+state.bind(st.toggle, _("Causal mask"), "causal_mask",
            help=_("On: the window looks back only (Mistral). Off: w − 1 tokens on each side (Longformer)."))
 
 walk = widgets.build_or_stop(build_sliding_walkthrough, state.settings(), state.edits())

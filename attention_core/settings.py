@@ -16,7 +16,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from attention_core import registry, stages
+from attention_core import registry
 from attention_core.errors import N_, Message, quote_list
 from attention_core.fields import (
     Checked,
@@ -79,8 +79,6 @@ class SharedSettings:
         d_model: D, the embedding width, MIN_DIM..MAX_DIM (fixed by presets with fixed embeddings).
         d_k: the width of queries, keys and values (d_v = d_k here), MIN_DIM..MAX_DIM.
         seed: the seed of the random embeddings and weights, 0..MAX_SEED.
-        query_index: the token whose context vector the weightless page explains (0-based, < MAX_TOKENS).
-        stage: the self-attention walk-through's current stage (a key of ``stages.SELF_ATTENTION``).
         entry_row, entry_col: the entry explained on the walk-through (0-based).
 
     The masking & heads pages (causal, dropout, multi-head, cross-attention) add:
@@ -88,20 +86,15 @@ class SharedSettings:
     Attributes:
         context_length: the most tokens the modules accept (the size of their
             causal-mask buffer), 1..MAX_TOKENS; longer sentences get a message.
-        causal: whether the causal mask (query i sees keys j <= i) is on.
+        causal_mask: whether the causal mask (query i sees keys j <= i) is on.
         padding: how many trailing tokens of the sentence are padding, 0..MAX_TOKENS (their
             keys are blocked by the key-padding mask).
-        dropout_p: the probability of zeroing an attention weight, in [0, MAX_DROPOUT].
-        training: True = training mode (dropout active), False = eval mode.
-        dropout_seed: the seed of the local generator that draws the dropout mask.
         d_out: the width of Q, K, V on the multi-head pages (num_heads · head_dim), MIN_DIM..MAX_DIM.
         num_heads: h, the number of heads, 1..MAX_DIM; must divide d_out (checked on the page,
             where the message can say which head counts fit).
         head: the head whose entry is explained (0-based).
         encoder_sentence: the cross-attention page's encoder sentence (keys and
             values); ``sentence`` is the decoder's (queries). Never altered.
-        causal_stage, dropout_stage, mha_stage, cross_stage: each page's current
-            step (keys of ``stages.CAUSAL``, ``DROPOUT``, ``MULTIHEAD``, ``CROSS``).
 
     The trained model's page ("Inside a trained model") adds, all 0-based:
 
@@ -154,24 +147,15 @@ class SharedSettings:
     d_model: int = PRESETS[DEFAULT_PRESET].d_model
     d_k: int = PRESETS[DEFAULT_PRESET].d_k
     seed: int = PRESETS[DEFAULT_PRESET].seed
-    query_index: int = 1
-    stage: str = "scores"
     entry_row: int = 0
     entry_col: int = 0
     context_length: int = MAX_TOKENS
-    causal: bool = True
+    causal_mask: bool = True
     padding: int = 0
-    dropout_p: float = 0.5
-    training: bool = True
-    dropout_seed: int = 123
     d_out: int = PRESETS[DEFAULT_PRESET].d_out
     num_heads: int = PRESETS[DEFAULT_PRESET].num_heads
     head: int = 0
     encoder_sentence: str = PRESETS[DEFAULT_PRESET].encoder_sentence
-    causal_stage: str = "masked_scores"
-    dropout_stage: str = "dropout_mask"
-    mha_stage: str = "split"
-    cross_stage: str = "weights"
     experiment_seed: int = 0
     # classroom: the interface language and presenter mode (issue 5)
     language: str = "en"
@@ -287,14 +271,6 @@ class FieldNames(Field):
 
 
 
-def _stage_rows() -> tuple[Choice, ...]:
-    """One row per step page's stage field, from ``stages.PAGES`` (in its order)."""
-    fields: dict[str, dict[str, str]] = {}
-    for name, page_stages in stages.PAGES.values():  # a page's variants share a field: their stages, once
-        fields.setdefault(name, {}).update(page_stages)
-    return tuple(stage_row(name, page_stages) for name, page_stages in fields.items())
-
-
 # ---------------------------------------------------------------- the table
 
 #: Every :class:`Settings` field, once, with what it accepts; :func:`validate_settings` checks
@@ -309,13 +285,11 @@ FIELDS: tuple[Field, ...] = (
     IntRange("d_model", MIN_DIM, MAX_DIM, "d_model"),
     IntRange("d_k", MIN_DIM, MAX_DIM, "d_k"),
     IntRange("seed", 0, MAX_SEED, label(N_("The seed"))),
-    IntRange("query_index", 0, MAX_TOKENS - 1, label(N_("The query token"))),
     IntRange("entry_row", 0, MAX_TOKENS - 1, label(N_("The entry's row"))),
     IntRange("entry_col", 0, max(MAX_TOKENS, MAX_DIM) - 1, label(N_("The entry's column"))),
     # the masking & heads pages
     IntRange("context_length", 1, MAX_TOKENS, label(N_("The context length"))),
     IntRange("padding", 0, MAX_TOKENS, label(N_("The number of padding tokens"))),
-    IntRange("dropout_seed", 0, MAX_SEED, label(N_("The dropout seed"))),
     IntRange("d_out", MIN_DIM, MAX_DIM, "d_out"),
     IntRange("num_heads", 1, MAX_DIM, label(N_("The number of heads"))),
     IntRange("head", 0, MAX_DIM - 1, label(N_("The head"))),
@@ -323,14 +297,7 @@ FIELDS: tuple[Field, ...] = (
     # the experiment pages
     IntRange("experiment_seed", 0, MAX_SEED, label(N_("The seed"))),
     # the switches
-    Switch("causal", label(N_("The causal switch"))),
-    Switch("training", label(N_("The training switch"))),
-    FloatRange("dropout_p", 0.0, MAX_DROPOUT, "p",
-               malformed=N_("dropout_p must be a number in [0, 1); got “{raw}”, using {value}."),
-               out_of_range=N_("dropout_p must be in [0, 1); got {p:g}, using {clamped:g}."),
-               beyond=(1.0, N_("dropout_p must be in [0, 1) (p = 1 would drop every weight); got {p:g}, "
-                               "using {clamped:g}.")),
-               clamp_infinite=True),
+    Switch("causal_mask", label(N_("The causal switch"))),
     # the classroom
     Choice("language", tuple(LANGUAGES), N_("Unknown language “{language}”; using English."), raw_param="language"),
     Switch("presenter", None),
@@ -338,8 +305,6 @@ FIELDS: tuple[Field, ...] = (
     Choice("palette", tuple(PALETTES), N_("Unknown colours “{palette}”; using red–blue."), raw_param="palette"),
     Switch("tables", label(N_("The tables switch"))),
     FieldNames("locked"),
-    # each step page's current stage
-    *_stage_rows(),
 )
 
 
@@ -355,7 +320,10 @@ ROWS: tuple[tuple[str, Field], ...] = tuple((row.name, row) for row in FIELDS) +
     (f"{key}.{row.name}", row) for key, rows in PAGE_ROWS.items() for row in rows)
 
 #: Link parameter names from before the pages had their own settings -> today's field paths.
-LEGACY: dict[str, str] = {old: f"{page.key}.{name}" for page in registry.PAGES for old, name in page.legacy.items()}
+LEGACY: dict[str, str] = {
+    "causal": "causal_mask",  # the causal mask's switch, before "causal" named the causal attention page's settings
+    **{old: f"{page.key}.{name}" for page in registry.PAGES for old, name in page.legacy.items()},
+}
 
 
 def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:

@@ -14,8 +14,8 @@ to ``ui.stepthrough.show``. A :class:`StepThrough` holds one :class:`Stage`:
 and the page's checks against PyTorch (:class:`Check`), its warnings and notes. The stage titles and the
 settings field that holds the current stage come from the page's declaration (:class:`attention_core.page.Page`).
 
-Adding a stage to a page: its key and title in :mod:`stages`, its panels and its entry formula in the page's
-builder (one branch each), its general formula beside the torch code that computes it.
+Adding a stage to a page: its key and title in the page's declaration (``Page.stages``), its panels and its entry
+formula in the page's builder (one branch each), its general formula beside the torch code that computes it.
 
 Shape legend: rows × columns of a panel's matrix are (query tokens × key tokens) for scores and weights,
 (tokens × dims) for X, Q, K, V and outputs; matrices are 2-d float tensors, −inf where a mask blocks.
@@ -98,7 +98,7 @@ class Stage:
     """One step: its heatmaps, its general formula, its explained entry and the code that computed it.
 
     Attributes:
-        key: a key of the page's stages in :mod:`attention_core.stages`.
+        key: a key of the page's stages (``Page.stages``).
         panels: the heatmaps, in order; exactly one has ``explained=True`` (the one whose entry is explained),
             or none.
         formula: ``formula(tr)`` -> the general formula as LaTeX lines (matrix form, element form, remarks).

@@ -51,7 +51,7 @@ def _seed(at: AppTest, i: int) -> None:
 
 
 def _query_token(at: AppTest, i: int) -> None:
-    box = at.selectbox(key="setting_query_index")
+    box = at.selectbox(key="setting_no_weights.query_index")
     box.set_value((box.value + 1) % len(box.options))
 
 

@@ -721,7 +721,7 @@ def run_browser(args: argparse.Namespace) -> bool:
                 "Next": '.st-key-step_next button',
                 "d_k +": '.st-key-setting_d_k [data-testid="stNumberInputStepUp"]',
             }
-            watch = {"Next": ".st-key-setting_stage input", "d_k +": ".st-key-setting_d_k input"}
+            watch = {"Next": ".st-key-setting_self_attention-stage input", "d_k +": ".st-key-setting_d_k input"}
             for name, selector in targets.items():
                 times, to_finished = [], []
                 lost[name] = []

@@ -150,11 +150,11 @@ CASES = {
     "cross_attention": lambda: _multihead("cross_attention"),
     "encoder": _encoder,
     "generation": _generation,
-    "gqa": lambda: _modern("gqa", build_gqa_walkthrough, gqa_steps, [{}, {"gqa.num_kv_heads": 1}, {"causal": False}]),
+    "gqa": lambda: _modern("gqa", build_gqa_walkthrough, gqa_steps, [{}, {"gqa.num_kv_heads": 1}, {"causal_mask": False}]),
     "rope": lambda: _modern("rope", build_rope_walkthrough, rope_steps, [{}, {"rope.head_dim": 6}]),
     "alibi": lambda: _modern("alibi", build_alibi_walkthrough, alibi_steps, [{}, {"alibi.num_heads": 3}]),
     "sliding_window": lambda: _modern("sliding_window", build_sliding_walkthrough, sliding_steps,
-                                      [{}, {"causal": False}]),
+                                      [{}, {"causal_mask": False}]),
     "flash_attention": lambda: _modern("flash_attention", build_flash_walkthrough, flash_steps,
                              [{"flash_attention.tile": n} for n in range(4)]),
 }
@@ -267,7 +267,7 @@ def test_self_attention_mistakes_are_the_numbers_they_name():
 
 
 def test_masked_and_dropout_mistakes_are_the_numbers_they_name():
-    settings = Settings.for_preset("journey_v1").replace(dropout_p=0.5, training=True, padding=0)[0]
+    settings = Settings.for_preset("journey_v1").replace(padding=0, **{"dropout.dropout_p": 0.5, "dropout.training": True})[0]
     causal = build_causal_walkthrough(settings)
     att = causal.trace.attention
     row, col = 3, 1  # query 4 may look at keys 1..4: 3 keys blocked

@@ -65,12 +65,12 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "d_model": (1, 16, "d_model"),
     "d_k": (1, 16, "d_k"),
     "seed": (0, 2**31 - 1, "The seed"),
-    "query_index": (0, 11, "The query token"),
+    "no_weights.query_index": (0, 11, "The query token"),
     "entry_row": (0, 11, "The entry's row"),
     "entry_col": (0, 15, "The entry's column"),
     "context_length": (1, 12, "The context length"),
     "padding": (0, 12, "The number of padding tokens"),
-    "dropout_seed": (0, 2**31 - 1, "The dropout seed"),
+    "dropout.seed": (0, 2**31 - 1, "The dropout seed"),
     "d_out": (1, 16, "d_out"),
     "num_heads": (1, 16, "The number of heads"),
     "head": (0, 15, "The head"),
@@ -145,7 +145,7 @@ FLOAT_CASES: dict[str, list[tuple[Any, float, Optional[str]]]] = {
         (500000, 500000.0, None),
         (10000, 10000.0, None),
     ],
-    "dropout_p": [
+    "dropout.dropout_p": [
         (1.5, 0.99, "dropout_p must be in [0, 1) (p = 1 would drop every weight); got 1.5, using 0.99."),
         (1, 0.99, "dropout_p must be in [0, 1) (p = 1 would drop every weight); got 1, using 0.99."),
         (float("inf"), 0.99, "dropout_p must be in [0, 1) (p = 1 would drop every weight); got inf, using 0.99."),
@@ -318,8 +318,9 @@ def test_values_that_used_to_raise_are_repaired():
     assert (fixed.preset, fixed.language) == (DEFAULT.preset, "en") and len(messages) == 2
 
 
-def test_settings_imports_no_feature_module():
-    # The standard: the central object learns its limits from ``limits``, not from every feature module.
+def test_settings_learns_the_pages_from_the_registry_only():
+    # The one settings object composes the pages' own settings through the registry; it imports no concept module
+    # itself, and learns its shared limits from ``limits``.
     tree = ast.parse(Path(settings.__file__).read_text())
     project: set[str] = set()
     for node in ast.walk(tree):
@@ -331,7 +332,7 @@ def test_settings_imports_no_feature_module():
             project.add(node.module.removeprefix("attention_core."))
         elif isinstance(node, ast.Import):
             assert not any(alias.name.startswith("attention_core") for alias in node.names)
-    assert project == {"errors", "fields", "limits", "inputs.edits", "inputs.presets", "registry", "stages"}
+    assert project == {"errors", "fields", "limits", "inputs.edits", "inputs.presets", "registry"}
 
 
 def test_settings_still_exports_the_limits_others_import_from_it():

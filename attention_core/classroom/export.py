@@ -22,8 +22,7 @@ import torch
 from attention_core.errors import Message
 from attention_core.latex import Translate
 from attention_core.self_attention.formulas import self_attention_formula, stage_matrix
-from attention_core.self_attention.walkthrough import Walkthrough, stage_labels
-from attention_core.stages import SELF_ATTENTION
+from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE, Walkthrough, stage_labels
 from attention_core.stepthrough import StepThrough
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~])")
@@ -61,7 +60,7 @@ def walkthrough_markdown(walk: Walkthrough) -> str:
         "",
         "Tokens and ids: " + ", ".join(f"{_md(t)} → {i}" for t, i in zip(walk.tokens, walk.token_ids)),
     ]
-    for stage, title in SELF_ATTENTION.items():
+    for stage, title in SELF_ATTENTION_PAGE.stages.items():
         matrix_form, element_form = self_attention_formula(stage)
         rows, cols = stage_labels(walk, stage)
         lines += [

@@ -236,7 +236,7 @@ def _(walk: CausalWalkthrough, page: str) -> Recipe:
               ("W_k", walk.weights["w_key"], "(D, d_k)"), ("W_v", walk.weights["w_value"], "(D, d_k)"),
               ("mask", walk.mask.attn_mask, "(T, T) bool, True = may attend: causal, padding and clicked cells")]
     if page == "dropout":
-        inputs += [("p", p, "dropout_p (0 in eval mode)"), ("dropout_seed", walk.settings.dropout_seed, ""),
+        inputs += [("p", p, "dropout_p (0 in eval mode)"), ("dropout_seed", walk.settings.dropout.seed, ""),
                    ("keep", walk.keep, "(T, T) bool, the dropout mask D: True = kept")]
     code = [
         *_ATTEND, "",
@@ -365,7 +365,7 @@ def _(walk: GQAWalkthrough, page: str) -> Recipe:
                  "output = Concat(head_1, ..., head_h) W_O + b_O",
                  "(Ainslie et al. 2023; Shazeer 2019 for kv = 1)"),
         inputs=(("tokens", walk.tokens, "the rows"), ("h", t.num_heads, "query heads"),
-                ("kv", t.num_kv_heads, "key/value heads"), ("head_dim", t.head_dim, ""), ("causal", s.causal, ""),
+                ("kv", t.num_kv_heads, "key/value heads"), ("head_dim", t.head_dim, ""), ("causal", s.causal_mask, ""),
                 ("X", t.x, "(T, D)"), ("W_q", t.w_query, "(D, h * head_dim)"),
                 ("W_k", t.w_key, "(D, kv * head_dim)"), ("W_v", t.w_value, "(D, kv * head_dim)"),
                 ("W_O", t.w_out, "(h * head_dim, d_o)"), ("b_O", t.b_out, "(d_o,)")),
@@ -403,7 +403,7 @@ def _(walk: AlibiWalkthrough, page: str) -> Recipe:
         sources=("a_ij = q_i . k_j / sqrt(d) - m_h |i - j|, then the causal mask and softmax over j; "
                  "m_h = 2^(-8h/H)  (Press et al. 2022, sec. 3)",),
         inputs=(("tokens", walk.tokens, "the rows"), ("H", len(walk.trace.slopes), "num_heads"),
-                ("causal", s.causal, ""),
+                ("causal", s.causal_mask, ""),
                 *_weights(walk.base.trace.x, s.d_k, s.seed)),
         code=(*_ATTEND, "",
               "Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, d) each",
@@ -455,7 +455,7 @@ def _(walk: SlidingWalkthrough, page: str) -> Recipe:
         sources=("key j is in query i's window when i - w < j <= i (causal) or |i - j| < w; then softmax(Q K^T / "
                  "sqrt(d_k) + M) V  (Beltagy et al. 2020; Jiang et al. 2023)",),
         inputs=(("tokens", walk.tokens, "the rows"), ("w", s.sliding_window.window, "the window"),
-                ("layers", s.sliding_window.layers, ""), ("causal", s.causal, ""),
+                ("layers", s.sliding_window.layers, ""), ("causal", s.causal_mask, ""),
                 *_weights(walk.base.trace.x, s.d_k, s.seed)),
         code=(*_ATTEND, "",
               "Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, d_k) each",
@@ -483,7 +483,7 @@ def _(walk: FlashWalkthrough, page: str) -> Recipe:
         sources=("S = Q_i K_j^T / sqrt(d), m' = max(m, rowmax S), P = exp(S - m'), l' = e^(m - m') l + rowsum P,",
                  "O' = e^(m - m') O + P V_j; output = O / l  (Milakov & Gimelshein 2018; Dao et al. 2022)"),
         inputs=(("tokens", walk.tokens, "the rows"), ("B_q", s.flash_attention.block_q, "query block"),
-                ("B_k", s.flash_attention.block_k, "key block"), ("causal", s.causal, ""), ("shown", walk.tile, "the tile shown"),
+                ("B_k", s.flash_attention.block_k, "key block"), ("causal", s.causal_mask, ""), ("shown", walk.tile, "the tile shown"),
                 *_weights(walk.base.trace.x, s.d_k, s.seed)),
         code=("Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, d), (T, d), (T, d_v)",
               "T, d = Q.shape",

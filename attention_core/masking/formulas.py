@@ -28,7 +28,6 @@ from typing import Optional, Sequence
 
 import sympy as sp
 
-from attention_core import stages
 from attention_core.errors import N_, Message
 from attention_core.latex import Translate, aligned, factor, index, latex_text, number, terms_lines, translate_cases
 from attention_core.multihead import formulas as formulas_multihead
@@ -108,8 +107,6 @@ def _masking_formula(page: str, stage: str, words: tuple[tuple[str, str], ...]) 
         # a word as LaTeX \text{...}, with spaces inside it
         return latex_text(before + translated[key] + after)
 
-    if stage not in stages.PAGES[page][1]:
-        raise KeyError(stage)
     kt = sp.Pow(_nc("K"), _TOP, evaluate=False)
     scaled = sp.Mul(_nc("Q"), kt, 1 / sp.sqrt(_d_k))
     a_prime, weights, tilde = _nc("A'"), _nc(r"\mathcal{A}"), _nc(r"\tilde{\mathcal{A}}")

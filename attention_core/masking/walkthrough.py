@@ -39,11 +39,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_core import practice, stages
+from attention_core import practice
 from attention_core.errors import N_, InputError, Message
+from attention_core.fields import FloatRange, IntRange, Switch, label
 from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate, index
-from attention_core.limits import MAX_TOKENS
+from attention_core.limits import MAX_DROPOUT, MAX_SEED, MAX_TOKENS
 from attention_core.masking import formulas as fm
 from attention_core.masking.masks import (
     MaskAfterSoftmaxTrace,
@@ -179,7 +180,7 @@ def build_mask(num_tokens: int, settings: Settings, cells: Mapping[tuple[int, in
         The :class:`MaskParts`.
     """
     t = num_tokens
-    causal = causal_mask(t) if settings.causal else torch.ones(t, t, dtype=torch.bool)  # (T, T)
+    causal = causal_mask(t) if settings.causal_mask else torch.ones(t, t, dtype=torch.bool)  # (T, T)
     padding = min(settings.padding, t)
     real_keys = key_padding_mask([t - padding], t)[0, 0]  # (1, 1, T) -> (T,)
     attn_mask = combine_masks(causal, real_keys).clone()  # (T, T) & (T,) -> (T, T)
@@ -265,7 +266,7 @@ def build_causal_walkthrough(settings: Settings, edits: Optional[Edits] = None, 
 
     Args:
         settings: validated settings: sentence, d_model, d_k, seed, context_length,
-            causal, padding; with ``dropout`` also dropout_p, training, dropout_seed.
+            causal, padding; with ``dropout`` also the dropout page's own (``dropout``).
         edits: the user's edits: "x" (cells of X) and :data:`MASK_EDITS` (mask cells).
         dropout: apply dropout to the weights (the dropout page) when training and p > 0.
 
@@ -283,8 +284,8 @@ def build_causal_walkthrough(settings: Settings, edits: Optional[Edits] = None, 
     check_context_length(t, settings.context_length, "sentence")
     w = module_weights(settings.d_model, settings.d_k, settings.seed, out_proj=False)
     mask = build_mask(t, settings, edits.get(MASK_EDITS, {}))
-    p = settings.dropout_p if dropout and settings.training else 0.0
-    generator = torch.Generator().manual_seed(settings.dropout_seed)
+    p = settings.dropout.dropout_p if dropout and settings.dropout.training else 0.0
+    generator = torch.Generator().manual_seed(settings.dropout.seed)
     trace = self_attention(x, w["w_query"], w["w_key"], w["w_value"], attn_mask=mask.attn_mask,
                            dropout_p=p, generator=generator)
     att = trace.attention
@@ -310,12 +311,12 @@ def build_causal_walkthrough(settings: Settings, edits: Optional[Edits] = None, 
                                "torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=mask)",
                                Message(N_("weights before dropout, times V"))))
         # nn.Dropout's own draw, bernoulli_(1 - p), made afresh from a generator with the same seed.
-        drawn = torch.empty(t, t).bernoulli_(1.0 - p, generator=torch.Generator().manual_seed(settings.dropout_seed))
+        drawn = torch.empty(t, t).bernoulli_(1.0 - p, generator=torch.Generator().manual_seed(settings.dropout.seed))
         reference = (att.weights * drawn / (1.0 - p)) @ v  # what nn.Dropout(p) does to the weights, then · V
         checks.append(compare(
             att.output, reference,
             f"weights * torch.empty(T, T).bernoulli_(1 - p, generator=torch.Generator().manual_seed("
-            f"{settings.dropout_seed})) / (1 - p) @ V",
+            f"{settings.dropout.seed})) / (1 - p) @ V",
             Message(N_("our output against nn.Dropout's draw made afresh from the same seed"))))
     if settings.padding >= t:
         warnings = (Message(N_("All {t} tokens are padding, so every key is blocked."), t=t),) + warnings
@@ -327,7 +328,7 @@ def build_causal_walkthrough(settings: Settings, edits: Optional[Edits] = None, 
 
 
 def causal_panels(walk: CausalWalkthrough, stage: str) -> tuple[Panel, ...]:
-    """The heatmaps of a causal or dropout page stage (keys of stages.CAUSAL or stages.DROPOUT)."""
+    """The heatmaps of a causal or dropout page stage (keys of CAUSAL_PAGE.stages or DROPOUT_PAGE.stages)."""
     att = walk.trace.attention
     rows = tuple(token_labels(walk.tokens))
     if stage == "scaled_scores":
@@ -387,7 +388,7 @@ def explain_causal(walk: CausalWalkthrough, stage: str, row: int, col: int, tr: 
         return fm.renormalised_entry_latex(row, col, route.unmasked_weights[row].tolist(),
                                            route.attn_mask[row].tolist(), float(route.weights[row, col]), tr)
     if stage == "dropout_mask":
-        return fm.dropout_mask_entry_latex(row, col, bool(walk.keep[row, col]), walk.settings.dropout_p,
+        return fm.dropout_mask_entry_latex(row, col, bool(walk.keep[row, col]), walk.settings.dropout.dropout_p,
                                            walk.dropout_p > 0, tr)
     if stage == "dropped_weights":
         return fm.dropped_weight_entry_latex(row, col, float(att.weights[row, col]), bool(walk.keep[row, col]),
@@ -501,13 +502,69 @@ def dropout_steps(walk: CausalWalkthrough, stage: str) -> StepThrough:
 
 # ---------------------------------------------------------------- the pages
 
+@dataclass(frozen=True)
+class CausalSettings:
+    """The causal attention page's own settings (``settings.causal_mask``).
+
+    Attributes:
+        stage: the step shown (a key of ``CAUSAL_PAGE.stages``).
+    """
+
+    stage: str = "masked_scores"
+
+
 CAUSAL_PAGE = Page(
     key="causal", title=N_("Causal attention"), icon=":material/visibility_off:", section="masking",
     summary=N_("Causal attention: the mask, the −∞ fill and the other route"),
-    stages=stages.CAUSAL, stage_field="causal_stage", steps=causal_steps,
+    stages={
+        "scaled_scores": N_("Scaled scores Q Kᵀ / √d_k"),
+        "mask": N_("The mask: who may look at whom"),
+        "masked_scores": N_("Masked scores: −∞ where blocked"),
+        "weights": N_("Weights: softmax over the allowed keys"),
+        "other_route": N_("Other route: softmax, zero, renormalise"),
+        "output": N_("Output: weights · V"),
+    },
+    stage_field="causal.stage", steps=causal_steps,
+    settings=CausalSettings,
+    legacy={"causal_stage": "stage"},
 )
+@dataclass(frozen=True)
+class DropoutSettings:
+    """The dropout page's own settings (``settings.dropout``).
+
+    Attributes:
+        dropout_p: the probability of zeroing an attention weight, in [0, MAX_DROPOUT].
+        training: True = training mode (dropout active), False = eval mode.
+        seed: the seed of the local generator that draws the dropout mask (0..MAX_SEED).
+        stage: the step shown (a key of ``DROPOUT_PAGE.stages``).
+    """
+
+    dropout_p: float = 0.5
+    training: bool = True
+    seed: int = 123
+    stage: str = "dropout_mask"
+
+
 DROPOUT_PAGE = Page(
     key="dropout", title=N_("Dropout"), icon=":material/grain:", section="masking",
     summary=N_("Dropout on the attention weights: the seeded mask and 1/(1 − p)"),
-    stages=stages.DROPOUT, stage_field="dropout_stage", steps=dropout_steps,
+    stages={
+        "weights": N_("Causal weights (each row sums to 1)"),
+        "dropout_mask": N_("The dropout mask (seeded)"),
+        "dropped_weights": N_("Dropped and rescaled by 1 / (1 − p)"),
+        "output": N_("Output: dropped weights · V"),
+    },
+    stage_field="dropout.stage", steps=dropout_steps,
+    settings=DropoutSettings,
+    fields=(
+        FloatRange("dropout_p", 0.0, MAX_DROPOUT, "p",
+                   malformed=N_("dropout_p must be a number in [0, 1); got “{raw}”, using {value}."),
+                   out_of_range=N_("dropout_p must be in [0, 1); got {p:g}, using {clamped:g}."),
+                   beyond=(1.0, N_("dropout_p must be in [0, 1) (p = 1 would drop every weight); got {p:g}, "
+                                   "using {clamped:g}.")),
+                   clamp_infinite=True),
+        Switch("training", label(N_("The training switch"))),
+        IntRange("seed", 0, MAX_SEED, label(N_("The dropout seed"))),
+    ),
+    legacy={"dropout_stage": "stage", "dropout_p": "dropout_p", "training": "training", "dropout_seed": "seed"},
 )

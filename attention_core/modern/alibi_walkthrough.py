@@ -72,14 +72,14 @@ def build_alibi_walkthrough(settings: Settings, edits: Edits | None = None) -> A
     w = module_weights(x.shape[-1], settings.d_k, settings.seed, out_proj=False)
     query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]
     t = x.shape[0]
-    mask = torch.ones(t, t, dtype=torch.bool).tril() if settings.causal else None
+    mask = torch.ones(t, t, dtype=torch.bool).tril() if settings.causal_mask else None
     trace = alibi_attention(query, key, value, settings.alibi.num_heads, mask)
     float_mask = trace.bias if mask is None else trace.bias.masked_fill(~mask, float("-inf"))
     h = settings.alibi.num_heads
     with torch.no_grad():
         reference = F.scaled_dot_product_attention(query.expand(h, t, -1), key.expand(h, t, -1),
                                                    value.expand(h, t, -1), attn_mask=float_mask)
-    loop = torch.tensor(alibi_weights_loop(trace.scaled_scores.tolist(), slopes(h), settings.causal))
+    loop = torch.tensor(alibi_weights_loop(trace.scaled_scores.tolist(), slopes(h), settings.causal_mask))
     checks = (
         compare(trace.attention.output, reference, "F.scaled_dot_product_attention(q, k, v, attn_mask=bias)",
                 note=Message(N_("every head's context vectors, the bias (and −∞ where masked) as a float mask"))),
@@ -228,7 +228,7 @@ def alibi_steps(walk: AlibiWalkthrough, stage: str) -> StepThrough:
     return StepThrough(
         page=ALIBI_PAGE,
         stage=Stage(key=stage, panels=alibi_panels(walk, stage),
-                    formula=lambda tr: alibi_formula(stage, walk.settings.causal),
+                    formula=lambda tr: alibi_formula(stage, walk.settings.causal_mask),
                     entry=lambda row, col, head, tr: explain_alibi(walk, stage, row, col, head, tr),
                     exercise=lambda row, col, head: alibi_exercise(walk, stage, row, col, head),
                     code=(alibi_attention, slopes)),

@@ -82,13 +82,13 @@ def build_flash_walkthrough(settings: Settings, edits: Edits | None = None) -> F
     w = module_weights(x.shape[-1], settings.d_k, settings.seed, out_proj=False)
     query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]
     t = x.shape[0]
-    mask = torch.ones(t, t, dtype=torch.bool).tril() if settings.causal else None
+    mask = torch.ones(t, t, dtype=torch.bool).tril() if settings.causal_mask else None
     own = settings.flash_attention
     trace = flash_attention(query, key, value, own.block_q, own.block_k, mask)
     with torch.no_grad():
-        reference = F.scaled_dot_product_attention(query[None], key[None], value[None], is_causal=settings.causal)[0]
+        reference = F.scaled_dot_product_attention(query[None], key[None], value[None], is_causal=settings.causal_mask)[0]
     checks = (compare(trace.output, reference,
-                      f"F.scaled_dot_product_attention(q, k, v, is_causal={settings.causal})  # the full T × T way",
+                      f"F.scaled_dot_product_attention(q, k, v, is_causal={settings.causal_mask})  # the full T × T way",
                       note=Message(N_("the tiled output O / l of every row"))),)
     return FlashWalkthrough(settings=settings, base=base, tokens=base.tokens, query=query, key=key, value=value,
                             trace=trace, reference=reference, tile=min(own.tile, len(trace.tiles) - 1),

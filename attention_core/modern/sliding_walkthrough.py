@@ -77,7 +77,7 @@ def build_sliding_walkthrough(settings: Settings, edits: Edits | None = None) ->
     x = base.trace.x
     w = module_weights(x.shape[-1], settings.d_k, settings.seed, out_proj=False)
     query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]
-    mask = window_mask(x.shape[0], settings.sliding_window.window, settings.causal)
+    mask = window_mask(x.shape[0], settings.sliding_window.window, settings.causal_mask)
     trace = scaled_dot_product_attention(query, key, value, attn_mask=mask)
     with torch.no_grad():
         reference = F.scaled_dot_product_attention(query[None], key[None], value[None], attn_mask=mask)[0]
@@ -156,7 +156,7 @@ def explain_sliding(walk: SlidingWalkthrough, stage: str, row: int, col: int, tr
     t = walk.trace
     allowed = bool(walk.mask[row, col])
     if stage == "mask":
-        test = f"0 \\le {i} - {j} < {w}" if walk.settings.causal else f"|{i} - {j}| < {w}"
+        test = f"0 \\le {i} - {j} < {w}" if walk.settings.causal_mask else f"|{i} - {j}| < {w}"
         holds = r"\text{" + ("✓" if allowed else "✗") + "}"
         value = "0" if allowed else r"-\infty"
         return f"{test}\\ {holds} \\quad\\Rightarrow\\quad M_{{{i},{j}}} = {value}"
@@ -168,8 +168,8 @@ def explain_sliding(walk: SlidingWalkthrough, stage: str, row: int, col: int, tr
     if stage == "receptive":
         layers = walk.reach.shape[0]
         reach = layers * (w - 1)
-        distance = f"{i} - {j}" if walk.settings.causal else f"|{i} - {j}|"
-        gap = i - j if walk.settings.causal else abs(i - j)
+        distance = f"{i} - {j}" if walk.settings.causal_mask else f"|{i} - {j}|"
+        gap = i - j if walk.settings.causal_mask else abs(i - j)
         ok = gap <= reach and (gap >= 0)
         relation = r"\le" if ok else ">"
         return (f"{distance} = {gap} \\;{relation}\\; L (w - 1) = {layers} \\cdot {w - 1} = {reach}"
@@ -216,7 +216,7 @@ def sliding_steps(walk: SlidingWalkthrough, stage: str) -> StepThrough:
     return StepThrough(
         page=SLIDING_WINDOW,
         stage=Stage(key=stage, panels=sliding_panels(walk, stage),
-                    formula=lambda tr: sliding_formula(stage, walk.settings.causal),
+                    formula=lambda tr: sliding_formula(stage, walk.settings.causal_mask),
                     entry=lambda row, col, head, tr: explain_sliding(walk, stage, row, col, tr),
                     exercise=lambda row, col, head: sliding_exercise(walk, stage, row, col),
                     code=(window_mask, receptive_field), remark=remark),

@@ -95,16 +95,16 @@ def build_gqa_walkthrough(settings: Settings, edits: Edits | None = None) -> GQA
                          field="gqa.head_dim", h=h, hd=hd, width=h * hd, max=MAX_DIM)
     w = module_weights(x.shape[-1], h * hd, settings.seed, out_proj=True)
     t = x.shape[0]
-    mask = torch.ones(t, t, dtype=torch.bool).tril() if settings.causal else None
+    mask = torch.ones(t, t, dtype=torch.bool).tril() if settings.causal_mask else None
     trace = grouped_query_attention(x, w["w_query"], w["w_key"][:, :kv * hd], w["w_value"][:, :kv * hd],
                                     w["w_out"], b_out=w["b_out"], num_heads=h, num_kv_heads=kv, attn_mask=mask)
     with torch.no_grad():
         reference = F.scaled_dot_product_attention(trace.query_heads[None], trace.key_heads[None],
-                                                   trace.value_heads[None], is_causal=settings.causal,
+                                                   trace.value_heads[None], is_causal=settings.causal_mask,
                                                    enable_gqa=True)[0]
     checks = [compare(trace.attention.output, reference,
                       f"F.scaled_dot_product_attention(Q (1, {h}, T, {hd}), K (1, {kv}, T, {hd}), V, "
-                      f"is_causal={settings.causal}, enable_gqa=True)",
+                      f"is_causal={settings.causal_mask}, enable_gqa=True)",
                       note=Message(N_("every query head's context vectors")))]
     if kv == h:
         mha = multi_head_attention(x, x, w["w_query"], w["w_key"], w["w_value"], w["w_out"], b_out=w["b_out"],
@@ -287,7 +287,7 @@ def gqa_steps(walk: GQAWalkthrough, stage: str) -> StepThrough:
     return StepThrough(
         page=GQA_PAGE,
         stage=Stage(key=stage, panels=gqa_panels(walk, stage),
-                    formula=lambda tr: gqa_formula(stage, walk.settings.causal),
+                    formula=lambda tr: gqa_formula(stage, walk.settings.causal_mask),
                     entry=lambda row, col, head, tr: explain_gqa(walk, stage, row, col, head, tr),
                     exercise=lambda row, col, head: gqa_exercise(walk, stage, row, col, head),
                     code=(grouped_query_attention, kv_head_of), remark=remark),

@@ -26,7 +26,7 @@ from attention_core.latex import number_expr
 from attention_core.multihead.heads import MultiHeadTrace, head_columns
 
 #: The stages :func:`multihead_formula` and :func:`multihead_entry_latex` write (the masking & heads pages
-#: use them for their multi-head stages; the pages' stages are declared in :mod:`attention_core.stages`).
+#: use them for their multi-head stages; the pages' stages are declared with the pages).
 FORMULA_STAGES = ("masked_scores", "split", "head", "concat", "output")
 
 _i, _j, _l, _r, _c = sp.symbols("i j l r c", integer=True, positive=True)

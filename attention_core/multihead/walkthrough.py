@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_core import practice, stages
+from attention_core import practice
 from attention_core.errors import N_, InputError, Message
 from attention_core.inputs.edits import Edits
 from attention_core.inputs.presets import PRESETS
@@ -306,7 +306,7 @@ def build_cross_walkthrough(settings: Settings, edits: Optional[Edits] = None) -
 
 
 def multihead_panels(walk: MultiHeadWalkthrough, stage: str) -> tuple[Panel, ...]:
-    """The heatmaps of a multi-head (stages.MULTIHEAD) or cross-attention (stages.CROSS) stage."""
+    """The heatmaps of a multi-head (MULTI_HEAD.stages) or cross-attention (CROSS_ATTENTION.stages) stage."""
     trace = walk.trace
     rows, kv_rows = tuple(token_labels(walk.tokens)), tuple(token_labels(walk.kv_tokens))
     d_out, h, hd = trace.concat.shape[-1], trace.num_heads, trace.head_dim
@@ -499,13 +499,60 @@ def multihead_steps(walk: MultiHeadWalkthrough, stage: str) -> StepThrough:
 
 # ---------------------------------------------------------------- the pages
 
+@dataclass(frozen=True)
+class MultiHeadSettings:
+    """The multi-head attention page's own settings (``settings.multi_head``).
+
+    Attributes:
+        stage: the step shown (a key of ``MULTI_HEAD.stages``).
+    """
+
+    stage: str = "split"
+
+
 MULTI_HEAD = Page(
     key="multi_head", title=N_("Multi-head attention"), icon=":material/view_column:", section="masking",
     summary=N_("Multi-head attention: split, heads side by side, concat, W_O"),
-    stages=stages.MULTIHEAD, stage_field="mha_stage", steps=multihead_steps,
+    stages={
+        "inputs": N_("Inputs X"),
+        "projections": N_("Q = X W_q, K = X W_k, V = X W_v (d_out wide)"),
+        "split": N_("Split into heads: view, then transpose"),
+        "scaled_scores": N_("Each head's scores Q_r K_rᵀ / √head_dim"),
+        "masked_scores": N_("Each head's masked scores (−∞ where blocked)"),
+        "weights": N_("Each head's weights: softmax"),
+        "head": N_("Each head's context vectors"),
+        "concat": N_("Concat(head_1, …, head_h)"),
+        "output": N_("Output: Concat · W_O + b_O"),
+    },
+    stage_field="multi_head.stage", steps=multihead_steps,
+    settings=MultiHeadSettings,
+    legacy={"mha_stage": "stage"},
 )
+@dataclass(frozen=True)
+class CrossAttentionSettings:
+    """The cross-attention page's own settings (``settings.cross_attention``).
+
+    Attributes:
+        stage: the step shown (a key of ``CROSS_ATTENTION.stages``).
+    """
+
+    stage: str = "weights"
+
+
 CROSS_ATTENTION = Page(
     key="cross_attention", title=N_("Cross-attention"), icon=":material/compare_arrows:", section="masking",
     summary=N_("Cross-attention: a decoder sentence attends to an encoder sentence"),
-    stages=stages.CROSS, stage_field="cross_stage", steps=multihead_steps,
+    stages={
+        "inputs": N_("Decoder and encoder inputs"),
+        "query": N_("Queries from the decoder: Q = X_dec W_q"),
+        "key": N_("Keys from the encoder: K = X_enc W_k"),
+        "value": N_("Values from the encoder: V = X_enc W_v"),
+        "scaled_scores": N_("Scores Q_r K_rᵀ / √head_dim: m × n"),
+        "weights": N_("Weights: softmax over the encoder tokens"),
+        "head": N_("Each head's context vectors"),
+        "output": N_("Output: Concat · W_O + b_O"),
+    },
+    stage_field="cross_attention.stage", steps=multihead_steps,
+    settings=CrossAttentionSettings,
+    legacy={"cross_stage": "stage"},
 )

@@ -87,7 +87,7 @@ def self_attention_formula(stage: str) -> tuple[str, str]:
     Pure and constant per stage, so cached (a handful of short strings).
 
     Raises:
-        KeyError: for a stage not in :data:`attention_core.stages.SELF_ATTENTION`.
+        KeyError: for a stage not in ``SELF_ATTENTION_PAGE.stages`` (self_attention/walkthrough.py).
     """
     return sp.latex(_matrix_formula(stage)), sp.latex(_element_formula(stage), order="none")
 
@@ -97,7 +97,7 @@ class Entry:
     """The numbers behind one entry (row, col) of one stage.
 
     Attributes:
-        stage: a key of :data:`attention_core.stages.SELF_ATTENTION`.
+        stage: a key of ``SELF_ATTENTION_PAGE.stages`` (self_attention/walkthrough.py).
         row, col: 0-based indices into that stage's matrix.
         left, right: the two vectors multiplied term by term (e.g. q_i and k_j),
             or for ``scaled_scores`` (s_ij,) and (), for ``weights`` the row of
@@ -141,7 +141,7 @@ def entry_of(trace: SelfAttentionTrace, stage: str, row: int, col: int) -> Entry
 
     Args:
         trace: a 2-d self-attention trace (X of shape (T, D)).
-        stage: a key of :data:`attention_core.stages.SELF_ATTENTION`.
+        stage: a key of ``SELF_ATTENTION_PAGE.stages`` (self_attention/walkthrough.py).
         row, col: indices into the stage's matrix; must be in range.
 
     Raises:

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Mapping, Optional
 import torch
 import torch.nn.functional as F
 
-from attention_core import stages
 from attention_core.errors import N_, InputError, Message
+from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import EDITABLE, Edits
 from attention_core.inputs.presets import PRESETS, Preset
 from attention_core.inputs.tokens import Vocabulary, seed000_tables, token_labels, tokenize
@@ -243,9 +243,9 @@ def self_attention_steps(walk: Walkthrough, stage: str) -> StepThrough:
     (Vaswani et al. 2017, eq. 1); the check against ``torch.nn.functional.scaled_dot_product_attention``.
 
     Raises:
-        KeyError: a stage not in :data:`attention_core.stages.SELF_ATTENTION`.
+        KeyError: a stage not in ``SELF_ATTENTION_PAGE.stages``.
     """
-    if stage not in stages.SELF_ATTENTION:
+    if stage not in SELF_ATTENTION_PAGE.stages:
         raise KeyError(stage)
     rows, cols = stage_labels(walk, stage)
     panel = Panel(
@@ -274,12 +274,51 @@ TOKENS = Page(
     key="tokens", title=N_("Tokens & embeddings"), icon=":material/abc:", section="self_attention",
     summary=N_("Tokens & embeddings: from a sentence to the matrix X"),
 )
+@dataclass(frozen=True)
+class NoWeightsSettings:
+    """The page of attention without trainable weights: its own settings (``settings.no_weights``).
+
+    Attributes:
+        query_index: the token whose context vector the page explains (0-based, < MAX_TOKENS).
+    """
+
+    query_index: int = 1
+
+
 NO_WEIGHTS = Page(
     key="no_weights", title=N_("Attention without trainable weights"), icon=":material/front_hand:",
     section="self_attention", summary=N_("Attention without trainable weights: one context vector by hand"),
+    settings=NoWeightsSettings,
+    fields=(
+        IntRange("query_index", 0, MAX_TOKENS - 1, label(N_("The query token"))),
+    ),
+    legacy={"query_index": "query_index"},
 )
+@dataclass(frozen=True)
+class SelfAttentionSettings:
+    """The self-attention page's own settings (``settings.self_attention``).
+
+    Attributes:
+        stage: the step shown (a key of ``SELF_ATTENTION_PAGE.stages``).
+    """
+
+    stage: str = "scores"
+
+
 SELF_ATTENTION_PAGE = Page(
     key="self_attention", title=N_("Scaled dot-product self-attention"), icon=":material/calculate:",
     section="self_attention", summary=N_("Scaled dot-product self-attention, step by step"),
-    stages=stages.SELF_ATTENTION, stage_field="stage", steps=self_attention_steps,
+    stages={
+        "inputs": N_("Inputs X"),
+        "query": N_("Queries Q = X W_q"),
+        "key": N_("Keys K = X W_k"),
+        "value": N_("Values V = X W_v"),
+        "scores": N_("Scores Q Kᵀ"),
+        "scaled_scores": N_("Scaled scores ÷ √d_k"),
+        "weights": N_("Weights: softmax"),
+        "output": N_("Output: weights · V"),
+    },
+    stage_field="self_attention.stage", steps=self_attention_steps,
+    settings=SelfAttentionSettings,
+    legacy={"stage": "stage"},
 )

@@ -397,7 +397,7 @@ def encoder_steps(walk: EncoderWalkthrough, stage: str) -> StepThrough:
     """The *Encoder block* page's ``stage`` (of its post-LN or pre-LN order) in the one step-through protocol.
 
     Raises:
-        KeyError: a stage that is not one of the page's (see :mod:`attention_core.stages`).
+        KeyError: a stage that is not one of the page's.
     """
     if stage not in walk.order:
         raise KeyError(stage)

@@ -112,7 +112,7 @@ def test_the_head_grid_and_the_image_have_tables_of_their_own():
 def test_the_palette_follows_the_numbers_and_stays_in_the_link():
     at = _open("app_pages/self_attention.py", palette="cvd", stage="scaled_scores")
     assert _schemes(_specs(at)[0]) == {"blueorange"}  # signed scores: diverging around 0
-    at.selectbox(key="setting_stage").set_value("weights").run()
+    at.selectbox(key="setting_self_attention.stage").set_value("weights").run()
     (spec,) = _specs(at)
     assert _schemes(spec) == {"viridis"} and spec["layer"][0]["encoding"]["color"]["scale"]["domain"][0] == 0.0
     assert at.query_params["palette"] == ["cvd"] or at.query_params["palette"] == "cvd"

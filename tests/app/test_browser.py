@@ -248,7 +248,7 @@ def test_next_reruns_only_the_step_through_and_the_link_follows(page: Page, app_
     page.get_by_role("button", name="Next ▶").click()
     expect(page.get_by_role("combobox", name="Step", exact=True)).to_have_value(re.compile(r"^4 / 6"))  # from the default, 3 / 6
     wait_for_app_run(page)
-    expect(page).to_have_url(re.compile(r"causal_stage=weights"))
+    expect(page).to_have_url(re.compile(r"causal\.stage=weights"))
     expect(page.get_by_role("combobox", name="Worked example", exact=True)).to_be_visible()  # the sidebar stayed
     assert_no_exception(page)
 

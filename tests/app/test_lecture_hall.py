@@ -27,7 +27,7 @@ if "benchmark_load" not in sys.modules:
     sys.modules["benchmark_load"] = load
     _spec.loader.exec_module(load)
 HAPROXY = "/usr/sbin/haproxy"
-KEYS = ("setting_stage", "setting_d_k")
+KEYS = ("setting_self_attention.stage", "setting_d_k")
 
 
 def _in_ci() -> bool:

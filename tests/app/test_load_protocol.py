@@ -60,7 +60,7 @@ def test_a_burst_of_a_class_with_students_leaving_mid_run(server):
         students = [load.Student(server.url, f"s{i}") for i in range(30)]
         await asyncio.gather(*(s.connect() for s in students))
         await asyncio.gather(*(s.open_page("self-attention") for s in students))
-        keys = ("setting_stage", "setting_d_k")
+        keys = ("setting_self_attention.stage", "setting_d_k")
         leavers, stayers = students[:3], students[3:]
         await asyncio.gather(*(s.interact(keys, drop=True) for s in leavers))
         await asyncio.gather(*(s.interact(keys) for s in stayers))
@@ -85,9 +85,9 @@ def test_a_click_inside_the_step_through_reruns_only_its_fragment(server):
         await student.connect()
         try:
             await student.open_page("causal")
-            assert student.widgets["setting_causal_stage"][2], "the stage picker is not inside a fragment"
+            assert student.widgets["setting_causal.stage"][2], "the stage picker is not inside a fragment"
             assert not student.widgets["setting_padding"][2]
-            await student.interact(("setting_causal_stage",))
+            await student.interact(("setting_causal.stage",))
             inside = student.last_fragment
             await student.interact(("setting_padding",))
             outside = student.last_fragment

@@ -58,10 +58,10 @@ def test_changing_the_sentence_changes_the_tokens_and_is_shared():
 
 def test_stepping_through_the_stages_shows_each_formula():
     at = open_app("app_pages/self_attention.py")
-    at.selectbox(key="setting_stage").set_value("inputs").run()
+    at.selectbox(key="setting_self_attention.stage").set_value("inputs").run()
     seen = []
     for _ in range(8):
-        seen.append(settings(at).stage)
+        seen.append(settings(at).self_attention.stage)
         assert not at.exception
         assert len(at.latex) >= 4  # title formula, matrix form, element form, the explained entry
         next_button = at.button(key="step_next")
@@ -70,13 +70,13 @@ def test_stepping_through_the_stages_shows_each_formula():
         next_button.click().run()
     assert seen == ["inputs", "query", "key", "value", "scores", "scaled_scores", "weights", "output"]
     at.button(key="step_prev").click().run()
-    assert settings(at).stage == "weights"
+    assert settings(at).self_attention.stage == "weights"
     assert r"\operatorname{softmax}" in latex(at)
 
 
 def test_explain_entry_uses_the_chosen_cell_and_its_real_numbers():
     at = open_app("app_pages/self_attention.py", "journey_v1")
-    at.selectbox(key="setting_stage").set_value("output").run()
+    at.selectbox(key="setting_self_attention.stage").set_value("output").run()
     at.selectbox(key="setting_entry_row").set_value(1).run()
     picker(at, "Column").set_value(1).run()
     # rasbt ch03 / seed 004: SelfAttention_v1 with seed 123, context vector of "journey" = [0.3061, 0.8210]
@@ -95,7 +95,7 @@ def test_changing_d_k_changes_the_numbers_shown():
 
 def test_weightless_page_reproduces_seed_004_for_shiny():
     at = open_app("app_pages/no_weights.py", "hello")
-    at.selectbox(key="setting_query_index").set_value(1).run()
+    at.selectbox(key="setting_no_weights.query_index").set_value(1).run()
     text = latex(at)
     assert r"{\omega}_{2,1}" in text and "= 0.7842" in text  # Hello · shiny = 0.34·0.53 + 0.22·0.34 + 0.54·0.98
     assert "0.399" in text and "0.3854" in text and "0.861" in text  # exact context vector of "shiny"
@@ -167,7 +167,7 @@ def test_huge_values_keep_the_softmax_finite():
     at = open_app("app_pages/self_attention.py")
     at.session_state["edits"] = {"seed000": {"x": {(0, 0): 1e6, (0, 1): -1e6}}}
     at.run()
-    at.selectbox(key="setting_stage").set_value("weights").run()
+    at.selectbox(key="setting_self_attention.stage").set_value("weights").run()
     assert not at.error, errors(at)
     assert "one-hot" in " ".join(i.value for i in at.info)
     (check,) = [s.value for s in at.success]
@@ -202,7 +202,7 @@ def test_pasted_matrix_flows_through_every_page_and_survives_page_switches():
     at.button(key="paste_apply_x").click().run()
     assert not at.error, errors(at)
     at.switch_page("app_pages/no_weights.py").run()
-    at.selectbox(key="setting_query_index").set_value(0).run()
+    at.selectbox(key="setting_no_weights.query_index").set_value(0).run()
     # X = I: scores of token 1 are (1, 0, 0), so its weights are e/(e+2), 1/(e+2), 1/(e+2)
     assert f"= {round(math.e / (math.e + 2), 4)}" in latex(at)
     at.switch_page("app_pages/overview.py").run()
@@ -232,7 +232,7 @@ def test_user_tokens_are_escaped_in_markdown_and_latex():
 
 def test_weights_can_be_edited_and_the_edits_survive_hiding_and_page_switches():
     at = open_app("app_pages/self_attention.py", "journey_v1")
-    at.selectbox(key="setting_stage").set_value("query").run()
+    at.selectbox(key="setting_self_attention.stage").set_value("query").run()
     at.toggle(key="sa_show_weights").set_value(True).run()
     at.text_area(key="paste_w_query").set_value("1 0\n0 1\n0 0").run()
     at.button(key="paste_apply_w_query").click().run()

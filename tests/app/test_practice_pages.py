@@ -7,7 +7,7 @@ import pytest
 from conftest import APP, errors
 from streamlit.testing.v1 import AppTest
 
-from attention_core import practice, registry, stages
+from attention_core import practice, registry
 from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
 
 HIDDEN = ("hidden until you answer", "先隐藏起来")
@@ -93,8 +93,8 @@ def test_a_whole_self_attention_walk_through_as_exercises_with_every_mistake_nam
     settings = at.session_state["settings"]
     walk = build_walkthrough(settings)
     named = set()
-    for stage in stages.SELF_ATTENTION:
-        at.selectbox(key="setting_stage").set_value(stage).run()
+    for stage in registry.BY_KEY["self_attention"].stages:
+        at.selectbox(key="setting_self_attention.stage").set_value(stage).run()
         col = 3 if stage in ("scores", "scaled_scores", "weights") else 0  # entries where every mistake differs
         _picker(at, "Row").set_value(1).run()
         _picker(at, "Column").set_value(col).run()
@@ -154,11 +154,11 @@ def test_a_teachers_link_fixes_the_chosen_settings_and_leaves_the_rest_free():
     assert _has(at.info, ("Your teacher's link fixes these settings on this page: d_k (width of q, k, v), Step.",))
     boxes["Seed"].set_value(5).run()  # the rest stays free
     assert at.session_state["settings"].seed == 5
-    assert at.query_params["locked"] == "d_k,stage"  # the link keeps the lock
-    assert at.selectbox(key="setting_stage").disabled
+    assert at.query_params["locked"] == "d_k,self_attention.stage"  # the link keeps the lock (by today's names)
+    assert at.selectbox(key="setting_self_attention.stage").disabled
     # the teacher's panel: free d_k again
-    at.multiselect[0].set_value(["stage"]).run()
-    assert at.session_state["settings"].locked == "stage"
+    at.multiselect[0].set_value(["self_attention.stage"]).run()
+    assert at.session_state["settings"].locked == "self_attention.stage"
     assert not {n.label: n for n in at.number_input}["d_k (width of q, k, v)"].disabled
 
 

@@ -54,11 +54,11 @@ def test_the_step_through_fragment_reruns_alone_only_when_nothing_outside_it_cha
     from attention_core.settings import Settings
     from ui.stepthrough import outer_fingerprint
 
-    own = ["causal_stage", "entry_row", "entry_col"]
+    own = ["causal.stage", "entry_row", "entry_col"]
     base = outer_fingerprint(Settings(), {}, own)
-    assert outer_fingerprint(Settings(causal_stage="weights", entry_row=2, entry_col=1), {}, own) == base
+    assert outer_fingerprint(Settings(entry_row=2, entry_col=1).set(**{"causal.stage": "weights"}), {}, own) == base
     assert outer_fingerprint(Settings(padding=1), {}, own) != base
-    assert outer_fingerprint(Settings(stage="weights"), {}, own) != base  # another page's stage
+    assert outer_fingerprint(Settings().set(**{"self_attention.stage": "weights"}), {}, own) != base  # another page's stage
     assert outer_fingerprint(Settings(), {"mask": {(0, 3): 1.0}}, own) != base
     assert outer_fingerprint(Settings(), {"mask": {(0, 3): 1.0}}, own) == outer_fingerprint(
         Settings(), {"mask": {(0, 3): 1.0}}, own)

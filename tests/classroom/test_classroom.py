@@ -29,7 +29,7 @@ def test_a_link_reproduces_the_numbers():
     at = open_link({"preset": "journey_v1", "stage": "output", "entry_row": "1", "entry_col": "1"},
                    "app_pages/self_attention.py")
     s = at.session_state["settings"]
-    assert (s.preset, s.stage, s.entry_row, s.entry_col) == ("journey_v1", "output", 1, 1)
+    assert (s.preset, s.self_attention.stage, s.entry_row, s.entry_col) == ("journey_v1", "output", 1, 1)
     assert "{z}_{2,2}" in latex(at) and "= 0.821" in latex(at)
 
 

@@ -43,7 +43,7 @@ CASES = {
     "causal_padding_and_a_blocked_row": (
         lambda: build_causal_walkthrough(Settings(padding=2), {"mask": {(0, 0): 0.0, (3, 5): 1.0}}), "causal"),
     "dropout_eval": (lambda: build_causal_walkthrough(Settings(), dropout=True), "dropout"),
-    "dropout_p_0_5": (lambda: build_causal_walkthrough(Settings(dropout_p=0.5, training=True), dropout=True),
+    "dropout_p_0_5": (lambda: build_causal_walkthrough(Settings().set(**{"dropout.dropout_p": 0.5, "dropout.training": True}), dropout=True),
                       "dropout"),
     "multi_head_two_heads": (lambda: build_multihead_walkthrough(Settings.for_preset("journey_v1")), "multi_head"),
     "multi_head_four_heads_padding": (
@@ -57,17 +57,17 @@ CASES = {
         lambda: build_generation_walkthrough(Settings(seed=3).set(**{"generation.step": 2, "generation.layer": 0, "generation.temperature": 0.8})),
         "generation"),
     "gqa": (lambda: build_gqa_walkthrough(Settings()), "gqa"),
-    "mqa_not_causal": (lambda: build_gqa_walkthrough(Settings(causal=False).set(**{"gqa.num_heads": 4, "gqa.num_kv_heads": 1})), "gqa"),
+    "mqa_not_causal": (lambda: build_gqa_walkthrough(Settings().set(**{"causal_mask": False}).set(**{"gqa.num_heads": 4, "gqa.num_kv_heads": 1})), "gqa"),
     "rope": (lambda: build_rope_walkthrough(Settings()), "rope"),
     "rope_base_and_shift": (lambda: build_rope_walkthrough(Settings().set(**{"rope.head_dim": 6, "rope.base": 500.0, "rope.shift": 7})),
                             "rope"),
     "alibi_three_heads": (lambda: build_alibi_walkthrough(Settings().set(**{"alibi.num_heads": 3})), "alibi"),
     "sliding_window": (lambda: build_sliding_walkthrough(Settings()), "sliding_window"),
     "sliding_window_both_sides": (
-        lambda: build_sliding_walkthrough(Settings(causal=False).set(**{"sliding_window.window": 2, "sliding_window.layers": 2})), "sliding_window"),
+        lambda: build_sliding_walkthrough(Settings().set(**{"causal_mask": False}).set(**{"sliding_window.window": 2, "sliding_window.layers": 2})), "sliding_window"),
     "flash_attention": (lambda: build_flash_walkthrough(Settings()), "flash_attention"),
     "flash_attention_not_causal_last_tile": (
-        lambda: build_flash_walkthrough(Settings(causal=False).set(**{"flash_attention.block_q": 3, "flash_attention.block_k": 2, "flash_attention.tile": 99})),
+        lambda: build_flash_walkthrough(Settings().set(**{"causal_mask": False}).set(**{"flash_attention.block_q": 3, "flash_attention.block_k": 2, "flash_attention.tile": 99})),
         "flash_attention"),
 }
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
@@ -25,9 +23,15 @@ def any_settings(draw):
         "seed": draw(st.integers(0, 2**31 - 1)),
         "sentence": draw(st.text(max_size=60)),
         "entry_row": draw(st.integers(0, 11)),
-        "stage": draw(st.sampled_from(["inputs", "query", "scores", "weights", "output"])),
+        "self_attention.stage": draw(st.sampled_from(["inputs", "query", "scores", "weights", "output"])),
+        # some of the pages' own settings, of every kind
+        "alibi.num_heads": draw(st.integers(1, 8)),
+        "rope.base": draw(st.floats(2.0, 1e7, allow_nan=False)),
+        "generation.source": draw(st.text(max_size=12)),
+        "dropout.training": draw(st.booleans()),
+        "positional_encoding.kind": draw(st.sampled_from(["sinusoidal", "learned"])),
     }
-    return validate_settings(dataclasses.replace(base, **changes))[0]
+    return validate_settings(base.set(**changes))[0]
 
 
 @hsettings(max_examples=60, deadline=None)

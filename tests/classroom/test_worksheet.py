@@ -9,7 +9,7 @@ import re
 import pytest
 from pypdf import PdfReader
 
-from attention_core import registry, stages
+from attention_core import registry
 from attention_core.classroom import worksheet
 from attention_core.errors import Message
 from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps
@@ -21,7 +21,7 @@ from attention_core.stepthrough import explained_value
 
 def _self_attention_sheet(settings: Settings | None = None, seed_text: str = "link") -> worksheet.Worksheet:
     walk = build_walkthrough(settings or Settings())
-    return worksheet.build_worksheet(lambda stage: self_attention_steps(walk, stage), list(stages.SELF_ATTENTION),
+    return worksheet.build_worksheet(lambda stage: self_attention_steps(walk, stage), list(registry.BY_KEY["self_attention"].stages),
                                      title="Scaled dot-product self-attention", settings_line="Settings: d_k=3",
                                      seed_text=seed_text)
 

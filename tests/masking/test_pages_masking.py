@@ -7,14 +7,14 @@ import pytest
 from conftest import errors, latex, open_app, picker, settings, warnings
 from streamlit.testing.v1 import AppTest
 
-from attention_core import stages
+from attention_core import registry
 from attention_core.inputs.presets import PRESETS
 from attention_core.settings import MAX_DROPOUT, MAX_TOKENS
 
 CAUSAL, DROPOUT = "app_pages/causal.py", "app_pages/dropout.py"
 MHA, CROSS = "app_pages/multi_head.py", "app_pages/cross_attention.py"
-PAGES = {CAUSAL: ("causal_stage", stages.CAUSAL), DROPOUT: ("dropout_stage", stages.DROPOUT),
-         MHA: ("mha_stage", stages.MULTIHEAD), CROSS: ("cross_stage", stages.CROSS)}
+PAGES = {path: (registry.BY_KEY[key].stage_field, registry.BY_KEY[key].stages)
+         for path, key in ((CAUSAL, "causal"), (DROPOUT, "dropout"), (MHA, "multi_head"), (CROSS, "cross_attention"))}
 
 
 def infos(at: AppTest) -> str:
@@ -72,28 +72,28 @@ def test_stepping_through_every_stage(page):
 
 def test_causal_page_reproduces_the_printed_context_vectors_and_the_other_route():
     at = open_app(CAUSAL, "journey_v1")
-    at.selectbox(key="setting_causal_stage").set_value("output").run()
+    at.selectbox(key="setting_causal.stage").set_value("output").run()
     at.selectbox(key="setting_entry_row").set_value(1).run()
     picker(at, "Column").set_value(0).run()
     assert r"z_{2,1}" in latex(at) and "= -0.5874" in latex(at)  # CausalAttention(3, 2, 6, 0.0), seed 123
     assert any("is_causal=True" in c for c in checks(at))
-    at.selectbox(key="setting_causal_stage").set_value("other_route").run()
+    at.selectbox(key="setting_causal.stage").set_value("other_route").run()
     (same,) = [s.value for s in at.success if s.value.startswith("Both routes")]
     assert float(same.split("= ")[-1].rstrip(".")) < 1e-6
 
 
 def test_causal_switch_and_padding_change_the_mask():
     at = open_app(CAUSAL, "hello")
-    at.selectbox(key="setting_causal_stage").set_value("masked_scores").run()
+    at.selectbox(key="setting_causal.stage").set_value("masked_scores").run()
     at.selectbox(key="setting_entry_row").set_value(0).run()
     picker(at, "Column").set_value(2).run()
     assert r"-\infty" in latex(at)
-    at.toggle(key="setting_causal").set_value(False).run()
+    at.toggle(key="setting_causal_mask").set_value(False).run()
     assert r"a'_{1,3} = a_{1,3} + 0" in latex(at)
     assert not any("is_causal=True" in c for c in checks(at))  # the mask is no longer the causal one
     at.number_input(key="setting_padding").set_value(1).run()
     assert r"-\infty" in latex(at)  # key 3 is padding now
-    at.selectbox(key="setting_causal_stage").set_value("mask").run()
+    at.selectbox(key="setting_causal.stage").set_value("mask").run()
     assert "key 3 is padding" in latex(at)
     assert_checks_pass(at)
 
@@ -104,7 +104,7 @@ def test_a_mask_that_blocks_a_whole_row_is_explained_and_kept():
     at.run()
     assert not at.exception and not at.error, errors(at)
     assert "Row 1 (query “I”) has every key blocked" in plain(warnings(at))
-    at.selectbox(key="setting_causal_stage").set_value("weights").run()
+    at.selectbox(key="setting_causal.stage").set_value("weights").run()
     at.selectbox(key="setting_entry_row").set_value(0).run()
     assert r"\frac{0}{0}" in latex(at) and "nan" not in latex(at).lower()
     assert_checks_pass(at)
@@ -113,7 +113,7 @@ def test_a_mask_that_blocks_a_whole_row_is_explained_and_kept():
         assert "Row 1 (query “I”)" in plain(warnings(at)) and not at.error
     assert at.session_state["edits"]["seed000"]["mask"] == {(0, 0): 0.0}
     at.switch_page(CAUSAL).run()
-    at.selectbox(key="setting_causal_stage").set_value("mask").run()
+    at.selectbox(key="setting_causal.stage").set_value("mask").run()
     at.button(key="mask_reset").click().run()
     assert not at.session_state["edits"]["seed000"].get("mask") and "Row 1" not in warnings(at)
 
@@ -155,24 +155,24 @@ def test_context_length_shorter_than_the_sentence_gets_a_message_and_keeps_the_w
 
 def test_dropout_train_and_eval():
     at = open_app(DROPOUT, "journey_v2")
-    at.number_input(key="setting_dropout_p").set_value(0.5).run()
-    at.selectbox(key="setting_dropout_stage").set_value("dropped_weights").run()
+    at.number_input(key="setting_dropout.dropout_p").set_value(0.5).run()
+    at.selectbox(key="setting_dropout.stage").set_value("dropped_weights").run()
     text = " ".join(m.value for m in at.markdown)
     assert "Row sums of the weights used:** 2, 0, 2, 0.985, 0.774, 1.31" in text  # ch03's dropout(attn_weights)
     assert any("bernoulli_(1 - p" in c for c in checks(at))
     assert_checks_pass(at)
-    at.toggle(key="setting_training").set_value(False).run()
+    at.toggle(key="setting_dropout.training").set_value(False).run()
     text = " ".join(m.value for m in at.markdown)
     assert "1, 1, 1, 1, 1, 1" in text and "eval mode: every row sums to 1" in text
     assert any("is_causal=True" in c for c in checks(at))
-    at.selectbox(key="setting_dropout_stage").set_value("dropout_mask").run()
+    at.selectbox(key="setting_dropout.stage").set_value("dropout_mask").run()
     assert "eval mode" in latex(at)
 
 
 def test_dropout_seed_changes_the_mask():
     at = open_app(DROPOUT, "seed000")
     before = [m.value for m in at.metric]
-    at.number_input(key="setting_dropout_seed").set_value(7).run()
+    at.number_input(key="setting_dropout.seed").set_value(7).run()
     assert [m.value for m in at.metric] != before
     assert_checks_pass(at)
 
@@ -180,10 +180,10 @@ def test_dropout_seed_changes_the_mask():
 @pytest.mark.parametrize("raw, shown", [(1.5, MAX_DROPOUT), (1.0, MAX_DROPOUT), (-0.3, 0.0)])
 def test_dropout_p_outside_the_unit_interval_is_clamped_with_a_message(raw, shown):
     at = open_app(DROPOUT, "custom")
-    at.number_input(key="setting_dropout_p").set_value(raw).run()
+    at.number_input(key="setting_dropout.dropout_p").set_value(raw).run()
     assert "dropout_p must be in [0, 1)" in warnings(at) and f"got {raw:g}" in warnings(at)
-    assert settings(at).dropout_p == shown
-    assert at.number_input(key="setting_dropout_p").value == shown
+    assert settings(at).dropout.dropout_p == shown
+    assert at.number_input(key="setting_dropout.dropout_p").value == shown
     assert not at.exception and not at.error
     assert_checks_pass(at)
 
@@ -193,7 +193,7 @@ def test_dropout_p_outside_the_unit_interval_is_clamped_with_a_message(raw, show
 
 def test_multi_head_page_reproduces_the_printed_output_and_states_the_scale():
     at = open_app(MHA, "journey_v1")
-    at.selectbox(key="setting_mha_stage").set_value("output").run()
+    at.selectbox(key="setting_multi_head.stage").set_value("output").run()
     picker(at, "Column").set_value(1).run()
     assert "= 0.4858" in latex(at)  # MultiHeadAttention(3, 2, 6, 0.0, num_heads=2), seed 123, row 1
     text = " ".join(m.value for m in at.markdown)
@@ -203,7 +203,7 @@ def test_multi_head_page_reproduces_the_printed_output_and_states_the_scale():
 
 def test_changing_heads_changes_the_split_and_the_checks():
     at = open_app(MHA, "seed000")
-    at.selectbox(key="setting_mha_stage").set_value("scaled_scores").run()
+    at.selectbox(key="setting_multi_head.stage").set_value("scaled_scores").run()
     assert r"\sqrt{2}" in latex(at)
     assert any("nn.MultiheadAttention(4, num_heads=2" in c for c in checks(at))
     at.number_input(key="setting_num_heads").set_value(1).run()
@@ -237,7 +237,7 @@ def test_cross_attention_with_sequences_of_different_lengths():
     at.text_input(key="setting_encoder_sentence").set_value("un chat").run()
     assert not at.error
     assert "m = 6 decoder tokens attend to n = 2 encoder tokens" in infos(at)
-    at.selectbox(key="setting_cross_stage").set_value("key").run()
+    at.selectbox(key="setting_cross_attention.stage").set_value("key").run()
     assert "x^{enc}" in latex(at)
     assert_checks_pass(at)
 

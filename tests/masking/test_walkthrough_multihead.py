@@ -6,7 +6,6 @@ The printed numbers are rasbt/LLMs-from-scratch ch03's (quoted by seed 004,
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 
@@ -18,7 +17,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from torch import nn
 
-from attention_core import stages
+from attention_core import registry
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
 from attention_core.masking import formulas as fm
@@ -98,7 +97,7 @@ def test_module_weights_equal_multi_head_attention_after_manual_seed(d_in, d_out
 
 def test_building_the_pages_never_touches_the_global_generator():
     before = torch.random.get_rng_state()
-    s = Settings.for_preset("custom", dropout_p=0.3)
+    s = Settings.for_preset("custom", **{"dropout.dropout_p": 0.3})
     build_causal_walkthrough(s, dropout=True)
     build_multihead_walkthrough(s)
     build_cross_walkthrough(s)
@@ -127,7 +126,7 @@ def test_multi_head_page_reproduces_multi_head_attention_printed_output():
 
 def test_journey_v2_masked_weights_and_dropout_reproduce_ch03():
     """SelfAttention_v2 draws its W like CausalAttention; with seed 789 the causal weights, then dropout seed 123."""
-    s = Settings.for_preset("journey_v2", dropout_p=0.5, training=True, dropout_seed=123)
+    s = Settings.for_preset("journey_v2", **{"dropout.dropout_p": 0.5, "dropout.training": True, "dropout.seed": 123})
     walk = build_causal_walkthrough(s)
     assert torch.allclose(walk.trace.attention.weights, MASKED_V2_PRINTED, atol=1e-4)
     with torch.random.fork_rng():
@@ -155,7 +154,7 @@ def test_every_preset_passes_every_check(preset):
 @given(d_k=st.integers(1, 6), seed=st.integers(0, 10_000), padding=st.integers(0, 3), causal=st.booleans(),
        flips=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.booleans()), max_size=6))
 def test_causal_walkthrough_matches_sdpa_and_the_other_route(d_k, seed, padding, causal, flips):
-    s = Settings.for_preset("custom", d_k=d_k, seed=seed, padding=padding, causal=causal)
+    s = Settings.for_preset("custom", d_k=d_k, seed=seed, padding=padding, **{"causal_mask": causal})
     edits = {MASK_EDITS: {(i, j): float(a) for i, j, a in flips}}
     walk = build_causal_walkthrough(s, edits)
     att = walk.trace.attention
@@ -220,8 +219,8 @@ def test_context_length_shorter_than_the_sentence_is_an_input_error():
 
 def test_dropout_eval_mode_and_p_zero_change_nothing():
     base = build_causal_walkthrough(Settings.for_preset("seed000"))
-    for s in (Settings.for_preset("seed000", training=False, dropout_p=0.5),
-              Settings.for_preset("seed000", training=True, dropout_p=0.0)):
+    for s in (Settings.for_preset("seed000", **{"dropout.training": False, "dropout.dropout_p": 0.5}),
+              Settings.for_preset("seed000", **{"dropout.training": True, "dropout.dropout_p": 0.0})):
         walk = build_causal_walkthrough(s, dropout=True)
         assert walk.dropout_p == 0.0 and walk.scale == 1.0 and bool(walk.keep.all())
         assert torch.equal(walk.trace.output, base.trace.output)
@@ -231,7 +230,7 @@ def test_dropout_eval_mode_and_p_zero_change_nothing():
 
 @pytest.mark.parametrize("p, seed", [(0.5, 123), (0.2, 7), (0.9, 0)])
 def test_dropout_mask_is_nn_dropouts_and_rows_stop_summing_to_one(p, seed):
-    s = Settings.for_preset("custom", dropout_p=p, dropout_seed=seed)
+    s = Settings.for_preset("custom", **{"dropout.dropout_p": p, "dropout.seed": seed})
     walk = build_causal_walkthrough(s, dropout=True)
     att = walk.trace.attention
     with torch.random.fork_rng():
@@ -329,10 +328,10 @@ def _walks():
     s = Settings.for_preset("seed000", padding=1)
     edits = {MASK_EDITS: {(3, 1): 0.0}}
     return (
-        [("causal", build_causal_walkthrough(s, edits), list(stages.CAUSAL))],
-        [("dropout", build_causal_walkthrough(s, edits, dropout=True), list(stages.DROPOUT))],
-        [("multi_head", build_multihead_walkthrough(s, edits), list(stages.MULTIHEAD))],
-        [("cross_attention", build_cross_walkthrough(s), list(stages.CROSS))],
+        [("causal", build_causal_walkthrough(s, edits), list(registry.BY_KEY["causal"].stages))],
+        [("dropout", build_causal_walkthrough(s, edits, dropout=True), list(registry.BY_KEY["dropout"].stages))],
+        [("multi_head", build_multihead_walkthrough(s, edits), list(registry.BY_KEY["multi_head"].stages))],
+        [("cross_attention", build_cross_walkthrough(s), list(registry.BY_KEY["cross_attention"].stages))],
     )
 
 
@@ -388,31 +387,31 @@ def test_clamp_entry_moves_inside_the_stage_and_the_heads():
     (float("nan"), 0.5, "must be a number in [0, 1)"),
 ])
 def test_dropout_p_outside_the_unit_interval_is_clamped_with_a_message(raw, expected, message):
-    fixed, messages = validate_settings(dataclasses.replace(Settings(), dropout_p=raw))
-    assert fixed.dropout_p == expected
+    fixed, messages = validate_settings(Settings().set(**{"dropout.dropout_p": raw}))
+    assert fixed.dropout.dropout_p == expected
     assert len(messages) == 1 and message in messages[0]
 
 
 @pytest.mark.parametrize("field, raw, expected", [
     ("num_heads", 0, 1), ("num_heads", 40, 16), ("d_out", 0, 1), ("d_out", 99, 16), ("head", -1, 0),
-    ("padding", -3, 0), ("context_length", 0, 1), ("context_length", 50, MAX_TOKENS), ("dropout_seed", -1, 0),
+    ("padding", -3, 0), ("context_length", 0, 1), ("context_length", 50, MAX_TOKENS), ("dropout.seed", -1, 0),
 ])
 def test_new_counts_are_clamped_with_a_message(field, raw, expected):
-    fixed, messages = validate_settings(dataclasses.replace(Settings(), **{field: raw}))
-    assert getattr(fixed, field) == expected
+    fixed, messages = validate_settings(Settings().set(**{field: raw}))
+    assert fixed.get(field) == expected
     assert len(messages) == 1 and str(raw) in messages[0]
 
 
-@pytest.mark.parametrize("field", ["causal_stage", "dropout_stage", "mha_stage", "cross_stage"])
+@pytest.mark.parametrize("field", ["causal.stage", "dropout.stage", "multi_head.stage", "cross_attention.stage"])
 def test_unknown_page_steps_fall_back_with_a_message(field):
-    fixed, messages = validate_settings(dataclasses.replace(Settings(), **{field: "nope"}))
-    assert getattr(fixed, field) == getattr(Settings(), field)
+    fixed, messages = validate_settings(Settings().set(**{field: "nope"}))
+    assert fixed.get(field) == Settings().get(field)
     assert "Unknown step “nope”" in messages[0]
 
 
 def test_switches_accept_only_on_or_off():
-    fixed, messages = validate_settings(dataclasses.replace(Settings(), training="maybe", causal=0))
-    assert fixed.training is True and fixed.causal is False
+    fixed, messages = validate_settings(Settings().set(**{"dropout.training": "maybe"}, **{"causal_mask": 0}))
+    assert fixed.dropout.training is True and fixed.causal_mask is False
     assert len(messages) == 1 and "training switch" in messages[0]
 
 

@@ -58,7 +58,7 @@ def test_equals_sdpa_with_the_window_mask(t, w, d, causal, seed):
 
 def test_every_stage_and_entry():
     for causal in (True, False):
-        walk = build_sliding_walkthrough(Settings(causal=causal).set(**{"sliding_window.window": 2, "sliding_window.layers": 3}))
+        walk = build_sliding_walkthrough(Settings().set(**{"causal_mask": causal}).set(**{"sliding_window.window": 2, "sliding_window.layers": 3}))
         assert all(c.matches for c in walk.checks)
         for stage in SLIDING_WINDOW.stages:
             steps = sliding_steps(walk, stage)
@@ -91,7 +91,7 @@ def test_every_stage_of_the_sliding_window_page(language):
     at.run()
     at.switch_page("app_pages/sliding_window.py").run()
     for causal in (True, False):
-        at.toggle(key="setting_causal").set_value(causal).run()
+        at.toggle(key="setting_causal_mask").set_value(causal).run()
         assert step_through_every_stage(at, "sliding_window", f"sliding, {language}, causal {causal}") == list(
             SLIDING_WINDOW.stages)
         assert any("attn_mask=window_mask" in s.value for s in at.success)

@@ -16,9 +16,8 @@ from attention_core.self_attention.formulas import (
     stage_matrix,
 )
 from attention_core.self_attention.functional import self_attention
-from attention_core.self_attention.walkthrough import build_walkthrough
+from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE, build_walkthrough
 from attention_core.settings import Settings
-from attention_core.stages import SELF_ATTENTION as STAGES
 
 CASES = [
     Settings.for_preset("seed000"),
@@ -53,8 +52,8 @@ def _latex_number(text: str) -> float:
 
 
 def test_stages_are_the_eight_steps_in_order():
-    assert list(STAGES) == ["inputs", "query", "key", "value", "scores", "scaled_scores", "weights", "output"]
-    assert all(isinstance(t, str) and t for t in STAGES.values())
+    assert list(SELF_ATTENTION_PAGE.stages) == ["inputs", "query", "key", "value", "scores", "scaled_scores", "weights", "output"]
+    assert all(isinstance(t, str) and t for t in SELF_ATTENTION_PAGE.stages.values())
 
 
 @pytest.mark.parametrize("settings", CASES, ids=lambda s: f"{s.preset}-{s.d_model}x{s.d_k}")
@@ -62,7 +61,7 @@ def test_entry_recompute_equals_value_and_stage_matrix(settings):
     walk = build_walkthrough(settings)
     expected = _independent_stages(walk)
     checked = 0
-    for stage in STAGES:
+    for stage in SELF_ATTENTION_PAGE.stages:
         matrix = stage_matrix(walk.trace, stage)
         assert matrix.shape == expected[stage].shape, stage
         for i, j in _positions(*matrix.shape):
@@ -132,7 +131,7 @@ def test_entry_out_of_range_and_unknown_stage():
         self_attention_formula("softmax")
 
 
-@pytest.mark.parametrize("stage", list(STAGES))
+@pytest.mark.parametrize("stage", list(SELF_ATTENTION_PAGE.stages))
 def test_self_attention_formula_is_two_nonempty_strings(stage):
     matrix, element = self_attention_formula(stage)
     assert isinstance(matrix, str) and matrix.strip()
@@ -148,7 +147,7 @@ def test_self_attention_formula_content():
     assert r"\sum_{l=1}^{T}" in self_attention_formula("output")[1]
 
 
-@pytest.mark.parametrize("stage", list(STAGES))
+@pytest.mark.parametrize("stage", list(SELF_ATTENTION_PAGE.stages))
 def test_entry_latex_shows_the_rounded_value(stage):
     walk = build_walkthrough(Settings.for_preset("seed000"))
     rows, cols = stage_matrix(walk.trace, stage).shape

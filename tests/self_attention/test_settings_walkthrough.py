@@ -17,7 +17,12 @@ from attention_core.inputs.presets import DEFAULT_PRESET, PRESETS
 from attention_core.inputs.tokens import SEED000_DICTIONARY, seed000_tables
 from attention_core.self_attention.functional import attention_without_weights
 from attention_core.self_attention.modules import SelfAttentionV1, SelfAttentionV2
-from attention_core.self_attention.walkthrough import base_matrices, build_walkthrough, check_tokens
+from attention_core.self_attention.walkthrough import (
+    SELF_ATTENTION_PAGE,
+    base_matrices,
+    build_walkthrough,
+    check_tokens,
+)
 from attention_core.settings import (
     MAX_DIM,
     MAX_SEED,
@@ -26,7 +31,6 @@ from attention_core.settings import (
     Settings,
     validate_settings,
 )
-from attention_core.stages import SELF_ATTENTION as STAGES
 
 JOURNEY = torch.tensor(
     [
@@ -93,10 +97,10 @@ def test_integer_like_values_are_accepted_silently(raw, expected):
 
 
 def test_other_integer_fields_are_clamped():
-    s = dataclasses.replace(Settings(), seed=-1, query_index=99, entry_row=-3, entry_col=10**6, d_model=0)
+    s = Settings().set(seed=-1, entry_row=-3, entry_col=10**6, d_model=0, **{"no_weights.query_index": 99})
     fixed, messages = validate_settings(s)
     assert fixed.seed == 0
-    assert fixed.query_index == MAX_TOKENS - 1
+    assert fixed.no_weights.query_index == MAX_TOKENS - 1
     assert fixed.entry_row == 0
     assert fixed.entry_col == max(MAX_TOKENS, MAX_DIM) - 1
     assert fixed.d_model == MIN_DIM
@@ -113,8 +117,8 @@ def test_unknown_preset_is_repaired_with_a_message():
 
 
 def test_unknown_stage_is_repaired_with_a_message():
-    fixed, messages = validate_settings(dataclasses.replace(Settings(), stage="softmax"))
-    assert fixed.stage == "scores" and fixed.stage in STAGES
+    fixed, messages = validate_settings(Settings().set(**{"self_attention.stage": "softmax"}))
+    assert fixed.self_attention.stage == "scores" and fixed.self_attention.stage in SELF_ATTENTION_PAGE.stages
     assert len(messages) == 1 and "softmax" in messages[0]
 
 
@@ -146,13 +150,13 @@ def test_replace_returns_validated_copy_and_messages():
     preset=st.sampled_from([*PRESETS, "bogus"]),
     d_model=st.one_of(st.integers(-50, 50), st.text(max_size=4)),
     d_k=st.one_of(st.integers(-50, 50), st.floats(allow_nan=True)),
-    stage=st.sampled_from([*STAGES, "nope"]),
+    stage=st.sampled_from([*SELF_ATTENTION_PAGE.stages, "nope"]),
 )
 def test_sentence_is_never_altered(sentence, preset, d_model, d_k, stage):
-    s = Settings(preset=preset, sentence=sentence, d_model=d_model, d_k=d_k, stage=stage)
+    s = Settings(preset=preset, sentence=sentence, d_model=d_model, d_k=d_k).set(**{"self_attention.stage": stage})
     fixed, _ = validate_settings(s)
     assert fixed.sentence == sentence
-    assert fixed.preset in PRESETS and fixed.stage in STAGES
+    assert fixed.preset in PRESETS and fixed.self_attention.stage in SELF_ATTENTION_PAGE.stages
     assert MIN_DIM <= fixed.d_model <= MAX_DIM and MIN_DIM <= fixed.d_k <= MAX_DIM
     # Validation is idempotent: the repaired settings pass unchanged.
     assert validate_settings(fixed) == (fixed, [])
