@@ -5,7 +5,7 @@ import streamlit as st
 
 from attention_core.errors import N_
 from attention_core.limits import MAX_GQA_HEADS, MAX_HEAD_DIM
-from attention_core.modern.walkthrough import GQA_PAGE, build_gqa_walkthrough
+from attention_core.modern.gqa_walkthrough import GQA_PAGE, build_gqa_walkthrough
 from attention_core.transformer.generation_walkthrough import real_cache_rows
 from ui import state, stepthrough, widgets
 from ui.i18n import _

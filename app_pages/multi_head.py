@@ -3,8 +3,8 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.masking.formulas import header_latex
-from attention_core.multihead.walkthrough import MULTI_HEAD, build_multihead_walkthrough
+from attention_core.multi_head.formulas import header_latex
+from attention_core.multi_head.walkthrough import MULTI_HEAD, build_multi_head_walkthrough
 from attention_core.settings import MAX_DIM
 from ui import i18n, state, stepthrough, widgets
 from ui.i18n import _
@@ -46,7 +46,7 @@ with c4:
     state.bind(st.toggle, _("Causal mask on"), "causal_mask",
                help=_("The mask of the Causal attention page (with its padding and clicked cells)."))
 
-walk = widgets.build_or_stop(build_multihead_walkthrough, settings, state.edits())
+walk = widgets.build_or_stop(build_multi_head_walkthrough, settings, state.edits())
 
 trace = walk.trace
 (b, t, d_out), (_b, _t, h, hd), after = walk.shapes

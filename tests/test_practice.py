@@ -15,10 +15,14 @@ from attention_core.inputs.presets import PRESETS
 from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps, dropout_steps
 from attention_core.modern.alibi_walkthrough import alibi_steps, build_alibi_walkthrough
 from attention_core.modern.flash_walkthrough import build_flash_walkthrough, flash_steps
+from attention_core.modern.gqa_walkthrough import build_gqa_walkthrough, gqa_steps
 from attention_core.modern.rope_walkthrough import build_rope_walkthrough, rope_steps
 from attention_core.modern.sliding_walkthrough import build_sliding_walkthrough, sliding_steps
-from attention_core.modern.walkthrough import build_gqa_walkthrough, gqa_steps
-from attention_core.multihead.walkthrough import build_cross_walkthrough, build_multihead_walkthrough, multihead_steps
+from attention_core.multi_head.walkthrough import (
+    build_cross_walkthrough,
+    build_multi_head_walkthrough,
+    multi_head_steps,
+)
 from attention_core.registry import BY_KEY
 from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
 from attention_core.settings import Settings
@@ -99,14 +103,14 @@ def _causal(page: str):
             yield f"{page}/{preset}/{stage}", BY_KEY[page].steps(walk, stage)
 
 
-def _multihead(page: str):
+def _multi_head(page: str):
     for preset, settings in _preset_settings():
         if page == "multi_head":
-            walk = build_multihead_walkthrough(settings.replace(padding=1)[0])
+            walk = build_multi_head_walkthrough(settings.replace(padding=1)[0])
         else:
             walk = build_cross_walkthrough(settings)
         for stage in BY_KEY[page].stages:
-            yield f"{page}/{preset}/{stage}", multihead_steps(walk, stage)
+            yield f"{page}/{preset}/{stage}", multi_head_steps(walk, stage)
 
 
 @pytest.fixture(scope="module")
@@ -146,8 +150,8 @@ CASES = {
     "self_attention": _self_attention,
     "causal": lambda: _causal("causal"),
     "dropout": lambda: _causal("dropout"),
-    "multi_head": lambda: _multihead("multi_head"),
-    "cross_attention": lambda: _multihead("cross_attention"),
+    "multi_head": lambda: _multi_head("multi_head"),
+    "cross_attention": lambda: _multi_head("cross_attention"),
     "encoder": _encoder,
     "generation": _generation,
     "gqa": lambda: _modern("gqa", build_gqa_walkthrough, gqa_steps, [{}, {"gqa.num_kv_heads": 1}, {"causal_mask": False}]),
@@ -288,12 +292,12 @@ def test_masked_and_dropout_mistakes_are_the_numbers_they_name():
     assert _mistakes(output)["no_dropout_rescale"] == pytest.approx(float(undropped[r, 0]), abs=1e-5)
 
 
-def test_multihead_scaling_mistake_divides_by_root_d_model():
+def test_multi_head_scaling_mistake_divides_by_root_d_model():
     settings = Settings.for_preset("journey_v1")
-    walk = build_multihead_walkthrough(settings)
+    walk = build_multi_head_walkthrough(settings)
     trace = walk.trace
     att = trace.heads[1]
-    exercise = multihead_steps(walk, "scaled_scores").stage.exercise(0, 1, 1)
+    exercise = multi_head_steps(walk, "scaled_scores").stage.exercise(0, 1, 1)
     score = float(att.query[0] @ att.key[1])
     assert exercise.answer == pytest.approx(score / math.sqrt(trace.head_dim), abs=1e-6)
     wrong = _mistakes(exercise)

@@ -11,7 +11,7 @@ from attention_core import registry
 from attention_core.errors import Message
 from attention_core.inputs.presets import PRESETS
 from attention_core.masking.walkthrough import build_causal_walkthrough
-from attention_core.multihead.walkthrough import build_multihead_walkthrough, multihead_steps
+from attention_core.multi_head.walkthrough import build_multi_head_walkthrough, multi_head_steps
 from attention_core.settings import Settings
 
 #: Step pages stepped elsewhere, with what they read: generation reads no example (its own word; stepped in
@@ -67,12 +67,12 @@ def test_every_step_of_every_step_page_on_every_example_and_with_a_blocked_row(p
     assert not missing, f"{page}: shown without a translation: {sorted(missing)}"
 
 
-def test_the_multihead_weights_entry_of_a_blocked_row_explains_it_instead_of_crashing():
+def test_the_multi_head_weights_entry_of_a_blocked_row_explains_it_instead_of_crashing():
     """The crash this protocol removed: a local `tr = walk.trace` shadowed the translate callback `tr`."""
     settings = Settings.for_preset("journey_v1")
-    walk = build_multihead_walkthrough(settings, BLOCKED_ROW)
+    walk = build_multi_head_walkthrough(settings, BLOCKED_ROW)
     assert walk.blocked_rows == (0,)
-    steps = multihead_steps(walk, "weights")
+    steps = multi_head_steps(walk, "weights")
     text = steps.stage.entry(0, 0, 1, Message)
     assert r"\alpha^{(2)}_{1,1}" in text and "0" in text
     with pytest.raises(IndexError):

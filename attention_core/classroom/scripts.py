@@ -30,19 +30,20 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from attention_core.masking.walkthrough import CausalWalkthrough, module_weights
+from attention_core.masking.walkthrough import CausalWalkthrough
 from attention_core.modern.alibi_walkthrough import AlibiWalkthrough
 from attention_core.modern.flash_walkthrough import FlashWalkthrough
+from attention_core.modern.gqa_walkthrough import GQAWalkthrough
 from attention_core.modern.rope_walkthrough import BASES, RopeWalkthrough
 from attention_core.modern.sliding_walkthrough import SlidingWalkthrough
-from attention_core.modern.walkthrough import GQAWalkthrough
-from attention_core.multihead.walkthrough import MultiHeadWalkthrough
+from attention_core.multi_head.walkthrough import MultiHeadWalkthrough
 from attention_core.page import Page
 from attention_core.self_attention.walkthrough import Walkthrough
 from attention_core.stepthrough import StepThrough
 from attention_core.trained_model.pretrained import HeadStep
 from attention_core.transformer.generation_walkthrough import GenerationWalkthrough
 from attention_core.transformer.walkthrough import EncoderWalkthrough
+from attention_core.weights import module_weights
 
 #: The tolerance of every comparison with the app's numbers (and of the PyTorch checks, unless a page states another).
 TOLERANCE = 1e-5

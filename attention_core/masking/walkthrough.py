@@ -5,7 +5,7 @@ The pages build up like seed 001's classes: ``CausalAttention`` adds a mask and 
 frozen walk-through holding every number its page shows and the checks against PyTorch;
 :func:`causal_steps` puts a stage in the one step-through protocol. The pieces the multi-head pages share
 (the mask with the user's clicked cells, the seeded module weights, the context-length check) live here too;
-``attention_core.multihead.walkthrough`` builds on them.
+``attention_core.multi_head.walkthrough`` builds on them.
 
 Shape legend: T tokens (m decoder tokens in cross-attention), n encoder
 tokens, D = d_model, d_k the width of q, k, v on the causal page, d_out = h ·
@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Mapping, Optional
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
+from attention_core import entry_formulas as entries
 from attention_core import practice
 from attention_core.errors import N_, InputError, Message
 from attention_core.fields import FloatRange, IntRange, Switch, label
@@ -46,7 +46,7 @@ from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate, index
 from attention_core.limits import MAX_DROPOUT, MAX_SEED, MAX_TOKENS
 from attention_core.masking import formulas as fm
-from attention_core.masking.masks import (
+from attention_core.masks import (
     MaskAfterSoftmaxTrace,
     additive_mask,
     causal_mask,
@@ -64,6 +64,7 @@ from attention_core.self_attention.walkthrough import (
     token_labels,
 )
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+from attention_core.weights import module_weights
 
 if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
     from attention_core.settings import Settings
@@ -110,42 +111,6 @@ class MaskParts:
             out.append(Message(N_("key {key} is at or before query {query}"), key=key, query=query) if col <= row
                        else Message(N_("no mask blocks it")))
         return tuple(out)
-
-
-def module_weights(d_in: int, d_out: int, seed: int, *, out_proj: bool) -> dict[str, torch.Tensor]:
-    """W_q, W_k, W_v (and W_O, b_O) drawn the way seed 001's modules draw them, from a local generator.
-
-    ``CausalAttention(d_in, d_out, ...)`` and ``MultiHeadAttention(d_in, d_out, ...)``
-    (``qkv_bias=False``) create ``nn.Linear(d_in, d_out)`` for W_query, W_key,
-    W_value in that order, then MultiHeadAttention's ``out_proj =
-    nn.Linear(d_out, d_out)`` with a bias. ``nn.Linear`` initialises its (out, in)
-    weight with ``kaiming_uniform_(a=√5)`` = U(-1/√in, 1/√in) and its bias with
-    U(-1/√in, 1/√in). The same calls here, on ``torch.Generator().manual_seed(seed)``,
-    give the modules' numbers after ``torch.manual_seed(seed)``.
-
-    Args:
-        d_in: D, the input width. d_out: the width of q, k, v. seed: >= 0.
-        out_proj: also draw W_O (d_out, d_out) and b_O (d_out,).
-
-    Returns:
-        {"w_query", "w_key", "w_value"}: (d_in, d_out) float32, applied as x @ W
-        (= ``linear.weight.T``); with out_proj also "w_out" (d_out, d_out) and "b_out" (d_out,).
-    """
-    g = torch.Generator().manual_seed(seed)
-
-    def linear(fan_in: int, fan_out: int, bias: bool) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
-        weight = torch.empty(fan_out, fan_in)  # nn.Linear's layout: (out, in)
-        nn.init.kaiming_uniform_(weight, a=math.sqrt(5), generator=g)
-        b = None
-        if bias:
-            bound = 1.0 / math.sqrt(fan_in)
-            b = nn.init.uniform_(torch.empty(fan_out), -bound, bound, generator=g)
-        return weight.T.contiguous(), b  # (in, out): x @ W
-
-    out = {name: linear(d_in, d_out, False)[0] for name in ("w_query", "w_key", "w_value")}
-    if out_proj:
-        out["w_out"], out["b_out"] = linear(d_out, d_out, True)
-    return out
 
 
 _TOO_LONG = {
@@ -374,14 +339,14 @@ def explain_causal(walk: CausalWalkthrough, stage: str, row: int, col: int, tr: 
     explained_value(causal_panels(walk, stage), row, col)  # raises outside the explained panel
     allowed = bool(walk.mask.attn_mask[row, col])
     if stage == "scaled_scores":
-        return fm.scaled_score_entry_latex(row, col, att.query[row].tolist(), att.key[col].tolist(),
+        return entries.scaled_score_entry_latex(row, col, att.query[row].tolist(), att.key[col].tolist(),
                                            att.query.shape[-1], float(att.scaled_scores[row, col]))
     if stage == "mask":
-        return fm.mask_entry_latex(row, col, allowed, tuple(tr(reason) for reason in walk.mask.reasons(row, col)))
+        return entries.mask_entry_latex(row, col, allowed, tuple(tr(reason) for reason in walk.mask.reasons(row, col)))
     if stage == "masked_scores":
-        return fm.masked_score_entry_latex(row, col, float(att.scaled_scores[row, col]), allowed)
+        return entries.masked_score_entry_latex(row, col, float(att.scaled_scores[row, col]), allowed)
     if stage == "weights":
-        return fm.masked_weight_entry_latex(row, col, att.masked_scores[row].tolist(), float(att.weights[row, col]),
+        return entries.masked_weight_entry_latex(row, col, att.masked_scores[row].tolist(), float(att.weights[row, col]),
                                             tr=tr)
     if stage == "other_route":
         route = walk.other_route
@@ -395,7 +360,7 @@ def explain_causal(walk: CausalWalkthrough, stage: str, row: int, col: int, tr: 
                                              walk.dropout_p, float(att.dropped_weights[row, col]))
     if stage == "output":
         symbol = r"\tilde{\alpha}" if walk.dropout_p > 0 else r"\alpha"
-        return fm.weighted_sum_entry_latex(row, col, att.dropped_weights[row].tolist(), att.value[:, col].tolist(),
+        return entries.weighted_sum_entry_latex(row, col, att.dropped_weights[row].tolist(), att.value[:, col].tolist(),
                                            float(att.output[row, col]), weight_symbol=symbol)
     raise KeyError(stage)
 

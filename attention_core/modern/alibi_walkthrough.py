@@ -21,18 +21,19 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
+from attention_core import entry_formulas as entries
 from attention_core import practice
 from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate, number
 from attention_core.limits import MAX_ALIBI_HEADS
-from attention_core.masking import formulas as fm
-from attention_core.masking.walkthrough import module_weights
+from attention_core.masks import causal_mask
 from attention_core.modern.alibi import AlibiTrace, alibi_attention, alibi_weights_loop, slopes
 from attention_core.page import Page
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, token_labels
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+from attention_core.weights import module_weights
 
 if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
     from attention_core.settings import Settings
@@ -72,7 +73,7 @@ def build_alibi_walkthrough(settings: Settings, edits: Edits | None = None) -> A
     w = module_weights(x.shape[-1], settings.d_k, settings.seed, out_proj=False)
     query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]
     t = x.shape[0]
-    mask = torch.ones(t, t, dtype=torch.bool).tril() if settings.causal_mask else None
+    mask = causal_mask(t) if settings.causal_mask else None
     trace = alibi_attention(query, key, value, settings.alibi.num_heads, mask)
     float_mask = trace.bias if mask is None else trace.bias.masked_fill(~mask, float("-inf"))
     h = settings.alibi.num_heads
@@ -172,12 +173,12 @@ def explain_alibi(walk: AlibiWalkthrough, stage: str, row: int, col: int, head: 
         scaled = float(t.scaled_scores[row, col])
         if value == float("-inf"):
             return f"a^{{({head + 1})}}_{{{i},{j}}} = -\\infty \\quad (j > i)"
-        return (fm.scaled_score_entry_latex(row, col, walk.query[row].tolist(), walk.key[col].tolist(),
+        return (entries.scaled_score_entry_latex(row, col, walk.query[row].tolist(), walk.key[col].tolist(),
                                             walk.query.shape[-1], scaled)
                 + f"\\qquad a^{{({head + 1})}}_{{{i},{j}}} = {number(scaled)} + "
                 + f"\\left({number(float(t.bias[head, row, col]))}\\right) = {number(value)}")
     if stage == "weights":
-        return fm.masked_weight_entry_latex(row, col, t.attention.masked_scores[head, row].tolist(), value, head, tr)
+        return entries.masked_weight_entry_latex(row, col, t.attention.masked_scores[head, row].tolist(), value, head, tr)
     raise KeyError(stage)
 
 

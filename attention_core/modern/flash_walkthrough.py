@@ -22,18 +22,19 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
+from attention_core import entry_formulas as entries
 from attention_core import practice
 from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.limits import MAX_TOKENS
-from attention_core.masking import formulas as fm
-from attention_core.masking.walkthrough import module_weights
+from attention_core.masks import causal_mask
 from attention_core.modern.online_softmax import FlashTrace, Tile, flash_attention
 from attention_core.page import Page
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, token_labels
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+from attention_core.weights import module_weights
 
 if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
     from attention_core.settings import Settings
@@ -82,7 +83,7 @@ def build_flash_walkthrough(settings: Settings, edits: Edits | None = None) -> F
     w = module_weights(x.shape[-1], settings.d_k, settings.seed, out_proj=False)
     query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]
     t = x.shape[0]
-    mask = torch.ones(t, t, dtype=torch.bool).tril() if settings.causal_mask else None
+    mask = causal_mask(t) if settings.causal_mask else None
     own = settings.flash_attention
     trace = flash_attention(query, key, value, own.block_q, own.block_k, mask)
     with torch.no_grad():
@@ -209,7 +210,7 @@ def explain_flash(walk: FlashWalkthrough, stage: str, row: int, col: int, tr: Tr
         j = tile.cols[col]
         if value == float("-inf"):
             return f"S_{{{i + 1},{j + 1}}} = -\\infty \\quad ({j + 1} > {i + 1})"
-        return fm.scaled_score_entry_latex(i, j, walk.query[i].tolist(), walk.key[j].tolist(), walk.query.shape[-1],
+        return entries.scaled_score_entry_latex(i, j, walk.query[i].tolist(), walk.key[j].tolist(), walk.query.shape[-1],
                                            value)
     if stage == "running_max":
         before, top, after = (float(x) for x in (tile.max_before[row], tile.scores[row].max(), tile.max_after[row]))

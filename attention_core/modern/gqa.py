@@ -26,7 +26,7 @@ from typing import Optional
 import torch
 
 from attention_core.errors import N_, InputError
-from attention_core.multihead.heads import head_columns
+from attention_core.multi_head.heads import head_columns
 from attention_core.self_attention.functional import AttentionTrace, scaled_dot_product_attention
 
 

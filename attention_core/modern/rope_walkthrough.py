@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Optional
 import sympy as sp
 import torch
 
+from attention_core import entry_formulas as entries
 from attention_core import practice
 from attention_core.errors import N_, Message
 from attention_core.experiments.positional import sinusoidal_encoding
@@ -27,12 +28,11 @@ from attention_core.fields import FloatRange, IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.limits import MAX_DIM, MAX_ROPE_BASE, MAX_ROPE_SHIFT, MIN_ROPE_BASE
-from attention_core.masking import formulas as fm
-from attention_core.masking.walkthrough import module_weights
 from attention_core.modern.rope import RopeTrace, check_head_dim, frequencies, rope_scores, rotate
 from attention_core.page import Page
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, dim_labels
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+from attention_core.weights import module_weights
 
 if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
     from attention_core.settings import Settings
@@ -239,7 +239,7 @@ def explain_rope(walk: RopeWalkthrough, stage: str, row: int, col: int, tr: Tran
     t = walk.trace
     value = explained_value(rope_panels(walk, stage), row, col)
     if stage == "projections":
-        return fm.projection_entry_latex("q", row, col, walk.base.trace.x[row].tolist(), walk.w_query[:, col].tolist(),
+        return entries.projection_entry_latex("q", row, col, walk.base.trace.x[row].tolist(), walk.w_query[:, col].tolist(),
                                          value)
     if stage == "angles":
         d, base = t.head_dim, t.base

@@ -21,19 +21,19 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
+from attention_core import entry_formulas as entries
 from attention_core import practice
 from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate
 from attention_core.limits import MAX_SLIDING_LAYERS, MAX_TOKENS
-from attention_core.masking import formulas as fm
-from attention_core.masking.walkthrough import module_weights
 from attention_core.modern.sliding import receptive_field, window_mask
 from attention_core.page import Page
 from attention_core.self_attention.functional import AttentionTrace, scaled_dot_product_attention
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, token_labels
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+from attention_core.weights import module_weights
 
 if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
     from attention_core.settings import Settings
@@ -161,9 +161,9 @@ def explain_sliding(walk: SlidingWalkthrough, stage: str, row: int, col: int, tr
         value = "0" if allowed else r"-\infty"
         return f"{test}\\ {holds} \\quad\\Rightarrow\\quad M_{{{i},{j}}} = {value}"
     if stage == "masked_scores":
-        return fm.masked_score_entry_latex(row, col, float(t.scaled_scores[row, col]), allowed)
+        return entries.masked_score_entry_latex(row, col, float(t.scaled_scores[row, col]), allowed)
     if stage == "weights":
-        return fm.masked_weight_entry_latex(row, col, t.masked_scores[row].tolist(), float(t.weights[row, col]),
+        return entries.masked_weight_entry_latex(row, col, t.masked_scores[row].tolist(), float(t.weights[row, col]),
                                             None, tr)
     if stage == "receptive":
         layers = walk.reach.shape[0]

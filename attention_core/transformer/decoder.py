@@ -28,7 +28,8 @@ from typing import Optional
 import torch
 from torch import nn
 
-from attention_core.multihead.heads import MultiHeadTrace, multi_head_attention
+from attention_core.masks import causal_mask
+from attention_core.multi_head.heads import MultiHeadTrace, multi_head_attention
 from attention_core.transformer.encoder import BlockWeights, LayerNormTrace, fill_attention, layer_norm
 
 
@@ -146,7 +147,7 @@ def decoder_block(y: torch.Tensor, memory: torch.Tensor, weights: DecoderBlockWe
     past = 0 if cache is None else cache.length
     total = past + y.shape[0]
     # causal: new row i (token past + i) may see tokens 0 .. past + i
-    mask = torch.ones(total, total, dtype=torch.bool).tril()[past:]  # (T − p, T)
+    mask = causal_mask(total)[past:]  # (T − p, T)
     attention = _attend(y, y, w.self_attention, num_heads, mask, cache)
     residual_1 = y + attention.output
     norm_1 = layer_norm(residual_1, w.gammas[0], w.betas[0])

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from attention_core.multihead.heads import MultiHeadTrace, multi_head_attention
+from attention_core.multi_head.heads import MultiHeadTrace, multi_head_attention
 
 #: LayerNorm's ε, torch's default (``layer_norm_eps=1e-5``).
 EPS = 1e-5

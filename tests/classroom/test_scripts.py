@@ -22,10 +22,10 @@ from attention_core.classroom.scripts import script_for
 from attention_core.masking.walkthrough import build_causal_walkthrough
 from attention_core.modern.alibi_walkthrough import build_alibi_walkthrough
 from attention_core.modern.flash_walkthrough import build_flash_walkthrough
+from attention_core.modern.gqa_walkthrough import build_gqa_walkthrough
 from attention_core.modern.rope_walkthrough import build_rope_walkthrough
 from attention_core.modern.sliding_walkthrough import build_sliding_walkthrough
-from attention_core.modern.walkthrough import build_gqa_walkthrough
-from attention_core.multihead.walkthrough import build_cross_walkthrough, build_multihead_walkthrough
+from attention_core.multi_head.walkthrough import build_cross_walkthrough, build_multi_head_walkthrough
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 from attention_core.transformer.generation_walkthrough import build_generation_walkthrough
@@ -45,9 +45,9 @@ CASES = {
     "dropout_eval": (lambda: build_causal_walkthrough(Settings(), dropout=True), "dropout"),
     "dropout_p_0_5": (lambda: build_causal_walkthrough(Settings().set(**{"dropout.dropout_p": 0.5, "dropout.training": True}), dropout=True),
                       "dropout"),
-    "multi_head_two_heads": (lambda: build_multihead_walkthrough(Settings.for_preset("journey_v1")), "multi_head"),
+    "multi_head_two_heads": (lambda: build_multi_head_walkthrough(Settings.for_preset("journey_v1")), "multi_head"),
     "multi_head_four_heads_padding": (
-        lambda: build_multihead_walkthrough(Settings(d_out=4, num_heads=4, padding=1)), "multi_head"),
+        lambda: build_multi_head_walkthrough(Settings(d_out=4, num_heads=4, padding=1)), "multi_head"),
     "cross_attention": (lambda: build_cross_walkthrough(Settings()), "cross_attention"),
     "encoder_post_ln": (lambda: build_encoder_walkthrough(Settings().set(**{"encoder_block.num_layers": 2})), "encoder_block"),
     "encoder_pre_ln": (lambda: build_encoder_walkthrough(Settings().set(**{"encoder_block.norm_first": True, "encoder_block.num_layers": 3, "encoder_block.block": 1})),
@@ -162,7 +162,7 @@ def test_user_tokens_enter_only_inside_string_literals():
     for key in ("self_attention", "causal", "multi_head", "rope", "flash_attention"):
         settings = Settings.for_preset("custom", sentence=NASTY)
         build = {"self_attention": build_walkthrough, "causal": build_causal_walkthrough,
-                 "multi_head": build_multihead_walkthrough, "rope": build_rope_walkthrough,
+                 "multi_head": build_multi_head_walkthrough, "rope": build_rope_walkthrough,
                  "flash_attention": build_flash_walkthrough}[key]
         source = script_for(registry.BY_KEY[key], build(settings))
         tree = ast.parse(source)
@@ -221,11 +221,11 @@ def test_a_per_head_heatmap_downloads_as_csv_with_its_numbers_and_translated_lab
     """What the heatmap picker hands to the CSV button: a panel of any step, its labels in the interface language."""
     import pandas as pd
 
-    from attention_core.multihead.walkthrough import multihead_steps
+    from attention_core.multi_head.walkthrough import multi_head_steps
     from ui.export import matrix_csv
     from ui.i18n import Translator
 
-    panel = multihead_steps(build_multihead_walkthrough(Settings.for_preset("journey_v1")), "head").stage.panels[1]
+    panel = multi_head_steps(build_multi_head_walkthrough(Settings.for_preset("journey_v1")), "head").stage.panels[1]
     cols = [Translator("zh")(label) for label in panel.col_labels]
     assert cols[0] != str(panel.col_labels[0])  # "col 3" in Chinese
     table = pd.read_csv(io.StringIO(matrix_csv(panel.matrix, list(panel.row_labels), cols)), index_col=0)

@@ -13,7 +13,7 @@ from attention_core import registry
 from attention_core.classroom import worksheet
 from attention_core.errors import Message
 from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps
-from attention_core.multihead.walkthrough import build_multihead_walkthrough, multihead_steps
+from attention_core.multi_head.walkthrough import build_multi_head_walkthrough, multi_head_steps
 from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
 from attention_core.settings import Settings
 from attention_core.stepthrough import explained_value
@@ -80,8 +80,8 @@ def test_a_users_dollar_sign_does_not_break_the_sheet():
 @pytest.mark.parametrize(("page", "steps_for"), [
     ("self_attention", lambda: (lambda w: lambda s: self_attention_steps(w, s))(build_walkthrough(Settings()))),
     ("causal", lambda: (lambda w: lambda s: causal_steps(w, s))(build_causal_walkthrough(Settings()))),
-    ("multi_head", lambda: (lambda w: lambda s: multihead_steps(w, s))(
-        build_multihead_walkthrough(Settings.for_preset("journey_v1")))),
+    ("multi_head", lambda: (lambda w: lambda s: multi_head_steps(w, s))(
+        build_multi_head_walkthrough(Settings.for_preset("journey_v1")))),
 ])
 def test_every_asked_formula_can_be_typeset(page, steps_for):
     sheet = worksheet.build_worksheet(steps_for(), list(registry.BY_KEY[page].stages), title=page, settings_line="",
@@ -109,8 +109,8 @@ def test_every_step_as_markdown_holds_each_stage_its_formula_and_its_numbers(pag
     builders = {
         "self_attention": lambda: (lambda w: lambda s: self_attention_steps(w, s))(build_walkthrough(Settings())),
         "causal": lambda: (lambda w: lambda s: causal_steps(w, s))(build_causal_walkthrough(Settings())),
-        "multi_head": lambda: (lambda w: lambda s: multihead_steps(w, s))(
-            build_multihead_walkthrough(Settings.for_preset("journey_v1"))),
+        "multi_head": lambda: (lambda w: lambda s: multi_head_steps(w, s))(
+            build_multi_head_walkthrough(Settings.for_preset("journey_v1"))),
     }
     steps_for = builders[page]()
     steps = [steps_for(key) for key in registry.BY_KEY[page].stages]

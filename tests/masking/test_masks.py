@@ -1,4 +1,4 @@
-"""Tests of attention_core.masking.masks: conventions, errors, and the two masking routes."""
+"""Tests of attention_core.masks: conventions, errors, and the two masking routes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_core.errors import InputError
-from attention_core.masking.masks import (
+from attention_core.masks import (
     additive_mask,
     causal_mask,
     combine_masks,

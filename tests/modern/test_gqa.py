@@ -13,8 +13,8 @@ from test_stepthrough import step_through_every_stage
 
 from attention_core.errors import InputError, Message
 from attention_core.modern.gqa import grouped_query_attention, kv_head_of
-from attention_core.modern.walkthrough import GQA_PAGE, build_gqa_walkthrough, explain_gqa, gqa_steps
-from attention_core.multihead.heads import multi_head_attention
+from attention_core.modern.gqa_walkthrough import GQA_PAGE, build_gqa_walkthrough, explain_gqa, gqa_steps
+from attention_core.multi_head.heads import multi_head_attention
 from attention_core.settings import Settings
 
 

@@ -100,7 +100,7 @@ def test_kv_cache_one_row_at_a_time_equals_recomputing_everything(seed, t):
 
 
 def test_a_cache_without_values_or_of_the_wrong_width_is_refused():
-    from attention_core.multihead.heads import multi_head_attention
+    from attention_core.multi_head.heads import multi_head_attention
 
     x, w = torch.randn(1, 4), torch.randn(4, 4)
     with pytest.raises(InputError, match="both its keys and its values"):

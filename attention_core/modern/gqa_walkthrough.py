@@ -26,20 +26,21 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
+from attention_core import entry_formulas as entries
 from attention_core import practice
 from attention_core.errors import N_, InputError, Message
 from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate, number
 from attention_core.limits import MAX_DIM, MAX_GQA_HEADS, MAX_HEAD_DIM
-from attention_core.masking import formulas as fm
-from attention_core.masking.walkthrough import module_weights
+from attention_core.masks import causal_mask
 from attention_core.modern.gqa import GroupedQueryTrace, grouped_query_attention, kv_head_of
-from attention_core.multihead.heads import multi_head_attention
+from attention_core.multi_head.heads import multi_head_attention
 from attention_core.page import Page
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, dim_labels, token_labels
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.transformer.generation import FLOAT32_BYTES, kv_cache_bytes
+from attention_core.weights import module_weights
 
 if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
     from attention_core.settings import Settings
@@ -95,7 +96,7 @@ def build_gqa_walkthrough(settings: Settings, edits: Edits | None = None) -> GQA
                          field="gqa.head_dim", h=h, hd=hd, width=h * hd, max=MAX_DIM)
     w = module_weights(x.shape[-1], h * hd, settings.seed, out_proj=True)
     t = x.shape[0]
-    mask = torch.ones(t, t, dtype=torch.bool).tril() if settings.causal_mask else None
+    mask = causal_mask(t) if settings.causal_mask else None
     trace = grouped_query_attention(x, w["w_query"], w["w_key"][:, :kv * hd], w["w_value"][:, :kv * hd],
                                     w["w_out"], b_out=w["b_out"], num_heads=h, num_kv_heads=kv, attn_mask=mask)
     with torch.no_grad():
@@ -220,7 +221,7 @@ def explain_gqa(walk: GQAWalkthrough, stage: str, row: int, col: int, head: int 
     if stage == "inputs":
         return f"x_{{{row + 1},{col + 1}}} = {number(value)}"
     if stage == "projections":
-        return fm.projection_entry_latex("k", row, col, t.x[row].tolist(), t.w_key[:, col].tolist(), value)
+        return entries.projection_entry_latex("k", row, col, t.x[row].tolist(), t.w_key[:, col].tolist(), value)
     if stage == "groups":
         group = t.groups[row]
         return (f"g({row + 1}) = \\left\\lfloor \\frac{{({row + 1} - 1) \\cdot {t.num_kv_heads}}}{{{t.num_heads}}}"
@@ -231,9 +232,9 @@ def explain_gqa(walk: GQAWalkthrough, stage: str, row: int, col: int, head: int 
         return (f"k^{{({head + 1})}}_{{{row + 1},{col + 1}}} = K_{{{row + 1},\\,{g * t.head_dim + col + 1}}} = "
                 + number(value) + r" \quad \text{(" + f"g({head + 1}) = {g + 1}" + ")}")
     if stage == "weights":
-        return fm.masked_weight_entry_latex(row, col, t.attention.masked_scores[head, row].tolist(), value, head, tr)
+        return entries.masked_weight_entry_latex(row, col, t.attention.masked_scores[head, row].tolist(), value, head, tr)
     if stage == "output":
-        return fm.output_entry_latex(row, col, t.concat[row].tolist(), t.w_out[:, col].tolist(),
+        return entries.output_entry_latex(row, col, t.concat[row].tolist(), t.w_out[:, col].tolist(),
                                      float(t.b_out[col]), value)
     if stage == "kv_cache":
         name, heads, _ = walk.cache_rows[row]

@@ -2,10 +2,10 @@ r"""From settings to every number on the multi-head and cross-attention pages, a
 
 Seed 001's ``MultiHeadAttention`` splits d_out into h heads of head_dim columns, attends per head (with the
 causal page's mask) and mixes the concatenated heads with W_O; cross-attention takes its keys and values from
-a second (encoder) sentence (seed 003). :func:`build_multihead_walkthrough` and
+a second (encoder) sentence (seed 003). :func:`build_multi_head_walkthrough` and
 :func:`build_cross_walkthrough` hold every number their page shows and the checks against
 ``torch.nn.functional.scaled_dot_product_attention`` and ``torch.nn.MultiheadAttention``;
-:func:`multihead_steps` puts a stage in the one step-through protocol.
+:func:`multi_head_steps` puts a stage in the one step-through protocol.
 
 Shape legend: m query tokens (the decoder's in cross-attention), n key/value tokens, D = d_model,
 d_out = h · head_dim, h = num_heads. Matrices are float32; masks bool with True = may attend.
@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attention_core import entry_formulas as entries
 from attention_core import practice
 from attention_core.errors import N_, InputError, Message
 from attention_core.inputs.edits import Edits
@@ -32,20 +33,18 @@ from attention_core.inputs.presets import PRESETS
 from attention_core.inputs.tokens import Vocabulary, seed000_tables, tokenize
 from attention_core.latex import Translate, index, number
 from attention_core.limits import MAX_TOKENS
-from attention_core.masking import formulas as fm
 from attention_core.masking.walkthrough import (
     MASK_EDITS,
     MaskParts,
     blocked_row_notes,
     build_mask,
     check_context_length,
-    module_weights,
     x_edits_only,
 )
-from attention_core.multihead import formulas as formulas_multihead
-from attention_core.multihead.heads import MultiHeadTrace, head_columns, multi_head_attention
+from attention_core.multi_head import formulas as formulas_multi_head
+from attention_core.multi_head import modules
+from attention_core.multi_head.heads import MultiHeadTrace, head_columns, multi_head_attention
 from attention_core.page import Page
-from attention_core.self_attention import modules
 from attention_core.self_attention.walkthrough import (
     Walkthrough,
     base_matrices,
@@ -54,6 +53,7 @@ from attention_core.self_attention.walkthrough import (
     token_labels,
 )
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+from attention_core.weights import module_weights
 
 if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
     from attention_core.settings import Settings
@@ -170,7 +170,7 @@ def _reshape_chain(m: int, d_out: int, h: int) -> tuple[tuple[int, ...], ...]:
     return (1, m, d_out), (1, m, h, d_out // h), (1, h, m, d_out // h)
 
 
-def build_multihead_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> MultiHeadWalkthrough:
+def build_multi_head_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> MultiHeadWalkthrough:
     """Multi-head self-attention (seed 001's ``MultiHeadAttention``) on the settings' sentence.
 
     The mask is the causal page's (causal switch, padding, clicked cells); no dropout (eval mode).
@@ -305,7 +305,7 @@ def build_cross_walkthrough(settings: Settings, edits: Optional[Edits] = None) -
     )
 
 
-def multihead_panels(walk: MultiHeadWalkthrough, stage: str) -> tuple[Panel, ...]:
+def multi_head_panels(walk: MultiHeadWalkthrough, stage: str) -> tuple[Panel, ...]:
     """The heatmaps of a multi-head (MULTI_HEAD.stages) or cross-attention (CROSS_ATTENTION.stages) stage."""
     trace = walk.trace
     rows, kv_rows = tuple(token_labels(walk.tokens)), tuple(token_labels(walk.kv_tokens))
@@ -368,7 +368,7 @@ def multihead_panels(walk: MultiHeadWalkthrough, stage: str) -> tuple[Panel, ...
     raise KeyError(stage)
 
 
-def explain_multihead(walk: MultiHeadWalkthrough, stage: str, row: int, col: int, head: int,
+def explain_multi_head(walk: MultiHeadWalkthrough, stage: str, row: int, col: int, head: int,
                       tr: Translate = Message) -> str:
     """One entry of a multi-head or cross-attention stage, with its numbers in, as LaTeX.
 
@@ -378,7 +378,7 @@ def explain_multihead(walk: MultiHeadWalkthrough, stage: str, row: int, col: int
         KeyError: unknown stage. IndexError: (row, col, head) outside the stage's matrices.
     """
     trace = walk.trace
-    panels = [p for p in multihead_panels(walk, stage) if p.explained]
+    panels = [p for p in multi_head_panels(walk, stage) if p.explained]
     if not 0 <= head < trace.num_heads:
         raise IndexError(f"head {head} outside 0..{trace.num_heads - 1}")
     matrix = panels[0].matrix
@@ -390,34 +390,34 @@ def explain_multihead(walk: MultiHeadWalkthrough, stage: str, row: int, col: int
         sup = "^{dec}" if cross else ""
         return f"x{sup}_{{{row + 1},{col + 1}}} = {number(float(walk.x_query[row, col]))}"
     if stage in ("projections", "query"):
-        return fm.projection_entry_latex("q", row, col, walk.x_query[row].tolist(), trace.w_query[:, col].tolist(),
+        return entries.projection_entry_latex("q", row, col, walk.x_query[row].tolist(), trace.w_query[:, col].tolist(),
                                          float(trace.query[row, col]), "x^{dec}" if cross else "x")
     if stage in ("key", "value"):
         w, out = (trace.w_key, trace.key) if stage == "key" else (trace.w_value, trace.value)
-        return fm.projection_entry_latex(stage[0], row, col, walk.x_kv[row].tolist(), w[:, col].tolist(),
+        return entries.projection_entry_latex(stage[0], row, col, walk.x_kv[row].tolist(), w[:, col].tolist(),
                                          float(out[row, col]), "x^{enc}")
     if stage in ("split", "concat"):
-        return formulas_multihead.multihead_entry_latex(trace, stage, row, col, head)
+        return formulas_multi_head.multi_head_entry_latex(trace, stage, row, col, head)
     if stage == "scaled_scores":
-        return fm.scaled_score_entry_latex(row, col, att.query[row].tolist(), att.key[col].tolist(), trace.head_dim,
+        return entries.scaled_score_entry_latex(row, col, att.query[row].tolist(), att.key[col].tolist(), trace.head_dim,
                                            float(att.scaled_scores[row, col]), head=head, width_symbol="d_{head}")
     if stage == "masked_scores":
-        return fm.masked_score_entry_latex(row, col, float(att.scaled_scores[row, col]),
+        return entries.masked_score_entry_latex(row, col, float(att.scaled_scores[row, col]),
                                            att.attn_mask is None or bool(att.attn_mask[row, col]), head)
     if stage == "weights":
-        return fm.masked_weight_entry_latex(row, col, att.masked_scores[row].tolist(), float(att.weights[row, col]),
+        return entries.masked_weight_entry_latex(row, col, att.masked_scores[row].tolist(), float(att.weights[row, col]),
                                             head, tr)
     if stage == "head":
-        return fm.weighted_sum_entry_latex(row, col, att.dropped_weights[row].tolist(), att.value[:, col].tolist(),
+        return entries.weighted_sum_entry_latex(row, col, att.dropped_weights[row].tolist(), att.value[:, col].tolist(),
                                            float(att.output[row, col]), head=head)
     if stage == "output":
-        return fm.output_entry_latex(row, col, trace.concat[row].tolist(), trace.w_out[:, col].tolist(),
+        return entries.output_entry_latex(row, col, trace.concat[row].tolist(), trace.w_out[:, col].tolist(),
                                      float(trace.b_out[col]), float(trace.output[row, col]))
     raise KeyError(stage)
 
 
 
-def multihead_exercise(walk: MultiHeadWalkthrough, stage: str, row: int, col: int,
+def multi_head_exercise(walk: MultiHeadWalkthrough, stage: str, row: int, col: int,
                        head: int) -> Optional[practice.Exercise]:
     """Entry (row, col) of head ``head`` of a multi-head or cross-attention stage as an exercise (practice mode);
     None where nothing is computed (the inputs, the split and concat, which move numbers, the masked scores).
@@ -428,7 +428,7 @@ def multihead_exercise(walk: MultiHeadWalkthrough, stage: str, row: int, col: in
     trace = walk.trace
     if not 0 <= head < trace.num_heads:
         raise IndexError(f"head {head} outside 0..{trace.num_heads - 1}")
-    value = explained_value(multihead_panels(walk, stage), row, col, head)  # raises outside the explained panel
+    value = explained_value(multi_head_panels(walk, stage), row, col, head)  # raises outside the explained panel
     att, hd = trace.heads[head], trace.head_dim
     i, j, r = row + 1, col + 1, head + 1
     cross = walk.is_cross
@@ -473,7 +473,7 @@ def multihead_exercise(walk: MultiHeadWalkthrough, stage: str, row: int, col: in
 # ---------------------------------------------------------------- the step-through protocol
 
 
-def multihead_steps(walk: MultiHeadWalkthrough, stage: str) -> StepThrough:
+def multi_head_steps(walk: MultiHeadWalkthrough, stage: str) -> StepThrough:
     """The multi-head or (for a cross-attention walk-through) the cross-attention page's ``stage`` in the one
     step-through protocol.
 
@@ -486,10 +486,10 @@ def multihead_steps(walk: MultiHeadWalkthrough, stage: str) -> StepThrough:
     return StepThrough(
         page=page,
         stage=Stage(
-            key=stage, panels=multihead_panels(walk, stage),
-            formula=functools.partial(fm.masking_formula, page.key, stage),
-            entry=lambda row, col, head, tr: explain_multihead(walk, stage, row, col, head, tr),
-            exercise=lambda row, col, head: multihead_exercise(walk, stage, row, col, head),
+            key=stage, panels=multi_head_panels(walk, stage),
+            formula=functools.partial(formulas_multi_head.page_formula, page.key, stage),
+            entry=lambda row, col, head, tr: explain_multi_head(walk, stage, row, col, head, tr),
+            exercise=lambda row, col, head: multi_head_exercise(walk, stage, row, col, head),
             code=(multi_head_attention,) if walk.is_cross else (modules.MultiHeadAttention.forward,),
         ),
         checks=walk.checks, warnings=walk.warnings, notes=walk.notes, num_heads=walk.trace.num_heads,
@@ -524,7 +524,7 @@ MULTI_HEAD = Page(
         "concat": N_("Concat(head_1, …, head_h)"),
         "output": N_("Output: Concat · W_O + b_O"),
     },
-    stage_field="multi_head.stage", steps=multihead_steps,
+    stage_field="multi_head.stage", steps=multi_head_steps,
     settings=MultiHeadSettings,
     legacy={"mha_stage": "stage"},
 )
@@ -552,7 +552,7 @@ CROSS_ATTENTION = Page(
         "head": N_("Each head's context vectors"),
         "output": N_("Output: Concat · W_O + b_O"),
     },
-    stage_field="cross_attention.stage", steps=multihead_steps,
+    stage_field="cross_attention.stage", steps=multi_head_steps,
     settings=CrossAttentionSettings,
     legacy={"cross_stage": "stage"},
 )

@@ -1,4 +1,4 @@
-"""walkthrough_multihead and formulas_masking: the masking & heads pages' numbers, against torch and the seeds.
+"""walkthrough_multi_head and formulas_masking: the masking & heads pages' numbers, against torch and the seeds.
 
 The printed numbers are rasbt/LLMs-from-scratch ch03's (quoted by seed 004,
 004_56c592a3d25bc184.txt) on the six "Your journey starts with one step" inputs.
@@ -26,19 +26,21 @@ from attention_core.masking.walkthrough import (
     build_causal_walkthrough,
     causal_panels,
     explain_causal,
-    module_weights,
 )
-from attention_core.multihead.walkthrough import (
+from attention_core.multi_head import formulas as formulas_multi_head
+from attention_core.multi_head.modules import MultiHeadAttention
+from attention_core.multi_head.walkthrough import (
     build_cross_walkthrough,
-    build_multihead_walkthrough,
-    explain_multihead,
-    multihead_panels,
-    multihead_steps,
+    build_multi_head_walkthrough,
+    explain_multi_head,
+    multi_head_panels,
+    multi_head_steps,
 )
-from attention_core.self_attention.modules import CausalAttention, MultiHeadAttention, SelfAttentionV2
+from attention_core.self_attention.modules import CausalAttention, SelfAttentionV2
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import MAX_DROPOUT, MAX_TOKENS, PRESET_FIELDS, Settings, validate_settings
 from attention_core.stepthrough import clamp_entry
+from attention_core.weights import module_weights
 
 JOURNEY = torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
                         [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]])
@@ -99,7 +101,7 @@ def test_building_the_pages_never_touches_the_global_generator():
     before = torch.random.get_rng_state()
     s = Settings.for_preset("custom", **{"dropout.dropout_p": 0.3})
     build_causal_walkthrough(s, dropout=True)
-    build_multihead_walkthrough(s)
+    build_multi_head_walkthrough(s)
     build_cross_walkthrough(s)
     assert torch.equal(before, torch.random.get_rng_state())
 
@@ -120,7 +122,7 @@ def test_causal_page_reproduces_causal_attention_printed_output():
 def test_multi_head_page_reproduces_multi_head_attention_printed_output():
     s = Settings.for_preset("journey_v1")
     assert (s.d_out, s.num_heads, s.seed) == (2, 2, 123)
-    walk = build_multihead_walkthrough(s)
+    walk = build_multi_head_walkthrough(s)
     assert torch.allclose(walk.trace.output, MHA_PRINTED, atol=1e-4)
 
 
@@ -146,7 +148,7 @@ def test_journey_v2_masked_weights_and_dropout_reproduce_ch03():
 def test_every_preset_passes_every_check(preset):
     s = Settings.for_preset(preset)
     for walk in (build_causal_walkthrough(s), build_causal_walkthrough(s, dropout=True),
-                 build_multihead_walkthrough(s), build_cross_walkthrough(s)):
+                 build_multi_head_walkthrough(s), build_cross_walkthrough(s)):
         assert walk.checks and all(c.matches for c in walk.checks), walk.checks
 
 
@@ -191,7 +193,7 @@ def test_all_padding_blocks_everything_with_a_message():
     walk = build_causal_walkthrough(s)
     assert walk.blocked_rows == (0, 1, 2)
     assert "All 3 tokens are padding" in walk.warnings[0]
-    mh = build_multihead_walkthrough(s)
+    mh = build_multi_head_walkthrough(s)
     assert mh.blocked_rows == (0, 1, 2) and all(c.matches for c in mh.checks)
 
 
@@ -209,7 +211,7 @@ def test_mask_reasons_name_the_future_padding_and_the_users_cells():
 
 def test_context_length_shorter_than_the_sentence_is_an_input_error():
     s = Settings.for_preset("journey_v1", context_length=4)
-    for build in (build_causal_walkthrough, build_multihead_walkthrough, build_cross_walkthrough):
+    for build in (build_causal_walkthrough, build_multi_head_walkthrough, build_cross_walkthrough):
         with pytest.raises(InputError, match="6 tokens but the context length is 4"):
             build(s)
 
@@ -249,7 +251,7 @@ def test_dropout_mask_is_nn_dropouts_and_rows_stop_summing_to_one(p, seed):
 
 def test_heads_that_do_not_divide_d_out_get_the_head_counts_that_fit():
     s = Settings.for_preset("seed000", d_out=6, num_heads=4)
-    for build in (build_multihead_walkthrough, build_cross_walkthrough):
+    for build in (build_multi_head_walkthrough, build_cross_walkthrough):
         with pytest.raises(InputError, match=r"d_out = 6 cannot be split into 4 equal heads.*1, 2, 3, 6 heads"):
             build(s)
 
@@ -257,7 +259,7 @@ def test_heads_that_do_not_divide_d_out_get_the_head_counts_that_fit():
 @pytest.mark.parametrize("d_out, heads", [(4, 1), (4, 2), (4, 4), (8, 2), (6, 3)])
 def test_multi_head_scale_is_head_dim_and_matches_nn_multihead_attention(d_out, heads):
     s = Settings.for_preset("custom", d_model=d_out, d_out=d_out, num_heads=heads, padding=1)
-    walk = build_multihead_walkthrough(s)
+    walk = build_multi_head_walkthrough(s)
     head_dim = d_out // heads
     assert walk.scale == pytest.approx(1 / math.sqrt(head_dim))
     assert walk.wrong_scale == pytest.approx(1 / math.sqrt(d_out))
@@ -273,7 +275,7 @@ def test_multi_head_scale_is_head_dim_and_matches_nn_multihead_attention(d_out, 
 
 
 def test_nn_multihead_attention_check_needs_d_model_equal_d_out():
-    walk = build_multihead_walkthrough(Settings.for_preset("journey_v1"))  # d_model 3, d_out 2
+    walk = build_multi_head_walkthrough(Settings.for_preset("journey_v1"))  # d_model 3, d_out 2
     assert [c.reference.split("(")[0] for c in walk.checks] == ["torch.nn.functional.scaled_dot_product_attention"]
     assert any("d_model = 3 ≠ d_out = 2" in n for n in walk.notes)
 
@@ -330,7 +332,7 @@ def _walks():
     return (
         [("causal", build_causal_walkthrough(s, edits), list(registry.BY_KEY["causal"].stages))],
         [("dropout", build_causal_walkthrough(s, edits, dropout=True), list(registry.BY_KEY["dropout"].stages))],
-        [("multi_head", build_multihead_walkthrough(s, edits), list(registry.BY_KEY["multi_head"].stages))],
+        [("multi_head", build_multi_head_walkthrough(s, edits), list(registry.BY_KEY["multi_head"].stages))],
         [("cross_attention", build_cross_walkthrough(s), list(registry.BY_KEY["cross_attention"].stages))],
     )
 
@@ -339,9 +341,10 @@ def _walks():
 def test_every_stage_has_panels_formulas_and_explains_each_entry_with_its_number(group):
     ((page, walk, stages),) = _walks()[group]
     for stage in stages:
-        lines = fm.masking_formula(page, stage)
+        formula = formulas_multi_head.page_formula if page in ("multi_head", "cross_attention") else fm.masking_formula
+        lines = formula(page, stage)
         assert len(lines) >= 2 and all(lines)
-        panels = (multihead_panels if page in ("multi_head", "cross_attention") else causal_panels)(walk, stage)
+        panels = (multi_head_panels if page in ("multi_head", "cross_attention") else causal_panels)(walk, stage)
         explained = [p for p in panels if p.explained]
         assert explained
         for panel in panels:
@@ -351,7 +354,7 @@ def test_every_stage_has_panels_formulas_and_explains_each_entry_with_its_number
             for head in ({p.head for p in explained} - {None}) or {0}:
                 matrix = next(p for p in explained if p.head in (None, head)).matrix
                 if page in ("multi_head", "cross_attention"):
-                    latex = explain_multihead(walk, stage, row, col, head)
+                    latex = explain_multi_head(walk, stage, row, col, head)
                 else:
                     latex = explain_causal(walk, stage, row, col)
                 value = float(matrix[row, col])
@@ -365,15 +368,15 @@ def test_every_stage_has_panels_formulas_and_explains_each_entry_with_its_number
 
 
 def test_scaled_scores_entry_divides_by_sqrt_head_dim():
-    walk = build_multihead_walkthrough(Settings.for_preset("seed000", d_out=8, num_heads=2))
-    latex = explain_multihead(walk, "scaled_scores", 1, 0, 1)
+    walk = build_multi_head_walkthrough(Settings.for_preset("seed000", d_out=8, num_heads=2))
+    latex = explain_multi_head(walk, "scaled_scores", 1, 0, 1)
     assert r"\sqrt{4}" in latex and r"\sqrt{d_{head}}" in latex and "a^{(2)}_{2,1}" in latex
 
 
 def test_clamp_entry_moves_inside_the_stage_and_the_heads():
-    walk = build_multihead_walkthrough(Settings.for_preset("journey_v1"))
-    assert clamp_entry(multihead_steps(walk, "split").stage, 9, 9, 5, 2) == (5, 0, 1)
-    assert clamp_entry(multihead_steps(walk, "weights").stage, -1, 3, 0, 2) == (0, 3, 0)
+    walk = build_multi_head_walkthrough(Settings.for_preset("journey_v1"))
+    assert clamp_entry(multi_head_steps(walk, "split").stage, 9, 9, 5, 2) == (5, 0, 1)
+    assert clamp_entry(multi_head_steps(walk, "weights").stage, -1, 3, 0, 2) == (0, 3, 0)
 
 
 # ---------------------------------------------------------------- settings

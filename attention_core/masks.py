@@ -93,7 +93,7 @@ def key_padding_mask(
     Returns:
         bool (b, 1, n), True = may attend (a real token). It broadcasts over
         the queries of (b, m, n) scores; combine it with a causal mask with
-        :func:`combine_masks`. (:func:`multihead.multi_head_attention` adds the
+        :func:`combine_masks`. (:func:`multi_head.multi_head_attention` adds the
         head dim itself.)
 
     Raises:

@@ -1,8 +1,8 @@
 r"""The formulas of the masking and multi-head steps, built with sympy.
 
 Like :mod:`formulas`: each stage has a matrix formula and an element formula
-(:func:`multihead_formula`), and :func:`multihead_entry_latex` writes one entry (row, col)
-of a :class:`multihead.MultiHeadTrace` with its numbers substituted.
+(:func:`multi_head_formula`), and :func:`multi_head_entry_latex` writes one entry (row, col)
+of a :class:`multi_head.MultiHeadTrace` with its numbers substituted.
 No user text goes through sympy.
 
 Sources: Vaswani et al. 2017, "Attention Is All You Need", eq. 1 and
@@ -22,10 +22,13 @@ from functools import lru_cache
 import sympy as sp
 import torch
 
-from attention_core.latex import number_expr
-from attention_core.multihead.heads import MultiHeadTrace, head_columns
+from attention_core.errors import N_, Message
+from attention_core.latex import Translate, latex_text, number_expr, translate_cases
+from attention_core.masking import formulas as masking_formulas
+from attention_core.multi_head.heads import MultiHeadTrace, head_columns
+from attention_core.self_attention import formulas as self_attention_formulas
 
-#: The stages :func:`multihead_formula` and :func:`multihead_entry_latex` write (the masking & heads pages
+#: The stages :func:`multi_head_formula` and :func:`multi_head_entry_latex` write (the masking & heads pages
 #: use them for their multi-head stages; the pages' stages are declared with the pages).
 FORMULA_STAGES = ("masked_scores", "split", "head", "concat", "output")
 
@@ -34,6 +37,8 @@ _h = sp.Symbol("h", integer=True, positive=True)
 _d_head = sp.Symbol(r"d_{head}", integer=True, positive=True)
 _d_out = sp.Symbol(r"d_{out}", integer=True, positive=True)
 _n = sp.Symbol("n", integer=True, positive=True)
+_T, _D = sp.Symbol("T"), sp.Symbol("D")
+_M, _x = sp.IndexedBase("M"), sp.IndexedBase("x")
 _TOP = sp.Symbol(r"\top")
 _softmax = sp.Function(r"\operatorname{softmax}")
 _concat = sp.Function(r"\operatorname{Concat}")
@@ -103,7 +108,7 @@ def _element_formula(stage: str, i=_i, j=_j, r=_r) -> sp.Expr:
 
 
 @lru_cache(maxsize=None)
-def multihead_formula(stage: str) -> tuple[str, str]:
+def multi_head_formula(stage: str) -> tuple[str, str]:
     """The (matrix form, element form) of a stage, as LaTeX.
 
     Raises:
@@ -120,7 +125,7 @@ def mask_latex(mask: torch.Tensor) -> str:
     return "M = " + sp.latex(sp.Matrix(rows))
 
 
-def multihead_entry_latex(trace: MultiHeadTrace, stage: str, row: int, col: int, head: int = 0) -> str:
+def multi_head_entry_latex(trace: MultiHeadTrace, stage: str, row: int, col: int, head: int = 0) -> str:
     """The element formula of one entry with its numbers substituted, and the result.
 
     Indices are shown 1-based, as in the seed articles.
@@ -138,7 +143,7 @@ def multihead_entry_latex(trace: MultiHeadTrace, stage: str, row: int, col: int,
         IndexError: row, col or head out of range.
     """
     if trace.x_query.dim() != 2:
-        raise ValueError("multihead_entry_latex needs an unbatched trace (inputs of shape (T, d))")
+        raise ValueError("multi_head_entry_latex needs an unbatched trace (inputs of shape (T, d))")
     if not 0 <= head < trace.num_heads:
         raise IndexError(f"head {head} outside 0..{trace.num_heads - 1}")
     att = trace.heads[head]
@@ -185,3 +190,126 @@ def multihead_entry_latex(trace: MultiHeadTrace, stage: str, row: int, col: int,
         parts.append(numbers)
     parts.append(sp.latex(number_expr(value)) if value in (float("inf"), float("-inf")) else sp.latex(sp.Float(value, 4)))
     return " = ".join(parts)
+
+
+# ---------------------------------------------------------------- the multi-head and cross-attention pages
+
+#: The words inside the pages' general formulas (``\\text{...}``), translated by :func:`page_formula`'s ``tr``.
+_WORDS: dict[str, str] = {
+    "decoder_ids": N_("decoder ids"),
+    "encoder_ids": N_("encoder ids"),
+    "not": N_("not"),
+    "per_head": N_("per head, then"),
+}
+
+
+def _prod(*factors) -> sp.Expr:
+    return sp.Mul(*factors, evaluate=False)
+
+
+def _latex(expr: sp.Expr) -> str:
+    return sp.latex(expr, order="none")
+
+
+def page_formula(page: str, stage: str, tr: Translate = Message) -> tuple[str, ...]:
+    """The matrix form and the element form (and sometimes a remark) of a stage of a multi-head page, as LaTeX.
+
+    Args:
+        page: "multi_head" or "cross_attention".
+        stage: a key of that page's stage dict.
+        tr: puts the words of the formulas in the interface language (default: English).
+
+    Raises:
+        KeyError: for an unknown stage.
+    """
+    words = tuple((key, str(tr(text))) for key, text in _WORDS.items())
+    return tuple(translate_cases(line, tr) for line in _page_formula(page, stage, words))
+
+
+@lru_cache(maxsize=None)
+def _page_formula(page: str, stage: str, words: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """:func:`page_formula` with its words already translated (cached per page, stage and language)."""
+    translated = dict(words)
+
+    def w(key: str, before: str = "", after: str = "") -> str:
+        return latex_text(before + translated[key] + after)
+
+    # per head r, scaled by sqrt(d_head)
+    q_r, k_r = _nc("Q_{r}"), _nc("K_{r}")
+    head_scaled = sp.Mul(q_r, sp.Pow(k_r, _TOP, evaluate=False), 1 / sp.sqrt(_d_head))
+    a_r, a_masked_r, alpha_r = _per_head("a"), _per_head("a'"), _per_head(r"\alpha")
+    upper = _n if page == "cross_attention" else _T
+    if stage == "head" and page == "cross_attention":  # no mask: every query may look at every encoder token
+        matrix = sp.Eq(_nc(r"\mathrm{head}_{r}"), sp.Mul(_softmax(head_scaled), _nc("V_{r}")))
+        return _latex(matrix), multi_head_formula(stage)[1]
+    if stage in ("head", "concat", "output", "split"):
+        return multi_head_formula(stage)
+    if stage == "inputs":
+        if page == "multi_head":
+            return self_attention_formulas.self_attention_formula("inputs")
+        return (_latex(sp.Eq(_nc(r"X_{dec}"), sp.Symbol(r"\mathrm{Embedding}(" + w("decoder_ids")
+                                                         + r") \in \mathbb{R}^{m \times D}"))),
+                _latex(sp.Eq(_nc(r"X_{enc}"), sp.Symbol(r"\mathrm{Embedding}(" + w("encoder_ids")
+                                                         + r") \in \mathbb{R}^{n \times D}"))))
+    if stage in ("projections", "query", "key", "value"):
+        rows = {"query": "dec", "key": "enc", "value": "enc"}
+        lines = []
+        for name in (("query", "key", "value") if stage == "projections" else (stage,)):
+            letter = name[0]
+            x_name = "X" if page == "multi_head" else f"X_{{{rows[name]}}}"
+            lines.append(_latex(sp.Eq(_nc(letter.upper()), sp.Mul(_nc(x_name), _nc(f"W_{letter}")))))
+        x_base = _x if page == "multi_head" else sp.IndexedBase(f"x^{{{rows.get(stage, 'dec')}}}")
+        letter = "q" if stage == "projections" else stage[0]
+        element = sp.Eq(sp.IndexedBase(letter)[_i, _j],
+                        sp.Sum(_prod(x_base[_i, _l], sp.IndexedBase(f"W^{{{letter}}}")[_l, _j]), (_l, 1, _D)))
+        return (*lines, _latex(element))
+    if stage == "scaled_scores":
+        matrix = sp.Eq(_nc("A_{r}"), head_scaled)
+        element = sp.Eq(a_r[_i, _j], sp.Sum(_prod(_per_head("q")[_i, _c], _per_head("k")[_j, _c]), (_c, 1, _d_head))
+                        / sp.sqrt(_d_head))
+        note = r"d_{head} = d_{out} / h \quad (" + w("not", after=" ") + r" \sqrt{d_{out}})"
+        return _latex(matrix), _latex(element), note
+    if stage == "masked_scores":
+        matrix = sp.Eq(_nc("A'_{r}"), sp.Add(head_scaled, _nc("M"), evaluate=False))
+        element = sp.Eq(a_masked_r[_i, _j], sp.Piecewise((a_r[_i, _j], sp.Eq(_M[_i, _j], 0)), (-sp.oo, True)))
+        return _latex(matrix), _latex(element)
+    if stage == "weights":
+        inner = sp.Add(head_scaled, _nc("M"), evaluate=False) if page == "multi_head" else head_scaled
+        matrix = sp.Eq(_nc(r"\mathcal{A}_{r}"), _softmax(inner))
+        a = a_masked_r if page == "multi_head" else a_r
+        return _latex(matrix), _latex(masking_formulas.masked_weight_element(upper=upper, alpha=alpha_r, a=a))
+    raise KeyError(stage)
+
+
+def header_latex(page: str, tr: Translate = Message) -> str:
+    """The formula at the top of the multi-head or cross-attention page, as LaTeX.
+
+    Built with sympy from the same symbols as the pages' stages (Vaswani et al. 2017, sec. 3.2.2; seed 001 for
+    multi-head; seed 003 for cross-attention). ``tr`` puts the formula's words in the interface language.
+
+    Raises:
+        KeyError: for another page.
+    """
+    return translate_cases(_header_latex(page, tuple((key, str(tr(text))) for key, text in _WORDS.items())), tr)
+
+
+@lru_cache(maxsize=None)
+def _header_latex(page: str, words: tuple[tuple[str, str], ...]) -> str:
+    translated = dict(words)
+    if page == "multi_head":
+        head = multi_head_formula("head")[0]
+        heads = (sp.Symbol(r"\mathrm{head}_{1}"), sp.Symbol(r"\dots"), sp.Symbol(r"\mathrm{head}_{h}"))
+        multi_head = sp.Eq(sp.Symbol(r"\operatorname{MultiHead}"),
+                          sp.Add(sp.Mul(sp.Function(r"\operatorname{Concat}")(*heads), _nc("W_O")), _nc("b_O"),
+                                 evaluate=False))
+        return head + r",\qquad " + _latex(multi_head)
+    if page == "cross_attention":
+        x_dec, x_enc = _nc("X_{dec}"), _nc("X_{enc}")
+        q, k = sp.Mul(x_dec, _nc("W_q")), sp.Mul(x_enc, _nc("W_k"))
+        scores = sp.Mul(q, sp.Pow(k, _TOP, evaluate=False), 1 / sp.sqrt(_d_head), evaluate=False)
+        cross = sp.Eq(sp.Function(r"\operatorname{CrossAttention}")(x_dec, x_enc),
+                      sp.Mul(_softmax(scores), x_enc, _nc("W_v")))
+        concat = sp.Add(sp.Mul(sp.Symbol(r"\operatorname{Concat}"), _nc("W_O"), evaluate=False), _nc("b_O"),
+                        evaluate=False)
+        return _latex(cross) + r"\quad" + latex_text(translated["per_head"] + " ") + " " + _latex(concat)
+    raise KeyError(page)

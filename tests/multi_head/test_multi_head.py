@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 from torch import nn
 
 from attention_core.errors import InputError
-from attention_core.masking.masks import causal_mask, combine_masks, key_padding_mask
-from attention_core.multihead.heads import head_columns, multi_head_attention
+from attention_core.masks import causal_mask, combine_masks, key_padding_mask
+from attention_core.multi_head.heads import head_columns, multi_head_attention
+from attention_core.multi_head.modules import MultiHeadAttention
 from attention_core.self_attention.functional import scaled_dot_product_attention
-from attention_core.self_attention.modules import CausalAttention, MultiHeadAttention, SelfAttentionV2
+from attention_core.self_attention.modules import CausalAttention, SelfAttentionV2
 
 # rasbt/LLMs-from-scratch ch03 (seed 004): "Your journey starts with one step".
 INPUTS = torch.tensor(
@@ -422,43 +423,43 @@ def test_bad_arguments_raise_input_error(change, field):
     assert info.value.field == field and info.value.message
 
 
-# ---------------------------------------------------------------- formulas_multihead
+# ---------------------------------------------------------------- formulas_multi_head
 
 
 def test_general_formulas_of_every_stage():
-    from attention_core.multihead import formulas as fm
+    from attention_core.multi_head import formulas as fm
     for stage in fm.FORMULA_STAGES:
-        matrix, element = fm.multihead_formula(stage)
+        matrix, element = fm.multi_head_formula(stage)
         assert matrix and element
-    assert r"\sqrt{d_{head}}" in fm.multihead_formula("head")[0]  # never sqrt(d_out)
-    assert r"-\infty" in fm.multihead_formula("masked_scores")[1]
-    assert r"\left(r - 1\right) d_{head} + c" in fm.multihead_formula("split")[1]
-    assert "W_{O}" in fm.multihead_formula("output")[0]
+    assert r"\sqrt{d_{head}}" in fm.multi_head_formula("head")[0]  # never sqrt(d_out)
+    assert r"-\infty" in fm.multi_head_formula("masked_scores")[1]
+    assert r"\left(r - 1\right) d_{head} + c" in fm.multi_head_formula("split")[1]
+    assert "W_{O}" in fm.multi_head_formula("output")[0]
     assert fm.mask_latex(causal_mask(2)) == r"M = \left[\begin{matrix}0 & -\infty\\0 & 0\end{matrix}\right]"
     with pytest.raises(KeyError):
-        fm.multihead_formula("nope")
+        fm.multi_head_formula("nope")
 
 
 def test_entry_formulas_end_with_the_traced_number():
-    from attention_core.multihead import formulas as fm
+    from attention_core.multi_head import formulas as fm
     torch.manual_seed(123)
     mha = MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)
     trace = mha.trace(INPUTS[:4])
-    assert fm.multihead_entry_latex(trace, "masked_scores", 0, 2, head=1) == r"{a'}_{1,3} = -\infty"
-    allowed = fm.multihead_entry_latex(trace, "masked_scores", 2, 1, head=0)
+    assert fm.multi_head_entry_latex(trace, "masked_scores", 0, 2, head=1) == r"{a'}_{1,3} = -\infty"
+    allowed = fm.multi_head_entry_latex(trace, "masked_scores", 2, 1, head=0)
     assert allowed.startswith(r"{a'}_{3,2} = {a}_{3,2} = ")
     assert float(allowed.rsplit("=", 1)[1]) == pytest.approx(float(trace.heads[0].scaled_scores[2, 1]), abs=1e-3)
-    assert fm.multihead_entry_latex(trace, "split", 1, 1, head=1).startswith(r"{q^{(2)}}_{2,2} = {q}_{2,4} = ")
+    assert fm.multi_head_entry_latex(trace, "split", 1, 1, head=1).startswith(r"{q^{(2)}}_{2,2} = {q}_{2,4} = ")
     cases = [("split", 1, 1, 1, trace.query[1, 3]), ("head", 2, 0, 1, trace.heads[1].output[2, 0]),
              ("concat", 1, 3, 0, trace.concat[1, 3]), ("output", 0, 1, 0, trace.output[0, 1])]
     for stage, row, col, head, expected in cases:
-        text = fm.multihead_entry_latex(trace, stage, row, col, head)
+        text = fm.multi_head_entry_latex(trace, stage, row, col, head)
         assert float(text.rsplit("=", 1)[1]) == pytest.approx(float(expected), abs=1e-3), stage
     # The written-out sum of the output entry has one product per concat column, plus the bias.
-    assert fm.multihead_entry_latex(trace, "output", 0, 1).count(r"\cdot") == 4
+    assert fm.multi_head_entry_latex(trace, "output", 0, 1).count(r"\cdot") == 4
     with pytest.raises(IndexError):
-        fm.multihead_entry_latex(trace, "concat", 4, 0)
+        fm.multi_head_entry_latex(trace, "concat", 4, 0)
     with pytest.raises(IndexError):
-        fm.multihead_entry_latex(trace, "head", 0, 0, head=2)
+        fm.multi_head_entry_latex(trace, "head", 0, 0, head=2)
     with pytest.raises(ValueError):
-        fm.multihead_entry_latex(mha.trace(BATCH), "output", 0, 0)
+        fm.multi_head_entry_latex(mha.trace(BATCH), "output", 0, 0)

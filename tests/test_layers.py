@@ -1,0 +1,133 @@
+"""The layers of attention_core: a floor of shared pieces, the concepts in teaching order, the registry on top.
+
+Walks every import of every module of ``attention_core`` (module level and inside functions; imports under
+``if TYPE_CHECKING:`` are for type hints only and are skipped) and fails on
+
+* a module or folder of attention_core that has no layer below (a new one must be placed);
+* a floor module that imports a concept, or a concept that imports a later concept or anything above it
+  (a unit of the top may import what is listed before it);
+* a cycle between the units (the floor modules and the concept folders), whatever the layers say.
+
+The README's "How it is built" draws the same layers.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "attention_core"
+
+#: Shared pieces named for what they are; each may import only other floor modules.
+FLOOR = ("errors", "latex", "limits", "fields", "page", "inputs", "stepthrough", "practice", "masks", "weights",
+         "entry_formulas")
+#: The concept folders, in teaching order: each may import the floor and the concepts before it.
+CONCEPTS = ("self_attention", "masking", "multi_head", "experiments", "transformer", "modern", "trained_model")
+#: Above every concept, in order: the list of pages, the settings composed from them, what a class shares and
+#: exports of any page (links, worksheets, scripts), the package's front door.
+TOP = ("registry", "settings", "classroom", "__init__")
+
+LAYER = {**{name: 0 for name in FLOOR}, **{name: 1 + n for n, name in enumerate(CONCEPTS)},
+         **{name: 1 + len(CONCEPTS) + n for n, name in enumerate(TOP)}}
+
+
+def unit(module: str) -> str:
+    """The unit of a dotted module name: its folder under attention_core, or the top-level module's name."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _under_type_checking(tree: ast.AST) -> set[int]:
+    skipped = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            skipped.update(id(child) for child in ast.walk(node))
+    return skipped
+
+
+def _resolve(base: str, name: str) -> str:
+    """``from base import name``: the module it reaches (base.name when that is a module, else base)."""
+    candidate = Path(ROOT, *f"{base}.{name}".split("."))
+    return f"{base}.{name}" if candidate.with_suffix(".py").exists() or candidate.is_dir() else base
+
+
+def imports() -> list[tuple[str, str]]:
+    """Every (importing module, imported module) pair inside attention_core, both dotted."""
+    pairs = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skipped = _under_type_checking(tree)
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("attention_core"):
+                pairs += [(module, _resolve(node.module, alias.name)) for alias in node.names]
+            elif isinstance(node, ast.Import):
+                pairs += [(module, alias.name) for alias in node.names if alias.name.startswith("attention_core")]
+    return pairs
+
+
+def unit_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for importer, imported in imports():
+        if unit(importer) != unit(imported):
+            graph.setdefault(unit(importer), set()).add(unit(imported))
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every cycle found by a depth-first walk (each reported once, from where the walk closes it)."""
+    found, state = [], {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                found.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return found
+
+
+def test_every_module_and_folder_of_attention_core_has_a_layer():
+    units = {path.stem if path.is_file() else path.name
+             for path in PACKAGE.iterdir() if path.suffix == ".py" or (path / "__init__.py").exists()}
+    assert units - set(LAYER) == set(), "place these in FLOOR, CONCEPTS or TOP (tests/test_layers.py)"
+
+
+def test_no_import_runs_against_the_layers():
+    upward = sorted({f"{importer} -> {imported}" for importer, imported in imports()
+                     if unit(importer) != unit(imported) and LAYER[unit(imported)] >= LAYER[unit(importer)]
+                     and not LAYER[unit(importer)] == LAYER[unit(imported)] == 0})  # the floor: cycles only
+    assert upward == []
+
+
+def test_no_cycle_between_concept_folders_or_floor_modules():
+    assert cycles(unit_graph()) == []
+
+
+@pytest.mark.parametrize("graph, expected", [
+    ({"masking": {"multi_head"}, "multi_head": {"masking"}}, [["masking", "multi_head", "masking"]]),
+    ({"a": {"b"}, "b": {"c"}, "c": {"a"}}, [["a", "b", "c", "a"]]),
+    ({"a": {"b"}, "b": {"c"}}, []),
+])
+def test_the_cycle_finder_finds_the_cycles_of_a_known_graph(graph, expected):
+    assert cycles(graph) == expected
+
+
+def test_the_walk_sees_the_imports_it_must_judge():
+    """The checks above are only as good as the walk: it finds known imports, and skips TYPE_CHECKING ones."""
+    pairs = set(imports())
+    assert ("attention_core.multi_head.walkthrough", "attention_core.masking.walkthrough") in pairs
+    assert ("attention_core.multi_head.walkthrough", "attention_core.multi_head.formulas") in pairs
+    assert not any(importer.startswith("attention_core.modern") and imported == "attention_core.settings"
+                   for importer, imported in pairs)  # imported for type hints only
