@@ -8,12 +8,20 @@ Test modules import these helpers with ``from conftest import ...`` (pytest puts
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
+from hypothesis import settings
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Property tests draw the same examples on every run and every machine (a red CI is a bug, not a roll of the dice);
+# HYPOTHESIS_PROFILE=explore draws fresh ones, to look for new counterexamples on purpose.
+settings.register_profile("deterministic", derandomize=True, database=None)
+settings.register_profile("explore")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 APP = str(ROOT / "app.py")
 
 

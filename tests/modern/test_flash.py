@@ -28,7 +28,10 @@ def test_tiled_output_equals_full_attention(t, data, d, causal, seed, spread):
     mask = torch.ones(t, t, dtype=torch.bool).tril() if causal else None
     trace = flash_attention(q, k, v, bq, bk, mask)
     reference = F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=causal)[0]
-    torch.testing.assert_close(trace.output, reference, rtol=1e-5, atol=1e-5)
+    # float32 rounds a score s by about |s| · 6e-8; with scores ~100× larger (spread 100, |s| up to ~1e3) the two
+    # summation orders differ by up to ~1.4e-5 (t=8, d=4, seed=8, spread=100): the tolerance grows with the spread.
+    tolerance = 1e-5 * max(1.0, spread / 10)
+    torch.testing.assert_close(trace.output, reference, rtol=tolerance, atol=tolerance)
     assert len(trace.tiles) == -(-t // bq) * -(-t // bk)
     for tile in trace.tiles:
         assert float(tile.exp_scores.max()) <= 1.0  # exponents never positive
