@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from attention_core.classroom.export import walkthrough_script
 from attention_core.errors import N_
 from attention_core.self_attention.formulas import header_latex
 from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE, dim_labels
@@ -53,5 +52,4 @@ if st.toggle(_("Show and edit the weights W_q, W_k, W_v"), key="sa_show_weights"
             widgets.matrix_editor(name, walk.base[name], dim_labels("d", settings.d_model),
                                   dim_labels("c", settings.d_k))
 
-# this page's own script: each formula written out as the page teaches it (attention_core.classroom.export)
-stepthrough.live(SELF_ATTENTION_PAGE, walk, EXPLAIN, layout="beside", script=lambda: walkthrough_script(walk))
+stepthrough.live(SELF_ATTENTION_PAGE, walk, EXPLAIN, layout="beside")

@@ -41,7 +41,6 @@ class Page:
         section: the navigation section it is listed under (a key of :data:`SECTIONS`).
         summary: one line on the overview's "Where to go next" (marked with ``N_``), or "" for the overview itself.
         stages: a step page's stages, in order: key -> title (marked with ``N_``); empty for other pages.
-        stage_field: the settings field that holds a step page's current stage.
         steps: a step page's ``steps(walk, stage)`` -> the ``StepThrough`` of that stage of its walk-through
             (:mod:`attention_core.stepthrough`); what the one renderer draws, and the worksheets and exports read.
         settings: the page's own settings, a frozen dataclass with their defaults (``settings.<key>`` in the one
@@ -50,6 +49,8 @@ class Page:
             ``stage`` row is added from ``stages``).
         legacy: link parameter names from before the page had its own settings -> its field names: a link made
             then still opens the same numbers.
+        recipe: a step page's export recipe, ``recipe(walk)`` -> :class:`attention_core.recipe.Recipe` (how the
+            self-checking script recomputes every panel), declared beside its walk-through.
     """
 
     key: str
@@ -58,16 +59,21 @@ class Page:
     section: str
     summary: str = ""
     stages: Mapping[str, str] = field(default_factory=dict)
-    stage_field: str = ""
     steps: Optional[Callable[[Any, str], Any]] = None
     settings: Optional[type] = None
     fields: tuple[Any, ...] = ()
     legacy: Mapping[str, str] = field(default_factory=dict)
+    recipe: Optional[Callable[[Any], Any]] = None
 
     @property
     def url_path(self) -> str:
         """The page's URL path, without the leading slash: the key with "-" for "_" ("no_weights" -> "no-weights")."""
         return self.key.replace("_", "-")
+
+    @property
+    def stage_field(self) -> str:
+        """The settings path of a step page's current stage (``"<key>.stage"``), or "" for a page without stages."""
+        return f"{self.key}.stage" if self.stages else ""
 
     @property
     def file(self) -> str:

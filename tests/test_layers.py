@@ -23,7 +23,7 @@ PACKAGE = ROOT / "attention_core"
 
 #: Shared pieces named for what they are; each may import only other floor modules.
 FLOOR = ("errors", "latex", "limits", "fields", "page", "inputs", "stepthrough", "practice", "masks", "weights",
-         "entry_formulas")
+         "entry_formulas", "recipe")
 #: The concept folders, in teaching order: each may import the floor and the concepts before it.
 CONCEPTS = ("self_attention", "masking", "multi_head", "experiments", "transformer", "modern", "trained_model")
 #: Above every concept, in order: the list of pages, the settings composed from them, what a class shares and

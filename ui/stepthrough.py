@@ -33,7 +33,7 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
          with_checks: bool = True, after_panels: Optional[Callable[[], None]] = None,
          after_entry: Optional[Callable[[], None]] = None,
          after_checks: Optional[Callable[[], None]] = None,
-         walk: Any = None, script: Optional[Callable[[], str]] = None) -> None:
+         walk: Any = None) -> None:
     """Render a step page's current stage.
 
     Args:
@@ -46,7 +46,6 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
             explained entry, after the checks (before "Show the code").
         walk: the page's walk-through (what its declaration's ``steps`` builds every stage from): given, the
             worksheet and export downloads are offered.
-        script: the self-checking script's builder, when not ``attention_core.classroom.scripts.script_for``.
     """
     stage = steps.stage
     tr = i18n.translator()
@@ -71,7 +70,7 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
         practice.ask(steps, exercise, row, col, head, _labels(target.row_labels), _labels(target.col_labels))
         notes(steps.warnings, steps.notes)
         if walk is not None:
-            _downloads(steps, walk, script)
+            _downloads(steps, walk)
         return
     if layout == "beside" and single:
         formula_col, matrix_col = st.columns([2, 3])
@@ -119,18 +118,21 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
     if after_checks is not None:
         after_checks()
     if walk is not None:
-        _downloads(steps, walk, script)
+        _downloads(steps, walk)
     if stage.code:
         with st.expander(_("Show the code")):
             for function in stage.code:
                 st.code(_source(function), language="python")
 
 
-def _downloads(steps: StepThrough, walk: Any, script: Optional[Callable[[], str]] = None) -> None:
+def _downloads(steps: StepThrough, walk: Any) -> None:
     """The page's worksheet and exports, from its declaration and its walk-through."""
-    page = steps.page
-    worksheet.downloads(page, steps.titles, functools.partial(page.steps, walk),
-                        script or (lambda: scripts.script_for(page, walk)))
+    worksheet.downloads(steps.page, steps.titles, functools.partial(steps.page.steps, walk), _script(steps.page, walk))
+
+
+def _script(page: Page, walk: Any) -> Optional[Callable[[], str]]:
+    """The page's self-checking script, written when its button is clicked (none for a page without a recipe)."""
+    return None if page.recipe is None else functools.partial(scripts.script_for, page, walk)
 
 
 # ---------------------------------------------------------------- the step-through as a fragment
@@ -155,8 +157,7 @@ def outer_fingerprint(settings: Settings, edits: Mapping, fragment_fields: Seque
 def live(page: Page, walk: Any, explain: Mapping[str, str], *,
          after_panels: Optional[Callable[[StepThrough], None]] = None,
          after_entry: Optional[Callable[[StepThrough], None]] = None,
-         after_checks: Optional[Callable[[StepThrough], None]] = None,
-         script: Optional[Callable[[], str]] = None, **options) -> None:
+         after_checks: Optional[Callable[[StepThrough], None]] = None, **options) -> None:
     """A step page, wired once: its declaration and its walk-through. :func:`show` of the current stage, as a
     fragment: Previous / Next, the step picker, the entry pickers and a click on a cell rerun only the
     step-through, not the whole page (the router, the sidebar, the page's settings).
@@ -166,14 +167,13 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *,
     else (a mask cell, which is an edit) reruns the whole page instead. The callbacks get the StepThrough;
     ``options`` go to :func:`show`. The link is written on every fragment run. Under it, the page's printable
     worksheet of every stage and its answer key, every step as Markdown, the self-checking script
-    (``attention_core.classroom.scripts``, or ``script()``) and any heatmap (``ui.worksheet``).
+    (``attention_core.classroom.scripts``, from the page's recipe) and any heatmap (``ui.worksheet``).
     """
     st.session_state[_FULL_RUN] = True
     build = functools.partial(_current_steps, page, walk)
     _live(build, explain, after_panels, after_entry, after_checks, options)
     # outside the fragment: a click on Next does not send it again
-    worksheet.downloads(page, st.session_state[_TITLES], functools.partial(page.steps, walk),
-                        script or (lambda: scripts.script_for(page, walk)))
+    worksheet.downloads(page, st.session_state[_TITLES], functools.partial(page.steps, walk), _script(page, walk))
 
 
 def _current_steps(page: Page, walk: Any) -> StepThrough:

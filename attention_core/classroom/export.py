@@ -1,15 +1,7 @@
-"""Exports of the self-attention walk-through: Markdown with LaTeX, and a self-checking script.
-
-:func:`walkthrough_markdown` writes every stage's formula (LaTeX from sympy)
-and every matrix as a Markdown table. :func:`walkthrough_script` writes a
-self-contained Python script (torch only) that holds the inputs X, W_q, W_k,
-W_v, recomputes every intermediate (Q, K, V, scores, scaled scores, weights,
-output) and asserts that each matches the numbers the app showed, and that
-the output matches ``torch.nn.functional.scaled_dot_product_attention``.
-
-Numbers are written with ``repr`` of the float32 values, so the script starts
-from exactly the app's inputs. Tokens enter the Markdown escaped and the
-script only inside ``repr`` strings (comments never hold user text).
+"""Exports of a step page as Markdown with LaTeX: every stage's formula (LaTeX from sympy), every matrix as a
+Markdown table, the checks against PyTorch (:func:`steps_markdown`; :func:`walkthrough_markdown` for the
+self-attention page). Tokens enter the Markdown escaped. The self-checking script of every step page is
+:func:`attention_core.classroom.scripts.script_for`.
 """
 
 from __future__ import annotations
@@ -73,66 +65,6 @@ def walkthrough_markdown(walk: Walkthrough) -> str:
         "", "## Check", "",
         f"Our output and `torch.nn.functional.scaled_dot_product_attention(Q, K, V)` {verdict}: "
         f"max |difference| = {walk.torch_max_abs_diff:.2e}.",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def _literal(t: torch.Tensor) -> str:
-    return repr(t.tolist())
-
-
-def walkthrough_script(walk: Walkthrough) -> str:
-    """A self-contained Python script (torch only) that recomputes and checks every number shown.
-
-    Running it prints one line per checked matrix and exits with an
-    ``AssertionError`` if any number differs (rtol = atol = 1e-5).
-    """
-    t = walk.trace
-    a = t.attention
-    expected = {
-        "Q": a.query, "K": a.key, "V": a.value, "scores": a.scores,
-        "scaled_scores": a.scaled_scores, "weights": a.weights, "output": a.output,
-    }
-    lines = [
-        '"""Attention Explorer export: scaled dot-product self-attention, recomputed and checked.',
-        "",
-        "Run with: python this_file.py  (needs only torch)",
-        "Formula: softmax(Q K^T / sqrt(d_k)) V  (Vaswani et al. 2017, eq. 1)",
-        '"""',
-        "import math",
-        "",
-        "import torch",
-        "import torch.nn.functional as F",
-        "",
-        f"tokens = {list(walk.tokens)!r}",
-        f"d_k = {a.query.shape[-1]}",
-        f"X = torch.tensor({_literal(t.x)})  # (T, d_model)",
-        f"W_q = torch.tensor({_literal(t.w_query)})  # (d_model, d_k)",
-        f"W_k = torch.tensor({_literal(t.w_key)})",
-        f"W_v = torch.tensor({_literal(t.w_value)})",
-        "",
-        "expected = {",
-        *[f"    {name!r}: torch.tensor({_literal(value)})," for name, value in expected.items()],
-        "}",
-        "",
-        "Q = X @ W_q  # (T, d_k)",
-        "K = X @ W_k",
-        "V = X @ W_v",
-        "scores = Q @ K.T  # (T, T)",
-        "scaled_scores = scores / math.sqrt(d_k)",
-        "weights = torch.softmax(scaled_scores, dim=-1)",
-        "output = weights @ V  # (T, d_v)",
-        "",
-        "computed = {'Q': Q, 'K': K, 'V': V, 'scores': scores, 'scaled_scores': scaled_scores,",
-        "            'weights': weights, 'output': output}",
-        "for name, value in computed.items():",
-        "    assert torch.allclose(value, expected[name], rtol=1e-5, atol=1e-5), f'{name} differs from the app'",
-        "    print(f'{name:>14}: {tuple(value.shape)} matches the app')",
-        "reference = F.scaled_dot_product_attention(Q, K, V)",
-        "assert torch.allclose(output, reference, rtol=1e-5, atol=1e-5), 'output differs from PyTorch'",
-        "print(f'output matches torch.nn.functional.scaled_dot_product_attention: "
-        "max |difference| = {(output - reference).abs().max().item():.2e}')",
         "",
     ]
     return "\n".join(lines)

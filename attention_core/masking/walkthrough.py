@@ -46,6 +46,7 @@ from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate, index
 from attention_core.limits import MAX_DROPOUT, MAX_SEED, MAX_TOKENS
 from attention_core.masking import formulas as fm
+from attention_core.masking.recipes import causal_recipe, dropout_recipe
 from attention_core.masks import (
     MaskAfterSoftmaxTrace,
     additive_mask,
@@ -489,7 +490,7 @@ CAUSAL_PAGE = Page(
         "other_route": N_("Other route: softmax, zero, renormalise"),
         "output": N_("Output: weights · V"),
     },
-    stage_field="causal.stage", steps=causal_steps,
+    steps=causal_steps, recipe=causal_recipe,
     settings=CausalSettings,
     legacy={"causal_stage": "stage"},
 )
@@ -519,7 +520,7 @@ DROPOUT_PAGE = Page(
         "dropped_weights": N_("Dropped and rescaled by 1 / (1 − p)"),
         "output": N_("Output: dropped weights · V"),
     },
-    stage_field="dropout.stage", steps=dropout_steps,
+    steps=dropout_steps, recipe=dropout_recipe,
     settings=DropoutSettings,
     fields=(
         FloatRange("dropout_p", 0.0, MAX_DROPOUT, "p",

@@ -30,6 +30,7 @@ from attention_core.latex import Translate, number
 from attention_core.limits import MAX_ALIBI_HEADS
 from attention_core.masks import causal_mask
 from attention_core.modern.alibi import AlibiTrace, alibi_attention, alibi_weights_loop, slopes
+from attention_core.modern.recipes import alibi_recipe
 from attention_core.page import Page
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, token_labels
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
@@ -262,7 +263,7 @@ ALIBI_PAGE = Page(
         "biased_scores": N_("Scores plus bias (and the causal mask)"),
         "weights": N_("Weights: softmax over the biased scores"),
     },
-    stage_field="alibi.stage", steps=alibi_steps,
+    steps=alibi_steps, recipe=alibi_recipe,
     settings=AlibiSettings, fields=(IntRange("num_heads", 1, MAX_ALIBI_HEADS, label(N_("The number of heads"))),),
     legacy={"alibi_num_heads": "num_heads", "alibi_stage": "stage"},
 )

@@ -31,6 +31,7 @@ from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.limits import MAX_TOKENS
 from attention_core.masks import causal_mask
 from attention_core.modern.online_softmax import FlashTrace, Tile, flash_attention
+from attention_core.modern.recipes import flash_attention_recipe
 from attention_core.page import Page
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, token_labels
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
@@ -337,7 +338,7 @@ FLASH_ATTENTION = Page(
         "partial_output": N_("The running output O, rescaled, plus P V_j"),
         "final": N_("After the last key block: O / l equals full attention"),
     },
-    stage_field="flash_attention.stage", steps=flash_steps,
+    steps=flash_steps, recipe=flash_attention_recipe,
     settings=FlashAttentionSettings,
     fields=(
         IntRange("block_q", 1, MAX_TOKENS, "block_q"),

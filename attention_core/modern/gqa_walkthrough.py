@@ -35,6 +35,7 @@ from attention_core.latex import Translate, number
 from attention_core.limits import MAX_DIM, MAX_GQA_HEADS, MAX_HEAD_DIM
 from attention_core.masks import causal_mask
 from attention_core.modern.gqa import GroupedQueryTrace, grouped_query_attention, kv_head_of
+from attention_core.modern.recipes import gqa_recipe
 from attention_core.multi_head.heads import multi_head_attention
 from attention_core.page import Page
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, dim_labels, token_labels
@@ -327,7 +328,7 @@ GQA_PAGE = Page(
         "output": N_("Concat the heads, then W_O"),
         "kv_cache": N_("The KV cache per token: MHA, GQA, MQA"),
     },
-    stage_field="gqa.stage", steps=gqa_steps,
+    steps=gqa_steps, recipe=gqa_recipe,
     settings=GQASettings,
     fields=(
         IntRange("num_heads", 1, MAX_GQA_HEADS, label(N_("The number of query heads"))),

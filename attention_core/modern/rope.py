@@ -30,6 +30,11 @@ from attention_core.errors import N_, InputError
 BASE = 10000.0
 
 
+#: The bases the "base" stage compares with the chosen one: RoFormer's small-scale ablations, RoFormer / Llama 2,
+#: Llama 3.
+BASES = (100.0, 10000.0, 500000.0)
+
+
 def check_head_dim(head_dim: int) -> None:
     """Raise :class:`InputError` (field ``rope.head_dim``) unless head_dim is even and at least 2."""
     if head_dim < 2 or head_dim % 2:
@@ -89,7 +94,8 @@ class RopeTrace:
         return self.query.shape[-1]
 
 
-def _angles(positions: torch.Tensor, head_dim: int, base: float) -> torch.Tensor:
+def rotation_angles(positions: torch.Tensor, head_dim: int, base: float) -> torch.Tensor:
+    """m θᵢ for every position m and pair i: (T, d/2) float32, computed in float64 (Su et al. 2021, eq. 15)."""
     i = torch.arange(head_dim // 2, dtype=torch.float64)
     return (positions.double()[:, None] * base ** (-2 * i / head_dim)).float()  # (T, 1) * (d/2,) -> (T, d/2)
 
@@ -103,10 +109,10 @@ def rope_scores(query: torch.Tensor, key: torch.Tensor, base: float = BASE, shif
     head_dim = query.shape[-1]
     theta = frequencies(head_dim, base)
     positions = torch.arange(query.shape[0])
-    angles = _angles(positions, head_dim, base)
+    angles = rotation_angles(positions, head_dim, base)
     q, k = rotate(query, angles), rotate(key, angles)
     scale = 1.0 / math.sqrt(head_dim)
-    shifted = _angles(positions + shift, head_dim, base)
+    shifted = rotation_angles(positions + shift, head_dim, base)
     shifted_scores = rotate(query, shifted) @ rotate(key, shifted).T * scale
     return RopeTrace(query=query, key=key, base=base, theta=theta, positions=positions, angles=angles,
                      query_rotated=q, key_rotated=k, scores=q @ k.T * scale, shift=shift,

@@ -28,7 +28,8 @@ from attention_core.fields import FloatRange, IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.limits import MAX_DIM, MAX_ROPE_BASE, MAX_ROPE_SHIFT, MIN_ROPE_BASE
-from attention_core.modern.rope import RopeTrace, check_head_dim, frequencies, rope_scores, rotate
+from attention_core.modern.recipes import rope_recipe
+from attention_core.modern.rope import BASES, RopeTrace, check_head_dim, frequencies, rope_scores, rotate
 from attention_core.page import Page
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, dim_labels
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
@@ -37,9 +38,6 @@ from attention_core.weights import module_weights
 if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
     from attention_core.settings import Settings
 
-#: The bases the "base" stage compares with the chosen one: RoFormer's small-scale ablations, RoFormer / Llama 2,
-#: Llama 3.
-BASES = (100.0, 10000.0, 500000.0)
 
 
 @dataclass(frozen=True)
@@ -384,7 +382,7 @@ ROPE_PAGE = Page(
         "relative": N_("Shift every position by s: the scores do not change"),
         "base": N_("What the base changes: how fast each pair turns"),
     },
-    stage_field="rope.stage", steps=rope_steps,
+    steps=rope_steps, recipe=rope_recipe,
     settings=RopeSettings,
     fields=(
         IntRange("head_dim", 1, MAX_DIM, "head_dim"),

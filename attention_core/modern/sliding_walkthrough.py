@@ -28,6 +28,7 @@ from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.latex import Translate
 from attention_core.limits import MAX_SLIDING_LAYERS, MAX_TOKENS
+from attention_core.modern.recipes import sliding_window_recipe
 from attention_core.modern.sliding import receptive_field, window_mask
 from attention_core.page import Page
 from attention_core.self_attention.functional import AttentionTrace, scaled_dot_product_attention
@@ -250,7 +251,7 @@ SLIDING_WINDOW = Page(
         "weights": N_("Weights: softmax inside the window"),
         "receptive": N_("Stacked layers: the receptive field grows"),
     },
-    stage_field="sliding_window.stage", steps=sliding_steps,
+    steps=sliding_steps, recipe=sliding_window_recipe,
     settings=SlidingWindowSettings,
     fields=(
         IntRange("window", 1, MAX_TOKENS, label(N_("The window"))),

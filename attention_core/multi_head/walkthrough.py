@@ -44,6 +44,7 @@ from attention_core.masking.walkthrough import (
 from attention_core.multi_head import formulas as formulas_multi_head
 from attention_core.multi_head import modules
 from attention_core.multi_head.heads import MultiHeadTrace, head_columns, multi_head_attention
+from attention_core.multi_head.recipes import multi_head_recipe
 from attention_core.page import Page
 from attention_core.self_attention.walkthrough import (
     Walkthrough,
@@ -524,7 +525,7 @@ MULTI_HEAD = Page(
         "concat": N_("Concat(head_1, …, head_h)"),
         "output": N_("Output: Concat · W_O + b_O"),
     },
-    stage_field="multi_head.stage", steps=multi_head_steps,
+    steps=multi_head_steps, recipe=multi_head_recipe,
     settings=MultiHeadSettings,
     legacy={"mha_stage": "stage"},
 )
@@ -552,7 +553,7 @@ CROSS_ATTENTION = Page(
         "head": N_("Each head's context vectors"),
         "output": N_("Output: Concat · W_O + b_O"),
     },
-    stage_field="cross_attention.stage", steps=multi_head_steps,
+    steps=multi_head_steps, recipe=multi_head_recipe,
     settings=CrossAttentionSettings,
     legacy={"cross_stage": "stage"},
 )

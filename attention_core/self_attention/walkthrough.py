@@ -39,6 +39,7 @@ from attention_core.self_attention.functional import (
     attention_without_weights,
     self_attention,
 )
+from attention_core.self_attention.recipes import self_attention_recipe
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
 
 if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
@@ -318,7 +319,7 @@ SELF_ATTENTION_PAGE = Page(
         "weights": N_("Weights: softmax"),
         "output": N_("Output: weights · V"),
     },
-    stage_field="self_attention.stage", steps=self_attention_steps,
+    steps=self_attention_steps, recipe=self_attention_recipe,
     settings=SelfAttentionSettings,
     legacy={"stage": "stage"},
 )

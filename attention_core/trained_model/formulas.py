@@ -39,6 +39,7 @@ from attention_core.self_attention import formulas
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough
 from attention_core.trained_model import pretrained
 from attention_core.trained_model.pretrained import HeadStep
+from attention_core.trained_model.recipes import trained_model_recipe
 
 #: An entry's sum is written out in full up to this many terms, else first 3 ⋯ last 2.
 MAX_TERMS = 6
@@ -416,7 +417,7 @@ TRAINED_MODEL = Page(
         "weights": N_("Weights: softmax"),
         "output": N_("Output: weights · V"),
     },
-    stage_field="trained_model.stage", steps=trained_model_steps,
+    steps=trained_model_steps, recipe=trained_model_recipe,
     settings=TrainedModelSettings,
     fields=(
         Text("sentence", N_("The model's text must be text; restored the example sentence.")),

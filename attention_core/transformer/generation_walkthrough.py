@@ -47,6 +47,7 @@ from attention_core.transformer.generation import (
     reference_logits,
     toy_weights,
 )
+from attention_core.transformer.recipes import generation_recipe
 from attention_core.transformer.toy_model import D_MODEL, END, NUM_HEADS, NUM_LAYERS, VOCAB, parse_source
 
 if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
@@ -447,7 +448,7 @@ GENERATION_PAGE = Page(
         "logits": N_("Next-token logits: the last row × W_vocab + b"),
         "probabilities": N_("Softmax: a probability for every token, then the choice"),
     },
-    stage_field="generation.stage", steps=generation_steps,
+    steps=generation_steps, recipe=generation_recipe,
     settings=GenerationSettings,
     fields=(
         Text("source", N_("The word to reverse must be text; restored the example word.")),

@@ -44,6 +44,7 @@ from attention_core.transformer.encoder import (
     torch_layer,
     torch_stack_output,
 )
+from attention_core.transformer.recipes import encoder_block_recipe
 
 if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
     from attention_core.settings import Settings
@@ -458,7 +459,7 @@ class EncoderBlockSettings:
 ENCODER_BLOCK = Page(
     key="encoder_block", title=N_("The encoder block"), icon=":material/stacks:", section="transformer",
     summary=N_("The encoder block: residuals, LayerNorm and the feed-forward layer around attention"),
-    stages=ENCODER_POST_LN, stage_field="encoder_block.stage", steps=encoder_steps,
+    stages=ENCODER_POST_LN, steps=encoder_steps, recipe=encoder_block_recipe,
     settings=EncoderBlockSettings,
     fields=(
         IntRange("num_heads", 1, MAX_DIM, label(N_("The number of heads"))),

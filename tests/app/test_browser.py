@@ -316,7 +316,7 @@ def test_a_shared_link_shows_its_numbers_and_its_script_export_checks_them(page:
     assert "'journey'" in script.read_text()
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.count("matches the app") == 7
+    assert result.stdout.count("matches the app") == 8  # X and the 7 matrices computed from it
     assert_no_exception(page)
 
 

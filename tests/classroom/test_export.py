@@ -1,4 +1,5 @@
-"""Exports: the Markdown walk-through and the self-checking script (which the suite runs)."""
+"""Exports of the self-attention page: the Markdown walk-through and the self-checking script (which the suite runs;
+tests/classroom/test_scripts.py runs every step page's)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import sys
 
 import pytest
 
-from attention_core.classroom.export import walkthrough_markdown, walkthrough_script
+from attention_core.classroom.export import walkthrough_markdown
+from attention_core.classroom.scripts import script_for
 from attention_core.inputs.presets import PRESETS
-from attention_core.self_attention.walkthrough import build_walkthrough
+from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE, build_walkthrough
 from attention_core.settings import Settings
 
 
@@ -22,15 +24,15 @@ def run_script(source: str, tmp_path) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_exported_script_recomputes_every_number(preset, tmp_path):
     walk = build_walkthrough(Settings.for_preset(preset), {"x": {(0, 0): 0.25}})
-    result = run_script(walkthrough_script(walk), tmp_path)
+    result = run_script(script_for(SELF_ATTENTION_PAGE, walk), tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.count("matches the app") == 7
+    assert result.stdout.count("matches the app") == 8  # X and the 7 matrices computed from it
     assert "matches torch.nn.functional.scaled_dot_product_attention" in result.stdout
 
 
 def test_exported_script_fails_when_a_number_is_wrong(tmp_path):
     walk = build_walkthrough(Settings.for_preset("journey_v1"))
-    source = walkthrough_script(walk)
+    source = script_for(SELF_ATTENTION_PAGE, walk)
     weights = repr(walk.trace.attention.weights[0, 0].item())
     assert weights in source
     result = run_script(source.replace(weights, repr(float(weights) + 0.01), 1), tmp_path)
@@ -42,7 +44,7 @@ def test_exported_script_keeps_user_tokens_inside_strings(tmp_path):
     settings = Settings.for_preset("custom", sentence="it's a\"\"\"b x')+import\\n(os")
     walk = build_walkthrough(settings)
     assert "a\"\"\"b" in walk.tokens and "x')+import\\n(os" in walk.tokens
-    result = run_script(walkthrough_script(walk), tmp_path)
+    result = run_script(script_for(SELF_ATTENTION_PAGE, walk), tmp_path)
     assert result.returncode == 0, result.stderr
 
 

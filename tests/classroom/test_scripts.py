@@ -6,10 +6,12 @@ app's numbers; tokens with quotes, backslashes and newlines stay inside string l
 from __future__ import annotations
 
 import ast
+import inspect
 import io
 import math
 import subprocess
 import sys
+import textwrap
 import tokenize
 
 import pytest
@@ -20,6 +22,7 @@ from streamlit.testing.v1 import AppTest
 from attention_core import registry
 from attention_core.classroom.scripts import script_for
 from attention_core.masking.walkthrough import build_causal_walkthrough
+from attention_core.modern import alibi, rope, sliding
 from attention_core.modern.alibi_walkthrough import build_alibi_walkthrough
 from attention_core.modern.flash_walkthrough import build_flash_walkthrough
 from attention_core.modern.gqa_walkthrough import build_gqa_walkthrough
@@ -174,9 +177,7 @@ def test_user_tokens_enter_only_inside_string_literals():
                 assert not any(t in token.string for t in ("a\"\"\"b", "x')+import", "(os")), token.string
 
 
-def test_a_walk_through_of_another_kind_is_refused():
-    with pytest.raises(TypeError):
-        script_for(registry.BY_KEY["alibi"], object())  # no recipe for it
+def test_a_page_without_steps_or_recipe_is_refused():
     with pytest.raises(ValueError):
         script_for(registry.BY_KEY["tokens"], build_walkthrough(Settings()))  # not a step page
 
@@ -231,3 +232,21 @@ def test_a_per_head_heatmap_downloads_as_csv_with_its_numbers_and_translated_lab
     table = pd.read_csv(io.StringIO(matrix_csv(panel.matrix, list(panel.row_labels), cols)), index_col=0)
     assert list(table.columns) == cols and table.shape == tuple(panel.matrix.shape)
     assert torch.allclose(torch.tensor(table.to_numpy(), dtype=torch.float32), panel.matrix, atol=1e-6)
+
+
+def test_every_step_page_of_the_registry_declares_a_recipe_and_has_a_case_here():
+    step_pages = {page.key for page in registry.PAGES if page.stages}
+    assert {page.key for page in registry.PAGES if page.recipe is not None} == step_pages
+    assert {key for _build, key in CASES.values()} == step_pages
+
+
+@pytest.mark.parametrize("case, functions", [
+    ("alibi_three_heads", (alibi.slopes, alibi.distances)),
+    ("sliding_window_both_sides", (sliding.receptive_field,)),
+    ("rope_base_and_shift", (rope.rotation_angles, rope.rotate)),
+])
+def test_the_script_runs_the_pages_own_functions_not_a_retyped_copy(case, functions):
+    build, key = CASES[case]
+    source = script_for(registry.BY_KEY[key], build())
+    for function in functions:
+        assert textwrap.dedent(inspect.getsource(function)) in source, function.__name__

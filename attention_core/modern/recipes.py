@@ -1,0 +1,227 @@
+"""The modern attention pages' export recipes (:class:`attention_core.recipe.Recipe`): GQA, RoPE, ALiBi,
+sliding-window attention and FlashAttention.
+
+Where the page's own function is plain torch (ALiBi's slopes and distances, the receptive field of stacked windows,
+RoPE's angles and rotation), the script holds that function's source and runs it as the page does.
+Sources: Ainslie et al. 2023 (GQA); Su et al. 2021 (RoPE); Press et al. 2022 (ALiBi); Beltagy et al. 2020 and
+Jiang et al. 2023 (sliding window); Milakov & Gimelshein 2018 and Dao et al. 2022 (FlashAttention).
+Shapes: T tokens, D = d_model, h query heads, kv key/value heads, head_dim = d.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from attention_core.modern import alibi, rope, sliding
+from attention_core.recipe import ATTEND, Recipe, drawn_weights, source
+
+if TYPE_CHECKING:  # the recipe reads the walk-through it is handed; the walk-through's module declares the page
+    from attention_core.modern.alibi_walkthrough import AlibiWalkthrough
+    from attention_core.modern.flash_walkthrough import FlashWalkthrough
+    from attention_core.modern.gqa_walkthrough import GQAWalkthrough
+    from attention_core.modern.rope_walkthrough import RopeWalkthrough
+    from attention_core.modern.sliding_walkthrough import SlidingWalkthrough
+
+
+def gqa_recipe(walk: GQAWalkthrough) -> Recipe:
+    """The grouped-query attention page's recipe: key/value heads shared by groups of query heads, the KV cache's bytes."""
+    t, s = walk.trace, walk.settings
+    return Recipe(
+        title="grouped-query attention",
+        sources=("head_r = softmax(Q_r K_g(r)^T / sqrt(head_dim) + M) V_g(r), g(r) = floor(r * kv / h), "
+                 "output = Concat(head_1, ..., head_h) W_O + b_O",
+                 "(Ainslie et al. 2023; Shazeer 2019 for kv = 1)"),
+        inputs=(("tokens", walk.tokens, "the rows"), ("h", t.num_heads, "query heads"),
+                ("kv", t.num_kv_heads, "key/value heads"), ("head_dim", t.head_dim, ""), ("causal", s.causal_mask, ""),
+                ("X", t.x, "(T, D)"), ("W_q", t.w_query, "(D, h * head_dim)"),
+                ("W_k", t.w_key, "(D, kv * head_dim)"), ("W_v", t.w_value, "(D, kv * head_dim)"),
+                ("W_O", t.w_out, "(h * head_dim, d_o)"), ("b_O", t.b_out, "(d_o,)")),
+        code=(*ATTEND, "",
+              "T = X.shape[0]",
+              "mask = torch.ones(T, T, dtype=torch.bool).tril() if causal else None",
+              "Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, h * head_dim), (T, kv * head_dim), (T, kv * head_dim)",
+              "Q_heads = Q.view(T, h, head_dim).transpose(0, 1)  # (h, T, head_dim)",
+              "K_heads = K.view(T, kv, head_dim).transpose(0, 1)  # (kv, T, head_dim)",
+              "V_heads = V.view(T, kv, head_dim).transpose(0, 1)",
+              "groups = [r // (h // kv) for r in range(h)]  # g(r): the key/value head query head r reads",
+              "share = torch.zeros(h, kv)",
+              "share[torch.arange(h), torch.tensor(groups)] = 1.0",
+              "K_repeated = K_heads.repeat_interleave(h // kv, dim=0)  # (h, T, head_dim)",
+              "V_repeated = V_heads.repeat_interleave(h // kv, dim=0)",
+              "_, _, weights, heads = attend(Q_heads, K_repeated, V_repeated, mask)  # (h, T, T), (h, T, head_dim)",
+              "output = heads.transpose(0, 1).reshape(T, h * head_dim) @ W_O + b_O",
+              "# the KV cache per token and layer, float32: 2 (K and V) * key/value heads * head_dim * 4 bytes",
+              "cache_bytes = torch.tensor([[2.0 * heads_ * head_dim * 4] for heads_ in (h, kv, 1)])  # MHA, GQA, MQA"),
+        panels={"inputs": ("X",), "projections": ("Q", "K", "V"), "groups": ("share",),
+                "repeat": tuple(f"K_repeated[{r}]" for r in range(t.num_heads)),
+                "weights": tuple(f"weights[{r}]" for r in range(t.num_heads)), "output": ("output",),
+                "kv_cache": ("cache_bytes",)},
+        references=("same_as('F.scaled_dot_product_attention(Q, K, V, is_causal=causal, enable_gqa=True)', heads, "
+                    "F.scaled_dot_product_attention(Q_heads[None], K_heads[None], V_heads[None], is_causal=causal, "
+                    "enable_gqa=True)[0])",),
+    )
+
+
+def alibi_recipe(walk: AlibiWalkthrough) -> Recipe:
+    """The ALiBi page's recipe: the slopes and distances by the page's own functions, the biased scores, the weights."""
+    s = walk.settings
+    return Recipe(
+        title="ALiBi, attention with linear biases",
+        sources=("a_ij = q_i . k_j / sqrt(d) - m_h |i - j|, then the causal mask and softmax over j; "
+                 "m_h = 2^(-8h/H)  (Press et al. 2022, sec. 3)",),
+        inputs=(("tokens", walk.tokens, "the rows"), ("H", len(walk.trace.slopes), "num_heads"),
+                ("causal", s.causal_mask, ""),
+                *drawn_weights(walk.base.trace.x, s.d_k, s.seed)),
+        code=(*ATTEND, "",
+              "Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, d) each",
+              "",
+              *source(alibi.slopes, alibi.distances),
+              "T = X.shape[0]",
+              "mask = torch.ones(T, T, dtype=torch.bool).tril() if causal else None",
+              "head_slopes = torch.tensor(slopes(H))  # (H,): m_h",
+              "distance = distances(T)  # (T, T): |i - j|",
+              "bias = -head_slopes[:, None, None] * distance  # (H, T, T)",
+              "scaled_scores, biased_scores, weights, output = attend(Q.expand(H, T, -1), K.expand(H, T, -1), "
+              "V.expand(H, T, -1), mask, bias)"),
+        panels={"slopes": ("head_slopes[:, None]",), "distance": ("distance",),
+                "bias": tuple(f"bias[{r}]" for r in range(len(walk.trace.slopes))),
+                "biased_scores": tuple(f"biased_scores[{r}]" for r in range(len(walk.trace.slopes))),
+                "weights": tuple(f"weights[{r}]" for r in range(len(walk.trace.slopes)))},
+        references=(
+            "float_mask = bias if mask is None else bias.masked_fill(~mask, -inf)",
+            "same_as('F.scaled_dot_product_attention(q, k, v, attn_mask=bias)', output, "
+            "F.scaled_dot_product_attention(Q.expand(H, T, -1), K.expand(H, T, -1), V.expand(H, T, -1), "
+            "attn_mask=float_mask))",
+            "# the weights entry by entry with math.exp: the naive reference",
+            "loop = []",
+            "for m_h in slopes(H):",
+            "    for i in range(T):",
+            "        a = {j: scaled_scores[0, i, j].item() - m_h * abs(i - j) for j in range(T) if not causal or j <= i}",
+            "        top = max(a.values())",
+            "        total = sum(math.exp(value - top) for value in a.values())",
+            "        loop.append([math.exp(a[j] - top) / total if j in a else 0.0 for j in range(T)])",
+            "same_as('a loop with math.exp, entry by entry', weights, torch.tensor(loop).view(H, T, T))",
+        ),
+    )
+
+
+def sliding_window_recipe(walk: SlidingWalkthrough) -> Recipe:
+    """The sliding-window page's recipe: the window mask, the weights, the receptive field by the page's own function."""
+    s = walk.settings
+    return Recipe(
+        title="sliding-window attention",
+        sources=("key j is in query i's window when i - w < j <= i (causal) or |i - j| < w; then softmax(Q K^T / "
+                 "sqrt(d_k) + M) V  (Beltagy et al. 2020; Jiang et al. 2023)",),
+        inputs=(("tokens", walk.tokens, "the rows"), ("w", s.sliding_window.window, "the window"),
+                ("layers", s.sliding_window.layers, ""), ("causal", s.causal_mask, ""),
+                *drawn_weights(walk.base.trace.x, s.d_k, s.seed)),
+        code=(*ATTEND, "",
+              "Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, d_k) each",
+              "T = X.shape[0]",
+              "i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]",
+              "window = ((j <= i) & (j > i - w)) if causal else ((i - j).abs() < w)  # (T, T) bool",
+              "_, masked_scores, weights, output = attend(Q, K, V, window)",
+              "",
+              *source(sliding.receptive_field),
+              "receptive = receptive_field(window, layers).float()  # (layers, T, T)"),
+        panels={"mask": ("window.float()",), "masked_scores": ("masked_scores",), "weights": ("weights",),
+                "receptive": tuple(f"receptive[{n}]" for n in range(walk.reach.shape[0]))},
+        references=("same_as('F.scaled_dot_product_attention(q, k, v, attn_mask=window_mask)', output, "
+                    "F.scaled_dot_product_attention(Q[None], K[None], V[None], attn_mask=window)[0])",),
+    )
+
+
+def flash_attention_recipe(walk: FlashWalkthrough) -> Recipe:
+    """The FlashAttention page's recipe: the tiles, the running max, sum and output, the final output."""
+    s = walk.settings
+    return Recipe(
+        title="FlashAttention's tiles and the online softmax",
+        sources=("S = Q_i K_j^T / sqrt(d), m' = max(m, rowmax S), P = exp(S - m'), l' = e^(m - m') l + rowsum P,",
+                 "O' = e^(m - m') O + P V_j; output = O / l  (Milakov & Gimelshein 2018; Dao et al. 2022)"),
+        inputs=(("tokens", walk.tokens, "the rows"), ("B_q", s.flash_attention.block_q, "query block"),
+                ("B_k", s.flash_attention.block_k, "key block"), ("causal", s.causal_mask, ""), ("shown", walk.tile, "the tile shown"),
+                *drawn_weights(walk.base.trace.x, s.d_k, s.seed)),
+        code=("Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, d), (T, d), (T, d_v)",
+              "T, d = Q.shape",
+              "mask = torch.ones(T, T, dtype=torch.bool).tril() if causal else None",
+              "tiles, outputs = [], []",
+              "for start in range(0, T, B_q):",
+              "    rows = slice(start, min(start + B_q, T))",
+              "    m = torch.full((rows.stop - start,), -inf)  # the running maximum of each row",
+              "    l = torch.zeros(rows.stop - start)  # the running sum",
+              "    O = torch.zeros(rows.stop - start, V.shape[1])  # the running (unnormalised) output",
+              "    for key_start in range(0, T, B_k):",
+              "        cols = slice(key_start, min(key_start + B_k, T))",
+              "        S = Q[rows] @ K[cols].T * (1.0 / math.sqrt(d))  # (B_q, B_k)",
+              "        if mask is not None:",
+              "            S = S.masked_fill(~mask[rows, cols], -inf)",
+              "        m_new = torch.maximum(m, S.max(dim=-1).values)",
+              "        safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)  # rows with nothing yet",
+              "        P = torch.exp(S - safe[:, None])  # exponents <= 0",
+              "        rescale = torch.exp(m - safe)  # e^(m - m'), 0 while m = -inf",
+              "        l_new = rescale * l + P.sum(dim=-1)",
+              "        O_new = rescale[:, None] * O + P @ V[cols]",
+              "        tiles.append(dict(S=S, m=m, m_new=m_new, P=P, rescale=rescale, l=l, l_new=l_new, O=O, O_new=O_new))",
+              "        m, l, O = m_new, l_new, O_new",
+              "    outputs.append(O / l[:, None])",
+              "output = torch.cat(outputs)  # (T, d_v)",
+              "tile = tiles[shown]",
+              "blocks_k = math.ceil(T / B_k)",
+              "i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]",
+              "tile_number = ((i // B_q) * blocks_k + j // B_k + 1).float()",
+              "full = torch.softmax((Q @ K.T / math.sqrt(d)).masked_fill(~mask, -inf) if causal else Q @ K.T / "
+              "math.sqrt(d), dim=-1) @ V  # the full T x T way"),
+        panels={"tiles": ("tile_number",), "tile_scores": ("tile['S']",),
+                "running_max": ("torch.stack([tile['m'], tile['S'].max(dim=-1).values, tile['m_new']], dim=1)",),
+                "running_sum": ("tile['P']", "torch.stack([tile['l'], tile['rescale'], tile['P'].sum(dim=-1), "
+                                "tile['l_new']], dim=1)"),
+                "partial_output": ("tile['O']", "tile['O_new']"),
+                "final": ("output", "full", "output - full")},
+        references=("same_as('F.scaled_dot_product_attention(q, k, v, is_causal=causal)', output, "
+                    "F.scaled_dot_product_attention(Q[None], K[None], V[None], is_causal=causal)[0])",),
+    )
+
+
+def rope_recipe(walk: RopeWalkthrough) -> Recipe:
+    """The RoPE page's recipe: the angles and the rotation by the page's own functions, the scores, the shift."""
+    t = walk.trace
+    return Recipe(
+        title="RoPE, rotary position embedding",
+        sources=("theta_i = base^(-2i/d); the pair (q_i, q_(i+d/2)) at position m is rotated by m theta_i;",
+                 "scores = q'_m . k'_n / sqrt(d) depend only on m - n  (Su et al. 2021, RoFormer, eq. 13-16)"),
+        inputs=(("tokens", walk.tokens, "the rows"), ("base", t.base, ""), ("shift", t.shift, ""),
+                *drawn_weights(walk.base.trace.x, walk.settings.rope.head_dim, walk.settings.seed, value=False)),
+        code=("Q, K = X @ W_q, X @ W_k  # (T, d) each: one head's queries and keys",
+              "T, d = Q.shape",
+              "half = torch.arange(d // 2, dtype=torch.float64)",
+              "",
+              "def frequencies(b):",
+              "    return (b ** (-2 * half / d)).float()  # (d/2,): theta_i, computed in float64",
+              "",
+              *source(rope.rotation_angles, rope.rotate),
+              "theta = frequencies(base)",
+              "positions = torch.arange(T)",
+              "angles = rotation_angles(positions, d, base)  # (T, d/2)",
+              "Q_rotated, K_rotated = rotate(Q, angles), rotate(K, angles)",
+              "scores = Q_rotated @ K_rotated.T * (1.0 / math.sqrt(d))  # (T, T)",
+              "shifted = rotation_angles(positions + shift, d, base)",
+              "shifted_scores = rotate(Q, shifted) @ rotate(K, shifted).T * (1.0 / math.sqrt(d))",
+              "# the sinusoidal encoding with the same base (Vaswani et al. 2017, sec. 3.5): sin on even, cos on odd",
+              "two_i = torch.arange(d, dtype=torch.float64).div(2, rounding_mode='floor') * 2",
+              "angle = torch.arange(T, dtype=torch.float64)[:, None] / base ** (two_i / d)",
+              "PE = torch.where(torch.arange(d) % 2 == 0, torch.sin(angle), torch.cos(angle)).float()",
+              f"bases = sorted(set({list(rope.BASES)!r}) | {{base}})",
+              "theta_table = torch.stack([frequencies(b) for b in bases])"),
+        panels={"projections": ("Q", "K"), "angles": ("theta[None]", "angles"),
+                "sinusoidal": ("PE", "torch.cos(angles)", "torch.sin(angles)"),
+                "rotate_query": ("Q", "Q_rotated"), "rotate_key": ("K", "K_rotated"), "scores": ("scores",),
+                "relative": ("scores", "shifted_scores", "shifted_scores - scores"), "base": ("theta_table",)},
+        references=(
+            "# the same rotation written the way transformers' Llama writes it (apply_rotary_pos_emb):",
+            "# q * cos + rotate_half(q) * sin, with cos and sin of the angles repeated over both halves",
+            "emb = torch.cat([angles, angles], dim=-1)",
+            "rotate_half = lambda x: torch.cat([-x[:, d // 2:], x[:, :d // 2]], dim=-1)  # noqa: E731",
+            "same_as('apply_rotary_pos_emb(q, k, cos, sin) (the Llama formula)', torch.cat([Q_rotated, K_rotated]), "
+            "torch.cat([Q * emb.cos() + rotate_half(Q) * emb.sin(), K * emb.cos() + rotate_half(K) * emb.sin()]))",
+        ),
+    )
