@@ -3,8 +3,8 @@
 import streamlit as st
 
 from attention_core.errors import N_
+from attention_core.multi_head.cross_walkthrough import CROSS_ATTENTION, build_cross_walkthrough
 from attention_core.multi_head.formulas import header_latex
-from attention_core.multi_head.walkthrough import CROSS_ATTENTION, build_cross_walkthrough
 from attention_core.settings import MAX_DIM, MAX_TOKENS
 from ui import i18n, state, stepthrough, widgets
 from ui.i18n import _

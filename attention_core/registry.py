@@ -19,7 +19,8 @@ from attention_core.modern.flash_walkthrough import FLASH_ATTENTION
 from attention_core.modern.gqa_walkthrough import GQA_PAGE
 from attention_core.modern.rope_walkthrough import ROPE_PAGE
 from attention_core.modern.sliding_walkthrough import SLIDING_WINDOW
-from attention_core.multi_head.walkthrough import CROSS_ATTENTION, MULTI_HEAD
+from attention_core.multi_head.cross_walkthrough import CROSS_ATTENTION
+from attention_core.multi_head.walkthrough import MULTI_HEAD
 from attention_core.page import SECTIONS, Page
 from attention_core.self_attention.walkthrough import NO_WEIGHTS, SELF_ATTENTION_PAGE, TOKENS
 from attention_core.trained_model.formulas import TRAINED_MODEL

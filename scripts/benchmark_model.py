@@ -62,12 +62,12 @@ def text_of(pm, tokens: int) -> str:
 
 def page_data(pm, text: str):
     """What the page computes for a new text (ui.model_data.sentence_data + head), uncached."""
-    from attention_core.trained_model import pretrained
+    from attention_core.trained_model import head_findings, pretrained
     from ui import model_view
 
     encoding = pretrained.tokenize(pm, text)
     run = pretrained.run_model(pm, encoding)
-    findings = pretrained.guided_findings(run.attentions, encoding)
+    findings = head_findings.guided_findings(run.attentions, encoding)
     pictures = model_view.head_pictures(run.attentions.numpy())
     step = pretrained.head_step(pm, run, 2, 8)
     return run, findings, pictures, step

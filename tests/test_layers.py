@@ -127,7 +127,7 @@ def test_the_cycle_finder_finds_the_cycles_of_a_known_graph(graph, expected):
 def test_the_walk_sees_the_imports_it_must_judge():
     """The checks above are only as good as the walk: it finds known imports, and skips TYPE_CHECKING ones."""
     pairs = set(imports())
-    assert ("attention_core.multi_head.walkthrough", "attention_core.masking.walkthrough") in pairs
+    assert ("attention_core.multi_head.walkthrough", "attention_core.masking.user_mask") in pairs
     assert ("attention_core.multi_head.walkthrough", "attention_core.multi_head.formulas") in pairs
     assert not any(importer.startswith("attention_core.modern") and imported == "attention_core.settings"
                    for importer, imported in pairs)  # imported for type hints only

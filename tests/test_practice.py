@@ -18,11 +18,8 @@ from attention_core.modern.flash_walkthrough import build_flash_walkthrough, fla
 from attention_core.modern.gqa_walkthrough import build_gqa_walkthrough, gqa_steps
 from attention_core.modern.rope_walkthrough import build_rope_walkthrough, rope_steps
 from attention_core.modern.sliding_walkthrough import build_sliding_walkthrough, sliding_steps
-from attention_core.multi_head.walkthrough import (
-    build_cross_walkthrough,
-    build_multi_head_walkthrough,
-    multi_head_steps,
-)
+from attention_core.multi_head.cross_walkthrough import build_cross_walkthrough
+from attention_core.multi_head.walkthrough import build_multi_head_walkthrough, multi_head_steps
 from attention_core.registry import BY_KEY
 from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
 from attention_core.settings import Settings
@@ -110,7 +107,7 @@ def _multi_head(page: str):
         else:
             walk = build_cross_walkthrough(settings)
         for stage in BY_KEY[page].stages:
-            yield f"{page}/{preset}/{stage}", multi_head_steps(walk, stage)
+            yield f"{page}/{preset}/{stage}", BY_KEY[page].steps(walk, stage)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import torch
 
 from attention_core.errors import N_, InputError, Message
 from attention_core.experiments import image as image_core
-from attention_core.experiments import positional, scaling
+from attention_core.experiments import image_upload, positional, scaling
 
 from . import state, widgets
 from .i18n import _
@@ -143,12 +143,12 @@ def receive_upload(key: str) -> None:
         return
     st.session_state[_UPLOADER_VERSION] = st.session_state.get(_UPLOADER_VERSION, 0) + 1  # drop the file
     try:
-        image_core.check_upload_size(file.size, file.name)  # don't even read a file that is too large
+        image_upload.check_upload_size(file.size, file.name)  # don't even read a file that is too large
     except InputError as error:
         st.session_state[_UPLOAD_ERROR] = error.message
         return
     try:
-        result = image_core.load_upload(file.getvalue(), file.name)
+        result = image_upload.load_upload(file.getvalue(), file.name)
     except InputError as error:
         st.session_state[_UPLOAD_ERROR] = Message(N_("“{name}”: {error}"), name=file.name, error=error.message)
         return

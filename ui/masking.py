@@ -12,7 +12,7 @@ from typing import Sequence
 import pandas as pd
 import streamlit as st
 
-from attention_core.masking.walkthrough import MASK_EDITS, MaskParts
+from attention_core.masking.user_mask import MASK_EDITS, MaskParts
 
 from . import state, widgets
 from .i18n import _

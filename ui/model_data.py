@@ -18,7 +18,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from attention_core.trained_model import pretrained
+from attention_core.trained_model import head_findings, pretrained
 
 from . import model_view, runtime
 
@@ -51,11 +51,11 @@ class SentenceData:
         run: the model's forward pass (tokens, hidden states, attentions).
         findings: the guided findings measured on this text.
         pictures: one small picture per head, for the grid.
-        focus: (L, H) each head's mean largest weight, the grid's table (``pretrained.head_focus``).
+        focus: (L, H) each head's mean largest weight, the grid's table (``head_findings.head_focus``).
     """
 
     run: pretrained.ModelRun
-    findings: tuple[pretrained.Finding, ...]
+    findings: tuple[head_findings.Finding, ...]
     pictures: pd.DataFrame
     focus: torch.Tensor
 
@@ -71,10 +71,10 @@ def sentence_data(text: str, padding: int) -> SentenceData:
     pm = model()
     encoding = pretrained.tokenize(pm, text, padding)
     run = pretrained.run_model(pm, encoding)
-    findings = pretrained.guided_findings(run.attentions, encoding)
+    findings = head_findings.guided_findings(run.attentions, encoding)
     pictures = model_view.head_pictures(run.attentions.numpy())
     return SentenceData(run=run, findings=findings, pictures=pictures,
-                        focus=pretrained.head_focus(run.attentions, encoding))
+                        focus=head_findings.head_focus(run.attentions, encoding))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

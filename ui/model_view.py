@@ -93,7 +93,7 @@ def head_grid(pictures: pd.DataFrame, selected: tuple[int, int], *, key: str,
     Args:
         pictures: from :func:`head_pictures` (cached by the page).
         selected: the open head (layer, head), 0-based; outlined in red.
-        focus: optional (L, H) numbers, each head's mean largest weight (``pretrained.head_focus``): the grid's
+        focus: optional (L, H) numbers, each head's mean largest weight (``head_findings.head_focus``): the grid's
             table (under it when the *tables* switch is on) and its description.
     """
     df = pictures.assign(selected=(pictures["layer"] == selected[0] + 1) & (pictures["head"] == selected[1] + 1))

@@ -17,7 +17,7 @@ import math
 from typing import Any, Mapping, Optional
 
 from attention_core.errors import N_, Message, quote, quote_list
-from attention_core.masking.walkthrough import MASK_EDITS
+from attention_core.masking.user_mask import MASK_EDITS
 from attention_core.settings import EDITABLE, LEGACY, MAX_ABS_VALUE, Settings, validate_settings
 
 #: The matrices whose edits travel in a link: name -> label.

@@ -3,7 +3,7 @@ r"""From settings to every number on the multi-head and cross-attention pages, a
 Seed 001's ``MultiHeadAttention`` splits d_out into h heads of head_dim columns, attends per head (with the
 causal page's mask) and mixes the concatenated heads with W_O; cross-attention takes its keys and values from
 a second (encoder) sentence (seed 003). :func:`build_multi_head_walkthrough` and
-:func:`build_cross_walkthrough` hold every number their page shows and the checks against
+:func:`attention_core.multi_head.cross_walkthrough.build_cross_walkthrough` hold every number their page shows and the checks against
 ``torch.nn.functional.scaled_dot_product_attention`` and ``torch.nn.MultiheadAttention``;
 :func:`multi_head_steps` puts a stage in the one step-through protocol.
 
@@ -27,13 +27,10 @@ from torch import nn
 
 from attention_core import entry_formulas as entries
 from attention_core import practice
-from attention_core.errors import N_, InputError, Message
+from attention_core.errors import N_, Message
 from attention_core.inputs.edits import Edits
-from attention_core.inputs.presets import PRESETS
-from attention_core.inputs.tokens import Vocabulary, seed000_tables, tokenize
 from attention_core.latex import Translate, index, number
-from attention_core.limits import MAX_TOKENS
-from attention_core.masking.walkthrough import (
+from attention_core.masking.user_mask import (
     MASK_EDITS,
     MaskParts,
     blocked_row_notes,
@@ -48,7 +45,6 @@ from attention_core.multi_head.recipes import multi_head_recipe
 from attention_core.page import Page
 from attention_core.self_attention.walkthrough import (
     Walkthrough,
-    base_matrices,
     build_walkthrough,
     dim_labels,
     token_labels,
@@ -214,95 +210,6 @@ def build_multi_head_walkthrough(settings: Settings, edits: Optional[Edits] = No
         settings=settings, base=base, tokens=tokens, kv_tokens=tokens, x_query=x, x_kv=x, weights=w, mask=mask,
         trace=trace, columns=columns, shapes=_reshape_chain(t, settings.d_out, settings.num_heads),
         blocked_rows=blocked_rows, checks=tuple(checks), warnings=warnings, notes=notes,
-    )
-
-
-def encoder_inputs(settings: Settings, base: Walkthrough) -> tuple[tuple[str, ...], torch.Tensor]:
-    """The encoder sentence's tokens and embeddings X_enc (n, D), from the same table as the decoder's.
-
-    Fixed vocabularies (seed 000's dictionary, the articles' word vectors) give
-    each word the same vector in both sentences. With a vocabulary built from
-    the sentence, the encoder's new words get the next ids and the next rows of
-    the same seeded table (drawn after everything else, so the decoder's X is
-    unchanged); the user's X edits apply to the decoder only.
-
-    Raises:
-        InputError: an empty encoder sentence, more than MAX_TOKENS tokens, or
-            words outside a fixed vocabulary (field "encoder_sentence").
-    """
-    raw = tokenize(settings.encoder_sentence)
-    if not raw:
-        raise InputError(N_("The encoder sentence is empty: type a few words (the tokens the decoder looks at)."),
-                         field="encoder_sentence")
-    if len(raw) > MAX_TOKENS:
-        raise InputError(
-            N_("The encoder sentence has {num_tokens} tokens; this page shows at most {max_tokens} "
-               "(a grid of {max_tokens} × {max_tokens} numbers is the most that stays readable). Shorten it."),
-            field="encoder_sentence", num_tokens=len(raw), max_tokens=MAX_TOKENS,
-        )
-    preset = PRESETS[settings.preset]
-    if preset.vocabulary is not None or preset.table is not None:
-        try:
-            words, ids = base.vocabulary.encode(raw)
-        except InputError as error:
-            raise InputError(N_("Encoder sentence: {problem}"), field="encoder_sentence",
-                             problem=error.message) from None
-        return words, base_matrices(settings, ids, base.vocabulary)["x"]
-    extended = Vocabulary.from_tokens(base.tokens + raw)  # the decoder's words keep their ids
-    words, ids = extended.encode(raw)
-    extra = extended.num_rows - base.vocabulary.num_rows
-    table = seed000_tables(settings.seed, base.vocabulary.num_rows, settings.d_model, settings.d_k)[0]
-    if extra:
-        # seed000_tables' generator, continued: the same draws, then `extra` more rows.
-        g = torch.Generator().manual_seed(settings.seed)
-        torch.randn(base.vocabulary.num_rows - 1, settings.d_model, generator=g)
-        for _i in range(3):
-            torch.randn(settings.d_model, settings.d_k, generator=g)
-        torch.randn(1, settings.d_model, generator=g)
-        table = torch.cat([table, torch.randn(extra, settings.d_model, generator=g)])
-    return words, table[torch.tensor(ids)]
-
-
-def build_cross_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> MultiHeadWalkthrough:
-    """Cross-attention: the decoder sentence's queries attend to the encoder sentence's keys and values.
-
-    Queries come from ``settings.sentence`` (m tokens, its X with the user's
-    edits), keys and values from ``settings.encoder_sentence`` (n tokens); the
-    weights are m × n per head, m ≠ n is fine, and there is no mask (every
-    decoder token may look at every encoder token). Weights as
-    ``MultiHeadAttention(D, d_out, context_length, 0.0, num_heads)``.
-
-    Raises:
-        InputError: a bad decoder or encoder sentence, either longer than the
-            context length, or num_heads not dividing d_out.
-    """
-    edits = edits or {}
-    base = build_walkthrough(settings, x_edits_only(edits))
-    check_context_length(len(base.tokens), settings.context_length, "decoder")
-    enc_tokens, x_enc = encoder_inputs(settings, base)
-    check_context_length(len(enc_tokens), settings.context_length, "encoder")
-    columns = head_columns(settings.d_out, settings.num_heads)
-    x_dec = base.trace.x  # (m, D)
-    w = module_weights(settings.d_model, settings.d_out, settings.seed, out_proj=True)
-    trace = multi_head_attention(x_dec, x_enc, w["w_query"], w["w_key"], w["w_value"], w["w_out"],
-                                 b_out=w["b_out"], num_heads=settings.num_heads)
-    m, n = len(base.tokens), len(enc_tokens)
-    checks = _torch_mha_checks(trace, w, x_dec, x_enc, None, torch.zeros(m, dtype=torch.bool))
-    notes = []
-    if m != n:
-        notes.append(Message(N_("m = {m} decoder tokens attend to n = {n} encoder tokens: every head's weights are "
-                                "{m} × {n}, not square, and each row still sums to 1 over the {n} encoder tokens."),
-                             m=m, n=n))
-    if settings.d_model != settings.d_out:
-        notes.append(Message(
-            N_("torch.nn.MultiheadAttention needs queries as wide as d_out (its embed_dim); here d_model = "
-               "{d_model} ≠ d_out = {d_out}, so the check uses scaled_dot_product_attention per head."),
-            d_model=settings.d_model, d_out=settings.d_out))
-    return MultiHeadWalkthrough(
-        settings=settings, base=base, tokens=base.tokens, kv_tokens=enc_tokens, x_query=x_dec, x_kv=x_enc,
-        weights=w, mask=None, trace=trace, columns=columns, shapes=_reshape_chain(m, settings.d_out,
-                                                                                   settings.num_heads),
-        blocked_rows=(), checks=tuple(checks), warnings=(), notes=tuple(notes),
     )
 
 
@@ -474,14 +381,14 @@ def multi_head_exercise(walk: MultiHeadWalkthrough, stage: str, row: int, col: i
 # ---------------------------------------------------------------- the step-through protocol
 
 
-def multi_head_steps(walk: MultiHeadWalkthrough, stage: str) -> StepThrough:
-    """The multi-head or (for a cross-attention walk-through) the cross-attention page's ``stage`` in the one
-    step-through protocol.
+def multi_head_steps(walk: MultiHeadWalkthrough, stage: str, page: Optional[Page] = None) -> StepThrough:
+    """The multi-head page's ``stage`` in the one step-through protocol (``page``: another page on the same
+    machinery, the cross-attention page's declaration).
 
     Raises:
         KeyError: a stage that is not one of the page's.
     """
-    page = CROSS_ATTENTION if walk.is_cross else MULTI_HEAD
+    page = page or MULTI_HEAD
     if stage not in page.stages:
         raise KeyError(stage)
     return StepThrough(
@@ -528,32 +435,4 @@ MULTI_HEAD = Page(
     steps=multi_head_steps, recipe=multi_head_recipe,
     settings=MultiHeadSettings,
     legacy={"mha_stage": "stage"},
-)
-@dataclass(frozen=True)
-class CrossAttentionSettings:
-    """The cross-attention page's own settings (``settings.cross_attention``).
-
-    Attributes:
-        stage: the step shown (a key of ``CROSS_ATTENTION.stages``).
-    """
-
-    stage: str = "weights"
-
-
-CROSS_ATTENTION = Page(
-    key="cross_attention", title=N_("Cross-attention"), icon=":material/compare_arrows:", section="masking",
-    summary=N_("Cross-attention: a decoder sentence attends to an encoder sentence"),
-    stages={
-        "inputs": N_("Decoder and encoder inputs"),
-        "query": N_("Queries from the decoder: Q = X_dec W_q"),
-        "key": N_("Keys from the encoder: K = X_enc W_k"),
-        "value": N_("Values from the encoder: V = X_enc W_v"),
-        "scaled_scores": N_("Scores Q_r K_rᵀ / √head_dim: m × n"),
-        "weights": N_("Weights: softmax over the encoder tokens"),
-        "head": N_("Each head's context vectors"),
-        "output": N_("Output: Concat · W_O + b_O"),
-    },
-    steps=multi_head_steps, recipe=multi_head_recipe,
-    settings=CrossAttentionSettings,
-    legacy={"cross_stage": "stage"},
 )

@@ -28,7 +28,8 @@ from attention_core.modern.flash_walkthrough import build_flash_walkthrough
 from attention_core.modern.gqa_walkthrough import build_gqa_walkthrough
 from attention_core.modern.rope_walkthrough import build_rope_walkthrough
 from attention_core.modern.sliding_walkthrough import build_sliding_walkthrough
-from attention_core.multi_head.walkthrough import build_cross_walkthrough, build_multi_head_walkthrough
+from attention_core.multi_head.cross_walkthrough import build_cross_walkthrough
+from attention_core.multi_head.walkthrough import build_multi_head_walkthrough
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 from attention_core.transformer.generation_walkthrough import build_generation_walkthrough

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from attention_core.errors import InputError
-from attention_core.experiments import additive, image, positional, scaling, temperature
+from attention_core.experiments import additive, image, image_upload, positional, scaling, temperature
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 
@@ -632,12 +632,12 @@ def test_clamp_pixel(row, col, h, w, expected):
 
 
 def test_upload_size_check_and_centre():
-    image.check_upload_size(image.MAX_UPLOAD_BYTES, "ok.png")  # at the limit: accepted
+    image_upload.check_upload_size(image.MAX_UPLOAD_BYTES, "ok.png")  # at the limit: accepted
     with pytest.raises(InputError) as error:
-        image.check_upload_size(6 * 2**20, "huge.png")
+        image_upload.check_upload_size(6 * 2**20, "huge.png")
     assert str(error.value.message) == "“huge.png” is 6.0 MB; the limit is 5 MB."
     assert image.MAX_UPLOAD_MB == 5
-    upload = image.load_upload(_png_bytes((40, 30)), "red.png")  # 40 × 30 -> 16 × 12
+    upload = image_upload.load_upload(_png_bytes((40, 30)), "red.png")  # 40 × 30 -> 16 × 12
     assert upload.pixels.shape[:2] == (12, 16) and upload.centre == (6, 8)
     with pytest.raises(InputError):
         image.clamp_pixel(0, 0, 0, 4)
@@ -686,7 +686,7 @@ def _encode(size, fmt="PNG", mode="RGB", colour=(10, 200, 30)) -> bytes:
     ((300, 300), "JPEG", "photo.jpeg", (16, 16)),
 ])
 def test_uploads_are_decoded_and_downscaled(size, fmt, name, expected):
-    result = image.load_upload(_encode(size, fmt), name)
+    result = image_upload.load_upload(_encode(size, fmt), name)
     assert tuple(result.pixels.shape) == (*expected, 3) and result.pixels.dtype == torch.uint8
     assert result.format == fmt and result.original_size == size
     assert abs(int(result.pixels[0, 0, 1]) - 200) < 8  # the colour survives (JPEG: nearly)
@@ -694,7 +694,7 @@ def test_uploads_are_decoded_and_downscaled(size, fmt, name, expected):
 
 
 def test_transparent_uploads_are_laid_on_white():
-    result = image.load_upload(_encode((4, 4), mode="RGBA", colour=(255, 0, 0, 0)), "clear.png")
+    result = image_upload.load_upload(_encode((4, 4), mode="RGBA", colour=(255, 0, 0, 0)), "clear.png")
     assert result.pixels.unique().tolist() == [255]
 
 
@@ -729,7 +729,7 @@ def test_bad_uploads_get_a_clear_message(data, name, says):
     }.get(data, data)
     assert len(data) <= image.MAX_UPLOAD_BYTES or says == "limit is 5 MB"
     with pytest.raises(InputError) as error:
-        image.load_upload(data, name)
+        image_upload.load_upload(data, name)
     assert says in error.value.message
     assert error.value.field == "image_upload"
 

@@ -1,4 +1,4 @@
-"""Uploads on the image page (attention_core/experiments/image.load_upload): files a student might really have, files
+"""Uploads on the image page (attention_core/experiments/image_upload.load_upload): files a student might really have, files
 that break decoders, and the memory one upload may take on a server the whole class shares."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from PIL import Image, ImageOps, TiffImagePlugin
 from PIL.TiffImagePlugin import IFDRational
 
 from attention_core.errors import InputError
-from attention_core.experiments import image
+from attention_core.experiments import image, image_upload
 
 ROOT = Path(__file__).resolve().parents[2]
 ORIENTATION = 0x0112
@@ -55,7 +55,7 @@ def test_a_jpeg_whose_exif_holds_a_rational_description_loads_upright():
     Image.new("RGB", (20, 10), (200, 30, 30)).save(buffer, "JPEG", exif=_rational_description_exif(6))
     with pytest.raises(AttributeError):  # what the page used to show as a traceback
         ImageOps.exif_transpose(Image.open(io.BytesIO(buffer.getvalue())))
-    upload = image.load_upload(buffer.getvalue(), "photo.jpg")
+    upload = image_upload.load_upload(buffer.getvalue(), "photo.jpg")
     assert tuple(upload.pixels.shape) == (16, 8, 3)  # 20 × 10 turned a quarter: 10 wide, 20 tall, then fitted
     assert abs(int(upload.pixels[8, 4, 0]) - 200) < 8 and upload.original_size == (20, 10)
 
@@ -66,14 +66,14 @@ def test_every_exif_orientation_turns_the_image_as_pillow_does(orientation):
     exif[ORIENTATION] = orientation
     data = _png(_coded(6, 4), exif=exif)
     expected = np.array(ImageOps.exif_transpose(Image.open(io.BytesIO(data))).convert("RGB"))
-    assert image.load_upload(data, "coded.png").pixels.numpy().tolist() == expected.tolist()
+    assert image_upload.load_upload(data, "coded.png").pixels.numpy().tolist() == expected.tolist()
 
 
 def test_sixteen_bit_grey_keeps_its_shades():
     """A black-to-white 16-bit gradient used to come out almost all white ([0, 255, 255, …])."""
     levels = np.linspace(0, 65535, 64).round().astype(np.uint16)
-    upload = image.load_upload(_png(Image.fromarray(np.tile(levels, (8, 1)))), "grey16.png")
-    eight_bit = image.load_upload(_png(Image.fromarray(np.tile((levels // 257).astype(np.uint8), (8, 1)))), "grey.png")
+    upload = image_upload.load_upload(_png(Image.fromarray(np.tile(levels, (8, 1)))), "grey16.png")
+    eight_bit = image_upload.load_upload(_png(Image.fromarray(np.tile((levels // 257).astype(np.uint8), (8, 1)))), "grey.png")
     row = upload.pixels[0, :, 0].tolist()
     assert row == sorted(row) and row[0] < 10 and row[-1] > 245  # dark to light, in order
     assert np.abs(upload.pixels.numpy().astype(int) - eight_bit.pixels.numpy().astype(int)).max() <= 1
@@ -82,12 +82,12 @@ def test_sixteen_bit_grey_keeps_its_shades():
 @pytest.mark.parametrize("size", [(1, 4096), (4096, 1), (17, 1), (340, 20)])
 def test_a_thin_strip_is_refused_from_its_header(size):
     with pytest.raises(InputError) as error:
-        image.load_upload(_png(Image.new("L", size)), "strip.png")
+        image_upload.load_upload(_png(Image.new("L", size)), "strip.png")
     assert "more than 16 times" in error.value.message and error.value.field == "image_upload"
 
 
 def test_the_longest_accepted_strip_loads():
-    assert tuple(image.load_upload(_png(Image.new("L", (16, 1))), "strip.png").pixels.shape) == (1, 16, 3)
+    assert tuple(image_upload.load_upload(_png(Image.new("L", (16, 1))), "strip.png").pixels.shape) == (1, 16, 3)
 
 
 def test_a_transparent_half_is_averaged_like_premultiplied_colours():
@@ -95,7 +95,7 @@ def test_a_transparent_half_is_averaged_like_premultiplied_colours():
     Averaging the colours before the alpha would let the hidden black in: (191, 128, 128)."""
     pixels = np.zeros((64, 64, 4), dtype=np.uint8)
     pixels[:, :32] = (255, 0, 0, 255)
-    (r, g, b), = image.load_upload(_png(Image.fromarray(pixels)), "half.png", max_side=1).pixels[0].tolist()
+    (r, g, b), = image_upload.load_upload(_png(Image.fromarray(pixels)), "half.png", max_side=1).pixels[0].tolist()
     assert r == 255 and abs(g - 128) <= 1 and abs(b - 128) <= 1
 
 
@@ -183,7 +183,7 @@ def test_damaged_files_load_or_get_the_message_never_a_traceback():
     for _ in range(400):
         kind, data = rng.choice(seeds)
         try:
-            upload = image.load_upload(_mutant(rng, kind, data), "upload." + ("png" if kind == "PNG" else "jpg"))
+            upload = image_upload.load_upload(_mutant(rng, kind, data), "upload." + ("png" if kind == "PNG" else "jpg"))
         except InputError as error:
             assert error.field == "image_upload"
             refused += 1
@@ -210,21 +210,21 @@ MEASURE = textwrap.dedent("""
     import json, sys
     from pathlib import Path
     from attention_core.errors import InputError
-    from attention_core.experiments import image
+    from attention_core.experiments import image, image_upload
 
     def kib(name):
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith(name + ":"):
                 return int(line.split()[1])
 
-    image.load_upload(Path(sys.argv[1]).read_bytes(), "warm-up.png")  # imports and first-call costs
+    image_upload.load_upload(Path(sys.argv[1]).read_bytes(), "warm-up.png")  # imports and first-call costs
     grown = {}
     for path in sys.argv[2:]:
         data = Path(path).read_bytes()
         Path("/proc/self/clear_refs").write_text("5")  # reset the peak resident size (VmHWM) to now
         before = kib("VmRSS")
         try:
-            image.load_upload(data, Path(path).name)
+            image_upload.load_upload(data, Path(path).name)
         except InputError:
             pass
         grown[Path(path).name] = (kib("VmHWM") - before) / 1024

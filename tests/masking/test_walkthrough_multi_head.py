@@ -21,16 +21,12 @@ from attention_core import registry
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
 from attention_core.masking import formulas as fm
-from attention_core.masking.walkthrough import (
-    MASK_EDITS,
-    build_causal_walkthrough,
-    causal_panels,
-    explain_causal,
-)
+from attention_core.masking.user_mask import MASK_EDITS
+from attention_core.masking.walkthrough import build_causal_walkthrough, causal_panels, explain_causal
 from attention_core.multi_head import formulas as formulas_multi_head
+from attention_core.multi_head.cross_walkthrough import build_cross_walkthrough
 from attention_core.multi_head.modules import MultiHeadAttention
 from attention_core.multi_head.walkthrough import (
-    build_cross_walkthrough,
     build_multi_head_walkthrough,
     explain_multi_head,
     multi_head_panels,

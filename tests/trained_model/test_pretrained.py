@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core.errors import InputError
 from attention_core.settings import Settings
-from attention_core.trained_model import pretrained
+from attention_core.trained_model import head_findings, pretrained
 from attention_core.trained_model.formulas import (
     TRAINED_MODEL,
     head_entry_latex,
@@ -270,8 +270,8 @@ def test_unusual_unicode_runs(pm, text):
 
 def test_findings_are_measured_on_the_text(pm, runs):
     run = runs[SENTENCES[0]]
-    findings = {f.key: f for f in pretrained.guided_findings(run.attentions, run.encoding)}
-    assert list(findings) == list(pretrained.FINDINGS)
+    findings = {f.key: f for f in head_findings.guided_findings(run.attentions, run.encoding)}
+    assert list(findings) == list(head_findings.FINDINGS)
     m = run.encoding.num_real
     for key, (rows, cols) in {"previous": (range(1, m), range(0, m - 1)), "next": (range(0, m - 1), range(1, m)),
                               "self": (range(m), range(m)), "cls": (range(m), [0] * m),
@@ -283,14 +283,14 @@ def test_findings_are_measured_on_the_text(pm, runs):
         assert score == max(max(row) for row in finding.scores)
         assert finding.baseline == pytest.approx(1 / m)
     assert findings["same_word"].rows == 0 and findings["same_word"].top == ()  # no word is split here
-    split = {f.key: f for f in pretrained.guided_findings(runs[SENTENCES[1]].attentions, runs[SENTENCES[1]].encoding)}
+    split = {f.key: f for f in head_findings.guided_findings(runs[SENTENCES[1]].attentions, runs[SENTENCES[1]].encoding)}
     assert split["same_word"].rows > 0 and len(split["same_word"].top) == 3
     assert split["previous"].scores != findings["previous"].scores  # measured, not hard-coded
 
 
 def test_head_focus_is_each_heads_mean_largest_weight_over_the_real_tokens(pm, runs):
     run = runs[SENTENCES[0]]
-    focus = pretrained.head_focus(run.attentions, run.encoding)
+    focus = head_findings.head_focus(run.attentions, run.encoding)
     m = run.encoding.num_real
     assert focus.shape == (6, 12)
     for layer, head in [(0, 0), (2, 7), (5, 11)]:
@@ -299,9 +299,9 @@ def test_head_focus_is_each_heads_mean_largest_weight_over_the_real_tokens(pm, r
     assert bool(((focus >= 1 / m - 1e-6) & (focus <= 1 + 1e-6)).all())
     # padding rows are left out: the same text padded gives the same focus
     padded = pretrained.run_model(pm, pretrained.tokenize(pm, SENTENCES[0], 3))
-    assert torch.allclose(pretrained.head_focus(padded.attentions, padded.encoding), focus, atol=1e-5)
+    assert torch.allclose(head_findings.head_focus(padded.attentions, padded.encoding), focus, atol=1e-5)
     with pytest.raises(ValueError, match="L, H, n, n"):
-        pretrained.head_focus(run.attentions[0], run.encoding)
+        head_findings.head_focus(run.attentions[0], run.encoding)
 
 
 def test_settings_validate_the_model_fields():
