@@ -4,7 +4,7 @@ import streamlit as st
 
 from attention_core.errors import N_
 from attention_core.limits import MAX_DIM, MAX_SLIDING_LAYERS, MAX_TOKENS
-from attention_core.modern.sliding_walkthrough import SLIDING_WINDOW, build_sliding_walkthrough
+from attention_core.modern.sliding_window_walkthrough import SLIDING_WINDOW, build_sliding_window_walkthrough
 from ui import state, stepthrough, widgets
 from ui.i18n import _
 
@@ -43,5 +43,5 @@ with c4:
 state.bind(st.toggle, _("Causal mask"), "causal_mask",
            help=_("On: the window looks back only (Mistral). Off: w − 1 tokens on each side (Longformer)."))
 
-walk = widgets.build_or_stop(build_sliding_walkthrough, state.settings(), state.edits())
+walk = widgets.build_or_stop(build_sliding_window_walkthrough, state.settings(), state.edits())
 stepthrough.live(SLIDING_WINDOW, walk, EXPLAIN)

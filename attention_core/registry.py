@@ -15,11 +15,11 @@ from attention_core.experiments.scaling import WHY_SQRT_DK
 from attention_core.experiments.temperature import TEMPERATURE_PAGE
 from attention_core.masking.walkthrough import CAUSAL_PAGE, DROPOUT_PAGE
 from attention_core.modern.alibi_walkthrough import ALIBI_PAGE
-from attention_core.modern.flash_walkthrough import FLASH_ATTENTION
+from attention_core.modern.flash_attention_walkthrough import FLASH_ATTENTION
 from attention_core.modern.gqa_walkthrough import GQA_PAGE
 from attention_core.modern.rope_walkthrough import ROPE_PAGE
-from attention_core.modern.sliding_walkthrough import SLIDING_WINDOW
-from attention_core.multi_head.cross_walkthrough import CROSS_ATTENTION
+from attention_core.modern.sliding_window_walkthrough import SLIDING_WINDOW
+from attention_core.multi_head.cross_attention_walkthrough import CROSS_ATTENTION
 from attention_core.multi_head.walkthrough import MULTI_HEAD
 from attention_core.page import SECTIONS, Page
 from attention_core.self_attention.walkthrough import NO_WEIGHTS, SELF_ATTENTION_PAGE, TOKENS

@@ -14,11 +14,11 @@ from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
 from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps, dropout_steps
 from attention_core.modern.alibi_walkthrough import alibi_steps, build_alibi_walkthrough
-from attention_core.modern.flash_walkthrough import build_flash_walkthrough, flash_steps
+from attention_core.modern.flash_attention_walkthrough import build_flash_attention_walkthrough, flash_attention_steps
 from attention_core.modern.gqa_walkthrough import build_gqa_walkthrough, gqa_steps
 from attention_core.modern.rope_walkthrough import build_rope_walkthrough, rope_steps
-from attention_core.modern.sliding_walkthrough import build_sliding_walkthrough, sliding_steps
-from attention_core.multi_head.cross_walkthrough import build_cross_walkthrough
+from attention_core.modern.sliding_window_walkthrough import build_sliding_window_walkthrough, sliding_window_steps
+from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
 from attention_core.multi_head.walkthrough import build_multi_head_walkthrough, multi_head_steps
 from attention_core.registry import BY_KEY
 from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
@@ -105,7 +105,7 @@ def _multi_head(page: str):
         if page == "multi_head":
             walk = build_multi_head_walkthrough(settings.replace(padding=1)[0])
         else:
-            walk = build_cross_walkthrough(settings)
+            walk = build_cross_attention_walkthrough(settings)
         for stage in BY_KEY[page].stages:
             yield f"{page}/{preset}/{stage}", BY_KEY[page].steps(walk, stage)
 
@@ -154,9 +154,9 @@ CASES = {
     "gqa": lambda: _modern("gqa", build_gqa_walkthrough, gqa_steps, [{}, {"gqa.num_kv_heads": 1}, {"causal_mask": False}]),
     "rope": lambda: _modern("rope", build_rope_walkthrough, rope_steps, [{}, {"rope.head_dim": 6}]),
     "alibi": lambda: _modern("alibi", build_alibi_walkthrough, alibi_steps, [{}, {"alibi.num_heads": 3}]),
-    "sliding_window": lambda: _modern("sliding_window", build_sliding_walkthrough, sliding_steps,
+    "sliding_window": lambda: _modern("sliding_window", build_sliding_window_walkthrough, sliding_window_steps,
                                       [{}, {"causal_mask": False}]),
-    "flash_attention": lambda: _modern("flash_attention", build_flash_walkthrough, flash_steps,
+    "flash_attention": lambda: _modern("flash_attention", build_flash_attention_walkthrough, flash_attention_steps,
                              [{"flash_attention.tile": n} for n in range(4)]),
 }
 

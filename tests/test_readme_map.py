@@ -1,5 +1,9 @@
 """The README's map of the code ("How it is built") names every module of attention_core and ui, so a newcomer
-finds any formula's code from it; a module added without a line there fails here."""
+finds any formula's code from it; a module added without a line there fails here.
+
+A page's own walk-through module is found by its name instead, as the README says: ``<page key>_walkthrough.py`` in
+its concept's folder, for a page of the registry (adding a step page does not edit the README).
+"""
 
 from __future__ import annotations
 
@@ -7,11 +11,17 @@ import re
 
 from conftest import ROOT
 
+from attention_core import registry
+
 
 def readme_map() -> str:
     text = (ROOT / "README.md").read_text()
     start = text.index("## How it is built")
     return text[start:text.index("```", text.index("```", start) + 3)]
+
+
+#: The walk-through modules named after their page, which the README's convention covers.
+PAGE_MODULES = {f"{page.key}_walkthrough.py" for page in registry.PAGES}
 
 
 def test_the_readme_map_names_every_module_and_package():
@@ -23,6 +33,10 @@ def test_the_readme_map_names_every_module_and_package():
                 name = path.parent.name
                 if path.parent.name != folder and name not in words and f"{name}/" not in readme_map():
                     missing.append(str(path.parent.relative_to(ROOT)) + "/")
-            elif path.name not in words:
+            elif path.name not in words and path.name not in PAGE_MODULES:
                 missing.append(str(path.relative_to(ROOT)))
     assert not missing, f"not in the README's map: {missing}"
+
+
+def test_the_readme_states_the_page_module_convention_the_map_relies_on():
+    assert "<page key>_walkthrough.py" in readme_map()

@@ -17,10 +17,10 @@ from attention_core.recipe import ATTEND, Recipe, drawn_weights, source
 
 if TYPE_CHECKING:  # the recipe reads the walk-through it is handed; the walk-through's module declares the page
     from attention_core.modern.alibi_walkthrough import AlibiWalkthrough
-    from attention_core.modern.flash_walkthrough import FlashWalkthrough
+    from attention_core.modern.flash_attention_walkthrough import FlashWalkthrough
     from attention_core.modern.gqa_walkthrough import GQAWalkthrough
     from attention_core.modern.rope_walkthrough import RopeWalkthrough
-    from attention_core.modern.sliding_walkthrough import SlidingWalkthrough
+    from attention_core.modern.sliding_window_walkthrough import SlidingWalkthrough
 
 
 def gqa_recipe(walk: GQAWalkthrough) -> Recipe:

@@ -3,7 +3,7 @@ r"""From settings to every number on the multi-head and cross-attention pages, a
 Seed 001's ``MultiHeadAttention`` splits d_out into h heads of head_dim columns, attends per head (with the
 causal page's mask) and mixes the concatenated heads with W_O; cross-attention takes its keys and values from
 a second (encoder) sentence (seed 003). :func:`build_multi_head_walkthrough` and
-:func:`attention_core.multi_head.cross_walkthrough.build_cross_walkthrough` hold every number their page shows and the checks against
+:func:`attention_core.multi_head.cross_attention_walkthrough.build_cross_attention_walkthrough` hold every number their page shows and the checks against
 ``torch.nn.functional.scaled_dot_product_attention`` and ``torch.nn.MultiheadAttention``;
 :func:`multi_head_steps` puts a stage in the one step-through protocol.
 

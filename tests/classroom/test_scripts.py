@@ -24,11 +24,11 @@ from attention_core.classroom.scripts import script_for
 from attention_core.masking.walkthrough import build_causal_walkthrough
 from attention_core.modern import alibi, rope, sliding
 from attention_core.modern.alibi_walkthrough import build_alibi_walkthrough
-from attention_core.modern.flash_walkthrough import build_flash_walkthrough
+from attention_core.modern.flash_attention_walkthrough import build_flash_attention_walkthrough
 from attention_core.modern.gqa_walkthrough import build_gqa_walkthrough
 from attention_core.modern.rope_walkthrough import build_rope_walkthrough
-from attention_core.modern.sliding_walkthrough import build_sliding_walkthrough
-from attention_core.multi_head.cross_walkthrough import build_cross_walkthrough
+from attention_core.modern.sliding_window_walkthrough import build_sliding_window_walkthrough
+from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
 from attention_core.multi_head.walkthrough import build_multi_head_walkthrough
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
@@ -52,7 +52,7 @@ CASES = {
     "multi_head_two_heads": (lambda: build_multi_head_walkthrough(Settings.for_preset("journey_v1")), "multi_head"),
     "multi_head_four_heads_padding": (
         lambda: build_multi_head_walkthrough(Settings(d_out=4, num_heads=4, padding=1)), "multi_head"),
-    "cross_attention": (lambda: build_cross_walkthrough(Settings()), "cross_attention"),
+    "cross_attention": (lambda: build_cross_attention_walkthrough(Settings()), "cross_attention"),
     "encoder_post_ln": (lambda: build_encoder_walkthrough(Settings().set(**{"encoder_block.num_layers": 2})), "encoder_block"),
     "encoder_pre_ln": (lambda: build_encoder_walkthrough(Settings().set(**{"encoder_block.norm_first": True, "encoder_block.num_layers": 3, "encoder_block.block": 1})),
                        "encoder_block"),
@@ -66,12 +66,12 @@ CASES = {
     "rope_base_and_shift": (lambda: build_rope_walkthrough(Settings().set(**{"rope.head_dim": 6, "rope.base": 500.0, "rope.shift": 7})),
                             "rope"),
     "alibi_three_heads": (lambda: build_alibi_walkthrough(Settings().set(**{"alibi.num_heads": 3})), "alibi"),
-    "sliding_window": (lambda: build_sliding_walkthrough(Settings()), "sliding_window"),
+    "sliding_window": (lambda: build_sliding_window_walkthrough(Settings()), "sliding_window"),
     "sliding_window_both_sides": (
-        lambda: build_sliding_walkthrough(Settings().set(**{"causal_mask": False}).set(**{"sliding_window.window": 2, "sliding_window.layers": 2})), "sliding_window"),
-    "flash_attention": (lambda: build_flash_walkthrough(Settings()), "flash_attention"),
+        lambda: build_sliding_window_walkthrough(Settings().set(**{"causal_mask": False}).set(**{"sliding_window.window": 2, "sliding_window.layers": 2})), "sliding_window"),
+    "flash_attention": (lambda: build_flash_attention_walkthrough(Settings()), "flash_attention"),
     "flash_attention_not_causal_last_tile": (
-        lambda: build_flash_walkthrough(Settings().set(**{"causal_mask": False}).set(**{"flash_attention.block_q": 3, "flash_attention.block_k": 2, "flash_attention.tile": 99})),
+        lambda: build_flash_attention_walkthrough(Settings().set(**{"causal_mask": False}).set(**{"flash_attention.block_q": 3, "flash_attention.block_k": 2, "flash_attention.tile": 99})),
         "flash_attention"),
 }
 
@@ -167,7 +167,7 @@ def test_user_tokens_enter_only_inside_string_literals():
         settings = Settings.for_preset("custom", sentence=NASTY)
         build = {"self_attention": build_walkthrough, "causal": build_causal_walkthrough,
                  "multi_head": build_multi_head_walkthrough, "rope": build_rope_walkthrough,
-                 "flash_attention": build_flash_walkthrough}[key]
+                 "flash_attention": build_flash_attention_walkthrough}[key]
         source = script_for(registry.BY_KEY[key], build(settings))
         tree = ast.parse(source)
         (tokens,) = [node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)

@@ -24,7 +24,7 @@ from attention_core.masking import formulas as fm
 from attention_core.masking.user_mask import MASK_EDITS
 from attention_core.masking.walkthrough import build_causal_walkthrough, causal_panels, explain_causal
 from attention_core.multi_head import formulas as formulas_multi_head
-from attention_core.multi_head.cross_walkthrough import build_cross_walkthrough
+from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
 from attention_core.multi_head.modules import MultiHeadAttention
 from attention_core.multi_head.walkthrough import (
     build_multi_head_walkthrough,
@@ -98,7 +98,7 @@ def test_building_the_pages_never_touches_the_global_generator():
     s = Settings.for_preset("custom", **{"dropout.dropout_p": 0.3})
     build_causal_walkthrough(s, dropout=True)
     build_multi_head_walkthrough(s)
-    build_cross_walkthrough(s)
+    build_cross_attention_walkthrough(s)
     assert torch.equal(before, torch.random.get_rng_state())
 
 
@@ -144,7 +144,7 @@ def test_journey_v2_masked_weights_and_dropout_reproduce_ch03():
 def test_every_preset_passes_every_check(preset):
     s = Settings.for_preset(preset)
     for walk in (build_causal_walkthrough(s), build_causal_walkthrough(s, dropout=True),
-                 build_multi_head_walkthrough(s), build_cross_walkthrough(s)):
+                 build_multi_head_walkthrough(s), build_cross_attention_walkthrough(s)):
         assert walk.checks and all(c.matches for c in walk.checks), walk.checks
 
 
@@ -207,7 +207,7 @@ def test_mask_reasons_name_the_future_padding_and_the_users_cells():
 
 def test_context_length_shorter_than_the_sentence_is_an_input_error():
     s = Settings.for_preset("journey_v1", context_length=4)
-    for build in (build_causal_walkthrough, build_multi_head_walkthrough, build_cross_walkthrough):
+    for build in (build_causal_walkthrough, build_multi_head_walkthrough, build_cross_attention_walkthrough):
         with pytest.raises(InputError, match="6 tokens but the context length is 4"):
             build(s)
 
@@ -247,7 +247,7 @@ def test_dropout_mask_is_nn_dropouts_and_rows_stop_summing_to_one(p, seed):
 
 def test_heads_that_do_not_divide_d_out_get_the_head_counts_that_fit():
     s = Settings.for_preset("seed000", d_out=6, num_heads=4)
-    for build in (build_multi_head_walkthrough, build_cross_walkthrough):
+    for build in (build_multi_head_walkthrough, build_cross_attention_walkthrough):
         with pytest.raises(InputError, match=r"d_out = 6 cannot be split into 4 equal heads.*1, 2, 3, 6 heads"):
             build(s)
 
@@ -281,7 +281,7 @@ def test_nn_multihead_attention_check_needs_d_model_equal_d_out():
 
 def test_cross_attention_with_different_lengths_is_m_by_n():
     s = Settings.for_preset("custom")  # 6 decoder tokens, 7 encoder tokens
-    walk = build_cross_walkthrough(s)
+    walk = build_cross_attention_walkthrough(s)
     m, n = len(walk.tokens), len(walk.kv_tokens)
     assert (m, n) == (6, 7)
     assert walk.trace.weights.shape == (s.num_heads, m, n)
@@ -293,13 +293,13 @@ def test_cross_attention_with_different_lengths_is_m_by_n():
 
 def test_cross_attention_embeds_each_word_once():
     s = Settings.for_preset("custom", sentence="the cat sat", encoder_sentence="a cat sat on the mat")
-    walk = build_cross_walkthrough(s)
+    walk = build_cross_attention_walkthrough(s)
     # the decoder's X is that of every other page
     assert torch.equal(walk.x_query, build_walkthrough(s).trace.x)
     # a word in both sentences has one vector; new encoder words get new ones
     assert torch.equal(walk.x_kv[1], walk.x_query[1]) and torch.equal(walk.x_kv[4], walk.x_query[0])
     assert not torch.equal(walk.x_kv[0], walk.x_kv[3])
-    fixed = build_cross_walkthrough(Settings.for_preset("seed000", encoder_sentence="Learning Deep I"))
+    fixed = build_cross_attention_walkthrough(Settings.for_preset("seed000", encoder_sentence="Learning Deep I"))
     assert torch.equal(fixed.x_kv[0], fixed.x_query[3]) and torch.equal(fixed.x_kv[2], fixed.x_query[0])
 
 
@@ -310,12 +310,12 @@ def test_cross_attention_embeds_each_word_once():
 ])
 def test_bad_encoder_sentences_are_input_errors(encoder, message):
     with pytest.raises(InputError, match=message) as error:
-        build_cross_walkthrough(Settings.for_preset("journey_v1", encoder_sentence=encoder))
+        build_cross_attention_walkthrough(Settings.for_preset("journey_v1", encoder_sentence=encoder))
     assert error.value.field == "encoder_sentence"
 
 
 def test_one_encoder_token_is_fine():
-    walk = build_cross_walkthrough(Settings.for_preset("journey_v1", encoder_sentence="step"))
+    walk = build_cross_attention_walkthrough(Settings.for_preset("journey_v1", encoder_sentence="step"))
     assert torch.equal(walk.trace.weights, torch.ones(2, 6, 1))
 
 
@@ -329,7 +329,7 @@ def _walks():
         [("causal", build_causal_walkthrough(s, edits), list(registry.BY_KEY["causal"].stages))],
         [("dropout", build_causal_walkthrough(s, edits, dropout=True), list(registry.BY_KEY["dropout"].stages))],
         [("multi_head", build_multi_head_walkthrough(s, edits), list(registry.BY_KEY["multi_head"].stages))],
-        [("cross_attention", build_cross_walkthrough(s), list(registry.BY_KEY["cross_attention"].stages))],
+        [("cross_attention", build_cross_attention_walkthrough(s), list(registry.BY_KEY["cross_attention"].stages))],
     )
 
 

@@ -1,8 +1,8 @@
 r"""From settings to every number of the *Sliding-window attention* page, in the one step-through protocol.
 
-:func:`build_sliding_walkthrough` projects the sentence's X to Q, K, V (the self-attention page's seeded weights,
+:func:`build_sliding_window_walkthrough` projects the sentence's X to Q, K, V (the self-attention page's seeded weights,
 d_k wide), attends with :func:`sliding.window_mask` and checks the result against
-``torch.nn.functional.scaled_dot_product_attention`` with the same mask; :func:`sliding_steps` puts one stage in
+``torch.nn.functional.scaled_dot_product_attention`` with the same mask; :func:`sliding_window_steps` puts one stage in
 a :class:`~attention_core.stepthrough.StepThrough`.
 
 Shape legend: T tokens, D = d_model, d = d_k, w = window, L = layers of the receptive-field view. Float32.
@@ -63,7 +63,7 @@ class SlidingWalkthrough:
         return self.settings.sliding_window.window
 
 
-def build_sliding_walkthrough(settings: Settings, edits: Edits | None = None) -> SlidingWalkthrough:
+def build_sliding_window_walkthrough(settings: Settings, edits: Edits | None = None) -> SlidingWalkthrough:
     """Sliding-window attention on the settings' sentence, checked against PyTorch.
 
     Args:
@@ -195,7 +195,7 @@ def sliding_exercise(walk: SlidingWalkthrough, stage: str, row: int, col: int) -
         t.masked_scores.tolist(), row, col, value, unmasked=t.scaled_scores.tolist())
 
 
-def sliding_steps(walk: SlidingWalkthrough, stage: str) -> StepThrough:
+def sliding_window_steps(walk: SlidingWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` in the one step-through protocol.
 
     Raises:
@@ -251,7 +251,7 @@ SLIDING_WINDOW = Page(
         "weights": N_("Weights: softmax inside the window"),
         "receptive": N_("Stacked layers: the receptive field grows"),
     },
-    steps=sliding_steps, recipe=sliding_window_recipe,
+    steps=sliding_window_steps, recipe=sliding_window_recipe,
     settings=SlidingWindowSettings,
     fields=(
         IntRange("window", 1, MAX_TOKENS, label(N_("The window"))),

@@ -92,7 +92,7 @@ def encoder_inputs(settings: Settings, base: Walkthrough) -> tuple[tuple[str, ..
     return words, table[torch.tensor(ids)]
 
 
-def build_cross_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> MultiHeadWalkthrough:
+def build_cross_attention_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> MultiHeadWalkthrough:
     """Cross-attention: the decoder sentence's queries attend to the encoder sentence's keys and values.
 
     Queries come from ``settings.sentence`` (m tokens, its X with the user's

@@ -1,8 +1,8 @@
 r"""From settings to every number of the *FlashAttention* page, in the one step-through protocol.
 
-:func:`build_flash_walkthrough` projects the sentence's X to Q, K, V (the self-attention page's seeded weights,
+:func:`build_flash_attention_walkthrough` projects the sentence's X to Q, K, V (the self-attention page's seeded weights,
 d_k wide), runs :func:`online_softmax.flash_attention` tile by tile and checks the final output against
-``torch.nn.functional.scaled_dot_product_attention``; :func:`flash_steps` puts one stage of the chosen tile in a
+``torch.nn.functional.scaled_dot_product_attention``; :func:`flash_attention_steps` puts one stage of the chosen tile in a
 :class:`~attention_core.stepthrough.StepThrough`.
 
 Shape legend: T tokens, d = d_k, d_v = d_k here, B_q and B_k the block sizes. Float32.
@@ -68,7 +68,7 @@ class FlashWalkthrough:
         return self.trace.tiles[self.tile]
 
 
-def build_flash_walkthrough(settings: Settings, edits: Edits | None = None) -> FlashWalkthrough:
+def build_flash_attention_walkthrough(settings: Settings, edits: Edits | None = None) -> FlashWalkthrough:
     """Tiled attention with the online softmax on the settings' sentence, checked against PyTorch.
 
     Args:
@@ -283,7 +283,7 @@ def flash_exercise(walk: FlashWalkthrough, stage: str, row: int, col: int) -> Op
          practice.vector(f"S_{{{i + 1},:}}", tile.scores[row].tolist())), value)
 
 
-def flash_steps(walk: FlashWalkthrough, stage: str) -> StepThrough:
+def flash_attention_steps(walk: FlashWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` for the shown tile in the one step-through protocol.
 
     Raises:
@@ -338,7 +338,7 @@ FLASH_ATTENTION = Page(
         "partial_output": N_("The running output O, rescaled, plus P V_j"),
         "final": N_("After the last key block: O / l equals full attention"),
     },
-    steps=flash_steps, recipe=flash_attention_recipe,
+    steps=flash_attention_steps, recipe=flash_attention_recipe,
     settings=FlashAttentionSettings,
     fields=(
         IntRange("block_q", 1, MAX_TOKENS, "block_q"),

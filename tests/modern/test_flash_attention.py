@@ -12,7 +12,12 @@ from streamlit.testing.v1 import AppTest
 from test_stepthrough import step_through_every_stage
 
 from attention_core.errors import InputError, Message
-from attention_core.modern.flash_walkthrough import FLASH_ATTENTION, build_flash_walkthrough, explain_flash, flash_steps
+from attention_core.modern.flash_attention_walkthrough import (
+    FLASH_ATTENTION,
+    build_flash_attention_walkthrough,
+    explain_flash,
+    flash_attention_steps,
+)
 from attention_core.modern.online_softmax import flash_attention
 from attention_core.settings import Settings
 
@@ -57,18 +62,18 @@ def test_block_sizes_outside_1_to_t_are_refused():
 
 def test_every_stage_entry_of_every_tile():
     settings_ = Settings().set(**{"flash_attention.block_q": 3, "flash_attention.block_k": 2})
-    walk = build_flash_walkthrough(settings_)
+    walk = build_flash_attention_walkthrough(settings_)
     assert all(c.matches for c in walk.checks)
     for tile in range(len(walk.trace.tiles)):
-        walk = build_flash_walkthrough(settings_.set(**{"flash_attention.tile": tile}))
+        walk = build_flash_attention_walkthrough(settings_.set(**{"flash_attention.tile": tile}))
         for stage in FLASH_ATTENTION.stages:
-            steps = flash_steps(walk, stage)
+            steps = flash_attention_steps(walk, stage)
             target = steps.stage.target
             for row in range(target.matrix.shape[0]):
                 for col in range(target.matrix.shape[1]):
                     explain_flash(walk, stage, row, col)
             assert steps.stage.formula(Message)
-    assert "Max |tiled − full|" in flash_steps(walk, "final").stage.remark
+    assert "Max |tiled − full|" in flash_attention_steps(walk, "final").stage.remark
 
 
 def test_a_block_larger_than_the_sentence_gets_a_message_and_keeps_the_settings():

@@ -13,11 +13,11 @@ from test_stepthrough import step_through_every_stage
 
 from attention_core.errors import InputError, Message
 from attention_core.modern.sliding import receptive_field, window_mask
-from attention_core.modern.sliding_walkthrough import (
+from attention_core.modern.sliding_window_walkthrough import (
     SLIDING_WINDOW,
-    build_sliding_walkthrough,
+    build_sliding_window_walkthrough,
     explain_sliding,
-    sliding_steps,
+    sliding_window_steps,
 )
 from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.settings import Settings
@@ -58,19 +58,19 @@ def test_equals_sdpa_with_the_window_mask(t, w, d, causal, seed):
 
 def test_every_stage_and_entry():
     for causal in (True, False):
-        walk = build_sliding_walkthrough(Settings().set(**{"causal_mask": causal}).set(**{"sliding_window.window": 2, "sliding_window.layers": 3}))
+        walk = build_sliding_window_walkthrough(Settings().set(**{"causal_mask": causal}).set(**{"sliding_window.window": 2, "sliding_window.layers": 3}))
         assert all(c.matches for c in walk.checks)
         for stage in SLIDING_WINDOW.stages:
-            steps = sliding_steps(walk, stage)
+            steps = sliding_window_steps(walk, stage)
             target = steps.stage.target
             for row in range(target.matrix.shape[0]):
                 for col in range(target.matrix.shape[1]):
                     explain_sliding(walk, stage, row, col)
             assert steps.stage.formula(Message)
-    walk = build_sliding_walkthrough(Settings().set(**{"sliding_window.window": 2, "sliding_window.layers": 3}))
+    walk = build_sliding_window_walkthrough(Settings().set(**{"sliding_window.window": 2, "sliding_window.layers": 3}))
     assert r"\le\; L (w - 1) = 3 \cdot 1 = 3" in explain_sliding(walk, "receptive", 4, 1)
     assert "R^{(3)}_{5,1} = 0" in explain_sliding(walk, "receptive", 4, 0)
-    assert "depends on 4 input tokens" in sliding_steps(walk, "receptive").stage.remark
+    assert "depends on 4 input tokens" in sliding_window_steps(walk, "receptive").stage.remark
 
 
 def test_window_0_is_clamped_with_a_message_and_the_page_keeps_working():
