@@ -733,9 +733,13 @@ def run_browser(args: argparse.Namespace) -> bool:
                     timed = _click(page, selector_now, watch[name], lost[name])
                     if timed is None and name == "Next":  # the last step: back one (untimed), then Next
                         _click(page, ".st-key-step_prev button", watch[name], lost[name])
-                        # The step picker can show the new step a frame before Next is enabled again.
-                        expect(page.locator(selector_now)).to_be_enabled(timeout=RUN_TIMEOUT_S * 1000)
-                        timed = _click(page, selector_now, watch[name], lost[name])
+                        # The step picker can show the new step a frame before Next is enabled again, and on a busy
+                        # machine a late repaint can disable it once more: wait until it is enabled, up to 3 times.
+                        for _attempt in range(3):
+                            expect(page.locator(selector_now)).to_be_enabled(timeout=RUN_TIMEOUT_S * 1000)
+                            timed = _click(page, selector_now, watch[name], lost[name])
+                            if timed is not None:
+                                break
                     if timed is None:
                         raise RuntimeError(f"{selector_now} is disabled")
                     total, finished = timed
