@@ -1,13 +1,14 @@
 """The one settings object every page shares, and its validation.
 
-Every value a user can choose lives in :class:`Settings`; the matrices the
-user edits live beside it as :data:`Edits` (cell overrides on the seeded
-matrices). What each field accepts is declared once, in :data:`FIELDS` (one row
-per field: its kind, its limits, what it is called in a message), and
-:func:`validate_settings` checks every field with one loop over that table. The
-limits themselves live in ``limits`` (a leaf module the feature modules share),
-so this module does not import the feature modules to learn them. The checks
-that need the tokens (sentence) are in ``walkthrough.py``.
+Every value a user can choose lives in :class:`Settings`: the fields the pages share (:class:`SharedSettings`:
+the sentence, d_k, the seed, the causal switch, the classroom's) and one group per page that declares its own
+(``settings.alibi.num_heads``: a frozen dataclass declared beside its page, ``Page.settings``). The matrices the
+user edits live beside it as :data:`Edits` (cell overrides on the seeded matrices). What each field accepts is
+declared once, one row per field (:mod:`attention_core.fields`: its kind, its limits, what it is called in a
+message): :data:`FIELDS` for the shared fields, each page's ``Page.fields`` for its own (with a stage row made
+from its stages); :func:`validate_settings` checks every field with one loop over :data:`ROWS`. The pages come
+from :mod:`attention_core.registry`, so a new page's settings join without an edit here. The checks that need
+the tokens (the sentence) are in the pages' walk-through modules.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ PALETTES = {"classic": N_("Red–blue"), "cvd": N_("Colour-blind safe")}
 
 @dataclass(frozen=True)
 class SharedSettings:
-    """The settings shared by the pages (and, until each page's move, its own): the base of :class:`Settings`.
+    """The settings shared by the pages: the base of :class:`Settings` (each page's own group is added to it).
 
     A plain frozen record: constructing one checks nothing. :func:`validate_settings`
     (also behind :meth:`for_preset` and :meth:`replace`) repairs every field to what its
@@ -80,10 +81,6 @@ class SharedSettings:
         d_k: the width of queries, keys and values (d_v = d_k here), MIN_DIM..MAX_DIM.
         seed: the seed of the random embeddings and weights, 0..MAX_SEED.
         entry_row, entry_col: the entry explained on the walk-through (0-based).
-
-    The masking & heads pages (causal, dropout, multi-head, cross-attention) add:
-
-    Attributes:
         context_length: the most tokens the modules accept (the size of their
             causal-mask buffer), 1..MAX_TOKENS; longer sentences get a message.
         causal_mask: whether the causal mask (query i sees keys j <= i) is on.
@@ -95,39 +92,8 @@ class SharedSettings:
         head: the head whose entry is explained (0-based).
         encoder_sentence: the cross-attention page's encoder sentence (keys and
             values); ``sentence`` is the decoder's (queries). Never altered.
-
-    The trained model's page ("Inside a trained model") adds, all 0-based:
-
-    Attributes:
-
-    The experiment pages (why √d_k, temperature, positional encoding, additive scoring,
-    self-attention over an image) add (the limits are ``limits``'):
-
-    Attributes:
         experiment_seed: the seed of every random draw on the experiment pages (samples,
             the learned encoding, the random shuffle, the additive scorer's and the image's W).
-
-    The *Encoder block* page (the Transformer around attention) adds:
-
-    Attributes:
-
-    The *Generating token by token* page (the toy encoder-decoder that reverses a word):
-
-
-    The *Grouped-query attention* page (on the sentence's X, with ``seed`` and the ``causal`` switch):
-
-
-    The *RoPE* page (on the sentence's X with ``seed``):
-
-
-    The *ALiBi* page (on the sentence's X with ``d_k``, ``seed`` and the ``causal`` switch):
-
-
-    The *Sliding-window attention* page (on the sentence's X with ``d_k``, ``seed`` and the ``causal`` switch):
-
-
-    The *FlashAttention* page (on the sentence's X with ``d_k``, ``seed`` and the ``causal`` switch):
-
 
     The classroom:
 
