@@ -27,6 +27,7 @@ SECTIONS: dict[str, str] = {
     "transformer": N_("The Transformer"),
     "modern": N_("Modern attention"),
     "trained": N_("A trained model"),
+    "learning": N_("How attention learns"),
 }
 
 

@@ -47,6 +47,11 @@ MISTAKES: dict[str, str] = {
     "sum_before_exp": N_("Summed before exponentiating"),
     "no_dropout_rescale": N_("Forgot 1 / (1 − p)"),
     "max_not_sum": N_("Took the max instead of the weighted sum"),
+    "p_not_transposed": N_("P dO instead of Pᵀ dO"),
+    "softmax_diagonal_only": N_("Forgot the softmax's off-diagonal terms"),
+    "gradient_no_scale": N_("Forgot ÷ √d_k on the way back"),
+    "ds_not_transposed": N_("dS instead of dSᵀ for dK"),
+    "update_sign": N_("The sign of the update"),
 }
 
 #: The longest answer read (characters); a number needs far fewer.

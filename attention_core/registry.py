@@ -7,6 +7,7 @@ The top floor of attention_core: it imports every concept's module.
 
 from __future__ import annotations
 
+from attention_core.backward.backward_walkthrough import BACKWARD
 from attention_core.errors import N_
 from attention_core.experiments.additive import ADDITIVE
 from attention_core.experiments.image import IMAGE_ATTENTION
@@ -53,6 +54,7 @@ PAGES: tuple[Page, ...] = (
     SLIDING_WINDOW,
     FLASH_ATTENTION,
     TRAINED_MODEL,
+    BACKWARD,
 )
 
 #: The pages by key.

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from attention_core import practice
+from attention_core.backward.backward_walkthrough import backward_steps, build_backward_walkthrough
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
 from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps, dropout_steps
@@ -158,6 +159,9 @@ CASES = {
                                       [{}, {"causal_mask": False}]),
     "flash_attention": lambda: _modern("flash_attention", build_flash_attention_walkthrough, flash_attention_steps,
                              [{"flash_attention.tile": n} for n in range(4)]),
+    "backward": lambda: _modern("backward", build_backward_walkthrough, backward_steps,
+                                [{"backward.target": "random", "backward.learning_rate": 1.0},
+                                 {"causal_mask": False, "backward.learning_rate": 2.0}]),
 }
 
 
@@ -215,7 +219,9 @@ def test_every_entry_of_every_stage_grades_its_answer_and_names_its_mistakes(pag
                 "rope": {"projections", "angles", "rotate_query", "rotate_key", "scores"},
                 "alibi": {"slopes", "bias", "biased_scores", "weights"},
                 "sliding_window": {"weights"},
-                "flash_attention": {"tile_scores", "running_max", "final"}}[page]
+                "flash_attention": {"tile_scores", "running_max", "final"},
+                "backward": {"loss", "d_value", "d_weights", "d_scores", "d_query", "d_key", "d_w_query", "d_w_key",
+                             "d_w_value", "step"}}[page]
     assert {stage for stage, n in asked.items() if n} == computed
 
 

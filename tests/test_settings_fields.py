@@ -66,6 +66,9 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "d_k": (1, 16, "d_k"),
     "seed": (0, 2**31 - 1, "The seed"),
     "no_weights.query_index": (0, 11, "The query token"),
+    "backward.copy_query": (1, 12, "The token that copies (i)"),
+    "backward.copy_key": (1, 12, "The token copied (j)"),
+    "backward.target_seed": (0, 2**31 - 1, "The target's seed"),
     "entry_row": (0, 11, "The entry's row"),
     "entry_col": (0, 15, "The entry's column"),
     "context_length": (1, 12, "The context length"),
@@ -113,6 +116,17 @@ ONE_BASED = {"trained_model.layer": (6, "layer"), "trained_model.head": (12, "he
 
 #: (value given, value after validation, the message or None), written out per real-valued field.
 FLOAT_CASES: dict[str, list[tuple[Any, float, Optional[str]]]] = {
+    "backward.learning_rate": [
+        (0, 0.001, "η must be between 0.001 and 10; got 0, using 0.001."),
+        (-1, 0.001, "η must be between 0.001 and 10; got -1, using 0.001."),
+        (1e9, 10.0, "η must be between 0.001 and 10; got 1e+09, using 10."),
+        ("fast", 0.01, "η must be a number; got “fast”, using 0.01."),
+        (float("nan"), 0.01, "η must be a number; got “nan”, using 0.01."),
+        (float("inf"), 0.01, "η must be a number; got “inf”, using 0.01."),
+        (None, 0.01, "η must be a number; got “None”, using 0.01."),
+        (0.5, 0.5, None),
+        (" 2 ", 2.0, None),
+    ],
     "temperature.tau": [
         (1e9, 100.0, "τ must be between 0.01 and 100; got 1e+09, using 100."),
         (0, 0.01, "τ must be between 0.01 and 100; got 0, using 0.01."),
@@ -171,6 +185,7 @@ CHOICE_MESSAGES = {
     "image_attention.features": "Unknown kind of pixel token “nope”; using “rgb”.",
     "language": "Unknown language “nope”; using English.",
     "palette": "Unknown colours “nope”; using red–blue.",
+    "backward.target": "Unknown target “nope”; using “copy”.",
 }
 #: field path -> its stages, for every step page (from the registry)
 STAGE_FIELDS: dict[str, dict[str, str]] = {page.stage_field: dict(page.stages) for page in registry.PAGES if page.stages}

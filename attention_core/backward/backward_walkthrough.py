@@ -1,0 +1,331 @@
+r"""From settings to every number of *The backward pass* page, in the one step-through protocol.
+
+:func:`build_backward_walkthrough` takes the self-attention page's sentence, X and weights W_q, W_k, W_v (d_k wide,
+the causal switch), a target T for the output (a token that should copy another's value, or a seeded random
+matrix), and works out every gradient of L = ½ ‖O − T‖² by hand (:mod:`attention_core.backward.gradients`), checks
+each against ``torch.autograd``, a finite difference and one gradient-descent step; :func:`backward_steps` puts a
+stage in a :class:`~attention_core.stepthrough.StepThrough`.
+
+Shape legend: T tokens, D = d_model, d_k = d_v (the self-attention page's width). Float32.
+
+Sources: seed 003 (``003_734755b2d0b981d3.txt``) §1.3: W_q, W_k, W_v are what self-attention learns by
+back-propagation; Vaswani et al. 2017, eq. 1; Dao et al. 2022 (FlashAttention), sec. 3.1 and appendix B.2 for
+D = rowsum(dO ⊙ O).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
+
+import torch
+
+from attention_core.backward import formulas
+from attention_core.backward.gradients import (
+    MAX_LEARNING_RATE,
+    BackwardTrace,
+    FiniteDifference,
+    FlashShortcut,
+    StepResult,
+    backward_trace,
+    finite_difference,
+    flash_shortcut,
+    gradient_step,
+    jacobian_row,
+)
+from attention_core.backward.recipes import backward_recipe
+from attention_core.errors import N_, Message
+from attention_core.fields import Choice, FloatRange, IntRange, label
+from attention_core.inputs.edits import Edits
+from attention_core.limits import MAX_SEED, MAX_TOKENS
+from attention_core.page import Page
+from attention_core.self_attention.walkthrough import (
+    Walkthrough,
+    apply_edits,
+    build_walkthrough,
+    dim_labels,
+    token_labels,
+)
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+
+if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
+    from attention_core.settings import Settings
+
+#: The targets the page offers: key -> what it says.
+TARGETS = {"copy": N_("Token i should copy token j's value"), "random": N_("A seeded random target")}
+#: The gradients each stage computes, checked against torch.autograd on that stage (the step: all three dW).
+STAGE_CHECKS = {"loss": ("d_output",), "d_value": ("d_value",), "d_weights": ("d_weights",),
+                "d_scores": ("d_scores",), "flash": ("d_scores",), "d_query": ("d_query",), "d_key": ("d_key",),
+                "d_w_query": ("d_w_query",), "d_w_key": ("d_w_key",), "d_w_value": ("d_w_value",), "d_x": ("d_x",),
+                "step": ("d_w_query", "d_w_key", "d_w_value")}
+#: The nudge ε of the finite-difference check (small enough that the forward difference's own error is < 1 %).
+EPSILON = 1e-4
+#: The matrix each W stage explains, and its gradient's name in the trace.
+W_STAGES = {"d_w_query": ("w_query", "d_w_query"), "d_w_key": ("w_key", "d_w_key"), "d_w_value": ("w_value", "d_w_value")}
+
+
+@dataclass(frozen=True)
+class BackwardWalkthrough:
+    """Every number of *The backward pass* page.
+
+    Attributes:
+        settings: the settings it was built from. base: the self-attention walk-through (tokens, X, W).
+        tokens: the T tokens. trace: the forward and backward pass (:class:`BackwardTrace`).
+        flash: D and dS the FlashAttention way. step: one gradient-descent step with η.
+        checks: every gradient against ``torch.autograd`` (rtol = atol = 1e-5), in the order of
+            :data:`formulas.SYMBOLS` (each stage shows its own: :data:`STAGE_CHECKS`).
+    """
+
+    settings: Settings
+    base: Walkthrough
+    tokens: tuple[str, ...]
+    trace: BackwardTrace
+    flash: FlashShortcut
+    step: StepResult
+    checks: tuple[Check, ...]
+
+    def finite_difference(self, which: str, row: int, col: int) -> FiniteDifference:
+        """Nudge entry (row, col) of ``which`` ("w_query", "w_key", "w_value") by ε = :data:`EPSILON`: the loss's
+        change, and ε times the gradient (float64; they differ by ½ ε² ∂²L/∂w², well under 1 % at this ε)."""
+        t = self.trace
+        return finite_difference(t.x, t.w_query, t.w_key, t.w_value, t.target, self.settings.causal_mask, which,
+                                 row, col, eps=EPSILON)
+
+
+def target_for(settings: Settings, output: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """The target T (T, d_v) for this forward pass's ``output`` O and ``value`` V (both (T, d_v)).
+
+    "copy": O with row i replaced by token j's value v_j (the other rows are already right, so only row i is
+    pulled); "random": N(0, 1) drawn with ``torch.Generator().manual_seed(target_seed)``. i and j are clamped to T.
+    """
+    own = settings.backward
+    if own.target == "random":
+        return torch.randn(output.shape, generator=torch.Generator().manual_seed(own.target_seed))
+    rows = output.shape[0]
+    i, j = min(own.copy_query, rows) - 1, min(own.copy_key, rows) - 1
+    target = output.clone()
+    target[i] = value[j]
+    return target
+
+
+def backward_target(settings: Settings, edits: Optional[Edits] = None) -> tuple[tuple[str, ...], torch.Tensor]:
+    """(the tokens, the target T (T, d_v)) the settings choose (:func:`target_for`), before the user's edits of T.
+
+    Raises:
+        InputError: a bad sentence or cell of X or W (as on the self-attention page).
+    """
+    base = build_walkthrough(settings, {k: v for k, v in (edits or {}).items() if k != "target"})
+    t0 = base.trace
+    forward = backward_trace(t0.x, t0.w_query, t0.w_key, t0.w_value, torch.zeros_like(t0.attention.output),
+                             causal=settings.causal_mask)  # the forward pass this page runs (with its mask)
+    return tuple(base.tokens), target_for(settings, forward.output, forward.value)
+
+
+def build_backward_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> BackwardWalkthrough:
+    """The backward pass of the self-attention page's numbers against the settings' target, checked.
+
+    Args:
+        settings: validated settings: sentence, d_model, d_k, seed, causal_mask, and the page's own (``backward``).
+        edits: the user's edits of X, W ("x", "w_query", "w_key", "w_value") and of the target ("target"; cells
+            outside today's T × d_v are kept but not applied, as for X).
+
+    Raises:
+        InputError: a bad sentence or cell (as on the self-attention page), an empty, non-numeric, NaN, ±inf or
+            too large cell of the target (field "target", naming the cell).
+    """
+    edits = edits or {}
+    base = build_walkthrough(settings, {k: v for k, v in edits.items() if k != "target"})
+    t0 = base.trace
+    target = apply_edits("target", backward_target(settings, edits)[1], edits.get("target", {}))
+    trace = backward_trace(t0.x, t0.w_query, t0.w_key, t0.w_value, target, causal=settings.causal_mask)
+    return BackwardWalkthrough(settings=settings, base=base, tokens=tuple(base.tokens), trace=trace,
+                               flash=flash_shortcut(trace), step=gradient_step(trace, settings.backward.learning_rate),
+                               checks=autograd_checks(trace))
+
+
+def autograd_checks(trace: BackwardTrace) -> tuple[Check, ...]:
+    """Every gradient of the trace against ``torch.autograd`` on the same inputs (rtol = atol = 1e-5)."""
+    leaves = {name: getattr(trace, name).detach().clone().requires_grad_(True)
+              for name in ("x", "w_query", "w_key", "w_value")}
+    q, k, v = leaves["x"] @ leaves["w_query"], leaves["x"] @ leaves["w_key"], leaves["x"] @ leaves["w_value"]
+    scores = q @ k.T * trace.scale
+    if trace.mask is not None:
+        scores = scores.masked_fill(~trace.mask, float("-inf"))
+    for tensor in (q, k, v, scores):
+        tensor.retain_grad()
+    weights = torch.softmax(scores, dim=-1)
+    weights.retain_grad()
+    output = weights @ v
+    output.retain_grad()
+    (0.5 * ((output - trace.target) ** 2).sum()).backward()
+    note = Message(N_("our gradient against torch.autograd's, on the same numbers"))
+    pairs = (("d_output", output), ("d_value", v), ("d_weights", weights), ("d_scores", scores), ("d_query", q),
+             ("d_key", k), ("d_w_query", leaves["w_query"]), ("d_w_key", leaves["w_key"]),
+             ("d_w_value", leaves["w_value"]), ("d_x", leaves["x"]))
+    return tuple(compare(getattr(trace, name), tensor.grad, f"torch.autograd: {formulas.SYMBOLS[name]}", note=note)
+                 for name, tensor in pairs)
+
+
+# ---------------------------------------------------------------- panels
+
+_QUERY, _KEY = Message(N_("query token")), Message(N_("key token"))
+_TOKEN, _COLUMN, _UNIT = Message(N_("token")), Message(N_("column")), Message(N_("input dimension"))
+
+
+def backward_panels(walk: BackwardWalkthrough, stage: str, row: int = 0) -> tuple[Panel, ...]:
+    """The heatmaps of ``stage``; exactly one is explained. ``row``: the softmax Jacobian's row (d_scores).
+
+    Raises:
+        KeyError: an unknown stage.
+    """
+    t = walk.trace
+    rows = tuple(token_labels(walk.tokens))
+    cols = tuple(dim_labels("c", t.value.shape[-1]))
+    dims = tuple(dim_labels("d", t.x.shape[-1]))
+    wide = tuple(dim_labels("c", t.query.shape[-1]))
+
+    def pair(title: str, matrix: torch.Tensor, explained: bool = False) -> Panel:
+        return Panel(Message(title), matrix, rows, rows, _QUERY, _KEY, explained=explained)
+
+    def vectors(title: str, matrix: torch.Tensor, explained: bool = False, columns=cols) -> Panel:
+        return Panel(Message(title), matrix, rows, columns, _TOKEN, _COLUMN, explained=explained)
+
+    if stage == "loss":
+        return (vectors(N_("Output O = P V"), t.output), vectors(N_("Target T"), t.target),
+                vectors(N_("dO = O − T"), t.d_output, True))
+    if stage == "d_value":
+        return (pair(N_("Weights P"), t.weights), vectors(N_("dO"), t.d_output),
+                vectors(N_("dV = Pᵀ dO"), t.d_value, True))
+    if stage == "d_weights":
+        return (vectors(N_("dO"), t.d_output), vectors(N_("V"), t.value), pair(N_("dP = dO Vᵀ"), t.d_weights, True))
+    if stage == "d_scores":
+        jac = jacobian_row(t, min(row, t.weights.shape[0] - 1))
+        return (pair(N_("Weights P"), t.weights), pair(N_("dP"), t.d_weights),
+                pair(N_("dS = P ⊙ (dP − D)"), t.d_scores, True),
+                Panel(Message(N_("The softmax's Jacobian of row {row}: diag(p) − p pᵀ"), row=jac.row + 1),
+                      jac.jacobian, rows, rows, Message(N_("score a_ik")), Message(N_("weight p_ij")), explained=False))
+    if stage == "flash":
+        both = torch.stack([(t.d_output * t.output).sum(-1), t.row_dot], dim=1)
+        return (Panel(Message(N_("D = rowsum(dO ⊙ O), and Σ_j P_ij dP_ij")), both, rows,
+                      (Message(N_("rowsum(dO ⊙ O)")), Message(N_("Σ P dP"))), _TOKEN, Message(N_("way")),
+                      explained=False),
+                pair(N_("dS = P ⊙ (dP − D), D from dO ⊙ O"), walk.flash.d_scores, True),
+                pair(N_("Difference from the Jacobian form"), walk.flash.d_scores - t.d_scores))
+    if stage == "d_query":
+        return (pair(N_("dS"), t.d_scores), vectors(N_("K"), t.key, columns=wide),
+                vectors(N_("dQ = dS K / √d_k"), t.d_query, True, columns=wide))
+    if stage == "d_key":
+        return (pair(N_("dS"), t.d_scores), vectors(N_("Q"), t.query, columns=wide),
+                vectors(N_("dK = dSᵀ Q / √d_k"), t.d_key, True, columns=wide))
+    if stage in W_STAGES:
+        name, grad = W_STAGES[stage]
+        source = {"w_query": (N_("dQ"), t.d_query), "w_key": (N_("dK"), t.d_key), "w_value": (N_("dV"), t.d_value)}
+        title, upstream = source[name]
+        symbol = formulas.SYMBOLS[grad]
+        return (vectors(N_("X"), t.x, columns=dims), vectors(title, upstream, columns=wide),
+                Panel(Message(N_("{symbol} = Xᵀ {upstream}"), symbol=symbol, upstream=title.split(" ")[0]),
+                      getattr(t, grad), dims, wide, _UNIT, _COLUMN, explained=True))
+    if stage == "d_x":
+        return (vectors(N_("dX = dQ W_qᵀ + dK W_kᵀ + dV W_vᵀ"), t.d_x, True, columns=dims),)
+    if stage == "step":
+        s = walk.step
+        return (Panel(Message(N_("W_q after the step: W_q − η dW_q")), s.after.w_query, dims, wide, _UNIT, _COLUMN,
+                      explained=True),
+                pair(N_("Weights P before"), s.weights_before), pair(N_("Weights P after"), s.weights_after),
+                pair(N_("P after − P before"), s.weights_after - s.weights_before))
+    raise KeyError(stage)
+
+
+# ---------------------------------------------------------------- the step-through protocol
+
+def backward_steps(walk: BackwardWalkthrough, stage: str) -> StepThrough:
+    """The page's ``stage`` in the one step-through protocol.
+
+    Raises:
+        KeyError: a stage that is not one of the page's.
+    """
+    if stage not in BACKWARD.stages:
+        raise KeyError(stage)
+    row = walk.settings.entry_row
+    panels = backward_panels(walk, stage, row)
+    remark, details = None, ()
+    t, s = walk.trace, walk.step
+    if stage == "loss":
+        remark = Message(N_("L = ½ ‖O − T‖² = {loss}"), loss=f"{t.loss:.6g}")
+    elif stage == "d_scores" and t.mask is not None:
+        details = (Message(N_("Masked (−∞) scores get no gradient: their weight P_ij is 0, so dS_ij = P_ij (dP_ij − "
+                              "D_i) = 0. A connection the mask cut cannot learn.")),)
+    elif stage == "flash":
+        diff = float((walk.flash.d_scores - t.d_scores).abs().max())
+        remark = Message(N_("The two ways agree: max |difference| = {diff}. FlashAttention keeps O, not P, so it "
+                            "gets D from dO ⊙ O."), diff=f"{diff:.2e}")
+    elif stage == "step":
+        grew, shrank = int((s.weights_change > 0).sum()), int((s.weights_change < 0).sum())
+        remark = Message(N_("One step with η = {eta}: the loss went from {before} to {after}; {grew} weights grew, "
+                            "{shrank} shrank."), eta=f"{s.learning_rate:g}", before=f"{s.loss_before:.6g}",
+                         after=f"{s.loss_after:.6g}", grew=grew, shrank=shrank)
+    return StepThrough(
+        page=BACKWARD,
+        stage=Stage(key=stage, panels=panels,
+                    formula=lambda tr: formulas.backward_formula(stage, tr),
+                    entry=lambda r, c, head, tr: formulas.explain_backward(walk, stage, r, c, tr),
+                    exercise=lambda r, c, head: formulas.backward_exercise(walk, stage, r, c),
+                    code=(backward_trace, gradient_step) if stage == "step" else (backward_trace,),
+                    remark=remark, details=details),
+        checks=tuple(walk.checks[tuple(formulas.SYMBOLS).index(name)] for name in STAGE_CHECKS[stage]),
+    )
+
+
+def explained(walk: BackwardWalkthrough, stage: str, row: int, col: int) -> float:
+    """The value of entry (row, col) of ``stage``'s explained panel (IndexError outside it)."""
+    return explained_value(backward_panels(walk, stage, row), row, col)
+
+
+# ---------------------------------------------------------------- the page
+
+@dataclass(frozen=True)
+class BackwardSettings:
+    """The backward-pass page's own settings (``settings.backward``).
+
+    Attributes:
+        target: a key of :data:`TARGETS`. copy_query, copy_key: "token i should copy token j's value", 1-based
+            (clamped to the sentence's length). target_seed: the random target's seed. learning_rate: η of the
+            gradient step, in (0, MAX_LEARNING_RATE]. stage: the step shown.
+    """
+
+    target: str = "copy"
+    copy_query: int = 2
+    copy_key: int = 1
+    target_seed: int = 0
+    learning_rate: float = 0.01
+    stage: str = "loss"
+
+
+BACKWARD = Page(
+    key="backward", title=N_("The backward pass"), icon=":material/undo:", section="learning",
+    summary=N_("The backward pass: where the gradients of W_q, W_k and W_v come from"),
+    stages={
+        "loss": N_("The loss and dO = O − T"),
+        "d_value": N_("dV = Pᵀ dO"),
+        "d_weights": N_("dP = dO Vᵀ"),
+        "d_scores": N_("Through the softmax: dS"),
+        "flash": N_("FlashAttention's shortcut: D = rowsum(dO ⊙ O)"),
+        "d_query": N_("Through the scaling: dQ = dS K / √d_k"),
+        "d_key": N_("dK = dSᵀ Q / √d_k"),
+        "d_w_query": N_("dW_q = Xᵀ dQ"),
+        "d_w_key": N_("dW_k = Xᵀ dK"),
+        "d_w_value": N_("dW_v = Xᵀ dV"),
+        "d_x": N_("dX: X feeds all three"),
+        "step": N_("One gradient-descent step"),
+    },
+    steps=backward_steps, recipe=backward_recipe, settings=BackwardSettings,
+    fields=(
+        Choice("target", tuple(TARGETS), N_("Unknown target “{raw}”; using “{value}”.")),
+        IntRange("copy_query", 1, MAX_TOKENS, label(N_("The token that copies (i)"))),
+        IntRange("copy_key", 1, MAX_TOKENS, label(N_("The token copied (j)"))),
+        IntRange("target_seed", 0, MAX_SEED, label(N_("The target's seed"))),
+        FloatRange("learning_rate", 0.001, float(MAX_LEARNING_RATE), "eta",
+                   malformed=N_("η must be a number; got “{raw}”, using {value:g}."),
+                   out_of_range=N_("η must be between {low:g} and {high:g}; got {eta:g}, using {clamped:g}.")),
+    ),
+)

@@ -1,0 +1,168 @@
+"""The backward-pass page: every stage's numbers against torch.autograd on the worked examples (causal on and off,
+both targets), the FlashAttention identity, the finite difference, one step that lowers the loss, and every
+practice hint on its own mistake and never on the right answer."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from attention_core import practice
+from attention_core.backward.backward_walkthrough import BACKWARD, EPSILON, build_backward_walkthrough, explained
+from attention_core.errors import InputError
+from attention_core.inputs.presets import PRESETS
+from attention_core.settings import Settings
+
+
+def _settings(preset: str, causal: bool, target: str) -> Settings:
+    return Settings.for_preset(preset).set(**{"causal_mask": causal, "backward.target": target})
+
+
+CASES = [(preset, causal, target) for preset in PRESETS for causal in (False, True) for target in ("copy", "random")]
+
+
+@pytest.mark.parametrize("preset, causal, target", CASES)
+def test_every_gradient_equals_autograds_on_every_worked_example(preset, causal, target):
+    walk = build_backward_walkthrough(_settings(preset, causal, target))
+    assert len(walk.checks) == 10
+    for check in walk.checks:
+        assert check.matches and check.max_abs_diff <= 1e-5, (check.reference, check.max_abs_diff)
+    # the page's own panels hold those numbers (dV's panel is the trace's dV, ...), every stage builds
+    for stage in BACKWARD.stages:
+        steps = BACKWARD.steps(walk, stage)
+        assert sum(p.explained for p in steps.stage.panels) == 1, stage
+    t = walk.trace
+    torch.testing.assert_close(walk.flash.d_scores, t.d_scores, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(walk.flash.row_dot, (t.d_output * t.output).sum(-1), rtol=1e-5, atol=1e-6)
+    if causal:  # blocked scores get no gradient
+        assert torch.all(t.d_scores[~t.mask] == 0)
+
+
+def test_the_copy_target_pulls_one_row_and_a_step_moves_its_attention_toward_the_copied_token():
+    walk = build_backward_walkthrough(Settings())  # token 2 should copy token 1's value
+    t, s = walk.trace, walk.step
+    assert torch.count_nonzero(t.d_output.abs().sum(-1)) == 1 and float(t.d_output[1].abs().sum()) > 0
+    assert s.loss_after < s.loss_before
+    assert float(s.weights_after[1, 0]) > float(s.weights_before[1, 0])
+    assert int(s.weights_change[1, 0]) == 1
+
+
+@pytest.mark.parametrize("stage", ["d_w_query", "d_w_key", "d_w_value"])
+def test_the_finite_difference_of_the_explained_weight_moves_the_loss_by_eps_times_its_gradient(stage):
+    walk = build_backward_walkthrough(Settings.for_preset("journey_v1"))
+    for row, col in ((0, 0), (1, 1), (2, 0)):
+        fd = walk.finite_difference({"d_w_query": "w_query", "d_w_key": "w_key", "d_w_value": "w_value"}[stage],
+                                    row, col)
+        assert fd.predicted_change == pytest.approx(EPSILON * explained(walk, stage, row, col), rel=1e-4)
+        assert fd.actual_change == pytest.approx(fd.predicted_change, rel=5e-3, abs=1e-9)
+        text = BACKWARD.steps(walk, stage).stage.entry(row, col, 0, lambda s, **k: str(s).format(**k))
+        assert "ε = 0.0001" in text and "approx" in text
+
+
+EXERCISED = ("loss", "d_value", "d_weights", "d_scores", "d_query", "d_key", "d_w_query", "d_w_key", "d_w_value",
+             "step")
+HINTS = {"d_value": "p_not_transposed", "d_scores": "softmax_diagonal_only", "d_query": "gradient_no_scale",
+         "d_key": "ds_not_transposed", "step": "update_sign"}
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_every_hint_fires_on_its_own_mistake_and_never_on_the_right_answer(causal):
+    # η = 1: the update's sign mistake (W + η dW) is then far enough from the answer to be told apart
+    walk = build_backward_walkthrough(_settings("journey_v1", causal, "random").set(**{"backward.learning_rate": 1.0}))
+    fired = set()
+    for stage in EXERCISED:
+        steps = BACKWARD.steps(walk, stage)
+        rows, cols = next(p for p in steps.stage.panels if p.explained).matrix.shape
+        for row in range(rows):
+            for col in range(cols):
+                exercise = steps.stage.exercise(row, col, 0)
+                assert exercise is not None, (stage, row, col)
+                right = practice.grade(exercise, exercise.answer)
+                assert right.correct and not right.mistakes, (stage, row, col)
+                assert exercise.answer == pytest.approx(explained(walk, stage, row, col))
+                for mistake in exercise.mistakes:
+                    graded = practice.grade(exercise, mistake.value)
+                    assert not graded.correct and mistake.key in {m.key for m in graded.mistakes}
+                    fired.add((stage, mistake.key))
+    for stage, key in HINTS.items():
+        assert (stage, key) in fired, (stage, key)
+
+
+def _first_mistake(walk, stage: str, key: str):
+    steps = BACKWARD.steps(walk, stage)
+    rows, cols = next(p for p in steps.stage.panels if p.explained).matrix.shape
+    for row in range(rows):
+        for col in range(cols):
+            found = {m.key: m.value for m in steps.stage.exercise(row, col, 0).mistakes}
+            if key in found:
+                return row, col, found[key]
+    raise AssertionError(f"{stage}: no entry offers {key}")
+
+
+def test_the_mistakes_are_the_wrong_formulas_they_name():
+    walk = build_backward_walkthrough(Settings.for_preset("journey_v1").set(**{"backward.target": "random",
+                                                                               "backward.learning_rate": 1.0}))
+    t = walk.trace
+    row, col, value = _first_mistake(walk, "d_scores", "softmax_diagonal_only")
+    p, dp = float(t.weights[row, col]), float(t.d_weights[row, col])
+    assert value == pytest.approx(p * (1 - p) * dp)
+    row, col, value = _first_mistake(walk, "d_key", "ds_not_transposed")
+    assert value == pytest.approx(float((t.d_scores @ t.query)[row, col] * t.scale), rel=1e-5)
+    row, col, value = _first_mistake(walk, "d_value", "p_not_transposed")
+    assert value == pytest.approx(float((t.weights @ t.d_output)[row, col]), rel=1e-5)
+    row, col, value = _first_mistake(walk, "step", "update_sign")
+    assert value == pytest.approx(float(t.w_query[row, col] + walk.step.learning_rate * t.d_w_query[row, col]))
+
+
+@pytest.mark.parametrize("eta, expected", [(0.0, 0.001), (-1.0, 0.001), (11.0, 10.0), (float("nan"), 0.01),
+                                           ("abc", 0.01)])
+def test_a_learning_rate_out_of_range_is_repaired_with_a_message(eta, expected):
+    settings, messages = Settings().replace(**{"backward.learning_rate": eta})
+    assert settings.backward.learning_rate == expected and messages
+    assert math.isfinite(build_backward_walkthrough(settings).step.loss_after)
+
+
+def test_a_copy_index_beyond_the_sentence_is_clamped_to_its_last_token():
+    settings = Settings().set(**{"backward.copy_query": 40, "backward.copy_key": 40})
+    walk = build_backward_walkthrough(settings)
+    last = walk.trace.value.shape[0] - 1
+    torch.testing.assert_close(walk.trace.target[last], walk.trace.value[last])
+
+
+def test_a_bad_sentence_gives_the_self_attention_pages_message():
+    with pytest.raises(InputError):
+        build_backward_walkthrough(Settings.for_preset("custom", sentence="   "))
+
+
+@pytest.mark.parametrize("value, words", [(None, "is empty"), (float("nan"), "is empty"), ("abc", "not a number"),
+                                          (float("inf"), "values must lie between"), (1e7, "values must lie between")])
+def test_a_bad_cell_of_the_target_is_named_in_the_message(value, words):
+    with pytest.raises(InputError) as raised:
+        build_backward_walkthrough(Settings(), {"target": {(1, 0): value}})
+    assert raised.value.field == "target" and words in str(raised.value)
+
+
+def test_the_target_edits_apply_and_cells_outside_a_shorter_sentence_are_kept_not_applied():
+    walk = build_backward_walkthrough(Settings(), {"target": {(1, 0): 0.5, (11, 2): 3.0}})
+    assert float(walk.trace.target[1, 0]) == 0.5
+    assert float(walk.trace.d_output[1, 0]) == pytest.approx(float(walk.trace.output[1, 0]) - 0.5)
+    assert all(c.matches for c in walk.checks)
+
+
+def test_the_page_says_which_target_cell_is_bad_and_keeps_the_editor():
+    from conftest import APP
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page("app_pages/backward.py")
+    at.query_params["edit_target"] = "1,0,"  # an emptied cell, as a link carries it
+    at.run()
+    assert not at.exception
+    assert any("is empty" in e.value for e in at.error), [e.value for e in at.error]
+    at.toggle(key="backward_show_target").set_value(True).run()
+    assert not at.exception
+    assert len(at.dataframe) == 1  # the editor of T is drawn above the message: the cell can be fixed
+    assert at.button(key="reset_target")  # and its edits reset
+    assert any("is empty" in e.value for e in at.error)
