@@ -166,7 +166,7 @@ def explain_backward(walk: BackwardWalkthrough, stage: str, row: int, col: int, 
         entry = _sum_of(f"dW^{{{letter}}}_{{{i},{j}}}", f"\\sum_l X_{{l,{i}}}\\, d{letter.upper()}_{{l,{j}}}",
                         pairs, value)
         fd = walk.finite_difference(name, row, col)
-        check = latex_text(tr(N_("nudge W_{letter}[{i}, {j}] by ε = 0.0001: the loss moves by"), letter=letter, i=i, j=j))
+        check = latex_text(tr(N_("nudge W_{letter}[{i}, {j}] by ε = 0.000001: the loss moves by"), letter=letter, i=i, j=j))
         return (entry + r" \\[6pt] " + check + f"\\ {number(fd.actual_change)} \\approx \\varepsilon \\cdot "
                 f"dW^{{{letter}}}_{{{i},{j}}} = {number(fd.predicted_change)}")
     if stage == "d_x":
