@@ -38,7 +38,9 @@ from attention_core.errors import N_, Message
 from attention_core.fields import Choice, FloatRange, IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.limits import MAX_SEED, MAX_TOKENS
+from attention_core.masks import causal_mask
 from attention_core.page import Page
+from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.self_attention.walkthrough import (
     Walkthrough,
     apply_edits,
@@ -109,17 +111,24 @@ def target_for(settings: Settings, output: torch.Tensor, value: torch.Tensor) ->
     return target
 
 
+def _forward(settings: Settings, edits: Optional[Edits]) -> tuple[Walkthrough, torch.Tensor]:
+    """The self-attention walk-through (X and W with their edits) and the target the settings choose for it:
+    :func:`target_for` on this page's forward pass, which has the causal mask when it is on."""
+    base = build_walkthrough(settings, {k: v for k, v in (edits or {}).items() if k != "target"})
+    att = base.trace.attention
+    mask = causal_mask(att.query.shape[0]) if settings.causal_mask else None
+    output = scaled_dot_product_attention(att.query, att.key, att.value, attn_mask=mask).output
+    return base, target_for(settings, output, att.value)
+
+
 def backward_target(settings: Settings, edits: Optional[Edits] = None) -> tuple[tuple[str, ...], torch.Tensor]:
     """(the tokens, the target T (T, d_v)) the settings choose (:func:`target_for`), before the user's edits of T.
 
     Raises:
         InputError: a bad sentence or cell of X or W (as on the self-attention page).
     """
-    base = build_walkthrough(settings, {k: v for k, v in (edits or {}).items() if k != "target"})
-    t0 = base.trace
-    forward = backward_trace(t0.x, t0.w_query, t0.w_key, t0.w_value, torch.zeros_like(t0.attention.output),
-                             causal=settings.causal_mask)  # the forward pass this page runs (with its mask)
-    return tuple(base.tokens), target_for(settings, forward.output, forward.value)
+    base, target = _forward(settings, edits)
+    return tuple(base.tokens), target
 
 
 def build_backward_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> BackwardWalkthrough:
@@ -135,9 +144,9 @@ def build_backward_walkthrough(settings: Settings, edits: Optional[Edits] = None
             too large cell of the target (field "target", naming the cell).
     """
     edits = edits or {}
-    base = build_walkthrough(settings, {k: v for k, v in edits.items() if k != "target"})
+    base, target = _forward(settings, edits)
     t0 = base.trace
-    target = apply_edits("target", backward_target(settings, edits)[1], edits.get("target", {}))
+    target = apply_edits("target", target, edits.get("target", {}))
     trace = backward_trace(t0.x, t0.w_query, t0.w_key, t0.w_value, target, causal=settings.causal_mask)
     return BackwardWalkthrough(settings=settings, base=base, tokens=tuple(base.tokens), trace=trace,
                                flash=flash_shortcut(trace), step=gradient_step(trace, settings.backward.learning_rate),
