@@ -41,11 +41,14 @@ class Page:
         icon: its icon in the navigation and on the overview (a Material Symbols name, ``":material/abc:"``).
         section: the navigation section it is listed under (a key of :data:`SECTIONS`).
         summary: one line on the overview's "Where to go next" (marked with ``N_``), or "" for the overview itself.
-        stages: a step page's stages, in order: key -> title (marked with ``N_``); empty for other pages.
+        stages: a step page's stages, in order: key -> title (marked with ``N_``); empty for other pages. A step
+            page's current stage is a setting of its own, ``settings.<key>.stage``, added to its group by
+            :mod:`attention_core.settings` (the page does not declare it).
+        default_stage: the stage a step page opens on ("" for its first).
         steps: a step page's ``steps(walk, stage)`` -> the ``StepThrough`` of that stage of its walk-through
             (:mod:`attention_core.stepthrough`); what the one renderer draws, and the worksheets and exports read.
         settings: the page's own settings, a frozen dataclass with their defaults (``settings.<key>`` in the one
-            settings object), or None.
+            settings object; a step page's ``stage`` is added to it), or None.
         fields: what each of those settings accepts (:mod:`attention_core.fields`, one row each; a step page's
             ``stage`` row is added from ``stages``).
         legacy: link parameter names from before the page had its own settings -> its field names: a link made
@@ -60,6 +63,7 @@ class Page:
     section: str
     summary: str = ""
     stages: Mapping[str, str] = field(default_factory=dict)
+    default_stage: str = ""
     steps: Optional[Callable[[Any, str], Any]] = None
     settings: Optional[type] = None
     fields: tuple[Any, ...] = ()
@@ -70,6 +74,11 @@ class Page:
     def url_path(self) -> str:
         """The page's URL path, without the leading slash: the key with "-" for "_" ("no_weights" -> "no-weights")."""
         return self.key.replace("_", "-")
+
+    @property
+    def first_stage(self) -> str:
+        """The stage a step page opens on: ``default_stage``, or its first stage ("" for a page without stages)."""
+        return self.default_stage or next(iter(self.stages), "")
 
     @property
     def stage_field(self) -> str:

@@ -193,8 +193,25 @@ class SharedSettings:
             f"{key}.{f.name}" for key, group in GROUPS.items() for f in dataclasses.fields(group))
 
 
-#: Each page's own settings group, by page key (the pages that declare one, in the registry's order).
-GROUPS: dict[str, type] = {page.key: page.settings for page in registry.PAGES if page.settings is not None}
+def _group(page) -> type:
+    """A page's settings group: its own dataclass (if it declares one) and, for a step page, its ``stage`` (the
+    stage it opens on by default), so that no page declares the stage field itself."""
+    if not page.stages:
+        return page.settings
+    base = page.settings
+    name = base.__name__ if base else "".join(word.title() for word in page.key.split("_")) + "Settings"
+    group = dataclasses.make_dataclass(name, [("stage", str, dataclasses.field(default=page.first_stage))],
+                                       bases=(base,) if base else (), frozen=True)
+    group.__module__ = __name__  # pickling finds it here, under its name (below)
+    group.__doc__ = (base.__doc__ if base else f"The {page.key} page's own settings.") + (
+        f"\n\n    stage: the step shown (a key of the page's stages; {page.first_stage!r} at first).")
+    globals()[name] = group
+    return group
+
+
+#: Each page's own settings group, by page key (the pages that declare one or have stages, in the registry's order).
+GROUPS: dict[str, type] = {page.key: _group(page) for page in registry.PAGES
+                           if page.settings is not None or page.stages}
 
 #: The one typed settings object: the shared fields and, for each page that has its own, a group named by the
 #: page's key (``settings.alibi.num_heads``), declared beside the page (:class:`attention_core.page.Page`).
@@ -277,7 +294,7 @@ FIELDS: tuple[Field, ...] = (
 #: Each page's own rows, by page key: its declared fields, then its stage (a step page).
 PAGE_ROWS: dict[str, tuple[Field, ...]] = {
     page.key: tuple(page.fields) + ((stage_row("stage", page.stages),) if page.stages else ())
-    for page in registry.PAGES if page.settings is not None
+    for page in registry.PAGES if page.key in GROUPS
 }
 
 #: Every row with its field path, in the order :func:`validate_settings` checks them: the shared fields, then each

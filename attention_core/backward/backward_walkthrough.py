@@ -300,7 +300,7 @@ class BackwardSettings:
     Attributes:
         target: a key of :data:`TARGETS`. copy_query, copy_key: "token i should copy token j's value", 1-based
             (clamped to the sentence's length). target_seed: the random target's seed. learning_rate: η of the
-            gradient step, in (0, MAX_LEARNING_RATE]. stage: the step shown.
+            gradient step, in (0, MAX_LEARNING_RATE].
     """
 
     target: str = "copy"
@@ -308,7 +308,6 @@ class BackwardSettings:
     copy_key: int = 1
     target_seed: int = 0
     learning_rate: float = 0.01
-    stage: str = "loss"
 
 
 BACKWARD = Page(

@@ -365,17 +365,6 @@ def dropout_steps(walk: CausalWalkthrough, stage: str) -> StepThrough:
 
 # ---------------------------------------------------------------- the pages
 
-@dataclass(frozen=True)
-class CausalSettings:
-    """The causal attention page's own settings (``settings.causal_mask``).
-
-    Attributes:
-        stage: the step shown (a key of ``CAUSAL_PAGE.stages``).
-    """
-
-    stage: str = "masked_scores"
-
-
 CAUSAL_PAGE = Page(
     key="causal", title=N_("Causal attention"), icon=":material/visibility_off:", section="masking",
     summary=N_("Causal attention: the mask, the −∞ fill and the other route"),
@@ -387,10 +376,11 @@ CAUSAL_PAGE = Page(
         "other_route": N_("Other route: softmax, zero, renormalise"),
         "output": N_("Output: weights · V"),
     },
-    steps=causal_steps, recipe=causal_recipe,
-    settings=CausalSettings,
+    steps=causal_steps, default_stage="masked_scores", recipe=causal_recipe,
     legacy={"causal_stage": "stage"},
 )
+
+
 @dataclass(frozen=True)
 class DropoutSettings:
     """The dropout page's own settings (``settings.dropout``).
@@ -399,13 +389,11 @@ class DropoutSettings:
         dropout_p: the probability of zeroing an attention weight, in [0, MAX_DROPOUT].
         training: True = training mode (dropout active), False = eval mode.
         seed: the seed of the local generator that draws the dropout mask (0..MAX_SEED).
-        stage: the step shown (a key of ``DROPOUT_PAGE.stages``).
     """
 
     dropout_p: float = 0.5
     training: bool = True
     seed: int = 123
-    stage: str = "dropout_mask"
 
 
 DROPOUT_PAGE = Page(
@@ -417,7 +405,7 @@ DROPOUT_PAGE = Page(
         "dropped_weights": N_("Dropped and rescaled by 1 / (1 − p)"),
         "output": N_("Output: dropped weights · V"),
     },
-    steps=dropout_steps, recipe=dropout_recipe,
+    steps=dropout_steps, default_stage="dropout_mask", recipe=dropout_recipe,
     settings=DropoutSettings,
     fields=(
         FloatRange("dropout_p", 0.0, MAX_DROPOUT, "p",

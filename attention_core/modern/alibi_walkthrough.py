@@ -246,11 +246,9 @@ class AlibiSettings:
 
     Attributes:
         num_heads: H, the heads, each with its own slope (1..MAX_ALIBI_HEADS).
-        stage: the step shown (a key of ``ALIBI_PAGE.stages``).
     """
 
     num_heads: int = 4
-    stage: str = "bias"
 
 
 ALIBI_PAGE = Page(
@@ -263,7 +261,7 @@ ALIBI_PAGE = Page(
         "biased_scores": N_("Scores plus bias (and the causal mask)"),
         "weights": N_("Weights: softmax over the biased scores"),
     },
-    steps=alibi_steps, recipe=alibi_recipe,
+    steps=alibi_steps, default_stage="bias", recipe=alibi_recipe,
     settings=AlibiSettings, fields=(IntRange("num_heads", 1, MAX_ALIBI_HEADS, label(N_("The number of heads"))),),
     legacy={"alibi_num_heads": "num_heads", "alibi_stage": "stage"},
 )

@@ -318,13 +318,11 @@ class FlashAttentionSettings:
         block_q, block_k: B_q and B_k, the query and key block sizes (1..MAX_TOKENS; at most the sentence's length,
             checked on the page with a message).
         tile: the tile the step-through shows (0-based; the page keeps it below the number of tiles).
-        stage: the step shown (a key of ``FLASH_ATTENTION.stages``).
     """
 
     block_q: int = 2
     block_k: int = 3
     tile: int = 0
-    stage: str = "running_sum"
 
 
 FLASH_ATTENTION = Page(
@@ -338,7 +336,7 @@ FLASH_ATTENTION = Page(
         "partial_output": N_("The running output O, rescaled, plus P V_j"),
         "final": N_("After the last key block: O / l equals full attention"),
     },
-    steps=flash_attention_steps, recipe=flash_attention_recipe,
+    steps=flash_attention_steps, default_stage="running_sum", recipe=flash_attention_recipe,
     settings=FlashAttentionSettings,
     fields=(
         IntRange("block_q", 1, MAX_TOKENS, "block_q"),

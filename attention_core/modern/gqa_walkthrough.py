@@ -307,13 +307,11 @@ class GQASettings:
         num_heads: h, the query heads (1..MAX_GQA_HEADS).
         num_kv_heads: the key/value heads (1..MAX_GQA_HEADS); must divide h (checked on the page, with a message).
         head_dim: the width of one head (1..MAX_HEAD_DIM); h · head_dim at most MAX_DIM (checked on the page).
-        stage: the step shown (a key of ``GQA_PAGE.stages``).
     """
 
     num_heads: int = 4
     num_kv_heads: int = 2
     head_dim: int = 2
-    stage: str = "groups"
 
 
 GQA_PAGE = Page(
@@ -328,7 +326,7 @@ GQA_PAGE = Page(
         "output": N_("Concat the heads, then W_O"),
         "kv_cache": N_("The KV cache per token: MHA, GQA, MQA"),
     },
-    steps=gqa_steps, recipe=gqa_recipe,
+    steps=gqa_steps, default_stage="groups", recipe=gqa_recipe,
     settings=GQASettings,
     fields=(
         IntRange("num_heads", 1, MAX_GQA_HEADS, label(N_("The number of query heads"))),

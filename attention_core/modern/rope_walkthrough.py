@@ -39,7 +39,6 @@ if TYPE_CHECKING:  # the settings are composed above every page (attention_core/
     from attention_core.settings import Settings
 
 
-
 @dataclass(frozen=True)
 class RopeWalkthrough:
     """Every number of the *RoPE* page.
@@ -360,13 +359,11 @@ class RopeSettings:
         head_dim: d, the width of q and k (1..MAX_DIM; RoPE needs it even, checked on the page).
         base: the base of θᵢ = base^(−2i/d) (MIN_ROPE_BASE..MAX_ROPE_BASE; 10000 in RoFormer and Llama 2).
         shift: s, added to every position to show that the scores do not change (0..MAX_ROPE_SHIFT).
-        stage: the step shown (a key of ``ROPE_PAGE.stages``).
     """
 
     head_dim: int = 4
     base: float = 10000.0
     shift: int = 5
-    stage: str = "rotate_query"
 
 
 ROPE_PAGE = Page(
@@ -382,7 +379,7 @@ ROPE_PAGE = Page(
         "relative": N_("Shift every position by s: the scores do not change"),
         "base": N_("What the base changes: how fast each pair turns"),
     },
-    steps=rope_steps, recipe=rope_recipe,
+    steps=rope_steps, default_stage="rotate_query", recipe=rope_recipe,
     settings=RopeSettings,
     fields=(
         IntRange("head_dim", 1, MAX_DIM, "head_dim"),

@@ -234,12 +234,10 @@ class SlidingWindowSettings:
     Attributes:
         window: w, the tokens each query may see, itself included (1..MAX_TOKENS).
         layers: L, the layers of the receptive-field view (1..MAX_SLIDING_LAYERS).
-        stage: the step shown (a key of ``SLIDING_WINDOW.stages``).
     """
 
     window: int = 3
     layers: int = 3
-    stage: str = "mask"
 
 
 SLIDING_WINDOW = Page(

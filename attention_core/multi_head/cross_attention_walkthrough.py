@@ -11,7 +11,6 @@ encoder); Vaswani et al. 2017, sec. 3.2.3.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 import torch
@@ -142,17 +141,6 @@ def cross_attention_steps(walk: MultiHeadWalkthrough, stage: str) -> StepThrough
     return multi_head_steps(walk, stage, CROSS_ATTENTION)
 
 
-@dataclass(frozen=True)
-class CrossAttentionSettings:
-    """The cross-attention page's own settings (``settings.cross_attention``).
-
-    Attributes:
-        stage: the step shown (a key of ``CROSS_ATTENTION.stages``).
-    """
-
-    stage: str = "weights"
-
-
 CROSS_ATTENTION = Page(
     key="cross_attention", title=N_("Cross-attention"), icon=":material/compare_arrows:", section="masking",
     summary=N_("Cross-attention: a decoder sentence attends to an encoder sentence"),
@@ -166,7 +154,6 @@ CROSS_ATTENTION = Page(
         "head": N_("Each head's context vectors"),
         "output": N_("Output: Concat · W_O + b_O"),
     },
-    steps=cross_attention_steps, recipe=multi_head_recipe,
-    settings=CrossAttentionSettings,
+    steps=cross_attention_steps, default_stage="weights", recipe=multi_head_recipe,
     legacy={"cross_stage": "stage"},
 )

@@ -407,17 +407,6 @@ def multi_head_steps(walk: MultiHeadWalkthrough, stage: str, page: Optional[Page
 
 # ---------------------------------------------------------------- the pages
 
-@dataclass(frozen=True)
-class MultiHeadSettings:
-    """The multi-head attention page's own settings (``settings.multi_head``).
-
-    Attributes:
-        stage: the step shown (a key of ``MULTI_HEAD.stages``).
-    """
-
-    stage: str = "split"
-
-
 MULTI_HEAD = Page(
     key="multi_head", title=N_("Multi-head attention"), icon=":material/view_column:", section="masking",
     summary=N_("Multi-head attention: split, heads side by side, concat, W_O"),
@@ -432,7 +421,6 @@ MULTI_HEAD = Page(
         "concat": N_("Concat(head_1, …, head_h)"),
         "output": N_("Output: Concat · W_O + b_O"),
     },
-    steps=multi_head_steps, recipe=multi_head_recipe,
-    settings=MultiHeadSettings,
+    steps=multi_head_steps, default_stage="split", recipe=multi_head_recipe,
     legacy={"mha_stage": "stage"},
 )

@@ -275,6 +275,8 @@ TOKENS = Page(
     key="tokens", title=N_("Tokens & embeddings"), icon=":material/abc:", section="self_attention",
     summary=N_("Tokens & embeddings: from a sentence to the matrix X"),
 )
+
+
 @dataclass(frozen=True)
 class NoWeightsSettings:
     """The page of attention without trainable weights: its own settings (``settings.no_weights``).
@@ -295,15 +297,6 @@ NO_WEIGHTS = Page(
     ),
     legacy={"query_index": "query_index"},
 )
-@dataclass(frozen=True)
-class SelfAttentionSettings:
-    """The self-attention page's own settings (``settings.self_attention``).
-
-    Attributes:
-        stage: the step shown (a key of ``SELF_ATTENTION_PAGE.stages``).
-    """
-
-    stage: str = "scores"
 
 
 SELF_ATTENTION_PAGE = Page(
@@ -319,7 +312,6 @@ SELF_ATTENTION_PAGE = Page(
         "weights": N_("Weights: softmax"),
         "output": N_("Output: weights · V"),
     },
-    steps=self_attention_steps, recipe=self_attention_recipe,
-    settings=SelfAttentionSettings,
+    steps=self_attention_steps, default_stage="scores", recipe=self_attention_recipe,
     legacy={"stage": "stage"},
 )

@@ -389,7 +389,6 @@ class TrainedModelSettings:
             ``pretrained.tokenize``: MODEL_MAX_TOKENS WordPieces).
         padding: how many [PAD] tokens to append (0..MODEL_MAX_PADDING; shows the mask).
         layer, head: the head that is opened (< MODEL_LAYERS and < MODEL_HEADS).
-        stage: its step-through's current step (a key of ``TRAINED_MODEL.stages``).
         entry_row, entry_col: the explained entry (the page clamps them to the stage's matrix, up to 136 × 384).
     """
 
@@ -397,7 +396,6 @@ class TrainedModelSettings:
     padding: int = 0
     layer: int = 0
     head: int = 0
-    stage: str = "weights"
     entry_row: int = 8
     entry_col: int = 2
 
@@ -417,7 +415,7 @@ TRAINED_MODEL = Page(
         "weights": N_("Weights: softmax"),
         "output": N_("Output: weights · V"),
     },
-    steps=trained_model_steps, recipe=trained_model_recipe,
+    steps=trained_model_steps, default_stage="weights", recipe=trained_model_recipe,
     settings=TrainedModelSettings,
     fields=(
         Text("sentence", N_("The model's text must be text; restored the example sentence.")),

@@ -425,14 +425,12 @@ class GenerationSettings:
             between is moved up to MIN_TOY_TEMPERATURE, with a message). The draws at τ > 0 come from ``seed``.
         step: the generation step the step-through shows (0-based; the page keeps it below the steps taken).
         layer: the decoder block whose attention is shown (0-based, below TOY_LAYERS).
-        stage: the step shown (a key of ``GENERATION_PAGE.stages``).
     """
 
     source: str = "beach"
     temperature: float = 0.0
     step: int = 2
     layer: int = TOY_LAYERS - 1
-    stage: str = "cross_attention"
 
 
 GENERATION_PAGE = Page(
@@ -448,7 +446,7 @@ GENERATION_PAGE = Page(
         "logits": N_("Next-token logits: the last row × W_vocab + b"),
         "probabilities": N_("Softmax: a probability for every token, then the choice"),
     },
-    steps=generation_steps, recipe=generation_recipe,
+    steps=generation_steps, default_stage="cross_attention", recipe=generation_recipe,
     settings=GenerationSettings,
     fields=(
         Text("source", N_("The word to reverse must be text; restored the example word.")),

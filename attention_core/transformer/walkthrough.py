@@ -445,7 +445,6 @@ class EncoderBlockSettings:
         num_layers: N, the number of blocks stacked (1..MAX_LAYERS).
         norm_first: False = post-LN (Vaswani et al. 2017), True = pre-LN (GPT-2 and later).
         block: the block the step-through opens (0-based; the page keeps it below num_layers).
-        stage: the step shown (a key of ``ENCODER_POST_LN``, the same keys as pre-LN's).
     """
 
     num_heads: int = 1
@@ -453,13 +452,12 @@ class EncoderBlockSettings:
     num_layers: int = 2
     norm_first: bool = False
     block: int = 0
-    stage: str = "norm_1"
 
 
 ENCODER_BLOCK = Page(
     key="encoder_block", title=N_("The encoder block"), icon=":material/stacks:", section="transformer",
     summary=N_("The encoder block: residuals, LayerNorm and the feed-forward layer around attention"),
-    stages=ENCODER_POST_LN, steps=encoder_steps, recipe=encoder_block_recipe,
+    stages=ENCODER_POST_LN, steps=encoder_steps, default_stage="norm_1", recipe=encoder_block_recipe,
     settings=EncoderBlockSettings,
     fields=(
         IntRange("num_heads", 1, MAX_DIM, label(N_("The number of heads"))),
