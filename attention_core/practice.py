@@ -52,6 +52,7 @@ MISTAKES: dict[str, str] = {
     "gradient_no_scale": N_("Forgot ÷ √d_k on the way back"),
     "ds_not_transposed": N_("dS instead of dSᵀ for dK"),
     "update_sign": N_("The sign of the update"),
+    "w_out_not_transposed": N_("dO W_O instead of dO W_Oᵀ"),
 }
 
 #: The longest answer read (characters); a number needs far fewer.

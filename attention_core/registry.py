@@ -7,6 +7,7 @@ The top floor of attention_core: it imports every concept's module.
 
 from __future__ import annotations
 
+from attention_core.backward.backward_multi_head_walkthrough import BACKWARD_MULTI_HEAD
 from attention_core.backward.backward_walkthrough import BACKWARD
 from attention_core.errors import N_
 from attention_core.experiments.additive import ADDITIVE
@@ -55,6 +56,7 @@ PAGES: tuple[Page, ...] = (
     FLASH_ATTENTION,
     TRAINED_MODEL,
     BACKWARD,
+    BACKWARD_MULTI_HEAD,
 )
 
 #: The pages by key.

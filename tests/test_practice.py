@@ -10,6 +10,10 @@ import pytest
 import torch
 
 from attention_core import practice
+from attention_core.backward.backward_multi_head_walkthrough import (
+    backward_multi_head_steps,
+    build_backward_multi_head_walkthrough,
+)
 from attention_core.backward.backward_walkthrough import backward_steps, build_backward_walkthrough
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
@@ -162,6 +166,10 @@ CASES = {
     "backward": lambda: _modern("backward", build_backward_walkthrough, backward_steps,
                                 [{"backward.target": "random", "backward.learning_rate": 1.0},
                                  {"causal_mask": False, "backward.learning_rate": 2.0}]),
+    "backward_multi_head": lambda: _modern("backward_multi_head", build_backward_multi_head_walkthrough,
+                                           backward_multi_head_steps,
+                                           [{"backward.target": "random", "backward.learning_rate": 1.0},
+                                            {"causal_mask": False, "d_out": 6, "num_heads": 3}]),
 }
 
 
@@ -221,7 +229,9 @@ def test_every_entry_of_every_stage_grades_its_answer_and_names_its_mistakes(pag
                 "sliding_window": {"weights"},
                 "flash_attention": {"tile_scores", "running_max", "final"},
                 "backward": {"loss", "d_value", "d_weights", "d_scores", "d_query", "d_key", "d_w_query", "d_w_key",
-                             "d_w_value", "step"}}[page]
+                             "d_w_value", "step"},
+                "backward_multi_head": {"loss", "d_w_out", "d_concat", "d_value", "d_weights", "d_scores", "d_query",
+                                        "d_key", "d_w_query", "d_w_key", "d_w_value", "step"}}[page]
     assert {stage for stage, n in asked.items() if n} == computed
 
 

@@ -63,8 +63,7 @@ STAGE_CHECKS = {"loss": ("d_output",), "d_value": ("d_value",), "d_weights": ("d
 #: The nudge ε of the finite-difference check: small enough that the forward difference's own error (½ ε² ∂²L/∂w²)
 #: stays below the 4 digits shown, even for a gradient near 1e-3 (float64 keeps the loss's change exact enough).
 EPSILON = 1e-6
-#: The matrix each W stage explains, and its gradient's name in the trace.
-W_STAGES = {"d_w_query": ("w_query", "d_w_query"), "d_w_key": ("w_key", "d_w_key"), "d_w_value": ("w_value", "d_w_value")}
+W_STAGES = formulas.W_STAGES
 
 
 @dataclass(frozen=True)
@@ -93,6 +92,14 @@ class BackwardWalkthrough:
         t = self.trace
         return finite_difference(t.x, t.w_query, t.w_key, t.w_value, t.target, self.settings.causal_mask, which,
                                  row, col, eps=EPSILON)
+
+    def explained(self, stage: str, row: int, col: int, head: int = 0) -> float:
+        """Entry (row, col) of ``stage``'s explained panel (IndexError outside it; one head: ``head`` unused)."""
+        return explained(self, stage, row, col)
+
+    def head_view(self, head: int = 0) -> formulas.HeadView:
+        """The head's tensors as the per-head formulas read them (the one head: the whole trace)."""
+        return formulas.HeadView.of(self.trace)
 
 
 def target_for(settings: Settings, output: torch.Tensor, value: torch.Tensor) -> torch.Tensor:

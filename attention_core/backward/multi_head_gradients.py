@@ -32,12 +32,20 @@ forward pass is :func:`multi_head.heads.multi_head_attention`'s.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 from typing import Optional
 
 import torch
 
-from attention_core.backward.gradients import attention_backward, check_inputs, check_target
+from attention_core.backward.gradients import (
+    FiniteDifference,
+    attention_backward,
+    check_inputs,
+    check_learning_rate,
+    check_target,
+)
 from attention_core.errors import N_, InputError, quote
 from attention_core.masks import causal_mask
 from attention_core.multi_head.heads import multi_head_attention
@@ -214,4 +222,101 @@ def multi_head_backward_trace(
         d_query=d_query, d_key=d_key, d_value=d_value,
         d_w_query=side_by_side(d_w_query_heads), d_w_key=side_by_side(d_w_key_heads),
         d_w_value=side_by_side(d_w_value_heads), d_x=d_x, mask=mask,
+    )
+
+
+#: The matrices :func:`multi_head_finite_difference` can nudge, with their names in messages.
+NUDGEABLE = {"w_query": "W_q", "w_key": "W_k", "w_value": "W_v", "w_out": "W_O"}
+
+
+def _rerun(trace: MultiHeadBackwardTrace, **changes: torch.Tensor) -> MultiHeadBackwardTrace:
+    """The forward and backward pass again with some of X, W_q, W_k, W_v, W_O, b_O, target replaced."""
+    inputs = {"x": trace.x, "w_query": trace.w_query, "w_key": trace.w_key, "w_value": trace.w_value,
+              "w_out": trace.w_out, "b_out": trace.b_out, "target": trace.target, **changes}
+    return multi_head_backward_trace(**inputs, num_heads=trace.num_heads, causal=trace.causal)
+
+
+def multi_head_finite_difference(trace: MultiHeadBackwardTrace, which: str, row: int, col: int,
+                                 eps: float = 1e-6) -> FiniteDifference:
+    """Nudge W[row, col] by ε: predicted ΔL = ε · dW[row, col], actual ΔL = L(W + ε e_rc) − L(W).
+
+    As :func:`gradients.finite_difference`, for multi-head attention: computed in float64 (every tensor of the
+    trace converted), so the two differ by the forward difference's own error ½ ε² ∂²L/∂w², not by float32's
+    rounding.
+
+    Args:
+        trace: the pass to nudge (any floating dtype; its X, W, b_O, target and mask are reused).
+        which: "w_query", "w_key", "w_value" (D, d_out) or "w_out" (d_out, d_o).
+        row, col: the entry, from 0. eps: ε, a number above 0.
+
+    Returns:
+        The :class:`gradients.FiniteDifference` (python floats).
+
+    Raises:
+        InputError: an unknown matrix (field "backward.which"), an entry outside it ("backward.entry"), ε not a
+            number above 0 ("backward.eps").
+    """
+    if which not in NUDGEABLE:
+        raise InputError(N_("Choose the matrix to nudge: w_query, w_key, w_value or w_out; got {which}."),
+                         field="backward.which", which=quote(repr(which)))
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not math.isfinite(eps) or eps <= 0:
+        raise InputError(N_("The nudge ε must be a number above 0; got {eps}."), field="backward.eps",
+                         eps=quote(repr(eps)))
+    names = ("x", "w_query", "w_key", "w_value", "w_out", "b_out", "target")
+    before = _rerun(trace, **{name: getattr(trace, name).double() for name in names})
+    matrix = getattr(before, which)
+    rows, cols = matrix.shape
+    whole = not any(isinstance(i, bool) or not isinstance(i, int) for i in (row, col))
+    if not (whole and 0 <= row < rows and 0 <= col < cols):
+        raise InputError(
+            N_("{name} has rows 0 to {last_row} and columns 0 to {last_col}; there is no entry ({row}, {col})."),
+            field="backward.entry", name=NUDGEABLE[which], last_row=rows - 1, last_col=cols - 1,
+            row=quote(repr(row)), col=quote(repr(col)),
+        )
+    nudged = matrix.clone()
+    nudged[row, col] += eps
+    after = _rerun(before, **{which: nudged})
+    gradient = float(getattr(before, f"d_{which}")[row, col])
+    return FiniteDifference(loss_before=before.loss, loss_after=after.loss, predicted_change=eps * gradient,
+                            actual_change=after.loss - before.loss)
+
+
+@dataclass(frozen=True)
+class MultiHeadStepResult:
+    """One gradient-descent step W ← W − η dW on W_q, W_k, W_v, W_O and b_O, and the new forward pass.
+
+    Attributes:
+        learning_rate: η.
+        before: the :class:`MultiHeadBackwardTrace` the step started from.
+        after: the one at the stepped weights.
+        loss_before, loss_after: L before and after (python floats).
+        weights_before, weights_after: every head's attention weights P_r before and after, (h, T, T).
+        weights_change: sign(weights_after − weights_before), int8 (h, T, T): +1 grew, −1 shrank, 0 unchanged.
+    """
+
+    learning_rate: float
+    before: MultiHeadBackwardTrace
+    after: MultiHeadBackwardTrace
+    loss_before: float
+    loss_after: float
+    weights_before: torch.Tensor
+    weights_after: torch.Tensor
+    weights_change: torch.Tensor
+
+
+def multi_head_gradient_step(trace: MultiHeadBackwardTrace, learning_rate: float) -> MultiHeadStepResult:
+    """W ← W − η dW for W_q, W_k, W_v, W_O and b ← b − η db for b_O; then the forward and backward pass again.
+
+    X and the target stay. For a small enough η the loss goes down; a large one can overshoot.
+
+    Raises:
+        InputError: if η is not a number in (0, 10] (field "backward.learning_rate").
+    """
+    eta = check_learning_rate(learning_rate)
+    after = _rerun(trace, **{name: getattr(trace, name) - eta * getattr(trace, f"d_{name}")
+                             for name in ("w_query", "w_key", "w_value", "w_out", "b_out")})
+    return MultiHeadStepResult(
+        learning_rate=eta, before=trace, after=after, loss_before=trace.loss, loss_after=after.loss,
+        weights_before=trace.weights, weights_after=after.weights,
+        weights_change=torch.sign(after.weights - trace.weights).to(torch.int8),
     )

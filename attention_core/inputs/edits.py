@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Mapping, Optional
 
 #: The matrices a user can edit, by name -> label.
-EDITABLE = {"x": "X", "w_query": "W_q", "w_key": "W_k", "w_value": "W_v", "target": "T"}
+EDITABLE = {"x": "X", "w_query": "W_q", "w_key": "W_k", "w_value": "W_v", "target": "T", "multi_head_target": "T"}
 
 #: User edits: matrix name -> {(row, col): value}; None or NaN = an emptied cell (0-based row and column).
 Edits = Mapping[str, Mapping[tuple[int, int], Optional[float]]]

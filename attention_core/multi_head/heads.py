@@ -60,6 +60,12 @@ def head_columns(d_out: int, num_heads: int) -> tuple[range, ...]:
     return tuple(range(i * head_dim, (i + 1) * head_dim) for i in range(num_heads))
 
 
+def head_labels(d_out: int, num_heads: int) -> tuple[str, ...]:
+    """Labels of a d_out-wide matrix's columns that say which head owns each: h1·c1, h1·c2, h2·c1, ... (as
+    :func:`head_columns`). Raises InputError as :func:`head_columns`."""
+    return tuple(f"h{r + 1}·c{c + 1}" for r, cols in enumerate(head_columns(d_out, num_heads)) for c in range(len(cols)))
+
+
 def _check_heads(d_out: int, num_heads: int) -> None:
     if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
         raise InputError(N_("The number of heads must be a whole number >= 1, got {num_heads}."),

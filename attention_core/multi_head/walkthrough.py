@@ -40,7 +40,7 @@ from attention_core.masking.user_mask import (
 )
 from attention_core.multi_head import formulas as formulas_multi_head
 from attention_core.multi_head import modules
-from attention_core.multi_head.heads import MultiHeadTrace, head_columns, multi_head_attention
+from attention_core.multi_head.heads import MultiHeadTrace, head_columns, head_labels, multi_head_attention
 from attention_core.multi_head.recipes import multi_head_recipe
 from attention_core.page import Page
 from attention_core.self_attention.walkthrough import (
@@ -54,11 +54,6 @@ from attention_core.weights import module_weights
 
 if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
     from attention_core.settings import Settings
-
-
-def _head_labels(d_out: int, num_heads: int) -> tuple[str, ...]:
-    """Column labels of a d_out-wide matrix that say which head owns each column: h1·c1, h1·c2, h2·c1, ..."""
-    return tuple(f"h{r + 1}·c{c + 1}" for r, cols in enumerate(head_columns(d_out, num_heads)) for c in range(len(cols)))
 
 
 # ---------------------------------------------------------------- multi-head self- and cross-attention
@@ -218,7 +213,7 @@ def multi_head_panels(walk: MultiHeadWalkthrough, stage: str) -> tuple[Panel, ..
     trace = walk.trace
     rows, kv_rows = tuple(token_labels(walk.tokens)), tuple(token_labels(walk.kv_tokens))
     d_out, h, hd = trace.concat.shape[-1], trace.num_heads, trace.head_dim
-    by_head = _head_labels(d_out, h)
+    by_head = head_labels(d_out, h)
     cross = walk.is_cross
     token, dimension, by_column = Message(N_("token")), Message(N_("dimension")), Message(N_("head · column"))
     decoder_token, encoder_token = Message(N_("decoder token")), Message(N_("encoder token"))

@@ -20,6 +20,7 @@ from conftest import APP
 from streamlit.testing.v1 import AppTest
 
 from attention_core import registry
+from attention_core.backward.backward_multi_head_walkthrough import build_backward_multi_head_walkthrough
 from attention_core.backward.backward_walkthrough import build_backward_walkthrough
 from attention_core.classroom.scripts import script_for
 from attention_core.masking.walkthrough import build_causal_walkthrough
@@ -47,6 +48,11 @@ CASES = {
     "causal": (lambda: build_causal_walkthrough(Settings()), "causal"),
     "backward_copy_causal": (lambda: build_backward_walkthrough(Settings()), "backward"),
     "backward_random_not_causal": (lambda: build_backward_walkthrough(Settings().set(**{"causal_mask": False, "backward.target": "random", "backward.learning_rate": 1.0})), "backward"),
+    "backward_multi_head_two_heads_causal": (lambda: build_backward_multi_head_walkthrough(Settings()),
+                                             "backward_multi_head"),
+    "backward_multi_head_four_heads_random": (
+        lambda: build_backward_multi_head_walkthrough(Settings(d_out=8, num_heads=4, causal_mask=False, head=3).set(
+            **{"backward.target": "random", "backward.learning_rate": 1.0})), "backward_multi_head"),
     "causal_padding_and_a_blocked_row": (
         lambda: build_causal_walkthrough(Settings(padding=2), {"mask": {(0, 0): 0.0, (3, 5): 1.0}}), "causal"),
     "dropout_eval": (lambda: build_causal_walkthrough(Settings(), dropout=True), "dropout"),
