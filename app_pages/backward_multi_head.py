@@ -8,12 +8,9 @@ from attention_core.backward.backward_multi_head_walkthrough import (
     backward_multi_head_target,
     build_backward_multi_head_walkthrough,
 )
-from attention_core.backward.backward_walkthrough import TARGETS
-from attention_core.backward.gradients import MAX_LEARNING_RATE
 from attention_core.errors import N_
 from attention_core.limits import MAX_DIM, MAX_TOKENS
-from attention_core.self_attention.walkthrough import dim_labels, token_labels
-from ui import state, stepthrough, widgets
+from ui import learning, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -49,26 +46,11 @@ st.markdown(_(
     "pass*), and side by side into dW_q, dW_k and dW_v. Every gradient is checked against `torch.autograd`."))
 widgets.show_messages()
 
-settings = state.settings()
-c1, c2, c3 = st.columns(3)
-with c1:
-    state.bind(st.selectbox, _("Target T for the output"), "backward.target", options=list(TARGETS),
-               format_func={key: _(title) for key, title in TARGETS.items()}.get)
-with c2:
-    if settings.backward.target == "copy":
-        state.bind(st.number_input, _("Token i (copies)"), "backward.copy_query", step=1,
-                   help=_("1 to {high}: row i of the target is v_j W_O + b_O, the output if every head looked only "
-                          "at token j.", high=MAX_TOKENS))
-    else:
-        state.bind(st.number_input, _("Seed of the target"), "backward.target_seed", step=1)
-with c3:
-    if settings.backward.target == "copy":
-        state.bind(st.number_input, _("Token j (copied)"), "backward.copy_key", step=1,
-                   help=_("1 to {high}.", high=MAX_TOKENS))
+learning.target_controls(_("1 to {high}: row i of the target is v_j W_O + b_O, the output if every head looked "
+                           "only at token j.", high=MAX_TOKENS))
 c4, c5, c6, c7, c8 = st.columns(5)
 with c4:
-    state.bind(st.number_input, _("Learning rate η"), "backward.learning_rate", step=0.1, format="%.3f",
-               help=_("Above 0, at most {high}.", high=MAX_LEARNING_RATE))
+    learning.learning_rate()
 with c5:
     state.bind(st.number_input, _("d_out (width of Q, K, V)"), "d_out", step=1,
                help=_("{low} to {high}.", low=1, high=MAX_DIM))
@@ -79,11 +61,7 @@ with c7:
                help=_("torch.manual_seed before MultiHeadAttention(d_model, d_out, …) draws W_q, W_k, W_v, W_O, b_O."))
 with c8:
     state.bind(st.toggle, _("Causal mask"), "causal_mask", help=_("On: blocked scores get no gradient."))
-
-if st.toggle(_("Show and edit the target T"), key="backward_multi_head_show_target",
-             help=_("Any cell: the loss pulls the output toward it. Your cells stay when the sentence changes.")):
-    tokens, base = widgets.build_or_stop(backward_multi_head_target, state.settings(), state.edits())
-    widgets.matrix_editor(TARGET_EDITS, base, token_labels(tokens), dim_labels("o", base.shape[1]))
+learning.target_editor("backward_multi_head_show_target", TARGET_EDITS, backward_multi_head_target, "o")
 
 walk = widgets.build_or_stop(build_backward_multi_head_walkthrough, state.settings(), state.edits())
 st.caption(_("d_out = {d_out} = h · head_dim = {h} · {hd}; the mask is the causal switch alone (the Causal page's "

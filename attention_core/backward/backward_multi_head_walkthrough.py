@@ -23,7 +23,7 @@ import torch
 
 from attention_core.backward import formulas
 from attention_core.backward import multi_head_formulas as mh_formulas
-from attention_core.backward.backward_walkthrough import EPSILON
+from attention_core.backward.backward_walkthrough import EPSILON, MASKED_NO_GRADIENT, loss_remark
 from attention_core.backward.gradients import FiniteDifference, softmax_jacobian
 from attention_core.backward.multi_head_gradients import (
     MultiHeadBackwardTrace,
@@ -283,13 +283,12 @@ def backward_multi_head_steps(walk: BackwardMultiHeadWalkthrough, stage: str) ->
     panels = backward_multi_head_panels(walk, stage, settings.head, settings.entry_row)
     remark, details = None, ()
     if stage == "loss":
-        remark = Message(N_("L = ½ ‖O − T‖² = {loss}"), loss=f"{t.loss:.6g}")
+        remark = loss_remark(t.loss)
     elif stage == "d_concat":
         details = (Message(N_("Head r wrote columns (r − 1) · head_dim + 1 … r · head_dim of C, so it gets exactly "
                               "those columns of dC back as its own dO (here head_dim = {hd})."), hd=t.head_dim),)
     elif stage == "d_scores" and t.mask is not None:
-        details = (Message(N_("Masked (−∞) scores get no gradient: their weight P_ij is 0, so dS_ij = P_ij (dP_ij − "
-                              "D_i) = 0. A connection the mask cut cannot learn.")),)
+        details = (MASKED_NO_GRADIENT,)
     elif stage == "step":
         grew, shrank = int((s.weights_change > 0).sum()), int((s.weights_change < 0).sum())
         remark = Message(N_("One step with η = {eta} on W_q, W_k, W_v, W_O and b_O: the loss went from {before} to "

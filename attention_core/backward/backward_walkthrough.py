@@ -255,6 +255,16 @@ def backward_panels(walk: BackwardWalkthrough, stage: str, row: int = 0) -> tupl
 
 # ---------------------------------------------------------------- the step-through protocol
 
+#: Under dS when the causal mask is on (both backward pages): why a masked score gets no gradient.
+MASKED_NO_GRADIENT = Message(N_("Masked (−∞) scores get no gradient: their weight P_ij is 0, so dS_ij = P_ij (dP_ij − "
+                                "D_i) = 0. A connection the mask cut cannot learn."))
+
+
+def loss_remark(loss: float) -> Message:
+    """The loss stage's result line, L = ½ ‖O − T‖² = ... (6 significant digits)."""
+    return Message(N_("L = ½ ‖O − T‖² = {loss}"), loss=f"{loss:.6g}")
+
+
 def backward_steps(walk: BackwardWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` in the one step-through protocol.
 
@@ -268,10 +278,9 @@ def backward_steps(walk: BackwardWalkthrough, stage: str) -> StepThrough:
     remark, details = None, ()
     t, s = walk.trace, walk.step
     if stage == "loss":
-        remark = Message(N_("L = ½ ‖O − T‖² = {loss}"), loss=f"{t.loss:.6g}")
+        remark = loss_remark(t.loss)
     elif stage == "d_scores" and t.mask is not None:
-        details = (Message(N_("Masked (−∞) scores get no gradient: their weight P_ij is 0, so dS_ij = P_ij (dP_ij − "
-                              "D_i) = 0. A connection the mask cut cannot learn.")),)
+        details = (MASKED_NO_GRADIENT,)
     elif stage == "flash":
         diff = float((walk.flash.d_scores - t.d_scores).abs().max())
         remark = Message(N_("The two ways agree: max |difference| = {diff}. FlashAttention keeps O, not P, so it "

@@ -369,30 +369,43 @@ def finite_difference(x: torch.Tensor, w_query: torch.Tensor, w_key: torch.Tenso
         InputError: for an unknown matrix (field "backward.which"), an entry outside it ("backward.entry"), ε not
             a number above 0 ("backward.eps"), or as :func:`backward_trace`.
     """
-    if which not in NUDGEABLE:
-        raise InputError(N_("Choose the matrix to nudge: w_query, w_key or w_value; got {which}."),
-                         field="backward.which", which=quote(repr(which)))
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not math.isfinite(eps) or eps <= 0:
-        raise InputError(N_("The nudge ε must be a number above 0; got {eps}."), field="backward.eps",
-                         eps=quote(repr(eps)))
+    check_nudge(which, NUDGEABLE, eps)
     check_inputs(x, W_q=w_query, W_k=w_key, W_v=w_value)
     inputs = {"x": x.double(), "w_query": w_query.double(), "w_key": w_key.double(), "w_value": w_value.double()}
     before = backward_trace(**inputs, target=check_target(target, (x.shape[0], w_value.shape[-1])).double(),
                             causal=causal)
-    rows, cols = inputs[which].shape
-    whole = not any(isinstance(i, bool) or not isinstance(i, int) for i in (row, col))
-    if not (whole and 0 <= row < rows and 0 <= col < cols):
-        raise InputError(
-            N_("{name} has rows 0 to {last_row} and columns 0 to {last_col}; there is no entry ({row}, {col})."),
-            field="backward.entry", name=NUDGEABLE[which], last_row=rows - 1, last_col=cols - 1,
-            row=quote(repr(row)), col=quote(repr(col)),
-        )
-    nudged = inputs[which].clone()
-    nudged[row, col] += eps
+    nudged = nudge(inputs[which], NUDGEABLE[which], row, col, eps)
     after = backward_trace(**{**inputs, which: nudged}, target=before.target, causal=causal)
     gradient = float(getattr(before, f"d_{which}")[row, col])
     return FiniteDifference(loss_before=before.loss, loss_after=after.loss, predicted_change=eps * gradient,
                             actual_change=after.loss - before.loss)
+
+
+def check_nudge(which: str, nudgeable: dict[str, str], eps) -> None:
+    """InputError unless ``which`` is a key of ``nudgeable`` (field "backward.which") and ε a number above 0
+    ("backward.eps")."""
+    if which not in nudgeable:
+        raise InputError(N_("Choose the matrix to nudge: {choices}; got {which}."), field="backward.which",
+                         choices=", ".join(nudgeable), which=quote(repr(which)))
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not math.isfinite(eps) or eps <= 0:
+        raise InputError(N_("The nudge ε must be a number above 0; got {eps}."), field="backward.eps",
+                         eps=quote(repr(eps)))
+
+
+def nudge(matrix: torch.Tensor, name: str, row: int, col: int, eps: float) -> torch.Tensor:
+    """A copy of ``matrix`` (rows, cols) with entry (row, col) (from 0) raised by ε; InputError (field
+    "backward.entry", naming the matrix ``name``) when there is no such entry."""
+    rows, cols = matrix.shape
+    whole = not any(isinstance(i, bool) or not isinstance(i, int) for i in (row, col))
+    if not (whole and 0 <= row < rows and 0 <= col < cols):
+        raise InputError(
+            N_("{name} has rows 0 to {last_row} and columns 0 to {last_col}; there is no entry ({row}, {col})."),
+            field="backward.entry", name=name, last_row=rows - 1, last_col=cols - 1,
+            row=quote(repr(row)), col=quote(repr(col)),
+        )
+    nudged = matrix.clone()
+    nudged[row, col] += eps
+    return nudged
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,6 @@ forward pass is :func:`multi_head.heads.multi_head_attention`'s.
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass
 from typing import Optional
 
@@ -44,7 +42,9 @@ from attention_core.backward.gradients import (
     attention_backward,
     check_inputs,
     check_learning_rate,
+    check_nudge,
     check_target,
+    nudge,
 )
 from attention_core.errors import N_, InputError, quote
 from attention_core.masks import causal_mask
@@ -256,25 +256,10 @@ def multi_head_finite_difference(trace: MultiHeadBackwardTrace, which: str, row:
         InputError: an unknown matrix (field "backward.which"), an entry outside it ("backward.entry"), ε not a
             number above 0 ("backward.eps").
     """
-    if which not in NUDGEABLE:
-        raise InputError(N_("Choose the matrix to nudge: w_query, w_key, w_value or w_out; got {which}."),
-                         field="backward.which", which=quote(repr(which)))
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not math.isfinite(eps) or eps <= 0:
-        raise InputError(N_("The nudge ε must be a number above 0; got {eps}."), field="backward.eps",
-                         eps=quote(repr(eps)))
+    check_nudge(which, NUDGEABLE, eps)
     names = ("x", "w_query", "w_key", "w_value", "w_out", "b_out", "target")
     before = _rerun(trace, **{name: getattr(trace, name).double() for name in names})
-    matrix = getattr(before, which)
-    rows, cols = matrix.shape
-    whole = not any(isinstance(i, bool) or not isinstance(i, int) for i in (row, col))
-    if not (whole and 0 <= row < rows and 0 <= col < cols):
-        raise InputError(
-            N_("{name} has rows 0 to {last_row} and columns 0 to {last_col}; there is no entry ({row}, {col})."),
-            field="backward.entry", name=NUDGEABLE[which], last_row=rows - 1, last_col=cols - 1,
-            row=quote(repr(row)), col=quote(repr(col)),
-        )
-    nudged = matrix.clone()
-    nudged[row, col] += eps
+    nudged = nudge(getattr(before, which), NUDGEABLE[which], row, col, eps)
     after = _rerun(before, **{which: nudged})
     gradient = float(getattr(before, f"d_{which}")[row, col])
     return FiniteDifference(loss_before=before.loss, loss_after=after.loss, predicted_change=eps * gradient,
