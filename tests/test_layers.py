@@ -26,7 +26,7 @@ FLOOR = ("errors", "latex", "limits", "fields", "page", "inputs", "stepthrough",
          "entry_formulas", "recipe")
 #: The concept folders, in teaching order: each may import the floor and the concepts before it.
 CONCEPTS = ("self_attention", "masking", "multi_head", "experiments", "transformer", "modern", "trained_model",
-            "backward")
+            "backward", "training")
 #: Above every concept, in order: the list of pages, the settings composed from them, what a class shares and
 #: exports of any page (links, worksheets, scripts), the package's front door.
 TOP = ("registry", "settings", "classroom", "__init__")

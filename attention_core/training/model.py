@@ -1,0 +1,202 @@
+r"""A tiny attention-only Transformer that returns every head's weights, and its training, one step at a time.
+
+Model (Elhage et al. 2021's attention-only transformer; Vaswani et al. 2017, eq. 1 and sec. 3.2.2 per layer):
+
+.. math::
+    x^{(0)} = E[\text{token}] + P[\text{position}],\quad
+    x^{(l+1)} = x^{(l)} + \operatorname{Concat}_r\!\left(\operatorname{softmax}\!\left(
+        \frac{Q_r K_r^\top}{\sqrt{head\_dim}} + M\right) V_r\right) W_O,\quad
+    \text{logits} = x^{(L)} W_U
+
+with Q = x W_q, K = x W_k, V = x W_v per layer, M the causal mask. No MLP, no layer norm. Trained with Adam
+(Kingma & Ba 2015, Algorithm 1, ``torch.optim.Adam``) on the cross-entropy of the scored positions.
+
+Shape legend: B batch, T positions, V vocabulary, D = d_model, L layers, h = num_heads, head_dim = D // h.
+Float32; deterministic for a seed on one machine (fixed seeds, ``torch.use_deterministic_algorithms``, one thread
+count); another CPU may round differently.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from attention_core.errors import N_, InputError
+from attention_core.masks import causal_mask
+from attention_core.training.tasks import Batch, Task
+
+#: The largest learning rate a run accepts, and the most updates.
+MAX_LEARNING_RATE = 1.0
+MAX_STEPS = 5000
+#: A run stops (diverged) when its loss is not finite or above this many times its first loss.
+DIVERGED_FACTOR = 100.0
+
+
+class AttentionOnly(nn.Module):
+    """L layers of causal multi-head self-attention with residuals, between an embedding and an unembedding.
+
+    Args:
+        vocab: V. context: T. d_model: D. num_layers: L. num_heads: h (divides D).
+
+    ``forward(tokens)`` with tokens (B, T) int64 returns (logits (B, T, V), weights (B, L, h, T, T)).
+    """
+
+    def __init__(self, vocab: int, context: int, d_model: int, num_layers: int, num_heads: int):
+        super().__init__()
+        self.num_heads, self.head_dim = num_heads, d_model // num_heads
+        self.embed = nn.Embedding(vocab, d_model)
+        self.position = nn.Embedding(context, d_model)
+        self.w_query = nn.ParameterList(nn.Parameter(torch.randn(d_model, d_model) / math.sqrt(d_model))
+                                        for _ in range(num_layers))
+        self.w_key = nn.ParameterList(nn.Parameter(torch.randn(d_model, d_model) / math.sqrt(d_model))
+                                      for _ in range(num_layers))
+        self.w_value = nn.ParameterList(nn.Parameter(torch.randn(d_model, d_model) / math.sqrt(d_model))
+                                        for _ in range(num_layers))
+        self.w_out = nn.ParameterList(nn.Parameter(torch.randn(d_model, d_model) / math.sqrt(d_model))
+                                      for _ in range(num_layers))
+        self.unembed = nn.Linear(d_model, vocab, bias=False)
+        self.register_buffer("mask", causal_mask(context), persistent=False)
+
+    def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        b, t = tokens.shape
+        x = self.embed(tokens) + self.position(torch.arange(t))  # (B, T, D)
+        all_weights = []
+        for w_q, w_k, w_v, w_o in zip(self.w_query, self.w_key, self.w_value, self.w_out):
+            def split(m: torch.Tensor) -> torch.Tensor:  # (B, T, D) -> (B, h, T, head_dim)
+                return m.view(b, t, self.num_heads, self.head_dim).transpose(1, 2)
+            q, k, v = split(x @ w_q), split(x @ w_k), split(x @ w_v)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, h, T, T)
+            scores = scores.masked_fill(~self.mask[:t, :t], float("-inf"))
+            weights = torch.softmax(scores, dim=-1)
+            heads = (weights @ v).transpose(1, 2).reshape(b, t, -1)  # (B, T, D)
+            x = x + heads @ w_o
+            all_weights.append(weights)
+        return self.unembed(x), torch.stack(all_weights, dim=1)  # (B, T, V), (B, L, h, T, T)
+
+
+@dataclass
+class Snapshot:
+    """The model at one step: the loss and accuracy on that step's batch, every head's weights on the probe.
+
+    Attributes:
+        step: how many updates were made before it. loss: cross-entropy (nats) on the scored positions.
+        accuracy: share of scored positions predicted right. weights: (L, h, T, T) on the probe sequence.
+        score: the task's pattern score of the pattern layer's first head (1.0 = exactly the pattern).
+    """
+
+    step: int
+    loss: float
+    accuracy: float
+    weights: torch.Tensor
+    score: float
+
+
+@dataclass
+class Trainer:
+    """A training run that advances in slices (so a server can give the turn back between them).
+
+    Build with :func:`start`; call :meth:`advance` until :attr:`done`. Attributes: task, seed, learning_rate,
+    steps (the total), batch_size, model, optimizer, generator (the batches'), probe (a batch of one) the sequence whose
+    weights are snapshotted, step (updates made), losses, accuracies (one per update), snapshots.
+    """
+
+    task: Task
+    seed: int
+    learning_rate: float
+    steps: int
+    batch_size: int
+    model: AttentionOnly
+    optimizer: torch.optim.Adam
+    generator: torch.Generator
+    probe: Batch
+    snapshot_every: int
+    step: int = 0
+    losses: list[float] = field(default_factory=list)
+    accuracies: list[float] = field(default_factory=list)
+    snapshots: list[Snapshot] = field(default_factory=list)
+    diverged: bool = False
+
+    @property
+    def done(self) -> bool:
+        return self.diverged or self.step >= self.steps
+
+    def loss_of(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(loss, accuracy, weights) of the model on ``batch``: cross-entropy over the scored positions."""
+        logits, weights = self.model(batch.tokens)
+        picked = logits[batch.scored]  # (N, V): the scored positions of every sequence
+        wanted = batch.targets[batch.scored]
+        loss = nn.functional.cross_entropy(picked, wanted)
+        accuracy = (picked.argmax(-1) == wanted).float().mean()
+        return loss, accuracy, weights
+
+    def _snapshot(self, loss: float, accuracy: float) -> None:
+        with torch.no_grad():
+            _logits, weights = self.model(self.probe.tokens)
+        w = weights[0]
+        score = self.task.score(w[self.task.pattern_layer, 0], self.probe.expected[0])
+        self.snapshots.append(Snapshot(self.step, loss, accuracy, w, score))
+
+    def advance(self, count: int) -> None:
+        """Up to ``count`` more updates (fewer at the end, none once done). Stops (``diverged``) when the loss is
+        not finite."""
+        with _deterministic():
+            for _ in range(min(count, self.steps - self.step)):
+                if self.diverged:
+                    return
+                batch = self.task.batch(self.generator, self.batch_size)
+                loss, accuracy, _weights = self.loss_of(batch)
+                if not torch.isfinite(loss) or (self.losses and float(loss.detach()) > DIVERGED_FACTOR * self.losses[0]):
+                    self.diverged = True
+                    return
+                if self.step % self.snapshot_every == 0:
+                    self._snapshot(float(loss.detach()), float(accuracy))
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+                self.step += 1
+                self.losses.append(float(loss.detach()))
+                self.accuracies.append(float(accuracy))
+            if self.step >= self.steps and (not self.snapshots or self.snapshots[-1].step != self.step):
+                batch = self.task.batch(torch.Generator().manual_seed(self.seed + 2), self.batch_size)
+                with torch.no_grad():
+                    loss, accuracy, _ = self.loss_of(batch)
+                self._snapshot(float(loss), float(accuracy))
+
+
+class _deterministic:
+    """torch.use_deterministic_algorithms(True) inside, the previous setting restored after."""
+
+    def __enter__(self):
+        self.before = torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(True)
+
+    def __exit__(self, *exc):
+        torch.use_deterministic_algorithms(self.before)
+
+
+def start(task: Task, seed: int, learning_rate: float, steps: int, d_model: int = 32, batch_size: int = 64,
+          snapshot_every: int = 25) -> Trainer:
+    """A fresh run: the model's weights drawn with ``torch.manual_seed(seed)`` (inside ``torch.random.fork_rng``,
+    so the global generator is untouched), the batches with ``torch.Generator().manual_seed(seed + 1)``.
+
+    Raises:
+        InputError: η not a number in (0, :data:`MAX_LEARNING_RATE`] (field "training.learning_rate"), steps not a
+            whole number in 1..:data:`MAX_STEPS` ("training.steps").
+    """
+    if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)) or not (
+            math.isfinite(learning_rate) and 0 < learning_rate <= MAX_LEARNING_RATE):
+        raise InputError(N_("The learning rate must be a number above 0 and at most {high}; got {value}."),
+                         field="training.learning_rate", high=MAX_LEARNING_RATE, value=repr(learning_rate))
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
+        raise InputError(N_("The number of steps must be a whole number from 1 to {high}; got {value}."),
+                         field="training.steps", high=MAX_STEPS, value=repr(steps))
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = AttentionOnly(task.vocab, task.context, d_model, task.num_layers, task.num_heads)
+    probe = task.batch(torch.Generator().manual_seed(seed + 3), 1)
+    return Trainer(task=task, seed=seed, learning_rate=learning_rate, steps=steps, batch_size=batch_size, model=model,
+                   optimizer=torch.optim.Adam(model.parameters(), lr=learning_rate),
+                   generator=torch.Generator().manual_seed(seed + 1), probe=probe, snapshot_every=snapshot_every)

@@ -1,0 +1,131 @@
+r"""Tasks whose right attention pattern is known, for a tiny attention-only Transformer to learn.
+
+Each task draws batches of token sequences and the next-token targets the model must predict, from a seeded
+``torch.Generator`` (the same seed, the same batches). Only some positions are scored (``scored``): those whose
+answer the pattern makes computable. Each task says which pattern should appear and scores it on the model's
+attention weights.
+
+Shape legend: B sequences in a batch, T positions (``context``), V the vocabulary; tokens are int64 in 0..V − 1;
+weights (B, T, T) are one head's attention weights, rows = query positions, columns = key positions (causal).
+
+Sources: the previous-token and induction patterns as Olsson et al. 2022, "In-context learning and induction
+heads" (sec. 2: an induction head attends from a repeated token to the token after its earlier occurrence, helped
+by a previous-token head in an earlier layer); Elhage et al. 2021, "A Mathematical Framework for Transformer
+Circuits" (attention-only models).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from attention_core.errors import N_
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One batch of a task.
+
+    Attributes:
+        tokens: (B, T) int64, the input sequences.
+        targets: (B, T) int64, the token each position should predict (the next token of the task's rule).
+        scored: (B, T) bool, the positions whose prediction counts in the loss and the accuracy.
+        expected: (B, T, T) float, 1 where the task's pattern puts the weight (rows it says nothing about are 0).
+    """
+
+    tokens: torch.Tensor
+    targets: torch.Tensor
+    scored: torch.Tensor
+    expected: torch.Tensor
+
+
+@dataclass(frozen=True)
+class Task:
+    """A task: its name, the sentence saying which pattern should appear, its shape, and the model it needs.
+
+    Attributes:
+        key: its name in settings and links. title, pattern: what it is and which pattern should appear (marked for
+            translation). vocab: V. context: T. num_layers, num_heads: the model that can solve it (attention only).
+        pattern_layer: the layer (0-based) whose head should show the pattern.
+    """
+
+    key: str
+    title: str
+    pattern: str
+    vocab: int
+    context: int
+    num_layers: int
+    num_heads: int
+    pattern_layer: int
+
+    def batch(self, generator: torch.Generator, size: int) -> Batch:
+        """``size`` sequences drawn with ``generator`` (advances it)."""
+        return _DRAW[self.key](self, generator, size)
+
+    @staticmethod
+    def score(weights: torch.Tensor, expected: torch.Tensor) -> float:
+        """The share of the weight on the pattern's cells, averaged over the rows the pattern describes (1.0 =
+        exactly the pattern). ``weights``, ``expected``: (T, T), one head on one sequence."""
+        rows = expected.sum(-1) > 0
+        return float((weights * expected).sum(-1)[rows].mean())
+
+
+def _scored_from(start: int, task: Task, size: int) -> torch.Tensor:
+    return (torch.arange(task.context) >= start).expand(size, -1)
+
+
+def _previous(task: Task, gen: torch.Generator, size: int) -> Batch:
+    tokens = torch.randint(task.vocab, (size, task.context), generator=gen)
+    targets = torch.roll(tokens, 1, dims=1)  # position i predicts token i − 1
+    expected = torch.diag(torch.ones(task.context - 1), -1).expand(size, -1, -1)
+    return Batch(tokens, targets, _scored_from(1, task, size), expected)
+
+
+def _first(task: Task, gen: torch.Generator, size: int) -> Batch:
+    tokens = torch.randint(task.vocab, (size, task.context), generator=gen)
+    targets = tokens[:, :1].expand(-1, task.context).clone()  # every position predicts token 0
+    expected = torch.zeros(task.context, task.context)
+    expected[1:, 0] = 1.0
+    return Batch(tokens, targets, _scored_from(1, task, size), expected.expand(size, -1, -1))
+
+
+#: The induction task's repeated segment: its length n (it appears twice, after k filler tokens, k random).
+SEGMENT = 5
+
+
+def _induction(task: Task, gen: torch.Generator, size: int) -> Batch:
+    n, t = SEGMENT, task.context
+    order = torch.argsort(torch.rand(size, task.vocab, generator=gen), dim=1)
+    segment, filler = order[:, :n], order[:, n:]  # the segment's tokens appear nowhere else
+    picks = torch.randint(filler.shape[1], (size, t), generator=gen)
+    tokens = torch.gather(filler, 1, picks)  # filler everywhere, then [segment][segment] at a random place
+    starts = torch.randint(t - 2 * n + 1, (size,), generator=gen)
+    scored = torch.zeros(size, t, dtype=torch.bool)
+    expected = torch.zeros(size, t, t)
+    for b in range(size):  # B loop over the batch (not over T × T)
+        k = int(starts[b])
+        tokens[b, k:k + n] = segment[b]
+        tokens[b, k + n:k + 2 * n] = segment[b]
+        second = torch.arange(k + n, k + 2 * n - 1)  # the repeat, but its last token (its next is filler)
+        scored[b, second] = True
+        expected[b, second, second - n + 1] = 1.0  # the token after the earlier copy
+    targets = torch.roll(tokens, -1, dims=1)  # the next token
+    return Batch(tokens, targets, scored, expected)
+
+
+_DRAW = {"previous": _previous, "first": _first, "induction": _induction}
+
+#: The tasks, by key.
+TASKS: dict[str, Task] = {
+    "previous": Task("previous", N_("Copy the previous token"),
+                     N_("One layer, one head: each token should look at the token just before it (the sub-diagonal)."),
+                     vocab=8, context=8, num_layers=1, num_heads=1, pattern_layer=0),
+    "first": Task("first", N_("Repeat the first token"),
+                  N_("One layer, one head: every token should look at the first token (the first column)."),
+                  vocab=8, context=8, num_layers=1, num_heads=1, pattern_layer=0),
+    "induction": Task("induction", N_("Induction: [A][B] … [A] → [B]"),
+                      N_("Two layers: a previous-token head in layer 1, then in layer 2 an induction head that looks "
+                         "from a repeated token to the token after its earlier copy (Olsson et al. 2022)."),
+                      vocab=16, context=16, num_layers=2, num_heads=1, pattern_layer=1),
+}
