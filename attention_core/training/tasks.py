@@ -90,23 +90,26 @@ def _first(task: Task, gen: torch.Generator, size: int) -> Batch:
     return Batch(tokens, targets, _scored_from(1, task, size), expected.expand(size, -1, -1))
 
 
-#: The induction task's repeated segment: its length n (it appears twice, after k filler tokens, k random).
-SEGMENT = 5
+#: The induction task's repeated segment: its length n (drawn per sequence from these), twice in a row after k
+#: filler tokens (k random): neither where the repeat starts nor how far back its copy lies gives the answer away.
+SEGMENT_LENGTHS = (3, 4, 5, 6)
 
 
 def _induction(task: Task, gen: torch.Generator, size: int) -> Batch:
-    n, t = SEGMENT, task.context
+    t = task.context
     order = torch.argsort(torch.rand(size, task.vocab, generator=gen), dim=1)
-    segment, filler = order[:, :n], order[:, n:]  # the segment's tokens appear nowhere else
+    longest = max(SEGMENT_LENGTHS)
+    segment, filler = order[:, :longest], order[:, longest:]  # the segment's tokens appear nowhere else
     picks = torch.randint(filler.shape[1], (size, t), generator=gen)
     tokens = torch.gather(filler, 1, picks)  # filler everywhere, then [segment][segment] at a random place
-    starts = torch.randint(t - 2 * n + 1, (size,), generator=gen)
+    lengths = torch.tensor(SEGMENT_LENGTHS)[torch.randint(len(SEGMENT_LENGTHS), (size,), generator=gen)]
+    starts = (torch.rand(size, generator=gen) * (t - 2 * lengths + 1)).long()
     scored = torch.zeros(size, t, dtype=torch.bool)
     expected = torch.zeros(size, t, t)
     for b in range(size):  # B loop over the batch (not over T × T)
-        k = int(starts[b])
-        tokens[b, k:k + n] = segment[b]
-        tokens[b, k + n:k + 2 * n] = segment[b]
+        k, n = int(starts[b]), int(lengths[b])
+        tokens[b, k:k + n] = segment[b, :n]
+        tokens[b, k + n:k + 2 * n] = segment[b, :n]
         second = torch.arange(k + n, k + 2 * n - 1)  # the repeat, but its last token (its next is filler)
         scored[b, second] = True
         expected[b, second, second - n + 1] = 1.0  # the token after the earlier copy
@@ -114,7 +117,21 @@ def _induction(task: Task, gen: torch.Generator, size: int) -> Batch:
     return Batch(tokens, targets, scored, expected)
 
 
-_DRAW = {"previous": _previous, "first": _first, "induction": _induction}
+def _reverse(task: Task, gen: torch.Generator, size: int) -> Batch:
+    n = (task.context - 1) // 2  # [x_1 … x_n] SEP [x_n … x_1]: T = 2n + 1, SEP the last token of the vocabulary
+    first = torch.randint(task.vocab - 1, (size, n), generator=gen)
+    sep = torch.full((size, 1), task.vocab - 1)
+    tokens = torch.cat([first, sep, torch.flip(first, dims=[1])], dim=1)
+    targets = torch.roll(tokens, -1, dims=1)  # the next token
+    positions = torch.arange(task.context)
+    scored = ((positions >= n) & (positions < 2 * n)).expand(size, -1)  # from SEP on, the next one is x_{...}
+    expected = torch.zeros(task.context, task.context)
+    for p in range(n, 2 * n):  # position p predicts x at index 2n − 1 − p: it should look there
+        expected[p, 2 * n - 1 - p] = 1.0
+    return Batch(tokens, targets, scored, expected.expand(size, -1, -1))
+
+
+_DRAW = {"previous": _previous, "first": _first, "reverse": _reverse, "induction": _induction}
 
 #: The tasks, by key.
 TASKS: dict[str, Task] = {
@@ -124,6 +141,10 @@ TASKS: dict[str, Task] = {
     "first": Task("first", N_("Repeat the first token"),
                   N_("One layer, one head: every token should look at the first token (the first column)."),
                   vocab=8, context=8, num_layers=1, num_heads=1, pattern_layer=0),
+    "reverse": Task("reverse", N_("Reverse a sequence"),
+                    N_("One layer, one head: after the separator, each token should look at its mirror image in the "
+                       "first half (the anti-diagonal, from the separator on)."),
+                    vocab=9, context=11, num_layers=1, num_heads=1, pattern_layer=0),
     "induction": Task("induction", N_("Induction: [A][B] … [A] → [B]"),
                       N_("Two layers: a previous-token head in layer 1, then in layer 2 an induction head that looks "
                          "from a repeated token to the token after its earlier copy (Olsson et al. 2022)."),

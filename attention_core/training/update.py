@@ -85,7 +85,7 @@ def explain_update(trainer: Trainer, which: str, layer: int, row: int, col: int)
     m_hat, v_hat = m / (1 - beta1 ** t), v / (1 - beta2 ** t)
     w = float(param.detach()[row, col])
     return ExplainedUpdate(
-        step=t, tokens=batch.tokens, loss=float(loss), which=which, layer=layer, row=row, col=col, gradient=g,
+        step=t, tokens=batch.tokens, loss=float(loss.detach()), which=which, layer=layer, row=row, col=col, gradient=g,
         weight_before=w, weight_after=w - rate * m_hat / (math.sqrt(v_hat) + eps), learning_rate=rate,
         beta1=beta1, beta2=beta2, eps=eps, m_before=m_before, v_before=v_before, m=m, v=v, m_hat=m_hat,
         v_hat=v_hat)

@@ -12,11 +12,12 @@ import torch
 
 from attention_core.errors import InputError
 from attention_core.training.model import DIVERGED_FACTOR, MAX_LEARNING_RATE, MAX_STEPS, start
-from attention_core.training.tasks import SEGMENT, TASKS
+from attention_core.training.tasks import TASKS
 from attention_core.training.update import explain_update
 
 #: Settings under which each task's pattern forms (seed 0), and the score it must reach.
-RUNS = {"previous": (0.03, 150, 0.9), "first": (0.03, 100, 0.9), "induction": (0.003, 300, 0.9)}
+RUNS = {"previous": (0.03, 150, 0.9), "first": (0.03, 100, 0.9), "reverse": (0.01, 150, 0.9),
+        "induction": (0.003, 600, 0.9)}
 
 
 @pytest.fixture(scope="module")
@@ -50,21 +51,30 @@ def test_the_induction_head_looks_at_the_token_after_the_earlier_copy(trained):
     trainer = trained["induction"]
     weights, expected = trainer.snapshots[-1].weights[1, 0], trainer.probe.expected[0]  # layer 2's head
     rows = torch.nonzero(expected.sum(-1)).flatten()
-    assert len(rows) == SEGMENT - 1
+    assert len(rows) >= 2
     for p in rows:  # a repeated token looks at the token after its earlier copy
         assert int(weights[p].argmax()) == int(expected[p].argmax()), (int(p), weights[p])
     assert trainer.accuracies[-1] > 0.9
 
 
-def test_the_induction_loss_drops_suddenly_when_the_head_forms(trained):
-    snapshots = trained["induction"].snapshots
-    before = [s for s in snapshots if s.score < 0.5]
-    after = [s for s in snapshots if s.score >= 0.9]
-    assert before and after and before[-1].step < after[0].step
-    # a plateau while the head is not there, then the loss falls within a few snapshots of its forming
-    plateau = min(s.loss for s in before)
-    assert plateau > 2.0 and after[0].loss < 0.25 * plateau
-    assert after[0].step - before[-1].step <= 4 * trained["induction"].snapshot_every
+def _previous_token_share(trainer, snapshot) -> float:
+    """Layer 1's head: its weight on the token just before, averaged over the rows."""
+    return trainer.task.score(snapshot.weights[0, 0], torch.diag(torch.ones(trainer.task.context - 1), -1))
+
+
+def test_layer_1_becomes_a_previous_token_head(trained):
+    trainer = trained["induction"]
+    assert _previous_token_share(trainer, trainer.snapshots[0]) < 0.2
+    assert _previous_token_share(trainer, trainer.snapshots[-1]) >= 0.6
+
+
+def test_the_induction_loss_drops_while_the_previous_token_head_forms(trained):
+    trainer = trained["induction"]
+    snapshots, every = trainer.snapshots, trainer.snapshot_every
+    formed = next(i for i, s in enumerate(snapshots) if _previous_token_share(trainer, s) >= 0.5)
+    earlier = snapshots[formed - 100 // every]  # 100 steps before: no previous-token head yet, a high loss
+    assert _previous_token_share(trainer, earlier) < 0.25 and earlier.loss > 1.0
+    assert snapshots[formed].loss < 0.25 * earlier.loss  # the loss fell to under a quarter in those 100 steps
 
 
 def test_the_same_settings_give_the_same_run():
