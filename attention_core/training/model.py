@@ -39,25 +39,28 @@ class AttentionOnly(nn.Module):
     """L layers of causal multi-head self-attention with residuals, between an embedding and an unembedding.
 
     Args:
-        vocab: V. context: T. d_model: D. num_layers: L. num_heads: h (divides D).
+        vocab: V. context: T. d_model: D. num_layers: L. num_heads: h (divides D). generator: draws every
+            weight (embeddings N(0, 1), W N(0, 1/D), the unembedding U(−1/√D, 1/√D)).
 
     ``forward(tokens)`` with tokens (B, T) int64 returns (logits (B, T, V), weights (B, L, h, T, T)).
     """
 
-    def __init__(self, vocab: int, context: int, d_model: int, num_layers: int, num_heads: int):
+    def __init__(self, vocab: int, context: int, d_model: int, num_layers: int, num_heads: int,
+                 generator: torch.Generator):
         super().__init__()
         self.num_heads, self.head_dim = num_heads, d_model // num_heads
-        self.embed = nn.Embedding(vocab, d_model)
-        self.position = nn.Embedding(context, d_model)
-        self.w_query = nn.ParameterList(nn.Parameter(torch.randn(d_model, d_model) / math.sqrt(d_model))
-                                        for _ in range(num_layers))
-        self.w_key = nn.ParameterList(nn.Parameter(torch.randn(d_model, d_model) / math.sqrt(d_model))
-                                      for _ in range(num_layers))
-        self.w_value = nn.ParameterList(nn.Parameter(torch.randn(d_model, d_model) / math.sqrt(d_model))
-                                        for _ in range(num_layers))
-        self.w_out = nn.ParameterList(nn.Parameter(torch.randn(d_model, d_model) / math.sqrt(d_model))
-                                      for _ in range(num_layers))
-        self.unembed = nn.Linear(d_model, vocab, bias=False)
+
+        def draw(*shape: int, scale: float = 1.0) -> nn.Parameter:  # N(0, scale²), from the run's own generator
+            return nn.Parameter(torch.randn(*shape, generator=generator) * scale)
+        self.embed = nn.Embedding(vocab, d_model, _weight=draw(vocab, d_model))  # N(0, 1), as nn.Embedding's
+        self.position = nn.Embedding(context, d_model, _weight=draw(context, d_model))
+        scale = 1 / math.sqrt(d_model)
+        self.w_query = nn.ParameterList(draw(d_model, d_model, scale=scale) for _ in range(num_layers))
+        self.w_key = nn.ParameterList(draw(d_model, d_model, scale=scale) for _ in range(num_layers))
+        self.w_value = nn.ParameterList(draw(d_model, d_model, scale=scale) for _ in range(num_layers))
+        self.w_out = nn.ParameterList(draw(d_model, d_model, scale=scale) for _ in range(num_layers))
+        self.unembed = nn.Linear(d_model, vocab, bias=False, device="meta")  # nn.Linear's U(−1/√D, 1/√D):
+        self.unembed.weight = nn.Parameter(torch.rand(vocab, d_model, generator=generator) * 2 * scale - scale)
         self.register_buffer("mask", causal_mask(context), persistent=False)
 
     def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -167,20 +170,27 @@ class Trainer:
 
 
 class _deterministic:
-    """torch.use_deterministic_algorithms(True) inside, the previous setting restored after."""
+    """``torch.use_deterministic_algorithms(True, warn_only=True)`` inside, the previous setting restored after.
+
+    warn_only: the flag is process-wide, and a run may train on a worker thread while the server's script runs use
+    torch: an op without a deterministic kernel then warns instead of raising in someone else's page. The ops a run
+    uses (matmul, softmax, embedding, cross-entropy and their gradients) are deterministic on the CPU.
+    """
 
     def __enter__(self):
-        self.before = torch.are_deterministic_algorithms_enabled()
-        torch.use_deterministic_algorithms(True)
+        self.before = (torch.are_deterministic_algorithms_enabled(),
+                       torch.is_deterministic_algorithms_warn_only_enabled())
+        torch.use_deterministic_algorithms(True, warn_only=True)
 
     def __exit__(self, *exc):
-        torch.use_deterministic_algorithms(self.before)
+        torch.use_deterministic_algorithms(self.before[0], warn_only=self.before[1])
 
 
 def start(task: Task, seed: int, learning_rate: float, steps: int, d_model: int = 32, batch_size: int = 64,
           snapshot_every: int = 25) -> Trainer:
-    """A fresh run: the model's weights drawn with ``torch.manual_seed(seed)`` (inside ``torch.random.fork_rng``,
-    so the global generator is untouched), the batches with ``torch.Generator().manual_seed(seed + 1)``.
+    """A fresh run: the model's weights drawn from ``torch.Generator().manual_seed(seed)``, the batches from
+    ``torch.Generator().manual_seed(seed + 1)`` (local generators: the global one is never touched, so runs on a
+    worker thread cannot disturb the server's other draws).
 
     Raises:
         InputError: η not a number in (0, :data:`MAX_LEARNING_RATE`] (field "training.learning_rate"), steps not a
@@ -193,9 +203,8 @@ def start(task: Task, seed: int, learning_rate: float, steps: int, d_model: int 
     if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
         raise InputError(N_("The number of steps must be a whole number from 1 to {high}; got {value}."),
                          field="training.steps", high=MAX_STEPS, value=repr(steps))
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        model = AttentionOnly(task.vocab, task.context, d_model, task.num_layers, task.num_heads)
+    model = AttentionOnly(task.vocab, task.context, d_model, task.num_layers, task.num_heads,
+                          torch.Generator().manual_seed(seed))
     probe = task.batch(torch.Generator().manual_seed(seed + 3), 1)
     return Trainer(task=task, seed=seed, learning_rate=learning_rate, steps=steps, batch_size=batch_size, model=model,
                    optimizer=torch.optim.Adam(model.parameters(), lr=learning_rate),

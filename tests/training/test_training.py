@@ -131,7 +131,7 @@ def test_one_explained_update_is_the_gradient_and_adams_own_step(which):
         logits, _ = model(batch.tokens)
         with torch.no_grad():
             weight[2, 1] -= delta
-        return float(torch.nn.functional.cross_entropy(logits[batch.scored], batch.targets[batch.scored]))
+        return float(torch.nn.functional.cross_entropy(logits[batch.scored], batch.targets[batch.scored]).detach())
     assert update.gradient == pytest.approx((loss_at(eps) - loss_at(-eps)) / (2 * eps), rel=1e-4, abs=1e-7)
     # Adam's rule written out is the optimizer's own step
     assert update.weight_before == float(param.detach()[2, 1])
