@@ -23,7 +23,18 @@ import torch
 
 from attention_core.backward import formulas
 from attention_core.backward import multi_head_formulas as mh_formulas
-from attention_core.backward.backward_walkthrough import EPSILON, MASKED_NO_GRADIENT, loss_remark
+from attention_core.backward.backward_walkthrough import (
+    COLUMN,
+    EPSILON,
+    KEY,
+    MASKED_NO_GRADIENT,
+    QUERY,
+    TOKEN,
+    UNIT,
+    against_autograd,
+    loss_remark,
+    target_for,
+)
 from attention_core.backward.gradients import FiniteDifference, softmax_jacobian
 from attention_core.backward.multi_head_gradients import (
     MultiHeadBackwardTrace,
@@ -45,7 +56,7 @@ from attention_core.self_attention.walkthrough import (
     dim_labels,
     token_labels,
 )
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough, explained_value
 from attention_core.weights import module_weights
 
 if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
@@ -86,32 +97,21 @@ class BackwardMultiHeadWalkthrough:
         """Nudge entry (row, col) of ``which`` ("w_query", "w_key", "w_value", "w_out") by ε = :data:`EPSILON`."""
         return multi_head_finite_difference(self.trace, which, row, col, eps=EPSILON)
 
+    @property
+    def jacobian_at(self) -> tuple[int, int]:
+        """(head, row) whose softmax Jacobian the d_scores stage draws: the explained entry's, inside the heads
+        and the sentence."""
+        return (min(max(self.settings.head, 0), self.trace.num_heads - 1),
+                min(max(self.settings.entry_row, 0), len(self.tokens) - 1))
+
     def explained(self, stage: str, row: int, col: int, head: int = 0) -> float:
         """Entry (row, col) of ``stage``'s explained panel, head ``head``'s for a per-head stage (IndexError
         outside it)."""
-        return explained_value(backward_multi_head_panels(self, stage, head), row, col, head)
+        return explained_value(backward_multi_head_panels(self, stage), row, col, head)
 
     def head_view(self, head: int = 0) -> formulas.HeadView:
         """Head ``head``'s tensors as the per-head formulas read them."""
         return formulas.HeadView.of(self.trace, head)
-
-
-def target_for(settings: Settings, output: torch.Tensor, value: torch.Tensor, w_out: torch.Tensor,
-               b_out: torch.Tensor) -> torch.Tensor:
-    """The target T (T, d_o) for this forward pass's ``output`` O (T, d_o), ``value`` V (T, d_out), W_O, b_O.
-
-    "copy": O with row i replaced by v_j W_O + b_O, the output token i would have if every head put all its weight
-    on token j (the single-head page's v_j, through W_O); "random": N(0, 1) drawn with
-    ``torch.Generator().manual_seed(target_seed)``. i and j are clamped to T.
-    """
-    own = settings.backward
-    if own.target == "random":
-        return torch.randn(output.shape, generator=torch.Generator().manual_seed(own.target_seed))
-    rows = output.shape[0]
-    i, j = min(own.copy_query, rows) - 1, min(own.copy_key, rows) - 1
-    target = output.clone()
-    target[i] = value[j] @ w_out + b_out
-    return target
 
 
 def _forward(settings: Settings, edits: Optional[Edits]):
@@ -123,7 +123,8 @@ def _forward(settings: Settings, edits: Optional[Edits]):
     mask = causal_mask(x.shape[0]) if settings.causal_mask else None
     forward = multi_head_attention(x, x, w["w_query"], w["w_key"], w["w_value"], w["w_out"], b_out=w["b_out"],
                                    num_heads=settings.num_heads, attn_mask=mask)
-    return base, w, target_for(settings, forward.output, forward.value, w["w_out"], w["b_out"])
+    # "token i copies token j": row i becomes v_j W_O + b_O, the output if every head looked only at token j
+    return base, w, target_for(settings, forward.output, forward.value @ w["w_out"] + w["b_out"])
 
 
 def backward_multi_head_target(settings: Settings,
@@ -181,19 +182,15 @@ def autograd_checks(trace: MultiHeadBackwardTrace) -> tuple[Check, ...]:
     for tensor in (q, k, v, scores, weights, concat, output):
         tensor.retain_grad()
     (0.5 * ((output - trace.target) ** 2).sum()).backward()
-    note = Message(N_("our gradient against torch.autograd's, on the same numbers"))
     pairs = (("d_output", output), ("d_w_out", leaves["w_out"]), ("d_b_out", leaves["b_out"]), ("d_concat", concat),
              ("d_value_heads", v), ("d_weights", weights), ("d_scores", scores), ("d_query_heads", q),
              ("d_key_heads", k), ("d_w_query", leaves["w_query"]), ("d_w_key", leaves["w_key"]),
              ("d_w_value", leaves["w_value"]), ("d_x", x))
-    return tuple(compare(getattr(trace, name), tensor.grad, f"torch.autograd: {mh_formulas.SYMBOLS[name]}", note=note)
-                 for name, tensor in pairs)
+    return against_autograd(trace, pairs, mh_formulas.SYMBOLS)
 
 
 # ---------------------------------------------------------------- panels
 
-_QUERY, _KEY = Message(N_("query token")), Message(N_("key token"))
-_TOKEN, _COLUMN, _UNIT = Message(N_("token")), Message(N_("column")), Message(N_("input dimension"))
 _BY_HEAD = Message(N_("head · column"))
 #: Each per-head stage: its tensor in the trace, its title, whether its columns are keys (else head_dim columns).
 _PER_HEAD = {"d_value": ("d_value_heads", N_("head {r}: dV = Pᵀ dO (dO: its columns of dC)"), False),
@@ -203,10 +200,9 @@ _PER_HEAD = {"d_value": ("d_value_heads", N_("head {r}: dV = Pᵀ dO (dO: its co
              "d_key": ("d_key_heads", N_("head {r}: dK = dSᵀ Q / √head_dim"), False)}
 
 
-def backward_multi_head_panels(walk: BackwardMultiHeadWalkthrough, stage: str, head: int = 0,
-                               row: int = 0) -> tuple[Panel, ...]:
-    """The heatmaps of ``stage``: one explained panel, or one per head (each its head's) for a per-head stage.
-    ``head``, ``row``: the softmax Jacobian's (d_scores).
+def backward_multi_head_panels(walk: BackwardMultiHeadWalkthrough, stage: str) -> tuple[Panel, ...]:
+    """The heatmaps of ``stage``: one explained panel, or one per head (each its head's) for a per-head stage;
+    d_scores also draws the softmax Jacobian at ``walk.jacobian_at``.
 
     Raises:
         KeyError: an unknown stage.
@@ -219,8 +215,8 @@ def backward_multi_head_panels(walk: BackwardMultiHeadWalkthrough, stage: str, h
     dims = tuple(dim_labels("d", t.x.shape[-1]))
     head_cols = tuple(dim_labels("c", t.head_dim))
 
-    def vectors(title: str, matrix: torch.Tensor, explained: bool = False, columns=outs, col_title=_COLUMN) -> Panel:
-        return Panel(Message(title), matrix, rows, columns, _TOKEN, col_title, explained=explained)
+    def vectors(title: str, matrix: torch.Tensor, explained: bool = False, columns=outs, col_title=COLUMN) -> Panel:
+        return Panel(Message(title), matrix, rows, columns, TOKEN, col_title, explained=explained)
 
     if stage == "loss":
         return (vectors(N_("Output O = C W_O + b_O"), t.output), vectors(N_("Target T"), t.target),
@@ -229,21 +225,21 @@ def backward_multi_head_panels(walk: BackwardMultiHeadWalkthrough, stage: str, h
         return (vectors(N_("C = Concat(head_1, …, head_h)"), t.concat, columns=by_head, col_title=_BY_HEAD),
                 vectors(N_("dO"), t.d_output),
                 Panel(Message(N_("dW_O = Cᵀ dO")), t.d_w_out, by_head, outs, Message(N_("row of W_O (= column of C)")),
-                      _COLUMN, explained=True),
-                Panel(Message(N_("db_O = column sums of dO")), t.d_b_out.unsqueeze(0), ("b_O",), outs, "", _COLUMN,
+                      COLUMN, explained=True),
+                Panel(Message(N_("db_O = column sums of dO")), t.d_b_out.unsqueeze(0), ("b_O",), outs, "", COLUMN,
                       explained=False))
     if stage == "d_concat":
         return (vectors(N_("dO"), t.d_output),
-                Panel("W_O", t.w_out, by_head, outs, Message(N_("row of W_O (= column of C)")), _COLUMN,
+                Panel("W_O", t.w_out, by_head, outs, Message(N_("row of W_O (= column of C)")), COLUMN,
                       explained=False),
                 vectors(N_("dC = dO W_Oᵀ: each head's columns go back to it"), t.d_concat, True, by_head, _BY_HEAD))
     if stage in _PER_HEAD:
         name, title, keys = _PER_HEAD[stage]
         matrix = getattr(t, name)
-        panels = tuple(Panel(Message(title, r=r + 1), matrix[r], rows, rows if keys else head_cols, _QUERY if keys
-                             else _TOKEN, _KEY if keys else _COLUMN, head=r) for r in range(h))
+        panels = tuple(Panel(Message(title, r=r + 1), matrix[r], rows, rows if keys else head_cols, QUERY if keys
+                             else TOKEN, KEY if keys else COLUMN, head=r) for r in range(h))
         if stage == "d_scores":
-            r, i = min(max(head, 0), h - 1), min(max(row, 0), len(rows) - 1)
+            r, i = walk.jacobian_at
             panels += (Panel(Message(N_("The softmax's Jacobian of head {r}'s row {row}: diag(p) − p pᵀ"), r=r + 1,
                                      row=i + 1),
                              softmax_jacobian(t.weights[r, i]), rows, rows, Message(N_("score a_ik")),
@@ -253,19 +249,19 @@ def backward_multi_head_panels(walk: BackwardMultiHeadWalkthrough, stage: str, h
         name, grad = formulas.W_STAGES[stage]
         source = {"w_query": ("dQ", t.d_query), "w_key": ("dK", t.d_key), "w_value": ("dV", t.d_value)}
         title, upstream = source[name]
-        return (vectors(N_("X"), t.x, columns=dims, col_title=_UNIT),
+        return (vectors(N_("X"), t.x, columns=dims, col_title=UNIT),
                 Panel(Message(N_("{upstream}: the heads' side by side"), upstream=title), upstream, rows, by_head,
-                      _TOKEN, _BY_HEAD, explained=False),
+                      TOKEN, _BY_HEAD, explained=False),
                 Panel(Message(N_("{symbol} = Xᵀ {upstream}"), symbol=formulas.SYMBOLS[grad], upstream=title),
-                      getattr(t, grad), dims, by_head, _UNIT, _BY_HEAD, explained=True))
+                      getattr(t, grad), dims, by_head, UNIT, _BY_HEAD, explained=True))
     if stage == "d_x":
-        return (vectors(N_("dX = dQ W_qᵀ + dK W_kᵀ + dV W_vᵀ"), t.d_x, True, columns=dims, col_title=_UNIT),)
+        return (vectors(N_("dX = dQ W_qᵀ + dK W_kᵀ + dV W_vᵀ"), t.d_x, True, columns=dims, col_title=UNIT),)
     if stage == "step":
         s = walk.step
-        return (Panel(Message(N_("W_q after the step: W_q − η dW_q")), s.after.w_query, dims, by_head, _UNIT,
+        return (Panel(Message(N_("W_q after the step: W_q − η dW_q")), s.after.w_query, dims, by_head, UNIT,
                       _BY_HEAD, explained=True),
                 *(Panel(Message(N_("head {r}: P after − P before"), r=r + 1), s.weights_after[r] - s.weights_before[r],
-                        rows, rows, _QUERY, _KEY, head=r, explained=False) for r in range(h)))
+                        rows, rows, QUERY, KEY, head=r, explained=False) for r in range(h)))
     raise KeyError(stage)
 
 
@@ -279,8 +275,8 @@ def backward_multi_head_steps(walk: BackwardMultiHeadWalkthrough, stage: str) ->
     """
     if stage not in BACKWARD_MULTI_HEAD.stages:
         raise KeyError(stage)
-    settings, t, s = walk.settings, walk.trace, walk.step
-    panels = backward_multi_head_panels(walk, stage, settings.head, settings.entry_row)
+    t, s = walk.trace, walk.step
+    panels = backward_multi_head_panels(walk, stage)
     remark, details = None, ()
     if stage == "loss":
         remark = loss_remark(t.loss)

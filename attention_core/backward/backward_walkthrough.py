@@ -93,6 +93,11 @@ class BackwardWalkthrough:
         return finite_difference(t.x, t.w_query, t.w_key, t.w_value, t.target, self.settings.causal_mask, which,
                                  row, col, eps=EPSILON)
 
+    @property
+    def jacobian_at(self) -> int:
+        """The row whose softmax Jacobian the d_scores stage draws: the explained entry's, inside the sentence."""
+        return min(max(self.settings.entry_row, 0), len(self.tokens) - 1)
+
     def explained(self, stage: str, row: int, col: int, head: int = 0) -> float:
         """Entry (row, col) of ``stage``'s explained panel (IndexError outside it; one head: ``head`` unused)."""
         return explained(self, stage, row, col)
@@ -102,11 +107,13 @@ class BackwardWalkthrough:
         return formulas.HeadView.of(self.trace)
 
 
-def target_for(settings: Settings, output: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
-    """The target T (T, d_v) for this forward pass's ``output`` O and ``value`` V (both (T, d_v)).
+def target_for(settings: Settings, output: torch.Tensor, copied: torch.Tensor) -> torch.Tensor:
+    """The target T (T, d_o) the settings choose for this forward pass's ``output`` O (T, d_o).
 
-    "copy": O with row i replaced by token j's value v_j (the other rows are already right, so only row i is
-    pulled); "random": N(0, 1) drawn with ``torch.Generator().manual_seed(target_seed)``. i and j are clamped to T.
+    "copy": O with row i replaced by row j of ``copied`` (T, d_o), what token i's output would be if it attended
+    only to token j (the single-head page: V; the multi-head page: V W_O + b_O). The other rows are already right,
+    so only row i is pulled. "random": N(0, 1) drawn with ``torch.Generator().manual_seed(target_seed)``. i and j
+    are clamped to T.
     """
     own = settings.backward
     if own.target == "random":
@@ -114,7 +121,7 @@ def target_for(settings: Settings, output: torch.Tensor, value: torch.Tensor) ->
     rows = output.shape[0]
     i, j = min(own.copy_query, rows) - 1, min(own.copy_key, rows) - 1
     target = output.clone()
-    target[i] = value[j]
+    target[i] = copied[j]
     return target
 
 
@@ -175,22 +182,30 @@ def autograd_checks(trace: BackwardTrace) -> tuple[Check, ...]:
     output = weights @ v
     output.retain_grad()
     (0.5 * ((output - trace.target) ** 2).sum()).backward()
-    note = Message(N_("our gradient against torch.autograd's, on the same numbers"))
     pairs = (("d_output", output), ("d_value", v), ("d_weights", weights), ("d_scores", scores), ("d_query", q),
              ("d_key", k), ("d_w_query", leaves["w_query"]), ("d_w_key", leaves["w_key"]),
              ("d_w_value", leaves["w_value"]), ("d_x", leaves["x"]))
-    return tuple(compare(getattr(trace, name), tensor.grad, f"torch.autograd: {formulas.SYMBOLS[name]}", note=note)
+    return against_autograd(trace, pairs, formulas.SYMBOLS)
+
+
+def against_autograd(trace, pairs, symbols) -> tuple[Check, ...]:
+    """Each (name, tensor) of ``pairs``: the trace's gradient ``name`` against ``tensor.grad`` (autograd's, after
+    ``backward()``), labelled with ``symbols[name]`` (rtol = atol = 1e-5)."""
+    note = Message(N_("our gradient against torch.autograd's, on the same numbers"))
+    return tuple(compare(getattr(trace, name), tensor.grad, f"torch.autograd: {symbols[name]}", note=note)
                  for name, tensor in pairs)
 
 
 # ---------------------------------------------------------------- panels
 
-_QUERY, _KEY = Message(N_("query token")), Message(N_("key token"))
-_TOKEN, _COLUMN, _UNIT = Message(N_("token")), Message(N_("column")), Message(N_("input dimension"))
+#: The panels' axis titles (both backward pages).
+QUERY, KEY = Message(N_("query token")), Message(N_("key token"))
+TOKEN, COLUMN, UNIT = Message(N_("token")), Message(N_("column")), Message(N_("input dimension"))
 
 
-def backward_panels(walk: BackwardWalkthrough, stage: str, row: int = 0) -> tuple[Panel, ...]:
-    """The heatmaps of ``stage``; exactly one is explained. ``row``: the softmax Jacobian's row (d_scores).
+def backward_panels(walk: BackwardWalkthrough, stage: str) -> tuple[Panel, ...]:
+    """The heatmaps of ``stage``; exactly one is explained (d_scores also draws the Jacobian of row
+    ``walk.jacobian_at``).
 
     Raises:
         KeyError: an unknown stage.
@@ -202,10 +217,10 @@ def backward_panels(walk: BackwardWalkthrough, stage: str, row: int = 0) -> tupl
     wide = tuple(dim_labels("c", t.query.shape[-1]))
 
     def pair(title: str, matrix: torch.Tensor, explained: bool = False) -> Panel:
-        return Panel(Message(title), matrix, rows, rows, _QUERY, _KEY, explained=explained)
+        return Panel(Message(title), matrix, rows, rows, QUERY, KEY, explained=explained)
 
     def vectors(title: str, matrix: torch.Tensor, explained: bool = False, columns=cols) -> Panel:
-        return Panel(Message(title), matrix, rows, columns, _TOKEN, _COLUMN, explained=explained)
+        return Panel(Message(title), matrix, rows, columns, TOKEN, COLUMN, explained=explained)
 
     if stage == "loss":
         return (vectors(N_("Output O = P V"), t.output), vectors(N_("Target T"), t.target),
@@ -216,7 +231,7 @@ def backward_panels(walk: BackwardWalkthrough, stage: str, row: int = 0) -> tupl
     if stage == "d_weights":
         return (vectors(N_("dO"), t.d_output), vectors(N_("V"), t.value), pair(N_("dP = dO Vᵀ"), t.d_weights, True))
     if stage == "d_scores":
-        jac = jacobian_row(t, min(row, t.weights.shape[0] - 1))
+        jac = jacobian_row(t, walk.jacobian_at)
         return (pair(N_("Weights P"), t.weights), pair(N_("dP"), t.d_weights),
                 pair(N_("dS = P ⊙ (dP − D)"), t.d_scores, True),
                 Panel(Message(N_("The softmax's Jacobian of row {row}: diag(p) − p pᵀ"), row=jac.row + 1),
@@ -224,7 +239,7 @@ def backward_panels(walk: BackwardWalkthrough, stage: str, row: int = 0) -> tupl
     if stage == "flash":
         both = torch.stack([(t.d_output * t.output).sum(-1), t.row_dot], dim=1)
         return (Panel(Message(N_("D = rowsum(dO ⊙ O), and Σ_j P_ij dP_ij")), both, rows,
-                      (Message(N_("rowsum(dO ⊙ O)")), Message(N_("Σ P dP"))), _TOKEN, Message(N_("way")),
+                      (Message(N_("rowsum(dO ⊙ O)")), Message(N_("Σ P dP"))), TOKEN, Message(N_("way")),
                       explained=False),
                 pair(N_("dS = P ⊙ (dP − D), D from dO ⊙ O"), walk.flash.d_scores, True),
                 pair(N_("Difference from the Jacobian form"), walk.flash.d_scores - t.d_scores))
@@ -241,12 +256,12 @@ def backward_panels(walk: BackwardWalkthrough, stage: str, row: int = 0) -> tupl
         symbol = formulas.SYMBOLS[grad]
         return (vectors(N_("X"), t.x, columns=dims), vectors(title, upstream, columns=wide),
                 Panel(Message(N_("{symbol} = Xᵀ {upstream}"), symbol=symbol, upstream=title.split(" ")[0]),
-                      getattr(t, grad), dims, wide, _UNIT, _COLUMN, explained=True))
+                      getattr(t, grad), dims, wide, UNIT, COLUMN, explained=True))
     if stage == "d_x":
         return (vectors(N_("dX = dQ W_qᵀ + dK W_kᵀ + dV W_vᵀ"), t.d_x, True, columns=dims),)
     if stage == "step":
         s = walk.step
-        return (Panel(Message(N_("W_q after the step: W_q − η dW_q")), s.after.w_query, dims, wide, _UNIT, _COLUMN,
+        return (Panel(Message(N_("W_q after the step: W_q − η dW_q")), s.after.w_query, dims, wide, UNIT, COLUMN,
                       explained=True),
                 pair(N_("Weights P before"), s.weights_before), pair(N_("Weights P after"), s.weights_after),
                 pair(N_("P after − P before"), s.weights_after - s.weights_before))
@@ -273,8 +288,7 @@ def backward_steps(walk: BackwardWalkthrough, stage: str) -> StepThrough:
     """
     if stage not in BACKWARD.stages:
         raise KeyError(stage)
-    row = walk.settings.entry_row
-    panels = backward_panels(walk, stage, row)
+    panels = backward_panels(walk, stage)
     remark, details = None, ()
     t, s = walk.trace, walk.step
     if stage == "loss":
@@ -304,7 +318,7 @@ def backward_steps(walk: BackwardWalkthrough, stage: str) -> StepThrough:
 
 def explained(walk: BackwardWalkthrough, stage: str, row: int, col: int) -> float:
     """The value of entry (row, col) of ``stage``'s explained panel (IndexError outside it)."""
-    return explained_value(backward_panels(walk, stage, row), row, col)
+    return explained_value(backward_panels(walk, stage), row, col)
 
 
 # ---------------------------------------------------------------- the page

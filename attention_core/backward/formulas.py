@@ -206,6 +206,13 @@ def explain_head(view: HeadView, stage: str, row: int, col: int, value: float, t
     raise KeyError(stage)
 
 
+def _w_stage(trace: Any, stage: str) -> tuple[str, str, Any]:
+    """A W stage's matrix ("w_query"), its letter ("q") and the gradient it is made of (dQ, (T, width))."""
+    name = W_STAGES[stage][0]
+    letter = name[2]
+    return name, letter, {"q": trace.d_query, "k": trace.d_key, "v": trace.d_value}[letter]
+
+
 def explain_backward(walk: Any, stage: str, row: int, col: int, tr: Translate = Message, head: int = 0) -> str:
     """Entry (row, col) of ``stage``'s explained panel (head ``head``'s on the multi-head page) with its numbers
     in, as LaTeX.
@@ -225,9 +232,7 @@ def explain_backward(walk: Any, stage: str, row: int, col: int, tr: Translate = 
         return (f"dO_{{{i},{j}}} = O_{{{i},{j}}} - T_{{{i},{j}}} = {number(float(t.output[row, col]))} - "
                 f"{factor(float(t.target[row, col]))} = {number(value)}")
     if stage in W_STAGES:
-        name, grad = W_STAGES[stage]
-        letter = name[2]
-        upstream = {"q": t.d_query, "k": t.d_key, "v": t.d_value}[letter]
+        name, letter, upstream = _w_stage(t, stage)
         pairs = list(zip(t.x[:, row].tolist(), upstream[:, col].tolist()))
         entry = sum_of(f"dW^{{{letter}}}_{{{i},{j}}}", f"\\sum_l X_{{l,{i}}}\\, d{letter.upper()}_{{l,{j}}}",
                         pairs, value)
@@ -354,9 +359,7 @@ def backward_exercise(walk: Any, stage: str, row: int, col: int, head: int = 0,
                                        (f"O_{{{i},{j}}} = {number(float(t.output[row, col]))}",
                                         f"T_{{{i},{j}}} = {number(float(t.target[row, col]))}"), value)
     if stage in W_STAGES:
-        name, _grad = W_STAGES[stage]
-        letter = name[2]
-        upstream = {"q": t.d_query, "k": t.d_key, "v": t.d_value}[letter]
+        _name, letter, upstream = _w_stage(t, stage)
         return practice.dot_exercise(f"dW^{{{letter}}}_{{{i},{j}}}",
                                      f"\\sum_l X_{{l,{i}}}\\, d{letter.upper()}_{{l,{j}}}",
                                      (f"X_{{:,{i}}}", t.x[:, row].tolist()),

@@ -24,7 +24,7 @@ def backward_recipe(walk: BackwardWalkthrough) -> Recipe:
         sources=("L = 1/2 ||O - T||^2, O = softmax(Q K^T / sqrt(d_k) + M) V  (Vaswani et al. 2017, eq. 1)",
                  "dS = P * (dP - D), D = rowsum(dO * O)  (Dao et al. 2022, FlashAttention, appendix B.2)"),
         inputs=(("tokens", walk.tokens, "the rows"), ("causal", t.mask is not None, ""),
-                ("row", min(walk.settings.entry_row, t.weights.shape[0] - 1), "the Jacobian's row (0-based)"),
+                ("row", walk.jacobian_at, "the Jacobian's row (0-based)"),
                 ("eta", walk.step.learning_rate, "the learning rate"),
                 ("X", t.x, "(T, D)"), ("W_q", t.w_query, "(D, d_k)"), ("W_k", t.w_key, "(D, d_k)"),
                 ("W_v", t.w_value, "(D, d_v)"), ("Target", t.target, "(T, d_v)")),
@@ -66,7 +66,7 @@ def backward_recipe(walk: BackwardWalkthrough) -> Recipe:
             "forward(*leaves)[-1].backward()",
             "for name, ours, leaf in zip(('dW_q', 'dW_k', 'dW_v'), (dW_q, dW_k, dW_v), leaves):",
             "    same_as(f'torch.autograd: {name}', ours, leaf.grad)",
-            "assert L_after < L, 'one step with this eta did not lower the loss'" if walk.step.loss_after < walk.step.loss_before else "# this eta overshoots: the loss went up",
+            _step_check(walk),
         ),
     )
 
@@ -75,7 +75,7 @@ def backward_multi_head_recipe(walk: BackwardMultiHeadWalkthrough) -> Recipe:
     """The multi-head backward pass's recipe: forward, loss, back through W_O and the concatenation, every head's
     gradients by hand, the heads side by side into dW_q, dW_k, dW_v, one step, autograd's gradients."""
     t = walk.trace
-    h, tokens = t.num_heads, t.x.shape[0]
+    h = t.num_heads
     per_head = lambda name: tuple(f"{name}[{r}]" for r in range(h))  # noqa: E731
     return Recipe(
         title="the backward pass through multi-head attention",
@@ -83,8 +83,8 @@ def backward_multi_head_recipe(walk: BackwardMultiHeadWalkthrough) -> Recipe:
                  "head_r = softmax(Q_r K_r^T / sqrt(head_dim) + M) V_r  (Vaswani et al. 2017, sec. 3.2.2 and eq. 1)",
                  "dS = P * (dP - D), D = rowsum(P * dP), per head  (Dao et al. 2022, FlashAttention, appendix B.2)"),
         inputs=(("tokens", walk.tokens, "the rows"), ("causal", t.mask is not None, ""), ("h", h, "num_heads"),
-                ("head", min(max(walk.settings.head, 0), h - 1), "the Jacobian's head (0-based)"),
-                ("row", min(max(walk.settings.entry_row, 0), tokens - 1), "the Jacobian's row (0-based)"),
+                ("head", walk.jacobian_at[0], "the Jacobian's head (0-based)"),
+                ("row", walk.jacobian_at[1], "the Jacobian's row (0-based)"),
                 ("eta", walk.step.learning_rate, "the learning rate"),
                 ("X", t.x, "(T, D)"), ("W_q", t.w_query, "(D, d_out), drawn like MultiHeadAttention's"),
                 ("W_k", t.w_key, "(D, d_out)"), ("W_v", t.w_value, "(D, d_out)"), ("W_O", t.w_out, "(d_out, d_out)"),
@@ -138,6 +138,13 @@ def backward_multi_head_recipe(walk: BackwardMultiHeadWalkthrough) -> Recipe:
             "for name, ours, leaf in zip(('dW_q', 'dW_k', 'dW_v', 'dW_O', 'db_O'), (dW_q, dW_k, dW_v, dW_O, db_O), "
             "leaves):",
             "    same_as(f'torch.autograd: {name}', ours, leaf.grad)",
-            "assert L_after < L, 'one step with this eta did not lower the loss'" if walk.step.loss_after < walk.step.loss_before else "# this eta overshoots: the loss went up",
+            _step_check(walk),
         ),
     )
+
+
+def _step_check(walk) -> str:
+    """The script's last line: the step lowered the loss (asserted), or a comment that this η overshoots."""
+    if walk.step.loss_after < walk.step.loss_before:
+        return "assert L_after < L, 'one step with this eta did not lower the loss'"
+    return "# this eta overshoots: the loss went up"
