@@ -9,8 +9,8 @@ from attention_core.backward.backward_multi_head_walkthrough import (
     build_backward_multi_head_walkthrough,
 )
 from attention_core.errors import N_
-from attention_core.limits import MAX_DIM, MAX_TOKENS
-from ui import learning, state, stepthrough, widgets
+from attention_core.limits import MAX_TOKENS
+from ui import heads, learning, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -51,14 +51,7 @@ learning.target_controls(_("1 to {high}: row i of the target is v_j W_O + b_O, t
 c4, c5, c6, c7, c8 = st.columns(5)
 with c4:
     learning.learning_rate()
-with c5:
-    state.bind(st.number_input, _("d_out (width of Q, K, V)"), "d_out", step=1,
-               help=_("{low} to {high}.", low=1, high=MAX_DIM))
-with c6:
-    state.bind(st.number_input, _("num_heads h"), "num_heads", step=1, help=_("Must divide d_out."))
-with c7:
-    state.bind(st.number_input, _("Seed of W"), "seed", step=1,
-               help=_("torch.manual_seed before MultiHeadAttention(d_model, d_out, …) draws W_q, W_k, W_v, W_O, b_O."))
+heads.shape_inputs(c5, c6, c7)
 with c8:
     state.bind(st.toggle, _("Causal mask"), "causal_mask", help=_("On: blocked scores get no gradient."))
 learning.target_editor("backward_multi_head_show_target", TARGET_EDITS, backward_multi_head_target, "o")

@@ -5,8 +5,8 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.multi_head.cross_attention_walkthrough import CROSS_ATTENTION, build_cross_attention_walkthrough
 from attention_core.multi_head.formulas import header_latex
-from attention_core.settings import MAX_DIM, MAX_TOKENS
-from ui import i18n, state, stepthrough, widgets
+from attention_core.settings import MAX_TOKENS
+from ui import heads, i18n, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -37,13 +37,7 @@ with s2:
     state.bind(st.text_input, _("Encoder sentence (keys and values)"), "encoder_sentence", max_chars=400,
                help=_("At most {max_tokens} tokens; words from this example's vocabulary.", max_tokens=MAX_TOKENS))
 c1, c2, c3, c4 = st.columns(4)
-with c1:
-    state.bind(st.number_input, _("d_out (width of Q, K, V)"), "d_out", step=1,
-               help=_("{low} to {high}.", low=1, high=MAX_DIM))
-with c2:
-    state.bind(st.number_input, _("num_heads h"), "num_heads", step=1, help=_("Must divide d_out."))
-with c3:
-    state.bind(st.number_input, _("Seed of W"), "seed", step=1)
+heads.shape_inputs(c1, c2, c3, seed_help=None)
 with c4:
     state.bind(st.number_input, _("context_length"), "context_length", step=1,
                help=_("Neither sentence may be longer (1 to {max_tokens}).", max_tokens=MAX_TOKENS))

@@ -5,8 +5,7 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.multi_head.formulas import header_latex
 from attention_core.multi_head.walkthrough import MULTI_HEAD, build_multi_head_walkthrough
-from attention_core.settings import MAX_DIM
-from ui import i18n, state, stepthrough, widgets
+from ui import heads, i18n, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -34,14 +33,7 @@ widgets.show_messages()
 
 settings = state.settings()
 c1, c2, c3, c4 = st.columns(4)
-with c1:
-    state.bind(st.number_input, _("d_out (width of Q, K, V)"), "d_out", step=1,
-               help=_("{low} to {high}.", low=1, high=MAX_DIM))
-with c2:
-    state.bind(st.number_input, _("num_heads h"), "num_heads", step=1, help=_("Must divide d_out."))
-with c3:
-    state.bind(st.number_input, _("Seed of W"), "seed", step=1,
-               help=_("torch.manual_seed before MultiHeadAttention(d_model, d_out, …) draws W_q, W_k, W_v, W_O, b_O."))
+heads.shape_inputs(c1, c2, c3)
 with c4:
     state.bind(st.toggle, _("Causal mask on"), "causal_mask",
                help=_("The mask of the Causal attention page (with its padding and clicked cells)."))
