@@ -109,6 +109,12 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "sliding_window.layers": (1, 4, "The number of layers"),
     "rope.shift": (0, 1000, "The shift s"),
     "generation.layer": (0, 1, "The block"),
+    "training.seed": (0, 2**31 - 1, "The run's seed"),
+    "training.steps": (1, 5000, "The number of steps"),
+    "training.snapshot": (0, 5000, "The snapshot's step"),
+    "training.layer": (0, 1, "The layer"),
+    "training.row": (0, 31, "The weight's row"),
+    "training.col": (0, 31, "The weight's column"),
 }
 
 #: The model's layer and head: (count, the word in the message).
@@ -126,6 +132,15 @@ FLOAT_CASES: dict[str, list[tuple[Any, float, Optional[str]]]] = {
         (None, 0.01, "η must be a number; got “None”, using 0.01."),
         (0.5, 0.5, None),
         (" 2 ", 2.0, None),
+    ],
+    "training.learning_rate": [
+        (0, 1e-05, "η must be between 1e-05 and 1; got 0, using 1e-05."),
+        (-0.5, 1e-05, "η must be between 1e-05 and 1; got -0.5, using 1e-05."),
+        (5, 1.0, "η must be between 1e-05 and 1; got 5, using 1."),
+        ("fast", 0.003, "η must be a number; got “fast”, using 0.003."),
+        (float("nan"), 0.003, "η must be a number; got “nan”, using 0.003."),
+        (float("inf"), 0.003, "η must be a number; got “inf”, using 0.003."),
+        (0.01, 0.01, None),
     ],
     "temperature.tau": [
         (1e9, 100.0, "τ must be between 0.01 and 100; got 1e+09, using 100."),
@@ -186,6 +201,8 @@ CHOICE_MESSAGES = {
     "language": "Unknown language “nope”; using English.",
     "palette": "Unknown colours “nope”; using red–blue.",
     "backward.target": "Unknown target “nope”; using “copy”.",
+    "training.task": "Unknown task “nope”; using “Induction: [A][B] … [A] → [B]”.",
+    "training.which": "Unknown weight “nope”; using “w_query”.",
 }
 #: field path -> its stages, for every step page (from the registry)
 STAGE_FIELDS: dict[str, dict[str, str]] = {page.stage_field: dict(page.stages) for page in registry.PAGES if page.stages}

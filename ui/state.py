@@ -100,8 +100,11 @@ def start_run() -> None:
     st.session_state[_BOUND] = {}
 
 
-def bind(widget: Callable[..., Any], label: str, field: str, *, variant: str = "", **kwargs: Any) -> Any:
+def bind(widget: Callable[..., Any], label: str, field: str, *, variant: str = "",
+         also: Optional[Callable[[Any], dict[str, Any]]] = None, **kwargs: Any) -> Any:
     """Create ``widget`` bound to settings ``field``: it shows the setting and writes changes back.
+
+    ``also(new value)`` -> other settings by path that change with it, in the same update (a task's own defaults).
 
     A field a teacher's link fixed gets a disabled widget that says so (in its help).
     """
@@ -116,15 +119,15 @@ def bind(widget: Callable[..., Any], label: str, field: str, *, variant: str = "
     # under the same key from a widget of another label or kind (another identity), which Streamlit would not
     # carry over, so the new widget would start at its own default while the page computes with the setting.
     st.session_state[key] = settings().get(field)
-    return widget(label, key=key, on_change=_commit, args=(field, key), **kwargs)
+    return widget(label, key=key, on_change=_commit, args=(field, key, also), **kwargs)
 
 
-def _commit(field: str, key: str) -> None:
+def _commit(field: str, key: str, also: Optional[Callable[[Any], dict[str, Any]]] = None) -> None:
     value = st.session_state[key]
     if field == "preset":
         choose_preset(value)
     else:
-        update(**{field: value})
+        update(**{field: value}, **(also(value) if also else {}))
 
 
 def edits() -> dict[str, dict[tuple[int, int], Optional[float]]]:

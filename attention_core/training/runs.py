@@ -44,7 +44,7 @@ class Run:
     """
 
     key: RunKey
-    trainer: Optional[Trainer] = None
+    trainer: Optional[Trainer] = field(default=None, repr=False)
     state: str = "queued"
     error: str = ""
     finished: threading.Event = field(default_factory=threading.Event)
@@ -68,7 +68,7 @@ class RunQueue:
             slices. max_runs: how many runs it keeps (queued, running and finished).
     """
 
-    def __init__(self, slice_steps: int = 10, pause: float = 0.005, max_runs: int = 64):
+    def __init__(self, slice_steps: int = 10, pause: float = 0.005, max_runs: int = 32):
         self.slice_steps, self.pause, self.max_runs = slice_steps, pause, max_runs
         self._runs: collections.OrderedDict[RunKey, Run] = collections.OrderedDict()
         self._queue: collections.deque[Run] = collections.deque()

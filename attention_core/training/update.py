@@ -8,7 +8,14 @@ Adam (Kingma & Ba 2015, Algorithm 1; ``torch.optim.Adam`` with weight_decay 0, a
     \hat m_t = \frac{m_t}{1 - \beta_1^t},\quad \hat v_t = \frac{v_t}{1 - \beta_2^t},\quad
     w_t = w_{t-1} - \eta \frac{\hat m_t}{\sqrt{\hat v_t} + \epsilon}
 
-Everything is a python float; the weight's matrix is one of W_q, W_k, W_v (D, D) of a layer.
+The gradient of one entry, by the backward pass's dW = Xᵀ dQ (the backward page's "dW_q" stage, summed over the
+batch): with P = X W the projection (B, T, D) and X the layer's input (B, T, D),
+
+.. math::
+    \frac{\partial L}{\partial W_{r,c}} = \sum_{b,t} X_{b,t,r}\,\frac{\partial L}{\partial P_{b,t,c}}
+
+Everything is a python float but ``tokens`` and ``contributions``; the weight's matrix is one of W_q, W_k, W_v
+(D, D) of a layer. Shape legend: B the batch, T positions, D = d_model.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attention_core.training.model import Trainer, _deterministic
+from attention_core.training.model import Trainer, deterministic
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,7 @@ class ExplainedUpdate:
         gradient: g_t = ∂loss/∂w (``torch.autograd``). weight_before, weight_after: w_{t−1}, w_t.
         learning_rate, beta1, beta2, eps: the optimizer's. m_before, v_before: m_{t−1}, v_{t−1} (0 at t = 1).
         m, v, m_hat, v_hat: m_t, v_t and their bias-corrected values.
+        contributions: (B, T) float32, X_{b,t,r} · ∂L/∂P_{b,t,c}: the terms whose sum is the gradient.
     """
 
     step: int
@@ -53,6 +61,12 @@ class ExplainedUpdate:
     v: float
     m_hat: float
     v_hat: float
+    contributions: torch.Tensor
+
+    @property
+    def moved(self) -> float:
+        """w_t − w_{t−1}: how far the update moved the weight."""
+        return self.weight_after - self.weight_before
 
 
 def explain_update(trainer: Trainer, which: str, layer: int, row: int, col: int) -> ExplainedUpdate:
@@ -69,9 +83,11 @@ def explain_update(trainer: Trainer, which: str, layer: int, row: int, col: int)
     generator = torch.Generator()
     generator.set_state(trainer.generator.get_state())
     batch = trainer.task.batch(generator, trainer.batch_size)
-    with _deterministic():
-        loss, _accuracy, _weights = trainer.loss_of(batch)
-        (grad,) = torch.autograd.grad(loss, [param])
+    with deterministic():
+        trace: list[dict[str, torch.Tensor]] = []
+        loss, _accuracy, _weights = trainer.loss_of(batch, trace)
+        grad, d_projection = torch.autograd.grad(loss, [param, trace[layer][which]])
+    contributions = (trace[layer]["x"][:, :, row] * d_projection[:, :, col]).detach()  # (B, T)
     group = trainer.optimizer.param_groups[0]
     beta1, beta2 = group["betas"]
     eps, rate = group["eps"], group["lr"]
@@ -88,4 +104,4 @@ def explain_update(trainer: Trainer, which: str, layer: int, row: int, col: int)
         step=t, tokens=batch.tokens, loss=float(loss.detach()), which=which, layer=layer, row=row, col=col, gradient=g,
         weight_before=w, weight_after=w - rate * m_hat / (math.sqrt(v_hat) + eps), learning_rate=rate,
         beta1=beta1, beta2=beta2, eps=eps, m_before=m_before, v_before=v_before, m=m, v=v, m_hat=m_hat,
-        v_hat=v_hat)
+        v_hat=v_hat, contributions=contributions)

@@ -146,3 +146,61 @@ def _same_batch(trainer, update):
     batch = trainer.task.batch(generator, trainer.batch_size)
     assert torch.equal(batch.tokens, update.tokens)
     return batch
+
+
+def test_the_gradient_is_the_sum_of_x_times_the_projections_gradient():
+    """dW[r, c] = Σ_{b,t} X[b, t, r] · dP[b, t, c] (the backward page's dW = Xᵀ dQ, over a batch)."""
+    trainer = start(TASKS["induction"], seed=0, learning_rate=0.003, steps=50)
+    trainer.advance(20)
+    for which, layer in (("w_query", 1), ("w_key", 0), ("w_value", 1)):
+        update = explain_update(trainer, which, layer=layer, row=5, col=7)
+        assert update.contributions.shape == (trainer.batch_size, trainer.task.context)
+        assert float(update.contributions.double().sum()) == pytest.approx(update.gradient, rel=1e-4, abs=1e-7)
+
+
+def test_a_run_restored_at_a_snapshot_makes_the_same_updates():
+    trainer = start(TASKS["previous"], seed=2, learning_rate=0.03, steps=80, snapshot_every=25)
+    trainer.advance(80)
+    assert [s.step for s in trainer.snapshots] == [0, 25, 50, 75, 80]
+    middle = trainer.snapshots[2]
+    again = trainer.at(middle)
+    assert again.step == 50 and again.losses == trainer.losses[:50]
+    again.advance(30)
+    assert again.losses == trainer.losses  # bit for bit
+    for name, value in again.model.state_dict().items():
+        torch.testing.assert_close(value, trainer.model.state_dict()[name], rtol=0, atol=0)
+    assert trainer.snapshots[2].checkpoint.model["w_query.0"].data_ptr() != again.model.w_query[0].data_ptr()
+    # the snapshot's checkpoint was not changed by the restored run's updates
+    restored_twice = trainer.at(middle)
+    restored_twice.advance(5)
+    assert restored_twice.losses[50:55] == trainer.losses[50:55]
+
+
+def test_an_explained_update_at_a_snapshot_is_the_runs_own_next_update():
+    trainer = start(TASKS["first"], seed=0, learning_rate=0.03, steps=60, snapshot_every=25)
+    trainer.advance(60)
+    at = trainer.at(trainer.snapshots[1])  # step 25
+    update = explain_update(at, "w_key", layer=0, row=3, col=4)
+    assert update.step == 26 and update.loss == trainer.losses[25]
+    after = trainer.at(trainer.snapshots[2])  # step 50: replay from 25 to see the weight after step 26
+    replay = trainer.at(trainer.snapshots[1])
+    replay.advance(1)
+    assert update.weight_after == pytest.approx(float(replay.model.w_key[0].detach()[3, 4]), abs=1e-7)
+    assert after.step == 50
+
+
+@pytest.mark.parametrize("steps, every", [(100, 25), (600, 25), (1000, 25), (1001, 50), (5000, 125)])
+def test_long_runs_keep_at_most_about_forty_snapshots(steps, every):
+    from attention_core.training.model import snapshot_interval
+    assert snapshot_interval(steps) == every and steps // every <= 40
+
+
+def test_layer_inputs_are_the_embeddings_then_the_residual_stream():
+    trainer = start(TASKS["induction"], seed=0, learning_rate=0.003, steps=10)
+    tokens = trainer.probe.tokens
+    x0, x1 = trainer.layer_inputs(tokens)
+    model = trainer.model
+    torch.testing.assert_close(x0, model.embed(tokens) + model.position(torch.arange(tokens.shape[1])))
+    q, k, v = x0 @ model.w_query[0], x0 @ model.w_key[0], x0 @ model.w_value[0]
+    heads = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.testing.assert_close(x1, x0 + heads @ model.w_out[0])

@@ -1,0 +1,204 @@
+"""The page "Watch attention learn": a learned head opened on the self-attention pages has the model's numbers,
+the page trains and shows its run under AppTest (progress, curves, snapshots, the explained update checked against
+torch), and bad input gets a message: η out of range, too many steps, a run that blows up, a second run from one
+session while the first trains. Waits on each run's ``finished`` event (no sleeps)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+from conftest import APP, errors, latex
+from streamlit.testing.v1 import AppTest
+
+from attention_core.backward.backward_walkthrough import build_backward_walkthrough
+from attention_core.errors import InputError
+from attention_core.self_attention.walkthrough import build_walkthrough
+from attention_core.settings import Settings
+from attention_core.training import watch
+from attention_core.training.model import start
+from attention_core.training.runs import RunKey, RunQueue
+from attention_core.training.tasks import TASKS
+from ui import training
+
+TIMEOUT = 120  # seconds: a bound on a wait, not a synchronisation (the events are)
+
+
+@pytest.fixture(scope="module")
+def previous():
+    trainer = start(TASKS["previous"], seed=0, learning_rate=0.03, steps=150)
+    trainer.advance(150)
+    return trainer
+
+
+@pytest.mark.parametrize("index", [0, 2, -1])
+def test_a_learned_head_opened_on_the_self_attention_pages_has_the_models_numbers(previous, index):
+    snapshot = previous.snapshots[index]
+    opened = watch.head_on_self_attention(previous, snapshot, layer=0)
+    settings, messages = Settings().replace(**opened.changes)
+    assert messages == [] and settings.d_model == settings.d_k == 16
+    # the backward page masks as the model does: its P is the snapshot's pattern
+    back = build_backward_walkthrough(settings, opened.edits)
+    torch.testing.assert_close(back.trace.weights, snapshot.weights[0, 0], rtol=1e-5, atol=1e-5)
+    # the self-attention page has no mask: its scaled scores are the model's, its last row sees everything anyway
+    walk = build_walkthrough(settings, opened.edits)
+    att = walk.trace.attention
+    at = previous.at(snapshot)
+    x = at.layer_inputs(previous.probe.tokens)[0][0]
+    model_scores = (x @ at.model.w_query[0]) @ (x @ at.model.w_key[0]).T / 4.0  # √16
+    torch.testing.assert_close(att.scaled_scores, model_scores.detach(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(att.weights[-1], snapshot.weights[0, 0, -1], rtol=1e-5, atol=1e-5)
+
+
+def test_the_wide_induction_model_cannot_be_opened_and_says_why():
+    trainer = start(TASKS["induction"], seed=0, learning_rate=0.003, steps=5)
+    trainer.advance(5)
+    with pytest.raises(InputError) as raised:
+        watch.head_on_self_attention(trainer, trainer.snapshots[-1], layer=1)
+    assert "32 wide" in str(raised.value)
+
+
+def test_the_explained_update_at_a_snapshot_matches_autograd_and_the_optimizer(previous):
+    for index in (1, -1):
+        explained = watch.explain_at(previous, previous.snapshots[index], "w_value", 0, 4, 9)
+        assert explained.sum_matches and explained.step_matches
+        assert explained.beyond == (index == -1)
+        assert explained.update.step == previous.snapshots[index].step + 1
+
+
+def test_the_curve_keeps_every_step_of_a_short_run_and_averages_a_long_one(previous):
+    steps, losses, accuracies = watch.curve(previous)
+    assert steps == [float(s) for s in range(1, 151)] and losses == previous.losses
+    steps, losses, _ = watch.curve(previous, points=10)
+    assert len(steps) == 10 and steps[-1] == 150.0
+    assert losses[0] == pytest.approx(sum(previous.losses[:15]) / 15)
+
+
+def _train_on_page(at: AppTest, key: RunKey) -> None:
+    (button,) = [b for b in at.button if b.label == "Train"]
+    button.click().run()
+    run = training.runs().get(key)
+    assert run is not None and run.finished.wait(TIMEOUT)
+    at.run()
+    assert not at.exception, at.exception
+
+
+def _open(**params: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update(params)
+    at.run()
+    at.switch_page("app_pages/training.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_the_page_trains_and_shows_the_pattern_form_and_an_explained_update():
+    at = _open(**{"training.task": "previous", "training.learning_rate": "0.03", "training.steps": "150"})
+    key = RunKey("previous", 0, 0.03, 150)
+    _train_on_page(at, key)
+    assert [h.value for h in at.header] == ["1. The loss and the accuracy", "2. The heads, snapshot by snapshot",
+                                            "3. One update explained"]
+    trainer = training.runs().get(key).trainer
+    assert [m.value for m in at.metric] == [f"{trainer.losses[0]:.3f}", f"{trainer.snapshots[-1].loss:.3f}",
+                                            f"{trainer.snapshots[-1].score:.2f}"]
+    assert float(at.metric[2].value) >= 0.9
+    formulas = latex(at)
+    assert "\\hat m" in formulas and "{W_q}^{(1)}_{1,1}" in formulas
+    checks = " ".join(s.value for s in at.success) + " ".join(c.value for c in at.caption)
+    assert "torch.optim.Adam.step()" in checks and "torch.autograd.grad(loss, W)" in checks
+    # the first snapshot: no pattern yet
+    at.select_slider(key="setting_training.snapshot").set_value(0).run()
+    shown = " ".join(m.value for m in at.markdown)
+    assert f"the pattern's share of the weight **{trainer.snapshots[0].score:.2f}**" in shown
+    assert trainer.snapshots[0].score < 0.5
+    # another weight's update
+    at.selectbox(key="setting_training.which").set_value("w_key").run()
+    assert "{W_k}^{(1)}_{1,1}" in latex(at) and not at.exception
+
+
+def test_a_learned_head_opens_on_the_self_attention_page():
+    at = _open(**{"training.task": "first", "training.learning_rate": "0.03", "training.steps": "100"})
+    _train_on_page(at, RunKey("first", 0, 0.03, 100))
+    (button,) = [b for b in at.button if b.key == "training_open"]
+    button.click().run()
+    assert not at.exception, at.exception
+    settings = at.session_state["settings"]
+    assert settings.preset == "custom" and settings.d_model == settings.d_k == 16
+    assert len(settings.sentence.split()) == 8
+    assert [t.value for t in at.title] == ["Scaled dot-product self-attention, step by step"]
+    assert not errors(at)
+
+
+def test_a_learning_rate_that_blows_up_the_loss_stops_the_run_with_a_message():
+    at = _open(**{"training.task": "previous", "training.learning_rate": "1", "training.steps": "200"})
+    _train_on_page(at, RunKey("previous", 0, 1.0, 200))
+    assert "The loss blew up at step" in errors(at)
+    assert at.header  # the curve up to there is still shown
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"training.learning_rate": "0"}, "η must be between 1e-05 and 1; got 0, using 1e-05."),
+    ({"training.learning_rate": "-3"}, "η must be between 1e-05 and 1; got -3, using 1e-05."),
+    ({"training.learning_rate": "nan"}, "could not be read; ignored."),
+    ({"training.steps": "99999"}, "The number of steps must be between 1 and 5000; got 99999, using 5000."),
+    ({"training.task": "sorting"}, "Unknown task “sorting”"),
+])
+def test_bad_settings_get_a_message_and_the_page_still_works(params, message):
+    at = _open(**params)
+    shown = " ".join(w.value for w in at.warning) + " ".join(w.value for w in at.error)
+    assert message in shown, shown
+    assert [b.label for b in at.button if b.label == "Train"] == ["Train"]
+
+
+class _HeldQueue(RunQueue):
+    """A queue whose worker waits for ``release`` before training: a run stays unfinished while the test looks."""
+
+    def __init__(self):
+        super().__init__()
+        self.release = threading.Event()
+
+    def _train(self, run):
+        self.release.wait(TIMEOUT)
+        super()._train(run)
+
+
+def test_a_second_run_from_one_session_waits_for_the_first_with_a_message(monkeypatch):
+    queue = _HeldQueue()
+    monkeypatch.setattr(training, "runs", lambda: queue)
+    at = _open(**{"training.task": "previous", "training.learning_rate": "0.03", "training.steps": "40"})
+    (button,) = [b for b in at.button if b.label == "Train"]
+    button.click().run()
+    first = queue.get(RunKey("previous", 0, 0.03, 40))
+    assert first is not None and first.state == "queued"
+    assert any("Waiting for the server" in (p.proto.text if hasattr(p, "proto") else "") for p in at.get("progress"))
+    at.number_input(key="setting_training.seed").set_value(1).run()
+    (button,) = [b for b in at.button if b.label == "Train"]
+    assert button.disabled
+    info = " ".join(i.value for i in at.info)
+    assert "Your run with seed 0" in info and "is still training" in info
+    queue.release.set()
+    assert first.finished.wait(TIMEOUT) and first.state == "done"
+    at.run()
+    (button,) = [b for b in at.button if b.label == "Train"]
+    assert not button.disabled  # the first has finished: this one may start
+
+
+def test_the_exported_script_trains_again_and_checks_the_final_loss_and_pattern(previous, tmp_path):
+    import subprocess
+    import sys
+
+    from attention_core.training.script import training_script
+
+    path = tmp_path / "run.py"
+    path.write_text(training_script(previous), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    assert f"(app: {previous.snapshots[-1].loss:.4f})" in done.stdout and "OK: the same run" in done.stdout
+    # a tampered app number makes it fail
+    tampered = path.read_text(encoding="utf-8").replace(f"APP_FINAL_LOSS, APP_PATTERN_SHARE, APP_DIVERGED = "
+                                                        f"{previous.snapshots[-1].loss!r}",
+                                                        "APP_FINAL_LOSS, APP_PATTERN_SHARE, APP_DIVERGED = 1.5")
+    path.write_text(tampered, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode != 0 and "the final loss differs" in done.stderr

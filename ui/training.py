@@ -1,0 +1,182 @@
+"""The widgets of "Watch attention learn": the server's one queue of training runs, a run's live progress, its
+curves, its heads at a snapshot, one explained update and opening a learned head on the self-attention page.
+
+Training happens on the queue's worker thread (``attention_core.training.runs``); nothing here trains. A session
+remembers only the keys of the runs it asked for (a few small tuples).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pandas as pd
+import streamlit as st
+
+from attention_core.registry import BY_KEY
+from attention_core.training import formulas, watch
+from attention_core.training.model import Trainer
+from attention_core.training.runs import Run, RunKey, RunQueue
+from attention_core.training.script import LOSS_TOLERANCE, SCORE_TOLERANCE, training_script
+
+from . import charts, runtime, state, widgets
+from .i18n import _
+
+#: Seconds between two redraws of a run's progress while it trains (per watching session).
+LIVE_EVERY = 1.0
+_MINE = "training_runs"  # this session's requested run keys, oldest first
+
+
+@st.cache_resource(show_spinner=False)
+def runs() -> RunQueue:
+    """The server's one queue of training runs, shared by every session."""
+    return RunQueue()
+
+
+def busy_with(key: RunKey) -> Optional[Run]:
+    """This session's unfinished run with other settings than ``key``, if it has one (one at a time)."""
+    for mine in reversed(st.session_state.get(_MINE, [])):
+        run = runs().get(mine)
+        if mine != key and run is not None and not run.finished.is_set():
+            return run
+    return None
+
+
+def train(key: RunKey) -> None:
+    """Ask the queue for ``key``'s run (shared with anyone who asked for the same) and remember it."""
+    runs().submit(key)
+    mine = [k for k in st.session_state.get(_MINE, []) if k != key]
+    st.session_state[_MINE] = (mine + [key])[-8:]
+
+
+def status(run: Run) -> None:
+    """Where a run is: its place in the queue, or a progress bar of its steps."""
+    if run.state == "queued":
+        ahead = runs().position(run)
+        st.progress(0.0, text=_("Waiting for the server: {ahead} run(s) ahead of yours. Runs are trained one at a "
+                                "time, so the class's clicks stay fast.", ahead=ahead))
+    else:
+        st.progress(run.progress, text=_("Training: step {step} of {steps}.", step=run.steps_done,
+                                         steps=run.key.steps))
+
+
+def live(key: RunKey) -> None:
+    """A run that has not finished: its progress, curves and heads, redrawn every :data:`LIVE_EVERY` seconds until it
+    stops; then the whole page again."""
+    _live(key)
+
+
+@st.fragment(run_every=LIVE_EVERY)
+def _live(key: RunKey) -> None:
+    with runtime.one_run_at_a_time():  # a fragment rerun does not run app.py, which takes the turn otherwise
+        run = runs().get(key)
+        if run is None or run.finished.is_set():
+            st.rerun(scope="app")
+        status(run)
+        trainer = run.trainer
+        if trainer is not None and trainer.losses:
+            curves(trainer, marked=None, key="training_live_curve")
+            if trainer.snapshots:
+                heads(trainer, len(trainer.snapshots) - 1, key="training_live")
+
+
+def curves(trainer: Trainer, marked: Optional[int], key: str) -> None:
+    """The loss and accuracy per update (averaged over blocks on long runs), the snapshot's step marked."""
+    steps, losses, accuracies = watch.curve(trainer)
+    frames = [pd.DataFrame({"x": steps, "y": losses, "series": _("loss (nats)"), "order": 0, "dashed": False}),
+              pd.DataFrame({"x": steps, "y": accuracies, "series": _("accuracy"), "order": 1, "dashed": False})]
+    df = pd.concat(frames, ignore_index=True)
+    if marked is not None:
+        df["marked"] = df["x"] == min(steps, key=lambda s: abs(s - marked))
+    charts.lines(df, key=key, x_title=_("step (updates)"), y_title=_("loss, accuracy"), x_log=False,
+                 marked=marked is not None, height=300)
+
+
+def heads(trainer: Trainer, index: int, key: str, expected: bool = False) -> None:
+    """Every head's weights on the probe sequence at snapshot ``index``, side by side; with ``expected``, the task's
+    pattern beside them."""
+    snapshot = trainer.snapshots[index]
+    labels = watch.token_labels(trainer)
+    task = trainer.task
+    columns = st.columns(task.num_layers + (1 if expected else 0))
+    for layer in range(task.num_layers):
+        with columns[layer]:
+            st.markdown(_("**Layer {layer}**", layer=layer + 1))
+            widgets.heatmap(snapshot.weights[layer, 0].numpy(), labels, labels, key=f"{key}_{layer}",
+                            row_title=_("query (position, token)"), col_title=_("key"), legend=False)
+    if expected:
+        with columns[-1]:
+            st.markdown(_("**The pattern to learn**"))
+            widgets.heatmap(trainer.probe.expected[0].numpy(), labels, labels, key=f"{key}_expected",
+                            row_title=_("query (position, token)"), col_title=_("key"), legend=False)
+
+
+_GO = "training_open_head"  # set by the button's callback: the page then switches to the self-attention page
+
+
+def open_head(key: RunKey, index: int, layer: int) -> None:
+    """(A button's callback.) Put the learned head at snapshot ``index`` of ``key``'s run into the self-attention
+    pages' inputs; :func:`follow_open` then goes there."""
+    trainer = runs().get(key).trainer
+    opened = watch.head_on_self_attention(trainer, trainer.snapshots[index], layer)
+    state.update(**opened.changes)
+    for name, cells in opened.edits.items():
+        state.reset_matrix(name)
+        state.set_cells(name, cells)
+    st.session_state[_GO] = True
+
+
+def follow_open() -> None:
+    """After :func:`open_head`: switch to the self-attention page (a callback may not switch pages itself)."""
+    if st.session_state.pop(_GO, False):
+        st.switch_page(f"app_pages/{BY_KEY['self_attention'].file}")
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def explained(key: RunKey, index: int, which: str, layer: int, row: int, col: int) -> watch.UpdateAtSnapshot:
+    """The explained update after snapshot ``index`` of ``key``'s finished run (shared by every session)."""
+    trainer = runs().get(key).trainer
+    return watch.explain_at(trainer, trainer.snapshots[index], which, layer, row, col)
+
+
+def update(explained_update: watch.UpdateAtSnapshot, trainer: Trainer) -> None:
+    """One update of one weight with its numbers: the batch, the loss, the gradient as a sum, Adam's rule."""
+    u = explained_update.update
+    task = trainer.task
+    st.markdown(_("**The batch** of update {t}: {b} sequences (the first 4 below); the loss on their scored "
+                  "positions is **{loss}** nats.", t=u.step, b=u.tokens.shape[0], loss=f"{u.loss:.4f}"))
+    first = [[task.token_label(int(t)) for t in row] for row in u.tokens[:4].tolist()]
+    st.dataframe(pd.DataFrame(first, index=[_("sequence {b}", b=b + 1) for b in range(len(first))],
+                              columns=[str(t + 1) for t in range(u.tokens.shape[1])]), key="training_batch")
+    terms = u.contributions.numel()
+    st.markdown(_("**The gradient**, by the backward pass (dW = Xᵀ dP, as on *The backward pass*, here summed over "
+                  "the batch): X is the layer's input, P = X W the projection."))
+    st.latex(formulas.gradient_latex(u, terms))
+    largest = explained_update.largest_terms()
+    table = pd.DataFrame({_("sequence"): [b + 1 for b, _t, _v in largest],
+                          _("position"): [t + 1 for _b, t, _v in largest],
+                          _("term"): [f"{v:+.3g}" for _b, _t, v in largest]})
+    st.caption(_("The largest of the {n} terms (most are near 0: a weight matters where its input is large and the "
+                 "loss is sensitive):", n=terms))
+    st.dataframe(table, hide_index=True, key="training_terms")
+    widgets.torch_check(explained_update.sum_difference, explained_update.sum_matches, "torch.autograd.grad(loss, W)")
+    st.markdown(_("**Adam's rule** (Kingma & Ba 2015, Algorithm 1; β₁ = {b1}, β₂ = {b2}, ε = {eps}): m and v are "
+                  "running averages of g and g², kept per weight.", b1=u.beta1, b2=u.beta2, eps=u.eps))
+    for line in formulas.adam_latex(u):
+        st.latex(line)
+    widgets.torch_check(explained_update.step_difference, explained_update.step_matches, "torch.optim.Adam.step()")
+    if explained_update.beyond:
+        st.caption(_("The run stopped at this snapshot: this is the update it would make next."))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _script(key: RunKey) -> str:
+    return training_script(runs().get(key).trainer)
+
+
+def download(key: RunKey) -> None:
+    """The finished run as a Python script that trains it again and checks the final loss and pattern."""
+    st.download_button(_("Download this run as a Python script"), _script(key), file_name=f"training_{key.task}.py",
+                       mime="text/x-python", icon=":material/download:", key="training_script",
+                       help=_("Needs only torch. It trains the same run again and checks the final loss (± {loss} "
+                              "nats) and the pattern's share of the weight (± {score}): another computer may round "
+                              "a little differently.", loss=LOSS_TOLERANCE, score=SCORE_TOLERANCE))
