@@ -96,10 +96,11 @@ st.markdown(_("At step {step}: loss {loss}, the pattern's share of the weight **
               loss=f"{snapshot.loss:.3f}", score=f"{snapshot.score:.2f}"))
 training.heads(trainer, index, key=f"training_heads_{index}", expected=True)
 st.caption(_("One sequence the model never trained on (the same for every snapshot): row = the position attending, "
-             "column = the position attended to; each row sums to 1. Drag the slider to watch the pattern form."))
+             "column = the position attended to; palest = 0, dark blue = all of the row's weight (each row sums to "
+             "1; point at a cell for its number). Drag the slider to watch the pattern form."))
 
 layer_names = [_("Layer {layer}", layer=i + 1) for i in range(task.num_layers)]
-state.bind(st.selectbox, _("Layer"), "training.layer", options=list(range(task.num_layers)),
+state.bind(st.selectbox, _("Layer to open and to explain below"), "training.layer", options=list(range(task.num_layers)),
            format_func=layer_names.__getitem__)
 try:
     opened = watch.head_on_self_attention(trainer, snapshot, own.layer)
@@ -109,10 +110,10 @@ else:
     st.button(_("Open this head on the Self-attention page"), icon=":material/open_in_new:", key="training_open",
               on_click=training.open_head, args=(key, index, own.layer))
     st.caption(_("Puts the probe's {n} tokens, this layer's input X and its learned W_q, W_k, W_v ({d} × {d}) into "
-                 "the example “Your own sentence” (replacing its sentence and your edits there), with the causal "
-                 "switch on. The Self-attention page's scaled scores are this head's; it has no mask, so its weights "
-                 "also spread over later tokens. *The backward pass* page masks them as the model does: its P is "
-                 "the pattern above.", n=opened.positions, d=trainer.model.head_dim))
+                 "the example “Your own sentence” (replacing its sentence and your edits there). The Self-attention "
+                 "page's scaled scores are this head's; that page has no mask, so its weights also spread over later "
+                 "tokens. *The backward pass* page (its causal switch turned on too) masks them as the model does: "
+                 "its P is the pattern above.", n=opened.positions, d=trainer.model.head_dim))
 
 st.header(_("3. One update explained"))
 st.markdown(_("The update right after the snapshot (step {step}), for one weight of the layer chosen above.",

@@ -250,6 +250,13 @@ class Student:
         # server marks each widget's value as set by it).
         self.anchors: dict[str, float] = {}
         self.last_fragment = False  # the last change was of a widget inside an st.fragment: only it reran
+        # The fragments the browser would rerun on a timer (``st.fragment(run_every=...)``): fragment id -> (interval
+        # in seconds, when its timer was armed). As in the frontend (App.tsx): a full run's new_session clears them,
+        # the run's auto_rerun messages arm them again (the same interval keeps its countdown), stop_auto_rerun ends one.
+        self.auto_reruns: dict[str, tuple[float, float]] = {}
+        self.ticked: dict[str, float] = {}  # fragment id -> when its last timer rerun was sent
+        self.progress: list[str] = []  # the text of every st.progress this session was sent, in order
+        self.last_progress: Optional[str] = None  # the st.progress text of the last finished run (None: none drawn)
 
     def _get_cookie(self) -> None:
         """GET the page as a browser does first: a proxy's sticky-session cookie comes with it."""
@@ -273,7 +280,7 @@ class Student:
             with contextlib.suppress(Exception):
                 await self.ws.close()
 
-    async def send_rerun(self, page: str, states: list, fragment_id: str = "") -> None:
+    async def send_rerun(self, page: str, states: list, fragment_id: str = "", auto: bool = False) -> None:
         msg = BackMsg()
         rerun = msg.rerun_script
         rerun.query_string = ""
@@ -282,6 +289,7 @@ class Student:
         rerun.widget_states.widgets.extend(states)
         if fragment_id:  # as the browser does for a widget drawn inside an st.fragment
             rerun.fragment_id = fragment_id
+        rerun.is_auto_rerun = auto  # a run_every timer's rerun, not a click
         try:
             await self.ws.send(msg.SerializeToString())
         except ConnectionClosed as error:
@@ -290,10 +298,12 @@ class Student:
     async def finish_run(self, fragment: bool = False) -> None:
         """Read ForwardMsgs until this run's ``script_finished``; keep the widgets it rendered.
 
-        A fragment run redraws only the fragment: the page's other widgets stay, as in the browser.
+        A fragment run redraws only the fragment: the page's other widgets stay, as in the browser. A fragment run can
+        end in a full run (``st.rerun(scope="app")`` inside it): its new_session, which names no fragment, starts over.
         """
         widgets: dict[str, tuple[str, object, str]] = dict(self.widgets) if fragment else {}
         main = set(self.main_keys) if fragment else set()
+        progress: Optional[str] = None
         deadline = time.monotonic() + RUN_TIMEOUT_S
         while True:
             try:
@@ -304,8 +314,12 @@ class Student:
             msg.ParseFromString(data)
             kind = msg.WhichOneof("type")
             if kind == "new_session":
-                widgets = dict(self.widgets) if fragment else {}
-                main = set(self.main_keys) if fragment else set()
+                partial = bool(msg.metadata.run.fragment_ids) if msg.metadata.HasField("run") else fragment
+                widgets = dict(self.widgets) if partial else {}
+                main = set(self.main_keys) if partial else set()
+                progress = None
+                if not partial:
+                    self.auto_reruns.clear()  # the frontend's handleNewSession: a full run drops every timer
                 if msg.new_session.HasField("initialize"):
                     self.session_id = msg.new_session.initialize.session_id
             elif kind == "navigation":  # st.navigation resolved the page: the browser sends its hash from now on
@@ -315,15 +329,26 @@ class Student:
                 etype = element.WhichOneof("type")
                 if etype == "exception":
                     self.exceptions.append(f"{element.exception.type}: {element.exception.message}")
+                elif etype == "progress":
+                    progress = element.progress.text
+                    self.progress.append(progress)
                 elif etype in ("number_input", "selectbox", "button"):
                     proto = getattr(element, etype)
                     key = proto.id.split("-", 2)[-1]
                     widgets[key] = (etype, proto, msg.delta.fragment_id)
                     if msg.metadata.delta_path and msg.metadata.delta_path[0] == 0:  # RootContainer.MAIN
                         main.add(key)
+            elif kind == "auto_rerun":  # st.fragment(run_every=...) was drawn: the browser arms (or keeps) its timer
+                interval, fragment_id = msg.auto_rerun.interval, msg.auto_rerun.fragment_id
+                if self.auto_reruns.get(fragment_id, (None, 0.0))[0] != interval:
+                    self.auto_reruns[fragment_id] = (interval, time.monotonic())
+            elif kind == "stop_auto_rerun":
+                for fragment_id in msg.stop_auto_rerun.fragment_ids:
+                    self.auto_reruns.pop(fragment_id, None)
             elif kind == "script_finished":
                 if msg.script_finished in FINISHED:
                     self.widgets, self.main_keys = widgets, main
+                    self.last_progress = progress
                     return
                 if msg.script_finished == ForwardMsg.FINISHED_WITH_COMPILE_ERROR:
                     raise RuntimeError("script compile error")
@@ -391,6 +416,29 @@ class Student:
     async def interact(self, keys: tuple[str, ...], drop: bool = False) -> float:
         """Change one widget and wait for the rerun; seconds. ``drop``: close the socket mid-run instead."""
         state, fragment_id = self.next_change(keys)
+        return await self.change(state, fragment_id, drop)
+
+    def button(self, label: str):
+        """The WidgetState of a click on the main area's button ``label`` (a keyless one, like "Train") and its
+        fragment id; LookupError when the page shows no such button or it is disabled."""
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        for key, (etype, proto, fragment_id) in self.widgets.items():
+            if etype == "button" and key in self.main_keys and proto.label == label and not proto.disabled:
+                return WidgetState(id=proto.id, trigger_value=True), fragment_id
+        raise LookupError(f"no enabled button {label!r} on page {self.page!r}")
+
+    def number(self, key: str, value: int):
+        """The WidgetState that sets the number input ``key`` (an int one) to ``value``, and its fragment id."""
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        etype, proto, fragment_id = self.widgets[key]
+        if etype != "number_input":
+            raise LookupError(f"{key} is a {etype}, not a number_input")
+        return WidgetState(id=proto.id, int_value=int(value)), fragment_id
+
+    async def change(self, state, fragment_id: str = "", drop: bool = False) -> float:
+        """Send one widget's new state (``state``, a WidgetState) and wait for the rerun; seconds."""
         # What the browser sends: every widget value it holds, the new one included; a trigger only once.
         sent = [s for i, s in self.states.items() if i != state.id] + [state]
         start = time.perf_counter()
@@ -402,6 +450,29 @@ class Student:
         self.last_fragment = bool(fragment_id)
         if state.WhichOneof("value") != "trigger_value":
             self.states[state.id] = state
+        return time.perf_counter() - start
+
+    def next_tick(self) -> Optional[tuple[float, str]]:
+        """When the browser's earliest run_every timer fires next (time.monotonic()) and its fragment id; None: none.
+
+        The timer fires every interval from when it was armed. One that fired while this student waited for another
+        run (a click, the last tick) is due at once: the browser sent it then, and the server runs it next.
+        """
+        ticks = []
+        for fragment_id, (interval, armed) in self.auto_reruns.items():
+            if interval > 0:
+                last = max(armed, self.ticked.get(fragment_id, armed))
+                ticks.append((armed + interval * ((last - armed + 1e-3) // interval + 1), fragment_id))
+        return min(ticks, default=None)
+
+    async def tick(self, fragment_id: str) -> float:
+        """The timer of an ``st.fragment(run_every=...)`` fired: rerun that fragment as the browser does (every widget
+        state it holds, the fragment's id, ``is_auto_rerun``) and wait for the run; seconds. The fragment may end in a
+        full run (``st.rerun(scope="app")``): that is waited for too."""
+        self.ticked[fragment_id] = time.monotonic()
+        start = time.perf_counter()
+        await self.send_rerun(self.page, list(self.states.values()), fragment_id, auto=True)
+        await self.finish_run(fragment=True)
         return time.perf_counter() - start
 
 

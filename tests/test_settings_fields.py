@@ -112,13 +112,12 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "training.seed": (0, 2**31 - 1, "The run's seed"),
     "training.steps": (1, 5000, "The number of steps"),
     "training.snapshot": (0, 5000, "The snapshot's step"),
-    "training.layer": (0, 1, "The layer"),
     "training.row": (0, 31, "The weight's row"),
     "training.col": (0, 31, "The weight's column"),
 }
 
 #: The model's layer and head: (count, the word in the message).
-ONE_BASED = {"trained_model.layer": (6, "layer"), "trained_model.head": (12, "head")}
+ONE_BASED = {"trained_model.layer": (6, "layer"), "trained_model.head": (12, "head"), "training.layer": (2, "layer")}
 
 #: (value given, value after validation, the message or None), written out per real-valued field.
 FLOAT_CASES: dict[str, list[tuple[Any, float, Optional[str]]]] = {

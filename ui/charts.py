@@ -56,10 +56,10 @@ OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "
 @st.cache_data(show_spinner=False)
 def _lines_spec(x_title: str, y_title: str, series_title: str, x_log: bool, x_base: int, y_log: bool,
                 y_min: Optional[float], y_max: Optional[float], error_bars: bool, marked: bool, width: int,
-                height: int, cvd: bool = False) -> dict:
+                height: int, cvd: bool = False, points: bool = True, x_format: str = "~g") -> dict:
     x_scale = alt.Scale(type="log", base=x_base) if x_log else alt.Scale()
     y_scale = alt.Scale(type="log") if y_log else alt.Scale(domain=[y_min, y_max]) if y_min is not None else alt.Scale()
-    x = alt.X("x:Q", title=x_title, scale=x_scale, axis=alt.Axis(format="~g", tickCount=12))
+    x = alt.X("x:Q", title=x_title, scale=x_scale, axis=alt.Axis(format=x_format, tickCount=12))
     y = alt.Y("y:Q", title=y_title, scale=y_scale, axis=alt.Axis(format="~g"))
     color = alt.Color("series:N", title=None, sort=alt.EncodingSortField("order"),
                       scale=alt.Scale(range=OKABE_ITO) if cvd else alt.Scale(scheme="tableau10"))
@@ -69,7 +69,8 @@ def _lines_spec(x_title: str, y_title: str, series_title: str, x_log: bool, x_ba
     base = alt.Chart().encode(x=x, y=y, color=color)
     layers = [
         base.mark_line(strokeWidth=3).encode(strokeDash=dash),
-        base.transform_filter("!datum.dashed").mark_point(filled=True, size=90).encode(tooltip=tooltip),
+        base.transform_filter("!datum.dashed").mark_point(filled=True, size=90 if points else 0).encode(
+            tooltip=tooltip),
     ]
     if error_bars:
         layers.append(base.transform_filter("isValid(datum.lo)").mark_rule(strokeWidth=2).encode(
@@ -85,9 +86,12 @@ def _lines_spec(x_title: str, y_title: str, series_title: str, x_log: bool, x_ba
 def lines(
     df: pd.DataFrame, *, key: str, x_title: str, y_title: str, x_log: bool = True, x_base: int = 2, y_log: bool = False,
     y_range: Optional[tuple[float, float]] = None, error_bars: bool = False, marked: bool = False,
-    width: int = 560, height: int = 340,
+    width: int = 560, height: int = 340, points: bool = True, x_format: str = "~g",
 ) -> None:
     """Lines with points, one per ``series``; dashed series are reference lines (no points).
+
+    ``points=False``: lines only (a long curve; the points stay as invisible tooltip targets). ``x_format``: the x
+    axis's d3 format ("d": whole numbers).
 
     The chart fills its column (``width`` is only its size when exported standalone).
 
@@ -97,7 +101,7 @@ def lines(
     """
     spec = _lines_spec(x_title, y_title, _("series"), x_log, x_base, y_log, y_range[0] if y_range else None,
                        y_range[1] if y_range else None, error_bars, marked, width, height,
-                       state.settings().palette == "cvd")
+                       state.settings().palette == "cvd", points, x_format)
     names = list(dict.fromkeys(df["series"]))
     description = _("Line chart: {y} against {x}, {n} series ({names}); {x} from {x0} to {x1}, {y} from {y0} to {y1}.",
                     y=y_title, x=x_title, n=len(names), names=", ".join(str(n) for n in names[:6]),
@@ -142,39 +146,51 @@ def bars(values: Sequence[float], labels: Sequence[str], *, key: str, x_title: s
 
 @st.cache_data(show_spinner=False)
 def _pattern_spec(row_title: str, col_title: str, value_title: str, cell: int, rows: int, cols: int,
-                  signed: bool, cvd: bool = False) -> dict:
-    x = alt.X("j:O", title=col_title, axis=alt.Axis(values=list(range(0, cols, max(1, cols // 8))), labelAngle=0))
-    y = alt.Y("i:O", title=row_title, axis=alt.Axis(values=list(range(0, rows, max(1, rows // 8)))))
+                  signed: bool, cvd: bool = False, labelled: bool = False) -> dict:
+    if labelled:  # every row and column named (the labels are in the data, "1 A", "2 D", ...)
+        x = alt.X("j:O", title=col_title, sort=None, axis=alt.Axis(labelAngle=-60, labelOverlap=False,
+                                                                  labelFontSize=10))
+        y = alt.Y("i:O", title=row_title, sort=None, axis=alt.Axis(labelOverlap=False, labelFontSize=10))
+    else:
+        x = alt.X("j:O", title=col_title, axis=alt.Axis(values=list(range(0, cols, max(1, cols // 8))), labelAngle=0))
+        y = alt.Y("i:O", title=row_title, axis=alt.Axis(values=list(range(0, rows, max(1, rows // 8)))))
     rect = alt.Chart().mark_rect().encode(
         x=x, y=y, color=alt.Color("value:Q", scale=(alt.Scale(scheme="blueorange") if cvd and signed
                                                     else alt.Scale(scheme="viridis") if cvd
                                                     else alt.Scale(scheme="redblue", reverse=True) if signed
                                                     else alt.Scale(scheme="blues")),
-                                  legend=alt.Legend(title=value_title, orient="right", direction="vertical",
-                                                    gradientLength=min(300, rows * cell))),
+                                  legend=None if labelled else alt.Legend(
+                                      title=value_title, orient="right", direction="vertical",
+                                      gradientLength=min(300, rows * cell))),
         tooltip=[alt.Tooltip("i:O", title=row_title), alt.Tooltip("j:O", title=col_title),
                  alt.Tooltip("value:Q", title=value_title, format=".4f")])
     return _finish(rect.properties(width=cols * cell, height=rows * cell))
 
 
-def pattern(matrix, *, key: str, row_title: str, col_title: str, max_width: int = 760) -> None:
+def pattern(matrix, *, key: str, row_title: str, col_title: str, max_width: int = 760,
+            labels: Optional[Sequence[str]] = None) -> None:
     """A large matrix as colours only (e.g. positions × d_model), 0-based axis ticks, values in tooltips.
 
-    Signed values: red–white–blue around 0; values that are all >= 0 (weights): white to blue.
+    Signed values: red–white–blue around 0; values that are all >= 0 (weights): white to blue. ``labels``: a square
+    matrix's row and column names (every one shown) instead of 0-based ticks, and no colour legend (narrow columns
+    side by side: say what the colours mean beside them).
     """
     m = np.asarray(matrix, dtype=float)
     rows, cols = m.shape
     cell = int(max(4, min(18, max_width // cols, 520 // rows)))
     ii, jj = np.indices(m.shape)
-    df = pd.DataFrame({"i": ii.ravel(), "j": jj.ravel(), "value": m.ravel()})
+    names = np.asarray(list(labels), dtype=object) if labels is not None else None
+    df = pd.DataFrame({"i": ii.ravel() if names is None else names[ii.ravel()],
+                       "j": jj.ravel() if names is None else names[jj.ravel()], "value": m.ravel()})
     top = float(np.abs(m).max()) or 1.0
     signed = bool((m < 0).any())
     spec = copy.deepcopy(_pattern_spec(row_title, col_title, _("value"), cell, rows, cols, signed,
-                                       state.settings().palette == "cvd"))
+                                       state.settings().palette == "cvd", labels is not None))
     spec["encoding"]["color"]["scale"]["domain"] = [-top, top] if signed else [0.0, top]
     spec["description"] = widgets.describe(_("Heatmap"), rows, cols, row_title, col_title, float(m.min()), float(m.max()))
     _show(df, spec, key)
-    widgets.table(m, [str(i) for i in range(rows)], [str(j) for j in range(cols)], key)
+    shown = list(labels) if labels is not None else None
+    widgets.table(m, shown or [str(i) for i in range(rows)], shown or [str(j) for j in range(cols)], key)
 
 
 # ---------------------------------------------------------------- the pixel image

@@ -88,7 +88,7 @@ def curves(trainer: Trainer, marked: Optional[int], key: str) -> None:
     if marked is not None:
         df["marked"] = df["x"] == min(steps, key=lambda s: abs(s - marked))
     charts.lines(df, key=key, x_title=_("step (updates)"), y_title=_("loss, accuracy"), x_log=False,
-                 marked=marked is not None, height=300)
+                 marked=marked is not None, height=300, points=False, x_format="d")
 
 
 def heads(trainer: Trainer, index: int, key: str, expected: bool = False) -> None:
@@ -101,13 +101,13 @@ def heads(trainer: Trainer, index: int, key: str, expected: bool = False) -> Non
     for layer in range(task.num_layers):
         with columns[layer]:
             st.markdown(_("**Layer {layer}**", layer=layer + 1))
-            widgets.heatmap(snapshot.weights[layer, 0].numpy(), labels, labels, key=f"{key}_{layer}",
-                            row_title=_("query (position, token)"), col_title=_("key"), legend=False)
+            charts.pattern(snapshot.weights[layer, 0].numpy(), key=f"{key}_{layer}", labels=labels,
+                           row_title=_("query (position, token)"), col_title=_("key"), max_width=300)
     if expected:
         with columns[-1]:
             st.markdown(_("**The pattern to learn**"))
-            widgets.heatmap(trainer.probe.expected[0].numpy(), labels, labels, key=f"{key}_expected",
-                            row_title=_("query (position, token)"), col_title=_("key"), legend=False)
+            charts.pattern(trainer.probe.expected[0].numpy(), key=f"{key}_expected", labels=labels,
+                           row_title=_("query (position, token)"), col_title=_("key"), max_width=300)
 
 
 _GO = "training_open_head"  # set by the button's callback: the page then switches to the self-attention page
@@ -148,9 +148,10 @@ def update(explained_update: watch.UpdateAtSnapshot, trainer: Trainer) -> None:
     st.dataframe(pd.DataFrame(first, index=[_("sequence {b}", b=b + 1) for b in range(len(first))],
                               columns=[str(t + 1) for t in range(u.tokens.shape[1])]), key="training_batch")
     terms = u.contributions.numel()
-    st.markdown(_("**The gradient**, by the backward pass (dW = Xᵀ dP, as on *The backward pass*, here summed over "
-                  "the batch): X is the layer's input, P = X W the projection."))
-    st.latex(formulas.gradient_latex(u, terms))
+    st.markdown(_("**The gradient**, by the backward pass (dW_q = Xᵀ dQ, dW_k = Xᵀ dK, dW_v = Xᵀ dV, as on *The "
+                  "backward pass*, here summed over the batch's sequences b and positions t): X is the layer's input, "
+                  "Q = X W_q (K = X W_k, V = X W_v)."))
+    st.latex(formulas.gradient_latex(u))
     largest = explained_update.largest_terms()
     table = pd.DataFrame({_("sequence"): [b + 1 for b, _t, _v in largest],
                           _("position"): [t + 1 for _b, t, _v in largest],

@@ -12,17 +12,19 @@ from attention_core.training.watch import WEIGHTS
 
 
 def weight_symbol(update: ExplainedUpdate) -> str:
-    """The explained entry, 1-based, its layer as a superscript: ``{W_q}^{(2)}_{1,3}``."""
-    return index("{" + WEIGHTS[update.which] + "}", update.row, update.col, head=update.layer)
+    r"""The explained entry, 1-based, its layer as a superscript: ``\left(W^{(2)}_{q}\right)_{1,3}``."""
+    letter = WEIGHTS[update.which].removeprefix("W_")
+    return index(f"\\left(W^{{({update.layer + 1})}}_{{{letter}}}\\right)", update.row, update.col)
 
 
-def gradient_latex(update: ExplainedUpdate, terms: int) -> str:
-    r"""g = ∂L/∂W_{r,c} = Σ_{b,t} X_{b,t,r} dP_{b,t,c} (over ``terms`` batch positions) = its value."""
+def gradient_latex(update: ExplainedUpdate) -> str:
+    r"""g = ∂L/∂W_{r,c} = Σ_{b,t} X_{b,t,r} dQ_{b,t,c} (dK, dV for W_k, W_v; over the batch's sequences b and
+    positions t) = its value."""
     w = weight_symbol(update)
     projection = WEIGHTS[update.which].replace("W_", "")
     return aligned(f"g = \\frac{{\\partial L}}{{\\partial {w}}}", [
         f"\\sum_{{b,t}} X_{{b,t,{update.row + 1}}}\\,\\frac{{\\partial L}}{{\\partial {projection.upper()}_{{b,t,"
-        f"{update.col + 1}}}}} \\quad ({terms}\\ \\text{{terms}})",
+        f"{update.col + 1}}}}}",
         number(update.gradient)])
 
 

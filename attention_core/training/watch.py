@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from attention_core.errors import N_, InputError
-from attention_core.fields import Choice, FloatRange, IntRange, label
+from attention_core.fields import Choice, FloatRange, IntRange, OneBasedIndex, label
 from attention_core.limits import MAX_DIM, MAX_SEED, MAX_TOKENS
 from attention_core.page import Page
 from attention_core.training.model import MAX_LEARNING_RATE, MAX_STEPS, MIN_LEARNING_RATE, Snapshot, Trainer
@@ -79,7 +79,8 @@ TRAINING = Page(
                    out_of_range=N_("η must be between {low:g} and {high:g}; got {eta:g}, using {clamped:g}.")),
         IntRange("steps", 1, MAX_STEPS, label(N_("The number of steps"))),
         IntRange("snapshot", 0, MAX_STEPS, label(N_("The snapshot's step"))),
-        IntRange("layer", 0, MAX_TRAINING_LAYERS - 1, label(N_("The layer"))),
+        OneBasedIndex("layer", MAX_TRAINING_LAYERS,
+                      N_("The model has layers 1 to {count}; got layer {shown}, using layer 1.")),
         Choice("which", tuple(WEIGHTS), N_("Unknown weight “{raw}”; using “{value}”.")),
         IntRange("row", 0, MAX_TRAINING_WIDTH - 1, label(N_("The weight's row"))),
         IntRange("col", 0, MAX_TRAINING_WIDTH - 1, label(N_("The weight's column"))),

@@ -104,7 +104,7 @@ def test_the_page_trains_and_shows_the_pattern_form_and_an_explained_update():
                                             f"{trainer.snapshots[-1].score:.2f}"]
     assert float(at.metric[2].value) >= 0.9
     formulas = latex(at)
-    assert "\\hat m" in formulas and "{W_q}^{(1)}_{1,1}" in formulas
+    assert "\\hat m" in formulas and "\\left(W^{(1)}_{q}\\right)_{1,1}" in formulas
     checks = " ".join(s.value for s in at.success) + " ".join(c.value for c in at.caption)
     assert "torch.optim.Adam.step()" in checks and "torch.autograd.grad(loss, W)" in checks
     # the first snapshot: no pattern yet
@@ -114,7 +114,7 @@ def test_the_page_trains_and_shows_the_pattern_form_and_an_explained_update():
     assert trainer.snapshots[0].score < 0.5
     # another weight's update
     at.selectbox(key="setting_training.which").set_value("w_key").run()
-    assert "{W_k}^{(1)}_{1,1}" in latex(at) and not at.exception
+    assert "\\left(W^{(1)}_{k}\\right)_{1,1}" in latex(at) and not at.exception
 
 
 def test_a_learned_head_opens_on_the_self_attention_page():
