@@ -514,3 +514,25 @@ def test_a_jpeg_with_a_rational_exif_description_uploads(page: Page, app_url: st
     assert_no_exception(page)
     expect(page.get_by_role("combobox", name="Pixel row r", exact=True)).to_have_value("8")  # 16 × 8 upright
     expect(page.get_by_role("combobox", name="Pixel column c", exact=True)).to_have_value("4")
+
+
+def test_training_shows_progress_then_the_run_and_its_script_trains_it_again(page: Page, app_url: str, tmp_path):
+    """Watch attention learn in the browser: Train -> the progress bar and the curve, redrawn on the fragment's own
+    timer (AppTest does not run it) -> the finished run's sections; the downloaded script trains again and agrees."""
+    open_page(page, app_url, "/training", "Watch attention learn")
+    page.get_by_role("button", name="Train").click()
+    expect(page.locator('[data-testid="stProgress"]').first).to_be_visible(timeout=APP_RUN_MS)
+    expect(page.get_by_text(re.compile(r"Training: step \d+ of 600"))).to_be_visible(timeout=APP_RUN_MS)
+    expect(page.locator("h2").filter(has_text="3. One update explained")).to_be_visible(timeout=APP_RUN_MS)
+    wait_for_app_run(page)
+    expect(page.get_by_text("torch.optim.Adam.step()").first).to_be_visible()
+    assert_charts_and_formulas_render(page)
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download this run as a Python script").click()
+    script = tmp_path / "training_induction.py"
+    download.value.save_as(script)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert "OK: the same run as in the app." in result.stdout
+    assert_no_exception(page)
+    save_screenshot(page, "page-training-after-run")

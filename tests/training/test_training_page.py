@@ -202,3 +202,21 @@ def test_the_exported_script_trains_again_and_checks_the_final_loss_and_pattern(
     path.write_text(tampered, encoding="utf-8")
     done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=TIMEOUT)
     assert done.returncode != 0 and "the final loss differs" in done.stderr
+
+
+def test_after_a_page_switch_the_runs_widgets_show_what_the_page_computes_with():
+    at = _open(**{"training.task": "previous", "training.learning_rate": "0.03", "training.steps": "150"})
+    key = RunKey("previous", 0, 0.03, 150)
+    if training.runs().get(key) is None:
+        _train_on_page(at, key)
+    else:
+        at.run()
+    at.select_slider(key="setting_training.snapshot").set_value(25).run()
+    at.selectbox(key="setting_training.row").set_value(3).run()
+    at.switch_page("app_pages/self_attention.py").run()
+    at.switch_page("app_pages/training.py").run()
+    assert not at.exception, at.exception
+    assert at.select_slider(key="setting_training.snapshot").value == 25
+    assert at.selectbox(key="setting_training.row").value == 3
+    assert any(m.value.startswith("At step 25:") for m in at.markdown)
+    assert "\\left(W^{(1)}_{q}\\right)_{4,1}" in latex(at)
