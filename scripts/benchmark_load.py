@@ -4,6 +4,7 @@
     .venv/bin/python scripts/benchmark_load.py single
     .venv/bin/python scripts/benchmark_load.py class --students 30 --duration 60 --interval 3
     .venv/bin/python scripts/benchmark_load.py browser
+    .venv/bin/python scripts/benchmark_load.py training             # 30 students train their own seed (150 s)
     .venv/bin/python scripts/benchmark_load.py class --url http://127.0.0.1:8080 --students 100 \\
         --p95-budget-ms 500 --pid-file /tmp/lecture-hall/replica-1.pid --pid-file ...   # through a proxy
 
@@ -32,6 +33,20 @@ Scenarios:
   gone to running and back (the frontend applied the run's ``script_finished``) -> the step picker
   (the d_k input) shows the new value -> two animation frames (the repaint). Budget: median <
   ``--browser-budget-ms`` (250).
+- ``training`` (not in the default run: it takes 2-3 minutes): ``--students`` sessions open *Watch attention
+  learn* (/training) within the same second, each types its own seed (its index: as many different runs, which
+  queue on the server's one training worker) and clicks *Train*. Then, for ``--duration`` s (150), half of them
+  (``--watch-share``) watch their run: the page's progress fragment (``st.fragment(run_every=1.0)``) is rerun every
+  second as the browser's timer does (a ``rerun_script`` with the fragment's id and ``is_auto_rerun``; the timers
+  follow the server's ``auto_rerun`` / ``stop_auto_rerun`` messages and a full run's ``new_session`` clears them);
+  once their run has finished they click the results' own widgets every ~``--interval`` s. The others click on
+  another page every ~``--interval`` s and come back to /training every 4th time for one interval. At the end
+  everyone looks at /training once. Reported: the latencies (first render, the seed, Train, every widget change,
+  page switches, the progress reruns, the last look), which students saw their run's progress (its queue place,
+  its steps, moving, finishing) and how many runs finished. Budget: interaction p95 < ``--p95-budget-ms`` (300),
+  0 exceptions, 0 failed sessions, peak server RSS < ``--rss-budget-mb`` (1000: the class's 900 and the runs a
+  server keeps, at most 32 with ~3 MB of snapshots each), every student saw their run's progress,
+  and it never went backwards (a queue place up, a step back).
 
 Widgets drawn inside an ``st.fragment`` (the step-through's stepper, step picker and entry pickers)
 are changed as the browser changes them: the rerun request names the fragment, and only it reruns.
@@ -669,7 +684,8 @@ def _pids_from_files(paths: list[str]) -> Callable[[], list[int]]:
 
 def run_class(args: argparse.Namespace) -> bool:
     args = argparse.Namespace(**{**vars(args), "duration": 60.0 if args.duration is None else args.duration,
-                                 "p95_budget_ms": 150.0 if args.p95_budget_ms is None else args.p95_budget_ms})
+                                 "p95_budget_ms": 150.0 if args.p95_budget_ms is None else args.p95_budget_ms,
+                                 "rss_budget_mb": 900.0 if args.rss_budget_mb is None else args.rss_budget_mb})
     print(f"== class: {args.students} students, one change every ~{args.interval:g} s each for "
           f"{args.duration:g} s, over {len(PAGES)} pages" + (f", through {args.url}" if args.url else "") + "\n")
     server = None if args.url else Server(APP)
@@ -896,9 +912,12 @@ async def _training(url: str, args: argparse.Namespace,
 
 
 def run_training(args: argparse.Namespace) -> bool:
-    duration = args.duration if args.duration is not None else 120.0
+    duration = args.duration if args.duration is not None else 150.0  # 30 runs of ~3.3 s (idle), slower under load
     budget_ms = args.p95_budget_ms if args.p95_budget_ms is not None else 300.0
-    args = argparse.Namespace(**{**vars(args), "duration": duration})
+    # The class's RSS budget plus what a server keeps of training: at most RunQueue.max_runs (32) runs, ~3 MB of
+    # snapshot checkpoints each (the induction task's 25), and 30 students' results pages.
+    rss_budget = args.rss_budget_mb if args.rss_budget_mb is not None else 1000.0
+    args = argparse.Namespace(**{**vars(args), "duration": duration, "rss_budget_mb": rss_budget})
     watchers = sum(_is_watcher(i, args.watch_share) for i in range(args.students))
     print(f"== training: {args.students} students each train their own seed on /training (one run each, queued on "
           f"the server's one worker), then for {duration:g} s: {watchers} watch their run (its progress reruns every "
@@ -935,11 +954,13 @@ def run_training(args: argparse.Namespace) -> bool:
     watching = [x for x in learners if x.watcher]
     moved = [x for x in watching if x.progress_texts >= 2]
     live = [x for x in learners if x.finished_live]
+    live_watchers = [x for x in live if x.watcher]
     finals = collections.Counter(x.final or "failed" for x in learners)
     print(f"progress: {len(saw)} of {len(learners)} students saw their run's progress; {len(queued)} their queue "
           f"place ({len(ahead)} with runs ahead of theirs, largest {max((max(x.queue_places) for x in queued), default=0)}"
-          f"), {len(stepped)} its steps; of the {len(watching)} watchers, {len(moved)} saw it move (every second, "
-          f"{sum(x.ticks for x in watching)} progress reruns) and {len(live)} saw it finish")
+          f"), {len(stepped)} its steps; of the {len(watching)} watchers, {len(moved)} saw it move ("
+          f"{sum(x.ticks for x in watching)} progress reruns) and {len(live_watchers)} saw it finish live "
+          f"({len(live)} students in all, wanderers looking back included)")
     order_errors = [f"{n}: {e}" for n, x in result.learners.items() for e in x.order_errors]
     if order_errors:
         print(f"progress out of order: {len(order_errors)}: " + "; ".join(order_errors[:5]))
@@ -1088,7 +1109,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--url", help="an already running app (loopback only), e.g. the lecture-hall proxy")
     parser.add_argument("--students", type=int, default=30)
     parser.add_argument("--duration", type=float, default=None,
-                        help="seconds of clicking in the class (default 60) and training (default 120) scenarios")
+                        help="seconds of clicking in the class (default 60) and training (default 150) scenarios")
     parser.add_argument("--interval", type=float, default=3.0, help="seconds between a student's changes (mean)")
     parser.add_argument("--clicks", type=int, default=10, help="timed changes per page (single, browser)")
     parser.add_argument("--drop", type=int, default=2, help="students who close their tab mid-run (class)")
@@ -1098,7 +1119,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="interaction p95 budget (default: class 150, training 300)")
     parser.add_argument("--watch-share", type=float, default=0.5,
                         help="training: the share of the students who stay on the page and watch their run (0-1)")
-    parser.add_argument("--rss-budget-mb", type=float, default=900.0, help="per server process (each replica)")
+    parser.add_argument("--rss-budget-mb", type=float, default=None,
+                        help="per server process (each replica); default 900 (class), 1000 (training)")
     parser.add_argument("--browser-budget-ms", type=float, default=250.0)
     parser.add_argument("--pid-file", action="append", default=[],
                         help="with --url: a file holding a server pid whose RSS to sample (repeatable)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,42 @@ def test_a_click_inside_the_step_through_reruns_only_its_fragment(server):
         return inside, outside, student.exceptions
 
     assert asyncio.run(visit()) == (True, False, [])
+
+
+def test_a_learner_trains_and_the_progress_reruns_on_its_timer_as_in_the_browser(server):
+    """Train on "Watch attention learn" (the training scenario's Student): the progress fragment's run_every timer is
+    armed by the server's auto_rerun message, and the Student reruns the fragment on it, as the browser does, until
+    the run has finished and the fragment reran the whole page (the results, no timer left)."""
+
+    async def visit():
+        student = load.Student(server.url, "t")
+        await student.connect()
+        try:
+            await student.open_page(load.TRAINING)
+            await student.change(*student.number(load.TRAINING_SEED, 4242))  # a run no other test trains
+            await student.change(*student.number("setting_training.steps", 50))
+            before = load._training_state(student)
+            await student.change(*student.button(load.TRAIN_BUTTON))
+            submitted = load._training_state(student)
+            assert student.auto_reruns, "the progress fragment armed no timer"
+            ticks, deadline = 0, time.monotonic() + 60
+            while load._training_state(student) != "results" and time.monotonic() < deadline:
+                due, fragment_id = student.next_tick()
+                await asyncio.sleep(max(0.0, due - time.monotonic()))
+                await student.tick(fragment_id)
+                ticks += 1
+            after = load._training_state(student), dict(student.auto_reruns)
+        finally:
+            await student.close()
+        learner = load.Learner(watcher=True, page="")
+        load._read_progress(learner, student.progress)
+        return before, submitted, ticks, after, learner, student.exceptions
+
+    before, submitted, ticks, (state, timers), learner, exceptions = asyncio.run(visit())
+    assert (before, state, timers) == ("no run", "results", {})
+    assert submitted in ("queued", "training") and ticks >= 1
+    assert (learner.queue_places or learner.steps) and learner.order_errors == []
+    assert exceptions == []
 
 
 @pytest.mark.browser
