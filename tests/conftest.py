@@ -71,3 +71,18 @@ def picker(at: AppTest, label: str):
     """The one selectbox labelled ``label`` (the explained entry's column picker gets a fresh key per label set)."""
     (found,) = [s for s in at.selectbox if s.label == label]
     return found
+
+
+def train_and_wait(at: AppTest, timeout: float = 120) -> None:
+    """On *Watch attention learn*: click Train, wait for the run's ``finished`` event (not a sleep) and run the page
+    again, which now shows the run's charts and sections. Other pages: nothing."""
+    from attention_core.training.watch import run_key
+    from ui import training
+
+    trains = [b for b in at.button if b.label == "Train"]
+    if not trains:
+        return
+    trains[0].click().run()
+    run = training.runs().get(run_key(settings(at)))
+    assert run is not None and run.finished.wait(timeout), "the run did not finish"
+    at.run()

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import APP, errors, page_paths
+from conftest import APP, errors, page_paths, train_and_wait
 from streamlit.testing.v1 import AppTest
 
 from attention_core.experiments import image as image_patterns
@@ -25,6 +25,7 @@ def _open(path: str, **params) -> AppTest:
         at.query_params[key] = value
     at.run()
     at.switch_page(path).run()
+    train_and_wait(at)  # Watch attention learn draws its charts once a run has finished
     assert not at.exception, at.exception
     assert not at.error, errors(at)
     return at
