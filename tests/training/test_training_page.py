@@ -148,7 +148,8 @@ def test_bad_settings_get_a_message_and_the_page_still_works(params, message):
     at = _open(**params)
     shown = " ".join(w.value for w in at.warning) + " ".join(w.value for w in at.error)
     assert message in shown, shown
-    assert [b.label for b in at.button if b.label == "Train"] == ["Train"]
+    # the page still works: the Train button, or (when this server already trained those settings) the run's results
+    assert not at.exception and ([b for b in at.button if b.label == "Train"] or len(at.header) == 3)
 
 
 class _HeldQueue(RunQueue):
