@@ -12,8 +12,9 @@ EXPLAIN = {
     "mask": N_("The window: query i may look at key j only when j is one of the w most recent tokens (itself "
                "included). With the causal switch off, w − 1 tokens on each side."),
     "masked_scores": N_("Scores outside the window become −∞, as with the causal mask: they will get weight 0."),
-    "weights": N_("Softmax over the keys inside the window only. Each row has at most w non-zero weights, however "
-                  "long the text."),
+    "weights": N_("Softmax over the keys inside the window only. Each row has at most w non-zero weights (with the "
+                  "causal switch off, at most 2w − 1: w − 1 on each side and the token itself), however long the "
+                  "text."),
     "receptive": N_("One layer sees w tokens, but the next layer attends to outputs that already mixed w tokens "
                     "each: the receptive field grows by w − 1 per layer, like stacked convolutions. Seed 003 (§1.7): a "
                     "CNN's receptive field is fixed by its kernel, self-attention's is learned; a window brings the "

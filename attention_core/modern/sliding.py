@@ -2,7 +2,8 @@ r"""Sliding-window (local) attention: each token attends only to the w most rece
 
 Used by Longformer (Beltagy et al. 2020, local attention) and Mistral 7B (Jiang et al. 2023, w = 4096): the
 mask keeps key j for query i when i − w < j ≤ i (causal) or |i − j| < w (both sides), so each row has at most
-w allowed keys and the cost grows like T · w instead of T². One layer sees w tokens; stacked, layer ℓ reaches
+w allowed keys (causal) or at most 2w − 1 (both sides: w − 1 on each side and the token itself), and the cost grows
+like T · w instead of T². One layer sees w tokens; stacked, layer ℓ reaches
 back ℓ (w − 1) tokens, as a stack of convolutions with a kernel of size w does. Seed 003
 (``003_734755b2d0b981d3.txt``) §1.7 contrasts a CNN's receptive field, fixed by its kernel, with
 self-attention's, which is learned: the window brings the fixed kind back.

@@ -97,3 +97,21 @@ def test_every_stage_of_the_sliding_window_page(language):
         assert any("attn_mask=window_mask" in s.value for s in at.success)
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
     assert not missing, f"shown without a translation: {sorted(missing)}"
+
+
+@settings(max_examples=40, deadline=None)
+@given(t=st.integers(1, 12), w=st.integers(1, 12), causal=st.booleans())
+def test_a_row_keeps_at_most_w_keys_causal_and_2w_minus_1_both_sided_as_the_page_says(t, w, causal):
+    per_row = window_mask(t, w, causal).sum(-1)
+    most = min(t, w) if causal else min(t, 2 * w - 1)
+    assert int(per_row.max()) == most
+    if not causal and t >= 2 * w - 1:
+        assert int(per_row[w - 1]) == 2 * w - 1  # a row in the middle: w − 1 on each side and itself
+
+
+def test_the_weights_formula_sums_over_the_window_it_computes():
+    from attention_core.modern.sliding_window_walkthrough import sliding_formula
+
+    causal, both = sliding_formula("weights", True)[0], sliding_formula("weights", False)[0]
+    assert "l=\\max\\left(1, i - w + 1\\right)}^{i}" in causal.replace(" ", " ")
+    assert "\\min\\left(T, i + w - 1\\right)" in both and "^{i}" not in both
