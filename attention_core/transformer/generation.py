@@ -264,3 +264,31 @@ REAL_MODELS: tuple[tuple[str, int, int, int, int], ...] = (
     ("Llama 3 8B (grouped-query attention, 8 KV heads)", 32, 8, 128, 2),
     ("Falcon 7B (multi-query attention, 1 KV head)", 32, 1, 64, 2),
 )
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """Where each decoder row of a finished generation looks in one block's cross-attention (the heads' mean).
+
+    Attributes:
+        rows: how many rows write a letter of the answer (min(steps, n): the END row is left out).
+        on_next: rows whose largest weight is on the input letter they write next (n + 1 − t for output t, 1-based:
+            the anti-diagonal). on_previous: rows whose largest weight is one letter to the right: the letter they
+            wrote the step before (they lag by one). elsewhere: the other rows.
+    """
+
+    rows: int
+    on_next: int
+    on_previous: int
+    elsewhere: int
+
+
+def cross_attention_alignment(generation: Generation, layer: int) -> Alignment:
+    """Count the rows of block ``layer``'s cross-attention (0-based) at the last step that look at the letter they
+    write next, the one they wrote before, or elsewhere (see :class:`Alignment`)."""
+    n = len(generation.source)
+    weights = generation.steps[-1].blocks[layer].cross_attention.weights.mean(0)  # (T, S): the heads' mean
+    rows = min(weights.shape[0], n)
+    offsets = [int(weights[t].argmax()) - (n - 1 - t) for t in range(rows)]  # row t writes input letter n − 1 − t
+    return Alignment(rows=rows, on_next=offsets.count(0), on_previous=offsets.count(1),
+                     elsewhere=rows - offsets.count(0) - offsets.count(1))

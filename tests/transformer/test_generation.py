@@ -372,3 +372,34 @@ def test_the_page_steps_and_samples():
     at.number_input(key="setting_generation.temperature").set_value(2.0).run()
     assert not at.exception and not at.error, errors(at)
     assert at.session_state["settings"].generation.temperature == 2.0
+
+
+def test_the_second_blocks_cross_attention_is_what_the_page_says_it_is():
+    """The page: block 2 looks mostly along the anti-diagonal (the letter to write next), some rows lag by one;
+    on "beach" 4 of 5 rows are on the anti-diagonal and row 2 lags; over 200 random words 76 % and 22 %."""
+    import random
+
+    from attention_core.transformer.generation import cross_attention_alignment, generate
+    from attention_core.transformer.toy_model import LETTERS, VOCAB
+
+    def ids(word):
+        return tuple(VOCAB.index(c) for c in word)
+
+    beach = cross_attention_alignment(generate(ids("beach")), 1)
+    assert (beach.rows, beach.on_next, beach.on_previous, beach.elsewhere) == (5, 4, 1, 0)
+    rng = random.Random(0)
+    words = ["".join(rng.choice(LETTERS) for _ in range(rng.randint(1, 8))) for _ in range(200)]
+    counts = [cross_attention_alignment(generate(ids(w)), 1) for w in words]
+    rows = sum(a.rows for a in counts)
+    assert round(100 * sum(a.on_next for a in counts) / rows) == 76
+    assert round(100 * sum(a.on_previous for a in counts) / rows) == 22
+    first = [cross_attention_alignment(generate(ids(w)), 0) for w in words]  # block 1 is not the aligned one
+    assert sum(a.on_next for a in first) / sum(a.rows for a in first) < 0.5
+
+
+def test_the_page_says_what_the_weights_show_on_the_learners_word():
+    from conftest import open_app
+
+    at = open_app("app_pages/generation.py")  # the default word, "beach", on the cross-attention stage
+    shown = " ".join(m.value for m in at.markdown)
+    assert "On “beach”, block 2's weights" in shown and "in 4 of 5 rows; 1 lag by one" in shown, shown[:2000]
