@@ -29,10 +29,11 @@ TITLE_FONT = 16
 
 def _finish(chart: alt.TopLevelMixin) -> dict:
     """An Altair chart as a Vega-Lite dict without data (the data comes with each call)."""
-    # The legend goes above the plot in two columns: the chart's height includes it, and a legend
-    # below or beside the plot would squeeze the plot itself.
+    # The legend goes above the plot, one entry per line: the chart's height includes it, a legend below or beside
+    # the plot would squeeze the plot itself, and two columns of long labels ("theory: Var = d_k") were cut at the
+    # right edge of a 390 px phone.
     chart = chart.configure_axis(labelFontSize=AXIS_FONT, titleFontSize=TITLE_FONT).configure_legend(
-        labelFontSize=15, titleFontSize=15, labelLimit=320, orient="top", columns=2, symbolSize=160,
+        labelFontSize=15, titleFontSize=15, labelLimit=320, orient="top", columns=1, symbolSize=160,
     ).configure_title(fontSize=18)
     spec = chart.to_dict(validate=False)
     spec.pop("datasets", None)
