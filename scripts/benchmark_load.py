@@ -79,7 +79,7 @@ import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -682,21 +682,43 @@ def _pids_from_files(paths: list[str]) -> Callable[[], list[int]]:
     return read
 
 
+def _report_memory_and_errors(args: argparse.Namespace, server: Optional[Server], sampler: RssSampler,
+                              result: Any) -> bool:
+    """Print the server's RSS over time (when it is measured) and the exceptions and failed sessions; True when the
+    peak of one process is under ``--rss-budget-mb`` (or nothing was measured)."""
+    measured = bool(args.pid_file or server)
+    if measured:
+        print(f"server RSS (MB, all processes) over time: {sampler.timeline()}; peak {sampler.peak:.0f} MB; "
+              f"largest one process: {sampler.peak_per_process:.0f} MB")
+    print(f"exceptions: {len(result.exceptions)}   failed sessions: {len(result.failed)}")
+    for line in (result.exceptions + result.failed)[:10]:
+        print("   ", line[:300])
+    return sampler.peak_per_process < args.rss_budget_mb if measured else True
+
+
+def _on_server(args: argparse.Namespace, scenario: Callable) -> tuple[Optional[Server], Any, RssSampler, bool]:
+    """Run ``scenario(url, args, pids)`` against ``--url``, or a server started here and stopped after.
+
+    Returns (the server started here or None, the scenario's result, its RSS sampler, no server tracebacks)."""
+    server = None if args.url else Server(APP)
+    url = args.url or server.url
+    pids = _pids_from_files(args.pid_file) if args.url else (lambda: [server.process.pid])
+    try:
+        result, sampler = asyncio.run(scenario(url, args, pids))
+        tracebacks_ok = _report_tracebacks(server) if server else True
+    finally:
+        if server:
+            server.stop()
+    return server, result, sampler, tracebacks_ok
+
+
 def run_class(args: argparse.Namespace) -> bool:
     args = argparse.Namespace(**{**vars(args), "duration": 60.0 if args.duration is None else args.duration,
                                  "p95_budget_ms": 150.0 if args.p95_budget_ms is None else args.p95_budget_ms,
                                  "rss_budget_mb": 900.0 if args.rss_budget_mb is None else args.rss_budget_mb})
     print(f"== class: {args.students} students, one change every ~{args.interval:g} s each for "
           f"{args.duration:g} s, over {len(PAGES)} pages" + (f", through {args.url}" if args.url else "") + "\n")
-    server = None if args.url else Server(APP)
-    url = args.url or server.url
-    pids = _pids_from_files(args.pid_file) if args.url else (lambda: [server.process.pid])
-    try:
-        result, sampler = asyncio.run(_class(url, args, pids))
-        tracebacks_ok = _report_tracebacks(server) if server else True
-    finally:
-        if server:
-            server.stop()
+    server, result, sampler, tracebacks_ok = _on_server(args, _class)
     print(f"{'':<14} {'n':>5} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7}")
     print(f"{'first render':<14} {len(result.first):>5} {fmt_ms(result.first)}")
     print(f"{'interaction':<14} {len(result.clicks):>5} {fmt_ms(result.clicks)}")
@@ -715,15 +737,10 @@ def run_class(args: argparse.Namespace) -> bool:
     print(f"of the interactions, {result.fragment_clicks} reran only the step-through (st.fragment), "
           f"{len(result.clicks) - result.fragment_clicks} the whole page")
     print(f"dropped mid-run and came back: {result.dropped}")
-    if args.pid_file or server:
-        print(f"server RSS (MB, all processes) over time: {sampler.timeline()}; peak {sampler.peak:.0f} MB; "
-              f"largest one process: {sampler.peak_per_process:.0f} MB")
-    print(f"exceptions: {len(result.exceptions)}   failed sessions: {len(result.failed)}")
-    for line in (result.exceptions + result.failed)[:10]:
-        print("   ", line[:300])
+    memory_ok = _report_memory_and_errors(args, server, sampler, result)
     p95 = 1000 * pct(result.clicks, .95)
     ok = (p95 < args.p95_budget_ms and not result.exceptions and not result.failed and tracebacks_ok
-          and (sampler.peak_per_process < args.rss_budget_mb if (args.pid_file or server) else True)
+          and memory_ok
           and bool(result.clicks))
     print(f"\nbudget: p95 < {args.p95_budget_ms:g} ms, 0 exceptions, 0 failed, peak RSS < {args.rss_budget_mb:g} MB "
           "per server process"
@@ -923,15 +940,7 @@ def run_training(args: argparse.Namespace) -> bool:
           f"the server's one worker), then for {duration:g} s: {watchers} watch their run (its progress reruns every "
           f"second), {args.students - watchers} click on other pages every ~{args.interval:g} s and look back every "
           "4th time" + (f", through {args.url}" if args.url else "") + "\n")
-    server = None if args.url else Server(APP)
-    url = args.url or server.url
-    pids = _pids_from_files(args.pid_file) if args.url else (lambda: [server.process.pid])
-    try:
-        result, sampler = asyncio.run(_training(url, args, pids))
-        tracebacks_ok = _report_tracebacks(server) if server else True
-    finally:
-        if server:
-            server.stop()
+    server, result, sampler, tracebacks_ok = _on_server(args, _training)
     print(f"{'':<24} {'n':>5} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7}")
     rows = (("first render", result.first), ("set the seed", result.seed), ("Train", result.train),
             ("interaction (budget)", result.clicks))
@@ -968,15 +977,10 @@ def run_training(args: argparse.Namespace) -> bool:
     print(f"runs: {submitted} submitted (one seed each), "
           f"{finals['results']} finished by the end (the last look showed the results); last look: "
           + ", ".join(f"{k} {v}" for k, v in finals.most_common()))
-    if args.pid_file or server:
-        print(f"server RSS (MB, all processes) over time: {sampler.timeline()}; peak {sampler.peak:.0f} MB; "
-              f"largest one process: {sampler.peak_per_process:.0f} MB")
-    print(f"exceptions: {len(result.exceptions)}   failed sessions: {len(result.failed)}")
-    for line in (result.exceptions + result.failed)[:10]:
-        print("   ", line[:300])
+    memory_ok = _report_memory_and_errors(args, server, sampler, result)
     p95 = 1000 * pct(result.clicks, .95)
     ok = (p95 < budget_ms and not result.exceptions and not result.failed and tracebacks_ok
-          and (sampler.peak_per_process < args.rss_budget_mb if (args.pid_file or server) else True)
+          and memory_ok
           and bool(result.clicks) and len(saw) == len(learners) and not order_errors)
     print(f"\nbudget: interaction p95 < {budget_ms:g} ms, 0 exceptions, 0 failed, peak RSS < {args.rss_budget_mb:g} MB "
           "per server process, every student saw their run's progress (in order)"
