@@ -1072,11 +1072,19 @@ def run_browser(args: argparse.Namespace) -> bool:
                         selector_now = selector
                     timed = _click(page, selector_now, watch[name], lost[name])
                     if timed is None and name == "Next":  # the last step: back one (untimed), then Next
-                        _click(page, ".st-key-step_prev button", watch[name], lost[name])
-                        # The step picker can show the new step a frame before Next is enabled again, and on a busy
-                        # machine a late repaint can disable it once more: wait until it is enabled, up to 3 times.
+                        # Previous can itself be disabled for a frame while a repaint is under way (its click is then
+                        # not made, and Next would stay disabled at the last step), and the step picker can show the
+                        # new step a frame before Next is enabled again: so each attempt waits until Previous is
+                        # enabled, clicks it until a run answers it, then waits for Next (up to 3 attempts).
+                        prev = ".st-key-step_prev button"
                         for _attempt in range(3):
-                            expect(page.locator(selector_now)).to_be_enabled(timeout=RUN_TIMEOUT_S * 1000)
+                            expect(page.locator(prev)).to_be_enabled(timeout=RUN_TIMEOUT_S * 1000)
+                            if _click(page, prev, watch[name], lost[name]) is None:
+                                continue  # disabled again at the click: not made, try again
+                            try:
+                                expect(page.locator(selector_now)).to_be_enabled(timeout=RUN_TIMEOUT_S * 1000 / 3)
+                            except AssertionError:
+                                continue  # still at the last step: go back again
                             timed = _click(page, selector_now, watch[name], lost[name])
                             if timed is not None:
                                 break
