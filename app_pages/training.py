@@ -68,13 +68,12 @@ if run.state == "diverged":
                "learning rate η = {eta} is too large for this task, so the run stopped. Try {default}.",
                step=trainer.step + 1, eta=key.learning_rate, default=task.learning_rate), icon=":material/warning:")
 
+fitted = watch.fit_to_run(own, trainer)  # the snapshot, layer and entry this run has, before their widgets
+if fitted:
+    state.update(**fitted)
+    own = state.settings().training
 snapshots = [s.step for s in trainer.snapshots]
 index = watch.snapshot_at(trainer, own.snapshot)
-if snapshots[index] != own.snapshot or own.layer >= task.num_layers or max(own.row, own.col) >= trainer.model.head_dim:
-    state.update(**{"training.snapshot": snapshots[index], "training.layer": min(own.layer, task.num_layers - 1),
-                    "training.row": min(own.row, trainer.model.head_dim - 1),
-                    "training.col": min(own.col, trainer.model.head_dim - 1)})
-    own = state.settings().training
 snapshot = trainer.snapshots[index]
 
 st.header(_("1. The loss and the accuracy"))
@@ -103,7 +102,7 @@ layer_names = [_("Layer {layer}", layer=i + 1) for i in range(task.num_layers)]
 state.bind(st.selectbox, _("Layer to open and to explain below"), "training.layer", options=list(range(task.num_layers)),
            format_func=layer_names.__getitem__)
 try:
-    opened = watch.head_on_self_attention(trainer, snapshot, own.layer)
+    positions = watch.openable_positions(trainer)  # computed only when the button is clicked (training.open_head)
 except InputError as error:  # a model wider than the self-attention pages take: say so, nothing to open
     st.info(widgets.message_markdown(error.message), icon=":material/info:")
 else:
@@ -113,7 +112,7 @@ else:
                  "the example “Your own sentence” (replacing its sentence and your edits there). The Self-attention "
                  "page's scaled scores are this head's; that page has no mask, so its weights also spread over later "
                  "tokens. *The backward pass* page (its causal switch turned on too) masks them as the model does: "
-                 "its P is the pattern above.", n=opened.positions, d=trainer.model.head_dim))
+                 "its P is the pattern above.", n=positions, d=trainer.model.head_dim))
 
 st.header(_("3. One update explained"))
 st.markdown(_("The update right after the snapshot (step {step}), for one weight of the layer chosen above.",

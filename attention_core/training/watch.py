@@ -122,6 +122,33 @@ class OpenedHead:
     weights: torch.Tensor
 
 
+def openable_positions(trainer: Trainer) -> int:
+    """How many of the probe's positions a learned head of ``trainer``'s model opens on the self-attention pages (at
+    most MAX_TOKENS), without computing anything.
+
+    Raises:
+        InputError: the model is wider than the pages' d_model (MAX_DIM) or has more than one head, field
+            "training.layer".
+    """
+    d_model = trainer.model.num_heads * trainer.model.head_dim
+    if d_model > MAX_DIM or trainer.model.num_heads != 1:
+        raise InputError(N_("This task's model is {width} wide; the self-attention pages take d_model up to {high}. "
+                            "Open a head of a one-layer task instead (16 wide)."),
+                         field="training.layer", width=d_model, high=MAX_DIM)
+    return min(trainer.task.context, MAX_TOKENS)
+
+
+def fit_to_run(own: TrainingSettings, trainer: Trainer) -> dict[str, object]:
+    """The changes (by settings path; empty when none) that put the page's settings ``own`` on what ``trainer``'s run
+    has: the snapshot on its nearest at or before it, the layer and the explained entry inside its model."""
+    snapshot = trainer.snapshots[snapshot_at(trainer, own.snapshot)].step
+    last_layer, last_entry = trainer.task.num_layers - 1, trainer.model.head_dim - 1
+    fitted = {"training.snapshot": snapshot, "training.layer": min(own.layer, last_layer),
+              "training.row": min(own.row, last_entry), "training.col": min(own.col, last_entry)}
+    return {} if fitted == {"training.snapshot": own.snapshot, "training.layer": own.layer,
+                            "training.row": own.row, "training.col": own.col} else fitted
+
+
 def head_on_self_attention(trainer: Trainer, snapshot: Snapshot, layer: int) -> OpenedHead:
     """The learned layer ``layer`` at ``snapshot`` as the self-attention pages' sentence and matrices: X = the
     layer's input on the probe (the embeddings for layer 1), W_q, W_k, W_v its weights (D × D, one head, so
@@ -129,15 +156,11 @@ def head_on_self_attention(trainer: Trainer, snapshot: Snapshot, layer: int) -> 
     longer probe keep exactly their weights.
 
     Raises:
-        InputError: the model is wider than the pages' d_model (MAX_DIM), field "training.layer".
+        InputError: see :func:`openable_positions`.
     """
-    d_model = trainer.model.num_heads * trainer.model.head_dim
-    if d_model > MAX_DIM or trainer.model.num_heads != 1:
-        raise InputError(N_("This task's model is {width} wide; the self-attention pages take d_model up to {high}. "
-                            "Open a head of a one-layer task instead (16 wide)."),
-                         field="training.layer", width=d_model, high=MAX_DIM)
+    n = openable_positions(trainer)
+    d_model = trainer.model.head_dim
     at = trainer.at(snapshot)
-    n = min(trainer.task.context, MAX_TOKENS)
     x = at.layer_inputs(trainer.probe.tokens)[layer][0, :n]  # (n, D)
     matrices = {"x": x, "w_query": at.model.w_query[layer], "w_key": at.model.w_key[layer],
                 "w_value": at.model.w_value[layer]}

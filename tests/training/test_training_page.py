@@ -221,3 +221,15 @@ def test_after_a_page_switch_the_runs_widgets_show_what_the_page_computes_with()
     assert at.selectbox(key="setting_training.row").value == 3
     assert any(m.value.startswith("At step 25:") for m in at.markdown)
     assert "\\left(W^{(1)}_{q}\\right)_{4,1}" in latex(at)
+
+
+def test_settings_are_fitted_to_the_run_and_left_alone_once_they_fit(previous):
+    from attention_core.training.watch import TrainingSettings
+
+    wide = TrainingSettings(task="previous", snapshot=5000, layer=1, row=40, col=3)
+    fitted = watch.fit_to_run(wide, previous)
+    assert fitted == {"training.snapshot": 150, "training.layer": 0, "training.row": 15, "training.col": 3}
+    assert watch.fit_to_run(TrainingSettings(task="previous", snapshot=50, layer=0, row=15, col=3), previous) == {}
+    assert watch.fit_to_run(TrainingSettings(task="previous", snapshot=60, layer=0), previous) == {
+        "training.snapshot": 50, "training.layer": 0, "training.row": 0, "training.col": 0}
+    assert watch.openable_positions(previous) == 8
