@@ -180,8 +180,7 @@ class Trainer:
         """A new run that stands where this one stood at ``snapshot`` (its model, Adam's state, its next batch):
         advancing it makes the same updates as this run did from there. It keeps the losses up to that step and
         no snapshots; this run is not touched."""
-        model = AttentionOnly(self.task.vocab, self.task.context, self.model.num_heads * self.model.head_dim,
-                              self.task.num_layers, self.task.num_heads, torch.Generator().manual_seed(self.seed))
+        model = copy.deepcopy(self.model)  # the same architecture; its weights are the snapshot's just below
         model.load_state_dict(snapshot.checkpoint.model)
         optimizer = torch.optim.Adam(model.parameters(), lr=self.learning_rate)
         optimizer.load_state_dict(copy.deepcopy(snapshot.checkpoint.optimizer))
