@@ -4,8 +4,6 @@ The model (6 layers × 12 heads, BERT) is loaded on the first visit to this page
 server (``ui.model_data``); the other pages never import transformers.
 """
 
-import re
-
 import streamlit as st
 
 from attention_core.errors import N_, InputError
@@ -30,17 +28,6 @@ EXPLAIN = {
     "output": N_("Row i is token i's context vector from this head (32 wide). The layer concatenates its 12 heads' "
                  "outputs (12 × 32 = 384) and mixes them with its output projection."),
 }
-
-
-def code_span(token: str) -> str:
-    """A WordPiece token as Markdown inline code, shown literally.
-
-    A token may itself contain backticks: the fence is then one backtick longer than its longest run.
-    """
-    if "`" not in token:
-        return f"`{token}`"
-    fence = "`" * (max(len(run) for run in re.findall(r"`+", token)) + 1)
-    return f"{fence} {token} {fence}"
 
 
 st.title(_("Inside a trained model"))
@@ -91,7 +78,7 @@ if encoding.unknown:
               n=encoding.unknown), icon=":material/help:")
 
 st.subheader(_("{n} WordPiece tokens", n=encoding.n))
-st.markdown(" ".join(f"{i + 1}\u00a0{code_span(t)}" for i, t in enumerate(encoding.tokens)))
+st.markdown(" ".join(f"{i + 1}\u00a0{widgets.code_span(t)}" for i, t in enumerate(encoding.tokens)))
 st.caption(_("[CLS] starts every input and [SEP] ends it (Devlin et al. 2019). A word the vocabulary lacks is "
              "split into pieces; a piece that continues a word starts with ##. The text is lower-cased."))
 

@@ -81,6 +81,17 @@ MODEL_MAX_TOKENS = 128
 #: The most [PAD] tokens a user can append to show the padding mask at work.
 MODEL_MAX_PADDING = 8
 
+# ---------------------------------------------------------------- the modern language model (SmolLM2-135M-Instruct)
+
+#: Its layers, query heads, key/value heads, head_dim and hidden size (attention_core/trained_model/smollm2.py).
+MODERN_LM_LAYERS, MODERN_LM_HEADS, MODERN_LM_KV_HEADS, MODERN_LM_HEAD_DIM, MODERN_LM_WIDTH = 30, 9, 3, 64, 576
+#: The most tokens the page feeds it, chat template included (a longer prompt is cut, with a message).
+MODERN_LM_MAX_TOKENS = 256
+#: The most characters of a prompt that are tokenised (the text area's limit; a link's longer text is cut).
+MODERN_LM_MAX_CHARS = 4000
+#: The most tokens the page generates after the prompt, one at a time.
+MODERN_LM_MAX_NEW_TOKENS = 12
+
 # ---------------------------------------------------------------- the experiment pages
 
 #: Why √d_k: S, the (q, k) pairs sampled per d_k, and n, the keys each sampled query meets.

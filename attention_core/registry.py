@@ -26,6 +26,7 @@ from attention_core.multi_head.walkthrough import MULTI_HEAD
 from attention_core.page import SECTIONS, Page
 from attention_core.self_attention.walkthrough import NO_WEIGHTS, SELF_ATTENTION_PAGE, TOKENS
 from attention_core.trained_model.formulas import TRAINED_MODEL
+from attention_core.trained_model.modern_lm_walkthrough import MODERN_LM
 from attention_core.training.watch import TRAINING
 from attention_core.transformer.generation_walkthrough import GENERATION_PAGE
 from attention_core.transformer.walkthrough import ENCODER_BLOCK
@@ -56,6 +57,7 @@ PAGES: tuple[Page, ...] = (
     SLIDING_WINDOW,
     FLASH_ATTENTION,
     TRAINED_MODEL,
+    MODERN_LM,
     BACKWARD,
     BACKWARD_MULTI_HEAD,
     TRAINING,

@@ -114,10 +114,14 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "training.snapshot": (0, 5000, "The snapshot's step"),
     "training.row": (0, 31, "The weight's row"),
     "training.col": (0, 31, "The weight's column"),
+    "modern_lm.generated": (0, 12, "The number of generated tokens"),
+    "modern_lm.entry_row": (0, 255, "The entry's row"),
+    "modern_lm.entry_col": (0, 575, "The entry's column"),
 }
 
 #: The model's layer and head: (count, the word in the message).
-ONE_BASED = {"trained_model.layer": (6, "layer"), "trained_model.head": (12, "head"), "training.layer": (2, "layer")}
+ONE_BASED = {"trained_model.layer": (6, "layer"), "trained_model.head": (12, "head"), "training.layer": (2, "layer"),
+             "modern_lm.layer": (30, "layer"), "modern_lm.head": (9, "head")}
 
 #: (value given, value after validation, the message or None), written out per real-valued field.
 FLOAT_CASES: dict[str, list[tuple[Any, float, Optional[str]]]] = {

@@ -61,8 +61,8 @@ def head_pictures(attentions: np.ndarray) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False)
-def _grid_spec(head_title: str, layer_title: str) -> dict:
-    """The grid's spec with its (translated) axis titles; cached once per language."""
+def _grid_spec(head_title: str, layer_title: str, height: int = 6 * GRID_CELL_PX) -> dict:
+    """The grid's spec with its (translated) axis titles and its height in pixels; cached once per language."""
     x = alt.X("head:O", title=head_title, axis=alt.Axis(orient="top", labelAngle=0))
     y = alt.Y("layer:O", title=layer_title)
     base = alt.Chart().encode(x=x, y=y)
@@ -75,7 +75,7 @@ def _grid_spec(head_title: str, layer_title: str) -> dict:
         shape="square", filled=False, color="#d62728", strokeWidth=5, opacity=1,
         size=alt.ExprRef("pow(0.9 * min(bandwidth('x'), bandwidth('y')) + 8, 2)"))  # size = area in px²
     chart = alt.layer(pictures, outline).properties(
-        width="container", height=6 * GRID_CELL_PX
+        width="container", height=height
     ).configure_axis(labelFontSize=16, titleFontSize=16, grid=False, domain=False, ticks=False
                      ).configure_view(strokeWidth=0)
     chart = chart.add_params(alt.selection_point(name="head_pick", fields=["layer", "head"], on="click"))
@@ -87,7 +87,7 @@ def _grid_spec(head_title: str, layer_title: str) -> dict:
 
 
 def head_grid(pictures: pd.DataFrame, selected: tuple[int, int], *, key: str,
-              on_pick: Callable[[int, int], None], focus=None) -> None:
+              on_pick: Callable[[int, int], None], focus=None, row_px: int = GRID_CELL_PX) -> None:
     """Every head as a small picture; clicking one calls ``on_pick(layer, head)`` (0-based).
 
     Args:
@@ -95,10 +95,11 @@ def head_grid(pictures: pd.DataFrame, selected: tuple[int, int], *, key: str,
         selected: the open head (layer, head), 0-based; outlined in red.
         focus: optional (L, H) numbers, each head's mean largest weight (``head_findings.head_focus``): the grid's
             table (under it when the *tables* switch is on) and its description.
+        row_px: a layer's row height in pixels (the pictures are at most this tall).
     """
     df = pictures.assign(selected=(pictures["layer"] == selected[0] + 1) & (pictures["head"] == selected[1] + 1))
-    layers, heads = int(pictures["layer"].max()), int(pictures["head"].max())
-    spec = {**_grid_spec(_("head"), _("layer")),
+    layers, heads = int(pictures["layer"].max()), pictures["head"].nunique()
+    spec = {**_grid_spec(_("head"), _("layer"), layers * row_px),
             "description": _("Grid of {layers} layers × {heads} heads: each picture is one head's attention weights "
                              "(darker: more weight). Click one to open it.", layers=layers, heads=heads)
             + ("" if focus is None else " " + _("Its table gives each head's focus: the mean over the tokens of the "

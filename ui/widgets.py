@@ -48,6 +48,17 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
+def code_span(token: str) -> str:
+    """A token (WordPiece, byte-level BPE) as Markdown inline code, shown literally.
+
+    A token may itself contain backticks: the fence is then one backtick longer than its longest run.
+    """
+    if "`" not in token:
+        return f"`{token}`"
+    fence = "`" * (max(len(run) for run in re.findall(r"`+", token)) + 1)
+    return f"{fence} {token} {fence}"
+
+
 def number_help() -> str:
     """How every box that takes numbers as text reads them (``attention_core.inputs.numbers``)."""
     return _("A decimal comma (0,25), the minus sign − and full-width digits are read too.")
@@ -207,9 +218,11 @@ def table(matrix, row_labels: Sequence[str], col_labels: Sequence[str], key: str
                  column_config={c: st.column_config.NumberColumn(c, format="%.4g") for c in cols})
 
 
-def text_table(cells: Sequence[Sequence[str]], row_labels: Sequence[str], col_labels: Sequence[str], key: str) -> None:
-    """Like :func:`table`, for a picture whose cells are not numbers (an image's colours as "(r, g, b)")."""
-    if not state.settings().tables:
+def text_table(cells: Sequence[Sequence[str]], row_labels: Sequence[str], col_labels: Sequence[str], key: str,
+               always: bool = False) -> None:
+    """Like :func:`table`, for a picture whose cells are not numbers (an image's colours as "(r, g, b)"); with
+    ``always``, shown whether or not the *tables* switch is on (a table that is the view itself)."""
+    if not (always or state.settings().tables):
         return
     st.dataframe(pd.DataFrame([list(row) for row in cells], index=list(row_labels), columns=list(col_labels)),
                  key=f"table_{key}")

@@ -96,6 +96,18 @@ def _trained_head():
 CASES["trained_model_with_padding"] = (_trained_head, "trained_model")
 
 
+def _modern_lm_head():
+    from attention_core.trained_model import modern_lm
+    from ui import lm_data
+
+    decoder = lm_data.decoder()  # one load per test process, shared with the pages under AppTest
+    run = modern_lm.run_model(decoder, modern_lm.encode_prompt(decoder, "The capital of France is"))
+    return modern_lm.head(decoder, run, 17, 4)
+
+
+CASES["modern_lm_layer_18_head_5"] = (_modern_lm_head, "modern_lm")
+
+
 def run(source: str, tmp_path, name: str = "export.py") -> subprocess.CompletedProcess:
     path = tmp_path / name
     path.write_text(source, encoding="utf-8")

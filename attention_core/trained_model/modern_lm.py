@@ -1,0 +1,339 @@
+r"""What the "Inside a modern language model" page measures on the learner's prompt with SmolLM2-135M-Instruct
+(:mod:`attention_core.trained_model.smollm2`): the prompt's tokens (with or without the chat template), one forward
+pass with every head's pattern summarised, the next-token distribution at a temperature, greedy generation with the
+KV cache's size, and the heads' patterns (previous token, first token, own token).
+
+Sources: the causal decoder and its next-token softmax, Radford et al. 2018/2019; softmax with temperature,
+p_v = e^{z_v / τ} / Σ_u e^{z_u / τ} (Hinton et al. 2015, eq. 1); the KV cache's size, 2 · L · G · d · T numbers
+(keys and values of G key/value heads per layer: grouped-query attention, Ainslie et al. 2023, sec. 2); the
+attention sink, Xiao et al. 2023 ("Efficient Streaming Language Models with Attention Sinks"), sec. 3.1.
+
+Shape legend: T tokens of the prompt, D = hidden size (576), L layers (30), H query heads (9), G key/value heads
+(3), d = head_dim (64), V vocabulary (49152), K = the top-k shown (10), P = a head picture's side (pixels).
+Everything is float32 on the CPU; token ids are int64.
+
+Errors: :class:`~attention_core.errors.InputError` for an empty prompt (field "modern_lm.prompt"); the model's own
+errors (package missing, file altered) come from :func:`smollm2.load_decoder`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+
+from attention_core.errors import N_, InputError
+from attention_core.limits import MODERN_LM_MAX_CHARS, MODERN_LM_MAX_TOKENS
+from attention_core.trained_model.smollm2 import Decoder, DecoderHeadStep, DecoderRun, head_step
+
+#: How many of the most likely next tokens the page lists.
+TOP_K = 10
+#: A head's picture in the grid is at most P × P pixels: longer prompts are averaged over blocks of tokens.
+PICTURE = 32
+#: The head patterns measured on the prompt: key -> (title, what a high score means), marked for translation.
+PATTERNS: dict[str, tuple[str, str]] = {
+    "previous": (N_("Previous token"), N_("each token looks at the token just before it")),
+    "first": (N_("First token (attention sink)"), N_("each token puts its weight on the prompt's first token")),
+    "current": (N_("Own token"), N_("each token looks at itself")),
+}
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The prompt as the model reads it.
+
+    Attributes:
+        ids: (T,) int64 token ids. tokens: the T tokens as text (each id decoded on its own).
+        chat_template: whether the model's chat template wrapped the text (system, user and assistant turns).
+        text_tokens: how many tokens the learner's text has on its own (before any cut).
+        kept_tokens: how many of them the model reads (fewer when the prompt was cut to ``MODERN_LM_MAX_TOKENS``).
+        chars_cut: whether the text was longer than ``MODERN_LM_MAX_CHARS`` (only its start was tokenised).
+    """
+
+    ids: torch.Tensor
+    tokens: tuple[str, ...]
+    chat_template: bool
+    text_tokens: int
+    kept_tokens: int
+    chars_cut: bool
+
+    @property
+    def cut(self) -> bool:
+        """Whether some of the text's tokens were left out."""
+        return self.kept_tokens < self.text_tokens
+
+
+def _template(decoder: Decoder, text: str) -> list[int]:
+    out = decoder.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
+                                                tokenize=True)
+    return list(out["input_ids"] if hasattr(out, "keys") else out)
+
+
+def encode_prompt(decoder: Decoder, text: str, chat_template: bool = False,
+                  max_tokens: int = MODERN_LM_MAX_TOKENS) -> Prompt:
+    """Tokenise ``text`` with the model's byte-level BPE (any script, emoji included), optionally inside the chat
+    template, cut to ``max_tokens`` tokens in all (the text's end is cut; the template's turns are kept).
+
+    Raises:
+        InputError: an empty prompt, or one of spaces only with the template off (field "modern_lm.prompt").
+    """
+    chars_cut = len(text) > MODERN_LM_MAX_CHARS
+    text = text[:MODERN_LM_MAX_CHARS]
+    text_ids = decoder.tokenizer(text, add_special_tokens=False)["input_ids"]
+    if not text.strip():
+        raise InputError(N_("Type a prompt: the model needs at least one token to predict the next one."),
+                         field="modern_lm.prompt")
+    kept = len(text_ids)
+    if chat_template:
+        overhead = len(_template(decoder, ""))
+        kept = min(kept, max(max_tokens - overhead, 1))
+        ids = _template(decoder, decoder.tokenizer.decode(text_ids[:kept]))
+        while len(ids) > max_tokens and kept > 1:  # decoding then encoding may merge pieces differently
+            kept -= 1
+            ids = _template(decoder, decoder.tokenizer.decode(text_ids[:kept]))
+    else:
+        kept = min(kept, max_tokens)
+        ids = text_ids[:kept]
+    tokens = tuple(decoder.tokenizer.decode([i]) for i in ids)
+    return Prompt(ids=torch.tensor(ids, dtype=torch.int64), tokens=tokens, chat_template=chat_template,
+                  text_tokens=len(text_ids), kept_tokens=kept, chars_cut=chars_cut)
+
+
+def token_labels(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    """Row and column labels "1 The", "2 ␣capital", ...: 1-based positions, spaces shown as ␣ and line breaks as ↵
+    (byte-level BPE keeps a word's leading space in its token)."""
+    return tuple(f"{i + 1} {t.replace(' ', '␣').replace(chr(10), '↵')}" for i, t in enumerate(tokens))
+
+
+@dataclass(frozen=True)
+class LmRun:
+    """The model on the prompt: what every view of the page reads.
+
+    Attributes:
+        prompt: the :class:`Prompt`.
+        hidden_states: (L + 1, T, D) the embeddings, then every layer's output (layer ℓ's input is row ℓ).
+        logits: (V,) the last position's logits (the next token's scores).
+        patterns: key of :data:`PATTERNS` -> (L, H): each head's mean weight on that key over the rows that have it
+            (previous: rows 2…T; first: rows 2…T; own: every row). Unitless, in [0, 1].
+        baselines: the same key -> the score a head spreading its weight evenly over the keys it may see would get.
+        pictures: (L, H, P', P') each head's weights (P' = min(T, PICTURE); block means when T > PICTURE).
+        sink: the share of all weight (every head, rows 2…T) on the first token; ``baselines["first"]`` for uniform.
+    """
+
+    prompt: Prompt
+    hidden_states: torch.Tensor
+    logits: torch.Tensor
+    patterns: dict[str, torch.Tensor]
+    baselines: dict[str, float]
+    pictures: torch.Tensor
+    sink: float
+
+    def as_decoder_run(self) -> DecoderRun:
+        """The run in :func:`smollm2.head_step`'s terms (no stored attentions: the step recomputes its head)."""
+        return DecoderRun(input_ids=self.prompt.ids, tokens=self.prompt.tokens, hidden_states=self.hidden_states,
+                          attentions=torch.empty(0), next_token_probs=torch.softmax(self.logits, -1))
+
+
+def _summaries(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(previous, first, own, picture) of one layer's weights (H, T, T): vectorised, no loop over T × T."""
+    t = weights.shape[-1]
+    rows = torch.arange(1, t)
+    previous = weights[:, rows, rows - 1].mean(-1) if t > 1 else torch.zeros(weights.shape[0])
+    first = weights[:, 1:, 0].mean(-1) if t > 1 else torch.zeros(weights.shape[0])
+    own = weights.diagonal(dim1=-2, dim2=-1).mean(-1)
+    side = min(t, PICTURE)
+    picture = F.adaptive_avg_pool2d(weights, side) if t > side else weights.clone()
+    return previous, first, own, picture
+
+
+def run_model(decoder: Decoder, prompt: Prompt) -> LmRun:
+    """One forward pass of the model on the prompt; each layer's weights are summarised as they are made (a forward
+    hook on its attention module), so the (L, H, T, T) weights are never all held at once.
+    """
+    summaries: list[tuple[torch.Tensor, ...]] = []
+
+    def keep(_module, _args, output) -> None:
+        summaries.append(_summaries(output[1][0].detach()))
+
+    hooks = [layer.self_attn.register_forward_hook(keep) for layer in decoder.model.model.layers]
+    try:
+        with torch.no_grad():
+            out = decoder.model(input_ids=prompt.ids[None], output_hidden_states=True, use_cache=False)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    previous, first, own, pictures = (torch.stack(parts) for parts in zip(*summaries))
+    t = len(prompt.ids)
+    uniform_first = sum(1 / (i + 1) for i in range(1, t)) / (t - 1) if t > 1 else 1.0
+    uniform_own = sum(1 / (i + 1) for i in range(t)) / t
+    return LmRun(prompt=prompt, hidden_states=torch.stack(out.hidden_states)[:, 0], logits=out.logits[0, -1],
+                 patterns={"previous": previous, "first": first, "current": own},
+                 baselines={"previous": uniform_first, "first": uniform_first, "current": uniform_own},
+                 pictures=pictures, sink=float(first.mean()))
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The heads that follow one pattern most on the prompt.
+
+    Attributes:
+        key: a key of :data:`PATTERNS`. top: ((layer, head, score), ...) the 3 highest, 0-based, best first.
+        baseline: what an evenly spreading head would score.
+    """
+
+    key: str
+    top: tuple[tuple[int, int, float], ...]
+    baseline: float
+
+
+def findings(run: LmRun, count: int = 3) -> tuple[Finding, ...]:
+    """For each pattern the ``count`` heads that follow it most (ties: the lower layer, then head, first)."""
+    out = []
+    for key, scores in run.patterns.items():
+        flat = scores.flatten()
+        order = sorted(range(flat.numel()), key=lambda n: (-float(flat[n]), n))[:count]
+        heads = scores.shape[1]
+        out.append(Finding(key, tuple((n // heads, n % heads, float(flat[n])) for n in order), run.baselines[key]))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class NextTokens:
+    """The next-token distribution at temperature τ.
+
+    Attributes:
+        temperature: τ. ids: (K,) the K most likely tokens, most likely first. tokens: them as text.
+        probabilities: (K,) their probabilities softmax(z / τ), in [0, 1]. logits: (K,) their logits z.
+        rest: the probability of every other token together.
+    """
+
+    temperature: float
+    ids: torch.Tensor
+    tokens: tuple[str, ...]
+    probabilities: torch.Tensor
+    logits: torch.Tensor
+    rest: float
+
+
+def next_tokens(decoder: Decoder, logits: torch.Tensor, temperature: float = 1.0, k: int = TOP_K) -> NextTokens:
+    """The top ``k`` of softmax(z / τ) over the vocabulary (Hinton et al. 2015, eq. 1).
+
+    Raises:
+        InputError: τ not positive and finite (field "temperature.tau").
+    """
+    if not (math.isfinite(temperature) and temperature > 0):
+        raise InputError(N_("The temperature must be a positive number; got {tau}."), field="temperature.tau",
+                         tau=temperature)
+    probabilities = torch.softmax(logits / temperature, dim=-1)
+    top = torch.topk(probabilities, k)
+    return NextTokens(temperature=temperature, ids=top.indices, tokens=tuple(decoder.tokenizer.decode([int(i)])
+                                                                            for i in top.indices),
+                      probabilities=top.values, logits=logits[top.indices], rest=float(1 - top.values.sum()))
+
+
+def kv_cache_bytes(decoder: Decoder, tokens: int, kv_heads: Optional[int] = None, bytes_per_number: int = 4) -> int:
+    """The KV cache's size for ``tokens`` positions: keys and values of every layer's key/value heads,
+    2 · L · G · d · T numbers of ``bytes_per_number`` bytes (float32: 4). With ``kv_heads`` = H: as without GQA."""
+    groups = decoder.num_kv_heads if kv_heads is None else kv_heads
+    return 2 * decoder.num_layers * groups * decoder.head_dim * tokens * bytes_per_number
+
+
+@dataclass(frozen=True)
+class GenerationStep:
+    """One generated token.
+
+    Attributes:
+        token_id, token: the token chosen (the most likely: greedy decoding). probability: its p at τ = 1.
+        cache_tokens: the positions in the KV cache after this step (the prompt and every token fed so far).
+        cache_bytes: the cache's size then, measured on the model's own cache object (float32).
+    """
+
+    token_id: int
+    token: str
+    probability: float
+    cache_tokens: int
+    cache_bytes: int
+
+
+def _cache_size(cache) -> tuple[int, int]:
+    """(positions, bytes) of a transformers ``DynamicCache``."""
+    layers = cache.layers
+    size = sum(t.numel() * t.element_size() for layer in layers for t in (layer.keys, layer.values))
+    return int(layers[0].keys.shape[-2]), int(size)
+
+
+def generate(decoder: Decoder, prompt: Prompt, count: int) -> tuple[GenerationStep, ...]:
+    """``count`` tokens after the prompt by greedy decoding, one at a time with the model's KV cache: the prompt is
+    read once, then each step feeds only the new token, its queries attending the cached keys and values.
+
+    Returns one :class:`GenerationStep` per token (the cache holds T + n − 1 positions after the n-th, since the
+    n-th token itself is fed at the next step).
+    """
+    steps: list[GenerationStep] = []
+    with torch.no_grad():
+        out = decoder.model(input_ids=prompt.ids[None], use_cache=True)
+        for n in range(count):
+            probabilities = torch.softmax(out.logits[0, -1], dim=-1)
+            token = int(torch.argmax(probabilities))
+            positions, size = _cache_size(out.past_key_values)
+            steps.append(GenerationStep(token, decoder.tokenizer.decode([token]), float(probabilities[token]),
+                                        positions, size))
+            if n + 1 < count:
+                out = decoder.model(input_ids=torch.tensor([[token]]), past_key_values=out.past_key_values,
+                                    use_cache=True)
+    return tuple(steps)
+
+
+@dataclass(frozen=True)
+class LmHeadStep(DecoderHeadStep):
+    """One query head step by step (:func:`smollm2.head_step`'s fields) with what the page checks it against.
+
+    Attributes (besides :class:`~attention_core.trained_model.smollm2.DecoderHeadStep`'s):
+        tokens: the T tokens. rms_eps: RMSNorm's ε.
+        model_weights: (T, T) the model's own attention probabilities of this head (:func:`layer_reference`).
+        model_output: (T, D) the model's attention output of the layer (after o_proj).
+        heads_sum: (T, D) our 9 heads' shares O^{(r)} summed (should equal ``model_output``).
+    """
+
+    tokens: tuple[str, ...] = ()
+    rms_eps: float = 0.0
+    model_weights: torch.Tensor = None  # type: ignore[assignment]
+    model_output: torch.Tensor = None  # type: ignore[assignment]
+    heads_sum: torch.Tensor = None  # type: ignore[assignment]
+
+
+def layer_reference(decoder: Decoder, run: DecoderRun, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The model's own code on layer ``layer``'s input: transformers' ``LlamaAttention`` (eager) after the layer's
+    RMSNorm, with the model's rotary embedding and an additive causal mask.
+
+    Returns:
+        (weights (H, T, T), output (T, D)): its attention probabilities and its output (after o_proj).
+    """
+    block = decoder.model.model.layers[layer]
+    x = run.hidden_states[layer][None]  # (1, T, D)
+    t = x.shape[1]
+    with torch.no_grad():
+        cos_sin = decoder.model.model.rotary_emb(x, torch.arange(t)[None])
+        mask = torch.full((t, t), float("-inf")).triu(1)[None, None]  # (1, 1, T, T): 0 on and below the diagonal
+        output, weights = block.self_attn(hidden_states=block.input_layernorm(x), position_embeddings=cos_sin,
+                                          attention_mask=mask)
+    return weights[0], output[0]
+
+
+def head(decoder: Decoder, run: LmRun, layer: int, head: int) -> LmHeadStep:
+    """Query head ``head`` of layer ``layer`` step by step (:func:`smollm2.head_step`), with the model's own weights
+    and the layer's output to check it against, and the sum of every head's share of that output.
+
+    Raises:
+        InputError: no such layer or head (see :func:`smollm2.head_step`).
+    """
+    decoder_run = run.as_decoder_run()
+    step = head_step(decoder, decoder_run, layer, head)
+    weights, output = layer_reference(decoder, decoder_run, layer)
+    heads_sum = sum(head_step(decoder, decoder_run, layer, r).projected if r != head else step.projected
+                    for r in range(decoder.num_heads))
+    return LmHeadStep(**{f.name: getattr(step, f.name) for f in fields(step)}, tokens=run.prompt.tokens,
+                      rms_eps=decoder.rms_eps, model_weights=weights[head], model_output=output, heads_sum=heads_sum)

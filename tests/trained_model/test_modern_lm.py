@@ -1,0 +1,239 @@
+"""The "Inside a modern language model" page on SmolLM2-135M-Instruct: its measurements against the model's own
+outputs (hidden states, attentions, greedy generation, the KV cache), the step-through against the model's own
+attention code, every stage's entries and exercises, and the page under AppTest (every stage in both languages,
+bad prompts, the package missing, the page turned off)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import APP, errors, warnings
+from streamlit.testing.v1 import AppTest
+from test_practice import _check_stage
+from test_stepthrough import result_of, step_through_every_stage
+
+from attention_core import registry
+from attention_core.errors import InputError, Message
+from attention_core.limits import MODERN_LM_MAX_TOKENS
+from attention_core.trained_model import modern_lm, smollm2
+from attention_core.trained_model.modern_lm_walkthrough import MODERN_LM, entry_latex, modern_lm_steps, stage_matrix
+
+PROMPTS = ["The capital of France is", "猫坐在垫子上。 🐈 ¿Qué? " * 3, "one two three four five six " * 8]
+
+
+@pytest.fixture(scope="module")
+def decoder():
+    from ui import lm_data
+
+    return lm_data.decoder()  # one load per test process, shared with the page under AppTest
+
+
+@pytest.fixture(scope="module")
+def runs(decoder):
+    return {text: modern_lm.run_model(decoder, modern_lm.encode_prompt(decoder, text)) for text in PROMPTS}
+
+
+@pytest.mark.parametrize("text", PROMPTS)
+def test_the_run_holds_the_models_hidden_states_and_each_heads_patterns(decoder, runs, text):
+    run, reference = runs[text], smollm2.run_prompt(decoder, text)
+    assert torch.equal(run.prompt.ids, reference.input_ids) and run.prompt.tokens == reference.tokens
+    torch.testing.assert_close(run.hidden_states, reference.hidden_states, rtol=0, atol=1e-5)
+    torch.testing.assert_close(torch.softmax(run.logits, -1), reference.next_token_probs, rtol=0, atol=1e-6)
+    weights = reference.attentions  # (L, H, T, T), as the model reports them
+    t = weights.shape[-1]
+    rows = torch.arange(1, t)
+    torch.testing.assert_close(run.patterns["previous"], weights[..., rows, rows - 1].mean(-1))
+    torch.testing.assert_close(run.patterns["first"], weights[..., 1:, 0].mean(-1))
+    torch.testing.assert_close(run.patterns["current"], weights.diagonal(dim1=-2, dim2=-1).mean(-1))
+    assert run.sink == pytest.approx(float(weights[..., 1:, 0].mean()), abs=1e-6)
+    assert run.baselines["first"] == pytest.approx(sum(1 / (i + 1) for i in range(1, t)) / (t - 1))
+    expected = weights if t <= modern_lm.PICTURE else F.adaptive_avg_pool2d(weights, modern_lm.PICTURE)
+    torch.testing.assert_close(run.pictures, expected, rtol=0, atol=1e-6)
+
+
+def test_the_findings_name_the_strongest_heads(runs):
+    run = runs[PROMPTS[0]]
+    for finding in modern_lm.findings(run):
+        scores = run.patterns[finding.key]
+        layer, head, score = finding.top[0]
+        assert score == pytest.approx(float(scores.max())) and float(scores[layer, head]) == score
+        assert [s for _l, _h, s in finding.top] == sorted((s for _l, _h, s in finding.top), reverse=True)
+    # on the default prompt the sink is real: far more weight on the first token than an even spread gives it
+    assert run.sink > 2 * run.baselines["first"]
+
+
+@pytest.mark.parametrize("layer, head", [(0, 0), (5, 4), (18, 8), (29, 2)])
+@pytest.mark.parametrize("text", PROMPTS[:2])
+def test_the_step_through_equals_the_models_own_attention_and_output(decoder, runs, text, layer, head):
+    step = modern_lm.head(decoder, runs[text], layer, head)
+    reference = smollm2.run_prompt(decoder, text)
+    torch.testing.assert_close(step.model_weights, reference.attentions[layer, head], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(step.weights, reference.attentions[layer, head], rtol=1e-4, atol=1e-5)
+    assert step.kv_head == head // 3
+    checks = modern_lm_steps(step, "weights").checks
+    assert len(checks) == 2 and all(check.matches for check in checks), checks
+    assert max(check.max_abs_diff for check in checks) < 1e-4
+
+
+def test_a_check_fails_when_the_numbers_differ(decoder, runs):
+    step = modern_lm.head(decoder, runs[PROMPTS[0]], 3, 1)
+    import dataclasses
+
+    wrong = dataclasses.replace(step, weights=step.weights + 1e-3 * torch.eye(len(step.tokens)))
+    assert not modern_lm_steps(wrong, "weights").checks[0].matches
+
+
+def test_every_stage_explains_its_entries_ending_with_the_panels_number(decoder, runs):
+    step = modern_lm.head(decoder, runs[PROMPTS[0]], 12, 6)
+    t = len(step.tokens)
+    for stage in MODERN_LM.stages:
+        matrix = stage_matrix(step, stage)
+        for row, col in ((t - 1, 0), (2, 1), (t - 1, matrix.shape[1] - 1)):
+            text = entry_latex(step, stage, row, col, Message)
+            value = float(matrix[row, col])
+            if stage == "masked_scores" and math.isinf(value):
+                assert r"-\infty" in text, text
+            elif stage == "rope_query" or stage == "rope_key":
+                assert result_of(text.split(r"\qquad")[0]) == pytest.approx(value, rel=1e-3, abs=1e-4), (stage, text)
+            else:
+                assert result_of(text) == pytest.approx(value, rel=1e-3, abs=1e-4), (stage, row, col, text)
+        with pytest.raises(IndexError):
+            entry_latex(step, stage, t, 0)
+
+
+def test_the_exercises_grade_answers_and_name_mistakes(decoder, runs):
+    step = modern_lm.head(decoder, runs[PROMPTS[0]], 2, 2)
+    seen: dict[str, int] = {}
+    asked = {stage: _check_stage(stage, modern_lm_steps(step, stage), seen) for stage in MODERN_LM.stages}
+    assert {stage for stage, n in asked.items() if n} == {"scaled_scores", "weights", "output"}
+    assert {"no_scale", "scale_d_k", "softmax_column", "max_not_sum"} <= set(seen)
+
+
+def test_the_next_token_distribution_at_a_temperature(decoder, runs):
+    run = runs[PROMPTS[0]]
+    top = modern_lm.next_tokens(decoder, run.logits, 1.0)
+    assert top.tokens[0] == " Paris" and float(top.probabilities[0]) > 0.5
+    full = torch.softmax(run.logits, -1)
+    torch.testing.assert_close(top.probabilities, torch.topk(full, 10).values)
+    assert top.rest == pytest.approx(1 - float(torch.topk(full, 10).values.sum()), abs=1e-6)
+    cold, hot = modern_lm.next_tokens(decoder, run.logits, 0.01), modern_lm.next_tokens(decoder, run.logits, 100.0)
+    assert float(cold.probabilities[0]) == pytest.approx(1.0) and float(hot.probabilities[0]) < 1e-3
+    torch.testing.assert_close(hot.probabilities, torch.topk(torch.softmax(run.logits / 100, -1), 10).values)
+    for bad in (0.0, -1.0, math.nan, math.inf):
+        with pytest.raises(InputError):
+            modern_lm.next_tokens(decoder, run.logits, bad)
+
+
+def test_generation_with_the_kv_cache_is_greedy_decoding_and_the_cache_grows_by_the_formula(decoder):
+    prompt = modern_lm.encode_prompt(decoder, "The capital of France is")
+    steps = modern_lm.generate(decoder, prompt, 5)
+    with torch.no_grad():
+        reference = decoder.model.generate(prompt.ids[None], max_new_tokens=5, do_sample=False)[0, len(prompt.ids):]
+    assert [s.token_id for s in steps] == reference.tolist()
+    assert "".join(s.token for s in steps).startswith(" Paris.")
+    assert modern_lm.generate(decoder, prompt, 5) == steps  # stable
+    t = len(prompt.ids)
+    for n, step in enumerate(steps):
+        assert step.cache_tokens == t + n
+        assert step.cache_bytes == modern_lm.kv_cache_bytes(decoder, t + n) == 2 * 30 * 3 * 64 * (t + n) * 4
+    assert modern_lm.kv_cache_bytes(decoder, 1, kv_heads=9) == 3 * modern_lm.kv_cache_bytes(decoder, 1)
+
+
+def test_prompts_any_script_the_chat_template_a_cut_and_an_empty_one(decoder):
+    emoji = modern_lm.encode_prompt(decoder, "猫 🐈 Ünïcödé ")
+    assert "".join(emoji.tokens).encode() != b"" and decoder.tokenizer.decode(emoji.ids) == "猫 🐈 Ünïcödé "
+    chat = modern_lm.encode_prompt(decoder, "What is attention?", chat_template=True)
+    assert chat.tokens[0] == "<|im_start|>" and "".join(chat.tokens).endswith("<|im_start|>assistant\n")
+    assert " attention" in chat.tokens and not chat.cut
+    long = modern_lm.encode_prompt(decoder, "word " * 400)
+    assert long.cut and len(long.ids) == MODERN_LM_MAX_TOKENS and long.text_tokens == 401  # 400 words and the trailing space
+    long_chat = modern_lm.encode_prompt(decoder, "word " * 400, chat_template=True)
+    assert long_chat.cut and len(long_chat.ids) <= MODERN_LM_MAX_TOKENS
+    assert "".join(long_chat.tokens).endswith("<|im_start|>assistant\n")
+    assert modern_lm.token_labels((" a", "\n")) == ("1 ␣a", "2 ↵")
+    for empty in ("", "   "):
+        with pytest.raises(InputError, match="Type a prompt"):
+            modern_lm.encode_prompt(decoder, empty)
+
+
+# ---------------------------------------------------------------- the page (AppTest)
+
+PAGE = "app_pages/modern_lm.py"
+
+
+def _open(language: str = "en", **params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.query_params["language"] = language
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    return at
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_every_step_of_the_page_in_both_languages(language):
+    at = _open(language)
+    assert not at.error, errors(at)
+    assert any("Paris" in str(df.value) for df in at.dataframe)
+    seen = step_through_every_stage(at, "modern_lm", f"modern_lm, {language}")
+    assert seen == list(registry.BY_KEY["modern_lm"].stages)
+    at.button(key="lm_generate").click().run()
+    at.button(key="lm_generate").click().run()
+    assert at.session_state["settings"].modern_lm.generated == 2 and not at.exception
+    at.toggle(key="setting_modern_lm.chat_template").set_value(True).run()
+    assert not at.exception and not at.error, errors(at)
+    missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
+    assert not missing, f"shown without a translation: {sorted(missing)}"
+
+
+def test_a_finding_opens_its_head_and_a_weight_cell_explains_it():
+    at = _open()
+    finding = next(b for b in at.button if b.key == "lm_find_previous_0")
+    finding.click().run()
+    own = at.session_state["settings"].modern_lm
+    assert (own.layer, own.head) == (16, 0)  # layer 17, head 1: the previous-token head on this prompt
+    assert any("Layer 17, head 1 (key/value head 1)" == s.value for s in at.subheader)
+    assert not at.error, errors(at)
+
+
+def test_bad_prompts_get_a_message_and_the_page_keeps_running():
+    at = _open(**{"modern_lm.prompt": ""})
+    assert "Type a prompt" in errors(at)
+    at.text_area(key="setting_modern_lm.prompt").set_value("word " * 400).run()
+    assert not at.exception and "was cut after its first 256" in warnings(at), warnings(at)
+    assert at.text_area(key="setting_modern_lm.prompt").value == "word " * 400  # nothing typed is lost
+    at.text_area(key="setting_modern_lm.prompt").set_value("🐈‍⬛ ẞ ñ 中文").run()
+    assert not at.exception and not at.error, errors(at)
+
+
+def test_a_link_with_a_head_out_of_range_says_so():
+    at = _open(**{"modern_lm.layer": "31", "modern_lm.head": "0"})
+    own = at.session_state["settings"].modern_lm
+    assert (own.layer, own.head) == (0, 0)
+    assert "layers 1 to 30" in warnings(at) + errors(at) + " ".join(m.value for m in at.markdown)
+
+
+def test_the_package_missing_says_how_to_install_it_and_other_pages_work(monkeypatch):
+    from ui import lm_data
+
+    # the page's loader as on a server without the package (the loaded model stays cached for the other tests)
+    monkeypatch.setattr(smollm2.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(lm_data, "decoder", smollm2.load_decoder)
+    at = _open()
+    assert "is not installed" in errors(at) and "requirements-models.txt" in errors(at)
+    at.switch_page("app_pages/rope.py").run()
+    assert not at.exception and not at.error
+
+
+def test_a_host_turns_the_page_off(monkeypatch):
+    from ui import lm_data
+
+    monkeypatch.setenv(lm_data.SWITCH, "off")
+    at = _open()
+    assert any("turned off" in i.value for i in at.info)
+    assert not at.dataframe and not at.error

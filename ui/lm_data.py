@@ -1,0 +1,72 @@
+"""The modern language model page's caches: SmolLM2 once per server, results per prompt, all shared read-only.
+
+* :func:`decoder` — ``st.cache_resource``: SmolLM2-135M-Instruct is verified and loaded on the first visit to the
+  page (``attention_core.trained_model.smollm2.load_decoder``) and then shared, read-only, by every session. A failed
+  load (package missing, file altered) raises :class:`~attention_core.errors.InputError` and is not cached.
+  A host short of memory turns the page off with the environment variable ``ATTENTION_EXPLORER_MODERN_LM=off``
+  (:func:`turned_off`): the model is then never loaded.
+* :func:`prompt_run`, :func:`head`, :func:`generation`, :func:`pictures` — ``st.cache_resource`` on plain arguments
+  (the prompt, the template switch, layer and head numbers), a few entries each, shared without copies: a run's
+  hidden states are (31, T, 576) float32 (~18 MB at 256 tokens), so a copy per rerun (``st.cache_data``) would cost
+  more than the page. Nothing here or in the page mutates what they return.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import streamlit as st
+
+from attention_core.trained_model import modern_lm, smollm2
+
+from . import model_data, model_view, runtime
+
+#: The environment variable that turns the page off on a host with less memory (values: off, 0, false, no).
+SWITCH = "ATTENTION_EXPLORER_MODERN_LM"
+
+
+def turned_off() -> bool:
+    """Whether this server's host turned the page off (``ATTENTION_EXPLORER_MODERN_LM=off``)."""
+    return os.environ.get(SWITCH, "").strip().lower() in ("off", "0", "false", "no")
+
+
+@st.cache_resource(show_spinner=False)  # the page shows a spinner in the session's language
+def decoder() -> smollm2.Decoder:
+    """The verified, loaded model (shared read-only by every session)."""
+    model_data.configure_torch()
+    loaded = smollm2.load_decoder()
+    runtime.freeze_again()  # once per server: the weights leave the per-run GC walk
+    return loaded
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def prompt_run(text: str, chat_template: bool) -> modern_lm.LmRun:
+    """The prompt tokenised and run (``modern_lm.encode_prompt``, ``modern_lm.run_model``).
+
+    Raises:
+        InputError: an empty prompt, or the model failed to load.
+    """
+    model = decoder()
+    return modern_lm.run_model(model, modern_lm.encode_prompt(model, text, chat_template))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def head(text: str, chat_template: bool, layer: int, head: int) -> modern_lm.LmHeadStep:
+    """One head step by step, with the model's own numbers to check it (``modern_lm.head``)."""
+    return modern_lm.head(decoder(), prompt_run(text, chat_template), layer, head)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def generation(text: str, chat_template: bool, count: int) -> tuple[modern_lm.GenerationStep, ...]:
+    """``count`` greedy tokens after the prompt with the KV cache (``modern_lm.generate``)."""
+    return modern_lm.generate(decoder(), prompt_run(text, chat_template).prompt, count)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def pictures(text: str, chat_template: bool) -> pd.DataFrame:
+    """The grid's picture of every head (``model_view.head_pictures``), with its key/value head (1-based)."""
+    run = prompt_run(text, chat_template)
+    table = model_view.head_pictures(run.pictures.numpy())
+    model = decoder()
+    return table.assign(kv_head=[model.kv_head(h - 1) + 1 for h in table["head"]])
