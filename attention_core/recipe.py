@@ -120,7 +120,8 @@ def header() -> str:
 
 def input_lines(recipe: Recipe) -> list[str]:
     """The recipe's inputs, one ``name = <literal>  # comment`` line each (tensors over several lines)."""
-    return [f"{name} = {literal(value)}" + (f"  # {comment}" if comment else "") for name, value, comment in recipe.inputs]
+    return [f"{name} = {literal(value)}" + (f"  # {comment}" if comment else "")
+            for name, value, comment in recipe.inputs]
 
 
 def stage_checks(recipe: Recipe, steps: Sequence[StepThrough]) -> list[tuple[StepThrough, list[str]]]:
@@ -138,7 +139,8 @@ def stage_checks(recipe: Recipe, steps: Sequence[StepThrough]) -> list[tuple[Ste
         panels = step.stage.panels
         if len(expressions) != len(panels):
             raise ValueError(f"stage {key!r} shows {len(panels)} panels, the recipe has {len(expressions)}")
-        out.append((step, [f"check({f'{key} {number}/{len(panels)}'!r}, {expression}, {literal(panel.matrix.detach())})"
+        out.append((step, [f"check({f'{key} {number}/{len(panels)}'!r}, {expression}, "
+                           f"{literal(panel.matrix.detach())})"
                            for number, (expression, panel) in enumerate(zip(expressions, panels), start=1)]))
     return out
 
