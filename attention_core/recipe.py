@@ -3,7 +3,9 @@ r"""A step page as a self-checking PyTorch script: the :class:`Recipe` every ste
 Each step page declares a *recipe* beside its walk-through (``Page.recipe``: the walk-through -> :class:`Recipe`):
 its inputs as literals, the torch lines that recompute every intermediate (where the page's own function is plain
 torch, its source itself, read with :func:`source`), one expression per panel of every stage, and its checks
-against PyTorch. :func:`write` turns a recipe and the page's panels into the script's text:
+against PyTorch. :func:`write` turns a recipe and the page's panels into the script's text (its pieces,
+:func:`header`, :func:`input_lines` and :func:`stage_checks`, are the cells of the page's notebook too,
+:mod:`attention_core.classroom.notebook`):
 
 1. the inputs, written with ``repr`` of their float32 values, so the script starts from exactly the app's numbers;
 2. the formulas, as plain torch code, with the source of each (Vaswani et al. 2017, eq. 1, ...) and the shapes;
@@ -111,6 +113,42 @@ def same_as(name, ours, reference, tolerance=TOLERANCE):
 '''
 
 
+def header() -> str:
+    """The script's imports and its two assertions, ``check`` (a matrix the app showed) and ``same_as`` (PyTorch)."""
+    return _HEADER.format(tolerance=TOLERANCE)
+
+
+def input_lines(recipe: Recipe) -> list[str]:
+    """The recipe's inputs, one ``name = <literal>  # comment`` line each (tensors over several lines)."""
+    return [f"{name} = {literal(value)}" + (f"  # {comment}" if comment else "")
+            for name, value, comment in recipe.inputs]
+
+
+def stage_checks(recipe: Recipe, steps: Sequence[StepThrough]) -> list[tuple[StepThrough, list[str]]]:
+    """(step, its ``check(...)`` lines) for every stage of ``steps``, in order: one line per panel, named
+    ``"<stage> <k>/<n>"`` and holding the app's numbers as a literal.
+
+    Raises:
+        KeyError: a stage of ``steps`` the recipe has no expressions for.
+        ValueError: a stage whose number of panels differs from the recipe's expressions (the recipe is stale).
+    """
+    out = []
+    for step in steps:
+        key = step.stage.key
+        expressions = recipe.panels[key]
+        panels = step.stage.panels
+        if len(expressions) != len(panels):
+            raise ValueError(f"stage {key!r} shows {len(panels)} panels, the recipe has {len(expressions)}")
+        out.append((step, [f"check({f'{key} {number}/{len(panels)}'!r}, {expression}, "
+                           f"{literal(panel.matrix.detach())})"
+                           for number, (expression, panel) in enumerate(zip(expressions, panels), start=1)]))
+    return out
+
+
+#: The script's and the notebook's last line.
+DONE = "print('Every number matches.')"
+
+
 def write(recipe: Recipe, steps: Sequence[StepThrough]) -> str:
     """The script of ``recipe``, asserting every panel of ``steps`` (one :class:`StepThrough` per stage, in order).
 
@@ -127,30 +165,21 @@ def write(recipe: Recipe, steps: Sequence[StepThrough]) -> str:
         "numbers the app showed; then with PyTorch's own implementation, as the page does.",
         "Run with: python this_file.py  (needs only torch). Any difference raises AssertionError.",
         '"""',
-        _HEADER.format(tolerance=TOLERANCE),
+        header(),
         "",
         "# ---------------------------------------------------------------- the inputs (the app's float32 numbers)",
         "",
+        *input_lines(recipe),
+        "", "# ---------------------------------------------------------------- every step, recomputed", "",
+        *recipe.code,
+        "", "# ---------------------------------------------------------------- every matrix the page shows",
     ]
-    for name, value, comment in recipe.inputs:
-        lines.append(f"{name} = {literal(value)}" + (f"  # {comment}" if comment else ""))
-    lines += ["", "# ---------------------------------------------------------------- every step, recomputed", ""]
-    lines += list(recipe.code)
-    lines += ["", "# ---------------------------------------------------------------- every matrix the page shows"]
-    for step in steps:
-        key = step.stage.key
-        expressions = recipe.panels[key]
-        panels = step.stage.panels
-        if len(expressions) != len(panels):
-            raise ValueError(f"stage {key!r} shows {len(panels)} panels, the recipe has {len(expressions)}")
-        lines += ["", f"# {step.titles[key]}"]
-        for number, (expression, panel) in enumerate(zip(expressions, panels), start=1):
-            name = f"{key} {number}/{len(panels)}"
-            lines.append(f"check({name!r}, {expression}, {literal(panel.matrix.detach())})")
+    for step, checks in stage_checks(recipe, steps):
+        lines += ["", f"# {step.titles[step.stage.key]}", *checks]
     if recipe.references:
         lines += ["", "# ---------------------------------------------------------------- against PyTorch's reference", ""]
         lines += list(recipe.references)
-    lines += ["", "print('Every number matches.')", ""]
+    lines += ["", DONE, ""]
     return "\n".join(lines)
 
 

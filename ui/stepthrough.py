@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import streamlit as st
 
-from attention_core.classroom import scripts
+from attention_core.classroom import notebook, scripts
 from attention_core.page import Page
 from attention_core.settings import Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, clamp_entry
@@ -127,12 +127,17 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
 
 def _downloads(steps: StepThrough, walk: Any) -> None:
     """The page's worksheet and exports, from its declaration and its walk-through."""
-    worksheet.downloads(steps.page, steps.titles, functools.partial(steps.page.steps, walk), _script(steps.page, walk))
+    worksheet.downloads(steps.page, steps.titles, functools.partial(steps.page.steps, walk),
+                        **_exports(steps.page, walk))
 
 
-def _script(page: Page, walk: Any) -> Optional[Callable[[], str]]:
-    """The page's self-checking script, written when its button is clicked (none for a page without a recipe)."""
-    return None if page.recipe is None else functools.partial(scripts.script_for, page, walk)
+def _exports(page: Page, walk: Any) -> dict[str, Callable[[], str]]:
+    """The page's self-checking script and notebook (in the interface language), each written when its button is
+    clicked (neither for a page without a recipe)."""
+    if page.recipe is None:
+        return {}
+    return {"script": functools.partial(scripts.script_for, page, walk),
+            "notebook": functools.partial(notebook.notebook_for, page, walk, i18n.translator())}
 
 
 # ---------------------------------------------------------------- the step-through as a fragment
@@ -166,14 +171,15 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *,
     with the page's walk-through of the last whole-page run. A click inside the fragment that changed anything
     else (a mask cell, which is an edit) reruns the whole page instead. The callbacks get the StepThrough;
     ``options`` go to :func:`show`. The link is written on every fragment run. Under it, the page's printable
-    worksheet of every stage and its answer key, every step as Markdown, the self-checking script
-    (``attention_core.classroom.scripts``, from the page's recipe) and any heatmap (``ui.worksheet``).
+    worksheet of every stage and its answer key, every step as Markdown, the self-checking script and notebook
+    (``attention_core.classroom.scripts``, ``notebook``, from the page's recipe) and any heatmap (``ui.worksheet``).
     """
     st.session_state[_FULL_RUN] = True
     build = functools.partial(_current_steps, page, walk)
     _live(build, explain, after_panels, after_entry, after_checks, options)
     # outside the fragment: a click on Next does not send it again
-    worksheet.downloads(page, st.session_state[_TITLES], functools.partial(page.steps, walk), _script(page, walk))
+    worksheet.downloads(page, st.session_state[_TITLES], functools.partial(page.steps, walk),
+                        **_exports(page, walk))
 
 
 def _current_steps(page: Page, walk: Any) -> StepThrough:

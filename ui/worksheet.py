@@ -1,9 +1,9 @@
 """The worksheet and export downloads of a step page (``attention_core.classroom.worksheet``): a PDF to print and its
-key, every step as Markdown, a self-checking PyTorch script (``attention_core.classroom.scripts``) and any heatmap
-as PNG, SVG or CSV.
+key, every step as Markdown, a self-checking PyTorch script (``attention_core.classroom.scripts``) and the same checks
+as a Jupyter notebook (``attention_core.classroom.notebook``), and any heatmap as PNG, SVG or CSV.
 
-Drawn by the step-through renderer when the page passes its ``steps_for(stage)`` builder (and, for the script, its
-``script()`` builder). Every file is made only when its button is clicked (Streamlit's deferred download), from the
+Drawn by the step-through renderer when the page passes its ``steps_for(stage)`` builder (and, for the script and
+the notebook, their ``script()`` and ``notebook()`` builders). Every file is made only when its button is clicked (Streamlit's deferred download), from the
 current settings and edits, so the same link gives the same sheet.
 """
 
@@ -64,10 +64,11 @@ def figures(page: Page, titles: Mapping[str, str], steps_for: Callable[[str], St
 
 
 def downloads(page: Page, titles: Mapping[str, str], steps_for: Callable[[str], StepThrough],
-              script: Optional[Callable[[], str]] = None) -> None:
+              script: Optional[Callable[[], str]] = None, notebook: Optional[Callable[[], str]] = None) -> None:
     """A switch that shows this page's downloads (off: one element per run): the worksheet and answer-key PDFs,
-    every step as Markdown, the self-checking script (when ``script()`` is given) and any heatmap as PNG, SVG or
-    CSV. ``titles``: the stages of the page's walk-through, in its order."""
+    every step as Markdown, the self-checking script and Jupyter notebook (when ``script()`` and ``notebook()``
+    are given) and any heatmap as PNG, SVG or CSV. ``titles``: the stages of the page's walk-through, in its
+    order."""
     if not st.toggle(_("Worksheet and export"), key="worksheet_show"):
         return
     with st.container(border=True):
@@ -99,11 +100,21 @@ def downloads(page: Page, titles: Mapping[str, str], steps_for: Callable[[str], 
                            on_click="ignore",
                            help=_("Each step's formula (LaTeX) and every matrix with its labels, and the checks "
                                   "against PyTorch: for notes or a handout."))
-        if script is not None:
-            st.download_button(_("Python script that re-checks every number"), key="export_steps_script",
-                               icon=":material/code:", data=script, file_name=f"attention-{page.key}.py",
-                               mime="text/x-python", on_click="ignore",
-                               help=_("Needs only torch: holds this page's inputs, recomputes every matrix of every "
-                                      "step, asserts that each equals the app's numbers and checks the result against "
-                                      "PyTorch's own functions."))
+        if script is not None or notebook is not None:
+            left, right = st.columns(2)
+            if script is not None:
+                left.download_button(_("Python script that re-checks every number"), key="export_steps_script",
+                                     icon=":material/code:", data=script, file_name=f"attention-{page.key}.py",
+                                     mime="text/x-python", on_click="ignore",
+                                     help=_("Needs only torch: holds this page's inputs, recomputes every matrix of "
+                                            "every step, asserts that each equals the app's numbers and checks the "
+                                            "result against PyTorch's own functions."))
+            if notebook is not None:
+                right.download_button(_("Download as a Jupyter notebook (.ipynb)"), key="export_steps_notebook",
+                                      icon=":material/menu_book:", data=notebook,
+                                      file_name=f"attention-{page.key}.ipynb",
+                                      mime="application/x-ipynb+json", on_click="ignore",
+                                      help=_("The script's checks, one cell per step under its formula: run it top to "
+                                             "bottom in Jupyter (needs only torch) and every cell asserts that its "
+                                             "numbers equal the app's."))
         figures(page, titles, steps_for)

@@ -20,15 +20,16 @@ from attention_core.stepthrough import StepThrough
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~])")
 
 
-def _md(text: str) -> str:
+def markdown_text(text: str) -> str:
+    """``text`` (a token, a title) with every Markdown special character escaped: shown as it is written."""
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
 def _table(matrix: torch.Tensor, rows: list[str], cols: list[str]) -> str:
-    head = "| | " + " | ".join(_md(c) for c in cols) + " |"
+    head = "| | " + " | ".join(markdown_text(c) for c in cols) + " |"
     rule = "|---|" + "---:|" * len(cols)
     body = [
-        "| " + _md(r) + " | " + " | ".join(f"{v:.6g}" for v in values) + " |"
+        "| " + markdown_text(r) + " | " + " | ".join(f"{v:.6g}" for v in values) + " |"
         for r, values in zip(rows, matrix.tolist())
     ]
     return "\n".join([head, rule, *body])
@@ -44,19 +45,19 @@ def walkthrough_markdown(walk: Walkthrough) -> str:
     lines = [
         "# Scaled dot-product self-attention, step by step",
         "",
-        f"Example: {_md(walk.preset.title)} (source: {_md(walk.preset.source)})  ",
-        f"Sentence: {_md(s.sentence)}  ",
+        f"Example: {markdown_text(walk.preset.title)} (source: {markdown_text(walk.preset.source)})  ",
+        f"Sentence: {markdown_text(s.sentence)}  ",
         f"d_model = {s.d_model}, d_k = {s.d_k}, seed = {s.seed}",
         "",
         "$$\\operatorname{Attention}(Q, K, V) = \\operatorname{softmax}\\left(\\frac{Q K^\\top}{\\sqrt{d_k}}\\right) V$$",
         "",
-        "Tokens and ids: " + ", ".join(f"{_md(t)} → {i}" for t, i in zip(walk.tokens, walk.token_ids)),
+        "Tokens and ids: " + ", ".join(f"{markdown_text(t)} → {i}" for t, i in zip(walk.tokens, walk.token_ids)),
     ]
     for stage, title in SELF_ATTENTION_PAGE.stages.items():
         matrix_form, element_form = self_attention_formula(stage)
         rows, cols = stage_labels(walk, stage)
         lines += [
-            "", f"## {_md(title)}", "",
+            "", f"## {markdown_text(title)}", "",
             f"$${matrix_form}$$", "", f"$${element_form}$$", "",
             _table(stage_matrix(walk.trace, stage), rows, cols),
         ]
@@ -76,9 +77,9 @@ def steps_markdown(title: str, settings_line: str, steps: Sequence[StepThrough],
     PyTorch. ``tr`` translates the app's words (stage and panel titles, labels); tokens are escaped.
     """
     def text(value: str) -> str:
-        return _md(str(tr(value)) if isinstance(value, Message) else str(value))
+        return markdown_text(str(tr(value)) if isinstance(value, Message) else str(value))
 
-    lines = [f"# {_md(title)}", "", _md(settings_line)]
+    lines = [f"# {markdown_text(title)}", "", markdown_text(settings_line)]
     for step in steps:
         lines += ["", f"## {text(step.titles[step.stage.key])}", ""]
         lines += [f"$${line}$$\n" for line in step.stage.formula(tr)]

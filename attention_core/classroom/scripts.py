@@ -11,8 +11,9 @@ from typing import Any
 
 from attention_core.page import Page
 from attention_core.recipe import TOLERANCE, Recipe, write
+from attention_core.stepthrough import StepThrough
 
-__all__ = ["TOLERANCE", "Recipe", "script_for"]
+__all__ = ["TOLERANCE", "Recipe", "recipe_and_steps", "script_for"]
 
 
 def script_for(page: Page, walk: Any) -> str:
@@ -31,8 +32,18 @@ def script_for(page: Page, walk: Any) -> str:
     Raises:
         ValueError: ``page`` is not a step page or declares no recipe.
     """
+    return write(*recipe_and_steps(page, walk))
+
+
+def recipe_and_steps(page: Page, walk: Any) -> tuple[Recipe, list[StepThrough]]:
+    """The page's recipe for ``walk`` and every stage of its walk-through, in the walk-through's order (what the
+    script and the notebook are written from).
+
+    Raises:
+        ValueError: ``page`` is not a step page or declares no recipe.
+    """
     if page.steps is None or page.recipe is None:
         raise ValueError(f"{page.key} is not a step page with a recipe")
     recipe = page.recipe(walk)
     order = page.steps(walk, next(iter(page.stages))).titles  # the walk-through's variant decides the order
-    return write(recipe, [page.steps(walk, stage) for stage in order])
+    return recipe, [page.steps(walk, stage) for stage in order]

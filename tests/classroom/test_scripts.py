@@ -1,7 +1,8 @@
 """The self-checking script of every step page (attention_core.classroom.scripts), run by the suite: it exits 0 and
 names every matrix of every stage; a copy with one number off by 0.01 fails with AssertionError; it holds exactly the
 app's numbers; tokens with quotes, backslashes and newlines stay inside string literals. Then every step page's
-"Worksheet and export" switch offers the script and a heatmap's PNG, SVG and CSV, in English and in Chinese."""
+"Worksheet and export" switch offers the script, the notebook (tests/classroom/test_notebook.py runs them) and a
+heatmap's PNG, SVG and CSV, in English and in Chinese."""
 
 from __future__ import annotations
 
@@ -208,25 +209,26 @@ def test_a_page_without_steps_or_recipe_is_refused():
 
 PAGES = {f"app_pages/{page.file}": page.key for page in registry.PAGES if page.stages}  # every step page
 LABELS = {
-    "en": ("Python script that re-checks every number", "Heatmap PNG", "Heatmap SVG", "Matrix CSV",
-           "Heatmap to download"),
-    "zh": ("重新核对每个数字的 Python 脚本", "热力图 PNG", "热力图 SVG", "矩阵 CSV", "要下载的热力图"),
+    "en": ("Python script that re-checks every number", "Download as a Jupyter notebook (.ipynb)", "Heatmap PNG",
+           "Heatmap SVG", "Matrix CSV", "Heatmap to download"),
+    "zh": ("重新核对每个数字的 Python 脚本", "下载为 Jupyter 笔记本（.ipynb）", "热力图 PNG", "热力图 SVG", "矩阵 CSV",
+           "要下载的热力图"),
 }
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
 @pytest.mark.parametrize("path", list(PAGES))
-def test_every_step_page_offers_the_script_and_the_heatmap_files(path, language):
+def test_every_step_page_offers_the_script_the_notebook_and_the_heatmap_files(path, language):
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params["language"] = language
     at.run()
     at.switch_page(path).run()
-    assert "export_steps_script" not in {d.key for d in at.get("download_button")}  # the switch is off
+    assert not {"export_steps_script", "export_steps_notebook"} & {d.key for d in at.get("download_button")}  # off
     at.toggle(key="worksheet_show").set_value(True).run()
     assert not at.exception, at.exception
-    script, png, svg, csv, picker = LABELS[language]
+    script, notebook, png, svg, csv, picker = LABELS[language]
     downloads = {d.proto.label: d for d in at.get("download_button")}
-    assert {script, png, svg, csv} <= set(downloads), sorted(downloads)
+    assert {script, notebook, png, svg, csv} <= set(downloads), sorted(downloads)
     (chooser,) = [s for s in at.selectbox if s.label == picker]
     page = PAGES[path]
     field, titles = registry.BY_KEY[page].stage_field, registry.BY_KEY[page].stages
