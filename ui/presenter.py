@@ -7,6 +7,26 @@ import streamlit as st
 from . import state
 from .i18n import _
 
+#: How much larger presenter mode draws the charts (cells, numbers, axis labels, legends) than normal mode. Their font
+#: sizes are in the Vega-Lite spec, which CSS cannot reach, so each chart is built with this scale. 1.5: the charts of
+#: a 1920 px projector in presenter mode are those of a 1280 px screen in normal mode, magnified (the sidebar hidden,
+#: the main area holds what normal mode's holds at 1280 px, and more).
+SCALE = 1.5
+#: The smallest font of a number a class reads on a 1920 × 1080 projector in presenter mode (issue 29).
+MIN_FONT_PX = 22
+
+
+def scale() -> float:
+    """The charts' scale of this session: :data:`SCALE` in presenter mode, else 1."""
+    return SCALE if state.settings().presenter else 1.0
+
+
+def font_px(px: float, scale: float) -> float:
+    """A chart's font size of ``px`` in normal mode, at ``scale``: unchanged at 1, else scaled and at least
+    :data:`MIN_FONT_PX` (a legend's 13 px labels would be 19.5)."""
+    return px if scale == 1 else max(round(px * scale, 1), MIN_FONT_PX)
+
+
 # Streamlit has no per-session font size setting, so presenter mode restyles a few of
 # its elements by their test ids (stable across releases, used by Streamlit's own e2e tests).
 _PRESENTER_CSS = """

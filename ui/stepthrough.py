@@ -21,7 +21,7 @@ from attention_core.page import Page
 from attention_core.settings import Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, clamp_entry
 
-from . import i18n, masking, practice, runtime, state, widgets, worksheet
+from . import i18n, masking, practice, presenter, runtime, state, widgets, worksheet
 from .i18n import _, app_text
 
 
@@ -288,12 +288,13 @@ def panels(steps: StepThrough, *, entry: tuple[int, int], head: int = 0, per_row
     # only the first heatmap of a row keeps its row labels (when the rows are the same) and
     # none keeps a colour legend: the numbers are written in the cells.
     widest = max(p.matrix.shape[-1] for p in items)
-    cell = widgets.cell_px(widest)
-    per_row = max(1, min(per_row, (MAIN_PX - 140) // (widest * cell + 30)))
+    scale = presenter.scale()  # presenter mode: larger heatmaps in a wider main area (no sidebar)
+    cell = widgets.cell_px(widest, scale)
+    per_row = max(1, min(per_row, int((MAIN_PX - 140) * scale) // (widest * cell + int(30 * scale))))
     for start in range(0, len(items), per_row):
         chunk = items[start:start + per_row]
         single = len(chunk) == 1
-        widths = [p.matrix.shape[-1] * cell + (170 if n == 0 else 40) for n, p in enumerate(chunk)]
+        widths = [p.matrix.shape[-1] * cell + round((170 if n == 0 else 40) * scale) for n, p in enumerate(chunk)]
         columns = [st.container()] if single else st.columns(widths)
         for n, (column, panel) in enumerate(zip(columns, chunk)):
             with column:
