@@ -36,6 +36,16 @@ _PRESENTER_CSS = """
 [data-testid="stMainBlockContainer"] { max-width: 100%; padding-left: 3rem; padding-right: 3rem; }
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 1.35rem; }
 [data-testid="stWidgetLabel"] p { font-size: 1.2rem; }
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { font-size: 1.35rem; }
+/* what the class reads in the widgets: the values of number, text and select boxes (a select box's value is its
+   input's), the options of an open select box, the slider's value and ends, the buttons' and pills' labels;
+   22.4 px, as the heatmaps' numbers (the step buttons below are larger still) */
+[data-testid="stMain"] input, [data-testid="stMain"] textarea, [data-testid="stMain"] button p,
+[data-testid="stSliderThumbValue"], [data-testid="stSliderThumbValue"] p, [data-testid="stSliderTickBar"] p, [data-testid="stMain"] [data-baseweb="tag"] span,
+[role="listbox"] [role="option"] { font-size: 1.4rem; }
+[data-testid="stNumberInputContainer"], [data-testid="stTextInputRootElement"] { min-height: 3rem; }
+/* the slider's value stands above its thumb (its box 1.6 em up): room for it under the slider's label */
+[data-testid="stSlider"] > [role="group"] { padding-top: 0.9rem; padding-bottom: 0.5rem; }
 .katex { font-size: 1.5em; }
 .st-key-step_prev button, .st-key-step_next button { min-height: 4.5rem; }
 .st-key-step_prev button p, .st-key-step_next button p { font-size: 1.8rem; font-weight: 700; }
