@@ -29,6 +29,9 @@ from .i18n import _
 CELL_PX = 56  # heatmap cell size: numbers stay readable on a projector
 #: A wide matrix gets narrower cells (and smaller numbers) so that up to 16 columns fit a 1280 px screen.
 MIN_CELL_PX, FIT_PX = 40, 680
+#: Presenter mode (no sidebar: a 1920 px projector's main area is 1824 px wide) keeps its full cells, and numbers of
+#: at least ``presenter.MIN_FONT_PX``, up to 16 columns (the widest matrix: MAX_DIM); narrower past that.
+PRESENTER_FIT_PX = 16 * 84
 #: The heatmap's font sizes in normal mode: the numbers in the cells (in narrow cells), axis labels, the legend.
 NUMBER_FONT, NARROW_NUMBER_FONT, AXIS_FONT, LEGEND_FONT = 15, 11, 15, 13
 
@@ -36,7 +39,7 @@ NUMBER_FONT, NARROW_NUMBER_FONT, AXIS_FONT, LEGEND_FONT = 15, 11, 15, 13
 def cell_px(columns: int, scale: float = 1.0) -> int:
     """The width of one heatmap cell for a matrix of ``columns`` columns: CELL_PX, narrower when many; all of them
     ``scale`` times larger (presenter mode: ``ui.presenter.scale()``)."""
-    cell, fit = round(CELL_PX * scale), FIT_PX * scale
+    cell, fit = round(CELL_PX * scale), FIT_PX if scale == 1 else max(PRESENTER_FIT_PX, FIT_PX * scale)
     return cell if columns * cell <= fit else max(round(MIN_CELL_PX * scale), int(fit // columns))
 
 T = TypeVar("T")
@@ -231,9 +234,9 @@ def _heatmap_spec(clickable: bool, row_title: str, col_title: str, scheme: str =
     scaled = scale != 1
     x = alt.X("col:N", sort=alt.EncodingSortField("j"), title=col_title,
               axis=alt.Axis(labelAngle=-40, orient="top", labelOverlap=False, labelLimit=140 * scale))
-    # (180 px: Vega's default label limit, set only when scaled so that normal mode's spec stays as it was)
+    # (100 px: the limit of Streamlit's chart theme, set only when scaled so that normal mode's spec stays as it was)
     y = alt.Y("row:N", sort=alt.EncodingSortField("i"), title=row_title,
-              **({"axis": alt.Axis(labelLimit=180 * scale)} if scaled else {}))
+              **({"axis": alt.Axis(labelLimit=100 * scale)} if scaled else {}))
     # The domain [-max|value|, max|value|] is set per call (see heatmap): 0 stays white, as the
     # text colour rule "dark" assumes.
     shade = alt.Color("shade:Q", scale=alt.Scale(scheme=scheme, reverse=reverse),
