@@ -2,7 +2,8 @@
 
 Each chart's Vega-Lite spec is built once with Altair (``st.cache_data`` on plain
 arguments) and the numbers are passed per call as a DataFrame, as ``widgets.heatmap``
-does: building an Altair chart costs tens of milliseconds, a cached spec nothing.
+does: building an Altair chart costs tens of milliseconds, a cached spec nothing. In presenter mode each spec is built
+``presenter.SCALE`` times larger (sizes, strokes, fonts: the fonts are in the spec, out of CSS's reach).
 Nothing here computes attention; pages hand in numbers from ``attention_core``.
 Titles come in already translated; the texts written here (legend and tooltip titles) are
 translated by the public functions and passed to the cached spec builders as arguments, so
@@ -20,21 +21,27 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from . import state, widgets
+from . import presenter, state, widgets
 from .i18n import _
 
 AXIS_FONT = 16
 TITLE_FONT = 16
 
 
-def _finish(chart: alt.TopLevelMixin) -> dict:
-    """An Altair chart as a Vega-Lite dict without data (the data comes with each call)."""
+def _finish(chart: alt.TopLevelMixin, scale: float = 1.0) -> dict:
+    """An Altair chart as a Vega-Lite dict without data (the data comes with each call); its fonts and legend
+    ``scale`` times larger (presenter mode)."""
     # The legend goes above the plot, one entry per line: the chart's height includes it, a legend below or beside
     # the plot would squeeze the plot itself, and two columns of long labels ("theory: Var = d_k") were cut at the
     # right edge of a 390 px phone.
-    chart = chart.configure_axis(labelFontSize=AXIS_FONT, titleFontSize=TITLE_FONT).configure_legend(
-        labelFontSize=15, titleFontSize=15, labelLimit=320, orient="top", columns=1, symbolSize=160,
-    ).configure_title(fontSize=18)
+    font = functools.partial(presenter.font_px, scale=scale)
+    # axis labels' length limit: Streamlit's chart theme's 100 px, scaled (set only when scaled: normal mode's spec
+    # stays as it was)
+    limit = {"labelLimit": 100 * scale} if scale != 1 else {}
+    chart = chart.configure_axis(labelFontSize=font(AXIS_FONT), titleFontSize=font(TITLE_FONT), **limit).configure_legend(
+        labelFontSize=font(15), titleFontSize=font(15), labelLimit=320 * scale, orient="top", columns=1,
+        symbolSize=160 * scale ** 2,
+    ).configure_title(fontSize=font(18))
     spec = chart.to_dict(validate=False)
     spec.pop("datasets", None)
     spec.pop("data", None)
@@ -57,7 +64,8 @@ OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "
 @st.cache_data(show_spinner=False)
 def _lines_spec(x_title: str, y_title: str, series_title: str, x_log: bool, x_base: int, y_log: bool,
                 y_min: Optional[float], y_max: Optional[float], error_bars: bool, marked: bool, width: int,
-                height: int, cvd: bool = False, points: bool = True, x_format: str = "~g") -> dict:
+                height: int, cvd: bool = False, points: bool = True, x_format: str = "~g",
+                scale: float = 1.0) -> dict:
     x_scale = alt.Scale(type="log", base=x_base) if x_log else alt.Scale()
     y_scale = alt.Scale(type="log") if y_log else alt.Scale(domain=[y_min, y_max]) if y_min is not None else alt.Scale()
     x = alt.X("x:Q", title=x_title, scale=x_scale, axis=alt.Axis(format=x_format, tickCount=12))
@@ -69,19 +77,19 @@ def _lines_spec(x_title: str, y_title: str, series_title: str, x_log: bool, x_ba
                alt.Tooltip("y:Q", title=y_title, format=".4~g")]
     base = alt.Chart().encode(x=x, y=y, color=color)
     layers = [
-        base.mark_line(strokeWidth=3).encode(strokeDash=dash),
-        base.transform_filter("!datum.dashed").mark_point(filled=True, size=90 if points else 0).encode(
+        base.mark_line(strokeWidth=3 * scale).encode(strokeDash=dash),
+        base.transform_filter("!datum.dashed").mark_point(filled=True, size=90 * scale ** 2 if points else 0).encode(
             tooltip=tooltip),
     ]
     if error_bars:
-        layers.append(base.transform_filter("isValid(datum.lo)").mark_rule(strokeWidth=2).encode(
+        layers.append(base.transform_filter("isValid(datum.lo)").mark_rule(strokeWidth=2 * scale).encode(
             y="lo:Q", y2="hi:Q"))
     if marked:
-        layers.append(alt.Chart().transform_filter("datum.marked").mark_rule(color="#222", strokeWidth=2,
+        layers.append(alt.Chart().transform_filter("datum.marked").mark_rule(color="#222", strokeWidth=2 * scale,
                                                                               strokeDash=[2, 2]).encode(x="x:Q"))
-        layers.append(base.transform_filter("datum.marked").mark_point(filled=True, size=260, opacity=1,
+        layers.append(base.transform_filter("datum.marked").mark_point(filled=True, size=260 * scale ** 2, opacity=1,
                                                                          shape="diamond").encode(tooltip=tooltip))
-    return _finish(alt.layer(*layers).properties(width=width, height=height))
+    return _finish(alt.layer(*layers).properties(width=width, height=height * scale), scale)
 
 
 def lines(
@@ -102,7 +110,7 @@ def lines(
     """
     spec = _lines_spec(x_title, y_title, _("series"), x_log, x_base, y_log, y_range[0] if y_range else None,
                        y_range[1] if y_range else None, error_bars, marked, width, height,
-                       state.settings().palette == "cvd", points, x_format)
+                       state.settings().palette == "cvd", points, x_format, presenter.scale())
     names = list(dict.fromkeys(df["series"]))
     description = _("Line chart: {y} against {x}, {n} series ({names}); {x} from {x0} to {x1}, {y} from {y0} to {y1}.",
                     y=y_title, x=x_title, n=len(names), names=", ".join(str(n) for n in names[:6]),
@@ -119,15 +127,15 @@ def lines(
 
 
 @st.cache_data(show_spinner=False)
-def _bars_spec(x_title: str, y_title: str, width: int, height: int) -> dict:
+def _bars_spec(x_title: str, y_title: str, width: int, height: int, scale: float = 1.0) -> dict:
     y = alt.Y("label:N", sort=alt.EncodingSortField("i"), title=y_title)
     bars = alt.Chart().mark_bar(color="#4c78a8").encode(
         x=alt.X("value:Q", title=x_title, scale=alt.Scale(domainMin=0)), y=y,
         tooltip=[alt.Tooltip("label:N", title=y_title), alt.Tooltip("value:Q", title=x_title, format=".4f")])
-    text = alt.Chart().mark_text(align="left", dx=6, fontSize=15).encode(
+    text = alt.Chart().mark_text(align="left", dx=6 * scale, fontSize=presenter.font_px(15, scale)).encode(
         x="value:Q", y=y, text=alt.Text("value:Q", format=".3f"))
-    limit = alt.Chart().mark_rule(color="#d62728", strokeWidth=3, strokeDash=[6, 4]).encode(x="limit:Q")
-    return _finish(alt.layer(bars, text, limit).properties(width=width, height=height))
+    limit = alt.Chart().mark_rule(color="#d62728", strokeWidth=3 * scale, strokeDash=[6, 4]).encode(x="limit:Q")
+    return _finish(alt.layer(bars, text, limit).properties(width=width * scale, height=height * scale), scale)
 
 
 def bars(values: Sequence[float], labels: Sequence[str], *, key: str, x_title: str, y_title: str,
@@ -135,7 +143,7 @@ def bars(values: Sequence[float], labels: Sequence[str], *, key: str, x_title: s
     """Horizontal bars with their values written beside them and a dashed rule at ``limit``."""
     df = pd.DataFrame({"i": range(len(values)), "label": list(labels), "value": [float(v) for v in values],
                        "limit": float(limit)})
-    spec = {**_bars_spec(x_title, y_title, width, max(120, 34 * len(values))),
+    spec = {**_bars_spec(x_title, y_title, width, max(120, 34 * len(values)), presenter.scale()),
             "description": widgets.describe(_("Bar chart"), len(values), 1, y_title, x_title,
                                             float(min(values)), float(max(values)))}
     _show(df, spec, key)
@@ -147,11 +155,11 @@ def bars(values: Sequence[float], labels: Sequence[str], *, key: str, x_title: s
 
 @st.cache_data(show_spinner=False)
 def _pattern_spec(row_title: str, col_title: str, value_title: str, cell: int, rows: int, cols: int,
-                  signed: bool, cvd: bool = False, labelled: bool = False) -> dict:
+                  signed: bool, cvd: bool = False, labelled: bool = False, scale: float = 1.0) -> dict:
     if labelled:  # every row and column named (the labels are in the data, "1 A", "2 D", ...)
         x = alt.X("j:O", title=col_title, sort=None, axis=alt.Axis(labelAngle=-60, labelOverlap=False,
-                                                                  labelFontSize=10))
-        y = alt.Y("i:O", title=row_title, sort=None, axis=alt.Axis(labelOverlap=False, labelFontSize=10))
+                                                                  labelFontSize=10 * scale))
+        y = alt.Y("i:O", title=row_title, sort=None, axis=alt.Axis(labelOverlap=False, labelFontSize=10 * scale))
     else:
         x = alt.X("j:O", title=col_title, axis=alt.Axis(values=list(range(0, cols, max(1, cols // 8))), labelAngle=0))
         y = alt.Y("i:O", title=row_title, axis=alt.Axis(values=list(range(0, rows, max(1, rows // 8)))))
@@ -162,10 +170,10 @@ def _pattern_spec(row_title: str, col_title: str, value_title: str, cell: int, r
                                                     else alt.Scale(scheme="blues")),
                                   legend=None if labelled else alt.Legend(
                                       title=value_title, orient="right", direction="vertical",
-                                      gradientLength=min(300, rows * cell))),
+                                      gradientLength=min(300 * scale, rows * cell))),
         tooltip=[alt.Tooltip("i:O", title=row_title), alt.Tooltip("j:O", title=col_title),
                  alt.Tooltip("value:Q", title=value_title, format=".4f")])
-    return _finish(rect.properties(width=cols * cell, height=rows * cell))
+    return _finish(rect.properties(width=cols * cell, height=rows * cell), scale)
 
 
 def pattern(matrix, *, key: str, row_title: str, col_title: str, max_width: int = 760,
@@ -178,7 +186,8 @@ def pattern(matrix, *, key: str, row_title: str, col_title: str, max_width: int 
     """
     m = np.asarray(matrix, dtype=float)
     rows, cols = m.shape
-    cell = int(max(4, min(18, max_width // cols, 520 // rows)))
+    scale = presenter.scale()
+    cell = int(max(4, min(18, max_width // cols, 520 // rows)) * scale)
     ii, jj = np.indices(m.shape)
     names = np.asarray(list(labels), dtype=object) if labels is not None else None
     df = pd.DataFrame({"i": ii.ravel() if names is None else names[ii.ravel()],
@@ -186,7 +195,7 @@ def pattern(matrix, *, key: str, row_title: str, col_title: str, max_width: int 
     top = float(np.abs(m).max()) or 1.0
     signed = bool((m < 0).any())
     spec = copy.deepcopy(_pattern_spec(row_title, col_title, _("value"), cell, rows, cols, signed,
-                                       state.settings().palette == "cvd", labels is not None))
+                                       state.settings().palette == "cvd", labels is not None, scale))
     spec["encoding"]["color"]["scale"]["domain"] = [-top, top] if signed else [0.0, top]
     spec["description"] = widgets.describe(_("Heatmap"), rows, cols, row_title, col_title, float(m.min()), float(m.max()))
     _show(df, spec, key)
@@ -209,7 +218,7 @@ def _image_titles() -> tuple[str, str, str, str, str, str]:
 
 @st.cache_data(show_spinner=False)
 def _image_spec(cell: int, height: int, width: int, clickable: bool, overlay: bool, numbers: bool,
-                titles: tuple[str, str, str, str, str, str]) -> dict:
+                titles: tuple[str, str, str, str, str, str], scale: float = 1.0) -> dict:
     row_t, col_t, token_t, colour_t, attention_t, weight_t = titles
     x = alt.X("c:O", title=col_t, axis=alt.Axis(labelAngle=0))
     y = alt.Y("r:O", title=row_t)
@@ -223,18 +232,20 @@ def _image_spec(cell: int, height: int, width: int, clickable: bool, overlay: bo
         layers.append(base.mark_rect(color="#e8000b").encode(
             opacity=alt.Opacity("weight:Q", scale=alt.Scale(range=[0.0, 0.85], zero=True),
                                 legend=alt.Legend(title=weight_t, orient="right", format=".3f", columns=1,
-                                                  symbolType="square", symbolSize=260)),
+                                                  symbolType="square", symbolSize=260 * scale ** 2)),
             tooltip=tooltip))
     if numbers:
-        layers.append(base.mark_text(fontSize=max(9, min(14, cell // 3))).encode(
+        # presenter mode: at least presenter.MIN_FONT_PX when it fits ("143" is about 1.5 em wide)
+        size = max(9, min(14, cell // 3)) if scale == 1 else max(9, min(presenter.font_px(14, scale), cell // 2))
+        layers.append(base.mark_text(fontSize=size).encode(
             text="n:Q", color=alt.condition("datum.dark", alt.value("white"), alt.value("black"))))
-    layers.append(base.transform_filter("datum.selected").mark_rect(fill=None, stroke="#00e5ff", strokeWidth=5))
-    layers.append(base.transform_filter("datum.selected").mark_rect(fill=None, stroke="#000", strokeWidth=1.5))
+    layers.append(base.transform_filter("datum.selected").mark_rect(fill=None, stroke="#00e5ff", strokeWidth=5 * scale))
+    layers.append(base.transform_filter("datum.selected").mark_rect(fill=None, stroke="#000", strokeWidth=1.5 * scale))
     # Step sizes (per pixel), not a total width: a total would be shared with the legend and squeeze the image.
     chart = alt.layer(*layers).properties(width=alt.Step(cell), height=alt.Step(cell))
     if clickable:
         chart = chart.add_params(alt.selection_point(name="pixel", fields=["r", "c"], on="click"))
-    return _finish(chart)
+    return _finish(chart, scale)
 
 
 def image(
@@ -270,8 +281,9 @@ def image(
     else:  # the picture itself: each pixel's colour, row r by column c
         widgets.text_table(np.asarray(df["rgb"], dtype=object).reshape(h, w).tolist(), [str(r) for r in range(h)],
                            [str(c) for c in range(w)], key)
-    cell = max(16, min(48, size_px // max(h, w)))
-    spec = {**_image_spec(cell, h, w, on_pixel is not None, weights is not None, numbers, _image_titles()),
+    scale = presenter.scale()
+    cell = int(max(16, min(48, size_px // max(h, w))) * scale)
+    spec = {**_image_spec(cell, h, w, on_pixel is not None, weights is not None, numbers, _image_titles(), scale),
             "description": _("Image: {h} × {w} pixels, one token each (token n = r·W + c).", h=h, w=w)
             + (" " + _("Red shows the attention weights, from {low} to {high}.",
                        low=f"{np.asarray(weights, dtype=float).min():.3g}",

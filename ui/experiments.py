@@ -17,7 +17,7 @@ from attention_core.errors import N_, InputError, Message
 from attention_core.experiments import image as image_core
 from attention_core.experiments import image_upload, positional, scaling
 
-from . import state, widgets
+from . import presenter, state, widgets
 from .i18n import _
 
 _UPLOAD = "img_upload"  # {"name", "format", "original_size", "pixels": nested lists (h, w, 3)}
@@ -79,7 +79,7 @@ def side_by_side(widths: list[int]) -> tuple[list[Any], bool]:
     Returns:
         (containers, stacked).
     """
-    if sum(widths) <= MAIN_WIDTH_PX:
+    if sum(widths) <= MAIN_WIDTH_PX * presenter.scale():  # presenter mode: wider heatmaps, a wider main area
         return list(st.columns(widths)), False
     return [st.container() for _width in widths], True
 
@@ -91,9 +91,12 @@ LEGEND_PX = 60
 def heatmap_width(columns: int, row_labels: bool = True, legend: bool = False, extra: int = 0) -> int:
     """About how wide ``widgets.heatmap`` draws a matrix with ``columns`` columns.
 
-    ``legend`` adds the colour legend; ``extra`` pixels fit longer (> 0) or shorter (< 0) row labels.
+    ``legend`` adds the colour legend; ``extra`` pixels fit longer (> 0) or shorter (< 0) row labels. In presenter
+    mode everything is ``presenter.SCALE`` times wider.
     """
-    return columns * widgets.cell_px(columns) + (150 if row_labels else 40) + (LEGEND_PX if legend else 0) + extra
+    scale = presenter.scale()
+    return columns * widgets.cell_px(columns, scale) + round(((150 if row_labels else 40) + (LEGEND_PX if legend else 0)
+                                                              + extra) * scale)
 
 
 def table_height(rows: int) -> int:

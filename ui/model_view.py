@@ -20,7 +20,7 @@ import pandas as pd
 import streamlit as st
 from PIL import Image
 
-from . import widgets
+from . import presenter, widgets
 from .i18n import _
 
 #: Colour stops of the weights' scale (Vega's "blues"), value in [0, 1] -> RGB.
@@ -61,8 +61,9 @@ def head_pictures(attentions: np.ndarray) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False)
-def _grid_spec(head_title: str, layer_title: str, height: int = 6 * GRID_CELL_PX) -> dict:
-    """The grid's spec with its (translated) axis titles and its height in pixels; cached once per language."""
+def _grid_spec(head_title: str, layer_title: str, height: int = 6 * GRID_CELL_PX, scale: float = 1.0) -> dict:
+    """The grid's spec with its (translated) axis titles and its height in pixels (before ``scale``); cached once per
+    language, height and scale (presenter mode)."""
     x = alt.X("head:O", title=head_title, axis=alt.Axis(orient="top", labelAngle=0))
     y = alt.Y("layer:O", title=layer_title)
     base = alt.Chart().encode(x=x, y=y)
@@ -75,8 +76,9 @@ def _grid_spec(head_title: str, layer_title: str, height: int = 6 * GRID_CELL_PX
         shape="square", filled=False, color="#d62728", strokeWidth=5, opacity=1,
         size=alt.ExprRef("pow(0.9 * min(bandwidth('x'), bandwidth('y')) + 8, 2)"))  # size = area in px²
     chart = alt.layer(pictures, outline).properties(
-        width="container", height=height
-    ).configure_axis(labelFontSize=16, titleFontSize=16, grid=False, domain=False, ticks=False
+        width="container", height=height * scale
+    ).configure_axis(labelFontSize=presenter.font_px(16, scale), titleFontSize=presenter.font_px(16, scale), grid=False,
+                     domain=False, ticks=False
                      ).configure_view(strokeWidth=0)
     chart = chart.add_params(alt.selection_point(name="head_pick", fields=["layer", "head"], on="click"))
     spec = chart.to_dict(validate=False)
@@ -99,7 +101,7 @@ def head_grid(pictures: pd.DataFrame, selected: tuple[int, int], *, key: str,
     """
     df = pictures.assign(selected=(pictures["layer"] == selected[0] + 1) & (pictures["head"] == selected[1] + 1))
     layers, heads = int(pictures["layer"].max()), pictures["head"].nunique()
-    spec = {**_grid_spec(_("head"), _("layer"), layers * row_px),
+    spec = {**_grid_spec(_("head"), _("layer"), layers * row_px, presenter.scale()),
             "description": _("Grid of {layers} layers × {heads} heads: each picture is one head's attention weights "
                              "(darker: more weight). Click one to open it.", layers=layers, heads=heads)
             + ("" if focus is None else " " + _("Its table gives each head's focus: the mean over the tokens of the "
@@ -127,17 +129,18 @@ def map_cell_px(n: int) -> int:
 
 
 @st.cache_data(show_spinner=False)
-def _map_spec(cell_px: int, numbers: bool, titles: tuple[str, str, str, str, str]) -> dict:
-    """The map's spec; ``titles`` (translated): key axis, query axis, weight, query, key."""
+def _map_spec(cell_px: int, numbers: bool, titles: tuple[str, str, str, str, str], scale: float = 1.0) -> dict:
+    """The map's spec; ``titles`` (translated): key axis, query axis, weight, query, key. ``cell_px`` is already
+    scaled; the fonts are ``scale`` times larger (presenter mode)."""
     key_axis, query_axis, weight_t, query_t, key_t = titles
-    label_size = int(min(16, max(10, cell_px - 2)))
+    label_size = int(min(16 * scale, max(10, cell_px - 2)))
     # Labels smaller than their font: Vega drops the overlapping ones (every other, ...); the tooltip names all.
     overlap = "parity" if cell_px < label_size else False
     x = alt.X("key:N", sort=alt.EncodingSortField("j"), title=key_axis,
               axis=alt.Axis(orient="top", labelAngle=-60, labelOverlap=overlap, labelFontSize=label_size,
-                            labelLimit=160))
+                            labelLimit=160 * scale))
     y = alt.Y("query:N", sort=alt.EncodingSortField("i"), title=query_axis,
-              axis=alt.Axis(labelOverlap=overlap, labelFontSize=label_size, labelLimit=160))
+              axis=alt.Axis(labelOverlap=overlap, labelFontSize=label_size, labelLimit=160 * scale))
     base = alt.Chart().encode(x=x, y=y)
     rect = base.mark_rect(cursor="pointer").encode(
         color=alt.Color("weight:Q", scale=alt.Scale(type="sqrt", scheme="blues", domain=[0, 1]),
@@ -147,12 +150,14 @@ def _map_spec(cell_px: int, numbers: bool, titles: tuple[str, str, str, str, str
     )
     layers = [rect]
     if numbers:
-        layers.append(base.mark_text(fontSize=14).encode(
+        layers.append(base.mark_text(fontSize=presenter.font_px(14, scale)).encode(
             text=alt.Text("weight:Q", format=".2f"),
             color=alt.condition("datum.weight > 0.3", alt.value("white"), alt.value("black"))))
-    layers.append(base.transform_filter("datum.selected").mark_rect(fill=None, stroke="#d62728", strokeWidth=3))
+    layers.append(base.transform_filter("datum.selected").mark_rect(fill=None, stroke="#d62728", strokeWidth=3 * scale))
+    legend_font = presenter.font_px(13, scale)
     chart = alt.layer(*layers).properties(width=alt.Step(cell_px), height=alt.Step(cell_px)).configure_axis(
-        titleFontSize=15).configure_legend(labelFontSize=13, titleFontSize=13)
+        titleFontSize=presenter.font_px(15, scale)).configure_legend(labelFontSize=legend_font,
+                                                                     titleFontSize=legend_font)
     chart = chart.add_params(alt.selection_point(name="entry_pick", fields=["i", "j"], on="click"))
     spec = chart.to_dict(validate=False)
     spec.pop("datasets", None)
@@ -168,7 +173,8 @@ def attention_map(weights: np.ndarray, labels: Sequence[str], *, key: str,
     Clicking a cell calls ``on_cell(row, col)`` (0-based).
     """
     n = weights.shape[0]
-    cell = map_cell_px(n)
+    scale = presenter.scale()
+    cell = int(map_cell_px(n) * scale)
     ii, jj = np.indices(weights.shape)
     ii, jj = ii.ravel(), jj.ravel()
     labels_arr = np.asarray(labels, dtype=object)
@@ -179,7 +185,7 @@ def attention_map(weights: np.ndarray, labels: Sequence[str], *, key: str,
     })
     titles = (_("key token (attended to)"), _("query token (attending)"), _("weight"), _("query"), _("key"))
     w = np.asarray(weights, dtype=float)
-    spec = {**_map_spec(cell, cell >= 40, titles),
+    spec = {**_map_spec(cell, cell >= 40 * scale, titles, scale),
             "description": widgets.describe(_("Heatmap"), n, n, titles[1], titles[0], float(w.min()), float(w.max()))}
     st.vega_lite_chart(df, spec, key=key, on_select=functools.partial(_on_entry, key, on_cell),
                        selection_mode="entry_pick", width="content")

@@ -21,7 +21,7 @@ from attention_core.page import Page
 from attention_core.settings import Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, clamp_entry
 
-from . import i18n, masking, practice, runtime, state, widgets, worksheet
+from . import i18n, masking, practice, presenter, runtime, state, widgets, worksheet
 from .i18n import _, app_text
 
 
@@ -72,14 +72,17 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
         if walk is not None:
             _downloads(steps, walk)
         return
-    if layout == "beside" and single:
-        formula_col, matrix_col = st.columns([2, 3])
+    if layout == "beside" and single and _fits_beside(stage.panels[0], col):
+        # The heatmap gets two thirds of the width and its colour legend goes under it: at 1280–1400 px with the
+        # sidebar, a 7 × 7 heatmap with its legend beside it was wider than the matrix's column (3 / 5), its 7th
+        # column and legend cut off (issue 29). The formulas of a stage fit the remaining third.
+        formula_col, matrix_col = st.columns([1, 2])
         with formula_col:
             st.markdown("**" + _("Formula") + "**")
             for line in stage.formula(tr):
                 st.latex(line)
         with matrix_col:
-            _single_panel(steps, stage.panels[0], (row, col), head)
+            _single_panel(steps, stage.panels[0], (row, col), head, legend=False)
     else:
         with st.expander(_("Formula"), expanded=True):
             for line in stage.formula(tr):
@@ -210,8 +213,9 @@ def _draw_live(build, explain, after_panels, after_entry, after_checks, options)
     state.write_link()  # the stage and the entry are in the link
 
 
-def _single_panel(steps: StepThrough, panel: Panel, entry: tuple[int, int], head: int) -> None:
+def _single_panel(steps: StepThrough, panel: Panel, entry: tuple[int, int], head: int, *, legend: bool = True) -> None:
     """One heatmap under the line "**title**: rows × cols"; a large matrix is shown as a window around the entry.
+    ``legend=False``: its colour legend under it, not beside it (:func:`widgets.heatmap`).
 
     Windows: at most ``WHOLE`` rows (columns) are shown whole; past that, fixed blocks of ``WINDOW`` (so a
     click inside a block does not move it), chosen by the explained entry.
@@ -228,7 +232,19 @@ def _single_panel(steps: StepThrough, panel: Panel, entry: tuple[int, int], head
     shown = Panel(panel.title, panel.matrix[r0:r1, c0:c1], panel.row_labels[r0:r1], panel.col_labels[c0:c1],
                   panel.row_title, panel.col_title, panel.head, panel.explained)
     _heatmap(steps, shown, f"{steps.page.key}_{steps.stage.key}_0_{r0}_{c0}", (entry[0] - r0, entry[1] - c0), head,
-             offset=(r0, c0))
+             legend=legend, offset=(r0, c0))
+
+
+#: The matrix's column of the "beside" layout at 1280 px with the sidebar (two thirds of the main area), and about how
+#: wide a heatmap's row labels and title are: a heatmap wider than that goes under its formula instead.
+BESIDE_PX, ROW_LABELS_PX = 540, 140
+
+
+def _fits_beside(panel: Panel, col: int) -> bool:
+    """Whether ``panel``'s heatmap (the columns shown around ``col``) fits the column beside its formula."""
+    c0, c1 = window(panel.matrix.shape[-1], col)
+    scale = presenter.scale()
+    return (c1 - c0) * widgets.cell_px(c1 - c0, scale) + ROW_LABELS_PX * scale <= BESIDE_PX * scale
 
 
 #: A large matrix (the trained model's X is n × 384) is shown in blocks of WINDOW rows and columns; up to
@@ -294,12 +310,13 @@ def panels(steps: StepThrough, *, entry: tuple[int, int], head: int = 0, per_row
     # only the first heatmap of a row keeps its row labels (when the rows are the same) and
     # none keeps a colour legend: the numbers are written in the cells.
     widest = max(p.matrix.shape[-1] for p in items)
-    cell = widgets.cell_px(widest)
-    per_row = max(1, min(per_row, (MAIN_PX - 140) // (widest * cell + 30)))
+    scale = presenter.scale()  # presenter mode: larger heatmaps in a wider main area (no sidebar)
+    cell = widgets.cell_px(widest, scale)
+    per_row = max(1, min(per_row, int((MAIN_PX - 140) * scale) // (widest * cell + int(30 * scale))))
     for start in range(0, len(items), per_row):
         chunk = items[start:start + per_row]
         single = len(chunk) == 1
-        widths = [p.matrix.shape[-1] * cell + (170 if n == 0 else 40) for n, p in enumerate(chunk)]
+        widths = [p.matrix.shape[-1] * cell + round((170 if n == 0 else 40) * scale) for n, p in enumerate(chunk)]
         columns = [st.container()] if single else st.columns(widths)
         for n, (column, panel) in enumerate(zip(columns, chunk)):
             with column:

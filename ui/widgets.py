@@ -23,17 +23,24 @@ from attention_core.self_attention.formulas import Entry, entry_latex
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough
 from attention_core.settings import EDITABLE, MAX_ABS_VALUE, Settings
 
-from . import state
+from . import presenter, state
 from .i18n import _
 
 CELL_PX = 56  # heatmap cell size: numbers stay readable on a projector
 #: A wide matrix gets narrower cells (and smaller numbers) so that up to 16 columns fit a 1280 px screen.
 MIN_CELL_PX, FIT_PX = 40, 680
+#: Presenter mode (no sidebar: a 1920 px projector's main area is 1824 px wide) keeps its full cells, and numbers of
+#: at least ``presenter.MIN_FONT_PX``, up to 16 columns (the widest matrix: MAX_DIM); narrower past that.
+PRESENTER_FIT_PX = 16 * 84
+#: The heatmap's font sizes in normal mode: the numbers in the cells (in narrow cells), axis labels, the legend.
+NUMBER_FONT, NARROW_NUMBER_FONT, AXIS_FONT, LEGEND_FONT = 15, 11, 15, 13
 
 
-def cell_px(columns: int) -> int:
-    """The width of one heatmap cell for a matrix of ``columns`` columns: CELL_PX, narrower when many."""
-    return CELL_PX if columns * CELL_PX <= FIT_PX else max(MIN_CELL_PX, FIT_PX // columns)
+def cell_px(columns: int, scale: float = 1.0) -> int:
+    """The width of one heatmap cell for a matrix of ``columns`` columns: CELL_PX, narrower when many; all of them
+    ``scale`` times larger (presenter mode: ``ui.presenter.scale()``)."""
+    cell, fit = round(CELL_PX * scale), FIT_PX if scale == 1 else max(PRESENTER_FIT_PX, FIT_PX * scale)
+    return cell if columns * cell <= fit else max(round(MIN_CELL_PX * scale), int(fit // columns))
 
 T = TypeVar("T")
 
@@ -230,15 +237,19 @@ def text_table(cells: Sequence[Sequence[str]], row_labels: Sequence[str], col_la
 
 @st.cache_data(show_spinner=False)
 def _heatmap_spec(clickable: bool, row_title: str, col_title: str, scheme: str = "redblue",
-                  reverse: bool = True) -> dict:
+                  reverse: bool = True, scale: float = 1.0) -> dict:
     """The Vega-Lite spec of a heatmap, built once with Altair; the data is passed per call.
 
     Everything that changes with the numbers (colour domain, text colour, the selected
-    cell) is a column of the data, so one spec serves every matrix.
+    cell) is a column of the data, so one spec serves every matrix. ``scale``: cells, numbers, labels and legend
+    that many times larger (presenter mode), fonts at least ``presenter.MIN_FONT_PX``.
     """
+    scaled = scale != 1
     x = alt.X("col:N", sort=alt.EncodingSortField("j"), title=col_title,
-              axis=alt.Axis(labelAngle=-40, orient="top", labelOverlap=False, labelLimit=140))
-    y = alt.Y("row:N", sort=alt.EncodingSortField("i"), title=row_title)
+              axis=alt.Axis(labelAngle=-40, orient="top", labelOverlap=False, labelLimit=140 * scale))
+    # (100 px: the limit of Streamlit's chart theme, set only when scaled so that normal mode's spec stays as it was)
+    y = alt.Y("row:N", sort=alt.EncodingSortField("i"), title=row_title,
+              **({"axis": alt.Axis(labelLimit=100 * scale)} if scaled else {}))
     # The domain [-max|value|, max|value|] is set per call (see heatmap): 0 stays white, as the
     # text colour rule "dark" assumes.
     shade = alt.Color("shade:Q", scale=alt.Scale(scheme=scheme, reverse=reverse),
@@ -257,14 +268,18 @@ def _heatmap_spec(clickable: bool, row_title: str, col_title: str, scheme: str =
         "datum.blocked ? '−∞' : (abs(datum.value) >= 1e4 || (abs(datum.value) < 1e-3 && datum.value != 0))"
         " ? format(datum.value, '.1e') : format(datum.value, '.3~g')"
     )
-    text = base.transform_calculate(label=label).mark_text(fontSize=15).encode(
+    text = base.transform_calculate(label=label).mark_text(fontSize=presenter.font_px(NUMBER_FONT, scale)).encode(
         text="label:N",
         color=alt.condition("datum.dark", alt.value("white"), alt.value("black")),
     )
-    outline = base.transform_filter("datum.selected").mark_rect(fill=None, stroke="#111", strokeWidth=4)
+    outline = base.transform_filter("datum.selected").mark_rect(fill=None, stroke="#111", strokeWidth=4 * scale)
+    axis_font, legend_font = presenter.font_px(AXIS_FONT, scale), presenter.font_px(LEGEND_FONT, scale)
+    # the colour bar scaled too (Vega-Lite's defaults: 16 px thick, at most 200 px long)
+    bar = {"gradientThickness": 16 * scale, "gradientLength": 200 * scale} if scaled else {}
     chart = alt.layer(rect, text, outline).properties(
-        width=alt.Step(CELL_PX), height=alt.Step(CELL_PX * 0.75)
-    ).configure_axis(labelFontSize=15, titleFontSize=15).configure_legend(labelFontSize=13, titleFontSize=13)
+        width=alt.Step(cell_px(1, scale)), height=alt.Step(CELL_PX * 0.75 * scale)
+    ).configure_axis(labelFontSize=axis_font, titleFontSize=axis_font).configure_legend(
+        labelFontSize=legend_font, titleFontSize=legend_font, **bar)
     if clickable:
         chart = chart.add_params(alt.selection_point(name="cell", fields=["i", "j"], on="click"))
     spec = chart.to_dict(validate=False)
@@ -288,8 +303,10 @@ def heatmap_figure(
     legend: bool = True,
     row_axis: bool = True,
     scale_max: Optional[float] = None,
+    scale: float = 1.0,
 ) -> tuple[pa.Table, dict]:
-    """The data and Vega-Lite spec of :func:`heatmap` (also used to export it as PNG / SVG)."""
+    """The data and Vega-Lite spec of :func:`heatmap` (also used to export it as PNG / SVG). ``scale``: drawn that
+    many times larger (presenter mode; the export is not)."""
     m = np.asarray(matrix, dtype=float)
     ii, jj = np.indices(m.shape)
     ii, jj, values = ii.ravel(), jj.ravel(), m.ravel()
@@ -316,8 +333,9 @@ def heatmap_figure(
         "dark": dark,
         "selected": (ii == selected[0]) & (jj == selected[1]) if selected else np.zeros(values.shape, bool),
     })
-    spec = copy.deepcopy(_heatmap_spec(clickable, row_title, col_title, scheme, reverse))  # the cached one stays intact
-    cell = cell_px(m.shape[-1] if m.ndim == 2 else 1)
+    # the cached spec stays intact
+    spec = copy.deepcopy(_heatmap_spec(clickable, row_title, col_title, scheme, reverse, scale))
+    cell = cell_px(m.shape[-1] if m.ndim == 2 else 1, scale)
     spec["layer"][0]["encoding"]["color"]["scale"]["domain"] = ([-top or -1.0, top or 1.0] if scheme != "viridis"
                                                                 else [0.0, top or 1.0])
     spec["description"] = describe(_("Heatmap"), *m.shape[-2:] if m.ndim == 2 else (1, m.size), row_title, col_title,
@@ -326,14 +344,15 @@ def heatmap_figure(
     spec["layer"][0]["encoding"]["color"]["legend"]["title"] = _("value")
     if not legend:  # side by side: the legend goes under the heatmap (its own scale), not beside it (width)
         spec["layer"][0]["encoding"]["color"]["legend"].update(
-            orient="bottom", direction="horizontal", gradientLength=max(80, min(240, cell * m.shape[-1])),
+            orient="bottom", direction="horizontal",
+            gradientLength=max(80 * scale, min(240 * scale, cell * m.shape[-1])),
             titleOrient="left")
     if not row_axis:
         for layer in spec["layer"]:
             layer["encoding"]["y"]["axis"] = None
-    if cell != CELL_PX:
+    if cell != cell_px(1, scale):  # narrow cells, smaller numbers (not held to presenter.MIN_FONT_PX: they must fit)
         spec["width"] = {"step": cell}
-        spec["layer"][1]["mark"]["fontSize"] = 11
+        spec["layer"][1]["mark"]["fontSize"] = NARROW_NUMBER_FONT * scale
     return table, spec
 
 
@@ -360,11 +379,11 @@ def heatmap(
     ``legend=False`` (the colour legend under the heatmap, not beside it) and ``row_axis=False`` save width when
     heatmaps with the same rows stand side by side; every heatmap keeps a legend of its own colour scale. ``scale_max`` sets the
     colour scale's largest |value| (default: the matrix's own), so that heatmaps shown side
-    by side can share one scale.
+    by side can share one scale. In presenter mode everything is drawn ``presenter.SCALE`` times larger.
     """
     df, spec = heatmap_figure(matrix, row_labels, col_labels, selected=selected, clickable=clickable,
                               row_title=row_title, col_title=col_title, legend=legend, row_axis=row_axis,
-                              scale_max=scale_max)
+                              scale_max=scale_max, scale=presenter.scale())
     if clickable:
         st.vega_lite_chart(df, spec, key=key, on_select=functools.partial(_on_cell_click, key, on_cell),
                            selection_mode="cell", width="content")

@@ -536,3 +536,102 @@ def test_training_shows_progress_then_the_run_and_its_script_trains_it_again(pag
     assert "OK: the same run as in the app." in result.stdout
     assert_no_exception(page)
     save_screenshot(page, "page-training-after-run")
+
+
+# ---------------------------------------------------------------- issue 29: presenter mode, a heatmap that fits
+
+#: Presenter mode's smallest number on a 1920 × 1080 projector (ui/presenter.py MIN_FONT_PX).
+PROJECTOR_MIN_PX = 22
+
+# The rendered font sizes, in px, of what a class reads. Streamlit's Vega charts are drawn as SVG here (the tests above
+# click their `svg g.mark-rect` paths), so every number in a chart is a <text> whose computed font size is measured:
+# the numbers written in the marks (heatmap cells, bar values: role-mark), the axis labels and the legend labels.
+# The widgets' values: the number, text and select boxes' inputs (a select box shows its value in its input), the
+# slider's value over its thumb, the buttons' labels. Only what is shown, in the main area (not the sidebar).
+_FONT_SIZES = """() => {
+  const shown = el => { const r = el.getBoundingClientRect(); return r.width > 1 && r.height > 1; };
+  const sizes = selector => [...document.querySelectorAll(selector)].filter(shown)
+                                .map(el => parseFloat(getComputedStyle(el).fontSize));
+  const chart = '[data-testid="stMain"] [data-testid="stVegaLiteChart"] svg ';
+  return {
+    marks: sizes(chart + 'g.role-mark.mark-text text'),
+    axis_labels: sizes(chart + 'g.role-axis-label text'),
+    legend_labels: sizes(chart + 'g.role-legend-label text'),
+    values: sizes('[data-testid="stMain"] input:not([type="range"]):not([type="checkbox"]):not([type="radio"]),'
+                  + ' [data-testid="stMain"] textarea, [data-testid="stSliderThumbValue"] p'),
+    buttons: sizes('[data-testid="stMain"] button p'),
+  };
+}"""
+
+
+def _open_in_mode(page: Page, base_url: str, path: str, title: str, presenter: bool) -> dict:
+    """Open ``path`` by a link in presenter or normal mode; the font sizes of its shown charts and widgets."""
+    page.goto(base_url + path + ("&" if "?" in path else "?") + f"presenter={int(presenter)}")
+    wait_for_app_run(page)
+    expect(page.locator("h1").filter(has_text=title)).to_be_visible(timeout=APP_RUN_MS)
+    exit_button = page.get_by_role("button", name="Exit presenter mode")
+    if presenter:  # the sidebar is hidden; the way back is on the page
+        expect(exit_button).to_be_visible()
+        expect(page.locator('[data-testid="stSidebar"]')).to_be_hidden()
+    else:
+        expect(exit_button).to_have_count(0)
+    expect(page.locator('[data-testid="stMain"] [data-testid="stVegaLiteChart"] svg g.role-mark.mark-text text')
+           .first).to_be_visible(timeout=APP_RUN_MS)
+    wait_for_app_run(page)
+    assert_no_exception(page)
+    return page.evaluate(_FONT_SIZES)
+
+
+@pytest.mark.parametrize(("path", "title", "widgets"), [
+    ("/self-attention", "Scaled dot-product self-attention, step by step", 5),  # d_k, seed, step, row, column
+    ("/temperature", "Temperature: how sharp is the softmax?", 2),  # the slider's τ, the query row
+], ids=["self-attention", "temperature"])
+def test_presenter_mode_numbers_are_at_least_22_px_on_a_1920_projector(browser: Browser, app_url: str, path: str,
+                                                                        title: str, widgets: int):
+    """At 1920 × 1080 in presenter mode every number in the charts (heatmap cells, axes, legends, bar values) and in
+    the widgets is at least 22 px; in normal mode the same page keeps its smaller sizes (15 px cells, 14 px values).
+    Screenshots: test-artifacts/presenter-*.png."""
+    name = path.strip("/")
+    with new_page(browser, 1920, 1080) as page:
+        normal = _open_in_mode(page, app_url, path, title, presenter=False)
+    with new_page(browser, 1920, 1080) as page:
+        presenter = _open_in_mode(page, app_url, path, title, presenter=True)
+        save_screenshot(page, f"presenter-{name}-1920", width=1920)
+    for sizes in (normal, presenter):
+        assert len(sizes["marks"]) >= 49 and sizes["axis_labels"] and sizes["legend_labels"], sizes  # a 7 × 7 heatmap
+        assert len(sizes["values"]) >= widgets and sizes["buttons"], sizes
+    small = {kind: sorted({s for s in found if s < PROJECTOR_MIN_PX}) for kind, found in presenter.items()}
+    assert not any(small.values()), f"presenter mode, {path}: smaller than {PROJECTOR_MIN_PX} px: {small}"
+    # normal mode unchanged: the heatmap's numbers and the widgets' values stay small
+    assert max(normal["marks"]) < PROJECTOR_MIN_PX and max(normal["values"]) < PROJECTOR_MIN_PX, normal
+
+
+# Where the self-attention heatmap (its SVG, with the axes and the colour legend) stands against its column (the one
+# beside the formula), the chart's frame and the window; and whether the frame has to scroll sideways to show it.
+_HEATMAP_BOX = """() => {
+  const chart = document.querySelector('[data-testid="stMain"] [data-testid="stVegaLiteChart"]');
+  const box = el => { const r = el.getBoundingClientRect(); return {left: r.left, right: r.right}; };
+  const frame = chart.closest('[data-testid="stFullScreenFrame"]');
+  const column = chart.closest('[data-testid="stColumn"]');
+  return {svg: box(chart.querySelector('svg')), legend: box(chart.querySelector('svg g.role-legend')),
+          column: column && box(column), frame: box(frame), hidden: frame.scrollWidth - frame.clientWidth,
+          viewport: document.documentElement.clientWidth};
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 1400])
+def test_self_attention_heatmap_and_its_legend_fit_beside_the_formula(browser: Browser, app_url: str, width: int):
+    """At 1280–1400 px, with the sidebar, the 7 × 7 heatmap beside the formula showed its 7th column and colour legend
+    cut at the right edge (its frame scrolled by 93 and 21 px). Now the whole chart fits its column and the window."""
+    with new_page(browser, width, 900) as page:
+        open_page(page, app_url, "/self-attention", "Scaled dot-product self-attention, step by step")
+        expect(page.locator(".vega-embed svg g.mark-rect").first.locator("path")).to_have_count(49)
+        expect(page.locator(".vega-embed svg g.role-legend").first).to_be_visible()
+        wait_for_app_run(page)
+        box = page.evaluate(_HEATMAP_BOX)
+        save_screenshot(page, f"self-attention-{width}", width=width)
+    assert box["column"] is not None, "the heatmap is not beside the formula"
+    assert box["hidden"] <= 1, f"{width} px: the chart's frame hides {box['hidden']} px of it: {box}"
+    for part in ("svg", "legend"):
+        assert box[part]["left"] >= box["column"]["left"] - 1, (part, box)
+        assert box[part]["right"] <= min(box["column"]["right"], box["frame"]["right"], box["viewport"]) + 1, (part, box)

@@ -75,3 +75,34 @@ def test_edits_too_large_for_a_link_are_said():
     at.session_state["edits"] = {"custom": {"x": {(i, j): 123456.789012 for i in range(12) for j in range(16)}}}
     at.run()
     assert any("too large for a link" in w.value for w in at.warning)
+
+
+def _font_sizes(node) -> list[float]:
+    """Every font size set in a Vega-Lite spec: marks' fontSize, axes' and legends' label and title font sizes."""
+    if isinstance(node, dict):
+        return [value for key, value in node.items() if key.lower().endswith("fontsize")
+                and isinstance(value, (int, float))] + [s for value in node.values() for s in _font_sizes(value)]
+    if isinstance(node, list):
+        return [s for value in node for s in _font_sizes(value)]
+    return []
+
+
+@pytest.mark.parametrize("page", ["app_pages/self_attention.py", "app_pages/temperature.py",
+                                  "app_pages/why_sqrt_dk.py"])
+def test_presenter_mode_draws_the_charts_with_numbers_of_at_least_22_px(page):
+    """The charts' fonts are in their Vega-Lite specs (CSS cannot reach them): presenter mode builds them larger,
+    every font at least 22 px (issue 29); normal mode keeps its own (15 px numbers, 13 px legends)."""
+    import json
+
+    from ui import presenter
+
+    def specs(params):
+        at = open_link(params, page)
+        return [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
+
+    normal, large = specs({}), specs({"presenter": "1"})
+    assert normal and len(large) == len(normal)
+    for spec in large:
+        sizes = _font_sizes(spec)
+        assert sizes and min(sizes) >= presenter.MIN_FONT_PX, (page, spec.get("description"), sorted(set(sizes)))
+    assert max(s for spec in normal for s in _font_sizes(spec)) < presenter.MIN_FONT_PX
