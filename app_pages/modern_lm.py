@@ -155,7 +155,7 @@ for group, column in enumerate(group_columns):
         st.markdown(_("**Key/value head {g}**: query heads {first}–{last}", g=group + 1,
                       first=group * 3 + 1, last=group * 3 + 3))
         model_view.head_grid(grid[grid["kv_head"] == group + 1], (own.layer, own.head), key=f"lm_grid_{group}",
-                             on_pick=open_head, row_px=28)
+                             on_pick=open_head, row_px=28, focus=run.focus[:, group * 3:group * 3 + 3])
 
 # ---------------------------------------------------------------- findings
 st.subheader(_("What the heads do on your prompt"))

@@ -111,7 +111,7 @@ def head_grid(pictures: pd.DataFrame, selected: tuple[int, int], *, key: str,
                        selection_mode="head_pick", width="stretch")
     if focus is not None:
         widgets.table(focus, [_("layer {n}", n=n) for n in range(1, layers + 1)],
-                      [_("head {n}", n=n) for n in range(1, heads + 1)], key)
+                      [_("head {n}", n=n) for n in sorted(pictures["head"].unique())], key)
 
 
 def _on_pick(key: str, on_pick: Callable[[int, int], None]) -> None:

@@ -120,6 +120,7 @@ class LmRun:
             (previous: rows 2…T; first: rows 2…T; own: every row). Unitless, in [0, 1].
         baselines: the same key -> the score a head spreading its weight evenly over the keys it may see would get.
         pictures: (L, H, P', P') each head's weights (P' = min(T, PICTURE); block means when T > PICTURE).
+        focus: (L, H) each head's mean over the tokens of its largest weight (1: every token looks at one token).
         sink: the share of all weight (every head, rows 2…T) on the first token; ``baselines["first"]`` for uniform.
     """
 
@@ -129,6 +130,7 @@ class LmRun:
     patterns: dict[str, torch.Tensor]
     baselines: dict[str, float]
     pictures: torch.Tensor
+    focus: torch.Tensor
     sink: float
 
     def as_decoder_run(self) -> DecoderRun:
@@ -137,8 +139,8 @@ class LmRun:
                           attentions=torch.empty(0), next_token_probs=torch.softmax(self.logits, -1))
 
 
-def _summaries(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(previous, first, own, picture) of one layer's weights (H, T, T): vectorised, no loop over T × T."""
+def _summaries(weights: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """(previous, first, own, picture, focus) of one layer's weights (H, T, T): vectorised, no loop over T × T."""
     t = weights.shape[-1]
     rows = torch.arange(1, t)
     previous = weights[:, rows, rows - 1].mean(-1) if t > 1 else torch.zeros(weights.shape[0])
@@ -146,7 +148,7 @@ def _summaries(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch
     own = weights.diagonal(dim1=-2, dim2=-1).mean(-1)
     side = min(t, PICTURE)
     picture = F.adaptive_avg_pool2d(weights, side) if t > side else weights.clone()
-    return previous, first, own, picture
+    return previous, first, own, picture, weights.amax(-1).mean(-1)
 
 
 def run_model(decoder: Decoder, prompt: Prompt) -> LmRun:
@@ -165,14 +167,14 @@ def run_model(decoder: Decoder, prompt: Prompt) -> LmRun:
     finally:
         for hook in hooks:
             hook.remove()
-    previous, first, own, pictures = (torch.stack(parts) for parts in zip(*summaries))
+    previous, first, own, pictures, focus = (torch.stack(parts) for parts in zip(*summaries))
     t = len(prompt.ids)
     uniform_first = sum(1 / (i + 1) for i in range(1, t)) / (t - 1) if t > 1 else 1.0
     uniform_own = sum(1 / (i + 1) for i in range(t)) / t
     return LmRun(prompt=prompt, hidden_states=torch.stack(out.hidden_states)[:, 0], logits=out.logits[0, -1],
                  patterns={"previous": previous, "first": first, "current": own},
                  baselines={"previous": uniform_first, "first": uniform_first, "current": uniform_own},
-                 pictures=pictures, sink=float(first.mean()))
+                 pictures=pictures, focus=focus, sink=float(first.mean()))
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ def test_the_run_holds_the_models_hidden_states_and_each_heads_patterns(decoder,
     torch.testing.assert_close(run.patterns["previous"], weights[..., rows, rows - 1].mean(-1))
     torch.testing.assert_close(run.patterns["first"], weights[..., 1:, 0].mean(-1))
     torch.testing.assert_close(run.patterns["current"], weights.diagonal(dim1=-2, dim2=-1).mean(-1))
+    torch.testing.assert_close(run.focus, weights.amax(-1).mean(-1))
     assert run.sink == pytest.approx(float(weights[..., 1:, 0].mean()), abs=1e-6)
     assert run.baselines["first"] == pytest.approx(sum(1 / (i + 1) for i in range(1, t)) / (t - 1))
     expected = weights if t <= modern_lm.PICTURE else F.adaptive_avg_pool2d(weights, modern_lm.PICTURE)
