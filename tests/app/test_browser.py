@@ -301,6 +301,28 @@ def test_trained_model_grid_click_opens_the_head(page: Page, app_url: str):
     save_screenshot(page, "page-trained-model-after-click")
 
 
+def test_modern_lm_grid_click_opens_the_head_and_generating_grows_the_kv_cache(page: Page, app_url: str):
+    """SmolLM2's 270 heads are three grids, one per key/value head (30 layers x 3 query heads each); clicking a
+    picture opens that head, its step-through renders its formulas, and "Generate" adds a token and its cache size."""
+    open_page(page, app_url, "/modern-lm", "Inside a modern language model")
+    grids = page.locator(".vega-embed")
+    second = grids.nth(1).locator("svg image")  # key/value head 2: query heads 4-6
+    expect(second).to_have_count(90)
+    assert second.nth(0).get_attribute("href").startswith("data:image/png;base64,")
+    click_mark_until(second.nth(2 * 3 + 1), page.get_by_role("combobox", name="Layer", exact=True),
+                     "Layer 3")  # layer 3, query head 5
+    wait_for_app_run(page)
+    expect(page.get_by_role("heading", name="Layer 3, head 5 (key/value head 2)", exact=True)).to_be_visible()
+    expect(page.get_by_text("Checked against PyTorch").first).to_be_visible()
+    expect(page.locator(".katex").filter(has_text="RMSNorm").first).to_be_visible()
+    page.get_by_role("button", name="Generate the next token").click()
+    wait_for_app_run(page)
+    expect(page.get_by_text("The prompt and its continuation:")).to_be_visible()
+    expect(page.locator("code").filter(has_text="The capital of France is Paris")).to_be_visible()
+    assert_no_exception(page)
+    save_screenshot(page, "page-modern-lm-after-click")
+
+
 def test_a_shared_link_shows_its_numbers_and_its_script_export_checks_them(page: Page, app_url: str, tmp_path):
     """A student opens a teacher's link, sees the same numbers, and downloads the self-checking script."""
     link = "/self-attention?preset=journey_v1&stage=output&entry_row=1&entry_col=1"

@@ -1,0 +1,159 @@
+"""Speed and memory of the modern language model's page ("Inside a modern language model", SmolLM2-135M-Instruct).
+
+    .venv/bin/python scripts/benchmark_modern_lm.py [--runs 10]
+
+Run it as its own process (the first load is only "first" once per process). Measures:
+
+1. the first load: checking the model file and loading SmolLM2 (target ≤ 30 s);
+2. the memory the model adds to a process that already runs the app (torch, streamlit and attention_core
+   imported): resident set size (VmRSS) before and after the load and after the first forward pass, and the
+   process's peak (ru_maxrss) — what a class server pays once, not per session;
+3. a prompt of exactly 32 tokens: the forward pass alone (target ≤ 300 ms), then everything the page computes for a
+   new prompt (tokenise, forward pass with every head summarised, the grid's 270 pictures, the next tokens, one head
+   step by step with the model's own check), median and max of N uncached runs; the same at the page's longest
+   prompt (``MODERN_LM_MAX_TOKENS``) and one generated token with the KV cache;
+4. the page itself under AppTest (server-side script time, no browser): a new 32-token prompt, and opening another
+   head of the same prompt.
+
+Prints the numbers and the verdicts; exits 1 when a target is missed. Timings on a shared 2-core machine are noisy:
+the medians are what to read. Torch runs one intra-op thread, as on the server (``ui.model_data.TORCH_THREADS``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+LOAD_TARGET_S = 30.0
+FORWARD_TARGET_MS = 300.0
+TOKENS = 32
+FIRST_WORDS = ("A", "This", "That", "Each", "One", "The", "My", "Our", "Your", "Their")
+
+
+def rss_mb() -> float:
+    """This process's resident set size now (VmRSS), in MB (10^6 bytes)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024 / 1e6
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def peak_mb() -> float:
+    """This process's peak resident set size (ru_maxrss, KiB on Linux), in MB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
+
+
+def prompt_of(decoder, tokens: int, first: str = "The") -> str:
+    """A prompt of exactly ``tokens`` byte-level BPE tokens (no template)."""
+    words = (first + " quick brown fox jumps over the lazy dog and runs into the forest at night" * 40).split(" ")
+    text = ""
+    for word in words:
+        candidate = (text + " " + word) if text else word
+        if len(decoder.tokenizer(candidate, add_special_tokens=False)["input_ids"]) > tokens:
+            break
+        text = candidate
+    assert len(decoder.tokenizer(text, add_special_tokens=False)["input_ids"]) == tokens, text
+    return text
+
+
+def timed_ms(fn, runs: int) -> tuple[float, float]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times), max(times)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10)
+    args = parser.parse_args(argv)
+    logging.getLogger("streamlit").setLevel(logging.ERROR)
+
+    import streamlit  # noqa: F401 - the app's own imports, before measuring what the model adds
+    import torch
+
+    from attention_core import registry  # noqa: F401
+    from attention_core.trained_model import modern_lm, smollm2
+    from ui import model_data
+
+    model_data.configure_torch()
+    ok = True
+    before = rss_mb()
+    start = time.perf_counter()
+    decoder = smollm2.load_decoder()
+    load_s = time.perf_counter() - start
+    loaded = rss_mb()
+    print(f"first load: {load_s:.1f} s (target ≤ {LOAD_TARGET_S:.0f} s)")
+    ok &= load_s <= LOAD_TARGET_S
+
+    prompts = [prompt_of(decoder, TOKENS, FIRST_WORDS[i % len(FIRST_WORDS)]) for i in range(args.runs)]
+    encoded = modern_lm.encode_prompt(decoder, prompts[0])
+    with torch.no_grad():
+        decoder.model(input_ids=encoded.ids[None])
+    print(f"memory: {before:.0f} MB before the load, {loaded:.0f} MB after (+{loaded - before:.0f}), "
+          f"{rss_mb():.0f} MB after the first forward pass; peak {peak_mb():.0f} MB")
+
+    def forward():
+        with torch.no_grad():
+            decoder.model(input_ids=encoded.ids[None])
+
+    median, worst = timed_ms(forward, args.runs)
+    print(f"a {TOKENS}-token forward pass: median {median:.0f} ms, max {worst:.0f} ms "
+          f"(target ≤ {FORWARD_TARGET_MS:.0f} ms)")
+    ok &= median <= FORWARD_TARGET_MS
+
+    from ui import model_view
+
+    prompts_left = iter(prompts * 2)
+
+    def whole_page(text=None):
+        prompt = modern_lm.encode_prompt(decoder, text or next(prompts_left))
+        run = modern_lm.run_model(decoder, prompt)
+        model_view.head_pictures(run.pictures.numpy())
+        modern_lm.next_tokens(decoder, run.logits, 1.0)
+        modern_lm.findings(run)
+        modern_lm.head(decoder, run, 0, 0)
+
+    median, worst = timed_ms(whole_page, args.runs)
+    print(f"a new {TOKENS}-token prompt, everything the page computes: median {median:.0f} ms, max {worst:.0f} ms")
+    longest = prompt_of(decoder, modern_lm.MODERN_LM_MAX_TOKENS)
+    median, worst = timed_ms(lambda: whole_page(longest), max(3, args.runs // 3))
+    print(f"the longest prompt ({modern_lm.MODERN_LM_MAX_TOKENS} tokens), everything: median {median:.0f} ms, "
+          f"max {worst:.0f} ms")
+    median, worst = timed_ms(lambda: modern_lm.generate(decoder, encoded, 2), args.runs)
+    print(f"the prompt read once and 2 tokens generated with the KV cache: median {median:.0f} ms, max {worst:.0f} ms")
+    print(f"peak RSS of this process: {peak_mb():.0f} MB")
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.run()
+    at.switch_page("app_pages/modern_lm.py").run()  # the model loads again here: AppTest has its own caches
+    times, heads = [], []
+    for i in range(args.runs):
+        box = at.text_area(key="setting_modern_lm.prompt").set_value(prompts[i])
+        start = time.perf_counter()
+        box.run()
+        times.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        at.selectbox(key="setting_modern_lm.head").set_value((i + 1) % 9).run()
+        heads.append((time.perf_counter() - start) * 1000)
+        assert not at.exception, at.exception
+    print(f"the page under AppTest: a new {TOKENS}-token prompt median {statistics.median(times):.0f} ms "
+          f"(max {max(times):.0f}); another head median {statistics.median(heads):.0f} ms (max {max(heads):.0f})")
+    print("OK" if ok else "a target was missed")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
