@@ -2,17 +2,24 @@
 from the layer's input and the model's own weights equals the model's attention (``output_attentions``); the heads'
 shares sum to the layer's attention output; the query head -> key/value head mapping is transformers' ``repeat_kv``;
 our rotation is ``apply_rotary_pos_emb``; greedy decoding of a fixed prompt is stable; a missing package and an altered
-file say so."""
+file say so.
+
+The converted cache: its files are the pinned ones; the model loaded from it is the GGUF model (loaded here the slow
+way, once) with its matrices rounded to bfloat16, bit for bit, and its outputs stay within the stated tolerance; its
+tokenizer is the GGUF file's; an altered cache is found and converted again (one real conversion, ~12 s), a
+conversion that still differs is refused, and an unwritable cache folder falls back to the temp dir."""
 
 from __future__ import annotations
 
 import shutil
+import tempfile
 
 import pytest
 import torch
 
 from attention_core.errors import InputError
 from attention_core.trained_model import smollm2
+from attention_core.trained_model.pretrained import sha256_of
 
 PROMPTS = ["The capital of France is", "Attention is all you need", "猫坐在垫子上。 🐈 ¿Qué?"]
 
@@ -22,11 +29,177 @@ def decoder():
     return smollm2.load_decoder()
 
 
+@pytest.fixture(scope="module")
+def gguf():
+    """(model, tokenizer) read straight from the GGUF file in this process, float32: the reference."""
+    return smollm2.load_gguf(smollm2.model_file())
+
+
 def test_the_model_is_the_one_the_page_describes(decoder):
     assert (decoder.num_layers, decoder.num_heads, decoder.num_kv_heads, decoder.head_dim, decoder.hidden_size) == (
         30, 9, 3, 64, 576)
     assert decoder.rope_theta == 100000.0
     assert type(decoder.model).__name__ == "LlamaForCausalLM"
+    assert decoder.model.config._attn_implementation == "eager" and not decoder.model.training
+
+
+def test_the_cache_holds_exactly_the_pinned_files(decoder):
+    folder = smollm2.cache_folder()
+    assert sorted(p.name for p in folder.iterdir()) == sorted(smollm2.CACHE_SHA256)
+    assert sha256_of(folder / smollm2.WEIGHTS_FILE) == smollm2.CACHE_SHA256[smollm2.WEIGHTS_FILE] == (
+        "6da8541543e8104a2eb89bc400be8b40f56b537b0ef9704504986df754d36703")
+    assert {name: sha256_of(folder / name) for name in smollm2.CACHE_SHA256} == dict(smollm2.CACHE_SHA256)
+    assert smollm2.cache_mismatch(folder) is None
+    assert (folder / smollm2.WEIGHTS_FILE).stat().st_size == 269_130_328  # half the float32 538 MB
+
+
+def test_the_cached_model_is_the_gguf_model_with_its_matrices_rounded_to_bfloat16(decoder, gguf):
+    reference, cached = gguf[0].state_dict(), decoder.model.state_dict()
+    assert list(cached) == list(reference) and len(cached) == 273
+    matrices = 0
+    for name, want in reference.items():
+        got = cached[name]
+        assert want.dtype == torch.float32, name
+        if want.ndim == 2:  # q/k/v/o, gate/up/down, the embedding and its tied lm_head
+            matrices += 1
+            assert got.dtype == torch.bfloat16 and torch.equal(got, want.to(torch.bfloat16)), name
+        else:  # the RMSNorm weights, float32 as in the GGUF file
+            assert got.dtype == torch.float32 and torch.equal(got, want), name
+    assert matrices == 30 * 7 + 2
+    model = decoder.model
+    assert model.lm_head.weight is model.model.embed_tokens.weight  # tied, stored once
+    assert torch.equal(model.model.rotary_emb.inv_freq, gguf[0].model.rotary_emb.inv_freq)
+    assert not [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.device.type != "cpu"]
+    assert model.generation_config.to_dict() == gguf[0].generation_config.to_dict()
+
+
+def test_the_model_computes_in_float32(decoder):
+    run = smollm2.run_prompt(decoder, PROMPTS[0])
+    assert run.hidden_states.dtype == run.attentions.dtype == run.next_token_probs.dtype == torch.float32
+    seed = torch.Generator().manual_seed(0)
+    for linear in (decoder.model.model.layers[3].mlp.down_proj, decoder.model.lm_head):  # lm_head: 12 parts
+        assert type(linear) is smollm2.Bfloat16Linear and linear.weight.dtype == torch.bfloat16
+        x = torch.randn(2, 5, linear.in_features, generator=seed)
+        y = linear(x)
+        assert y.dtype == torch.float32 and y.shape == (2, 5, linear.out_features)
+        torch.testing.assert_close(y, x @ linear.weight.float().T, rtol=0, atol=1e-5)
+
+
+def test_bfloat16_storage_costs_no_more_than_the_stated_tolerance(decoder, gguf):
+    model, tokenizer = gguf
+    largest = [0.0, 0.0]
+    for prompt in PROMPTS:
+        run = smollm2.run_prompt(decoder, prompt)
+        ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
+        assert torch.equal(ids[0], run.input_ids)
+        with torch.no_grad():
+            out = model(input_ids=ids, output_attentions=True)
+        attention = (run.attentions - torch.stack(out.attentions)[:, 0]).abs().max().item()
+        probs = torch.softmax(out.logits[0, -1], -1)
+        probability = (run.next_token_probs - probs).abs().max().item()
+        largest = [max(largest[0], attention), max(largest[1], probability)]
+        assert int(run.next_token_probs.argmax()) == int(probs.argmax())
+    # measured: 0.0098 and 0.0037; not 0 either (the weights are rounded, it is not the float32 model)
+    assert 1e-4 < largest[0] <= smollm2.ATTENTION_TOLERANCE and 1e-4 < largest[1] <= smollm2.PROBABILITY_TOLERANCE
+    ids = tokenizer("The capital of France is", return_tensors="pt")
+    want = model.generate(**ids, max_new_tokens=20, do_sample=False)
+    assert torch.equal(decoder.model.generate(**ids, max_new_tokens=20, do_sample=False), want)
+    assert tokenizer.decode(want[0, ids["input_ids"].shape[1]:]).startswith(" Paris.")
+
+
+TEXTS = ["The capital of France is", "  Leading spaces, tabs\tand\nnewlines.", "猫坐在垫子上。注意力机制",
+         "Emoji: 🐈‍⬛ 👩🏽‍💻 🇫🇷!", "¿Qué? naïve café — Ünïcödé", "def f(x):\n    return x**2  # code",
+         "<|im_start|>user\nHi<|im_end|>", ""]
+
+
+def test_the_cached_tokenizer_is_the_gguf_files(decoder, gguf):
+    cached, reference = decoder.tokenizer, gguf[1]
+    assert type(cached) is type(reference) and len(cached) == len(reference) == 49152
+    for text in TEXTS:
+        for special in (False, True):
+            assert cached(text, add_special_tokens=special)["input_ids"] == reference(
+                text, add_special_tokens=special)["input_ids"], (text, special)
+        ids = reference(text, add_special_tokens=False)["input_ids"]
+        assert cached.decode(ids) == reference.decode(ids)
+    assert len(cached("猫坐在垫子上。 🐈")["input_ids"]) > 4  # real tokens, not one unknown
+    assert (cached.bos_token_id, cached.eos_token_id, cached.pad_token_id) == (
+        reference.bos_token_id, reference.eos_token_id, reference.pad_token_id) == (1, 2, 2)
+    messages = [{"role": "user", "content": "What is attention? 注意力 🐈"}]
+    for tokenize in (False, True):
+        got = cached.apply_chat_template(messages, add_generation_prompt=True, tokenize=tokenize)
+        assert got == reference.apply_chat_template(messages, add_generation_prompt=True, tokenize=tokenize)
+    assert cached.apply_chat_template(messages, add_generation_prompt=True, tokenize=False).startswith(
+        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM")
+
+
+def _flip_a_byte(path, offset=100_000_000):
+    with open(path, "r+b") as handle:
+        handle.seek(offset)
+        byte = handle.read(1)
+        handle.seek(offset)
+        handle.write(bytes([byte[0] ^ 1]))
+
+
+def test_an_altered_cache_is_found_and_converted_again(decoder, tmp_path, monkeypatch):
+    root = tmp_path / "cache"
+    shutil.copytree(smollm2.cache_folder(), root / smollm2.CACHE_NAME)  # a copy: the shared cache stays whole
+    monkeypatch.setenv(smollm2.CACHE_ENV, str(root))
+    folder = smollm2.cache_folder()
+    assert folder == root / smollm2.CACHE_NAME
+    _flip_a_byte(folder / smollm2.WEIGHTS_FILE)
+    name, got, want = smollm2.cache_mismatch(folder)
+    assert name == smollm2.WEIGHTS_FILE and want == smollm2.CACHE_SHA256[name] and got != want and len(got) == 64
+    (root / f".{smollm2.CACHE_NAME}.new-killed").mkdir()  # what a killed conversion leaves
+    conversions = []
+    real = smollm2._run_converter
+    monkeypatch.setattr(smollm2, "_run_converter", lambda *args: conversions.append(args) or real(*args))
+    again = smollm2.load_decoder()  # the real conversion, in a child process: it reproduces the pinned files
+    assert len(conversions) == 1 and smollm2.cache_mismatch(folder) is None
+    assert sorted(p.name for p in root.iterdir()) == [smollm2.CACHE_NAME, f"{smollm2.CACHE_NAME}.lock"]
+    for (name, got), want in zip(again.model.state_dict().items(), decoder.model.state_dict().values()):
+        assert torch.equal(got, want), name
+    smollm2.load_decoder()  # a whole cache is used as it is
+    assert len(conversions) == 1
+    (folder / "extra.json").write_text("{}")  # a file that is not the conversion's is found too
+    assert smollm2.cache_mismatch(folder) == ("extra.json", "unexpected", "")
+
+
+def test_a_conversion_that_still_differs_is_refused_and_removed(tmp_path, monkeypatch):
+    monkeypatch.setenv(smollm2.CACHE_ENV, str(tmp_path))
+
+    def wrong_conversion(path, folder, verify):
+        folder.mkdir()
+        for name in smollm2.CACHE_SHA256:
+            (folder / name).write_text("not the model")
+    monkeypatch.setattr(smollm2, "_run_converter", wrong_conversion)
+    with pytest.raises(InputError) as raised:
+        smollm2.load_decoder()
+    assert raised.value.field == "model"
+    assert "failed their check right after conversion" in str(raised.value)
+    assert not (tmp_path / smollm2.CACHE_NAME).exists()
+
+
+def test_a_failing_conversion_says_why(tmp_path):
+    with pytest.raises(InputError) as raised:  # a real child process, which fails at once on the missing file
+        smollm2._run_converter(tmp_path / "missing.gguf", tmp_path / smollm2.CACHE_NAME, True)
+    assert "Converting the model file missing.gguf" in str(raised.value)
+    assert "missing.gguf" in raised.value.message.params["error"] and raised.value.message.params["code"] == 1
+    assert not (tmp_path / smollm2.CACHE_NAME).exists()
+
+
+def test_an_unwritable_cache_folder_falls_back_to_the_temp_dir(tmp_path, monkeypatch):
+    blocker = tmp_path / "a file"
+    blocker.write_text("")
+    monkeypatch.setenv(smollm2.CACHE_ENV, str(blocker / "cache"))  # cannot be created: its parent is a file
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    folder = smollm2.cache_folder()
+    assert folder.parent.parent == tmp_path / "tmp" and folder.name == smollm2.CACHE_NAME
+    assert folder.parent.name.startswith("attention-explorer-") and folder.parent.is_dir()
+    monkeypatch.setattr(tempfile, "tempdir", str(blocker / "tmp"))
+    with pytest.raises(InputError) as raised:
+        smollm2.cache_folder()
+    assert smollm2.CACHE_ENV in str(raised.value) and raised.value.field == "model"
 
 
 @pytest.mark.parametrize("prompt", PROMPTS)
