@@ -68,7 +68,8 @@ with template_col:
 
 try:
     # Loading the model and running it mostly wait on torch and the disk: other students' runs go meanwhile.
-    with st.spinner(_("Loading SmolLM2-135M-Instruct and checking its file (once per server, about 20 s)…")), \
+    with st.spinner(_("Loading SmolLM2-135M-Instruct and checking its files (once per server: a few seconds, about 15 s "
+                      "the first time on a machine, which converts the model file)…")), \
             runtime.step_aside():
         lm_data.decoder()
     with st.spinner(_("Running the model on your prompt…")), runtime.step_aside():
@@ -230,6 +231,7 @@ def rope_link() -> None:
 
 stepthrough.show(steps, EXPLAIN, with_checks=False, after_panels=rope_link, walk=step)
 
-st.caption(_("Model: {model} ({license}), a Q4_1 GGUF file from the PyPI package {package} {version}, dequantized to "
-             "float32; its file passed its SHA-256 check. Run by transformers' LlamaForCausalLM, offline.",
+st.caption(_("Model: {model} ({license}), a Q4_1 GGUF file from the PyPI package {package} {version}, dequantized, "
+             "its weight matrices stored in bfloat16 and computed with in float32; its files passed their SHA-256 "
+             "checks. Run by transformers' LlamaForCausalLM, offline.",
              model=smollm2.MODEL_ID, license=smollm2.LICENSE, package=smollm2.PACKAGE, version=smollm2.VERSION))
