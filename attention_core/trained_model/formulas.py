@@ -386,10 +386,10 @@ class TrainedModelSettings:
 
     Attributes:
         sentence: the text the model reads (any Unicode; never altered here, checked and cut by
-            ``pretrained.tokenize``: MODEL_MAX_TOKENS WordPieces).
+            ``pretrained.tokenize``: MODEL_MAX_TOKENS WordPieces, [PAD]s included).
         padding: how many [PAD] tokens to append (0..MODEL_MAX_PADDING; shows the mask).
         layer, head: the head that is opened (< MODEL_LAYERS and < MODEL_HEADS).
-        entry_row, entry_col: the explained entry (the page clamps them to the stage's matrix, up to 136 × 384).
+        entry_row, entry_col: the explained entry (the page clamps them to the stage's matrix, up to 512 × 512).
     """
 
     sentence: str = MODEL_SENTENCE
@@ -423,8 +423,8 @@ TRAINED_MODEL = Page(
         OneBasedIndex("layer", MODEL_LAYERS,
                       N_("The model has layers 1 to {count}; got layer {shown}, using layer 1.")),
         OneBasedIndex("head", MODEL_HEADS, N_("The model has heads 1 to {count}; got head {shown}, using head 1.")),
-        IntRange("entry_row", 0, MODEL_MAX_TOKENS + MODEL_MAX_PADDING - 1, label(N_("The entry's row"))),
-        IntRange("entry_col", 0, max(MODEL_MAX_TOKENS + MODEL_MAX_PADDING, MODEL_WIDTH) - 1,
+        IntRange("entry_row", 0, MODEL_MAX_TOKENS - 1, label(N_("The entry's row"))),
+        IntRange("entry_col", 0, max(MODEL_MAX_TOKENS, MODEL_WIDTH) - 1,
                  label(N_("The entry's column"))),
     ),
     legacy={"model_sentence": "sentence", "model_padding": "padding", "model_layer": "layer", "model_head": "head", "model_stage": "stage", "model_entry_row": "entry_row", "model_entry_col": "entry_col"},

@@ -26,7 +26,7 @@ d_k = head_dim (32). Every tensor is float32 on the CPU.
 Errors: every problem a user can cause or meet (empty text, the model package
 missing, a file that fails its checksum) raises :class:`~attention_core.errors.InputError`
 with a message for the page. Text longer than :data:`MAX_TOKENS` WordPieces is cut,
-not refused (:attr:`Encoding.truncated` says so).
+not refused (:attr:`Encoding.truncated` says so); [PAD]s count in it.
 
 Sources: Vaswani et al. 2017, "Attention Is All You Need", eq. 1 (scaled dot-product
 attention) and sec. 3.2.2 (heads); Devlin et al. 2019, "BERT: Pre-training of Deep
@@ -67,7 +67,8 @@ EXPECTED_SHA256: Mapping[str, str] = {
     "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
 }
 
-#: The longest input the page runs: WordPieces including [CLS] and [SEP] (longer text is cut).
+#: The longest input the page runs: WordPieces including [CLS], [SEP] and any [PAD] (longer text is cut): the
+#: model's 512 positions.
 MAX_TOKENS = limits.MODEL_MAX_TOKENS
 #: Text beyond this many characters is not even tokenised (it could never fit in MAX_TOKENS
 #: WordPieces but a pasted book would cost time); the page says so.
@@ -233,7 +234,7 @@ class Encoding:
             [CLS], [SEP] and [PAD].
         attention_mask: 1 for a real token, 0 for [PAD] (BERT's ``attention_mask``).
         text_tokens: how many WordPieces the whole text has (before any cut).
-        truncated: True when the text had more than MAX_TOKENS - 2 WordPieces and was cut.
+        truncated: True when the text had more than MAX_TOKENS - 2 - padding WordPieces and was cut.
         kept_chars: how many characters of the text the kept WordPieces cover.
         chars_cut: True when the text was longer than MAX_CHARS characters.
         unknown: how many tokens are [UNK] (characters the vocabulary lacks, e.g. emoji).
@@ -269,7 +270,8 @@ def clean_text(text: str) -> str:
 
 
 def tokenize(pm: PretrainedModel, text: str, padding: int = 0) -> Encoding:
-    """WordPiece-tokenise ``text`` as BERT does: [CLS] pieces [SEP], cut to MAX_TOKENS, then [PAD]s.
+    """WordPiece-tokenise ``text`` as BERT does: [CLS] pieces [SEP], then [PAD]s, cut to MAX_TOKENS in all (the
+    model has 512 positions: the text's pieces make room for the padding).
 
     Any Unicode is accepted: characters outside the vocabulary become [UNK], control and
     zero-width characters are dropped by the BERT normaliser, lone surrogates are replaced.
@@ -298,7 +300,7 @@ def tokenize(pm: PretrainedModel, text: str, padding: int = 0) -> Encoding:
                "Type a few words."),
             field="trained_model.sentence",
         )
-    keep = min(pieces, MAX_TOKENS - 2)
+    keep = min(pieces, MAX_TOKENS - 2 - padding)
     tokens = ("[CLS]", *encoded.tokens[:keep], "[SEP]") + ("[PAD]",) * padding
     ids = (pm.cls_id, *encoded.ids[:keep], pm.sep_id) + (pm.pad_id,) * padding
     word_ids = (None, *encoded.word_ids[:keep], None) + (None,) * padding

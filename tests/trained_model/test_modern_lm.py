@@ -149,9 +149,10 @@ def test_prompts_any_script_the_chat_template_a_cut_and_an_empty_one(decoder):
     chat = modern_lm.encode_prompt(decoder, "What is attention?", chat_template=True)
     assert chat.tokens[0] == "<|im_start|>" and "".join(chat.tokens).endswith("<|im_start|>assistant\n")
     assert " attention" in chat.tokens and not chat.cut
-    long = modern_lm.encode_prompt(decoder, "word " * 400)
-    assert long.cut and len(long.ids) == MODERN_LM_MAX_TOKENS and long.text_tokens == 401  # 400 words and the trailing space
-    long_chat = modern_lm.encode_prompt(decoder, "word " * 400, chat_template=True)
+    long = modern_lm.encode_prompt(decoder, "word " * 700)
+    assert MODERN_LM_MAX_TOKENS == 512
+    assert long.cut and len(long.ids) == MODERN_LM_MAX_TOKENS and long.text_tokens == 701  # 700 words and the trailing space
+    long_chat = modern_lm.encode_prompt(decoder, "word " * 700, chat_template=True)
     assert long_chat.cut and len(long_chat.ids) <= MODERN_LM_MAX_TOKENS
     assert "".join(long_chat.tokens).endswith("<|im_start|>assistant\n")
     assert modern_lm.token_labels((" a", "\n")) == ("1 ␣a", "2 ↵")
@@ -205,9 +206,9 @@ def test_a_finding_opens_its_head_and_a_weight_cell_explains_it():
 def test_bad_prompts_get_a_message_and_the_page_keeps_running():
     at = _open(**{"modern_lm.prompt": ""})
     assert "Type a prompt" in errors(at)
-    at.text_area(key="setting_modern_lm.prompt").set_value("word " * 400).run()
-    assert not at.exception and "was cut after its first 256" in warnings(at), warnings(at)
-    assert at.text_area(key="setting_modern_lm.prompt").value == "word " * 400  # nothing typed is lost
+    at.text_area(key="setting_modern_lm.prompt").set_value("word " * 700).run()
+    assert not at.exception and "was cut after its first 512" in warnings(at), warnings(at)
+    assert at.text_area(key="setting_modern_lm.prompt").value == "word " * 700  # nothing typed is lost
     at.text_area(key="setting_modern_lm.prompt").set_value("🐈‍⬛ ẞ ñ 中文").run()
     assert not at.exception and not at.error, errors(at)
 

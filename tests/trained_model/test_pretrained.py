@@ -224,19 +224,22 @@ def test_wordpieces_with_cls_and_sep(pm):
     assert not encoding.truncated and encoding.num_padding == 0
 
 
-def test_text_over_128_wordpieces_is_cut_to_128(pm):
-    encoding = pretrained.tokenize(pm, "word " * 300, padding=2)
-    assert encoding.truncated and encoding.text_tokens == 300
-    assert encoding.num_real == pretrained.MAX_TOKENS and encoding.n == pretrained.MAX_TOKENS + 2
-    assert encoding.tokens[0] == "[CLS]" and encoding.tokens[127] == "[SEP]" and encoding.tokens[-1] == "[PAD]"
-    assert encoding.kept_chars == len("word " * 126) - 1
+def test_text_over_512_wordpieces_is_cut_to_512_with_its_padding(pm):
+    encoding = pretrained.tokenize(pm, "word " * 600, padding=2)
+    assert pretrained.MAX_TOKENS == 512 == pm.model.config.max_position_embeddings  # every position the model has
+    assert encoding.truncated and encoding.text_tokens == 600
+    assert encoding.n == 512 and encoding.num_real == 510 and encoding.num_padding == 2  # [PAD]s count too
+    assert encoding.tokens[0] == "[CLS]" and encoding.tokens[509] == "[SEP]" and encoding.tokens[-1] == "[PAD]"
+    assert encoding.kept_chars == len("word " * 508) - 1
     run = pretrained.run_model(pm, encoding)
+    assert run.attentions.shape == (6, 12, 512, 512)
     assert pretrained.head_step(pm, run, 4, 7).matches
 
 
-def test_text_of_exactly_126_wordpieces_is_not_cut(pm):
-    encoding = pretrained.tokenize(pm, "word " * 126)
-    assert not encoding.truncated and encoding.n == 128
+def test_text_of_exactly_510_wordpieces_is_not_cut(pm):
+    encoding = pretrained.tokenize(pm, "word " * 510)
+    assert not encoding.truncated and encoding.n == 512
+    assert pretrained.tokenize(pm, "word " * 510, padding=1).truncated  # the [PAD] takes the last position
 
 
 def test_text_beyond_the_character_cap_is_flagged(pm):
@@ -396,10 +399,10 @@ def test_empty_text_gets_a_message_and_is_kept(text):
 
 def test_long_text_is_cut_with_a_message():
     at = open_page()
-    at.text_area(key="setting_trained_model.sentence").set_value("attention " * 200).run()
+    at.text_area(key="setting_trained_model.sentence").set_value("word " * 600).run()
     assert not at.exception and not at.error
-    assert "200 WordPiece tokens" in texts(at.warning) and "cut" in texts(at.warning)
-    assert "128 WordPiece tokens" in texts(at.subheader)
+    assert "600 WordPiece tokens" in texts(at.warning) and "cut after the first 510" in texts(at.warning)
+    assert "512 WordPiece tokens" in texts(at.subheader)
 
 
 def test_unusual_unicode_on_the_page():
