@@ -5,13 +5,24 @@
   by every session. Nothing here or in the page mutates it. A failed load (package
   missing, checksum mismatch) raises :class:`~attention_core.errors.InputError` and is
   not cached, so fixing the install and reloading the page is enough.
-* :func:`sentence_data` and :func:`head` — ``st.cache_data`` on plain arguments (the text,
-  the padding, layer and head numbers), a few entries each.
+* :func:`sentence_data` and :func:`head` — ``st.cache_resource`` on plain arguments (the text,
+  the padding, layer and head numbers), a few entries each, shared read-only by every session without copies
+  (nothing here or in the page mutates them). ``st.cache_data`` would pickle a result in and copy it out on every
+  rerun: at 512 tokens a text's run holds the attentions (6, 12, 512, 512) float32, 75 MB.
+
+Memory, bounded by the entries kept (:func:`held_bytes`, measured by ``tests/trained_model/test_pretrained.py``):
+one 512-token text costs :data:`TEXT_MB` MB of tensors (the attentions, the 7 layers' hidden states (7, 512, 384);
+the grid's 72 pictures are small PNGs besides), at most :data:`TEXTS` texts are kept; one head's step at 512 tokens :data:`HEAD_MB` MB (its
+n × n stages and the model's weights of the head, copies), at most :data:`HEADS` kept. At worst (every entry a
+512-token text) about TEXTS · TEXT_MB + HEADS · HEAD_MB ≈ 390 MB per server; a 13-token sentence costs 0.2 MB
+(and 0.2 MB a head). A head's step is quick to make again (~10 ms at 512 tokens), a text's run is not (~0.3 s).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,6 +38,10 @@ from . import model_view, runtime
 #: faster and far steadier than two: 64 tokens in a median 23 ms (90th percentile 31 ms) against 131 ms
 #: (420 ms) with two threads under load (scripts/benchmark_model.py). Sessions still run in parallel.
 TORCH_THREADS = 1
+
+#: The texts' runs kept (each up to TEXT_MB MB at 512 tokens) and the heads' steps kept (each up to HEAD_MB MB).
+TEXTS, HEADS = 4, 8
+TEXT_MB, HEAD_MB = 82, 7.5
 
 
 def configure_torch() -> None:
@@ -60,7 +75,7 @@ class SentenceData:
     focus: torch.Tensor
 
 
-@st.cache_data(max_entries=8, show_spinner=False)  # the page shows a spinner in the session's language
+@st.cache_resource(max_entries=TEXTS, show_spinner=False)  # the page shows a spinner in the session's language
 def sentence_data(text: str, padding: int) -> SentenceData:
     """Tokenise, run the model, measure the findings and draw the grid's pictures.
 
@@ -77,10 +92,42 @@ def sentence_data(text: str, padding: int) -> SentenceData:
                         focus=head_findings.head_focus(run.attentions, encoding))
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_resource(max_entries=HEADS, show_spinner=False)
 def head(text: str, padding: int, layer: int, head: int) -> pretrained.HeadStep:
     """One head recomputed step by step (see ``pretrained.head_step``)."""
     return pretrained.head_step(model(), sentence_data(text, padding).run, layer, head)
+
+
+def held_bytes(value: Any, shared: Any = ()) -> int:
+    """The bytes of the tensor storages ``value`` keeps alive: each storage once, in full (a view keeps all of its
+    storage), walking dataclasses, tuples, lists and dicts; those of ``shared``'s tensors left out (the model's own
+    parameters, which every session shares anyway)."""
+    seen = {storage_key for storage_key, _size in _storages(shared)}
+    total = 0
+    for storage_key, size in _storages(value):
+        if storage_key not in seen:
+            seen.add(storage_key)
+            total += size
+    return total
+
+
+def _storages(value: Any):
+    """(storage's address, its bytes) of every tensor in ``value`` (see :func:`held_bytes`)."""
+    if isinstance(value, torch.Tensor):
+        storage = value.untyped_storage()
+        yield storage.data_ptr(), storage.nbytes()
+    elif isinstance(value, torch.nn.Module):
+        for tensor in list(value.parameters()) + list(value.buffers()):
+            yield from _storages(tensor)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            yield from _storages(getattr(value, field.name))
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _storages(item)
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _storages(item)
 
 
 def as_numpy(tensor) -> np.ndarray:

@@ -162,8 +162,9 @@ def run_model(decoder: Decoder, prompt: Prompt) -> LmRun:
 
     hooks = [layer.self_attn.register_forward_hook(keep) for layer in decoder.model.model.layers]
     try:
-        with torch.no_grad():
-            out = decoder.model(input_ids=prompt.ids[None], output_hidden_states=True, use_cache=False)
+        with torch.no_grad():  # logits of the last position only: all T of them are T × 49152 (100 MB at 512)
+            out = decoder.model(input_ids=prompt.ids[None], output_hidden_states=True, use_cache=False,
+                                logits_to_keep=1)
     finally:
         for hook in hooks:
             hook.remove()
@@ -171,7 +172,7 @@ def run_model(decoder: Decoder, prompt: Prompt) -> LmRun:
     t = len(prompt.ids)
     uniform_first = sum(1 / (i + 1) for i in range(1, t)) / (t - 1) if t > 1 else 1.0
     uniform_own = sum(1 / (i + 1) for i in range(t)) / t
-    return LmRun(prompt=prompt, hidden_states=torch.stack(out.hidden_states)[:, 0], logits=out.logits[0, -1],
+    return LmRun(prompt=prompt, hidden_states=torch.stack(out.hidden_states)[:, 0], logits=out.logits[0, -1].clone(),
                  patterns={"previous": previous, "first": first, "current": own},
                  baselines={"previous": uniform_first, "first": uniform_first, "current": uniform_own},
                  pictures=pictures, focus=focus, sink=float(first.mean()))
@@ -276,7 +277,7 @@ def generate(decoder: Decoder, prompt: Prompt, count: int) -> tuple[GenerationSt
     """
     steps: list[GenerationStep] = []
     with torch.no_grad():
-        out = decoder.model(input_ids=prompt.ids[None], use_cache=True)
+        out = decoder.model(input_ids=prompt.ids[None], use_cache=True, logits_to_keep=1)  # the next token's only
         for n in range(count):
             probabilities = torch.softmax(out.logits[0, -1], dim=-1)
             token = int(torch.argmax(probabilities))
@@ -337,5 +338,8 @@ def head(decoder: Decoder, run: LmRun, layer: int, head: int) -> LmHeadStep:
     weights, output = layer_reference(decoder, decoder_run, layer)
     heads_sum = sum(head_step(decoder, decoder_run, layer, r).projected if r != head else step.projected
                     for r in range(decoder.num_heads))
-    return LmHeadStep(**{f.name: getattr(step, f.name) for f in fields(step)}, tokens=run.prompt.tokens,
-                      rms_eps=decoder.rms_eps, model_weights=weights[head], model_output=output, heads_sum=heads_sum)
+    own = {f.name: getattr(step, f.name) for f in fields(step)}
+    own["x"] = step.x.clone()  # copies, not views: a view of the run's (L + 1, T, D) states or of all H heads' weights
+    return LmHeadStep(**own, tokens=run.prompt.tokens,  # would keep them alive as long as the step is cached
+                      rms_eps=decoder.rms_eps, model_weights=weights[head].clone(), model_output=output,
+                      heads_sum=heads_sum)

@@ -361,7 +361,8 @@ class HeadStep:
             (n, d_k), scores, scaled_scores, masked_scores, weights (n, n), output (n, d_k).
         additive_mask: M (n, n): 0 where key j is a real token, −∞ where it is [PAD]
             (BERT adds float32's most negative number there; the softmax gives 0 either way).
-        model_weights: (n, n), the model's own attention probabilities of this head.
+        model_weights: (n, n), the model's own attention probabilities of this head (a copy: the step holds no
+            view of the run's tensors, so it keeps no more than its own numbers alive, ~7 MB at 512 tokens).
         max_abs_diff: max |trace weights − model_weights|.
         matches: whether they agree to atol 1e-5.
     """
@@ -412,13 +413,13 @@ def head_step(pm: PretrainedModel, run: ModelRun, layer: int, head: int) -> Head
     """
     _check_head(pm, layer, head)
     w = head_weights(pm, layer, head)
-    x = run.hidden_states[layer]  # (n, D)
+    x = run.hidden_states[layer].clone()  # (n, D); a copy: a view would keep every layer's states alive with the step
     real = torch.tensor(run.encoding.attention_mask, dtype=torch.bool)  # (n,): True = a real token
     attn_mask = real.unsqueeze(0).expand(len(real), len(real))  # (n, n): query i may attend key j if j is real
     trace = self_attention(x, w["w_query"], w["w_key"], w["w_value"],
                            b_query=w["b_query"], b_key=w["b_key"], b_value=w["b_value"], attn_mask=attn_mask)
     additive = torch.zeros(attn_mask.shape).masked_fill(~attn_mask, float("-inf"))  # (n, n)
-    model_weights = run.attentions[layer, head]  # (n, n)
+    model_weights = run.attentions[layer, head].clone()  # (n, n); a copy, not a view of all (L, H, n, n)
     diff = float((trace.attention.weights - model_weights).abs().max())
     return HeadStep(layer=layer, head=head, tokens=run.encoding.tokens, trace=trace, additive_mask=additive,
                     model_weights=model_weights, max_abs_diff=diff, matches=diff <= 1e-5)

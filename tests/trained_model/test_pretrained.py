@@ -236,6 +236,35 @@ def test_text_over_512_wordpieces_is_cut_to_512_with_its_padding(pm):
     assert pretrained.head_step(pm, run, 4, 7).matches
 
 
+def test_held_bytes_counts_each_storage_once_a_view_in_full_and_leaves_out_the_shared():
+    from ui import model_data
+
+    whole = torch.zeros(4, 100)  # 1600 bytes
+    assert model_data.held_bytes(whole[0]) == 1600  # a view keeps all of its storage alive
+    assert model_data.held_bytes({"a": (whole, whole[1:]), "b": [torch.ones(3)]}) == 1600 + 12
+    assert model_data.held_bytes((whole[2], torch.ones(3)), shared=whole) == 12
+
+
+def test_a_512_token_text_and_one_head_hold_what_the_cache_docs_say(pm):
+    """ui.model_data keeps TEXTS texts and HEADS heads; one of each at 512 tokens is within TEXT_MB and HEAD_MB, and
+    a cached head keeps nothing of its text's run alive (it holds copies, no views)."""
+    from ui import model_data
+
+    data = model_data.sentence_data("word " * 600, 0)  # the page's cache (loads the page's model once)
+    assert data.run.attentions.shape == (6, 12, 512, 512)
+    text_bytes = model_data.held_bytes(data)
+    assert 75e6 < text_bytes <= model_data.TEXT_MB * 1e6  # the attentions alone are 6·12·512²·4 = 75.5 MB
+    step = model_data.head("word " * 600, 0, 3, 5)
+    head_bytes = model_data.held_bytes(step)
+    assert 5e6 < head_bytes <= model_data.HEAD_MB * 1e6
+    assert model_data.held_bytes(step, shared=data) == head_bytes  # no storage shared with the run
+    assert model_data.held_bytes(pretrained.head_step(pm, pm_run_small(pm), 0, 0)) < 0.5e6  # a short sentence
+
+
+def pm_run_small(pm) -> pretrained.ModelRun:
+    return pretrained.run_model(pm, pretrained.tokenize(pm, SENTENCES[0]))
+
+
 def test_text_of_exactly_510_wordpieces_is_not_cut(pm):
     encoding = pretrained.tokenize(pm, "word " * 510)
     assert not encoding.truncated and encoding.n == 512
