@@ -86,6 +86,8 @@ st.caption(_("[CLS] starts every input and [SEP] ends it (Devlin et al. 2019). A
 st.subheader(_("Every head of every layer"))
 st.caption(_("Each picture is one head's weights: row = the token attending (query), column = the token attended "
              "to (key); dark = more weight. Click a picture to open that head."))
+if encoding.n > model_view.PICTURE:
+    st.caption(_("Your text is longer than {n} tokens: each picture averages blocks of tokens.", n=model_view.PICTURE))
 
 
 def open_head(layer: int, head: int) -> None:

@@ -2,9 +2,10 @@
 
 Every head of every layer is one small picture (its n × n attention weights, white = 0,
 dark blue = 1) in one Vega-Lite chart of image marks: one row of data per head instead
-of n² per head, so a 128-token sentence stays as fast as a 10-token one. Clicking a
-picture opens that head. Nothing here computes attention: the pictures are made from
-the model's attention probabilities that the page passes in.
+of n² per head, and at most :data:`PICTURE` × PICTURE pixels (longer texts are averaged
+over blocks of tokens: :func:`pool`), so a 512-token text stays as fast as a 10-token one.
+Clicking a picture opens that head. Nothing here computes attention: the pictures are made
+from the model's attention probabilities that the page passes in.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 import streamlit as st
+import torch
+import torch.nn.functional as F
 from PIL import Image
 
 from . import presenter, widgets
@@ -31,6 +34,23 @@ _RGB = np.array([[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 18
 _LUT = np.stack([np.interp(np.linspace(0, 1, 256), _STOPS, _RGB[:, c]) for c in range(3)], axis=-1).astype(np.uint8)
 
 GRID_CELL_PX = 74  # the grid's row height: a head's picture is at most this tall (plus a gap)
+#: A head's picture is at most PICTURE × PICTURE pixels: about what the grid shows of it (0.9 · GRID_CELL_PX = 66 px).
+PICTURE = 64
+
+
+def pool(weights: np.ndarray, side: int = PICTURE) -> np.ndarray:
+    """(..., n, n) weights as (..., side, side) block means when n > side (else unchanged, as float32).
+
+    Pixel (a, b) is the mean of rows ⌊a·n/side⌋ … ⌈(a+1)·n/side⌉ − 1 and the same columns (torch's
+    ``adaptive_avg_pool2d``; neighbouring blocks overlap by a row when side does not divide n). Each row of
+    weights sums to 1, so a pixel is the average weight of a block of queries on a block of keys.
+    """
+    tensor = torch.as_tensor(np.asarray(weights, dtype=np.float32))
+    if tensor.shape[-1] <= side and tensor.shape[-2] <= side:
+        return tensor.numpy()
+    lead = tensor.shape[:-2]
+    pooled = F.adaptive_avg_pool2d(tensor.reshape(-1, 1, *tensor.shape[-2:]), side)  # one call for every head
+    return pooled.reshape(*lead, side, side).numpy()
 
 
 def _png_data_url(weights: np.ndarray) -> str:
@@ -46,15 +66,17 @@ def _png_data_url(weights: np.ndarray) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def head_pictures(attentions: np.ndarray) -> pd.DataFrame:
-    """One row per head: layer and head (1-based) and the picture of its weights.
+def head_pictures(attentions: np.ndarray, side: int = PICTURE) -> pd.DataFrame:
+    """One row per head: layer and head (1-based) and the picture of its weights, at most ``side`` pixels a side
+    (block means of longer texts: :func:`pool`).
 
     Args:
         attentions: (L, H, n, n) attention probabilities.
     """
     layers, heads = attentions.shape[:2]
+    small = pool(attentions, side)  # (L, H, ≤ side, ≤ side), all heads at once
     rows = [
-        {"layer": layer + 1, "head": head + 1, "url": _png_data_url(attentions[layer, head])}
+        {"layer": layer + 1, "head": head + 1, "url": _png_data_url(small[layer, head])}
         for layer in range(layers) for head in range(heads)
     ]
     return pd.DataFrame(rows)
