@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import APP, errors, warnings
+from conftest import APP, charts, entry_map, errors, picker, warnings
 from streamlit.testing.v1 import AppTest
 from test_practice import _check_stage
 from test_stepthrough import result_of, step_through_every_stage
@@ -229,6 +229,36 @@ def test_bad_prompts_get_a_message_and_the_page_keeps_running():
     assert at.text_area(key="setting_modern_lm.prompt").value == "word " * 700  # nothing typed is lost
     at.text_area(key="setting_modern_lm.prompt").set_value("🐈‍⬛ ẞ ñ 中文").run()
     assert not at.exception and not at.error, errors(at)
+
+
+def test_a_512_token_prompt_every_view_windowed_and_a_cell_maps_back_to_its_place():
+    at = _open(**{"modern_lm.prompt": "word " * 700, "modern_lm.layer": "2", "modern_lm.head": "4"})
+    assert not at.error, errors(at)
+    assert "was cut after its first 512" in warnings(at) and any(s.value == "512 tokens" for s in at.subheader)
+    for spec, data in charts(at):  # no chart draws more than a window's marks
+        assert len(data) <= 64 * 64, (spec.get("description"), len(data))
+    at.selectbox(key="setting_modern_lm.entry_row").set_value(400).run()
+    picker(at, "Column").set_value(130).run()
+    own = at.session_state["settings"].modern_lm
+    assert (own.layer, own.head, own.entry_row, own.entry_col) == (2, 4, 400, 130)
+    cells = entry_map(at)
+    assert len(cells) == 64 * 64
+    assert (cells["i"].min(), cells["i"].max(), cells["j"].min(), cells["j"].max()) == (384, 447, 128, 191)
+    (chosen,) = cells.index[cells["selected"]]
+    assert (cells["i"][chosen], cells["j"][chosen]) == (400, 130)
+    from ui import lm_data
+
+    step = lm_data.head("word " * 700, False, 2, 4)  # the page's cached head: the model's own weights too
+    assert cells["weight"][chosen] == pytest.approx(float(step.model_weights[400, 130]), abs=1e-4)
+    assert cells["query"][chosen] == "401 ␣word" and cells["key"][chosen] == "131 ␣word"
+    assert any("Showing rows 385–448 and columns 129–192 of the 512 × 512 weights." in c.value for c in at.caption)
+    assert len(at.success) >= 2 and not at.error, errors(at)  # the checks against the model still match
+    assert r"\cdots" in "\n".join(x.value for x in at.latex)  # the softmax's 401 terms elided
+    at.selectbox(key="lm_map_2_4_block_1").set_value(448).run()  # the column block: the same place in it
+    own = at.session_state["settings"].modern_lm
+    assert (own.entry_row, own.entry_col, own.stage) == (400, 450, "weights")  # above the diagonal: masked, 0
+    (chosen,) = entry_map(at).index[entry_map(at)["selected"]]
+    assert entry_map(at)["weight"][chosen] == 0.0 and not at.exception
 
 
 def test_a_link_with_a_head_out_of_range_says_so():

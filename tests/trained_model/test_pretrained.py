@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import shown
+from conftest import charts, entry_map, picker, shown
 from streamlit.testing.v1 import AppTest
 
 from attention_core.errors import InputError
@@ -432,6 +432,54 @@ def test_long_text_is_cut_with_a_message():
     assert not at.exception and not at.error
     assert "600 WordPiece tokens" in texts(at.warning) and "cut after the first 510" in texts(at.warning)
     assert "512 WordPiece tokens" in texts(at.subheader)
+
+
+#: Prose of 660 WordPieces: the page reads its first 510 and [CLS] and [SEP], 512 tokens.
+LONG_TEXT = "The cat sat on the mat because it was tired. " * 60
+
+
+def test_a_512_token_text_every_view_windowed_and_a_cell_maps_back_to_its_place():
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.query_params["trained_model.sentence"] = LONG_TEXT  # a link that carries the text
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception and not at.error, (at.exception, texts(at.error))
+    assert "512 WordPiece tokens" in texts(at.subheader) and "660 WordPiece tokens" in texts(at.warning)
+    assert "each picture averages blocks of tokens" in texts(at.caption)
+    for spec, data in charts(at):  # no chart draws more than a window's marks; the grid 72 pictures
+        assert len(data) <= 64 * 64, (spec.get("description"), len(data))
+    # the map: the block of 64 × 64 around the explained entry (8, 2), its selected cell at its global place
+    cells = entry_map(at)
+    assert len(cells) == 64 * 64 and (cells["i"].max(), cells["j"].max()) == (63, 63)
+    assert "Showing rows 1–64 and columns 1–64 of the 512 × 512 weights." in texts(at.caption)
+    # another entry far away: the row and column pickers move the window there
+    at.selectbox(key="setting_trained_model.entry_row").set_value(300).run()
+    picker(at, "Column").set_value(5).run()
+    assert (settings(at).trained_model.entry_row, settings(at).trained_model.entry_col) == (300, 5)
+    cells = entry_map(at)
+    assert (cells["i"].min(), cells["i"].max(), cells["j"].min(), cells["j"].max()) == (256, 319, 0, 63)
+    (chosen,) = cells.index[cells["selected"]]
+    assert (cells["i"][chosen], cells["j"][chosen]) == (300, 5)
+    from ui import model_data
+
+    data = model_data.sentence_data(LONG_TEXT, 0)  # the page's cached run: its numbers are the model's
+    assert cells["weight"][chosen] == pytest.approx(float(data.run.attentions[0, 0, 300, 5]), abs=1e-7)
+    assert cells["key"][chosen] == f"6 {data.run.encoding.tokens[5]}" and cells["query"][chosen].startswith("301 ")
+    # the block pickers move the window and explain the weight at the same place in the new block
+    at.selectbox(key="tm_map_0_0_block_0").set_value(448).run()
+    assert (settings(at).trained_model.entry_row, settings(at).trained_model.entry_col) == (492, 5)
+    cells = entry_map(at)
+    (chosen,) = cells.index[cells["selected"]]
+    assert (cells["i"].min(), cells["i"].max(), cells["i"][chosen], cells["j"][chosen]) == (448, 511, 492, 5)
+    # the check against the model still matches; the softmax's sum over 512 keys is elided in the formula
+    (check,) = [s.value for s in at.success]
+    assert "model(...).attentions[0][0, 0]" in check and float(check.split("= ")[-1].split(" ")[0]) <= 1e-5
+    assert r"\text{(512 terms)}" in texts(at.latex) and r"\cdots" in texts(at.latex)
+    # a stage whose columns are the head's features: the map goes around the entry's row, on the diagonal
+    at.selectbox(key="setting_trained_model.stage").set_value("query").run()
+    assert not at.exception and not at.error
+    cells = entry_map(at)
+    assert (cells["i"].min(), cells["j"].min()) == (448, 448) and not cells["selected"].any()
 
 
 def test_unusual_unicode_on_the_page():
