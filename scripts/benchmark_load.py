@@ -58,9 +58,9 @@ Scenarios:
   render's ``script_finished``; the last one then makes ``--clicks`` of each of the page's own clicks, as the browser
   sends them (with the link's query string, as the browser keeps it): another head never opened before (the layer and
   head pickers, in turn), another explained entry (the row and column pickers, in turn, across the whole matrix) and
-  another step (the step picker, every stage in turn). Before the clicks it checks that the page reads the text's
-  first 512 tokens (the row picker's options at the weights step). Budget: every kind of click's p95 <
-  ``--p95-budget-ms`` (300).
+  another step (the step picker, every stage in turn); on the modern LM's page also Generate (up to its 12
+  tokens). Before the clicks it checks that the page reads the text's first 512 tokens (the row
+  picker's options at the weights step). Budget: every kind of click's p95 < ``--p95-budget-ms`` (300).
 
 Widgets drawn inside an ``st.fragment`` (the step-through's stepper, step picker and entry pickers)
 are changed as the browser changes them: the rerun request names the fragment, and only it reruns.
@@ -805,6 +805,11 @@ _PROSE = ("Attention lets every token of a text look at every other token and de
           "its own meaning, so a long paragraph like this one gives each head many choices to make.").split()
 
 
+#: The modern LM page's Generate button, clicked as its own kind of click (the n-th click feeds one token through the
+#: model with the KV cache of the prompt and the n − 1 tokens before: the prompt's length matters little there).
+GENERATE, GENERATE_LABEL = "Generate (one token)", "Generate the next token"
+
+
 def long_text(words: int, first: str) -> str:
     """``words`` words of prose starting with ``first`` (a word of its own per student: a text nothing cached)."""
     return " ".join([first] + [_PROSE[i % len(_PROSE)] for i in range(words - 1)])
@@ -854,6 +859,9 @@ async def _long_page(url: str, path: str, args: argparse.Namespace) -> LongResul
         }
         for kind, change in kinds.items():
             result.clicks[kind] = [await student.change(*change(i)) for i in range(args.clicks)]
+        if path == "modern-lm":  # Generate: one more token each click, up to the page's 12
+            result.clicks[GENERATE] = [await student.change(*student.button(GENERATE_LABEL))
+                                       for _ in range(min(args.clicks, 12))]
     finally:
         result.exceptions = list(student.exceptions)
         await student.close()

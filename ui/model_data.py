@@ -100,34 +100,48 @@ def head(text: str, padding: int, layer: int, head: int) -> pretrained.HeadStep:
 
 def held_bytes(value: Any, shared: Any = ()) -> int:
     """The bytes of the tensor storages ``value`` keeps alive: each storage once, in full (a view keeps all of its
-    storage), walking dataclasses, tuples, lists and dicts; those of ``shared``'s tensors left out (the model's own
-    parameters, which every session shares anyway)."""
-    seen = {storage_key for storage_key, _size in _storages(shared)}
+    storage), walking dataclasses, objects' attributes, tuples, lists and dicts; ``shared`` and all it holds left
+    out (the model, whose parameters every session shares anyway)."""
+    excluded = _reachable(shared, set())
+    seen = {_storage(item)[0] for item in excluded if isinstance(item, torch.Tensor)}
     total = 0
-    for storage_key, size in _storages(value):
-        if storage_key not in seen:
-            seen.add(storage_key)
-            total += size
+    for item in _reachable(value, {id(item) for item in excluded}):
+        if isinstance(item, torch.Tensor):
+            key, size = _storage(item)
+            if key not in seen:
+                seen.add(key)
+                total += size
     return total
 
 
-def _storages(value: Any):
-    """(storage's address, its bytes) of every tensor in ``value`` (see :func:`held_bytes`)."""
-    if isinstance(value, torch.Tensor):
-        storage = value.untyped_storage()
-        yield storage.data_ptr(), storage.nbytes()
-    elif isinstance(value, torch.nn.Module):
-        for tensor in list(value.parameters()) + list(value.buffers()):
-            yield from _storages(tensor)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for field in dataclasses.fields(value):
-            yield from _storages(getattr(value, field.name))
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _storages(item)
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _storages(item)
+def _storage(tensor: torch.Tensor) -> tuple[int, int]:
+    storage = tensor.untyped_storage()
+    return storage.data_ptr(), storage.nbytes()
+
+
+def _reachable(value: Any, skip: set[int]) -> list:
+    """Every object reachable from ``value`` (each once), not through the objects whose ids are in ``skip``: a
+    module's parameters and buffers, a dataclass's fields, a container's items, another object's attributes."""
+    visited, found, stack = set(skip), [], [value]
+    while stack:
+        item = stack.pop()
+        if id(item) in visited or isinstance(item, (str, bytes, int, float, bool, type(None))):
+            continue
+        visited.add(id(item))
+        found.append(item)
+        if isinstance(item, torch.Tensor):
+            continue
+        if isinstance(item, torch.nn.Module):
+            stack.extend(list(item.parameters()) + list(item.buffers()))
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (tuple, list, set, frozenset)):
+            stack.extend(item)
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            stack.extend(getattr(item, field.name) for field in dataclasses.fields(item))
+        else:
+            stack.extend(getattr(item, "__dict__", {}).values())  # an object's attributes (a KV cache's layers)
+    return found
 
 
 def as_numpy(tensor) -> np.ndarray:

@@ -161,6 +161,31 @@ def test_a_512_token_run_and_one_head_hold_what_the_cache_docs_say(decoder):
     assert float((step.weights - step.model_weights).abs().max()) <= 1e-4  # and it still checks against the model
 
 
+def test_a_generation_from_the_run_rebuilds_the_models_own_cache_and_goes_on_where_it_stopped(decoder, runs):
+    text = PROMPTS[2]
+    run = runs[text]
+    with torch.no_grad():
+        own = decoder.model(input_ids=run.prompt.ids[None], use_cache=True).past_key_values
+    rebuilt = modern_lm.prompt_cache(decoder, run)
+    for mine, theirs in zip(rebuilt.layers, own.layers, strict=True):  # the same numbers the prompt's pass stores
+        assert torch.equal(mine.keys, theirs.keys) and torch.equal(mine.values, theirs.values)
+    going = modern_lm.Continuation(decoder, run.prompt, run)
+    first_two = going.steps(2)
+    assert going.run is None  # it keeps the cache, not the run
+    assert going.steps(5)[:2] == first_two and going.steps(5) == modern_lm.generate(decoder, run.prompt, 5)
+    assert going.steps(3) == going.steps(5)[:3]  # asking for fewer makes nothing new
+
+
+def test_a_512_token_generation_keeps_its_cache_within_what_the_cache_docs_say(decoder):
+    from ui import lm_data, model_data
+
+    going = lm_data.continuation("word " * 700, False)
+    steps = going.steps(12)
+    assert [s.cache_tokens for s in steps] == list(range(512, 524))
+    assert model_data.held_bytes(going, shared=decoder.model) <= lm_data.CONTINUATION_MB * 1e6
+    assert steps[-1].cache_bytes == modern_lm.kv_cache_bytes(decoder, 523) > 23e6
+
+
 def test_prompts_any_script_the_chat_template_a_cut_and_an_empty_one(decoder):
     emoji = modern_lm.encode_prompt(decoder, "猫 🐈 Ünïcödé ")
     assert "".join(emoji.tokens).encode() != b"" and decoder.tokenizer.decode(emoji.ids) == "猫 🐈 Ünïcödé "
