@@ -207,6 +207,22 @@ def test_long_sums_are_elided_with_their_count(pm, runs):
     assert r"\cdots" in head_entry_latex(head_entry_of(step, "weights", 1, 2))
 
 
+def test_a_512_token_sum_writes_its_first_three_and_last_two_terms_only(pm):
+    import sympy as sp
+
+    from attention_core.latex import number_expr
+
+    step = pretrained.head_step(pm, pretrained.run_model(pm, pretrained.tokenize(pm, "word " * 600)), 1, 1)
+    weights, values = step.trace.attention.weights[300].tolist(), step.trace.attention.value[:, 5].tolist()
+    terms = [sp.latex(sp.Mul(number_expr(weights[k]), number_expr(values[k]), evaluate=False), mul_symbol="dot")
+             for k in (0, 1, 2, 510, 511)]
+    tex = head_entry_latex(head_entry_of(step, "output", 300, 5))
+    assert " + ".join(terms[:3]) + r" + \cdots + " + " + ".join(terms[3:]) in tex
+    assert r"\text{(512 terms)}" in tex and tex.count(r"\cdot ") == 5
+    softmax = head_entry_latex(head_entry_of(step, "weights", 300, 5))
+    assert r"\text{(512 terms)}" in softmax and softmax.count("e^{") == 2 + 6  # the formula's 2; the numbers' 1 + 5
+
+
 def test_bad_layer_or_head_is_refused(pm, runs):
     with pytest.raises(InputError, match="layers 1 to 6"):
         pretrained.head_step(pm, runs[SENTENCES[0]], 6, 0)
