@@ -336,6 +336,21 @@ def test_findings_are_measured_on_the_text(pm, runs):
     assert split["previous"].scores != findings["previous"].scores  # measured, not hard-coded
 
 
+@pytest.mark.parametrize("text", [SENTENCES[1], SENTENCES[1] * 40])  # 15 tokens, and 512 (cut)
+def test_the_own_word_finding_is_each_pieces_weight_on_its_words_other_pieces(pm, text):
+    encoding = pretrained.tokenize(pm, text)
+    run = pretrained.run_model(pm, encoding)
+    finding = {f.key: f for f in head_findings.guided_findings(run.attentions, encoding)}["same_word"]
+    m, words = encoding.num_real, encoding.word_ids
+    pieces = {i: [j for j in range(m) if j != i and words[i] is not None and words[j] == words[i]] for i in range(m)}
+    split = [i for i in range(m) if pieces[i]]
+    assert finding.rows == len(split) > 0
+    for layer, head in [(0, 2), (3, 7), (5, 11)]:
+        by_hand = sum(sum(float(run.attentions[layer, head, i, j]) for j in pieces[i]) for i in split) / len(split)
+        assert finding.scores[layer][head] == pytest.approx(by_hand, rel=1e-6)
+    assert finding.baseline == pytest.approx(sum(len(pieces[i]) for i in split) / len(split) / m)
+
+
 def test_head_focus_is_each_heads_mean_largest_weight_over_the_real_tokens(pm, runs):
     run = runs[SENTENCES[0]]
     focus = head_findings.head_focus(run.attentions, run.encoding)
