@@ -213,7 +213,7 @@ def explain_weight(row: int, col: int) -> None:
 
 model_view.attention_map(model_data.as_numpy(step.weights), labels, key=f"lm_map_{layer}_{head}",
                          selected=(own.entry_row, own.entry_col) if stage == "weights" else None,
-                         on_cell=explain_weight)
+                         on_cell=explain_weight, around=model_view.map_focus(steps, labels, own.entry_row, own.entry_col))
 stepthrough.checks(steps.checks)
 st.caption(_("Ours: recomputed below from the layer's input and the model's weights. The model's: transformers' "
              "LlamaAttention (eager) run on the same layer input, returning its attention probabilities and output."))

@@ -45,8 +45,8 @@ text_col, pad_col = st.columns([5, 1])
 with text_col:
     state.bind(st.text_area, _("Your text (any language; English works best)"), "trained_model.sentence",
                max_chars=pretrained.MAX_CHARS, height=80,
-               help=_("Split into WordPiece tokens; at most {max} tokens are used, counting [CLS] and [SEP]. "
-                      "Press Ctrl+Enter to apply.", max=pretrained.MAX_TOKENS))
+               help=_("Split into WordPiece tokens; at most {max} tokens are used, counting [CLS], [SEP] and any "
+                      "[PAD]. Press Ctrl+Enter to apply.", max=pretrained.MAX_TOKENS))
 with pad_col:
     state.bind(st.number_input, _("[PAD] tokens"), "trained_model.padding", min_value=0, max_value=pretrained.MAX_PADDING,
                step=1, help=_("Append padding, as in a batch of texts of different lengths, to see the mask."))
@@ -68,9 +68,9 @@ if encoding.chars_cut:
                icon=":material/content_cut:")
 if encoding.truncated:
     st.warning(
-        _("Your text has {n} WordPiece tokens; the model here reads at most {max} including [CLS] and [SEP], "
-          "so it was cut after the first {kept} (character {chars}).", n=encoding.text_tokens,
-          max=pretrained.MAX_TOKENS, kept=pretrained.MAX_TOKENS - 2, chars=encoding.kept_chars),
+        _("Your text has {n} WordPiece tokens; the model here reads at most {max} including [CLS], [SEP] and any "
+          "[PAD], so it was cut after the first {kept} (character {chars}).", n=encoding.text_tokens,
+          max=pretrained.MAX_TOKENS, kept=encoding.num_real - 2, chars=encoding.kept_chars),
         icon=":material/content_cut:",
     )
 if encoding.unknown:
@@ -86,6 +86,8 @@ st.caption(_("[CLS] starts every input and [SEP] ends it (Devlin et al. 2019). A
 st.subheader(_("Every head of every layer"))
 st.caption(_("Each picture is one head's weights: row = the token attending (query), column = the token attended "
              "to (key); dark = more weight. Click a picture to open that head."))
+if encoding.n > model_view.PICTURE:
+    st.caption(_("Your text is longer than {n} tokens: each picture averages blocks of tokens.", n=model_view.PICTURE))
 
 
 def open_head(layer: int, head: int) -> None:
@@ -119,7 +121,7 @@ def explain_weight(row: int, col: int) -> None:
 
 model_view.attention_map(model_data.as_numpy(step.trace.attention.weights), labels, key=f"tm_map_{layer}_{head}",
                          selected=(own.entry_row, own.entry_col) if stage == "weights" else None,
-                         on_cell=explain_weight)
+                         on_cell=explain_weight, around=model_view.map_focus(steps, labels, own.entry_row, own.entry_col))
 stepthrough.checks(steps.checks)
 st.caption(_("Ours: recomputed below from the layer's input and the head's weights. The model's: the attention "
              "probabilities transformers' BertModel returns with output_attentions=True."))

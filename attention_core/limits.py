@@ -76,17 +76,19 @@ MAX_SLIDING_LAYERS = 4
 
 #: Its layers, heads per layer and hidden width (num_heads · head_dim = 12 · 32).
 MODEL_LAYERS, MODEL_HEADS, MODEL_WIDTH = 6, 12, 384
-#: The longest input the page runs: WordPieces including [CLS] and [SEP] (longer text is cut).
-MODEL_MAX_TOKENS = 128
-#: The most [PAD] tokens a user can append to show the padding mask at work.
+#: The longest input the page runs: WordPieces including [CLS], [SEP] and any [PAD] (longer text is cut): the model's
+#: 512 learned positions (its config's max_position_embeddings), BERT's limit (Devlin et al. 2019, sec. A.2).
+MODEL_MAX_TOKENS = 512
+#: The most [PAD] tokens a user can append to show the padding mask at work (they count in MODEL_MAX_TOKENS).
 MODEL_MAX_PADDING = 8
 
 # ---------------------------------------------------------------- the modern language model (SmolLM2-135M-Instruct)
 
 #: Its layers, query heads, key/value heads, head_dim and hidden size (attention_core/trained_model/smollm2.py).
 MODERN_LM_LAYERS, MODERN_LM_HEADS, MODERN_LM_KV_HEADS, MODERN_LM_HEAD_DIM, MODERN_LM_WIDTH = 30, 9, 3, 64, 576
-#: The most tokens the page feeds it, chat template included (a longer prompt is cut, with a message).
-MODERN_LM_MAX_TOKENS = 256
+#: The most tokens the page feeds it, chat template included (a longer prompt is cut, with a message). The model
+#: itself takes 8192; the page's views stay responsive up to here (scripts/benchmark_load.py long).
+MODERN_LM_MAX_TOKENS = 512
 #: The most characters of a prompt that are tokenised (the text area's limit; a link's longer text is cut).
 MODERN_LM_MAX_CHARS = 4000
 #: The most tokens the page generates after the prompt, one at a time.

@@ -5,6 +5,8 @@
     .venv/bin/python scripts/benchmark_load.py class --students 30 --duration 60 --interval 3
     .venv/bin/python scripts/benchmark_load.py browser
     .venv/bin/python scripts/benchmark_load.py training             # 30 students train their own seed (150 s)
+    .venv/bin/python scripts/benchmark_load.py long                 # the model pages on a 512-token text
+    .venv/bin/python scripts/benchmark_load.py long --page trained-model --clicks 20
     .venv/bin/python scripts/benchmark_load.py class --url http://127.0.0.1:8080 --students 100 \\
         --p95-budget-ms 500 --pid-file /tmp/lecture-hall/replica-1.pid --pid-file ...   # through a proxy
 
@@ -48,6 +50,18 @@ Scenarios:
   0 exceptions, 0 failed sessions, peak server RSS < ``--rss-budget-mb`` (1400, as the class: the runs a server keeps,
   at most 32 with ~3 MB of snapshots each, fit in its margin), every student saw their run's progress,
   and it never went backwards (a queue place up, a step back).
+
+- ``long`` (not in the default run): the model pages (``--page``: *Inside a trained model* and *Inside a modern
+  language model* unless named) opened by a link that carries a long text in the page's text setting (``?trained_model.
+  sentence=...``: ``--words`` words of prose, more than the page reads, so it is cut at the page's token limit, 512).
+  The server is warmed first (one visit with the page's default text: the model loads once per server). Then
+  ``--opens`` students each open the link with a text of their own (a new text: nothing cached), timed to the first
+  render's ``script_finished``; the last one then makes ``--clicks`` of each of the page's own clicks, as the browser
+  sends them (with the link's query string, as the browser keeps it): another head never opened before (the layer and
+  head pickers, in turn), another explained entry (the row and column pickers, in turn, across the whole matrix) and
+  another step (the step picker, every stage in turn); on the modern LM's page also Generate (up to its 12
+  tokens). Before the clicks it checks that the page reads the text's first 512 tokens (the row
+  picker's options at the weights step). Budget: every kind of click's p95 < ``--p95-budget-ms`` (300).
 
 Widgets drawn inside an ``st.fragment`` (the step-through's stepper, step picker and entry pickers)
 are changed as the browser changes them: the rerun request names the fragment, and only it reruns.
@@ -274,6 +288,9 @@ class Student:
         self.ticked: dict[str, float] = {}  # fragment id -> when its last timer rerun was sent
         self.progress: list[str] = []  # the text of every st.progress this session was sent, in order
         self.last_progress: Optional[str] = None  # the st.progress text of the last finished run (None: none drawn)
+        # The URL's query string the browser sends with each rerun: a link's at first, then what the app writes there
+        # (page_info_changed). Only kept when the student opened a link (open_page's ``query``); else "" as before.
+        self.query = ""
 
     def _get_cookie(self) -> None:
         """GET the page as a browser does first: a proxy's sticky-session cookie comes with it."""
@@ -300,7 +317,7 @@ class Student:
     async def send_rerun(self, page: str, states: list, fragment_id: str = "", auto: bool = False) -> None:
         msg = BackMsg()
         rerun = msg.rerun_script
-        rerun.query_string = ""
+        rerun.query_string = self.query
         rerun.page_name = page
         rerun.page_script_hash = self.page_hash if page == self.page else ""
         rerun.widget_states.widgets.extend(states)
@@ -339,6 +356,8 @@ class Student:
                     self.auto_reruns.clear()  # the frontend's handleNewSession: a full run drops every timer
                 if msg.new_session.HasField("initialize"):
                     self.session_id = msg.new_session.initialize.session_id
+            elif kind == "page_info_changed" and self.query:  # the app wrote its link: the browser's URL shows it
+                self.query = msg.page_info_changed.query_string
             elif kind == "navigation":  # st.navigation resolved the page: the browser sends its hash from now on
                 self.page_hash = msg.navigation.page_script_hash
             elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
@@ -374,8 +393,11 @@ class Student:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no script_finished within {RUN_TIMEOUT_S:.0f} s")
 
-    async def open_page(self, page: str) -> float:
-        """First render of ``page`` (seconds from the request to ``script_finished``)."""
+    async def open_page(self, page: str, query: str = "") -> float:
+        """First render of ``page`` (seconds from the request to ``script_finished``); ``query``: the link's query
+        string (``a=1&b=2``), sent as the browser sends it, and followed from then on."""
+        if query:
+            self.query = query
         start = time.perf_counter()
         await self.send_rerun(page, list(self.states.values()))
         await self.finish_run()
@@ -444,6 +466,24 @@ class Student:
             if etype == "button" and key in self.main_keys and proto.label == label and not proto.disabled:
                 return WidgetState(id=proto.id, trigger_value=True), fragment_id
         raise LookupError(f"no enabled button {label!r} on page {self.page!r}")
+
+    def choose(self, prefix: str, index: int):
+        """The WidgetState that picks option ``index`` (modulo their count) of the main area's selectbox whose key is
+        ``prefix`` or starts with ``prefix + "__"`` (a picker with a variant per label set), and its fragment id."""
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        for key, (etype, proto, fragment_id) in self.widgets.items():
+            if etype == "selectbox" and key in self.main_keys and (key == prefix or key.startswith(prefix + "__")):
+                options = list(proto.options)
+                return WidgetState(id=proto.id, string_value=options[index % len(options)]), fragment_id
+        raise LookupError(f"no selectbox {prefix!r} on page {self.page!r} (it has {sorted(self.widgets)})")
+
+    def options(self, prefix: str) -> int:
+        """How many options the main area's selectbox ``prefix`` (see :meth:`choose`) offers; 0 when it is absent."""
+        for key, (etype, proto, _fragment) in self.widgets.items():
+            if etype == "selectbox" and key in self.main_keys and (key == prefix or key.startswith(prefix + "__")):
+                return len(proto.options)
+        return 0
 
     def number(self, key: str, value: int):
         """The WidgetState that sets the number input ``key`` (an int one) to ``value``, and its fragment id."""
@@ -754,6 +794,112 @@ def _report_tracebacks(server: Server) -> bool:
     if tracebacks:
         print(f"\nthe server logged {len(tracebacks)} traceback(s); the first:\n{tracebacks[0][-1500:]}")
     return not tracebacks
+
+
+# ---------------------------------------------------------------------------------------- long inputs
+
+#: The model pages and the setting that holds their text (a link parameter: ``?trained_model.sentence=...``).
+LONG_PAGES = {"trained-model": "trained_model.sentence", "modern-lm": "modern_lm.prompt"}
+#: The longest input either page reads, in tokens (attention_core/limits.py: MODEL_MAX_TOKENS, MODERN_LM_MAX_TOKENS).
+LONG_TOKENS = 512
+_PROSE = ("Attention lets every token of a text look at every other token and decide how much each one matters for "
+          "its own meaning, so a long paragraph like this one gives each head many choices to make.").split()
+
+
+#: The modern LM page's Generate button, clicked as its own kind of click (the n-th click feeds one token through the
+#: model with the KV cache of the prompt and the n − 1 tokens before: the prompt's length matters little there).
+GENERATE, GENERATE_LABEL = "Generate (one token)", "Generate the next token"
+
+
+def long_text(words: int, first: str) -> str:
+    """``words`` words of prose starting with ``first`` (a word of its own per student: a text nothing cached)."""
+    return " ".join([first] + [_PROSE[i % len(_PROSE)] for i in range(words - 1)])
+
+
+@dataclasses.dataclass
+class LongResult:
+    """One model page on a long text: first renders and each kind of click (seconds), the tokens it read."""
+
+    page: str
+    first: list[float] = dataclasses.field(default_factory=list)
+    clicks: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    tokens: int = 0  # the row picker's options at the weights step: the tokens the page reads
+    exceptions: list[str] = dataclasses.field(default_factory=list)
+
+
+async def _long_page(url: str, path: str, args: argparse.Namespace) -> LongResult:
+    """``--opens`` students open ``path`` with a long text of their own; the last one clicks (see the module's doc)."""
+    field = LONG_PAGES[path]
+    section = field.split(".")[0]
+    result = LongResult(path)
+    teacher = Student(url, "teacher")  # the model loads once per server: not what a click costs
+    await teacher.connect()
+    try:
+        await teacher.open_page(path)
+    finally:
+        await teacher.close()
+    student = None
+    for n in range(args.opens):
+        if student is not None:
+            await student.close()
+        student = Student(url, f"s{n}")
+        await student.connect()
+        query = urllib.parse.urlencode({field: long_text(args.words, f"Student{n}{int(time.time())}")})
+        result.first.append(await student.open_page(path, query))
+    try:
+        result.tokens = student.options(f"setting_{section}.entry_row")
+        kinds: dict[str, Callable[[int], Any]] = {
+            # another head, never opened before: the head picker, then the layer picker, in turn
+            "another head": lambda i: student.choose(f"setting_{section}.{'head' if i % 2 == 0 else 'layer'}",
+                                                     i // 2 + 1),
+            # another entry: rows and columns in turn, spread over the whole matrix (other windows too)
+            "another entry": lambda i: student.choose(f"setting_{section}.{'entry_row' if i % 2 == 0 else 'entry_col'}",
+                                                      (i // 2 + 1) * 97),
+            # another step: the step picker, every stage in turn
+            "another step": lambda i: student.choose(f"setting_{section}.stage", i + 1),
+        }
+        for kind, change in kinds.items():
+            result.clicks[kind] = [await student.change(*change(i)) for i in range(args.clicks)]
+        if path == "modern-lm":  # Generate: one more token each click, up to the page's 12
+            result.clicks[GENERATE] = [await student.change(*student.button(GENERATE_LABEL))
+                                       for _ in range(min(args.clicks, 12))]
+    finally:
+        result.exceptions = list(student.exceptions)
+        await student.close()
+    return result
+
+
+def run_long(args: argparse.Namespace) -> bool:
+    budget_ms = args.p95_budget_ms if args.p95_budget_ms is not None else 300.0
+    pages = args.page or list(LONG_PAGES)
+    print(f"== long: {', '.join(pages)} opened by a link with {args.words} words of prose (cut at the page's "
+          f"{LONG_TOKENS} tokens); {args.opens} first renders, then {args.clicks} clicks of each kind\n")
+    server = None if args.url else Server(APP)
+    url = args.url or server.url
+    ok = True
+    try:
+        print(f"{'page':<14} {'what':<22} {'n':>3} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7}  verdict")
+        for path in pages:
+            result = asyncio.run(_long_page(url, path, args))
+            print(f"{path:<14} {'first render':<22} {len(result.first):>3} {fmt_ms(result.first)}  "
+                  f"({result.tokens} tokens read)")
+            ok &= result.tokens == LONG_TOKENS and not result.exceptions
+            for kind, times in result.clicks.items():
+                over = 1000 * pct(times, .95) >= budget_ms
+                ok &= not over
+                print(f"{path:<14} {kind:<22} {len(times):>3} {fmt_ms(times)}  {'OVER BUDGET' if over else 'ok'}")
+            for line in result.exceptions[:5]:
+                print("    EXCEPTION", line[:300])
+        if server:
+            print(f"\nserver RSS at the end: {rss_mb([server.process.pid]):.0f} MB")
+            ok &= _report_tracebacks(server)
+    finally:
+        if server:
+            server.stop()
+    print(f"load average (1, 5, 15 min) at the end: {os.getloadavg()} on {os.cpu_count()} cores")
+    print(f"\nbudget: every kind of click p95 < {budget_ms:g} ms, {LONG_TOKENS} tokens read, 0 exceptions "
+          f"-> {'ok' if ok else 'OVER BUDGET'}")
+    return ok
 
 
 # ---------------------------------------------------------------------------------------- training
@@ -1118,7 +1264,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scenarios", nargs="*", metavar="scenario",
-                        help="single, class, browser and/or training (default: single, class, browser)")
+                        help="single, class, browser, training and/or long (default: single, class, browser)")
     parser.add_argument("--url", help="an already running app (loopback only), e.g. the lecture-hall proxy")
     parser.add_argument("--students", type=int, default=30)
     parser.add_argument("--duration", type=float, default=None,
@@ -1129,7 +1275,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="random seed of the students' timing")
     parser.add_argument("--floor-factor", type=float, default=2.0)
     parser.add_argument("--p95-budget-ms", type=float, default=None,
-                        help="interaction p95 budget (default: class 150, training 300)")
+                        help="interaction p95 budget (default: class 150, training 300, long 300)")
     parser.add_argument("--watch-share", type=float, default=0.5,
                         help="training: the share of the students who stay on the page and watch their run (0-1)")
     parser.add_argument("--rss-budget-mb", type=float, default=None,
@@ -1141,6 +1287,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--fault-at", type=float, default=20.0)
     parser.add_argument("--cold", dest="warm", action="store_false",
                         help="class: no warm-up visit before the students arrive (a server nobody has opened yet)")
+    parser.add_argument("--page", action="append", choices=sorted(LONG_PAGES), default=[],
+                        help="long: the model page(s) to measure (default: both)")
+    parser.add_argument("--words", type=int, default=700,
+                        help="long: words of prose in the link's text (more than the page's 512 tokens)")
+    parser.add_argument("--opens", type=int, default=3, help="long: first renders, each with a text of its own")
     parser.add_argument("--streamlit-arg", action="append", default=[], metavar="OPTION=VALUE",
                         help="pass --OPTION VALUE to the servers started here, e.g. runner.postScriptGC=true "
                              "(to compare against .streamlit/config.toml; repeatable)")
@@ -1151,10 +1302,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.url:
         require_loopback(args.url)
     if (not 1 <= args.students <= 300 or not (args.duration is None or 0 < args.duration <= 900)
-            or not 1 <= args.clicks <= 200 or not 0 <= args.watch_share <= 1):
-        parser.error("bounded load: 1-300 students, duration up to 900 s, 1-200 clicks, a watch share of 0-1")
-    runners = {"single": run_single, "class": run_class, "browser": run_browser, "training": run_training}
-    scenarios = args.scenarios or ["single", "class", "browser"]  # training is not in the default run (2+ minutes)
+            or not 1 <= args.clicks <= 200 or not 0 <= args.watch_share <= 1 or not 1 <= args.words <= 5000
+            or not 1 <= args.opens <= 20):
+        parser.error("bounded load: 1-300 students, duration up to 900 s, 1-200 clicks, a watch share of 0-1, "
+                     "1-5000 words, 1-20 opens")
+    runners = {"single": run_single, "class": run_class, "browser": run_browser, "training": run_training,
+               "long": run_long}
+    scenarios = args.scenarios or ["single", "class", "browser"]  # training and long are not in the default run
     unknown = set(scenarios) - set(runners)
     if unknown:
         parser.error(f"unknown scenario(s) {sorted(unknown)}: choose from {', '.join(runners)}")

@@ -8,10 +8,12 @@ Test modules import these helpers with ``from conftest import ...`` (pytest puts
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
 
+import pandas as pd
 from hypothesis import settings
 from streamlit.testing.v1 import AppTest
 
@@ -65,6 +67,20 @@ def latex(at: AppTest) -> str:
 
 def settings(at: AppTest):
     return at.session_state["settings"]
+
+
+def charts(at: AppTest) -> list[tuple[dict, pd.DataFrame]]:
+    """Every Vega-Lite chart on the page: its spec and its data (one row per mark's datum), in page order."""
+    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+
+    return [(json.loads(chart.proto.spec), convert_arrow_bytes_to_pandas_df(chart.proto.data.data))
+            for chart in at.get("vega_lite_chart")]
+
+
+def entry_map(at: AppTest) -> pd.DataFrame:
+    """The data of the page's one map whose cells explain their weight when clicked (``ui.model_view.attention_map``)."""
+    (found,) = [data for spec, data in charts(at) if '"entry_pick"' in json.dumps(spec)]
+    return found
 
 
 def picker(at: AppTest, label: str):

@@ -39,7 +39,7 @@ def test_feature_modules_keep_their_names_for_the_limits():
         2, 128, 2, 128)
     assert (additive.MIN_HIDDEN, additive.MAX_HIDDEN) == (1, 16)
     assert image.MAX_SIDE == 16
-    assert (pretrained.MAX_TOKENS, pretrained.MAX_PADDING) == (128, 8)
+    assert (pretrained.MAX_TOKENS, pretrained.MAX_PADDING) == (512, 8)
     assert temperature.TEMPERATURE_GRID is limits.TEMPERATURE_GRID
     assert (temperature.MIN_TEMPERATURE, temperature.MAX_TEMPERATURE) == (0.01, 100.0)
     assert temperature.nearest_temperature(0.4) == 0.5
@@ -78,8 +78,8 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "num_heads": (1, 16, "The number of heads"),
     "head": (0, 15, "The head"),
     "trained_model.padding": (0, 8, "The number of [PAD] tokens"),
-    "trained_model.entry_row": (0, 135, "The entry's row"),
-    "trained_model.entry_col": (0, 383, "The entry's column"),
+    "trained_model.entry_row": (0, 511, "The entry's row"),
+    "trained_model.entry_col": (0, 511, "The entry's column"),
     "experiment_seed": (0, 2**31 - 1, "The seed"),
     "why_sqrt_dk.samples": (100, 5000, "The number of samples"),
     "why_sqrt_dk.keys": (2, 32, "The number of keys n"),
@@ -115,7 +115,7 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "training.row": (0, 31, "The weight's row"),
     "training.col": (0, 31, "The weight's column"),
     "modern_lm.generated": (0, 12, "The number of generated tokens"),
-    "modern_lm.entry_row": (0, 255, "The entry's row"),
+    "modern_lm.entry_row": (0, 511, "The entry's row"),
     "modern_lm.entry_col": (0, 575, "The entry's column"),
 }
 

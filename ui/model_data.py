@@ -5,13 +5,24 @@
   by every session. Nothing here or in the page mutates it. A failed load (package
   missing, checksum mismatch) raises :class:`~attention_core.errors.InputError` and is
   not cached, so fixing the install and reloading the page is enough.
-* :func:`sentence_data` and :func:`head` — ``st.cache_data`` on plain arguments (the text,
-  the padding, layer and head numbers), a few entries each.
+* :func:`sentence_data` and :func:`head` — ``st.cache_resource`` on plain arguments (the text,
+  the padding, layer and head numbers), a few entries each, shared read-only by every session without copies
+  (nothing here or in the page mutates them). ``st.cache_data`` would pickle a result in and copy it out on every
+  rerun: at 512 tokens a text's run holds the attentions (6, 12, 512, 512) float32, 75 MB.
+
+Memory, bounded by the entries kept (:func:`held_bytes`, measured by ``tests/trained_model/test_pretrained.py``):
+one 512-token text costs :data:`TEXT_MB` MB of tensors (the attentions, the 7 layers' hidden states (7, 512, 384);
+the grid's 72 pictures are small PNGs besides), at most :data:`TEXTS` texts are kept; one head's step at 512 tokens :data:`HEAD_MB` MB (its
+n × n stages and the model's weights of the head, copies), at most :data:`HEADS` kept. At worst (every entry a
+512-token text) about TEXTS · TEXT_MB + HEADS · HEAD_MB ≈ 390 MB per server; a 13-token sentence costs 0.2 MB
+(and 0.2 MB a head). A head's step is quick to make again (~10 ms at 512 tokens), a text's run is not (~0.3 s).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,6 +38,10 @@ from . import model_view, runtime
 #: faster and far steadier than two: 64 tokens in a median 23 ms (90th percentile 31 ms) against 131 ms
 #: (420 ms) with two threads under load (scripts/benchmark_model.py). Sessions still run in parallel.
 TORCH_THREADS = 1
+
+#: The texts' runs kept (each up to TEXT_MB MB at 512 tokens) and the heads' steps kept (each up to HEAD_MB MB).
+TEXTS, HEADS = 4, 8
+TEXT_MB, HEAD_MB = 82, 7.5
 
 
 def configure_torch() -> None:
@@ -60,7 +75,7 @@ class SentenceData:
     focus: torch.Tensor
 
 
-@st.cache_data(max_entries=8, show_spinner=False)  # the page shows a spinner in the session's language
+@st.cache_resource(max_entries=TEXTS, show_spinner=False)  # the page shows a spinner in the session's language
 def sentence_data(text: str, padding: int) -> SentenceData:
     """Tokenise, run the model, measure the findings and draw the grid's pictures.
 
@@ -77,10 +92,56 @@ def sentence_data(text: str, padding: int) -> SentenceData:
                         focus=head_findings.head_focus(run.attentions, encoding))
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_resource(max_entries=HEADS, show_spinner=False)
 def head(text: str, padding: int, layer: int, head: int) -> pretrained.HeadStep:
     """One head recomputed step by step (see ``pretrained.head_step``)."""
     return pretrained.head_step(model(), sentence_data(text, padding).run, layer, head)
+
+
+def held_bytes(value: Any, shared: Any = ()) -> int:
+    """The bytes of the tensor storages ``value`` keeps alive: each storage once, in full (a view keeps all of its
+    storage), walking dataclasses, objects' attributes, tuples, lists and dicts; ``shared`` and all it holds left
+    out (the model, whose parameters every session shares anyway)."""
+    excluded = _reachable(shared, set())
+    seen = {_storage(item)[0] for item in excluded if isinstance(item, torch.Tensor)}
+    total = 0
+    for item in _reachable(value, {id(item) for item in excluded}):
+        if isinstance(item, torch.Tensor):
+            key, size = _storage(item)
+            if key not in seen:
+                seen.add(key)
+                total += size
+    return total
+
+
+def _storage(tensor: torch.Tensor) -> tuple[int, int]:
+    storage = tensor.untyped_storage()
+    return storage.data_ptr(), storage.nbytes()
+
+
+def _reachable(value: Any, skip: set[int]) -> list:
+    """Every object reachable from ``value`` (each once), not through the objects whose ids are in ``skip``: a
+    module's parameters and buffers, a dataclass's fields, a container's items, another object's attributes."""
+    visited, found, stack = set(skip), [], [value]
+    while stack:
+        item = stack.pop()
+        if id(item) in visited or isinstance(item, (str, bytes, int, float, bool, type(None))):
+            continue
+        visited.add(id(item))
+        found.append(item)
+        if isinstance(item, torch.Tensor):
+            continue
+        if isinstance(item, torch.nn.Module):
+            stack.extend(list(item.parameters()) + list(item.buffers()))
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (tuple, list, set, frozenset)):
+            stack.extend(item)
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            stack.extend(getattr(item, field.name) for field in dataclasses.fields(item))
+        else:
+            stack.extend(getattr(item, "__dict__", {}).values())  # an object's attributes (a KV cache's layers)
+    return found
 
 
 def as_numpy(tensor) -> np.ndarray:

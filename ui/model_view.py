@@ -2,9 +2,15 @@
 
 Every head of every layer is one small picture (its n × n attention weights, white = 0,
 dark blue = 1) in one Vega-Lite chart of image marks: one row of data per head instead
-of n² per head, so a 128-token sentence stays as fast as a 10-token one. Clicking a
-picture opens that head. Nothing here computes attention: the pictures are made from
-the model's attention probabilities that the page passes in.
+of n² per head, and at most :data:`PICTURE` × PICTURE pixels (longer texts are averaged
+over blocks of tokens: :func:`pool`), so a 512-token text stays as fast as a 10-token one.
+Clicking a picture opens that head. Nothing here computes attention: the pictures are made
+from the model's attention probabilities that the page passes in.
+
+The open head's map (:func:`attention_map`) draws one mark per weight: whole up to
+:data:`MAP_WINDOW` tokens; past that, a block of MAP_WINDOW rows and columns (at most
+MAP_WINDOW² marks, not 262,144 at 512 tokens) around the explained entry, in fixed blocks as
+the step-through's panels are (``ui.stepthrough.window``), with pickers to move it.
 """
 
 from __future__ import annotations
@@ -18,9 +24,11 @@ import altair as alt
 import numpy as np
 import pandas as pd
 import streamlit as st
+import torch
+import torch.nn.functional as F
 from PIL import Image
 
-from . import presenter, widgets
+from . import presenter, stepthrough, widgets
 from .i18n import _
 
 #: Colour stops of the weights' scale (Vega's "blues"), value in [0, 1] -> RGB.
@@ -31,6 +39,23 @@ _RGB = np.array([[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 18
 _LUT = np.stack([np.interp(np.linspace(0, 1, 256), _STOPS, _RGB[:, c]) for c in range(3)], axis=-1).astype(np.uint8)
 
 GRID_CELL_PX = 74  # the grid's row height: a head's picture is at most this tall (plus a gap)
+#: A head's picture is at most PICTURE × PICTURE pixels: about what the grid shows of it (0.9 · GRID_CELL_PX = 66 px).
+PICTURE = 64
+
+
+def pool(weights: np.ndarray, side: int = PICTURE) -> np.ndarray:
+    """(..., n, n) weights as (..., side, side) block means when n > side (else unchanged, as float32).
+
+    Pixel (a, b) is the mean of rows ⌊a·n/side⌋ … ⌈(a+1)·n/side⌉ − 1 and the same columns (torch's
+    ``adaptive_avg_pool2d``; neighbouring blocks overlap by a row when side does not divide n). Each row of
+    weights sums to 1, so a pixel is the average weight of a block of queries on a block of keys.
+    """
+    tensor = torch.as_tensor(np.asarray(weights, dtype=np.float32))
+    if tensor.shape[-1] <= side and tensor.shape[-2] <= side:
+        return tensor.numpy()
+    lead = tensor.shape[:-2]
+    pooled = F.adaptive_avg_pool2d(tensor.reshape(-1, 1, *tensor.shape[-2:]), side)  # one call for every head
+    return pooled.reshape(*lead, side, side).numpy()
 
 
 def _png_data_url(weights: np.ndarray) -> str:
@@ -46,15 +71,17 @@ def _png_data_url(weights: np.ndarray) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def head_pictures(attentions: np.ndarray) -> pd.DataFrame:
-    """One row per head: layer and head (1-based) and the picture of its weights.
+def head_pictures(attentions: np.ndarray, side: int = PICTURE) -> pd.DataFrame:
+    """One row per head: layer and head (1-based) and the picture of its weights, at most ``side`` pixels a side
+    (block means of longer texts: :func:`pool`).
 
     Args:
         attentions: (L, H, n, n) attention probabilities.
     """
     layers, heads = attentions.shape[:2]
+    small = pool(attentions, side)  # (L, H, ≤ side, ≤ side), all heads at once
     rows = [
-        {"layer": layer + 1, "head": head + 1, "url": _png_data_url(attentions[layer, head])}
+        {"layer": layer + 1, "head": head + 1, "url": _png_data_url(small[layer, head])}
         for layer in range(layers) for head in range(heads)
     ]
     return pd.DataFrame(rows)
@@ -166,30 +193,97 @@ def _map_spec(cell_px: int, numbers: bool, titles: tuple[str, str, str, str, str
     return spec
 
 
-def attention_map(weights: np.ndarray, labels: Sequence[str], *, key: str,
-                  selected: Optional[tuple[int, int]], on_cell: Callable[[int, int], None]) -> None:
-    """One head's n × n weights with token labels; numbers in the cells when they fit.
+#: The open head's map is shown whole up to MAP_WINDOW tokens, else a block of MAP_WINDOW rows and columns: 64² marks
+#: of about 10 px (``map_cell_px``), a map of ~700 px like a 64-token text's.
+MAP_WINDOW = 64
 
-    Clicking a cell calls ``on_cell(row, col)`` (0-based).
-    """
-    n = weights.shape[0]
-    scale = presenter.scale()
-    cell = int(map_cell_px(n) * scale)
-    ii, jj = np.indices(weights.shape)
+
+def map_window(n: int, row: int, col: int, size: int = MAP_WINDOW) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The rows [r0, r1) and columns [c0, c1) of an n × n map shown around cell (row, col): all of them up to
+    ``size``, else the fixed block of ``size`` holding each (``ui.stepthrough.window``; the last block may be
+    shorter), so that a click inside the block does not move it."""
+    rows = (0, n) if n <= size else stepthrough.window(n, row, size)
+    cols = (0, n) if n <= size else stepthrough.window(n, col, size)
+    return rows, cols
+
+
+def map_focus(steps, labels: Sequence[str], row: int, col: int) -> tuple[int, int]:
+    """The cell of the open head's map the window goes around on this stage: the explained entry when the stage's
+    columns are the tokens too (the scores, the mask, the weights), else the entry's row on the diagonal (the
+    columns are a head's features then)."""
+    panel = steps.stage.target if steps.stage.target is not None else steps.stage.panels[0]
+    return (row, col) if tuple(panel.col_labels) == tuple(labels) else (row, row)
+
+
+def map_data(weights: np.ndarray, labels: Sequence[str], rows: tuple[int, int], cols: tuple[int, int],
+             selected: Optional[tuple[int, int]]) -> pd.DataFrame:
+    """The map's marks for rows [r0, r1) and columns [c0, c1) of ``weights``: one per cell, with its global (0-based)
+    row i and column j, its tokens, its weight and whether it is the ``selected`` (global) cell."""
+    (r0, r1), (c0, c1) = rows, cols
+    ii, jj = np.meshgrid(np.arange(r0, r1), np.arange(c0, c1), indexing="ij")
     ii, jj = ii.ravel(), jj.ravel()
     labels_arr = np.asarray(labels, dtype=object)
-    df = pd.DataFrame({
+    return pd.DataFrame({
         "i": ii, "j": jj, "query": labels_arr[ii], "key": labels_arr[jj],
-        "weight": np.asarray(weights, dtype=float).ravel(),
+        "weight": np.asarray(weights, dtype=float)[ii, jj],
         "selected": (ii == selected[0]) & (jj == selected[1]) if selected else np.zeros(ii.shape, bool),
     })
+
+
+def attention_map(weights: np.ndarray, labels: Sequence[str], *, key: str,
+                  selected: Optional[tuple[int, int]], on_cell: Callable[[int, int], None],
+                  around: Optional[tuple[int, int]] = None) -> None:
+    """One head's n × n weights with token labels; numbers in the cells when they fit.
+
+    Past :data:`MAP_WINDOW` tokens only a block around ``around`` (global row, column; default ``selected``, else
+    the first cell) is drawn (:func:`map_window`), with a line saying which and pickers of the row and column blocks.
+    Clicking a cell calls ``on_cell(row, col)`` (0-based, global: the cell's place in the whole map), and so does
+    picking a block: with the cell at the same place in the new block.
+    """
+    n = weights.shape[0]
+    focus = around or selected or (0, 0)
+    focus = (min(max(focus[0], 0), n - 1), min(max(focus[1], 0), n - 1))
+    (r0, r1), (c0, c1) = map_window(n, *focus)
+    scale = presenter.scale()
+    cell = int(map_cell_px(max(r1 - r0, c1 - c0)) * scale)
     titles = (_("key token (attended to)"), _("query token (attending)"), _("weight"), _("query"), _("key"))
-    w = np.asarray(weights, dtype=float)
-    spec = {**_map_spec(cell, cell >= 40 * scale, titles, scale),
-            "description": widgets.describe(_("Heatmap"), n, n, titles[1], titles[0], float(w.min()), float(w.max()))}
-    st.vega_lite_chart(df, spec, key=key, on_select=functools.partial(_on_entry, key, on_cell),
+    shown = np.asarray(weights, dtype=float)[r0:r1, c0:c1]
+    description = widgets.describe(_("Heatmap"), r1 - r0, c1 - c0, titles[1], titles[0], float(shown.min()),
+                                   float(shown.max()))
+    if (r1 - r0, c1 - c0) != (n, n):
+        where = _("Showing rows {r0}–{r1} and columns {c0}–{c1} of the {n} × {n} weights.", r0=r0 + 1, r1=r1,
+                  c0=c0 + 1, c1=c1, n=n)
+        description += " " + where
+        st.caption(where + " " + _("Pick other blocks here, or another entry below, to move it."))
+        _block_pickers(n, focus, (r0, c0), key, on_cell)
+    spec = {**_map_spec(cell, cell >= 40 * scale, titles, scale), "description": description}
+    chart_key = key if (r1 - r0, c1 - c0) == (n, n) else f"{key}_{r0}_{c0}"  # a fresh chart per block
+    st.vega_lite_chart(map_data(weights, labels, (r0, r1), (c0, c1), selected), spec, key=chart_key,
+                       on_select=functools.partial(_on_entry, chart_key, on_cell),
                        selection_mode="entry_pick", width="content")
-    widgets.table(w, labels, labels, key)
+    widgets.table(shown, labels[r0:r1], labels[c0:c1], chart_key)
+
+
+def _block_pickers(n: int, focus: tuple[int, int], start: tuple[int, int], key: str,
+                   on_cell: Callable[[int, int], None]) -> None:
+    """The row block and the column block the map shows, as two pickers; picking one calls ``on_cell`` with the
+    focused cell at the same place in the new block (at most the last row or column)."""
+    starts = list(range(0, n, MAP_WINDOW))
+    names = {s: f"{s + 1}–{min(s + MAP_WINDOW, n)}" for s in starts}
+    left, right, _space = st.columns([1, 1, 2])
+    for column, label, axis in ((left, _("Rows shown"), 0), (right, _("Columns shown"), 1)):
+        picker = f"{key}_block_{axis}"
+        st.session_state[picker] = start[axis]  # follows the entry, however it moved
+        column.selectbox(label, starts, format_func=names.get, key=picker,
+                         on_change=_on_block, args=(picker, axis, n, focus, start, on_cell),
+                         help=_("Moves the map to this block and explains the weight at the same place in it."))
+
+
+def _on_block(picker: str, axis: int, n: int, focus: tuple[int, int], start: tuple[int, int],
+              on_cell: Callable[[int, int], None]) -> None:
+    cell = list(focus)
+    cell[axis] = min(st.session_state[picker] + focus[axis] - start[axis], n - 1)
+    on_cell(cell[0], cell[1])
 
 
 def _on_entry(key: str, on_cell: Callable[[int, int], None]) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import sympy as sp
 import torch
@@ -228,16 +228,17 @@ def head_entry_of(step: HeadStep, stage: str, row: int, col: int) -> HeadEntry:
     return HeadEntry(stage, row, col, left, right, bias, value, step.d_k, key_is_real)
 
 
-def _elided(terms: list[str], tr: Translate) -> tuple[str, str]:
-    """(``t1 + t2 + t3 + ⋯ + t_{k-1} + t_k``, a note with the count) or (every term, "") when few."""
-    if len(terms) <= MAX_TERMS:
-        return " + ".join(terms), ""
-    return (" + ".join(terms[:3]) + r" + \cdots + " + " + ".join(terms[-2:]),
-            r"\qquad" + latex_text(str(tr(N_("({n} terms)"), n=len(terms)))))
+def _elided(term: Callable[[int], str], count: int, tr: Translate) -> tuple[str, str]:
+    """(``t1 + t2 + t3 + ⋯ + t_{k-1} + t_k``, a note with the count) or (every term, "") when few. ``term(k)`` writes
+    the k-th term (0-based): only the terms shown are written (a 512-token sum writes 5, not 512)."""
+    if count <= MAX_TERMS:
+        return " + ".join(term(k) for k in range(count)), ""
+    return (" + ".join(term(k) for k in range(3)) + r" + \cdots + " + " + ".join(term(k) for k in (count - 2, count - 1)),
+            r"\qquad" + latex_text(str(tr(N_("({n} terms)"), n=count))))
 
 
-def _products(left, right) -> list[str]:
-    return [sp.latex(sp.Mul(number_expr(a), number_expr(b), evaluate=False), mul_symbol="dot") for a, b in zip(left, right)]
+def _product(a: float, b: float) -> str:
+    return sp.latex(sp.Mul(number_expr(a), number_expr(b), evaluate=False), mul_symbol="dot")
 
 
 def head_entry_latex(entry: HeadEntry, tr: Translate = Message) -> str:
@@ -273,11 +274,13 @@ def head_entry_latex(entry: HeadEntry, tr: Translate = Message) -> str:
     elif entry.stage == "masked_scores":
         numbers = "%s + (%s)" % (sp.latex(number_expr(entry.left[0])), sp.latex(number_expr(entry.left[1])))
     elif entry.stage == "weights":
-        exps = [sp.latex(sp.exp(number_expr(a), evaluate=False)) for a in entry.left]
-        denominator, note = _elided(exps, tr)
-        numbers = r"\frac{%s}{%s}" % (exps[entry.col], denominator)
+        def exp(k: int) -> str:
+            return sp.latex(sp.exp(number_expr(entry.left[k]), evaluate=False))
+
+        denominator, note = _elided(exp, len(entry.left), tr)
+        numbers = r"\frac{%s}{%s}" % (exp(entry.col), denominator)
     else:
-        numbers, note = _elided(_products(entry.left, entry.right), tr)
+        numbers, note = _elided(lambda k: _product(entry.left[k], entry.right[k]), len(entry.left), tr)
         if entry.stage in _W:
             numbers += " + (%s)" % sp.latex(number_expr(entry.bias))
     lhs, general_rhs = general_tex.split(" = ", 1)
@@ -386,10 +389,10 @@ class TrainedModelSettings:
 
     Attributes:
         sentence: the text the model reads (any Unicode; never altered here, checked and cut by
-            ``pretrained.tokenize``: MODEL_MAX_TOKENS WordPieces).
+            ``pretrained.tokenize``: MODEL_MAX_TOKENS WordPieces, [PAD]s included).
         padding: how many [PAD] tokens to append (0..MODEL_MAX_PADDING; shows the mask).
         layer, head: the head that is opened (< MODEL_LAYERS and < MODEL_HEADS).
-        entry_row, entry_col: the explained entry (the page clamps them to the stage's matrix, up to 136 × 384).
+        entry_row, entry_col: the explained entry (the page clamps them to the stage's matrix, up to 512 × 512).
     """
 
     sentence: str = MODEL_SENTENCE
@@ -423,8 +426,8 @@ TRAINED_MODEL = Page(
         OneBasedIndex("layer", MODEL_LAYERS,
                       N_("The model has layers 1 to {count}; got layer {shown}, using layer 1.")),
         OneBasedIndex("head", MODEL_HEADS, N_("The model has heads 1 to {count}; got head {shown}, using head 1.")),
-        IntRange("entry_row", 0, MODEL_MAX_TOKENS + MODEL_MAX_PADDING - 1, label(N_("The entry's row"))),
-        IntRange("entry_col", 0, max(MODEL_MAX_TOKENS + MODEL_MAX_PADDING, MODEL_WIDTH) - 1,
+        IntRange("entry_row", 0, MODEL_MAX_TOKENS - 1, label(N_("The entry's row"))),
+        IntRange("entry_col", 0, max(MODEL_MAX_TOKENS, MODEL_WIDTH) - 1,
                  label(N_("The entry's column"))),
     ),
     legacy={"model_sentence": "sentence", "model_padding": "padding", "model_layer": "layer", "model_head": "head", "model_stage": "stage", "model_entry_row": "entry_row", "model_entry_col": "entry_col"},

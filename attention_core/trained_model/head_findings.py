@@ -60,7 +60,8 @@ def guided_findings(attentions: torch.Tensor, encoding: Encoding, top_k: int = 3
         One :class:`Finding` per key of :data:`FINDINGS`, in that order.
     """
     m = encoding.num_real
-    a = attentions[:, :, :m, :m].double()  # (L, H, m, m): real queries and keys only
+    a = attentions[:, :, :m, :m]  # (L, H, m, m): real queries and keys only (a view; the picked weights become
+    # float64 before they are averaged: not all of them, 150 MB at 512 tokens)
     idx = torch.arange(m)
     # rows (query positions) and the key each row is scored on
     pairs: dict[str, tuple[torch.Tensor, torch.Tensor]] = {
@@ -72,14 +73,17 @@ def guided_findings(attentions: torch.Tensor, encoding: Encoding, top_k: int = 3
     }
     per_key: dict[str, tuple[torch.Tensor, int, float]] = {}
     for key, (rows, cols) in pairs.items():
-        per_key[key] = (a[:, :, rows, cols].mean(-1), len(rows), 1.0 / m)  # (L, H)
+        per_key[key] = (a[:, :, rows, cols].double().mean(-1), len(rows), 1.0 / m)  # (L, H)
 
     # Other pieces of the same word: only rows whose word was split into two or more pieces.
     words = torch.tensor([-1 if w is None else w for w in encoding.word_ids[:m]])
     same = (words.unsqueeze(0) == words.unsqueeze(1)) & (words >= 0).unsqueeze(0) & ~torch.eye(m, dtype=torch.bool)
     split_rows = same.any(dim=1)  # (m,)
     if split_rows.any():
-        share = (a * same).sum(-1)[:, :, split_rows]  # (L, H, rows): weight on the word's other pieces
+        rows, cols = same.nonzero(as_tuple=True)  # the (query, other piece) pairs: a few per split word
+        picked = a[:, :, rows, cols].double()  # (L, H, pairs)
+        share = torch.zeros(*a.shape[:2], m, dtype=torch.double).index_add_(2, rows, picked)[:, :, split_rows]
+        # (L, H, split rows): each row's weight on its word's other pieces
         baseline = float(same[split_rows].sum(-1).double().mean()) / m
         per_key["same_word"] = (share.mean(-1), int(split_rows.sum()), baseline)
     else:

@@ -26,7 +26,7 @@ d_k = head_dim (32). Every tensor is float32 on the CPU.
 Errors: every problem a user can cause or meet (empty text, the model package
 missing, a file that fails its checksum) raises :class:`~attention_core.errors.InputError`
 with a message for the page. Text longer than :data:`MAX_TOKENS` WordPieces is cut,
-not refused (:attr:`Encoding.truncated` says so).
+not refused (:attr:`Encoding.truncated` says so); [PAD]s count in it.
 
 Sources: Vaswani et al. 2017, "Attention Is All You Need", eq. 1 (scaled dot-product
 attention) and sec. 3.2.2 (heads); Devlin et al. 2019, "BERT: Pre-training of Deep
@@ -67,7 +67,8 @@ EXPECTED_SHA256: Mapping[str, str] = {
     "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
 }
 
-#: The longest input the page runs: WordPieces including [CLS] and [SEP] (longer text is cut).
+#: The longest input the page runs: WordPieces including [CLS], [SEP] and any [PAD] (longer text is cut): the
+#: model's 512 positions.
 MAX_TOKENS = limits.MODEL_MAX_TOKENS
 #: Text beyond this many characters is not even tokenised (it could never fit in MAX_TOKENS
 #: WordPieces but a pasted book would cost time); the page says so.
@@ -233,7 +234,7 @@ class Encoding:
             [CLS], [SEP] and [PAD].
         attention_mask: 1 for a real token, 0 for [PAD] (BERT's ``attention_mask``).
         text_tokens: how many WordPieces the whole text has (before any cut).
-        truncated: True when the text had more than MAX_TOKENS - 2 WordPieces and was cut.
+        truncated: True when the text had more than MAX_TOKENS - 2 - padding WordPieces and was cut.
         kept_chars: how many characters of the text the kept WordPieces cover.
         chars_cut: True when the text was longer than MAX_CHARS characters.
         unknown: how many tokens are [UNK] (characters the vocabulary lacks, e.g. emoji).
@@ -269,7 +270,8 @@ def clean_text(text: str) -> str:
 
 
 def tokenize(pm: PretrainedModel, text: str, padding: int = 0) -> Encoding:
-    """WordPiece-tokenise ``text`` as BERT does: [CLS] pieces [SEP], cut to MAX_TOKENS, then [PAD]s.
+    """WordPiece-tokenise ``text`` as BERT does: [CLS] pieces [SEP], then [PAD]s, cut to MAX_TOKENS in all (the
+    model has 512 positions: the text's pieces make room for the padding).
 
     Any Unicode is accepted: characters outside the vocabulary become [UNK], control and
     zero-width characters are dropped by the BERT normaliser, lone surrogates are replaced.
@@ -298,7 +300,7 @@ def tokenize(pm: PretrainedModel, text: str, padding: int = 0) -> Encoding:
                "Type a few words."),
             field="trained_model.sentence",
         )
-    keep = min(pieces, MAX_TOKENS - 2)
+    keep = min(pieces, MAX_TOKENS - 2 - padding)
     tokens = ("[CLS]", *encoded.tokens[:keep], "[SEP]") + ("[PAD]",) * padding
     ids = (pm.cls_id, *encoded.ids[:keep], pm.sep_id) + (pm.pad_id,) * padding
     word_ids = (None, *encoded.word_ids[:keep], None) + (None,) * padding
@@ -359,7 +361,8 @@ class HeadStep:
             (n, d_k), scores, scaled_scores, masked_scores, weights (n, n), output (n, d_k).
         additive_mask: M (n, n): 0 where key j is a real token, −∞ where it is [PAD]
             (BERT adds float32's most negative number there; the softmax gives 0 either way).
-        model_weights: (n, n), the model's own attention probabilities of this head.
+        model_weights: (n, n), the model's own attention probabilities of this head (a copy: the step holds no
+            view of the run's tensors, so it keeps no more than its own numbers alive, ~7 MB at 512 tokens).
         max_abs_diff: max |trace weights − model_weights|.
         matches: whether they agree to atol 1e-5.
     """
@@ -410,13 +413,13 @@ def head_step(pm: PretrainedModel, run: ModelRun, layer: int, head: int) -> Head
     """
     _check_head(pm, layer, head)
     w = head_weights(pm, layer, head)
-    x = run.hidden_states[layer]  # (n, D)
+    x = run.hidden_states[layer].clone()  # (n, D); a copy: a view would keep every layer's states alive with the step
     real = torch.tensor(run.encoding.attention_mask, dtype=torch.bool)  # (n,): True = a real token
     attn_mask = real.unsqueeze(0).expand(len(real), len(real))  # (n, n): query i may attend key j if j is real
     trace = self_attention(x, w["w_query"], w["w_key"], w["w_value"],
                            b_query=w["b_query"], b_key=w["b_key"], b_value=w["b_value"], attn_mask=attn_mask)
     additive = torch.zeros(attn_mask.shape).masked_fill(~attn_mask, float("-inf"))  # (n, n)
-    model_weights = run.attentions[layer, head]  # (n, n)
+    model_weights = run.attentions[layer, head].clone()  # (n, n); a copy, not a view of all (L, H, n, n)
     diff = float((trace.attention.weights - model_weights).abs().max())
     return HeadStep(layer=layer, head=head, tokens=run.encoding.tokens, trace=trace, additive_mask=additive,
                     model_weights=model_weights, max_abs_diff=diff, matches=diff <= 1e-5)

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -299,6 +300,51 @@ def test_trained_model_grid_click_opens_the_head(page: Page, app_url: str):
     expect(page.get_by_text("Checked against PyTorch")).to_be_visible()
     assert_no_exception(page)
     save_screenshot(page, "page-trained-model-after-click")
+
+
+def _hovered_cell(page: Page, x: float, y: float) -> tuple[int, int]:
+    """Hover (x, y) over an attention map; the (row, column) its tooltip names (1-based, from "267 cat")."""
+    page.mouse.move(x, y)
+    tip = page.locator("#vg-tooltip-element")
+    expect(tip).to_be_visible()
+    cells = dict(zip(tip.locator("td.key").all_inner_texts(), tip.locator("td.value").all_inner_texts()))
+    return int(cells["query"].split()[0]), int(cells["key"].split()[0])
+
+
+def test_trained_model_at_512_tokens_a_click_in_the_maps_window_explains_its_cell_of_the_whole_map(page: Page,
+                                                                                                  app_url: str):
+    """A link with a 660-WordPiece text: the page reads 512 tokens; the open head's map is the 64 × 64 block around
+    the linked entry (row 301, column 6), and a click on one of its cells explains that cell's place in the 512 × 512
+    map (row 267 "cat", column 21 "was": "The cat sat on the mat because it was tired." is 11 tokens). The map has
+    4096 marks, which Streamlit draws on a canvas: the cell is found by its tooltip, 10 px a cell."""
+    text = urllib.parse.quote("The cat sat on the mat because it was tired. " * 60)
+    open_page(page, app_url, f"/trained-model?trained_model.sentence={text}&trained_model.entry_row=300"
+                             "&trained_model.entry_col=5", "Inside a trained model")
+    expect(page.get_by_role("heading", name="512 WordPiece tokens")).to_be_visible()
+    expect(page.get_by_text("Showing rows 257–320 and columns 1–64 of the 512 × 512 weights.")).to_be_visible()
+    canvas = page.locator(".st-key-tm_map_0_0_256_0 .vega-embed canvas")
+    expect(canvas).to_be_visible()
+    row = page.get_by_role("combobox", name="Row", exact=True)
+    expect(row).to_have_value("301 sat")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    x, y = box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.6  # somewhere on the cells
+    at_row, at_col = _hovered_cell(page, x, y)
+    assert 257 <= at_row <= 320 and 1 <= at_col <= 64  # only the block's cells are drawn
+    x, y = x + (21 - at_col) * 10, y + (267 - at_row) * 10  # cells of 10 px (ui/model_view.map_cell_px(64))
+    assert _hovered_cell(page, x, y) == (267, 21)
+    for _attempt in range(3):  # as click_mark_until: a click on a chart still being replaced is lost
+        page.mouse.click(x, y)
+        try:
+            expect(row).to_have_value("267 cat", timeout=APP_RUN_MS // 3)
+            break
+        except AssertionError:
+            continue
+    expect(row).to_have_value("267 cat")
+    expect(page.get_by_role("combobox", name="Column", exact=True)).to_have_value("21 was")
+    wait_for_app_run(page)
+    expect(page.get_by_text("Checked against PyTorch")).to_be_visible()
+    assert_no_exception(page)
 
 
 def test_modern_lm_grid_click_opens_the_head_and_generating_grows_the_kv_cache(page: Page, app_url: str):

@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import APP, errors, warnings
+from conftest import APP, charts, entry_map, errors, picker, warnings
 from streamlit.testing.v1 import AppTest
 from test_practice import _check_stage
 from test_stepthrough import result_of, step_through_every_stage
@@ -41,7 +41,9 @@ def test_the_run_holds_the_models_hidden_states_and_each_heads_patterns(decoder,
     run, reference = runs[text], smollm2.run_prompt(decoder, text)
     assert torch.equal(run.prompt.ids, reference.input_ids) and run.prompt.tokens == reference.tokens
     torch.testing.assert_close(run.hidden_states, reference.hidden_states, rtol=0, atol=1e-5)
-    torch.testing.assert_close(torch.softmax(run.logits, -1), reference.next_token_probs, rtol=0, atol=1e-6)
+    # the run computes the last position's logits alone (logits_to_keep=1), the reference all T positions': matrix
+    # products of other shapes, which round differently in float32 (measured up to 1.3e-6)
+    torch.testing.assert_close(torch.softmax(run.logits, -1), reference.next_token_probs, rtol=0, atol=5e-6)
     weights = reference.attentions  # (L, H, T, T), as the model reports them
     t = weights.shape[-1]
     rows = torch.arange(1, t)
@@ -143,15 +145,57 @@ def test_generation_with_the_kv_cache_is_greedy_decoding_and_the_cache_grows_by_
     assert modern_lm.kv_cache_bytes(decoder, 1, kv_heads=9) == 3 * modern_lm.kv_cache_bytes(decoder, 1)
 
 
+def test_a_512_token_run_and_one_head_hold_what_the_cache_docs_say(decoder):
+    """ui.lm_data keeps RUNS runs and HEADS heads; one of each at 512 tokens is within RUN_MB and HEAD_MB (the model's
+    own parameters left out: every session shares them), and a cached head holds no view of its run."""
+    from ui import lm_data, model_data
+
+    run = lm_data.prompt_run("word " * 700, False)
+    assert run.hidden_states.shape == (31, 512, 576) and run.logits.shape == (49152,)
+    run_bytes = model_data.held_bytes(run, shared=decoder.model)
+    assert 36e6 < run_bytes <= lm_data.RUN_MB * 1e6  # the hidden states alone are 31·512·576·4 = 36.6 MB
+    step = lm_data.head("word " * 700, False, 4, 2)
+    head_bytes = model_data.held_bytes(step, shared=decoder.model)
+    assert 5e6 < head_bytes <= lm_data.HEAD_MB * 1e6
+    assert model_data.held_bytes(step, shared=(decoder.model, run)) == head_bytes  # no view of the run's tensors
+    assert float((step.weights - step.model_weights).abs().max()) <= 1e-4  # and it still checks against the model
+
+
+def test_a_generation_from_the_run_rebuilds_the_models_own_cache_and_goes_on_where_it_stopped(decoder, runs):
+    text = PROMPTS[2]
+    run = runs[text]
+    with torch.no_grad():
+        own = decoder.model(input_ids=run.prompt.ids[None], use_cache=True).past_key_values
+    rebuilt = modern_lm.prompt_cache(decoder, run)
+    for mine, theirs in zip(rebuilt.layers, own.layers, strict=True):  # the same numbers the prompt's pass stores
+        assert torch.equal(mine.keys, theirs.keys) and torch.equal(mine.values, theirs.values)
+    going = modern_lm.Continuation(decoder, run.prompt, run)
+    first_two = going.steps(2)
+    assert going.run is None  # it keeps the cache, not the run
+    assert going.steps(5)[:2] == first_two and going.steps(5) == modern_lm.generate(decoder, run.prompt, 5)
+    assert going.steps(3) == going.steps(5)[:3]  # asking for fewer makes nothing new
+
+
+def test_a_512_token_generation_keeps_its_cache_within_what_the_cache_docs_say(decoder):
+    from ui import lm_data, model_data
+
+    going = lm_data.continuation("word " * 700, False)
+    steps = going.steps(12)
+    assert [s.cache_tokens for s in steps] == list(range(512, 524))
+    assert model_data.held_bytes(going, shared=decoder.model) <= lm_data.CONTINUATION_MB * 1e6
+    assert steps[-1].cache_bytes == modern_lm.kv_cache_bytes(decoder, 523) > 23e6
+
+
 def test_prompts_any_script_the_chat_template_a_cut_and_an_empty_one(decoder):
     emoji = modern_lm.encode_prompt(decoder, "猫 🐈 Ünïcödé ")
     assert "".join(emoji.tokens).encode() != b"" and decoder.tokenizer.decode(emoji.ids) == "猫 🐈 Ünïcödé "
     chat = modern_lm.encode_prompt(decoder, "What is attention?", chat_template=True)
     assert chat.tokens[0] == "<|im_start|>" and "".join(chat.tokens).endswith("<|im_start|>assistant\n")
     assert " attention" in chat.tokens and not chat.cut
-    long = modern_lm.encode_prompt(decoder, "word " * 400)
-    assert long.cut and len(long.ids) == MODERN_LM_MAX_TOKENS and long.text_tokens == 401  # 400 words and the trailing space
-    long_chat = modern_lm.encode_prompt(decoder, "word " * 400, chat_template=True)
+    long = modern_lm.encode_prompt(decoder, "word " * 700)
+    assert MODERN_LM_MAX_TOKENS == 512
+    assert long.cut and len(long.ids) == MODERN_LM_MAX_TOKENS and long.text_tokens == 701  # 700 words and the trailing space
+    long_chat = modern_lm.encode_prompt(decoder, "word " * 700, chat_template=True)
     assert long_chat.cut and len(long_chat.ids) <= MODERN_LM_MAX_TOKENS
     assert "".join(long_chat.tokens).endswith("<|im_start|>assistant\n")
     assert modern_lm.token_labels((" a", "\n")) == ("1 ␣a", "2 ↵")
@@ -205,11 +249,41 @@ def test_a_finding_opens_its_head_and_a_weight_cell_explains_it():
 def test_bad_prompts_get_a_message_and_the_page_keeps_running():
     at = _open(**{"modern_lm.prompt": ""})
     assert "Type a prompt" in errors(at)
-    at.text_area(key="setting_modern_lm.prompt").set_value("word " * 400).run()
-    assert not at.exception and "was cut after its first 256" in warnings(at), warnings(at)
-    assert at.text_area(key="setting_modern_lm.prompt").value == "word " * 400  # nothing typed is lost
+    at.text_area(key="setting_modern_lm.prompt").set_value("word " * 700).run()
+    assert not at.exception and "was cut after its first 512" in warnings(at), warnings(at)
+    assert at.text_area(key="setting_modern_lm.prompt").value == "word " * 700  # nothing typed is lost
     at.text_area(key="setting_modern_lm.prompt").set_value("🐈‍⬛ ẞ ñ 中文").run()
     assert not at.exception and not at.error, errors(at)
+
+
+def test_a_512_token_prompt_every_view_windowed_and_a_cell_maps_back_to_its_place():
+    at = _open(**{"modern_lm.prompt": "word " * 700, "modern_lm.layer": "2", "modern_lm.head": "4"})
+    assert not at.error, errors(at)
+    assert "was cut after its first 512" in warnings(at) and any(s.value == "512 tokens" for s in at.subheader)
+    for spec, data in charts(at):  # no chart draws more than a window's marks
+        assert len(data) <= 64 * 64, (spec.get("description"), len(data))
+    at.selectbox(key="setting_modern_lm.entry_row").set_value(400).run()
+    picker(at, "Column").set_value(130).run()
+    own = at.session_state["settings"].modern_lm
+    assert (own.layer, own.head, own.entry_row, own.entry_col) == (2, 4, 400, 130)
+    cells = entry_map(at)
+    assert len(cells) == 64 * 64
+    assert (cells["i"].min(), cells["i"].max(), cells["j"].min(), cells["j"].max()) == (384, 447, 128, 191)
+    (chosen,) = cells.index[cells["selected"]]
+    assert (cells["i"][chosen], cells["j"][chosen]) == (400, 130)
+    from ui import lm_data
+
+    step = lm_data.head("word " * 700, False, 2, 4)  # the page's cached head: the model's own weights too
+    assert cells["weight"][chosen] == pytest.approx(float(step.model_weights[400, 130]), abs=1e-4)
+    assert cells["query"][chosen] == "401 ␣word" and cells["key"][chosen] == "131 ␣word"
+    assert any("Showing rows 385–448 and columns 129–192 of the 512 × 512 weights." in c.value for c in at.caption)
+    assert len(at.success) >= 2 and not at.error, errors(at)  # the checks against the model still match
+    assert r"\cdots" in "\n".join(x.value for x in at.latex)  # the softmax's 401 terms elided
+    at.selectbox(key="lm_map_2_4_block_1").set_value(448).run()  # the column block: the same place in it
+    own = at.session_state["settings"].modern_lm
+    assert (own.entry_row, own.entry_col, own.stage) == (400, 450, "weights")  # above the diagonal: masked, 0
+    (chosen,) = entry_map(at).index[entry_map(at)["selected"]]
+    assert entry_map(at)["weight"][chosen] == 0.0 and not at.exception
 
 
 def test_a_link_with_a_head_out_of_range_says_so():

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import shown
+from conftest import charts, entry_map, picker, shown
 from streamlit.testing.v1 import AppTest
 
 from attention_core.errors import InputError
@@ -207,6 +207,22 @@ def test_long_sums_are_elided_with_their_count(pm, runs):
     assert r"\cdots" in head_entry_latex(head_entry_of(step, "weights", 1, 2))
 
 
+def test_a_512_token_sum_writes_its_first_three_and_last_two_terms_only(pm):
+    import sympy as sp
+
+    from attention_core.latex import number_expr
+
+    step = pretrained.head_step(pm, pretrained.run_model(pm, pretrained.tokenize(pm, "word " * 600)), 1, 1)
+    weights, values = step.trace.attention.weights[300].tolist(), step.trace.attention.value[:, 5].tolist()
+    terms = [sp.latex(sp.Mul(number_expr(weights[k]), number_expr(values[k]), evaluate=False), mul_symbol="dot")
+             for k in (0, 1, 2, 510, 511)]
+    tex = head_entry_latex(head_entry_of(step, "output", 300, 5))
+    assert " + ".join(terms[:3]) + r" + \cdots + " + " + ".join(terms[3:]) in tex
+    assert r"\text{(512 terms)}" in tex and tex.count(r"\cdot ") == 5
+    softmax = head_entry_latex(head_entry_of(step, "weights", 300, 5))
+    assert r"\text{(512 terms)}" in softmax and softmax.count("e^{") == 2 + 6  # the formula's 2; the numbers' 1 + 5
+
+
 def test_bad_layer_or_head_is_refused(pm, runs):
     with pytest.raises(InputError, match="layers 1 to 6"):
         pretrained.head_step(pm, runs[SENTENCES[0]], 6, 0)
@@ -224,19 +240,51 @@ def test_wordpieces_with_cls_and_sep(pm):
     assert not encoding.truncated and encoding.num_padding == 0
 
 
-def test_text_over_128_wordpieces_is_cut_to_128(pm):
-    encoding = pretrained.tokenize(pm, "word " * 300, padding=2)
-    assert encoding.truncated and encoding.text_tokens == 300
-    assert encoding.num_real == pretrained.MAX_TOKENS and encoding.n == pretrained.MAX_TOKENS + 2
-    assert encoding.tokens[0] == "[CLS]" and encoding.tokens[127] == "[SEP]" and encoding.tokens[-1] == "[PAD]"
-    assert encoding.kept_chars == len("word " * 126) - 1
+def test_text_over_512_wordpieces_is_cut_to_512_with_its_padding(pm):
+    encoding = pretrained.tokenize(pm, "word " * 600, padding=2)
+    assert pretrained.MAX_TOKENS == 512 == pm.model.config.max_position_embeddings  # every position the model has
+    assert encoding.truncated and encoding.text_tokens == 600
+    assert encoding.n == 512 and encoding.num_real == 510 and encoding.num_padding == 2  # [PAD]s count too
+    assert encoding.tokens[0] == "[CLS]" and encoding.tokens[509] == "[SEP]" and encoding.tokens[-1] == "[PAD]"
+    assert encoding.kept_chars == len("word " * 508) - 1
     run = pretrained.run_model(pm, encoding)
+    assert run.attentions.shape == (6, 12, 512, 512)
     assert pretrained.head_step(pm, run, 4, 7).matches
 
 
-def test_text_of_exactly_126_wordpieces_is_not_cut(pm):
-    encoding = pretrained.tokenize(pm, "word " * 126)
-    assert not encoding.truncated and encoding.n == 128
+def test_held_bytes_counts_each_storage_once_a_view_in_full_and_leaves_out_the_shared():
+    from ui import model_data
+
+    whole = torch.zeros(4, 100)  # 1600 bytes
+    assert model_data.held_bytes(whole[0]) == 1600  # a view keeps all of its storage alive
+    assert model_data.held_bytes({"a": (whole, whole[1:]), "b": [torch.ones(3)]}) == 1600 + 12
+    assert model_data.held_bytes((whole[2], torch.ones(3)), shared=whole) == 12
+
+
+def test_a_512_token_text_and_one_head_hold_what_the_cache_docs_say(pm):
+    """ui.model_data keeps TEXTS texts and HEADS heads; one of each at 512 tokens is within TEXT_MB and HEAD_MB, and
+    a cached head keeps nothing of its text's run alive (it holds copies, no views)."""
+    from ui import model_data
+
+    data = model_data.sentence_data("word " * 600, 0)  # the page's cache (loads the page's model once)
+    assert data.run.attentions.shape == (6, 12, 512, 512)
+    text_bytes = model_data.held_bytes(data)
+    assert 75e6 < text_bytes <= model_data.TEXT_MB * 1e6  # the attentions alone are 6·12·512²·4 = 75.5 MB
+    step = model_data.head("word " * 600, 0, 3, 5)
+    head_bytes = model_data.held_bytes(step)
+    assert 5e6 < head_bytes <= model_data.HEAD_MB * 1e6
+    assert model_data.held_bytes(step, shared=data) == head_bytes  # no storage shared with the run
+    assert model_data.held_bytes(pretrained.head_step(pm, pm_run_small(pm), 0, 0)) < 0.5e6  # a short sentence
+
+
+def pm_run_small(pm) -> pretrained.ModelRun:
+    return pretrained.run_model(pm, pretrained.tokenize(pm, SENTENCES[0]))
+
+
+def test_text_of_exactly_510_wordpieces_is_not_cut(pm):
+    encoding = pretrained.tokenize(pm, "word " * 510)
+    assert not encoding.truncated and encoding.n == 512
+    assert pretrained.tokenize(pm, "word " * 510, padding=1).truncated  # the [PAD] takes the last position
 
 
 def test_text_beyond_the_character_cap_is_flagged(pm):
@@ -286,6 +334,21 @@ def test_findings_are_measured_on_the_text(pm, runs):
     split = {f.key: f for f in head_findings.guided_findings(runs[SENTENCES[1]].attentions, runs[SENTENCES[1]].encoding)}
     assert split["same_word"].rows > 0 and len(split["same_word"].top) == 3
     assert split["previous"].scores != findings["previous"].scores  # measured, not hard-coded
+
+
+@pytest.mark.parametrize("text", [SENTENCES[1], SENTENCES[1] * 40])  # 15 tokens, and 512 (cut)
+def test_the_own_word_finding_is_each_pieces_weight_on_its_words_other_pieces(pm, text):
+    encoding = pretrained.tokenize(pm, text)
+    run = pretrained.run_model(pm, encoding)
+    finding = {f.key: f for f in head_findings.guided_findings(run.attentions, encoding)}["same_word"]
+    m, words = encoding.num_real, encoding.word_ids
+    pieces = {i: [j for j in range(m) if j != i and words[i] is not None and words[j] == words[i]] for i in range(m)}
+    split = [i for i in range(m) if pieces[i]]
+    assert finding.rows == len(split) > 0
+    for layer, head in [(0, 2), (3, 7), (5, 11)]:
+        by_hand = sum(sum(float(run.attentions[layer, head, i, j]) for j in pieces[i]) for i in split) / len(split)
+        assert finding.scores[layer][head] == pytest.approx(by_hand, rel=1e-6)
+    assert finding.baseline == pytest.approx(sum(len(pieces[i]) for i in split) / len(split) / m)
 
 
 def test_head_focus_is_each_heads_mean_largest_weight_over_the_real_tokens(pm, runs):
@@ -396,10 +459,58 @@ def test_empty_text_gets_a_message_and_is_kept(text):
 
 def test_long_text_is_cut_with_a_message():
     at = open_page()
-    at.text_area(key="setting_trained_model.sentence").set_value("attention " * 200).run()
+    at.text_area(key="setting_trained_model.sentence").set_value("word " * 600).run()
     assert not at.exception and not at.error
-    assert "200 WordPiece tokens" in texts(at.warning) and "cut" in texts(at.warning)
-    assert "128 WordPiece tokens" in texts(at.subheader)
+    assert "600 WordPiece tokens" in texts(at.warning) and "cut after the first 510" in texts(at.warning)
+    assert "512 WordPiece tokens" in texts(at.subheader)
+
+
+#: Prose of 660 WordPieces: the page reads its first 510 and [CLS] and [SEP], 512 tokens.
+LONG_TEXT = "The cat sat on the mat because it was tired. " * 60
+
+
+def test_a_512_token_text_every_view_windowed_and_a_cell_maps_back_to_its_place():
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.query_params["trained_model.sentence"] = LONG_TEXT  # a link that carries the text
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception and not at.error, (at.exception, texts(at.error))
+    assert "512 WordPiece tokens" in texts(at.subheader) and "660 WordPiece tokens" in texts(at.warning)
+    assert "each picture averages blocks of tokens" in texts(at.caption)
+    for spec, data in charts(at):  # no chart draws more than a window's marks; the grid 72 pictures
+        assert len(data) <= 64 * 64, (spec.get("description"), len(data))
+    # the map: the block of 64 × 64 around the explained entry (8, 2), its selected cell at its global place
+    cells = entry_map(at)
+    assert len(cells) == 64 * 64 and (cells["i"].max(), cells["j"].max()) == (63, 63)
+    assert "Showing rows 1–64 and columns 1–64 of the 512 × 512 weights." in texts(at.caption)
+    # another entry far away: the row and column pickers move the window there
+    at.selectbox(key="setting_trained_model.entry_row").set_value(300).run()
+    picker(at, "Column").set_value(5).run()
+    assert (settings(at).trained_model.entry_row, settings(at).trained_model.entry_col) == (300, 5)
+    cells = entry_map(at)
+    assert (cells["i"].min(), cells["i"].max(), cells["j"].min(), cells["j"].max()) == (256, 319, 0, 63)
+    (chosen,) = cells.index[cells["selected"]]
+    assert (cells["i"][chosen], cells["j"][chosen]) == (300, 5)
+    from ui import model_data
+
+    data = model_data.sentence_data(LONG_TEXT, 0)  # the page's cached run: its numbers are the model's
+    assert cells["weight"][chosen] == pytest.approx(float(data.run.attentions[0, 0, 300, 5]), abs=1e-7)
+    assert cells["key"][chosen] == f"6 {data.run.encoding.tokens[5]}" and cells["query"][chosen].startswith("301 ")
+    # the block pickers move the window and explain the weight at the same place in the new block
+    at.selectbox(key="tm_map_0_0_block_0").set_value(448).run()
+    assert (settings(at).trained_model.entry_row, settings(at).trained_model.entry_col) == (492, 5)
+    cells = entry_map(at)
+    (chosen,) = cells.index[cells["selected"]]
+    assert (cells["i"].min(), cells["i"].max(), cells["i"][chosen], cells["j"][chosen]) == (448, 511, 492, 5)
+    # the check against the model still matches; the softmax's sum over 512 keys is elided in the formula
+    (check,) = [s.value for s in at.success]
+    assert "model(...).attentions[0][0, 0]" in check and float(check.split("= ")[-1].split(" ")[0]) <= 1e-5
+    assert r"\text{(512 terms)}" in texts(at.latex) and r"\cdots" in texts(at.latex)
+    # a stage whose columns are the head's features: the map goes around the entry's row, on the diagonal
+    at.selectbox(key="setting_trained_model.stage").set_value("query").run()
+    assert not at.exception and not at.error
+    cells = entry_map(at)
+    assert (cells["i"].min(), cells["j"].min()) == (448, 448) and not cells["selected"].any()
 
 
 def test_unusual_unicode_on_the_page():
