@@ -9,7 +9,13 @@ import streamlit as st
 
 from attention_core.errors import N_, InputError
 from attention_core.experiments.temperature import TEMPERATURE_GRID
-from attention_core.limits import MODERN_LM_HEADS, MODERN_LM_LAYERS, MODERN_LM_MAX_CHARS, MODERN_LM_MAX_NEW_TOKENS
+from attention_core.limits import (
+    MODERN_LM_HEADS,
+    MODERN_LM_LAYERS,
+    MODERN_LM_MAX_CHARS,
+    MODERN_LM_MAX_NEW_TOKENS,
+    MODERN_LM_MAX_TOKENS,
+)
 from attention_core.trained_model import modern_lm, smollm2
 from attention_core.trained_model.modern_lm_walkthrough import header_latex, modern_lm_steps
 from ui import lm_data, model_data, model_view, runtime, state, stepthrough, widgets
@@ -60,7 +66,7 @@ with text_col:
     state.bind(st.text_area, _("Your prompt (any language, emoji too)"), "modern_lm.prompt",
                max_chars=MODERN_LM_MAX_CHARS, height=80,
                help=_("Split into byte-level BPE tokens; at most {max} tokens are read. Press Ctrl+Enter to apply.",
-                      max=modern_lm.MODERN_LM_MAX_TOKENS))
+                      max=MODERN_LM_MAX_TOKENS))
 with template_col:
     state.bind(st.toggle, _("Chat template"), "modern_lm.chat_template",
                help=_("Wrap the prompt as the model was trained to chat: a system turn, your text as the user's "
@@ -85,7 +91,7 @@ if prompt.chars_cut:
                icon=":material/content_cut:")
 if prompt.cut:
     st.warning(_("Your prompt has {n} tokens; this page feeds the model at most {max} (chat template included), so "
-                 "it was cut after its first {kept}.", n=prompt.text_tokens, max=modern_lm.MODERN_LM_MAX_TOKENS,
+                 "it was cut after its first {kept}.", n=prompt.text_tokens, max=MODERN_LM_MAX_TOKENS,
                  kept=prompt.kept_tokens), icon=":material/content_cut:")
 
 st.subheader(_("{n} tokens", n=len(prompt.tokens)))

@@ -14,8 +14,9 @@ Memory, bounded by the entries kept (``model_data.held_bytes``, measured by
 ``tests/trained_model/test_modern_lm.py``): one 512-token prompt's run costs :data:`RUN_MB` MB (the hidden states,
 the last position's logits, the heads' 32 × 32 pictures), at most :data:`RUNS` are kept; one head's step at 512
 tokens :data:`HEAD_MB` MB (its T × T and T × 576 stages, its float32 copies of the weight slices (0.6 MB), the
-model's weights and output to check it; copies, no views of the run), at most :data:`HEADS` kept; a generation that goes on holds its KV cache (not the run),
-:data:`CONTINUATION_MB` MB at 512 + 12 tokens, at most :data:`CONTINUATIONS` kept. At worst (every entry a 512-token
+model's weights and output to check it; copies, no views of the run), at most :data:`HEADS` kept; a generation that
+goes on holds its KV cache (not the run), :data:`CONTINUATION_MB` MB at 512 + 12 tokens, at most
+:data:`CONTINUATIONS` kept. At worst (every entry a 512-token
 prompt) about RUNS · RUN_MB + HEADS · HEAD_MB + CONTINUATIONS · CONTINUATION_MB ≈ 300 MB per server, besides the
 model's ~400 MB. A head's step is made again in ~60 ms at 512 tokens, a prompt's run in ~1.3 s (one torch thread).
 """

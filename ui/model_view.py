@@ -25,8 +25,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 import torch
-import torch.nn.functional as F
 from PIL import Image
+
+from attention_core.trained_model import head_findings
 
 from . import presenter, stepthrough, widgets
 from .i18n import _
@@ -44,18 +45,8 @@ PICTURE = 64
 
 
 def pool(weights: np.ndarray, side: int = PICTURE) -> np.ndarray:
-    """(..., n, n) weights as (..., side, side) block means when n > side (else unchanged, as float32).
-
-    Pixel (a, b) is the mean of rows ⌊a·n/side⌋ … ⌈(a+1)·n/side⌉ − 1 and the same columns (torch's
-    ``adaptive_avg_pool2d``; neighbouring blocks overlap by a row when side does not divide n). Each row of
-    weights sums to 1, so a pixel is the average weight of a block of queries on a block of keys.
-    """
-    tensor = torch.as_tensor(np.asarray(weights, dtype=np.float32))
-    if tensor.shape[-1] <= side and tensor.shape[-2] <= side:
-        return tensor.numpy()
-    lead = tensor.shape[:-2]
-    pooled = F.adaptive_avg_pool2d(tensor.reshape(-1, 1, *tensor.shape[-2:]), side)  # one call for every head
-    return pooled.reshape(*lead, side, side).numpy()
+    """(..., n, n) weights as (..., side, side) float32 block means when n > side (``head_findings.block_means``)."""
+    return head_findings.block_means(torch.as_tensor(np.asarray(weights, dtype=np.float32)), side).numpy()
 
 
 def _png_data_url(weights: np.ndarray) -> str:

@@ -14,6 +14,21 @@ import torch
 from attention_core.errors import N_
 from attention_core.trained_model.pretrained import Encoding
 
+
+def block_means(weights: torch.Tensor, side: int) -> torch.Tensor:
+    """(..., n, n) weights as (..., side, side) block means when n > side (else the same tensor): a head's picture.
+
+    Pixel (a, b) is the mean of rows ⌊a·n/side⌋ … ⌈(a+1)·n/side⌉ − 1 and the same columns (torch's
+    ``adaptive_avg_pool2d``; neighbouring blocks overlap by a row when side does not divide n). Each row of weights
+    sums to 1, so a pixel is the average weight of a block of queries on a block of keys. Every head in one call.
+    """
+    if weights.shape[-1] <= side and weights.shape[-2] <= side:
+        return weights
+    lead = weights.shape[:-2]
+    pooled = torch.nn.functional.adaptive_avg_pool2d(weights.reshape(-1, 1, *weights.shape[-2:]), side)
+    return pooled.reshape(*lead, side, side)
+
+
 #: What the findings measure: key -> (short title, what a high score means), in English marked for translation.
 FINDINGS: dict[str, tuple[str, str]] = {
     "previous": (N_("Previous token"), N_("each token's weight on the token just before it")),

@@ -24,10 +24,10 @@ from dataclasses import dataclass, fields
 from typing import Optional
 
 import torch
-import torch.nn.functional as F
 
 from attention_core.errors import N_, InputError
 from attention_core.limits import MODERN_LM_MAX_CHARS, MODERN_LM_MAX_TOKENS
+from attention_core.trained_model.head_findings import block_means
 from attention_core.trained_model.smollm2 import Decoder, DecoderHeadStep, DecoderRun, head_step
 
 #: How many of the most likely next tokens the page lists.
@@ -147,9 +147,7 @@ def _summaries(weights: torch.Tensor) -> tuple[torch.Tensor, ...]:
     previous = weights[:, rows, rows - 1].mean(-1) if t > 1 else torch.zeros(weights.shape[0])
     first = weights[:, 1:, 0].mean(-1) if t > 1 else torch.zeros(weights.shape[0])
     own = weights.diagonal(dim1=-2, dim2=-1).mean(-1)
-    side = min(t, PICTURE)
-    picture = F.adaptive_avg_pool2d(weights, side) if t > side else weights.clone()
-    return previous, first, own, picture, weights.amax(-1).mean(-1)
+    return previous, first, own, block_means(weights, PICTURE), weights.amax(-1).mean(-1)
 
 
 def run_model(decoder: Decoder, prompt: Prompt) -> LmRun:
@@ -353,7 +351,7 @@ class LmHeadStep(DecoderHeadStep):
     """One query head step by step (:func:`smollm2.head_step`'s fields) with what the page checks it against.
 
     Attributes (besides :class:`~attention_core.trained_model.smollm2.DecoderHeadStep`'s):
-        tokens: the T tokens. rms_eps: RMSNorm's ε.
+        tokens: the T tokens. rms_eps: RMSNorm's ε. rope_theta: RoPE's base b (θ_c = b^(−2c/d)).
         model_weights: (T, T) the model's own attention probabilities of this head (:func:`layer_reference`).
         model_output: (T, D) the model's attention output of the layer (after o_proj).
         heads_sum: (T, D) our 9 heads' shares O^{(r)} summed (should equal ``model_output``).
@@ -361,6 +359,7 @@ class LmHeadStep(DecoderHeadStep):
 
     tokens: tuple[str, ...] = ()
     rms_eps: float = 0.0
+    rope_theta: float = 0.0
     model_weights: torch.Tensor = None  # type: ignore[assignment]
     model_output: torch.Tensor = None  # type: ignore[assignment]
     heads_sum: torch.Tensor = None  # type: ignore[assignment]
@@ -399,5 +398,5 @@ def head(decoder: Decoder, run: LmRun, layer: int, head: int) -> LmHeadStep:
     own = {f.name: getattr(step, f.name) for f in fields(step)}
     own["x"] = step.x.clone()  # copies, not views: a view of the run's (L + 1, T, D) states or of all H heads' weights
     return LmHeadStep(**own, tokens=run.prompt.tokens,  # would keep them alive as long as the step is cached
-                      rms_eps=decoder.rms_eps, model_weights=weights[head].clone(), model_output=output,
+                      rms_eps=decoder.rms_eps, rope_theta=decoder.rope_theta, model_weights=weights[head].clone(), model_output=output,
                       heads_sum=heads_sum)

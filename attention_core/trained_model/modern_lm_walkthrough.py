@@ -40,6 +40,7 @@ from attention_core.limits import (
     MODERN_LM_MAX_TOKENS,
     MODERN_LM_WIDTH,
 )
+from attention_core.modern.rope import frequencies
 from attention_core.page import Page
 from attention_core.recipe import Recipe
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
@@ -195,7 +196,7 @@ def entry_latex(step: LmHeadStep, stage: str, row: int, col: int, tr: Translate 
         own, other = float(v[row, col]), float(v[row, (col + half) % d])
         sign, partner = ("-", col + 1 + half) if col < half else ("+", col + 1 - half)
         c, s = math.cos(phi), math.sin(phi)
-        theta = phi / row if row else 100000 ** (-2 * pair / d)
+        theta = float(frequencies(d, step.rope_theta)[pair])
         return (aligned(f"{name}'_{{{i},{j}}}", [
             f"{name}_{{{i},{j}}} \\cos\\varphi {sign} {name}_{{{i},{partner}}} \\sin\\varphi",
             f"{number(own)} \\cdot {factor(c)} {sign} {factor(other)} \\cdot {factor(s)}", number(value)])
