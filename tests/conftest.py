@@ -9,6 +9,7 @@ Test modules import these helpers with ``from conftest import ...`` (pytest puts
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -51,6 +52,77 @@ def shown(markdown: str) -> str:
 
 
 _ESCAPED = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>$~])")
+
+
+# Numbers computed here in float32 and compared with numbers computed on another machine (captured files, the seeds'
+# printed numbers) are compared as numbers, never as text: another processor (another SIMD width, FMA or not, another
+# BLAS kernel's summation order) rounds the last bits of float32 differently. One rounding is at most 2^-24 ≈ 6e-8
+# relative, but a sum's error is relative to the size of its terms, not of its result: an entry that cancels to near 0
+# keeps the absolute error of its neighbours. So the tolerance is relative to the larger of the number and the largest
+# number of the same matrix: |ours − theirs| ≤ FLOAT32_ATOL + FLOAT32_RTOL · max(|theirs|, max |matrix|). Measured on
+# the old links (2788 numbers, 18 pages) against this machine's AVX2 kernels, with torch's scalar kernels
+# (ATEN_CPU_CAPABILITY=default), MKL limited to SSE4.2, or MKL's compatible mode: at most 0.09 of that tolerance
+# (the largest difference 1.2e-5, in MiniLM's hidden states, whose matrix reaches 36).
+FLOAT32_RTOL = 1e-5
+FLOAT32_ATOL = 1e-6
+
+
+def digit_unit(value: float, digits: int) -> float:
+    """One unit in the ``digits``-th significant digit of ``value``: (0.8603, 4) → 1e-4, (4.026e-05, 4) → 1e-8."""
+    return 10.0 ** (math.floor(math.log10(abs(value))) - digits + 1) if value else 10.0 ** -digits
+
+
+def same_number(ours: str, theirs: str, digits: int | None = None, scale: float = 0.0) -> bool:
+    """Whether two numbers written as text (this machine's and another's) are the same float32 number.
+
+    Within :data:`FLOAT32_ATOL` + :data:`FLOAT32_RTOL` · max(|theirs|, ``scale``), ``scale`` being the largest number
+    of the matrix both come from; or, for numbers written rounded to ``digits`` significant digits (the formulas write
+    4), within one unit of that digit: a value a few float32 ulps from a rounding boundary is written one digit apart
+    on two processors ("0.5493" and "0.5494"). Text that is not a number ("saw", "(3, 5)") must be equal; NaN equals
+    NaN, ±inf itself.
+    """
+    try:
+        a, b = float(ours), float(theirs)
+    except ValueError:
+        return ours == theirs
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    tolerance = FLOAT32_ATOL + FLOAT32_RTOL * max(abs(b), scale)
+    if digits is not None:
+        tolerance = max(tolerance, digit_unit(max(abs(a), abs(b)), digits) * (1 + 1e-9))
+    return abs(a - b) <= tolerance
+
+
+def differing_numbers(ours: list[str], theirs: list[str], digits: int | None = None) -> list[tuple[int, str, str]]:
+    """The places where two lists of numbers written as text (one matrix's, or one formula's) are not
+    :func:`same_number`, at the scale of the largest finite number of ``theirs``: (index, ours, theirs). Lists of
+    different lengths also differ at the first place one of them lacks."""
+    scale = max((abs(v) for v in map(_as_float, theirs) if math.isfinite(v)), default=0.0)
+    differ = [(i, a, b) for i, (a, b) in enumerate(zip(ours, theirs)) if not same_number(a, b, digits, scale)]
+    if len(ours) != len(theirs):
+        n = min(len(ours), len(theirs))
+        differ.append((n, ours[n] if n < len(ours) else "(none)", theirs[n] if n < len(theirs) else "(none)"))
+    return differ
+
+
+def _as_float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+_NUMBER = r"[−-]?\d+(?:\.\d+)?(?:e[+-]?\d+)?"
+
+
+def shows_number(text: str, value: float, before: str = "", digits: int = 4) -> bool:
+    """Whether ``text`` writes ``value``, a number known from elsewhere (a seed's print, worked by hand), rounded for
+    display: a number written right after ``before`` (e.g. ``"= "``; anywhere if empty) within one unit of the
+    ``digits``-th significant digit of ``value``, since a float32 result near a rounding boundary may round either way
+    on another processor ("0.8210" or "0.8211"). Minus signs may be ASCII or U+2212."""
+    unit = digit_unit(value, digits)
+    found = re.findall(re.escape(before) + "(" + _NUMBER + ")", text)
+    return any(abs(float(n.replace("−", "-")) - value) <= unit * (1 + 1e-9) for n in found)
 
 
 def errors(at: AppTest) -> str:

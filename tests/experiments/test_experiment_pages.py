@@ -4,9 +4,10 @@ and answer bad input (out-of-range numbers, a bad sentence, bad uploads) with a 
 from __future__ import annotations
 
 import io
+import math
 
 import pytest
-from conftest import errors, latex, open_app, settings, warnings
+from conftest import errors, latex, open_app, settings, shows_number, warnings
 from PIL import Image
 
 from attention_core.experiments import image as image_core
@@ -101,7 +102,7 @@ def test_temperature_slider_and_buttons_move_tau():
     hot = _limit_rows(at)
     hot = hot.data if hasattr(hot, "data") else hot
     assert float(hot.loc["τ = 100"].max() - hot.loc["τ = 100"].min()) < 0.05  # nearly uniform
-    assert "scale=0.005774" in successes(at)  # 1 / (100 √3)
+    assert shows_number(successes(at), 1 / (100 * math.sqrt(3)), before="scale=")  # 1 / (100 √3)
 
 
 def test_temperature_row_picker_writes_that_row_out():
