@@ -23,6 +23,7 @@ Shape legend: rows × columns of a panel's matrix are (query tokens × key token
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
@@ -207,3 +208,23 @@ def clamp_entry(stage: Stage, row: int, col: int, head: int = 0, num_heads: int 
         return row, col, head
     rows, cols = target.matrix.shape
     return min(max(row, 0), rows - 1), min(max(col, 0), cols - 1), head
+
+
+def as_of(walk: Any, settings: Any) -> Any:
+    """``walk``, a page's walk-through built from its own ``walk.settings``, as of ``settings``.
+
+    A click inside the step-through (Previous / Next, the step picker, the entry pickers, a click on a cell) reruns
+    the step-through alone, with the walk-through of the last whole-page run: ``settings`` then differ from the
+    walk-through's own only in what such a click changes (the stage, the explained entry and head, practice), which
+    changes no number the walk-through computed but can change what a stage draws from the explained entry (the
+    backward pages' softmax Jacobian is the explained row's). So the stage is built from ``as_of(walk, settings)``:
+    the same numbers, the current settings; every panel follows the explained entry whatever reran.
+
+    Returns ``walk`` itself when it has no ``settings`` field (not a dataclass) or the settings are equal; otherwise a
+    shallow copy (``dataclasses.replace``: no tensor is copied).
+    """
+    if not dataclasses.is_dataclass(walk) or "settings" not in {f.name for f in dataclasses.fields(walk)}:
+        return walk
+    if walk.settings == settings:
+        return walk
+    return dataclasses.replace(walk, settings=settings)

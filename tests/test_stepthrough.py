@@ -122,3 +122,88 @@ def test_every_step_of_the_trained_head_with_and_without_pad_tokens(language):
         assert seen == list(registry.BY_KEY["trained_model"].stages)
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
     assert not missing, f"shown without a translation: {sorted(missing)}"
+
+
+# ---------------------------------------------------------------- every panel follows the explained entry
+
+def _builders() -> dict:
+    """Every step page that steps in a fragment (``ui.stepthrough.live``) -> its walk-through's builder."""
+    from attention_core.backward.backward_multi_head_walkthrough import build_backward_multi_head_walkthrough
+    from attention_core.backward.backward_walkthrough import build_backward_walkthrough
+    from attention_core.modern.alibi_walkthrough import build_alibi_walkthrough
+    from attention_core.modern.flash_attention_walkthrough import build_flash_attention_walkthrough
+    from attention_core.modern.gqa_walkthrough import build_gqa_walkthrough
+    from attention_core.modern.rope_walkthrough import build_rope_walkthrough
+    from attention_core.modern.sliding_window_walkthrough import build_sliding_window_walkthrough
+    from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
+    from attention_core.self_attention.walkthrough import build_walkthrough
+    from attention_core.transformer.generation_walkthrough import build_generation_walkthrough
+    from attention_core.transformer.walkthrough import build_encoder_walkthrough
+
+    return {"self_attention": build_walkthrough, "causal": build_causal_walkthrough,
+            "dropout": lambda s: build_causal_walkthrough(s, dropout=True), "multi_head": build_multi_head_walkthrough,
+            "cross_attention": build_cross_attention_walkthrough, "encoder_block": build_encoder_walkthrough,
+            "generation": build_generation_walkthrough, "gqa": build_gqa_walkthrough, "rope": build_rope_walkthrough,
+            "alibi": build_alibi_walkthrough, "sliding_window": build_sliding_window_walkthrough,
+            "flash_attention": build_flash_attention_walkthrough, "backward": build_backward_walkthrough,
+            "backward_multi_head": build_backward_multi_head_walkthrough}
+
+
+FRAGMENT_PAGES = sorted(_builders())
+
+
+def _drawn(steps) -> list:
+    """What a stage draws: each panel's title, labels and matrix (as a list, −inf and NaN included)."""
+    return [(p.title, p.row_labels, p.col_labels, p.head, p.matrix.tolist()) for p in steps.stage.panels]
+
+
+def _moved(steps, settings: Settings, row: int, col: int, head: int) -> Settings:
+    changes = {steps.row_field: row, steps.col_field: col}
+    if steps.head_field:
+        changes[steps.head_field] = head
+    return settings.set(**changes)
+
+
+def test_every_fragment_page_is_stepped_here():
+    from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE  # noqa: F401 (the registry's pages)
+    with_stages = {page.key for page in registry.PAGES if page.stages} - {"trained_model", "modern_lm"}
+    assert set(FRAGMENT_PAGES) == with_stages  # the model pages rerun whole (ui.stepthrough.show, no fragment)
+
+
+@pytest.mark.parametrize("key", FRAGMENT_PAGES)
+def test_every_panel_follows_the_explained_entry_on_a_fragment_rerun(key):
+    """A click inside the step-through reruns it alone, with the walk-through built before the click (the entry it
+    had then): ``as_of`` that walk-through and the new settings draws exactly what a whole-page build of the new
+    settings draws, on every stage, for entries in the last row and column, the middle and another head."""
+    from attention_core.stepthrough import as_of
+
+    page, build = registry.BY_KEY[key], _builders()[key]
+    before = Settings(d_out=4, num_heads=2)
+    walk = build(before)
+    checked = 0
+    for stage in page.stages:
+        steps = page.steps(walk, stage)
+        if steps.stage.target is None:
+            continue
+        rows, cols = steps.stage.target.matrix.shape
+        for row, col, head in {(rows - 1, cols - 1, 1), (rows // 2, cols // 2, 0), (1, 0, 1)}:
+            after = _moved(steps, before.set(**{page.stage_field: stage}), min(row, rows - 1), col, head)
+            fresh = page.steps(build(after), stage)
+            assert _drawn(page.steps(as_of(walk, after), stage)) == _drawn(fresh), (stage, row, col, head)
+            checked += 1
+    assert checked >= 2
+
+
+@pytest.mark.parametrize("key", ["backward", "backward_multi_head"])
+def test_the_softmax_jacobian_is_the_explained_rows_after_a_click(key):
+    """The bug this guards against: on "dS through the softmax", choosing row 2 left the Jacobian panel on row 1."""
+    from attention_core.stepthrough import as_of
+
+    page, build = registry.BY_KEY[key], _builders()[key]
+    before = Settings()
+    walk = build(before)
+    after = before.set(entry_row=1, **{page.stage_field: "d_scores"})
+    titles = [p.title for p in page.steps(as_of(walk, after), "d_scores").stage.panels]
+    stale = [p.title for p in page.steps(walk, "d_scores").stage.panels]
+    (jacobian,) = [t for t in titles if "Jacobian" in str(getattr(t, "text", t))]
+    assert jacobian.params.get("row") == 2 and jacobian not in stale

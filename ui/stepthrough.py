@@ -19,7 +19,7 @@ import streamlit as st
 from attention_core.classroom import notebook, scripts
 from attention_core.page import Page
 from attention_core.settings import Settings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, clamp_entry
+from attention_core.stepthrough import Check, Panel, Stage, StepThrough, as_of, clamp_entry
 
 from . import i18n, masking, practice, presenter, runtime, state, widgets, worksheet
 from .i18n import _, app_text
@@ -171,7 +171,7 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *,
     step-through, not the whole page (the router, the sidebar, the page's settings).
 
     The stage shown is ``page.steps(walk, <the settings' page.stage_field>)``, built again on each fragment rerun
-    with the page's walk-through of the last whole-page run. A click inside the fragment that changed anything
+    with the page's walk-through of the last whole-page run as of the current settings (its explained entry). A click inside the fragment that changed anything
     else (a mask cell, which is an edit) reruns the whole page instead. The callbacks get the StepThrough;
     ``options`` go to :func:`show`. The link is written on every fragment run. Under it, the page's printable
     worksheet of every stage and its answer key, every step as Markdown, the self-checking script and notebook
@@ -186,7 +186,10 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *,
 
 
 def _current_steps(page: Page, walk: Any) -> StepThrough:
-    return page.steps(walk, state.settings().get(page.stage_field))
+    """The current stage of ``walk`` as of the current settings (``attention_core.stepthrough.as_of``): on a fragment
+    rerun the explained entry may have moved since ``walk`` was built."""
+    settings = state.settings()
+    return page.steps(as_of(walk, settings), settings.get(page.stage_field))
 
 
 def _call(callback: Optional[Callable[[StepThrough], None]], steps: StepThrough) -> Optional[Callable[[], None]]:

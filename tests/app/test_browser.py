@@ -287,6 +287,28 @@ def test_clicking_a_heatmap_cell_explains_that_entry(page: Page, app_url: str):
     assert_no_exception(page)
 
 
+def test_the_backward_pages_jacobian_follows_the_row_picked_and_the_cell_clicked(page: Page, app_url: str):
+    """The Row picker and a heatmap click rerun only the step-through's fragment, with the walk-through built before
+    the click: the softmax's Jacobian panel must still be the explained row's (it stayed on row 1 before)."""
+    open_page(page, app_url, "/backward?backward.stage=d_scores&entry_row=0&entry_col=0",
+              "The backward pass: how attention learns")
+    expect(page.get_by_text("The softmax's Jacobian of row 1:")).to_be_visible()
+    row = page.get_by_role("combobox", name="Row", exact=True)
+    row.click()
+    row.press("ArrowDown")  # opens the list of options (a click only focuses the search box)
+    page.get_by_role("option", name="2 Like", exact=True).click()
+    expect(row).to_have_value("2 Like")
+    wait_for_app_run(page)
+    expect(page.get_by_text("The softmax's Jacobian of row 2:")).to_be_visible()
+    # dS, the explained heatmap, is the third: seed 000's 7 x 7, drawn in row-major order; a cell of row 3
+    cells = page.locator(".vega-embed").nth(2).locator("svg g.mark-rect").first.locator("path")
+    expect(cells).to_have_count(49)
+    click_mark_until(cells.nth(2 * 7 + 1), row, "3 Machine")
+    wait_for_app_run(page)
+    expect(page.get_by_text("The softmax's Jacobian of row 3:")).to_be_visible()
+    assert_no_exception(page)
+
+
 def test_trained_model_grid_click_opens_the_head(page: Page, app_url: str):
     """The grid of all 72 heads is one Vega-Lite chart of image marks; clicking one opens that head."""
     open_page(page, app_url, "/trained-model", "Inside a trained model")
