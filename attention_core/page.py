@@ -45,6 +45,11 @@ class Page:
             page's current stage is a setting of its own, ``settings.<key>.stage``, added to its group by
             :mod:`attention_core.settings` (the page does not declare it).
         default_stage: the stage a step page opens on ("" for its first).
+        default_stage_why: why it opens there, when that is not its first stage (marked with ``N_``): shown under
+            the stepper on that stage, so a learner who lands on step 5 of 8 knows why and how to go back.
+        opening_entry: ``opening_entry(walk)`` -> the explained entry's settings (``{"entry_row": 1, ...}``) for a
+            session that has not chosen an entry yet (no link, no pick, no click), where the default entry would
+            explain zeros (the backward pages: the target's row), or None.
         steps: a step page's ``steps(walk, stage)`` -> the ``StepThrough`` of that stage of its walk-through
             (:mod:`attention_core.stepthrough`); what the one renderer draws, and the worksheets and exports read.
         settings: the page's own settings, a frozen dataclass with their defaults (``settings.<key>`` in the one
@@ -64,6 +69,8 @@ class Page:
     summary: str = ""
     stages: Mapping[str, str] = field(default_factory=dict)
     default_stage: str = ""
+    default_stage_why: str = ""
+    opening_entry: Optional[Callable[[Any], Mapping[str, int]]] = None
     steps: Optional[Callable[[Any, str], Any]] = None
     settings: Optional[type] = None
     fields: tuple[Any, ...] = ()

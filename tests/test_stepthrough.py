@@ -207,3 +207,18 @@ def test_the_softmax_jacobian_is_the_explained_rows_after_a_click(key):
     stale = [p.title for p in page.steps(walk, "d_scores").stage.panels]
     (jacobian,) = [t for t in titles if "Jacobian" in str(getattr(t, "text", t))]
     assert jacobian.params.get("row") == 2 and jacobian not in stale
+
+
+@pytest.mark.parametrize("key", [page.key for page in registry.PAGES if page.default_stage])
+def test_a_page_that_opens_past_step_1_says_why_and_only_there(key):
+    page = registry.BY_KEY[key]
+    n, total = list(page.stages).index(page.default_stage) + 1, len(page.stages)
+    assert n > 1 and page.default_stage_why, "a page that opens past step 1 says why"
+    if key in ELSEWHERE:  # the model pages load their models: their captions are checked in their own tests
+        return
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page(f"app_pages/{page.file}").run()
+    opened = [c.value for c in at.caption if c.value.startswith(f"This page opens at step {n} of {total}.")]
+    assert opened and page.default_stage_why in opened[0]
+    at.button(key="step_prev").click().run()
+    assert not [c for c in at.caption if c.value.startswith("This page opens at step")]

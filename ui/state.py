@@ -51,6 +51,8 @@ def update(**changes: Any) -> None:
     and a click elsewhere (a heatmap cell, Next) must not move them either.
     """
     fixed = locked()
+    if ENTRY_FIELDS & changes.keys():
+        st.session_state[_ENTRY_CHOSEN] = True
     new, messages = settings().replace(**{k: v for k, v in changes.items() if k not in fixed})
     st.session_state[_SETTINGS] = new
     st.session_state[_MESSAGES] = messages
@@ -65,6 +67,23 @@ def update(**changes: Any) -> None:
                 shown_stale = True
     if shown_stale:
         st.rerun()  # draw the page again, every widget showing the new settings (bind seeds them)
+
+
+#: The explained entry's shared fields; once one changes (a pick, a click, a page's opening entry) or a link sets the
+#: settings, the session has chosen its entry and no page moves it to its own opening entry.
+ENTRY_FIELDS = frozenset({"entry_row", "entry_col"})
+_ENTRY_CHOSEN = "entry_chosen"
+
+
+def entry_chosen() -> bool:
+    """Whether this session's explained entry was chosen (by the learner, a link, or a page's opening entry)."""
+    return st.session_state.get(_ENTRY_CHOSEN, False)
+
+
+def open_at_entry(changes: dict[str, int]) -> None:
+    """Move the explained entry to a page's opening entry (``Page.opening_entry``) unless the session chose one."""
+    if not entry_chosen():
+        update(**changes)
 
 
 def choose_preset(key: str) -> None:
@@ -184,6 +203,7 @@ def load_link() -> None:
     params = st.query_params.to_dict()
     if not params:
         return
+    st.session_state[_ENTRY_CHOSEN] = True  # a link opens the numbers it was made with, its entry included
     linked, linked_edits, link_messages = share.decode(params)
     st.session_state[_SETTINGS] = linked
     store = st.session_state.setdefault(_EDITS, {}).setdefault(linked.preset, {})

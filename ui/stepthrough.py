@@ -52,6 +52,7 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
     practising = widgets.stepper(steps.titles, stage.key, field=steps.field, extra=practice.switch)
     if practising:
         practice.score()
+    opened_at(steps)
     st.markdown(_(explain[stage.key]))
     row, col, head = entry(steps)
     exercise = practice.exercise_for(steps, row, col, head) if practising else None
@@ -128,6 +129,15 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
                 st.code(_source(function), language="python")
 
 
+def opened_at(steps: StepThrough) -> None:
+    """On the stage a page opens on, when that is not its first: which step of how many, and why (the page's
+    ``default_stage_why``), and that Previous walks back to the start."""
+    page, keys = steps.page, list(steps.titles)
+    if page.default_stage_why and steps.stage.key == page.default_stage and page.default_stage in keys[1:]:
+        st.caption(_("This page opens at step {n} of {total}. {why} ◀ Previous walks back to step 1.",
+                     n=keys.index(page.default_stage) + 1, total=len(keys), why=_(page.default_stage_why)))
+
+
 def _downloads(steps: StepThrough, walk: Any) -> None:
     """The page's worksheet and exports, from its declaration and its walk-through."""
     worksheet.downloads(steps.page, steps.titles, functools.partial(steps.page.steps, walk),
@@ -172,12 +182,15 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *,
 
     The stage shown is ``page.steps(walk, <the settings' page.stage_field>)``, built again on each fragment rerun
     with the page's walk-through of the last whole-page run as of the current settings (its explained entry). A click inside the fragment that changed anything
-    else (a mask cell, which is an edit) reruns the whole page instead. The callbacks get the StepThrough;
+    else (a mask cell, which is an edit) reruns the whole page instead. A session that has not chosen an entry opens
+    at the page's ``opening_entry`` (where the default entry would explain zeros). The callbacks get the StepThrough;
     ``options`` go to :func:`show`. The link is written on every fragment run. Under it, the page's printable
     worksheet of every stage and its answer key, every step as Markdown, the self-checking script and notebook
     (``attention_core.classroom.scripts``, ``notebook``, from the page's recipe) and any heatmap (``ui.worksheet``).
     """
     st.session_state[_FULL_RUN] = True
+    if page.opening_entry is not None:
+        state.open_at_entry(dict(page.opening_entry(walk)))
     build = functools.partial(_current_steps, page, walk)
     _live(build, explain, after_panels, after_entry, after_checks, options)
     # outside the fragment: a click on Next does not send it again

@@ -33,6 +33,7 @@ from attention_core.backward.backward_walkthrough import (
     UNIT,
     against_autograd,
     loss_remark,
+    opening_entry,
     target_for,
 )
 from attention_core.backward.gradients import FiniteDifference, softmax_jacobian
@@ -325,5 +326,5 @@ BACKWARD_MULTI_HEAD = Page(
         "d_x": N_("dX: X feeds all three"),
         "step": N_("One gradient-descent step"),
     },
-    steps=backward_multi_head_steps, recipe=backward_multi_head_recipe,
+    steps=backward_multi_head_steps, recipe=backward_multi_head_recipe, opening_entry=opening_entry,
 )

@@ -107,6 +107,14 @@ class BackwardWalkthrough:
         return formulas.HeadView.of(self.trace)
 
 
+def opening_entry(walk) -> dict[str, int]:
+    """The entry a backward page explains before the learner chooses one: the target's row i and column 1 (0-based
+    ``entry_row`` = i − 1, clamped to the sentence). The default target changes row i only, and under the causal mask
+    row 1 attends to itself alone, so its dS, dQ and softmax Jacobian are 0: entry (1, 1) would explain zeros on most
+    steps. Row i's dO, dV, dP, dS, dQ and dK are not 0 (its weights spread over j ≤ i)."""
+    return {"entry_row": min(walk.settings.backward.copy_query, len(walk.tokens)) - 1, "entry_col": 0}
+
+
 def target_for(settings: Settings, output: torch.Tensor, copied: torch.Tensor) -> torch.Tensor:
     """The target T (T, d_o) the settings choose for this forward pass's ``output`` O (T, d_o).
 
@@ -357,7 +365,7 @@ BACKWARD = Page(
         "d_x": N_("dX: X feeds all three"),
         "step": N_("One gradient-descent step"),
     },
-    steps=backward_steps, recipe=backward_recipe, settings=BackwardSettings,
+    steps=backward_steps, recipe=backward_recipe, settings=BackwardSettings, opening_entry=opening_entry,
     fields=(
         Choice("target", tuple(TARGETS), N_("Unknown target “{raw}”; using “{value}”.")),
         IntRange("copy_query", 1, MAX_TOKENS, label(N_("The token that copies (i)"))),

@@ -376,7 +376,8 @@ CAUSAL_PAGE = Page(
         "other_route": N_("Other route: softmax, zero, renormalise"),
         "output": N_("Output: weights · V"),
     },
-    steps=causal_steps, default_stage="masked_scores", recipe=causal_recipe,
+    steps=causal_steps, default_stage="masked_scores",
+    default_stage_why=N_("The mask is what this page adds; the scaled scores before it are the self-attention page's."), recipe=causal_recipe,
     legacy={"causal_stage": "stage"},
 )
 
@@ -405,7 +406,8 @@ DROPOUT_PAGE = Page(
         "dropped_weights": N_("Dropped and rescaled by 1 / (1 − p)"),
         "output": N_("Output: dropped weights · V"),
     },
-    steps=dropout_steps, default_stage="dropout_mask", recipe=dropout_recipe,
+    steps=dropout_steps, default_stage="dropout_mask",
+    default_stage_why=N_("The dropout mask is what this page adds to the causal weights before it."), recipe=dropout_recipe,
     settings=DropoutSettings,
     fields=(
         FloatRange("dropout_p", 0.0, MAX_DROPOUT, "p",

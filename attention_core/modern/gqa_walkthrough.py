@@ -326,7 +326,8 @@ GQA_PAGE = Page(
         "output": N_("Concat the heads, then W_O"),
         "kv_cache": N_("The KV cache per token: MHA, GQA, MQA"),
     },
-    steps=gqa_steps, default_stage="groups", recipe=gqa_recipe,
+    steps=gqa_steps, default_stage="groups",
+    default_stage_why=N_("Which query heads share a key/value head is what this page adds; X and the projections come before."), recipe=gqa_recipe,
     settings=GQASettings,
     fields=(
         IntRange("num_heads", 1, MAX_GQA_HEADS, label(N_("The number of query heads"))),

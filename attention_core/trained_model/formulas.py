@@ -418,7 +418,8 @@ TRAINED_MODEL = Page(
         "weights": N_("Weights: softmax"),
         "output": N_("Output: weights · V"),
     },
-    steps=trained_model_steps, default_stage="weights", recipe=trained_model_recipe,
+    steps=trained_model_steps, default_stage="weights",
+    default_stage_why=N_("The weights are what the head's map above shows; the hidden states, projections and scores that make them come before."), recipe=trained_model_recipe,
     settings=TrainedModelSettings,
     fields=(
         Text("sentence", N_("The model's text must be text; restored the example sentence.")),

@@ -384,7 +384,8 @@ MODERN_LM = Page(
         "output": N_("Output: weights · V"),
         "projected": N_("This head's share: Z W_O"),
     },
-    steps=modern_lm_steps, default_stage="weights", recipe=modern_lm_recipe, settings=ModernLMSettings,
+    steps=modern_lm_steps, default_stage="weights",
+    default_stage_why=N_("The weights are what the head's picture above shows; RMSNorm, the projections, RoPE and the scores that make them come before."), recipe=modern_lm_recipe, settings=ModernLMSettings,
     fields=(
         Text("prompt", N_("The model's prompt must be text; restored the example prompt.")),
         Switch("chat_template", label(N_("The chat template switch"))),

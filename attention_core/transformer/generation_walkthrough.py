@@ -446,7 +446,8 @@ GENERATION_PAGE = Page(
         "logits": N_("Next-token logits: the last row × W_vocab + b"),
         "probabilities": N_("Softmax: a probability for every token, then the choice"),
     },
-    steps=generation_steps, default_stage="cross_attention", recipe=generation_recipe,
+    steps=generation_steps, default_stage="cross_attention",
+    default_stage_why=N_("Cross-attention, the decoder reading the encoder's output, is the step to watch; the encoder and the decoder's input come before."), recipe=generation_recipe,
     settings=GenerationSettings,
     fields=(
         Text("source", N_("The word to reverse must be text; restored the example word.")),

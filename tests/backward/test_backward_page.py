@@ -9,11 +9,13 @@ import math
 import pytest
 import torch
 
-from attention_core import practice
+from attention_core import practice, registry
+from attention_core.backward.backward_multi_head_walkthrough import build_backward_multi_head_walkthrough
 from attention_core.backward.backward_walkthrough import BACKWARD, EPSILON, build_backward_walkthrough, explained
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
 from attention_core.settings import Settings
+from attention_core.stepthrough import explained_value
 
 
 def _settings(preset: str, causal: bool, target: str) -> Settings:
@@ -166,3 +168,38 @@ def test_the_page_says_which_target_cell_is_bad_and_keeps_the_editor():
     assert len(at.dataframe) == 1  # the editor of T is drawn above the message: the cell can be fixed
     assert at.button(key="reset_target")  # and its edits reset
     assert any("is empty" in e.value for e in at.error)
+
+
+@pytest.mark.parametrize("page_file", ["app_pages/backward.py", "app_pages/backward_multi_head.py"])
+def test_a_new_session_opens_on_the_targets_row_where_every_step_explains_a_number_that_is_not_zero(page_file):
+    """The default target changes row 2 only, and the causal mask leaves row 1 one key: entry (1, 1) explained 0 on
+    most steps, and its softmax Jacobian was all zeros. A fresh session opens on the target's row instead."""
+    from conftest import open_app, settings
+
+    at = open_app(page_file)
+    assert (settings(at).entry_row, settings(at).entry_col) == (1, 0)
+    key = "backward_multi_head" if "multi_head" in page_file else "backward"
+    page = registry.BY_KEY[key]
+    walk = (build_backward_multi_head_walkthrough if "multi_head" in page_file else build_backward_walkthrough)(
+        settings(at))
+    zeros = [stage for stage in page.stages if stage not in ("flash", "step")  # (D: one column; the step: W itself)
+             if explained_value(page.steps(walk, stage).stage.panels, 1, 0, settings(at).head) == 0]
+    assert not zeros, f"the opening entry explains 0 on {zeros}"
+    at.selectbox(key=f"setting_{key}.stage").set_value("d_scores").run()
+    assert any("Jacobian" in m.value and "row 2" in m.value for m in at.markdown)
+    # the learner's own choice stays: row 1 chosen, another page and back
+    at.selectbox(key="setting_entry_row").set_value(0).run()
+    at.switch_page("app_pages/self_attention.py").run()
+    at.switch_page(page_file).run()
+    assert settings(at).entry_row == 0
+
+
+def test_a_link_opens_its_own_entry_not_the_opening_one():
+    from conftest import APP, settings
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"preset": "seed000"})  # a link made at the default entry (1, 1) does not write it
+    at.run()
+    at.switch_page("app_pages/backward.py").run()
+    assert (settings(at).entry_row, settings(at).entry_col) == (0, 0)
