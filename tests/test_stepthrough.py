@@ -3,6 +3,7 @@ every key is blocked, in both languages, renders without an exception and with e
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from conftest import APP, errors
 from streamlit.testing.v1 import AppTest
@@ -222,3 +223,46 @@ def test_a_page_that_opens_past_step_1_says_why_and_only_there(key):
     assert opened and page.default_stage_why in opened[0]
     at.button(key="step_prev").click().run()
     assert not [c for c in at.caption if c.value.startswith("This page opens at step")]
+
+
+#: A number's width in the heatmap's font, per character, in em: measured in Chromium on the app's heatmaps (digits,
+#: point and minus of "−0.00582" at 15 px: 56 px, 0.47 em a character), rounded up.
+EM_PER_CHAR = 0.5
+
+
+@pytest.mark.parametrize("key", FRAGMENT_PAGES)
+def test_every_cells_number_fits_its_cell_on_every_stage_at_the_default_settings(key):
+    """Each matrix writes its numbers with one format (ui.widgets.cell_number_format): the widest fits its cell with
+    2 px to spare either side, on every stage of every step page (the browser test measures the default stages)."""
+    from ui import widgets
+    from ui.stepthrough import window
+
+    page, walk = registry.BY_KEY[key], _builders()[key](Settings())
+    for stage in page.stages:
+        for panel in page.steps(walk, stage).stage.panels:
+            matrix = panel.matrix.double().numpy()
+            c0, c1 = window(matrix.shape[-1], 0)
+            r0, r1 = window(matrix.shape[0], 0)
+            shown = matrix[r0:r1, c0:c1]
+            cell = widgets.cell_px(c1 - c0)
+            font = widgets.NUMBER_FONT if cell == widgets.cell_px(1) else widgets.NARROW_NUMBER_FONT
+            finite = shown[np.isfinite(shown)]
+            labels = widgets.cell_labels(shown, *widgets.cell_number_format(finite))
+            widest = max(labels.ravel(), key=len)
+            assert len(widest) * EM_PER_CHAR * font <= cell - 4, (stage, str(panel.title), widest, cell)
+
+
+@pytest.mark.parametrize(("values", "exponent", "decimals", "written"), [
+    ([0.939, 0.0001, 0.0], 0, 3, ["0.939", "0.000", "0"]),  # a weight: 3 digits; a tiny one is not an exact 0
+    ([1.0, 0.9386, -0.5], 0, 2, ["1.00", "0.94", "−0.50"]),
+    ([29.34, -0.1], 0, 1, ["29.3", "−0.1"]),
+    ([-0.00273, 0.00156, -0.00112], -3, 2, ["−2.73", "1.56", "−1.12"]),  # cells in units of 10⁻³
+    ([1234.5, 7.0], 3, 2, ["1.23", "0.01"]),
+    ([float("-inf"), 0.25], 0, 3, ["−∞", "0.250"]),
+])
+def test_cell_numbers_share_one_format_per_matrix(values, exponent, decimals, written):
+    from ui import widgets
+
+    values = np.array(values)
+    assert widgets.cell_number_format(values[np.isfinite(values)]) == (exponent, decimals)
+    assert widgets.cell_labels(values, exponent, decimals).tolist() == written

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 import re
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
@@ -195,10 +196,46 @@ def entry_formula(entry: Entry) -> None:
 
 def palette_scheme(signed: bool) -> tuple[str, bool]:
     """The Vega colour scheme of the current palette for signed numbers or numbers >= 0, and whether it is
-    reversed. Red–blue (classic) for both; colour-blind safe: blue–orange around 0, viridis from 0 up."""
+    reversed. Signed numbers get a diverging scheme, white at 0 (classic: red–blue; colour-blind safe: blue–orange);
+    numbers >= 0 (weights, probabilities) a sequential one from 0 up (classic: white to blue, as the heads' grids;
+    colour-blind safe: viridis), on every page."""
     if state.settings().palette == "cvd":
         return ("blueorange", False) if signed else ("viridis", False)
-    return "redblue", True
+    return ("redblue", True) if signed else ("blues", False)
+
+
+#: The most significant digits a heatmap cell writes for its matrix's largest |number| (the others: the same decimals).
+CELL_DIGITS = 3
+
+
+def cell_number_format(finite: np.ndarray) -> tuple[int, int]:
+    """How a matrix's cells write their numbers: (n, d), each number as value / 10ⁿ with d decimals, so that every
+    cell of one matrix has the same decimals and the largest |number| gets :data:`CELL_DIGITS` significant digits
+    ("0.939", "6.73", "29.3", "293"). Past 0.1 … 1000 the matrix shares a factor 10ⁿ (its title says so) and its
+    cells read "2.73" for 0.00273: "0.00156−0.00112" no longer runs into its neighbour. Exact zeros read "0".
+
+    Args:
+        finite: the matrix's finite numbers (any shape; empty: nothing to write).
+    Returns:
+        (n, d): the exponent of the shared factor (0: none) and the decimals, 0 ≤ d ≤ CELL_DIGITS.
+    """
+    top = float(np.abs(finite).max()) if finite.size else 0.0
+    if top == 0.0:
+        return 0, 0
+    lead = math.floor(math.log10(top))
+    exponent = lead if lead < -1 or lead >= CELL_DIGITS else 0
+    return exponent, min(CELL_DIGITS, max(0, CELL_DIGITS - 1 - (lead - exponent)))
+
+
+def cell_labels(values: np.ndarray, exponent: int, decimals: int) -> np.ndarray:
+    """What the cells of :func:`cell_number_format` write (as the heatmap's Vega expression does): "−∞" for −inf,
+    "0" for 0, else value / 10ⁿ with d decimals and a true minus sign. For the tests and the exports' readers."""
+    scaled = np.nan_to_num(np.asarray(values, dtype=float), neginf=0.0) / 10.0 ** exponent
+    text = np.char.replace(np.char.mod(f"%.{decimals}f", scaled), "-", "−")
+    return np.where(np.isneginf(values), "−∞", np.where(np.asarray(values) == 0, "0", text))
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 def describe(kind: str, rows: int, cols: int, row_title: str, col_title: str, low: float, high: float,
@@ -235,6 +272,11 @@ def text_table(cells: Sequence[Sequence[str]], row_labels: Sequence[str], col_la
                  key=f"table_{key}")
 
 
+#: The Vega expression of a cell's number: −∞ when blocked, 0 for an exact 0, else value / factor with fixed decimals
+#: (d3-format writes the true minus sign −). See :func:`cell_labels`, its twin in Python.
+LABEL_EXPRESSION = "datum.blocked ? '−∞' : datum.value == 0 ? '0' : format(datum.value / {factor}, '.{decimals}f')"
+
+
 @st.cache_data(show_spinner=False)
 def _heatmap_spec(clickable: bool, row_title: str, col_title: str, scheme: str = "redblue",
                   reverse: bool = True, scale: float = 1.0) -> dict:
@@ -263,11 +305,8 @@ def _heatmap_spec(clickable: bool, row_title: str, col_title: str, scheme: str =
     )
     base = alt.Chart().encode(x=x, y=y)
     rect = base.mark_rect().encode(color=color, tooltip=["row:N", "col:N", alt.Tooltip("value:Q", format=".6g")])
-    # short labels: 3 significant digits, scientific notation for very small or large numbers
-    label = (
-        "datum.blocked ? '−∞' : (abs(datum.value) >= 1e4 || (abs(datum.value) < 1e-3 && datum.value != 0))"
-        " ? format(datum.value, '.1e') : format(datum.value, '.3~g')"
-    )
+    # the cells' numbers: set per matrix by heatmap_figure (cell_number_format), this is a placeholder
+    label = LABEL_EXPRESSION.format(factor="1", decimals=2)
     text = base.transform_calculate(label=label).mark_text(fontSize=presenter.font_px(NUMBER_FONT, scale)).encode(
         text="label:N",
         color=alt.condition("datum.dark", alt.value("white"), alt.value("black")),
@@ -319,7 +358,7 @@ def heatmap_figure(
     scheme, reverse = palette_scheme(signed)
     if scheme == "viridis":  # dark at the low end: white numbers there
         dark = ~blocked & (np.nan_to_num(values) < 0.55 * top)
-    else:  # diverging, light around 0: white numbers at both ends
+    else:  # diverging, light around 0: white numbers at both ends; sequential (blues): at the high end
         dark = ~blocked & (np.abs(np.nan_to_num(values)) > 0.6 * top)
     # A pyarrow table, not a DataFrame: Streamlit sends Arrow as is (a few ms less per heatmap).
     table = pa.table({
@@ -336,8 +375,20 @@ def heatmap_figure(
     # the cached spec stays intact
     spec = copy.deepcopy(_heatmap_spec(clickable, row_title, col_title, scheme, reverse, scale))
     cell = cell_px(m.shape[-1] if m.ndim == 2 else 1, scale)
-    spec["layer"][0]["encoding"]["color"]["scale"]["domain"] = ([-top or -1.0, top or 1.0] if scheme != "viridis"
+    spec["layer"][0]["encoding"]["color"]["scale"]["domain"] = ([-top or -1.0, top or 1.0] if signed
                                                                 else [0.0, top or 1.0])
+    exponent, decimals = cell_number_format(finite)
+    spec["layer"][1]["transform"][0]["calculate"] = LABEL_EXPRESSION.format(factor=repr(10.0 ** exponent),
+                                                                            decimals=decimals)
+    if exponent:
+        spec["title"] = {"text": _("cells in units of 10{n}", n=str(exponent).translate(_SUPERSCRIPT)),
+                         "anchor": "start", "fontSize": presenter.font_px(AXIS_FONT, scale), "fontWeight": "normal"}
+    # short column labels ("c1", "d12", "3") stand upright; longer ones (tokens) are tilted to fit their cells
+    longest = max((len(str(label)) for label in col_labels), default=0)
+    if longest * 0.6 * presenter.font_px(AXIS_FONT, scale) <= cell - 6:
+        for layer in spec["layer"]:
+            layer["encoding"]["x"]["axis"]["labelAngle"] = 0
+    spec["usermeta"] = {"cells": {"exponent": exponent, "decimals": decimals}}
     spec["description"] = describe(_("Heatmap"), *m.shape[-2:] if m.ndim == 2 else (1, m.size), row_title, col_title,
                                    float(finite.min()) if finite.size else 0.0,
                                    float(finite.max()) if finite.size else 0.0, int(blocked.sum()))

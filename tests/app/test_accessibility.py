@@ -118,7 +118,10 @@ def test_the_palette_follows_the_numbers_and_stays_in_the_link():
     assert _schemes(spec) == {"viridis"} and spec["layer"][0]["encoding"]["color"]["scale"]["domain"][0] == 0.0
     assert at.query_params["palette"] == ["cvd"] or at.query_params["palette"] == "cvd"
     at.radio(key="setting_palette").set_value("classic").run()
-    assert _schemes(_specs(at)[0]) == {"redblue"}
+    (spec,) = _specs(at)  # weights >= 0: one sequential scale, white to blue from 0 (as the heads' grids), not red-blue
+    assert _schemes(spec) == {"blues"} and spec["layer"][0]["encoding"]["color"]["scale"]["domain"][0] == 0.0
+    at.selectbox(key="setting_self_attention.stage").set_value("scaled_scores").run()
+    assert _schemes(_specs(at)[0]) == {"redblue"}  # signed: diverging around 0
 
 
 def test_the_description_states_the_shape_and_range_and_the_table_the_same_numbers():

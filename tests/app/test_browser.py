@@ -216,11 +216,31 @@ def assert_charts_and_formulas_render(page: Page) -> None:
     expect(page.locator(".katex-error")).to_have_count(0)
 
 
+#: For every heatmap with numbers in its cells (a rect per number, all of one width): the widest number's width and
+#: the cell's, as the browser laid them out (bars have rects of many widths; line charts no rects).
+CELL_NUMBERS_JS = """() => [...document.querySelectorAll('.vega-embed svg')].flatMap(svg => {
+    const rects = [...(svg.querySelector('g.mark-rect')?.querySelectorAll('path') ?? [])];
+    const texts = [...(svg.querySelector('g.mark-text')?.querySelectorAll('text') ?? [])];
+    if (!rects.length || rects.length !== texts.length) return [];
+    const widths = rects.map(r => r.getBBox().width);
+    if (Math.max(...widths) - Math.min(...widths) > 0.5) return [];
+    const widest = texts.reduce((a, t) => t.getBBox().width > a.getBBox().width ? t : a);
+    return [{cell: widths[0], text: widest.getBBox().width, label: widest.textContent}];
+})"""
+
+
+def assert_every_number_fits_its_cell(page: Page) -> None:
+    """No heatmap's number is wider than its cell (with 2 px either side): numbers never run into each other."""
+    for chart in page.evaluate(CELL_NUMBERS_JS):
+        assert chart["text"] <= chart["cell"] - 4, f"“{chart['label']}” is {chart['text']:.0f} px in a {chart['cell']:.0f} px cell"
+
+
 @pytest.mark.parametrize(("path", "title"), PAGES, ids=[p.strip("/") or "overview" for p, _ in PAGES])
 def test_page_renders(page: Page, app_url: str, path: str, title: str):
     open_registered_page(page, app_url, path, title)
     assert_no_exception(page)
     assert_charts_and_formulas_render(page)
+    assert_every_number_fits_its_cell(page)
     assert save_screenshot(page, "page-" + (path.strip("/") or "overview")).stat().st_size > 0
 
 
