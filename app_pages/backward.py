@@ -53,4 +53,4 @@ with c6:
 learning.target_editor("backward_show_target", "target", backward_target, "c")
 
 walk = widgets.build_or_stop(build_backward_walkthrough, state.settings(), state.edits())
-stepthrough.live(BACKWARD, walk, EXPLAIN)
+stepthrough.live(BACKWARD, walk, EXPLAIN, after_checks=learning.keep_stepping(walk))

@@ -60,4 +60,4 @@ walk = widgets.build_or_stop(build_backward_multi_head_walkthrough, state.settin
 st.caption(_("d_out = {d_out} = h · head_dim = {h} · {hd}; the mask is the causal switch alone (the Causal page's "
              "padding and clicked cells are not applied here).", d_out=walk.trace.concat.shape[-1],
              h=walk.trace.num_heads, hd=walk.trace.head_dim))
-stepthrough.live(BACKWARD_MULTI_HEAD, walk, EXPLAIN)
+stepthrough.live(BACKWARD_MULTI_HEAD, walk, EXPLAIN, after_checks=learning.keep_stepping(walk))

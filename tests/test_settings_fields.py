@@ -69,6 +69,7 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "backward.copy_query": (1, 12, "The token that copies (i)"),
     "backward.copy_key": (1, 12, "The token copied (j)"),
     "backward.target_seed": (0, 2**31 - 1, "The target's seed"),
+    "backward.steps": (1, 50, "Steps to take"),
     "entry_row": (0, 11, "The entry's row"),
     "entry_col": (0, 15, "The entry's column"),
     "context_length": (1, 12, "The context length"),

@@ -65,11 +65,11 @@ OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "
 def _lines_spec(x_title: str, y_title: str, series_title: str, x_log: bool, x_base: int, y_log: bool,
                 y_min: Optional[float], y_max: Optional[float], error_bars: bool, marked: bool, width: int,
                 height: int, cvd: bool = False, points: bool = True, x_format: str = "~g",
-                scale: float = 1.0) -> dict:
+                scale: float = 1.0, y_format: str = "~g") -> dict:
     x_scale = alt.Scale(type="log", base=x_base) if x_log else alt.Scale()
     y_scale = alt.Scale(type="log") if y_log else alt.Scale(domain=[y_min, y_max]) if y_min is not None else alt.Scale()
     x = alt.X("x:Q", title=x_title, scale=x_scale, axis=alt.Axis(format=x_format, tickCount=12))
-    y = alt.Y("y:Q", title=y_title, scale=y_scale, axis=alt.Axis(format="~g"))
+    y = alt.Y("y:Q", title=y_title, scale=y_scale, axis=alt.Axis(format=y_format))
     color = alt.Color("series:N", title=None, sort=alt.EncodingSortField("order"),
                       scale=alt.Scale(range=OKABE_ITO) if cvd else alt.Scale(scheme="tableau10"))
     dash = alt.StrokeDash("dashed:N", legend=None, scale=alt.Scale(domain=[False, True], range=[[1, 0], [6, 4]]))
@@ -95,12 +95,13 @@ def _lines_spec(x_title: str, y_title: str, series_title: str, x_log: bool, x_ba
 def lines(
     df: pd.DataFrame, *, key: str, x_title: str, y_title: str, x_log: bool = True, x_base: int = 2, y_log: bool = False,
     y_range: Optional[tuple[float, float]] = None, error_bars: bool = False, marked: bool = False,
-    width: int = 560, height: int = 340, points: bool = True, x_format: str = "~g",
+    width: int = 560, height: int = 340, points: bool = True, x_format: str = "~g", y_format: str = "~g",
 ) -> None:
     """Lines with points, one per ``series``; dashed series are reference lines (no points).
 
-    ``points=False``: lines only (a long curve; the points stay as invisible tooltip targets). ``x_format``: the x
-    axis's d3 format ("d": whole numbers).
+    ``points=False``: lines only (a long curve; the points stay as invisible tooltip targets). ``x_format``,
+    ``y_format``: the axes' d3 formats ("d": whole numbers; ".3~g": 3 digits at most, where "~g" on a linear axis
+    lets Vega pick the precision from the tick step and writes 20 as "2e+1").
 
     The chart fills its column (``width`` is only its size when exported standalone).
 
@@ -110,7 +111,7 @@ def lines(
     """
     spec = _lines_spec(x_title, y_title, _("series"), x_log, x_base, y_log, y_range[0] if y_range else None,
                        y_range[1] if y_range else None, error_bars, marked, width, height,
-                       state.settings().palette == "cvd", points, x_format, presenter.scale())
+                       state.settings().palette == "cvd", points, x_format, presenter.scale(), y_format)
     names = list(dict.fromkeys(df["series"]))
     description = _("Line chart: {y} against {x}, {n} series ({names}); {x} from {x0} to {x1}, {y} from {y0} to {y1}.",
                     y=y_title, x=x_title, n=len(names), names=", ".join(str(n) for n in names[:6]),

@@ -36,7 +36,7 @@ from attention_core.backward.backward_walkthrough import (
     opening_entry,
     target_for,
 )
-from attention_core.backward.gradients import FiniteDifference, softmax_jacobian
+from attention_core.backward.gradients import Descent, FiniteDifference, descend, softmax_jacobian
 from attention_core.backward.multi_head_gradients import (
     MultiHeadBackwardTrace,
     MultiHeadStepResult,
@@ -82,6 +82,8 @@ class BackwardMultiHeadWalkthrough:
         tokens: the T tokens. trace: the forward and backward pass (:class:`MultiHeadBackwardTrace`).
         columns: head r owns columns ``columns[r]`` of Q, K, V, the concatenation and dW_q, dW_k, dW_v.
         step: one gradient-descent step with η on W_q, W_k, W_v, W_O, b_O.
+        descent: ``settings.backward.steps`` such steps, the first being ``step`` (the loss after each, every head's
+            P after the last).
         checks: every gradient against ``torch.autograd`` (rtol = atol = 1e-5), in the order of
             :data:`mh_formulas.SYMBOLS` (each stage shows its own: :data:`STAGE_CHECKS`).
     """
@@ -92,6 +94,7 @@ class BackwardMultiHeadWalkthrough:
     trace: MultiHeadBackwardTrace
     columns: tuple[range, ...]
     step: MultiHeadStepResult
+    descent: Descent
     checks: tuple[Check, ...]
 
     def finite_difference(self, which: str, row: int, col: int) -> FiniteDifference:
@@ -158,10 +161,11 @@ def build_backward_multi_head_walkthrough(settings: Settings,
     target = apply_edits(TARGET_EDITS, target, edits.get(TARGET_EDITS, {}))
     trace = multi_head_backward_trace(base.trace.x, w["w_query"], w["w_key"], w["w_value"], w["w_out"],
                                       w["b_out"], target, settings.num_heads, causal=settings.causal_mask)
+    step = multi_head_gradient_step(trace, settings.backward.learning_rate)
     return BackwardMultiHeadWalkthrough(
         settings=settings, base=base, tokens=tuple(base.tokens), trace=trace,
-        columns=head_columns(settings.d_out, settings.num_heads),
-        step=multi_head_gradient_step(trace, settings.backward.learning_rate), checks=autograd_checks(trace))
+        columns=head_columns(settings.d_out, settings.num_heads), step=step,
+        descent=descend(step, settings.backward.steps, multi_head_gradient_step), checks=autograd_checks(trace))
 
 
 def autograd_checks(trace: MultiHeadBackwardTrace) -> tuple[Check, ...]:

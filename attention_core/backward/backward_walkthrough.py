@@ -23,11 +23,14 @@ import torch
 from attention_core.backward import formulas
 from attention_core.backward.gradients import (
     MAX_LEARNING_RATE,
+    MAX_STEPS,
     BackwardTrace,
+    Descent,
     FiniteDifference,
     FlashShortcut,
     StepResult,
     backward_trace,
+    descend,
     finite_difference,
     flash_shortcut,
     gradient_step,
@@ -74,6 +77,8 @@ class BackwardWalkthrough:
         settings: the settings it was built from. base: the self-attention walk-through (tokens, X, W).
         tokens: the T tokens. trace: the forward and backward pass (:class:`BackwardTrace`).
         flash: D and dS the FlashAttention way. step: one gradient-descent step with η.
+        descent: ``settings.backward.steps`` such steps, the first being ``step`` (the loss after each, P after the
+            last).
         checks: every gradient against ``torch.autograd`` (rtol = atol = 1e-5), in the order of
             :data:`formulas.SYMBOLS` (each stage shows its own: :data:`STAGE_CHECKS`).
     """
@@ -84,6 +89,7 @@ class BackwardWalkthrough:
     trace: BackwardTrace
     flash: FlashShortcut
     step: StepResult
+    descent: Descent
     checks: tuple[Check, ...]
 
     def finite_difference(self, which: str, row: int, col: int) -> FiniteDifference:
@@ -170,8 +176,10 @@ def build_backward_walkthrough(settings: Settings, edits: Optional[Edits] = None
     t0 = base.trace
     target = apply_edits("target", target, edits.get("target", {}))
     trace = backward_trace(t0.x, t0.w_query, t0.w_key, t0.w_value, target, causal=settings.causal_mask)
+    step = gradient_step(trace, settings.backward.learning_rate)
     return BackwardWalkthrough(settings=settings, base=base, tokens=tuple(base.tokens), trace=trace,
-                               flash=flash_shortcut(trace), step=gradient_step(trace, settings.backward.learning_rate),
+                               flash=flash_shortcut(trace), step=step,
+                               descent=descend(step, settings.backward.steps, gradient_step),
                                checks=autograd_checks(trace))
 
 
@@ -338,7 +346,7 @@ class BackwardSettings:
     Attributes:
         target: a key of :data:`TARGETS`. copy_query, copy_key: "token i should copy token j's value", 1-based
             (clamped to the sentence's length). target_seed: the random target's seed. learning_rate: η of the
-            gradient step, in (0, MAX_LEARNING_RATE].
+            gradient step, in (0, MAX_LEARNING_RATE]. steps: how many steps "Keep stepping" takes (1 … MAX_STEPS).
     """
 
     target: str = "copy"
@@ -346,6 +354,7 @@ class BackwardSettings:
     copy_key: int = 1
     target_seed: int = 0
     learning_rate: float = 0.01
+    steps: int = 20
 
 
 BACKWARD = Page(
@@ -371,6 +380,7 @@ BACKWARD = Page(
         IntRange("copy_query", 1, MAX_TOKENS, label(N_("The token that copies (i)"))),
         IntRange("copy_key", 1, MAX_TOKENS, label(N_("The token copied (j)"))),
         IntRange("target_seed", 0, MAX_SEED, label(N_("The target's seed"))),
+        IntRange("steps", 1, MAX_STEPS, label(N_("Steps to take"))),
         FloatRange("learning_rate", 0.001, float(MAX_LEARNING_RATE), "eta",
                    malformed=N_("η must be a number; got “{raw}”, using {value:g}."),
                    out_of_range=N_("η must be between {low:g} and {high:g}; got {eta:g}, using {clamped:g}.")),

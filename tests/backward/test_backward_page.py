@@ -203,3 +203,26 @@ def test_a_link_opens_its_own_entry_not_the_opening_one():
     at.run()
     at.switch_page("app_pages/backward.py").run()
     assert (settings(at).entry_row, settings(at).entry_col) == (0, 0)
+
+
+@pytest.mark.parametrize("page_file", ["app_pages/backward.py", "app_pages/backward_multi_head.py"])
+def test_keep_stepping_shows_the_loss_after_each_step_and_how_far_attention_moved(page_file):
+    from conftest import charts, open_app, settings
+
+    key = "backward_multi_head" if "multi_head" in page_file else "backward"
+    build = build_backward_multi_head_walkthrough if "multi_head" in page_file else build_backward_walkthrough
+    at = open_app(page_file)
+    at.selectbox(key=f"setting_{key}.stage").set_value("step").run()
+    assert "Keep stepping" in [h.value for h in at.subheader]
+    at.number_input(key="setting_backward.steps").set_value(5).run()
+    assert not at.exception, at.exception
+    descent = build(settings(at)).descent
+    assert descent.steps == 5
+    (losses,) = [data for spec, data in charts(at) if "steps taken" in str(spec)]
+    assert losses["y"].tolist() == pytest.approx(list(descent.losses), rel=1e-6)
+    said = " ".join(m.value for m in at.markdown)
+    assert f"After 5 steps of η = 0.01: the loss went from **{descent.losses[0]:.4g}** to **{descent.losses[-1]:.4g}**" in said
+    assert "P after 5 steps − P before" in said
+    at.number_input(key="setting_backward.steps").set_value(500).run()  # out of range: a message, clamped
+    assert settings(at).backward.steps == 50
+    assert "Steps to take must be between 1 and 50; got 500, using 50." in [w.value for w in at.warning]
