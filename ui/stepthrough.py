@@ -158,6 +158,8 @@ def _exports(page: Page, walk: Any) -> dict[str, Callable[[], str]]:
 _FULL_RUN = "stepthrough_full_run"  # set by live() on a whole-page run, taken by the fragment that follows
 _OUTER = "stepthrough_outer"  # what the page drew around the fragment from, as of the last whole-page run
 _TITLES = "stepthrough_titles"  # the stages, in order, of the last step-through drawn (for the worksheet after it)
+_SHOWN_STAGE = "stepthrough_shown_stage"  # (page key, stage key) the step-through drew last
+_MOVES = "stepthrough_moves"  # how many times this session moved to another stage of a page (a fresh script each)
 
 
 def outer_fingerprint(settings: Settings, edits: Mapping, fragment_fields: Sequence[str]) -> tuple:
@@ -224,8 +226,14 @@ def _draw_live(build, explain, after_panels, after_entry, after_checks, options)
         st.session_state[_OUTER] = fingerprint
     elif st.session_state.get(_OUTER) != fingerprint:
         st.rerun(scope="app")  # the click changed what the page around the step-through shows
+    shown = (steps.page.key, steps.stage.key)
+    moved = st.session_state.get(_SHOWN_STAGE, shown)[0] == shown[0] and st.session_state.get(_SHOWN_STAGE) != shown
+    st.session_state[_SHOWN_STAGE] = shown
     show(steps, explain, after_panels=_call(after_panels, steps), after_entry=_call(after_entry, steps),
          after_checks=_call(after_checks, steps), **options)
+    if moved:  # another stage of the same page: on a projector, bring it into view
+        st.session_state[_MOVES] = st.session_state.get(_MOVES, 0) + 1
+        presenter.keep_the_step_in_view(st.session_state[_MOVES])
     state.write_link()  # the stage and the entry are in the link
 
 

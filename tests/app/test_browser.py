@@ -746,3 +746,35 @@ def test_self_attention_heatmap_and_its_legend_fit_beside_the_formula(browser: B
     for part in ("svg", "legend"):
         assert box[part]["left"] >= box["column"]["left"] - 1, (part, box)
         assert box[part]["right"] <= min(box["column"]["right"], box["frame"]["right"], box["viewport"]) + 1, (part, box)
+
+
+#: Where the step-through's Previous / Next row and the first chart under it stand in the window.
+_STEP_IN_VIEW = """() => {
+  const stepper = document.querySelector('.st-key-step_prev').getBoundingClientRect();
+  const charts = [...document.querySelectorAll('[data-testid="stMain"] .vega-embed')]
+      .map(e => e.getBoundingClientRect()).filter(c => c.top > stepper.top);
+  return {stepper: stepper.top, chart: charts.length ? {top: charts[0].top, bottom: charts[0].bottom} : null,
+          height: window.innerHeight};
+}"""
+
+
+@pytest.mark.parametrize(("path", "title", "whole"), [
+    ("/self-attention", "Scaled dot-product self-attention, step by step", True),
+    ("/backward", "The backward pass: how attention learns", False),
+])
+def test_presenter_mode_keeps_the_changed_matrix_on_the_projector_after_next(browser: Browser, app_url: str,
+                                                                           path: str, title: str, whole: bool):
+    """At 1920 × 1080 in presenter mode the first screen of a page is its settings and introduction; after Next the
+    stepper comes to the top and the stage's matrix under it is on screen (whole for a 7 × 7 heatmap beside its
+    formula; the backward page's first heatmap at least starts in the upper half)."""
+    with new_page(browser, 1920, 1080) as page:
+        _open_in_mode(page, app_url, path, title, presenter=True)
+        page.get_by_role("button", name="Next ▶").click()
+        wait_for_app_run(page)
+        page.wait_for_function("() => document.querySelector('.st-key-step_prev').getBoundingClientRect().top < 120")
+        where = page.evaluate(_STEP_IN_VIEW)
+        save_screenshot(page, f"presenter-after-next-{path.strip('/')}", width=1920)
+    assert where["stepper"] >= -2 and where["chart"] is not None, where
+    assert where["chart"]["top"] < where["height"] / 2, where
+    if whole:
+        assert where["chart"]["bottom"] <= where["height"], where
