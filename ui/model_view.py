@@ -118,7 +118,8 @@ def head_grid(pictures: pd.DataFrame, selected: tuple[int, int], *, key: str,
         row_px: a layer's row height in pixels (the pictures are at most this tall).
     """
     df = pictures.assign(selected=(pictures["layer"] == selected[0] + 1) & (pictures["head"] == selected[1] + 1))
-    layers, heads = int(pictures["layer"].max()), pictures["head"].nunique()
+    shown_layers = sorted(pictures["layer"].unique())  # all of them, or a block (layer_block)
+    layers, heads = len(shown_layers), pictures["head"].nunique()
     spec = {**_grid_spec(_("head"), _("layer"), layers * row_px, presenter.scale()),
             "description": _("Grid of {layers} layers × {heads} heads: each picture is one head's attention weights "
                              "(darker: more weight). Click one to open it.", layers=layers, heads=heads)
@@ -128,8 +129,30 @@ def head_grid(pictures: pd.DataFrame, selected: tuple[int, int], *, key: str,
                        on_select=functools.partial(_on_pick, key, on_pick),
                        selection_mode="head_pick", width="stretch")
     if focus is not None:
-        widgets.table(focus, [_("layer {n}", n=n) for n in range(1, layers + 1)],
+        widgets.table(focus, [_("layer {n}", n=n) for n in shown_layers],
                       [_("head {n}", n=n) for n in sorted(pictures["head"].unique())], key)
+
+
+#: A tall model's grid shows this many layers at a time (SmolLM2's 30 layers at once left each picture ~20 px).
+LAYER_BLOCK = 10
+
+
+def layer_block(layers: int, open_layer: int, *, key: str, size: int = LAYER_BLOCK) -> tuple[int, int]:
+    """Which layers [l0, l1) (0-based) a grid of ``layers`` layers shows: a picker of blocks of ``size`` ("Layers
+    1–10", …), on the open head's block whenever the open head moves to another block (a click in the findings),
+    otherwise where the learner left it. All of them, and no picker, up to ``size`` layers."""
+    if layers <= size:
+        return 0, layers
+    blocks = list(range(0, layers, size))
+    opened = (open_layer // size) * size
+    seen = f"{key}_opened"
+    if st.session_state.get(seen) != opened:  # the open head moved to another block (or first run): follow it
+        st.session_state[seen] = opened
+        st.session_state[key] = opened
+    start = st.segmented_control(_("Layers"), blocks, key=key, required=True,
+                                 format_func=lambda b: _("{first}–{last}", first=b + 1, last=min(b + size, layers)))
+    start = opened if start is None else start
+    return start, min(start + size, layers)
 
 
 def _on_pick(key: str, on_pick: Callable[[int, int], None]) -> None:

@@ -390,13 +390,22 @@ def test_trained_model_at_512_tokens_a_click_in_the_maps_window_explains_its_cel
 
 
 def test_modern_lm_grid_click_opens_the_head_and_generating_grows_the_kv_cache(page: Page, app_url: str):
-    """SmolLM2's 270 heads are three grids, one per key/value head (30 layers x 3 query heads each); clicking a
-    picture opens that head, its step-through renders its formulas, and "Generate" adds a token and its cache size."""
+    """SmolLM2's 270 heads are three grids, one per key/value head (3 query heads each), 10 layers at a time (the
+    pictures ~60 px, not ~20); clicking a picture opens that head, its step-through renders its formulas, and
+    "Generate" adds a token and its cache size."""
     open_page(page, app_url, "/modern-lm", "Inside a modern language model")
     grids = page.locator(".vega-embed")
     second = grids.nth(1).locator("svg image")  # key/value head 2: query heads 4-6
-    expect(second).to_have_count(90)
-    assert second.nth(0).get_attribute("href").startswith("data:image/png;base64,")
+    expect(second).to_have_count(30)  # layers 1-10
+    assert second.nth(0).bounding_box()["width"] >= 48
+    page.get_by_role("radio", name="21–30").click()
+    wait_for_app_run(page)
+    click_mark_until(second.nth(0), page.get_by_role("combobox", name="Layer", exact=True), "Layer 21")  # head 4
+    wait_for_app_run(page)
+    expect(page.get_by_role("heading", name="Layer 21, head 4 (key/value head 2)", exact=True)).to_be_visible()
+    page.get_by_role("radio", name="1–10").click()
+    wait_for_app_run(page)
+    expect(second.nth(0)).to_have_attribute("href", re.compile(r"^data:image/png;base64,"))
     click_mark_until(second.nth(2 * 3 + 1), page.get_by_role("combobox", name="Layer", exact=True),
                      "Layer 3")  # layer 3, query head 5
     wait_for_app_run(page)

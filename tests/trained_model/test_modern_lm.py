@@ -246,6 +246,22 @@ def test_a_finding_opens_its_head_and_a_weight_cell_explains_it():
     assert not at.error, errors(at)
 
 
+def _grid_layers(at) -> list[set[int]]:
+    return [set(data["layer"]) for spec, data in charts(at) if "head_pick" in str(spec)]
+
+
+def test_the_grid_shows_ten_layers_at_a_time_and_follows_the_open_head():
+    """30 layers at once left each picture ~20 px: the grid shows a block of 10, the open head's, with a picker."""
+    at = _open()
+    assert _grid_layers(at) == [set(range(1, 11))] * 3  # three grids, one per key/value head, layers 1-10
+    at.get("segmented_control")[0].set_value(20).run()  # the learner looks at layers 21-30
+    assert _grid_layers(at) == [set(range(21, 31))] * 3
+    own = at.session_state["settings"].modern_lm
+    assert (own.layer, own.head) == (0, 0)  # browsing the grid opens no head
+    next(b for b in at.button if b.key == "lm_find_previous_0").click().run()  # opens layer 17
+    assert _grid_layers(at) == [set(range(11, 21))] * 3
+
+
 def test_bad_prompts_get_a_message_and_the_page_keeps_running():
     at = _open(**{"modern_lm.prompt": ""})
     assert "Type a prompt" in errors(at)
