@@ -787,3 +787,67 @@ def test_presenter_mode_keeps_the_changed_matrix_on_the_projector_after_next(bro
     assert where["chart"]["top"] < where["height"] / 2, where
     if whole:
         assert where["chart"]["bottom"] <= where["height"], where
+
+
+def _fragment_pages() -> list[tuple[str, str]]:
+    """(URL path, title) of every page whose step-through reruns alone (the model pages rerun whole)."""
+    from attention_core import registry
+
+    return [("/" + p.url_path, p.title) for p in registry.PAGES
+            if p.stages and p.key not in ("trained_model", "modern_lm")]
+
+
+#: What the step-through shows: the main area's text and every chart's text (numbers, labels, titles, legends).
+_SHOWN_TEXT = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const charts = [...main.querySelectorAll('.vega-embed svg')].map(svg => svg.textContent);
+  return main.innerText + '\\n' + charts.join('\\n');
+}"""
+
+
+def _settled_text(page: Page, attempts: int = 20) -> str:
+    """:data:`_SHOWN_TEXT` once two captures a few animation frames apart agree (Vega draws its charts after the
+    app's script has finished)."""
+    frames = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done())))"
+    text = page.evaluate(_SHOWN_TEXT)
+    for _attempt in range(attempts):
+        page.evaluate(frames)
+        again = page.evaluate(_SHOWN_TEXT)
+        if again == text:
+            return text
+        text = again
+    return text
+
+
+@pytest.mark.parametrize(("path", "title"), _fragment_pages(), ids=[p.strip("/") for p, _ in _fragment_pages()])
+def test_after_picking_an_entry_every_panel_is_what_the_link_opens(page: Page, app_url: str, path: str, title: str):
+    """Picking another row reruns only the step-through's fragment, with the walk-through built before the pick.
+    Whatever it draws must be what a whole page opened from the same link draws: every panel, formula and number
+    (the backward pages' softmax Jacobian stayed on the old row)."""
+    open_registered_page(page, app_url, path, title)
+    row = page.get_by_role("combobox", name="Row", exact=True)
+    for _step in range(8):  # to the first step with an explained entry
+        if row.count():
+            break
+        page.get_by_role("button", name="Next ▶").click()
+        wait_for_app_run(page)
+    before, url = row.input_value(), page.url
+    row.click()
+    row.press("ArrowDown")
+    options = page.get_by_role("option")
+    expect(options.nth(1)).to_be_visible()
+    options.nth(0 if options.nth(1).inner_text() == before else 1).click()
+    expect(row).not_to_have_value(before)
+    page.wait_for_url(lambda now: now != url)  # the fragment run writes the entry into the link last
+    wait_for_app_run(page)
+    chosen, link = row.input_value(), page.url
+    charts = page.locator('[data-testid="stMain"] .vega-embed svg')
+    drawn = charts.count()
+    picked = _settled_text(page)
+    page.goto(link)  # a new session from the link the pick wrote: the whole page, built for that entry
+    wait_for_app_run(page)
+    expect(row).to_have_value(chosen)
+    expect(charts).to_have_count(drawn)
+    wait_for_app_run(page)
+    assert_no_exception(page)
+    assert _settled_text(page) == picked
