@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 pytestmark = pytest.mark.browser
 
@@ -125,11 +126,12 @@ def browser():
 
 
 @contextlib.contextmanager
-def new_page(browser: Browser, width: int, height: int):
+def new_page(browser: Browser, width: int, height: int, phone: bool = False):
     """A fresh browser context (its own Streamlit session) and its page, which records JavaScript errors, the
     console's errors, every request that leaves the machine (an offline classroom cannot answer it) and every
-    answer of 400 or more (see :func:`assert_nothing_fails_behind_the_screen`)."""
-    context = browser.new_context(viewport={"width": width, "height": height})
+    answer of 400 or more (see :func:`assert_nothing_fails_behind_the_screen`). ``phone``: a touch screen without
+    a mouse (CSS ``hover: none``), as Chromium emulates a phone."""
+    context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=phone, has_touch=phone)
     page = context.new_page()
     page.set_default_timeout(APP_RUN_MS)
     page.js_errors, page.console_errors, page.outside_requests, page.error_answers = [], [], [], []
@@ -546,11 +548,45 @@ _PHONE_CHECK = """() => {
 }"""
 
 
+# A formula wider than its box says so (ui/layout.py): "scroll →" under it and its right edge fading out, while it is
+# scrolled to its start; a formula that fits has neither. The cue is the box's ::after, the fade its mask's
+# --cut-right. Boxes in a closed expander are skipped.
+_FORMULA_CUES = """() => [...document.querySelectorAll('.katex-display')]
+  .filter(box => box.getBoundingClientRect().width > 0 && box.scrollLeft === 0)
+  .map(box => {
+    const cue = getComputedStyle(box, '::after');
+    return {formula: box.querySelector('annotation')?.textContent.slice(0, 60) || box.innerText.slice(0, 60),
+            wider: box.scrollWidth > box.clientWidth, cue: cue.content, cue_height: parseFloat(cue.height) || 0,
+            cue_opacity: parseFloat(cue.opacity),
+            fade: parseFloat(getComputedStyle(box).getPropertyValue('--cut-right')) || 0};
+  })"""
+
+# On a touch screen Streamlit shows a table's toolbar all the time, above the table: what text it covers (a caption,
+# a label, a line of Markdown outside its own table).
+_TOOLBAR_OVER_TEXT = """() => {
+  const covered = [];
+  const texts = [...document.querySelectorAll('[data-testid="stMain"] :is([data-testid="stMarkdownContainer"],'
+                 + ' [data-testid="stCaptionContainer"], [data-testid="stWidgetLabel"], h1, h2, h3)')];
+  for (const table of document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')) {
+    const bar = table.closest('[data-testid="stElementContainer"]').querySelector('[data-testid="stElementToolbar"]');
+    if (!bar || parseFloat(getComputedStyle(bar).opacity) === 0) continue;
+    const b = bar.getBoundingClientRect();
+    for (const text of texts) {
+      const t = text.getBoundingClientRect();
+      if (t.width && t.height && t.bottom > b.top + 1 && t.top < b.bottom - 1 && t.right > b.left + 1
+          && t.left < b.right - 1) covered.push(text.innerText.slice(0, 60));
+    }
+  }
+  return covered;
+}"""
+
+
 @pytest.mark.parametrize(("path", "title"), PAGES, ids=[p.strip("/") or "overview" for p, _ in PAGES])
 def test_every_page_is_usable_on_a_phone(browser: Browser, app_url: str, path: str, title: str):
-    """At 390 px: nothing is cut off without a way to scroll to it, and the stepper and the explained entry
-    are there. Each page's phone screenshot goes to test-artifacts/phone-*.png."""
-    with new_page(browser, 390, 844) as page:
+    """At 390 px on a touch screen: nothing is cut off without a way to scroll to it, a formula wider than its box
+    shows that it scrolls, no table's toolbar covers text, and the stepper and the explained entry are there. Each
+    page's phone screenshot goes to test-artifacts/phone-*.png."""
+    with new_page(browser, 390, 844, phone=True) as page:
         page.goto(app_url + path)
         wait_for_app_run(page)
         expect(page.locator('[data-testid="stSidebarNavLink"][aria-current="page"]')).to_contain_text(title)
@@ -560,6 +596,21 @@ def test_every_page_is_usable_on_a_phone(browser: Browser, app_url: str, path: s
         result = page.evaluate(_PHONE_CHECK)
         assert result["cut"] == [], f"{path}: cut off at 390 px with no way to scroll: {result['cut']}"
         assert result["page"] <= 1, f"{path}: the page scrolls sideways by {result['page']} px"
+        page.wait_for_load_state("networkidle")  # the tables' and the charts' code is loaded and drawn
+        # a scroll timeline follows a box's new width (a late font, a chart drawn above) on the next frame: wait until
+        # every box agrees with its width, for a few seconds, then check and name the ones that do not
+        with contextlib.suppress(PlaywrightTimeoutError):
+            page.wait_for_function(f"() => ({_FORMULA_CUES})().every(f => f.wider === (f.cue_height > 0))",
+                                   timeout=5000)
+        for formula in page.evaluate(_FORMULA_CUES):
+            shows_cue = "scroll →" in formula["cue"] and formula["cue_height"] > 0 and formula["cue_opacity"] > 0
+            if formula["wider"]:
+                assert shows_cue and formula["fade"] > 0, f"{path}: a formula cut with no cue: {formula}"
+            else:
+                assert formula["cue_height"] == 0 and formula["fade"] == 0, \
+                    f"{path}: a cue on a formula that fits: {formula}"
+        covered = page.evaluate(_TOOLBAR_OVER_TEXT)
+        assert not covered, f"{path}: a table's toolbar covers {covered}"
         if page.get_by_role("button", name="Next ▶").count():
             expect(page.get_by_role("button", name="Next ▶")).to_be_visible()
             expect(page.get_by_text("Explain this entry").first).to_be_attached()
