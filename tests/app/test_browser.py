@@ -562,11 +562,13 @@ _FORMULA_CUES = """() => [...document.querySelectorAll('.katex-display')]
   })"""
 
 # On a touch screen Streamlit shows a table's toolbar all the time, above the table: what text it covers (a caption,
-# a label, a line of Markdown outside its own table).
+# a label, a line of Markdown outside its own table). Only text one sees counts: a closed expander's content keeps a
+# box there at times (the Tokens page's vocabulary, 195 px tall) but shows nothing.
 _TOOLBAR_OVER_TEXT = """() => {
   const covered = [];
   const texts = [...document.querySelectorAll('[data-testid="stMain"] :is([data-testid="stMarkdownContainer"],'
-                 + ' [data-testid="stCaptionContainer"], [data-testid="stWidgetLabel"], h1, h2, h3)')];
+                 + ' [data-testid="stCaptionContainer"], [data-testid="stWidgetLabel"], h1, h2, h3)')]
+    .filter(text => text.innerText.trim() && text.checkVisibility({opacityProperty: true, visibilityProperty: true}));
   for (const table of document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')) {
     const bar = table.closest('[data-testid="stElementContainer"]').querySelector('[data-testid="stElementToolbar"]');
     if (!bar || parseFloat(getComputedStyle(bar).opacity) === 0) continue;
