@@ -19,12 +19,14 @@ from ui.i18n import _
 runtime.tune_server()  # once per process: cheap garbage collection, no Nagle delay (ui/runtime.py)
 # Script runs take turns (ui/runtime.py): under a class's load a click is answered as soon as its own run ends.
 with runtime.one_run_at_a_time():
-    st.set_page_config(page_title=_("Attention Explorer"), page_icon=":material/visibility:", layout="wide")
+    # Absolute paths: the app also runs from deploy/streamlit_app.py (Community Cloud's entry point).
+    HERE = Path(__file__).resolve().parent
+    # The tab's icon from a file: given ":material/visibility:", Streamlit's frontend fetches the icon from
+    # fonts.gstatic.com, which an offline classroom cannot reach (a local SVG becomes a data: URL, no request).
+    st.set_page_config(page_title=_("Attention Explorer"), page_icon=str(HERE / "ui" / "favicon.svg"), layout="wide")
     state.load_link()  # a shared link's settings, on a session's first run
     state.start_run()  # the widgets this run binds are listed for the teacher's panel (ui/teacher.py)
 
-    # Absolute paths: the app also runs from deploy/streamlit_app.py (Community Cloud's entry point).
-    HERE = Path(__file__).resolve().parent
     PAGES_DIR = HERE / "app_pages"
 
     # Every page, from the one registry of page declarations (attention_core/registry.py), in its sections.

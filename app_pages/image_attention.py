@@ -35,7 +35,7 @@ with c2:
     st.file_uploader(
         _("…or upload a PNG or JPEG (at most {limit} MB; shrunk to fit {side} × {side} pixels)",
           limit=image.MAX_UPLOAD_MB, side=image.MAX_SIDE),
-        type=list(image.UPLOAD_TYPES), key=(key := experiments.uploader_key()),
+        type=experiments.UPLOADER_TYPES, key=(key := experiments.uploader_key()),
         on_change=experiments.receive_upload, args=(key,), max_upload_size=image.MAX_UPLOAD_MB,
     )
     experiments.show_upload_error()

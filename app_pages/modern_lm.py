@@ -97,7 +97,7 @@ if prompt.cut:
 st.subheader(_("{n} tokens", n=len(prompt.tokens)))
 st.markdown(" ".join(f"{i + 1}\u00a0{widgets.code_span(t)}" for i, t in enumerate(prompt.tokens)))
 st.caption(_("Byte-level BPE (49,152 tokens): any text, in any script, becomes tokens, so nothing is unknown; a "
-             "word's leading space belongs to its token. Shown in the heatmaps as ␣, a line break as ↵."))
+             "word's leading space belongs to its token. Shown in the heatmaps and tables as ␣, a line break as ↵."))
 
 # ---------------------------------------------------------------- the next token
 st.subheader(_("The next token"))
@@ -109,7 +109,7 @@ with tau_col:
 model = lm_data.decoder()
 top = modern_lm.next_tokens(model, run.logits, settings.temperature.tau)
 widgets.text_table(
-    [[repr(t), f"{float(p):.3f}", f"{float(z):.2f}"]
+    [[modern_lm.shown_token(t), f"{float(p):.3f}", f"{float(z):.2f}"]
      for t, p, z in zip(top.tokens, top.probabilities, top.logits)],
     [str(n + 1) for n in range(len(top.tokens))], [_("token"), _("probability"), _("logit z")], key="lm_top", always=True)
 st.caption(_("The {k} most likely of 49,152 tokens at τ = {tau:g}; all the others together: {rest}.",
@@ -128,7 +128,7 @@ if own.generated:
         steps_generated = lm_data.generation(own.prompt, own.chat_template, own.generated)
     no_gqa = model.num_heads
     widgets.text_table(
-        [[repr(s.token), f"{s.probability:.3f}", str(s.cache_tokens),
+        [[modern_lm.shown_token(s.token), f"{s.probability:.3f}", str(s.cache_tokens),
           f"{s.cache_bytes / 1024:,.0f}", f"{modern_lm.kv_cache_bytes(model, s.cache_tokens, no_gqa) / 1024:,.0f}"]
          for s in steps_generated],
         [str(n + 1) for n in range(len(steps_generated))],

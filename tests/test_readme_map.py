@@ -1,5 +1,6 @@
 """The README's map of the code ("How it is built") names every module of attention_core and ui, so a newcomer
-finds any formula's code from it; a module added without a line there fails here.
+finds any formula's code from it; a module added without a line there fails here. Its table of pages ("What it
+shows") has a row for every page of the registry, in the navigation's order.
 
 A page's own walk-through module is found by its name instead, as the README says: ``<page key>_walkthrough.py`` in
 its concept's folder, for a page of the registry (adding a step page does not edit the README).
@@ -40,3 +41,16 @@ def test_the_readme_map_names_every_module_and_package():
 
 def test_the_readme_states_the_page_module_convention_the_map_relies_on():
     assert "<page key>_walkthrough.py" in readme_map()
+
+
+def readme_pages() -> list[str]:
+    """The page titles of the README's table "What it shows": each row's bold first cell, in order."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("## What it shows")
+    table = text[start:text.index("\n\n", text.index("| --- |", start))]
+    return re.findall(r"^\| \*\*(.+?)\*\* \|", table, flags=re.MULTILINE)
+
+
+def test_the_readme_table_of_pages_has_every_page_of_the_registry_in_order():
+    """Watch attention learn had no row: a page added to the registry without one fails here."""
+    assert readme_pages() == [page.title for page in registry.PAGES]

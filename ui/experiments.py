@@ -115,6 +115,15 @@ def check_line(text: str, ok: bool) -> None:
 # ---------------------------------------------------------------- the uploaded image
 
 
+#: The uploader's ``type``: what the file picker offers and a dropped file must match. The MIME types are there for
+#: the server's sake: with only extensions, Streamlit checks an uploaded file's name itself when the uploader's value
+#: is read, before the page runs (streamlit/elements/lib/file_uploader_utils.py, ``enforce_filename_restriction``),
+#: and a name the picker would have refused (a modified client's "notes.txt") replaced the page with its
+#: StreamlitAPIException. With a MIME type among them it leaves the name to the app: ``image_upload.load_upload``
+#: refuses it with the page's message, as it refuses a renamed file by its first bytes.
+UPLOADER_TYPES = [*image_core.UPLOAD_MIME_TYPES, *image_core.UPLOAD_TYPES]
+
+
 def uploaded_image() -> Optional[dict]:
     """The decoded upload of this session ({"name", "format", "original_size", "pixels"}), or None."""
     return st.session_state.get(_UPLOAD)

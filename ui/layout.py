@@ -4,20 +4,81 @@ Streamlit draws a heatmap at its own width (16 columns are about 700 px) inside 
 does not fit; on a phone the right-hand columns were unreachable. Each chart's frame scrolls horizontally
 instead, as KaTeX's displayed formulas already do. Selected by Streamlit's test ids (stable across releases,
 used by its own e2e tests).
+
+A formula wider than its box shows that it scrolls: its cut edges fade out and "scroll →" stands under it (on a phone
+the scroll bar is hidden until one scrolls, and a formula cut at "=" looked finished). Pure CSS: a scroll-driven
+animation (``animation-timeline``) on the box's own horizontal scroll. A box with nothing to scroll has an inactive
+timeline, so the animation does nothing there: no fade, no cue. At the start only the right edge fades, in between
+both, at the end only the left one, and the cue goes. Browsers without scroll-driven animations keep the plain
+scrolling box (the rules are inside ``@supports``).
+
+On a touch screen Streamlit keeps a table's toolbar (search, download, full screen) always shown, 44 px above the
+table's top edge, over the last lines of what stands above it (a caption, a label): such tables get that room above.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
+from .i18n import _
+
+#: How much of a cut formula's edge fades out.
+FADE = "2rem"
+
 _CSS = """
 <style>
 [data-testid="stFullScreenFrame"]:has([data-testid="stVegaLiteChart"]) { overflow-x: auto; overflow-y: hidden; }
-.katex-display { overflow-x: auto; overflow-y: hidden; }
+/* 2 px of end padding: KaTeX's subscripts end in a 2 px spacer that a negative margin leaves out of the formula's
+   width, so a formula in a box of its own width (st.latex beside a chart) scrolled by those 2 px of nothing */
+.katex-display { overflow-x: auto; overflow-y: hidden; padding-right: 2px; }
+/* '\\3c length>': the type length, its bracket escaped (Streamlit's HTML sanitizer drops a style holding one) */
+@property --cut-left { syntax: '\\3c length>'; inherits: false; initial-value: 0px; }
+@property --cut-right { syntax: '\\3c length>'; inherits: false; initial-value: 0px; }
+@supports (animation-timeline: --formula-scroll) {
+  .katex-display {
+    scroll-timeline: --formula-scroll x;
+    animation: formula-cut linear both; animation-timeline: --formula-scroll;
+    /* the formula fades at a cut edge; the bottom line (the cue) is never faded */
+    -webkit-mask-image: linear-gradient(to right, transparent, #000 var(--cut-left), #000 calc(100% - var(--cut-right)),
+                                        transparent), linear-gradient(#000, #000);
+    mask-image: linear-gradient(to right, transparent, #000 var(--cut-left), #000 calc(100% - var(--cut-right)),
+                                transparent), linear-gradient(#000, #000);
+    -webkit-mask-size: 100% 100%, 100% 1.5rem; mask-size: 100% 100%, 100% 1.5rem;
+    -webkit-mask-position: 0 0, 0 100%; mask-position: 0 0, 0 100%;
+    -webkit-mask-repeat: no-repeat; mask-repeat: no-repeat;
+    -webkit-mask-composite: source-over; mask-composite: add;
+  }
+  @keyframes formula-cut {
+    0% { --cut-left: 0px; --cut-right: FADE; }
+    8% { --cut-left: FADE; }
+    92% { --cut-right: FADE; }
+    100% { --cut-left: FADE; --cut-right: 0px; }
+  }
+  /* the cue: a line under the formula that stays in view (sticky) while the formula scrolls */
+  .katex-display::after {
+    content: "CUE"; content: "CUE" / "";
+    display: block; position: sticky; left: 0; text-align: right; font-size: 0.8rem; line-height: 1.5rem;
+    height: 0; opacity: 0; overflow: hidden;
+    animation: formula-cue linear both; animation-timeline: --formula-scroll;
+  }
+  @keyframes formula-cue {
+    0%, 92% { height: 1.5rem; opacity: 0.65; }
+    100% { height: 1.5rem; opacity: 0; }
+  }
+}
+@media (hover: none) {
+  [data-testid="stElementContainer"]:has([data-testid="stDataFrame"]) { margin-top: 2.75rem; }
+}
 </style>
 """
 
 
+def _css_string(text: str) -> str:
+    """``text`` as the inside of a CSS double-quoted string; "<" escaped too (Streamlit's HTML sanitizer drops a
+    style that holds one)."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\a ").replace("<", "\\3c ")
+
+
 def apply() -> None:
     """Add the styles to this run (one element, invisible)."""
-    st.html(_CSS)
+    st.html(_CSS.replace("FADE", FADE).replace("CUE", _css_string(_("scroll →"))))

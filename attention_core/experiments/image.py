@@ -41,7 +41,10 @@ MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 MAX_UPLOAD_PIXELS = 4096 * 4096  # 16.8 megapixels: a 12-megapixel phone photo fits
 #: The upload limit in whole MB, as the uploader states it.
 MAX_UPLOAD_MB = MAX_UPLOAD_BYTES // 2**20
+#: The file name extensions an upload may have (image_upload.load_upload checks them, then the file's first bytes).
 UPLOAD_TYPES = ("png", "jpg", "jpeg")
+#: Their MIME types, for the file picker's filter beside the extensions.
+UPLOAD_MIME_TYPES = ("image/png", "image/jpeg")
 #: How many of a pixel's most-weighted pixels the page lists.
 TOP_PIXELS = 5
 

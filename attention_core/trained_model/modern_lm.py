@@ -103,10 +103,16 @@ def encode_prompt(decoder: Decoder, text: str, chat_template: bool = False,
                   text_tokens=len(text_ids), kept_tokens=kept, chars_cut=chars_cut)
 
 
+def shown_token(token: str) -> str:
+    """A token as the page writes it, in its heatmaps' labels and its tables: spaces as ␣ and line breaks as ↵
+    (byte-level BPE keeps a word's leading space in its token: " Paris" is "␣Paris")."""
+    return token.replace(" ", "␣").replace("\n", "↵")
+
+
 def token_labels(tokens: tuple[str, ...]) -> tuple[str, ...]:
-    """Row and column labels "1 The", "2 ␣capital", ...: 1-based positions, spaces shown as ␣ and line breaks as ↵
-    (byte-level BPE keeps a word's leading space in its token)."""
-    return tuple(f"{i + 1} {t.replace(' ', '␣').replace(chr(10), '↵')}" for i, t in enumerate(tokens))
+    """Row and column labels "1 The", "2 ␣capital", ...: 1-based positions and the tokens as :func:`shown_token`
+    writes them."""
+    return tuple(f"{i + 1} {shown_token(t)}" for i, t in enumerate(tokens))
 
 
 @dataclass(frozen=True)

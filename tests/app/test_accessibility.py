@@ -7,16 +7,16 @@ import json
 
 import numpy as np
 import pytest
-from conftest import APP, errors, page_paths, train_and_wait
+from conftest import APP, errors, settings, train_and_wait
 from streamlit.testing.v1 import AppTest
 
+from attention_core import registry
 from attention_core.experiments import image as image_patterns
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 
-#: the pages without a chart; every other page of the registry has charts
+#: the pages without a chart; every other page of the registry has charts (on the step it opens on)
 NO_CHARTS = {"app_pages/overview.py", "app_pages/no_weights.py"}
-CHART_PAGES = [path for path in page_paths() if path not in NO_CHARTS]
 
 
 def _open(path: str, **params) -> AppTest:
@@ -52,16 +52,23 @@ def _schemes(spec: dict) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("path", CHART_PAGES)
-def test_every_chart_has_a_description_and_a_table_and_no_red_blue_in_the_safe_palette(path):
-    at = _open(path, palette="cvd", tables="1")
-    specs = _specs(at)
-    assert specs, path
-    for spec in specs:
-        assert spec.get("description"), (path, "a chart without a description")
-        assert "redblue" not in _schemes(spec) and "tableau10" not in json.dumps(spec), (path, _schemes(spec))
-    # a table under every chart, the picture grids too (the trained model's heads, the image's pixels)
-    assert len(at.dataframe) >= len(specs), path
+@pytest.mark.parametrize("page", registry.PAGES, ids=[page.key for page in registry.PAGES])
+def test_every_chart_has_a_description_and_a_table_and_no_red_blue_in_the_safe_palette(page):
+    """Every page of the registry (those without charts too: a chart added there is checked), on each of its steps."""
+    path = f"app_pages/{page.file}"
+    for stage in list(page.stages) or [None]:
+        at = _open(path, palette="cvd", tables="1", **({page.stage_field: stage} if stage else {}))
+        if stage:
+            assert settings(at).get(page.stage_field) == stage, (path, stage)
+        specs = _specs(at)
+        if stage in (None, page.first_stage):  # some later steps show formulas only
+            assert specs or path in NO_CHARTS, (path, stage)
+        missing = [f"chart {i} of {len(specs)}" for i, spec in enumerate(specs, 1) if not spec.get("description")]
+        assert not missing, (path, stage, "charts without a description", missing)
+        for spec in specs:
+            assert "redblue" not in _schemes(spec) and "tableau10" not in json.dumps(spec), (path, _schemes(spec))
+        # a table under every chart, the picture grids too (the trained model's heads, the image's pixels)
+        assert len(at.dataframe) >= len(specs), (path, stage)
 
 
 def _colour_legends(spec: dict) -> list:

@@ -267,6 +267,27 @@ def test_bad_uploads_get_a_message_and_the_page_keeps_working(name, data, says):
     assert not at.exception and settings(at).image_attention.row == 2
 
 
+@pytest.mark.parametrize(("name", "says"), [
+    ("notes.txt", "this file is “.txt”"),
+    ("photo", "this file has no extension"),
+    ("photo.PNG.exe", "this file is “.exe”"),
+])
+def test_an_upload_forged_past_the_pickers_filter_gets_the_pages_message(name, says):
+    """A modified client sends a file whose name the picker's filter (.png, .jpg, .jpeg) would have refused: Streamlit
+    checked its extension itself while reading the uploader's value, before the page ran, and showed its
+    StreamlitAPIException ("Invalid file extension: `.txt`") instead of the page. The page's own check answers now."""
+    at = open_app("app_pages/image_attention.py")
+    _upload(at, name, _png((40, 30)), "text/plain")
+    assert not at.exception, at.exception
+    assert says in errors(at), errors(at)
+    assert settings(at).image_attention.source == "smiley" and "✓" in successes(at)
+    at.selectbox(key="setting_image_attention.row").set_value(2).run()
+    assert not at.exception and settings(at).image_attention.row == 2
+    _upload(at, "red.png", _png((40, 30)))  # a real image afterwards is taken
+    assert not at.exception and not at.error, errors(at)
+    assert settings(at).image_attention.source == "upload"
+
+
 def test_a_link_to_an_upload_without_one_falls_back_to_a_pattern():
     at = open_app("app_pages/image_attention.py")
     at.session_state["settings"] = settings(at).replace(**{"image_attention.source": "upload"})[0]

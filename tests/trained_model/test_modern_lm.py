@@ -236,6 +236,22 @@ def test_every_step_of_the_page_in_both_languages(language):
     assert not missing, f"shown without a translation: {sorted(missing)}"
 
 
+def test_the_tables_write_tokens_as_the_heatmaps_do():
+    """The next tokens and the generated ones were written in Python's quotes (' Paris'), the heatmaps' labels with
+    ␣ for a space: the tables now write a token as the heatmaps do, without quotes."""
+    at = _open()
+    at.button(key="lm_generate").click().run()
+    at.button(key="lm_generate").click().run()
+    assert not at.exception and not at.error, errors(at)
+    (top,) = [df.value for df in at.dataframe if list(df.value.columns) == ["token", "probability", "logit z"]]
+    (generated,) = [df.value for df in at.dataframe if "tokens in the cache" in list(df.value.columns)]
+    assert top.iloc[0, 0] == "␣Paris" and list(generated.iloc[:, 0]) == ["␣Paris", "."]
+    for table in (top, generated):
+        for token in table.iloc[:, 0]:
+            assert " " not in token and "\n" not in token and token[:1] not in ("'", '"'), token
+    assert "5 ␣is" in set(entry_map(at)["query"])  # the open head's map: the same marks, after a position
+
+
 def test_a_finding_opens_its_head_and_a_weight_cell_explains_it():
     at = _open()
     finding = next(b for b in at.button if b.key == "lm_find_previous_0")
