@@ -45,7 +45,7 @@ run = training.runs().get(key)
 if run is None:
     busy = training.busy_with(key)
     st.button(_("Train"), type="primary", icon=":material/play_arrow:", disabled=busy is not None,
-              on_click=training.train, args=(key,))
+              on_click=training.train, args=(key,), key="training_train")
     if busy is not None:
         st.info(_("Your run with seed {seed}, η = {eta} and {steps} steps is still training (step {step}). Start this "
                   "one when it has finished: one run at a time per student keeps the class's server fast. Nothing "

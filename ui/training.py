@@ -51,12 +51,22 @@ def train(key: RunKey) -> None:
 def status(run: Run) -> None:
     """Where a run is: its place in the queue, or a progress bar of its steps."""
     if run.state == "queued":
-        ahead = runs().position(run)
-        st.progress(0.0, text=_("Waiting for the server: {ahead} run(s) ahead of yours. Runs are trained one at a "
-                                "time, so the class's clicks stay fast.", ahead=ahead))
+        st.progress(0.0, text=queue_place(runs().position(run)))
     else:
         st.progress(run.progress, text=_("Training: step {step} of {steps}.", step=run.steps_done,
                                          steps=run.key.steps))
+
+
+def queue_place(ahead: int) -> str:
+    """What a queued run's progress bar says, with ``ahead`` runs before it: nothing to wait for (the worker is about
+    to take it), one run, or several."""
+    if ahead == 0:
+        return _("Starting your run…")
+    if ahead == 1:
+        return _("Waiting for the server: 1 run is ahead of yours. Runs are trained one at a time, so the class's "
+                 "clicks stay fast.")
+    return _("Waiting for the server: {ahead} runs are ahead of yours. Runs are trained one at a time, so the "
+             "class's clicks stay fast.", ahead=ahead)
 
 
 def live(key: RunKey) -> None:

@@ -172,7 +172,7 @@ def test_a_second_run_from_one_session_waits_for_the_first_with_a_message(monkey
     button.click().run()
     first = queue.get(RunKey("previous", 0, 0.03, 40))
     assert first is not None and first.state == "queued"
-    assert any("Waiting for the server" in (p.proto.text if hasattr(p, "proto") else "") for p in at.get("progress"))
+    assert _progress_texts(at) == ["Starting your run…"]  # nobody ahead: the worker is about to take it
     at.number_input(key="setting_training.seed").set_value(1).run()
     (button,) = [b for b in at.button if b.label == "Train"]
     assert button.disabled
@@ -183,6 +183,38 @@ def test_a_second_run_from_one_session_waits_for_the_first_with_a_message(monkey
     at.run()
     (button,) = [b for b in at.button if b.label == "Train"]
     assert not button.disabled  # the first has finished: this one may start
+
+
+def _progress_texts(at: AppTest) -> list[str]:
+    return [p.proto.text for p in at.get("progress")]
+
+
+@pytest.mark.parametrize("ahead, language, expected", [
+    (0, "en", "Starting your run…"),
+    (1, "en", "Waiting for the server: 1 run is ahead of yours."),
+    (2, "en", "Waiting for the server: 2 runs are ahead of yours."),
+    (0, "zh", "正在开始你的训练…"),
+    (2, "zh", "正在等待服务器：你前面还有 2 个训练。"),
+])
+def test_a_queued_run_says_its_place_as_a_sentence(monkeypatch, ahead, language, expected):
+    """Not "0 run(s) ahead of yours": with nobody ahead the run is starting; one run, or several, in both languages."""
+    queue = _HeldQueue()
+    monkeypatch.setattr(training, "runs", lambda: queue)
+    try:
+        for seed in range(ahead):  # other students' runs, asked for first
+            queue.submit(RunKey("previous", 100 + seed, 0.03, 20))
+        at = _open(**{"training.task": "previous", "training.learning_rate": "0.03", "training.steps": "20",
+                      "language": language})
+        at.button(key="training_train").click().run()
+        assert not at.exception, at.exception
+        (text,) = _progress_texts(at)
+        assert text.startswith(expected), text
+        assert "(s)" not in text and "0 run" not in text
+    finally:
+        queue.release.set()
+        for key in [RunKey("previous", 100 + seed, 0.03, 20) for seed in range(ahead)] + [RunKey("previous", 0, 0.03, 20)]:
+            run = queue.get(key)
+            assert run is None or run.finished.wait(TIMEOUT)  # no worker left training when the tests end
 
 
 def test_the_exported_script_trains_again_and_checks_the_final_loss_and_pattern(previous, tmp_path):
