@@ -93,10 +93,11 @@ st.header(_("2. The heads, snapshot by snapshot"))
 state.bind(st.select_slider, _("Snapshot at step"), "training.snapshot", options=snapshots)
 st.markdown(_("At step {step}: loss {loss}, the pattern's share of the weight **{score}**.", step=snapshot.step,
               loss=f"{snapshot.loss:.3f}", score=f"{snapshot.score:.2f}"))
-training.heads(trainer, index, key=f"training_heads_{index}", expected=True)
+training.heads(trainer, index, key=f"training_heads_{index}", framed=True)
 st.caption(_("One sequence the model never trained on (the same for every snapshot): row = the position attending, "
-             "column = the position attended to; palest = 0, dark blue = all of the row's weight (each row sums to "
-             "1; point at a cell for its number). Drag the slider to watch the pattern form."))
+             "column = the position attended to; the colour is the weight, from 0 to all of the row's weight, 1 "
+             "(each row sums to 1; point at a cell for its number). Framed: the pattern to learn. Drag the slider "
+             "to watch the pattern form."))
 
 layer_names = [_("Layer {layer}", layer=i + 1) for i in range(task.num_layers)]
 state.bind(st.selectbox, _("Layer to open and to explain below"), "training.layer", options=list(range(task.num_layers)),

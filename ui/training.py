@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from attention_core.registry import BY_KEY
-from attention_core.training import formulas, watch
+from attention_core.training import formation, formulas, watch
 from attention_core.training.model import Trainer
 from attention_core.training.runs import Run, RunKey, RunQueue
 from attention_core.training.script import LOSS_TOLERANCE, SCORE_TOLERANCE, training_script
@@ -86,7 +86,7 @@ def _live(key: RunKey) -> None:
         if trainer is not None and trainer.losses:
             curves(trainer, marked=None, key="training_live_curve")
             if trainer.snapshots:
-                heads(trainer, len(trainer.snapshots) - 1, key="training_live")
+                heads(trainer, len(trainer.snapshots) - 1, key="training_live", framed=True)
 
 
 def curves(trainer: Trainer, marked: Optional[int], key: str) -> None:
@@ -101,23 +101,20 @@ def curves(trainer: Trainer, marked: Optional[int], key: str) -> None:
                  marked=marked is not None, height=300, points=False, x_format="d")
 
 
-def heads(trainer: Trainer, index: int, key: str, expected: bool = False) -> None:
-    """Every head's weights on the probe sequence at snapshot ``index``, side by side; with ``expected``, the task's
-    pattern beside them."""
+def heads(trainer: Trainer, index: int, key: str, framed: bool = False) -> None:
+    """Every head's weights on the probe sequence at snapshot ``index``: two layers side by side (stacked on a
+    phone), one layer alone; with ``framed``, the task's pattern framed on its layer's map (the pattern to learn)."""
     snapshot = trainer.snapshots[index]
     labels = watch.token_labels(trainer)
     task = trainer.task
-    columns = st.columns(task.num_layers + (1 if expected else 0))
+    cells = formation.probe_rows(trainer).framed if framed else []
+    columns = st.columns(task.num_layers, gap="medium") if task.num_layers > 1 else [st.container()]
     for layer in range(task.num_layers):
         with columns[layer]:
             st.markdown(_("**Layer {layer}**", layer=layer + 1))
-            charts.pattern(snapshot.weights[layer, 0].numpy(), key=f"{key}_{layer}", labels=labels,
-                           row_title=_("query (position, token)"), col_title=_("key"), max_width=300)
-    if expected:
-        with columns[-1]:
-            st.markdown(_("**The pattern to learn**"))
-            charts.pattern(trainer.probe.expected[0].numpy(), key=f"{key}_expected", labels=labels,
-                           row_title=_("query (position, token)"), col_title=_("key"), max_width=300)
+            charts.weights_map(snapshot.weights[layer, 0].numpy(), key=f"{key}_{layer}", labels=labels,
+                               row_title=_("query (position, token)"), col_title=_("key (position, token)"),
+                               framed=cells if layer == task.pattern_layer else ())
 
 
 _GO = "training_open_head"  # set by the button's callback: the page then switches to the self-attention page

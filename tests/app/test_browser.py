@@ -629,6 +629,64 @@ def test_training_shows_progress_then_the_run_and_its_script_trains_it_again(pag
     save_screenshot(page, "page-training-after-run")
 
 
+def _trained_training_page(page: Page, base_url: str, query: str = "") -> None:
+    """Open *Watch attention learn* and have its run: click Train unless this server has it already, then wait for
+    the finished run's sections (the run's events, seen from the browser: never a delay)."""
+    open_page(page, base_url, "/training" + query, "Watch attention learn")
+    train = page.get_by_role("button", name="Train")
+    for attempt in range(3):  # a click on a page still settling can be lost: click again while the button stays
+        if not train.count():
+            break
+        train.click()
+        try:
+            expect(train).to_have_count(0, timeout=APP_RUN_MS // 3)
+        except AssertionError:
+            if attempt == 2:
+                raise
+    expect(page.locator("h2").filter(has_text="3. One update explained")).to_be_visible(timeout=APP_RUN_MS * 3)
+    wait_for_app_run(page)
+
+
+# Each head map of Watch attention learn (its chart's accessible name names its axes): where its cells are drawn, and
+# the rendered size of its axis labels (the computed font size times the SVG's scale on the screen).
+_HEAD_MAPS = """() => [...document.querySelectorAll(
+    '[data-testid="stVegaLiteChart"][aria-label*="query (position, token)"]')].map(chart => {
+  const cells = chart.querySelector('svg g.mark-rect').getBoundingClientRect();
+  const labels = [...chart.querySelectorAll('svg g.role-axis-label text')].map(t => {
+    const m = t.getScreenCTM();
+    return parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);
+  });
+  return {left: cells.left, top: cells.top, width: cells.width, height: cells.height, labels: labels.length,
+          smallest: Math.min(...labels)};
+})"""
+
+
+def test_training_head_maps_read_on_a_projector_and_stack_on_a_phone(browser: Browser, app_url: str):
+    """The maps of the heads were 288 px wide in all with labels of 7–10 px. At 1440 × 900 the two layers' maps stand
+    side by side, each map's 16 × 16 cells at least 352 px wide, every label at least 11 px; at 390 × 844 they stack,
+    as readable, and what is wider than the phone scrolls in its own box. Screenshots: test-artifacts/training-*.png."""
+    found = {}
+    for width, height in ((1440, 900), (390, 844)):
+        with new_page(browser, width, height) as page:
+            _trained_training_page(page, app_url)
+            expect(page.locator('[data-testid="stVegaLiteChart"][aria-label*="query (position, token)"] '
+                                'svg g.mark-rect').first).to_be_attached()
+            found[width] = page.evaluate(_HEAD_MAPS)
+            phone = page.evaluate(_PHONE_CHECK)
+            assert_no_exception(page)
+            save_screenshot(page, f"training-{width}", width=width)
+        assert phone["cut"] == [] and phone["page"] <= 1, (width, phone)
+    for width, maps in found.items():
+        for one in maps:
+            assert one["width"] >= 16 * 22 and one["height"] >= 16 * 22, (width, one)
+            assert one["labels"] >= 32 and one["smallest"] >= 11, (width, one)
+        assert len(maps) == 2, (width, maps)  # layer 1 and layer 2: the pattern is framed on layer 2's map
+    first, second = found[1440]
+    assert abs(first["top"] - second["top"]) <= 1 and second["left"] > first["left"] + first["width"]  # side by side
+    first, second = found[390]
+    assert second["top"] > first["top"] + first["height"]  # stacked
+
+
 # ---------------------------------------------------------------- issue 29: presenter mode, a heatmap that fits
 
 #: Presenter mode's smallest number on a 1920 × 1080 projector (ui/presenter.py MIN_FONT_PX).

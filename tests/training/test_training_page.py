@@ -9,7 +9,7 @@ import threading
 
 import pytest
 import torch
-from conftest import APP, errors, latex
+from conftest import APP, charts, errors, latex
 from streamlit.testing.v1 import AppTest
 
 from attention_core.backward.backward_walkthrough import build_backward_walkthrough
@@ -183,6 +183,41 @@ def test_a_second_run_from_one_session_waits_for_the_first_with_a_message(monkey
     at.run()
     (button,) = [b for b in at.button if b.label == "Train"]
     assert not button.disabled  # the first has finished: this one may start
+
+
+def _head_maps(at: AppTest) -> list[tuple[dict, object]]:
+    """The heads' maps of section 2 (spec, data), layer by layer."""
+    return [(spec, data) for spec, data in charts(at) if "query (position, token)" in spec.get("description", "")]
+
+
+@pytest.mark.parametrize("palette, scheme", [("classic", "redblue"), ("cvd", "viridis")])
+def test_the_head_maps_are_readable_on_the_apps_one_scale_of_weights_with_the_pattern_framed(palette, scheme):
+    """The maps were 288 px wide in all (their plot ~210 px) with 10 px labels, on a scale of blues of their own
+    (the step pages draw weights white to red, or viridis). Now: cells of at least 22 px, labels of at least 11 px,
+    the weights from 0 to 1 on the scale the heatmaps give numbers ≥ 0, and the pattern to learn framed on its layer's
+    map instead of a third map."""
+    at = _open(**{"training.task": "induction", "training.learning_rate": "0.003", "training.steps": "50",
+                  "palette": palette})
+    key = RunKey("induction", 0, 0.003, 50)
+    if training.runs().get(key) is None:
+        _train_on_page(at, key)
+    else:
+        at.run()
+    maps = _head_maps(at)
+    assert len(maps) == 2, [spec.get("description") for spec, _ in charts(at)]  # layer 1, layer 2: no third map
+    trainer = training.runs().get(key).trainer
+    expected = {(int(r), int(c)) for r, c in torch.nonzero(trainer.probe.expected[0])}
+    for layer, (spec, data) in enumerate(maps):
+        assert len(data) == 16 * 16
+        colour = spec["layer"][0]["encoding"]["color"]["scale"]
+        assert colour["scheme"] == scheme and colour["domain"] == [0.0, 1.0], colour
+        if scheme == "redblue":  # the ≥ 0 half of the heatmaps' red–blue: white at 0, as the step pages' weights
+            assert colour["reverse"] is True and colour["domainMid"] == 0.0
+        assert spec["width"]["step"] >= 22 and spec["height"]["step"] >= 22
+        for axis in ("x", "y"):
+            assert spec["layer"][0]["encoding"][axis]["axis"]["labelFontSize"] >= 11
+        framed = {(int(i), int(j)) for i, j, f in zip(data["i"], data["j"], data["framed"], strict=True) if f}
+        assert framed == (expected if layer == trainer.task.pattern_layer else set())
 
 
 def _progress_texts(at: AppTest) -> list[str]:
