@@ -98,6 +98,7 @@ st.caption(_("One sequence the model never trained on (the same for every snapsh
              "column = the position attended to; the colour is the weight, from 0 to all of the row's weight, 1 "
              "(each row sums to 1; point at a cell for its number). Framed: the pattern to learn. Drag the slider "
              "to watch the pattern form."))
+training.pattern_note(trainer, index)
 
 layer_names = [_("Layer {layer}", layer=i + 1) for i in range(task.num_layers)]
 state.bind(st.selectbox, _("Layer to open and to explain below"), "training.layer", options=list(range(task.num_layers)),

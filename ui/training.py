@@ -117,6 +117,48 @@ def heads(trainer: Trainer, index: int, key: str, framed: bool = False) -> None:
                                framed=cells if layer == task.pattern_layer else ())
 
 
+def pattern_note(trainer: Trainer, index: int) -> None:
+    """Under the maps: what the framed cells are, and why a head shows more than them (the induction task: the rule
+    at work on rows nobody scores; layer 1's previous-token head), with the numbers of snapshot ``index``."""
+    snapshot = trainer.snapshots[index]
+    rows = formation.probe_rows(trainer)
+    labels = watch.token_labels(trainer)
+
+    def named(positions) -> str:
+        return ", ".join(labels[p] for p in positions)
+
+    if trainer.task.key == "induction":
+        st.markdown(_("**Framed: the pattern to learn.** The task scores only the second copy of the repeated segment, "
+                      "but its last token: rows {rows} here. The first copy gives their next token away, so each should "
+                      "look at the token just after its own earlier copy ({targets}). The loss counts only these rows, "
+                      "so only their cells are framed.", rows=named(rows.rows),
+                      targets=named(col for _row, col in rows.framed)))
+        head = snapshot.weights[trainer.task.pattern_layer, 0]
+        if rows.repeats:
+            st.markdown(_("**Why layer 2 shows more.** Rows {rows} repeat an earlier token too, outside the scored "
+                          "rows (what follows them is random, so nothing scores them). A head that learned "
+                          "the rule “look just after where my token was before” applies it there as well: at this "
+                          "snapshot they put **{share}** of their weight just after their earlier copy ({targets}); the "
+                          "framed rows put **{framed}** on their cells. On the remaining rows nothing is scored, and "
+                          "their weight goes wherever training left it.",
+                          rows=named(r for r, _col in rows.repeats), targets=named(c for _r, c in rows.repeats),
+                          share=f"{formation.mean_weight(head, rows.repeats):.2f}", framed=f"{snapshot.score:.2f}"))
+        st.markdown(_("**Layer 1** has no frames: the task scores only layer 2's head. But an induction head is built on "
+                      "a previous-token head in the layer before it (each token looking at the one just before, the "
+                      "diagonal below the main one): here layer 1 puts **{share}** of its weight there.",
+                      share=f"{formation.previous_token_share(snapshot.weights[0, 0]):.2f}"))
+        return
+    note = _("**Framed: the pattern to learn.** The task scores rows {rows} of this sequence: its rule makes their next "
+             "token predictable, and the frame marks the position each should look at to predict it. The loss counts "
+             "only the scored rows, so only they are framed.", rows=named(rows.rows))
+    if rows.others == [0]:
+        note += " " + _("Row 1 has only itself to look at (the causal mask hides the later tokens): nothing to score.")
+    elif rows.others:
+        note += " " + _("Rows {rows} are not scored: nothing tells the head where they should look, and their weight "
+                        "goes wherever training left it.", rows=named(rows.others))
+    st.markdown(note)
+
+
 _GO = "training_open_head"  # set by the button's callback: the page then switches to the self-attention page
 
 

@@ -220,6 +220,48 @@ def test_the_head_maps_are_readable_on_the_apps_one_scale_of_weights_with_the_pa
         assert framed == (expected if layer == trainer.task.pattern_layer else set())
 
 
+def _shown(at: AppTest) -> str:
+    return " ".join(m.value for m in at.markdown)
+
+
+def test_the_page_says_what_the_frames_mark_and_why_layer_2_shows_more():
+    """The pattern to learn marked 2 cells while layer 2 showed more, with no word why. Now the page names the framed
+    rows and where they look, the rows that repeat a token outside them (the rule at work where nothing scores it)
+    and layer 1's previous-token head, with the snapshot's numbers; a one-layer task says what its frames are."""
+    from attention_core.training import formation
+
+    at = _open(**{"training.task": "induction", "training.learning_rate": "0.003", "training.steps": "50"})
+    key = RunKey("induction", 0, 0.003, 50)
+    if training.runs().get(key) is None:
+        _train_on_page(at, key)
+    else:
+        at.run()
+    trainer = training.runs().get(key).trainer
+    last = trainer.snapshots[-1]
+    shown = _shown(at)
+    assert "**Framed: the pattern to learn.**" in shown and "rows 4 A, 5 D here" in shown
+    assert "just after its own earlier copy (2 D, 3 O)" in shown
+    share = formation.mean_weight(last.weights[1, 0], formation.probe_rows(trainer).repeats)
+    assert ("**Why layer 2 shows more.** Rows 6 O, 16 N repeat an earlier token too" in shown
+            and f"they put **{share:.2f}** of their weight just after their earlier copy (4 A, 8 H)" in shown
+            and f"the framed rows put **{last.score:.2f}** on their cells" in shown), shown
+    assert f"layer 1 puts **{formation.previous_token_share(last.weights[0, 0]):.2f}** of its weight there" in shown
+    at.select_slider(key="setting_training.snapshot").set_value(0).run()  # the numbers follow the snapshot
+    first = trainer.snapshots[0]
+    assert f"the framed rows put **{first.score:.2f}** on their cells" in _shown(at)
+
+    at = _open(**{"training.task": "previous", "training.learning_rate": "0.03", "training.steps": "150"})
+    key = RunKey("previous", 0, 0.03, 150)
+    if training.runs().get(key) is None:
+        _train_on_page(at, key)
+    else:
+        at.run()
+    shown = _shown(at)
+    labels = watch.token_labels(training.runs().get(key).trainer)  # "1 B", "2 A", ...: every row but the first
+    assert f"The task scores rows {', '.join(labels[1:])} of this sequence" in shown, shown
+    assert "Row 1 has only itself to look at" in shown and "Why layer 2" not in shown
+
+
 def _progress_texts(at: AppTest) -> list[str]:
     return [p.proto.text for p in at.get("progress")]
 
