@@ -4,7 +4,7 @@ form snapshot by snapshot, and see one Adam update with its numbers (attention_c
 import streamlit as st
 
 from attention_core.errors import InputError
-from attention_core.training import watch
+from attention_core.training import formation, watch
 from attention_core.training.model import MAX_LEARNING_RATE, MAX_STEPS, MIN_LEARNING_RATE
 from attention_core.training.tasks import TASKS
 from ui import state, training, widgets
@@ -84,15 +84,20 @@ m2.metric(_("Loss at the end"), f"{final.loss:.3f}")
 m3.metric(_("The pattern's share of the weight"), f"{final.score:.2f}",
           help=_("The head's weight on the pattern's cells, averaged over the rows the pattern describes (layer "
                  "{layer}; 1 = exactly the pattern).", layer=task.pattern_layer + 1))
-training.curves(trainer, marked=snapshot.step, key="training_curve")
-st.caption(_("Cross-entropy of the next token at the scored positions, and the share predicted right, for every "
-             "update's batch. The vertical line is the snapshot below."))
+formed = training.run_formation(key)
+training.curves(trainer, marked=snapshot.step, key="training_curve", shares=formed.held_out)
+st.caption(_("Above: the cross-entropy of the next token at the scored positions, for every update's batch. Below: "
+             "the share of those positions predicted right (every update's batch), and the pattern's share of the "
+             "weight at every snapshot, on {n} sequences the model never trained on and on the one sequence of the "
+             "maps in section 2. The vertical lines are the snapshot shown there.", n=formation.HELD_OUT))
+training.formation_note(formed)
 training.download(key)
 
 st.header(_("2. The heads, snapshot by snapshot"))
 state.bind(st.select_slider, _("Snapshot at step"), "training.snapshot", options=snapshots)
-st.markdown(_("At step {step}: loss {loss}, the pattern's share of the weight **{score}**.", step=snapshot.step,
-              loss=f"{snapshot.loss:.3f}", score=f"{snapshot.score:.2f}"))
+st.markdown(_("At step {step}: loss {loss}, the pattern's share of the weight **{score}** on the sequence below "
+              "({held} on {n} new sequences).", step=snapshot.step, loss=f"{snapshot.loss:.3f}",
+              score=f"{snapshot.score:.2f}", held=f"{formed.held_out.shares[index]:.2f}", n=formation.HELD_OUT))
 training.heads(trainer, index, key=f"training_heads_{index}", framed=True)
 st.caption(_("One sequence the model never trained on (the same for every snapshot): row = the position attending, "
              "column = the position attended to; the colour is the weight, from 0 to all of the row's weight, 1 "

@@ -89,16 +89,79 @@ def _live(key: RunKey) -> None:
                 heads(trainer, len(trainer.snapshots) - 1, key="training_live", framed=True)
 
 
-def curves(trainer: Trainer, marked: Optional[int], key: str) -> None:
-    """The loss and accuracy per update (averaged over blocks on long runs), the snapshot's step marked."""
+def curves(trainer: Trainer, marked: Optional[int], key: str,
+           shares: Optional[formation.HeldOut] = None) -> None:
+    """Two charts on one step axis, the snapshot's step marked: the loss per update; the accuracy per update and the
+    pattern's share at every snapshot, on the probe and (``shares``) on held-out sequences. Long runs are averaged
+    over blocks of updates (:func:`watch.curve`)."""
     steps, losses, accuracies = watch.curve(trainer)
-    frames = [pd.DataFrame({"x": steps, "y": losses, "series": _("loss (nats)"), "order": 0, "dashed": False}),
-              pd.DataFrame({"x": steps, "y": accuracies, "series": _("accuracy"), "order": 1, "dashed": False})]
-    df = pd.concat(frames, ignore_index=True)
-    if marked is not None:
-        df["marked"] = df["x"] == min(steps, key=lambda s: abs(s - marked))
-    charts.lines(df, key=key, x_title=_("step (updates)"), y_title=_("loss, accuracy"), x_log=False,
-                 marked=marked is not None, height=300, points=False, x_format="d")
+    snapshots = [float(s.step) for s in trainer.snapshots]
+    loss = pd.DataFrame({"x": steps, "y": losses, "series": _("loss (nats)"), "order": 0, "dashed": False})
+    frames = [pd.DataFrame({"x": steps, "y": accuracies, "series": _("accuracy"), "order": 0, "dashed": False})]
+    if shares is not None:
+        frames.append(pd.DataFrame({"x": [float(s) for s in shares.steps], "y": shares.shares, "order": 1,
+                                    "series": _("the pattern's share, {n} new sequences", n=formation.HELD_OUT),
+                                    "dashed": False}))
+    frames.append(pd.DataFrame({"x": snapshots, "y": [s.score for s in trainer.snapshots], "order": 2,
+                                "series": _("the pattern's share, the maps' sequence"), "dashed": False}))
+    share = pd.concat(frames, ignore_index=True)
+    # heights with their legends (one line each, above the plot): plots of about 190 px each
+    for df, suffix, title, y_range, height in ((loss, "", _("loss (nats)"), None, 260),
+                                               (share, "_shares", _("accuracy, share"), (0.0, 1.0), 330)):
+        if marked is not None:
+            df["marked"] = df["x"] == min(df["x"], key=lambda s: abs(s - marked))
+        charts.lines(df, key=key + suffix, x_title=_("step (updates)"), y_title=title, x_log=False,
+                     marked=marked is not None, height=height, points=False, x_format="d", y_range=y_range)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def run_formation(key: RunKey) -> formation.Formation:
+    """When ``key``'s finished run formed its pattern (every snapshot on held-out sequences, ~0.1 s once per run and
+    server; shared by every session)."""
+    return formation.formation(runs().get(key).trainer)
+
+
+def _when(passing: Optional[formation.Passing]) -> str:
+    if passing is None:
+        return _("not in this run")
+    if passing.before is None:
+        return _("already at step {step}", step=passing.after)
+    return _("between step {before} and step {after}", before=passing.before, after=passing.after)
+
+
+def formation_note(formed: formation.Formation) -> None:
+    """Section 1's account of when the head formed against the loss: where the held-out loss got halfway down and
+    where the held-out share and accuracy passed 0.5, what that says in this run, and how the one probe
+    sequence's share differs."""
+    lines = [
+        _("**When did the head form?** Measured at every snapshot on {n} sequences the model never trained on:",
+          n=formation.HELD_OUT),
+        "- " + (_("their loss got halfway down (from {first} to {last} nats: to {level}) {when};",
+                  first=f"{formed.loss_first:.2f}", last=f"{formed.loss_last:.2g}", level=f"{formed.loss_level:.2f}",
+                  when=_when(formed.loss)) if formed.loss is not None else _("their loss did not fall;")),
+        "- " + _("the pattern's share of the weight passed 0.5 {when};", when=_when(formed.share)),
+        "- " + _("the accuracy passed 0.5 {when}.", when=_when(formed.accuracy)),
+    ]
+    st.markdown("\n".join(lines))
+    gap = formed.gap
+    if gap == 0:
+        said = _("In this run the loss fell as the head formed: the pattern's share passed 0.5 in the same {every} "
+                 "steps as the loss passed halfway.", every=formed.every)
+    elif gap is not None and gap < 0:
+        said = _("In this run the pattern's share passed 0.5 about {n} steps before the loss got halfway down.",
+                 n=-gap)
+    elif gap is not None:
+        said = _("In this run the pattern's share passed 0.5 about {n} steps after the loss got halfway down.", n=gap)
+    else:
+        said = ""
+    if formed.probe_share != formed.share:
+        said += (" " if said else "") + _(
+            "The share next to the maps below is measured on one sequence only, and there it passed 0.5 {when}: a "
+            "few rows of one sequence can run ahead of the model as a whole (or behind it), so that share can be "
+            "near 1 while the loss is still high. The share over {n} sequences, in brackets below, is the one that "
+            "goes with the loss.", when=_when(formed.probe_share), n=formation.HELD_OUT)
+    if said:
+        st.markdown(said)
 
 
 def heads(trainer: Trainer, index: int, key: str, framed: bool = False) -> None:

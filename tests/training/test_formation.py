@@ -4,6 +4,7 @@ framed and which other rows an induction head reads, measured against the runs t
 from __future__ import annotations
 
 import pytest
+import torch
 
 from attention_core.training import formation
 from attention_core.training.model import start
@@ -52,3 +53,48 @@ def test_the_induction_head_applies_its_rule_to_rows_nobody_scores(induction):
     assert formation.mean_weight(last.weights[1, 0], rows.framed) == pytest.approx(last.score)
     assert formation.previous_token_share(first.weights[0, 0]) < 0.2
     assert formation.previous_token_share(last.weights[0, 0]) >= 0.6
+
+
+def test_a_passing_is_the_first_snapshot_at_the_level_and_the_one_before():
+    steps = [0, 25, 50, 75]
+    assert formation.first_passing(steps, [0.1, 0.4, 0.6, 0.9], 0.5) == formation.Passing(25, 50)
+    assert formation.first_passing(steps, [0.7, 0.4, 0.6, 0.9], 0.5) == formation.Passing(None, 0)  # already there
+    assert formation.first_passing(steps, [0.1, 0.2, 0.3, 0.4], 0.5) is None  # never
+    nan = float("nan")  # never counts as passed
+    assert formation.first_passing(steps, [3.0, nan, 1.0, 0.5], 2.0, falling=True) == formation.Passing(25, 50)
+
+
+def test_the_held_out_measures_are_each_snapshots_model_on_sequences_it_never_trained_on(induction):
+    """The loss, accuracy and share at a snapshot are what the run's own model, restored there, gives on the held-out
+    sequences (seed + 4: neither the batches' seed + 1 nor the probe's seed + 3)."""
+    measured = formation.held_out(induction)
+    assert measured.steps == [s.step for s in induction.snapshots]
+    batch = TASKS["induction"].batch(torch.Generator().manual_seed(4), formation.HELD_OUT)
+    for index in (0, 8, -1):
+        at = induction.at(induction.snapshots[index])
+        with torch.no_grad():
+            loss, accuracy, weights = at.loss_of(batch)
+        assert measured.losses[index] == pytest.approx(float(loss), rel=1e-5)
+        assert measured.accuracies[index] == pytest.approx(float(accuracy))
+        assert measured.shares[index] == pytest.approx(TASKS["induction"].score(
+            weights[:, 1, 0].reshape(-1, 16), batch.expected.reshape(-1, 16)), rel=1e-5)
+
+
+def test_in_the_default_run_the_head_forms_as_the_loss_falls_and_the_probe_runs_ahead(induction):
+    """What the page says about its default run, measured on it: on 256 held-out sequences the pattern's share passes
+    0.5 within a snapshot interval of the loss getting halfway down; the one probe sequence passed 0.5 far earlier
+    (it was 0.99 at step 200 with the loss still about 1: why the maps' share alone blurred the story)."""
+    formed = formation.formation(induction)
+    held = formed.held_out
+    for passing, values, level, falling in ((formed.loss, held.losses, formed.loss_level, True),
+                                            (formed.share, held.shares, formation.SHARE_LEVEL, False),
+                                            (formed.accuracy, held.accuracies, formation.SHARE_LEVEL, False)):
+        assert passing is not None and passing.before is not None
+        before, after = values[held.steps.index(passing.before)], values[held.steps.index(passing.after)]
+        assert (before > level >= after) if falling else (before < level <= after), (passing, before, after)
+    assert formed.gap is not None and abs(formed.gap) <= formed.every
+    assert 125 <= formed.share.after <= 225 and 125 <= formed.loss.after <= 225
+    assert formed.probe_share.after <= formed.share.after - 100
+    at_200 = held.steps.index(200)
+    assert induction.snapshots[at_200].score > 0.95 and induction.snapshots[at_200].loss > 0.8
+    assert held.shares[at_200] < 0.8

@@ -262,6 +262,62 @@ def test_the_page_says_what_the_frames_mark_and_why_layer_2_shows_more():
     assert "Row 1 has only itself to look at" in shown and "Why layer 2" not in shown
 
 
+def test_the_page_says_when_the_head_formed_against_the_loss_with_the_runs_numbers():
+    """The maps' share was 0.99 at step 200 while the loss was still 0.96: "the loss drops when the head forms" was
+    blurred. The page now says, from the run, where the loss on 256 held-out sequences got halfway down and where
+    the pattern's share and the accuracy on them passed 0.5, what that says in this run, and that the one sequence
+    of the maps ran ahead; the share chart draws those shares, and the line of each snapshot gives both."""
+    from attention_core.training import formation
+
+    at = _open()  # the default run: induction, seed 0, η = 0.003, 600 steps
+    key = RunKey("induction", 0, 0.003, 600)
+    if training.runs().get(key) is None:
+        _train_on_page(at, key)
+    else:
+        at.run()
+    trainer = training.runs().get(key).trainer
+    formed = formation.formation(trainer)
+    shown = _shown(at)
+    loss, share, accuracy = formed.loss, formed.share, formed.accuracy
+    assert "**When did the head form?** Measured at every snapshot on 256 sequences" in shown
+    assert (f"their loss got halfway down (from {formed.loss_first:.2f} to {formed.loss_last:.2g} nats: to "
+            f"{formed.loss_level:.2f}) between step {loss.before} and step {loss.after};") in shown, shown
+    assert f"the pattern's share of the weight passed 0.5 between step {share.before} and step {share.after};" in shown
+    assert f"the accuracy passed 0.5 between step {accuracy.before} and step {accuracy.after}." in shown
+    assert formed.gap == 0 and ("In this run the loss fell as the head formed: the pattern's share passed 0.5 in the "
+                                "same 25 steps as the loss passed halfway.") in shown
+    probe = formed.probe_share
+    assert f"there it passed 0.5 between step {probe.before} and step {probe.after}" in shown
+    # the chart of the shares: the held-out share at every snapshot, beside the accuracy and the maps' share
+    (data,) = [d for spec, d in charts(at) if "accuracy, share" in spec.get("description", "")]
+    held = data[data["series"] == "the pattern's share, 256 new sequences"]
+    assert list(held["x"]) == [float(s) for s in formed.held_out.steps]
+    assert list(held["y"]) == pytest.approx(formed.held_out.shares)
+    assert set(data["series"]) == {"accuracy", "the pattern's share, 256 new sequences",
+                                   "the pattern's share, the maps' sequence"}
+    # the snapshot's line gives both shares: at step 200 the maps' sequence is nearly all pattern, the model is not
+    at.select_slider(key="setting_training.snapshot").set_value(200).run()
+    index = [s.step for s in trainer.snapshots].index(200)
+    assert (f"At step 200: loss {trainer.snapshots[index].loss:.3f}, the pattern's share of the weight "
+            f"**{trainer.snapshots[index].score:.2f}** on the sequence below "
+            f"({formed.held_out.shares[index]:.2f} on 256 new sequences).") in _shown(at)
+
+
+def test_a_finished_run_reads_in_chinese_with_nothing_left_untranslated():
+    """The i18n tests open this page without a run; the finished run's texts (the maps, the frames, when the head
+    formed) are checked here."""
+    at = _open(language="zh")
+    key = RunKey("induction", 0, 0.003, 600)
+    if training.runs().get(key) is None:
+        at.button(key="training_train").click().run()
+        assert training.runs().get(key).finished.wait(TIMEOUT)
+    at.run()
+    assert not at.exception, at.exception
+    assert len(at.header) == 3 and "头是什么时候形成的" in _shown(at)
+    missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
+    assert not missing, sorted(missing)
+
+
 def _progress_texts(at: AppTest) -> list[str]:
     return [p.proto.text for p in at.get("progress")]
 
