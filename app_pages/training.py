@@ -72,7 +72,6 @@ fitted = watch.fit_to_run(own, trainer)  # the snapshot, layer and entry this ru
 if fitted:
     state.update(**fitted)
     own = state.settings().training
-snapshots = [s.step for s in trainer.snapshots]
 index = watch.snapshot_at(trainer, own.snapshot)
 snapshot = trainer.snapshots[index]
 
@@ -94,16 +93,7 @@ training.formation_note(formed)
 training.download(key)
 
 st.header(_("2. The heads, snapshot by snapshot"))
-state.bind(st.select_slider, _("Snapshot at step"), "training.snapshot", options=snapshots)
-st.markdown(_("At step {step}: loss {loss}, the pattern's share of the weight **{score}** on the sequence below "
-              "({held} on {n} new sequences).", step=snapshot.step, loss=f"{snapshot.loss:.3f}",
-              score=f"{snapshot.score:.2f}", held=f"{formed.held_out.shares[index]:.2f}", n=formation.HELD_OUT))
-training.heads(trainer, index, key=f"training_heads_{index}", framed=True)
-st.caption(_("One sequence the model never trained on (the same for every snapshot): row = the position attending, "
-             "column = the position attended to; the colour is the weight, from 0 to all of the row's weight, 1 "
-             "(each row sums to 1; point at a cell for its number). Framed: the pattern to learn. Drag the slider "
-             "to watch the pattern form."))
-training.pattern_note(trainer, index)
+training.snapshots(key)  # the slider, Play, the maps and what they show: a fragment that plays the snapshots
 
 layer_names = [_("Layer {layer}", layer=i + 1) for i in range(task.num_layers)]
 state.bind(st.selectbox, _("Layer to open and to explain below"), "training.layer", options=list(range(task.num_layers)),
@@ -114,7 +104,7 @@ except InputError as error:  # a model wider than the self-attention pages take:
     st.info(widgets.message_markdown(error.message), icon=":material/info:")
 else:
     st.button(_("Open this head on the Self-attention page"), icon=":material/open_in_new:", key="training_open",
-              on_click=training.open_head, args=(key, index, own.layer))
+              on_click=training.open_head, args=(key,))
     st.caption(_("Puts the probe's {n} tokens, this layer's input X and its learned W_q, W_k, W_v ({d} × {d}) into "
                  "the example “Your own sentence” (replacing its sentence and your edits there). The Self-attention "
                  "page's scaled scores are this head's; that page has no mask, so its weights also spread over later "

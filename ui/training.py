@@ -180,6 +180,94 @@ def heads(trainer: Trainer, index: int, key: str, framed: bool = False) -> None:
                                framed=cells if layer == task.pattern_layer else ())
 
 
+# ---------------------------------------------------------------- section 2: the snapshots, and their player
+
+#: Seconds between two snapshots while a session plays them: one short fragment run each (the maps of one snapshot),
+#: never a loop or a wait inside a script run, so the server's other sessions keep their turns.
+PLAY_EVERY = 0.8
+_PLAYING = "training_playing"  # the run key this session's player is playing (absent: not playing)
+_TIMER = "training_player_timer"  # whether the last whole-page run started the player's timer
+_WHOLE = "training_whole_run"  # set by a whole-page run, taken by the fragment run inside it
+
+
+def playing(key: RunKey) -> bool:
+    """Whether this session is playing ``key``'s snapshots."""
+    return st.session_state.get(_PLAYING) == key
+
+
+def snapshots(key: RunKey) -> None:
+    """Section 2 of a finished run: the snapshot slider with Play / Pause, the snapshot's numbers, the heads' maps
+    and what they show, as a fragment. Play reruns that fragment alone every :data:`PLAY_EVERY` seconds, one
+    snapshot further each time (a progress bar stands for the slider meanwhile); at the last snapshot it stops, and
+    the whole page follows (the curves' line, the explained update). A click in the player (Play, Pause, the slider)
+    reruns the whole page."""
+    on = playing(key)
+    st.session_state[_TIMER] = on
+    st.session_state[_WHOLE] = True
+    # the timer starts and stops with a whole-page run (Streamlit clears a fragment's timer on a whole-page run)
+    st.fragment(_snapshots, run_every=PLAY_EVERY if on else None)(key)
+
+
+def _snapshots(key: RunKey) -> None:
+    with runtime.one_run_at_a_time():  # a fragment rerun does not run app.py, which takes the turn otherwise
+        whole = st.session_state.pop(_WHOLE, False)
+        run = runs().get(key)
+        on = playing(key)
+        if not whole and not (on and st.session_state.get(_TIMER) and run is not None):
+            st.rerun(scope="app")  # Play, Pause or the slider: the whole page follows (and starts or stops the timer)
+        trainer = run.trainer
+        if on and not whole:  # the timer: one snapshot further; the last one stops the player
+            following = watch.next_snapshot(trainer, state.settings().training.snapshot)
+            if following is not None:
+                state.update(**{"training.snapshot": following})
+            if following is None or watch.next_snapshot(trainer, following) is None:
+                st.session_state.pop(_PLAYING, None)
+                st.rerun(scope="app")
+        _snapshot_section(key, trainer, on)
+        state.write_link()  # the snapshot is in the link
+
+
+def _toggle_play(key: RunKey) -> None:
+    """(Play / Pause's callback.) Pause; or play, from the first snapshot when the last is shown."""
+    if st.session_state.pop(_PLAYING, None) == key:
+        return
+    trainer = runs().get(key).trainer
+    if watch.next_snapshot(trainer, state.settings().training.snapshot) is None:
+        state.update(**{"training.snapshot": trainer.snapshots[0].step})
+    st.session_state[_PLAYING] = key
+
+
+def _snapshot_section(key: RunKey, trainer: Trainer, on: bool) -> None:
+    index = watch.snapshot_at(trainer, state.settings().training.snapshot)
+    snapshot = trainer.snapshots[index]
+    formed = run_formation(key)
+    slider, button = st.columns([5, 1], vertical_alignment="bottom")
+    with slider:
+        if on:  # no slider while playing: a tick sent with a slider's older value would read as a drag
+            st.progress(index / (len(trainer.snapshots) - 1),
+                        text=_("Playing: step {step} of {last}", step=snapshot.step, last=trainer.snapshots[-1].step))
+        else:
+            state.bind(st.select_slider, _("Snapshot at step"), "training.snapshot",
+                       options=[s.step for s in trainer.snapshots])
+    with button:
+        fixed = "training.snapshot" in state.locked()
+        st.button(_("Pause") if on else _("Play"), icon=":material/pause:" if on else ":material/play_arrow:",
+                  key="training_play", on_click=_toggle_play, args=(key,), width="stretch",
+                  disabled=fixed or len(trainer.snapshots) < 2,
+                  help=_("Fixed by your teacher's link.") if fixed else _(
+                      "Shows the snapshots in order, one every {seconds} s, and stops at the last.",
+                      seconds=PLAY_EVERY))
+    st.markdown(_("At step {step}: loss {loss}, the pattern's share of the weight **{score}** on the sequence below "
+                  "({held} on {n} new sequences).", step=snapshot.step, loss=f"{snapshot.loss:.3f}",
+                  score=f"{snapshot.score:.2f}", held=f"{formed.held_out.shares[index]:.2f}", n=formation.HELD_OUT))
+    heads(trainer, index, key="training_heads", framed=True)
+    st.caption(_("One sequence the model never trained on (the same for every snapshot): row = the position "
+                 "attending, column = the position attended to; the colour is the weight, from 0 to all of the row's "
+                 "weight, 1 (each row sums to 1; point at a cell for its number). Framed: the pattern to learn. "
+                 "Press Play, or drag the slider, to watch the pattern form."))
+    pattern_note(trainer, index)
+
+
 def pattern_note(trainer: Trainer, index: int) -> None:
     """Under the maps: what the framed cells are, and why a head shows more than them (the induction task: the rule
     at work on rows nobody scores; layer 1's previous-token head), with the numbers of snapshot ``index``."""
@@ -225,11 +313,14 @@ def pattern_note(trainer: Trainer, index: int) -> None:
 _GO = "training_open_head"  # set by the button's callback: the page then switches to the self-attention page
 
 
-def open_head(key: RunKey, index: int, layer: int) -> None:
-    """(A button's callback.) Put the learned head at snapshot ``index`` of ``key``'s run into the self-attention
-    pages' inputs; :func:`follow_open` then goes there."""
+def open_head(key: RunKey) -> None:
+    """(A button's callback.) Put the learned head of the settings' layer at the settings' snapshot of ``key``'s run
+    into the self-attention pages' inputs (the snapshot as the player left it); :func:`follow_open` then goes
+    there."""
     trainer = runs().get(key).trainer
-    opened = watch.head_on_self_attention(trainer, trainer.snapshots[index], layer)
+    own = state.settings().training
+    opened = watch.head_on_self_attention(trainer, trainer.snapshots[watch.snapshot_at(trainer, own.snapshot)],
+                                          own.layer)
     state.update(**opened.changes)
     for name, cells in opened.edits.items():
         state.reset_matrix(name)

@@ -634,6 +634,8 @@ def _trained_training_page(page: Page, base_url: str, query: str = "") -> None:
     the finished run's sections (the run's events, seen from the browser: never a delay)."""
     open_page(page, base_url, "/training" + query, "Watch attention learn")
     train = page.get_by_role("button", name="Train")
+    finished = page.locator("h2").filter(has_text="3. One update explained")
+    expect(train.or_(finished).first).to_be_visible()  # the Train button, or the run this server already has
     for attempt in range(3):  # a click on a page still settling can be lost: click again while the button stays
         if not train.count():
             break
@@ -643,7 +645,7 @@ def _trained_training_page(page: Page, base_url: str, query: str = "") -> None:
         except AssertionError:
             if attempt == 2:
                 raise
-    expect(page.locator("h2").filter(has_text="3. One update explained")).to_be_visible(timeout=APP_RUN_MS * 3)
+    expect(finished).to_be_visible(timeout=APP_RUN_MS * 3)
     wait_for_app_run(page)
 
 
@@ -685,6 +687,52 @@ def test_training_head_maps_read_on_a_projector_and_stack_on_a_phone(browser: Br
     assert abs(first["top"] - second["top"]) <= 1 and second["left"] > first["left"] + first["width"]  # side by side
     first, second = found[390]
     assert second["top"] > first["top"] + first["height"]  # stacked
+
+
+# Every step the line "At step N: ..." shows, in the order shown (a MutationObserver: no polling to miss one).
+_RECORD_STEPS = """() => {
+  window.shownSteps = [];
+  const record = () => {
+    const line = [...document.querySelectorAll('[data-testid="stMarkdownContainer"] p')]
+                   .find(p => /^At step \\d+:/.test(p.textContent));
+    const step = line && Number(line.textContent.match(/^At step (\\d+):/)[1]);
+    if (line && window.shownSteps[window.shownSteps.length - 1] !== step) window.shownSteps.push(step);
+  };
+  new MutationObserver(record).observe(document.body, {subtree: true, childList: true, characterData: true});
+  record();
+}"""
+
+
+def test_training_play_shows_the_snapshots_in_order_and_stops_at_the_last(browser: Browser, app_url: str):
+    """Play steps through the snapshots on the fragment's own timer (AppTest does not run it): from the first, in
+    order, and at the last the player stops (Play again) and the whole page follows (the explained update is the
+    last snapshot's). Meanwhile another student's page opens as usual: the player's short fragment runs do not hold
+    the server. Screenshot: test-artifacts/training-played.png."""
+    query = "?training.task=previous&training.learning_rate=0.03&training.steps=150"
+    with new_page(browser, 1440, 900) as page:
+        _trained_training_page(page, app_url, query)
+        expect(page.get_by_text(re.compile(r"^At step 150:"))).to_be_visible()
+        page.evaluate(_RECORD_STEPS)
+        with new_page(browser, 1280, 800) as other:
+            page.get_by_role("button", name="Play").click()
+            expect(page.get_by_role("button", name="Pause")).to_be_visible()
+            expect(page.get_by_text(re.compile(r"^Playing: step \d+ of 150"))).to_be_visible()  # the slider's place
+            other.goto(app_url + "/temperature", wait_until="commit")  # another student, while the snapshots play
+            expect(page.get_by_role("button", name="Play")).to_be_visible(timeout=APP_RUN_MS)  # stopped by itself
+            wait_for_app_run(other)
+            expect(other.locator("h1").filter(has_text="Temperature: how sharp is the softmax?")).to_be_visible()
+            assert_no_exception(other)
+        expect(page.get_by_text("The update right after the snapshot (step 150)")).to_be_visible()
+        wait_for_app_run(page)
+        shown = page.evaluate("() => window.shownSteps")
+        # 150 (before), then from the first on, in order, to the last; a browser under load may paint two quick
+        # updates as one, so at least 5 of the 7 snapshots are seen, and never one out of order
+        assert shown[:2] == [150, 0] and shown[-1] == 150, shown
+        played = shown[1:]
+        assert played == sorted(played) and set(played) <= {0, 25, 50, 75, 100, 125, 150} and len(played) >= 5, shown
+        expect(page.get_by_text(re.compile(r"^At step 150:"))).to_be_visible()
+        assert_no_exception(page)
+        save_screenshot(page, "training-played", width=1440)
 
 
 # ---------------------------------------------------------------- issue 29: presenter mode, a heatmap that fits

@@ -398,3 +398,48 @@ def test_settings_are_fitted_to_the_run_and_left_alone_once_they_fit(previous):
     assert watch.fit_to_run(TrainingSettings(task="previous", snapshot=60, layer=0), previous) == {
         "training.snapshot": 50, "training.layer": 0, "training.row": 0, "training.col": 0}
     assert watch.openable_positions(previous) == 8
+
+
+def test_the_player_goes_one_snapshot_on_at_a_time_and_stops_at_the_last(previous):
+    assert [s.step for s in previous.snapshots] == [0, 25, 50, 75, 100, 125, 150]
+    assert watch.next_snapshot(previous, 0) == 25
+    assert watch.next_snapshot(previous, 149) == 150  # the settings' step is shown at its snapshot (125)
+    assert watch.next_snapshot(previous, 150) is None and watch.next_snapshot(previous, 5000) is None
+
+
+def test_play_starts_from_the_first_snapshot_at_the_end_and_pause_gives_the_slider_back():
+    """Play and Pause under AppTest (which does not run a fragment's timer: the browser test watches the snapshots go
+    by). While playing, a progress bar stands for the slider. The player's state in the session is the run's key and
+    a flag."""
+    import pickle
+
+    at = _open(**{"training.task": "previous", "training.learning_rate": "0.03", "training.steps": "150"})
+    key = RunKey("previous", 0, 0.03, 150)
+    if training.runs().get(key) is None:
+        _train_on_page(at, key)
+    else:
+        at.run()
+    play = at.button(key="training_play")
+    assert play.label == "Play" and not play.disabled and at.session_state["settings"].training.snapshot == 150
+    play.click().run()  # at the last snapshot: from the first
+    assert not at.exception, at.exception
+    assert at.button(key="training_play").label == "Pause" and at.session_state["settings"].training.snapshot == 0
+    assert _progress_texts(at) == ["Playing: step 0 of 150"] and not at.select_slider
+    assert any(m.value.startswith("At step 0:") for m in at.markdown)
+    player = {k: at.session_state[k] for k in ("training_playing", "training_player_timer")}
+    assert player == {"training_playing": key, "training_player_timer": True}
+    assert len(pickle.dumps(player)) < 300  # what a playing session keeps
+    at.button(key="training_play").click().run()  # Pause: the slider again, where the player was
+    assert at.button(key="training_play").label == "Play" and "training_playing" not in at.session_state
+    assert at.select_slider(key="setting_training.snapshot").value == 0 and not _progress_texts(at)
+    at.select_slider(key="setting_training.snapshot").set_value(75).run()
+    at.button(key="training_play").click().run()  # from the middle: on from there
+    assert at.button(key="training_play").label == "Pause" and _progress_texts(at) == ["Playing: step 75 of 150"]
+    at.button(key="training_play").click().run()
+    assert at.button(key="training_play").label == "Play" and at.session_state["settings"].training.snapshot == 75
+    assert "The update right after the snapshot (step 75)" in _shown(at)
+
+    locked = _open(**{"training.task": "previous", "training.learning_rate": "0.03", "training.steps": "150",
+                      "locked": "training.snapshot"})
+    locked.run()
+    assert locked.button(key="training_play").disabled  # a teacher's link fixed the snapshot: nothing to play
