@@ -4,7 +4,7 @@ form snapshot by snapshot, and see one Adam update with its numbers (attention_c
 import streamlit as st
 
 from attention_core.errors import InputError
-from attention_core.training import watch
+from attention_core.training import formation, watch
 from attention_core.training.model import MAX_LEARNING_RATE, MAX_STEPS, MIN_LEARNING_RATE
 from attention_core.training.tasks import TASKS
 from ui import state, training, widgets
@@ -45,7 +45,7 @@ run = training.runs().get(key)
 if run is None:
     busy = training.busy_with(key)
     st.button(_("Train"), type="primary", icon=":material/play_arrow:", disabled=busy is not None,
-              on_click=training.train, args=(key,))
+              on_click=training.train, args=(key,), key="training_train")
     if busy is not None:
         st.info(_("Your run with seed {seed}, η = {eta} and {steps} steps is still training (step {step}). Start this "
                   "one when it has finished: one run at a time per student keeps the class's server fast. Nothing "
@@ -72,7 +72,6 @@ fitted = watch.fit_to_run(own, trainer)  # the snapshot, layer and entry this ru
 if fitted:
     state.update(**fitted)
     own = state.settings().training
-snapshots = [s.step for s in trainer.snapshots]
 index = watch.snapshot_at(trainer, own.snapshot)
 snapshot = trainer.snapshots[index]
 
@@ -84,19 +83,17 @@ m2.metric(_("Loss at the end"), f"{final.loss:.3f}")
 m3.metric(_("The pattern's share of the weight"), f"{final.score:.2f}",
           help=_("The head's weight on the pattern's cells, averaged over the rows the pattern describes (layer "
                  "{layer}; 1 = exactly the pattern).", layer=task.pattern_layer + 1))
-training.curves(trainer, marked=snapshot.step, key="training_curve")
-st.caption(_("Cross-entropy of the next token at the scored positions, and the share predicted right, for every "
-             "update's batch. The vertical line is the snapshot below."))
+formed = training.run_formation(key)
+training.curves(trainer, marked=snapshot.step, key="training_curve", shares=formed.held_out)
+st.caption(_("Above: the cross-entropy of the next token at the scored positions, for every update's batch. Below: "
+             "the share of those positions predicted right (every update's batch), and the pattern's share of the "
+             "weight at every snapshot, on {n} sequences the model never trained on and on the one sequence of the "
+             "maps in section 2. The vertical lines are the snapshot shown there.", n=formation.HELD_OUT))
+training.formation_note(formed)
 training.download(key)
 
 st.header(_("2. The heads, snapshot by snapshot"))
-state.bind(st.select_slider, _("Snapshot at step"), "training.snapshot", options=snapshots)
-st.markdown(_("At step {step}: loss {loss}, the pattern's share of the weight **{score}**.", step=snapshot.step,
-              loss=f"{snapshot.loss:.3f}", score=f"{snapshot.score:.2f}"))
-training.heads(trainer, index, key=f"training_heads_{index}", expected=True)
-st.caption(_("One sequence the model never trained on (the same for every snapshot): row = the position attending, "
-             "column = the position attended to; palest = 0, dark blue = all of the row's weight (each row sums to "
-             "1; point at a cell for its number). Drag the slider to watch the pattern form."))
+training.snapshots(key)  # the slider, Play, the maps and what they show: a fragment that plays the snapshots
 
 layer_names = [_("Layer {layer}", layer=i + 1) for i in range(task.num_layers)]
 state.bind(st.selectbox, _("Layer to open and to explain below"), "training.layer", options=list(range(task.num_layers)),
@@ -107,7 +104,7 @@ except InputError as error:  # a model wider than the self-attention pages take:
     st.info(widgets.message_markdown(error.message), icon=":material/info:")
 else:
     st.button(_("Open this head on the Self-attention page"), icon=":material/open_in_new:", key="training_open",
-              on_click=training.open_head, args=(key, index, own.layer))
+              on_click=training.open_head, args=(key,))
     st.caption(_("Puts the probe's {n} tokens, this layer's input X and its learned W_q, W_k, W_v ({d} × {d}) into "
                  "the example “Your own sentence” (replacing its sentence and your edits there). The Self-attention "
                  "page's scaled scores are this head's; that page has no mask, so its weights also spread over later "

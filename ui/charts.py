@@ -204,6 +204,70 @@ def pattern(matrix, *, key: str, row_title: str, col_title: str, max_width: int 
     widgets.table(m, shown or [str(i) for i in range(rows)], shown or [str(j) for j in range(cols)], key)
 
 
+# ---------------------------------------------------------------- attention weights, cells framed
+
+#: A weights map's label font (px, normal mode): readable on a projector, and beside 20 px cells.
+MAP_LABEL_FONT = 13
+#: Its cells' smallest and largest size (px, normal mode) and how wide its plot is at most.
+MAP_CELL_MIN, MAP_CELL_MAX, MAP_PLOT_PX = 22, 44, 400
+
+
+def map_cell_px(n: int, scale: float = 1.0) -> int:
+    """The cell size of an n × n weights map: its plot about :data:`MAP_PLOT_PX` wide, each cell at least
+    :data:`MAP_CELL_MIN` (its label fits beside it) and at most :data:`MAP_CELL_MAX`; ``scale`` times that."""
+    return int(max(MAP_CELL_MIN, min(MAP_CELL_MAX, MAP_PLOT_PX // max(n, 1))) * scale)
+
+
+@st.cache_data(show_spinner=False)
+def _weights_map_spec(row_title: str, col_title: str, value_title: str, cell: int, scale: float = 1.0) -> dict:
+    label = presenter.font_px(MAP_LABEL_FONT, scale)
+    x = alt.X("key:N", sort=alt.EncodingSortField("j"), title=col_title,
+              axis=alt.Axis(orient="top", labelAngle=-45, labelOverlap=False, labelFontSize=label,
+                            titleFontSize=presenter.font_px(14, scale)))
+    y = alt.Y("query:N", sort=alt.EncodingSortField("i"), title=row_title,
+              axis=alt.Axis(labelOverlap=False, labelFontSize=label, titleFontSize=presenter.font_px(14, scale)))
+    base = alt.Chart().encode(x=x, y=y)
+    tooltip = [alt.Tooltip("query:N", title=row_title), alt.Tooltip("key:N", title=col_title),
+               alt.Tooltip("weight:Q", title=value_title, format=".3f")]
+    rect = base.mark_rect().encode(
+        color=alt.Color("weight:Q", title=value_title, legend=alt.Legend(
+            orient="bottom", direction="horizontal", gradientLength=min(240 * scale, 8 * cell), format=".1f",
+            labelFontSize=label, titleFontSize=label, titleOrient="left", values=[0, 0.5, 1])),
+        tooltip=tooltip)
+    # the frames: a black ring with a white line inside, seen on white, dark red and viridis's purple and yellow
+    framed = base.transform_filter("datum.framed")
+    outer = framed.mark_rect(fill=None, stroke="#000", strokeWidth=4 * scale).encode(tooltip=tooltip)
+    inner = framed.mark_rect(fill=None, stroke="#fff", strokeWidth=1.5 * scale).encode(tooltip=tooltip)
+    chart = alt.layer(rect, outer, inner).properties(width=alt.Step(cell), height=alt.Step(cell))
+    return _finish(chart, scale)
+
+
+def weights_map(weights, *, key: str, labels: Sequence[str], row_title: str, col_title: str,
+                framed: Sequence[tuple[int, int]] = ()) -> None:
+    """A head's attention weights (n × n, each in [0, 1]) as colours, every row and column named by ``labels``, a
+    colour legend under it, the cells ``framed`` ((row, column), 0-based) outlined; the numbers in tooltips (and in
+    a table with the *tables* switch). The app's one scale of weights (:func:`widgets.weights_scale`): the same
+    colour is the same weight in every map."""
+    m = np.asarray(weights, dtype=float)
+    n = m.shape[0]
+    scale = presenter.scale()
+    names = np.asarray(list(labels), dtype=object)
+    ii, jj = np.indices(m.shape)
+    marked = np.zeros(m.shape, dtype=bool)
+    for r, c in framed:
+        marked[r, c] = True
+    df = pd.DataFrame({"i": ii.ravel(), "j": jj.ravel(), "query": names[ii.ravel()], "key": names[jj.ravel()],
+                       "weight": m.ravel(), "framed": marked.ravel()})
+    spec = copy.deepcopy(_weights_map_spec(row_title, col_title, _("weight"), map_cell_px(n, scale), scale))
+    spec["layer"][0]["encoding"]["color"]["scale"] = widgets.weights_scale()
+    spec["description"] = widgets.describe(_("Heatmap"), n, m.shape[1], row_title, col_title, float(m.min()),
+                                           float(m.max()))
+    if framed:
+        spec["description"] += " " + _("{n} cells are framed: the pattern to learn.", n=len(framed))
+    _show(df, spec, key)
+    widgets.table(m, list(labels), list(labels), key)
+
+
 # ---------------------------------------------------------------- the pixel image
 
 

@@ -13,6 +13,7 @@ Shape legend: T positions of the probe, D = d_model of the task's model, L layer
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import torch
 
@@ -98,6 +99,13 @@ def snapshot_at(trainer: Trainer, step: int) -> int:
     """The index of the trainer's last snapshot at or before ``step`` (its first if none is)."""
     steps = [s.step for s in trainer.snapshots]
     return max((i for i, s in enumerate(steps) if s <= step), default=0)
+
+
+def next_snapshot(trainer: Trainer, step: int) -> Optional[int]:
+    """The step of the snapshot after the one shown at ``step`` (:func:`snapshot_at`), or None at the last: where
+    the page's player goes next, and where it stops."""
+    index = snapshot_at(trainer, step) + 1
+    return trainer.snapshots[index].step if index < len(trainer.snapshots) else None
 
 
 def token_labels(trainer: Trainer) -> list[str]:

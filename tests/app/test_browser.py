@@ -755,6 +755,112 @@ def test_training_shows_progress_then_the_run_and_its_script_trains_it_again(pag
     save_screenshot(page, "page-training-after-run")
 
 
+def _trained_training_page(page: Page, base_url: str, query: str = "") -> None:
+    """Open *Watch attention learn* and have its run: click Train unless this server has it already, then wait for
+    the finished run's sections (the run's events, seen from the browser: never a delay)."""
+    open_page(page, base_url, "/training" + query, "Watch attention learn")
+    train = page.get_by_role("button", name="Train")
+    finished = page.locator("h2").filter(has_text="3. One update explained")
+    expect(train.or_(finished).first).to_be_visible()  # the Train button, or the run this server already has
+    for attempt in range(3):  # a click on a page still settling can be lost: click again while the button stays
+        if not train.count():
+            break
+        train.click()
+        try:
+            expect(train).to_have_count(0, timeout=APP_RUN_MS // 3)
+        except AssertionError:
+            if attempt == 2:
+                raise
+    expect(finished).to_be_visible(timeout=APP_RUN_MS * 3)
+    wait_for_app_run(page)
+
+
+# Each head map of Watch attention learn (its chart's accessible name names its axes): where its cells are drawn, and
+# the rendered size of its axis labels (the computed font size times the SVG's scale on the screen).
+_HEAD_MAPS = """() => [...document.querySelectorAll(
+    '[data-testid="stVegaLiteChart"][aria-label*="query (position, token)"]')].map(chart => {
+  const cells = chart.querySelector('svg g.mark-rect').getBoundingClientRect();
+  const labels = [...chart.querySelectorAll('svg g.role-axis-label text')].map(t => {
+    const m = t.getScreenCTM();
+    return parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);
+  });
+  return {left: cells.left, top: cells.top, width: cells.width, height: cells.height, labels: labels.length,
+          smallest: Math.min(...labels)};
+})"""
+
+
+def test_training_head_maps_read_on_a_projector_and_stack_on_a_phone(browser: Browser, app_url: str):
+    """The maps of the heads were 288 px wide in all with labels of 7–10 px. At 1440 × 900 the two layers' maps stand
+    side by side, each map's 16 × 16 cells at least 352 px wide, every label at least 11 px; at 390 × 844 they stack,
+    as readable, and what is wider than the phone scrolls in its own box. Screenshots: test-artifacts/training-*.png."""
+    found = {}
+    for width, height in ((1440, 900), (390, 844)):
+        with new_page(browser, width, height) as page:
+            _trained_training_page(page, app_url)
+            expect(page.locator('[data-testid="stVegaLiteChart"][aria-label*="query (position, token)"] '
+                                'svg g.mark-rect').first).to_be_attached()
+            found[width] = page.evaluate(_HEAD_MAPS)
+            phone = page.evaluate(_PHONE_CHECK)
+            assert_no_exception(page)
+            save_screenshot(page, f"training-{width}", width=width)
+        assert phone["cut"] == [] and phone["page"] <= 1, (width, phone)
+    for width, maps in found.items():
+        for one in maps:
+            assert one["width"] >= 16 * 22 and one["height"] >= 16 * 22, (width, one)
+            assert one["labels"] >= 32 and one["smallest"] >= 11, (width, one)
+        assert len(maps) == 2, (width, maps)  # layer 1 and layer 2: the pattern is framed on layer 2's map
+    first, second = found[1440]
+    assert abs(first["top"] - second["top"]) <= 1 and second["left"] > first["left"] + first["width"]  # side by side
+    first, second = found[390]
+    assert second["top"] > first["top"] + first["height"]  # stacked
+
+
+# Every step the line "At step N: ..." shows, in the order shown (a MutationObserver: no polling to miss one).
+_RECORD_STEPS = """() => {
+  window.shownSteps = [];
+  const record = () => {
+    const line = [...document.querySelectorAll('[data-testid="stMarkdownContainer"] p')]
+                   .find(p => /^At step \\d+:/.test(p.textContent));
+    const step = line && Number(line.textContent.match(/^At step (\\d+):/)[1]);
+    if (line && window.shownSteps[window.shownSteps.length - 1] !== step) window.shownSteps.push(step);
+  };
+  new MutationObserver(record).observe(document.body, {subtree: true, childList: true, characterData: true});
+  record();
+}"""
+
+
+def test_training_play_shows_the_snapshots_in_order_and_stops_at_the_last(browser: Browser, app_url: str):
+    """Play steps through the snapshots on the fragment's own timer (AppTest does not run it): from the first, in
+    order, and at the last the player stops (Play again) and the whole page follows (the explained update is the
+    last snapshot's). Meanwhile another student's page opens as usual: the player's short fragment runs do not hold
+    the server. Screenshot: test-artifacts/training-played.png."""
+    query = "?training.task=previous&training.learning_rate=0.03&training.steps=150"
+    with new_page(browser, 1440, 900) as page:
+        _trained_training_page(page, app_url, query)
+        expect(page.get_by_text(re.compile(r"^At step 150:"))).to_be_visible()
+        page.evaluate(_RECORD_STEPS)
+        with new_page(browser, 1280, 800) as other:
+            page.get_by_role("button", name="Play").click()
+            expect(page.get_by_role("button", name="Pause")).to_be_visible()
+            expect(page.get_by_text(re.compile(r"^Playing: step \d+ of 150"))).to_be_visible()  # the slider's place
+            other.goto(app_url + "/temperature", wait_until="commit")  # another student, while the snapshots play
+            expect(page.get_by_role("button", name="Play")).to_be_visible(timeout=APP_RUN_MS)  # stopped by itself
+            wait_for_app_run(other)
+            expect(other.locator("h1").filter(has_text="Temperature: how sharp is the softmax?")).to_be_visible()
+            assert_no_exception(other)
+        expect(page.get_by_text("The update right after the snapshot (step 150)")).to_be_visible()
+        wait_for_app_run(page)
+        shown = page.evaluate("() => window.shownSteps")
+        # 150 (before), then from the first on, in order, to the last; a browser under load may paint two quick
+        # updates as one, so at least 5 of the 7 snapshots are seen, and never one out of order
+        assert shown[:2] == [150, 0] and shown[-1] == 150, shown
+        played = shown[1:]
+        assert played == sorted(played) and set(played) <= {0, 25, 50, 75, 100, 125, 150} and len(played) >= 5, shown
+        expect(page.get_by_text(re.compile(r"^At step 150:"))).to_be_visible()
+        assert_no_exception(page)
+        save_screenshot(page, "training-played", width=1440)
+
+
 # ---------------------------------------------------------------- issue 29: presenter mode, a heatmap that fits
 
 #: Presenter mode's smallest number on a 1920 × 1080 projector (ui/presenter.py MIN_FONT_PX).
