@@ -239,14 +239,11 @@ _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 def weights_scale() -> dict:
-    """The Vega-Lite colour scale of attention weights, [0, 1]: one sequential scale, the colours the heatmaps give
-    numbers ≥ 0 (:func:`palette_scheme`): white to red, the ≥ 0 half of red–blue (its middle, white, at 0), or
-    viridis in the colour-blind safe palette. A chart sets it whole (no per-chart maximum): the same colour is the
-    same weight in every map."""
+    """The Vega-Lite colour scale of attention weights, [0, 1]: the one sequential scale the heatmaps give numbers
+    ≥ 0 (:func:`palette_scheme`): white to blue, or viridis in the colour-blind safe palette. A chart sets it whole
+    (no per-chart maximum): the same colour is the same weight in every map."""
     scheme, reverse = palette_scheme(signed=False)
-    if scheme == "viridis":
-        return {"scheme": scheme, "domain": [0.0, 1.0]}
-    return {"scheme": scheme, "reverse": reverse, "domain": [0.0, 1.0], "domainMid": 0.0}
+    return {"scheme": scheme, "reverse": reverse, "domain": [0.0, 1.0]}
 
 
 def describe(kind: str, rows: int, cols: int, row_title: str, col_title: str, low: float, high: float,
