@@ -911,7 +911,9 @@ TRAIN_BUTTON = "Train"
 # run has finished clicks these.
 TRAINING_RESULT_KEYS = ("setting_training.layer", "setting_training.which", "setting_training.row",
                         "setting_training.col")
-_QUEUE_PLACE = re.compile(r"(\d+) run\(s\) ahead")  # ui/training.py's status(): "Waiting for the server: k run(s) ..."
+# ui/training.py's status(): "Starting your run…" (nobody ahead), "Waiting for the server: 1 run is ahead of yours",
+# "... k runs are ahead of yours"; the place is group 1, or 0 when it is the first sentence.
+_QUEUE_PLACE = re.compile(r"Starting your run|(\d+) runs? (?:is|are) ahead")
 _STEP = re.compile(r"step (\d+) of (\d+)")  # ... or "Training: step n of N."
 
 
@@ -966,11 +968,12 @@ def _read_progress(learner: Learner, texts: list[str]) -> None:
     for text in texts:
         place, step = _QUEUE_PLACE.search(text), _STEP.search(text)
         if place:
+            ahead = int(place[1] or 0)
             if learner.steps:
-                learner.order_errors.append(f"queue place {place[1]} after step {learner.steps[-1]}")
-            elif learner.queue_places and int(place[1]) > learner.queue_places[-1]:
-                learner.order_errors.append(f"queue place {learner.queue_places[-1]} -> {place[1]}")
-            learner.queue_places.append(int(place[1]))
+                learner.order_errors.append(f"queue place {ahead} after step {learner.steps[-1]}")
+            elif learner.queue_places and ahead > learner.queue_places[-1]:
+                learner.order_errors.append(f"queue place {learner.queue_places[-1]} -> {ahead}")
+            learner.queue_places.append(ahead)
         elif step:
             if learner.steps and int(step[1]) < learner.steps[-1]:
                 learner.order_errors.append(f"step {learner.steps[-1]} -> {step[1]}")
