@@ -155,7 +155,7 @@ def open_head(layer: int, head: int) -> None:
     state.update(**{"modern_lm.layer": layer, "modern_lm.head": head})
 
 
-grid = lm_data.pictures(own.prompt, own.chat_template)
+grid = lm_data.pictures(own.prompt, own.chat_template, state.settings().palette)
 l0, l1 = model_view.layer_block(model.num_layers, own.layer, key="lm_grid_layers")
 shown = grid[(grid["layer"] > l0) & (grid["layer"] <= l1)]
 group_columns = st.columns(model.num_kv_heads)

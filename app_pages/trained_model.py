@@ -94,7 +94,8 @@ def open_head(layer: int, head: int) -> None:
     state.update(**{"trained_model.layer": layer, "trained_model.head": head})
 
 
-model_view.head_grid(data.pictures, (own.layer, own.head), key="tm_grid",
+model_view.head_grid(model_data.grid_pictures(own.sentence, own.padding, state.settings().palette),
+                     (own.layer, own.head), key="tm_grid",
                      on_pick=open_head, focus=data.focus)
 
 layer, head = own.layer, own.head

@@ -88,9 +88,10 @@ def generation(text: str, chat_template: bool, count: int) -> tuple[modern_lm.Ge
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def pictures(text: str, chat_template: bool) -> pd.DataFrame:
-    """The grid's picture of every head (``model_view.head_pictures``), with its key/value head (1-based)."""
+def pictures(text: str, chat_template: bool, palette: str = "classic") -> pd.DataFrame:
+    """The grid's picture of every head (``model_view.head_pictures``, in the ``palette``'s colours of weights), with
+    its key/value head (1-based)."""
     run = prompt_run(text, chat_template)
-    table = model_view.head_pictures(run.pictures.numpy())
+    table = model_view.head_pictures(run.pictures.numpy(), palette=palette)
     model = decoder()
     return table.assign(kv_head=[model.kv_head(h - 1) + 1 for h in table["head"]])

@@ -92,6 +92,16 @@ def sentence_data(text: str, padding: int) -> SentenceData:
                         focus=head_findings.head_focus(run.attentions, encoding))
 
 
+@st.cache_resource(max_entries=TEXTS, show_spinner=False)
+def grid_pictures(text: str, padding: int, palette: str) -> pd.DataFrame:
+    """The grid's pictures in the session's palette: the text's own (classic), or drawn again in the colour-blind
+    safe palette's colours (72 PNGs, ~30 ms, once per text and server)."""
+    data = sentence_data(text, padding)
+    if palette == "classic":
+        return data.pictures
+    return model_view.head_pictures(data.run.attentions.numpy(), palette=palette)
+
+
 @st.cache_resource(max_entries=HEADS, show_spinner=False)
 def head(text: str, padding: int, layer: int, head: int) -> pretrained.HeadStep:
     """One head recomputed step by step (see ``pretrained.head_step``)."""

@@ -32,12 +32,18 @@ from attention_core.trained_model import head_findings
 from . import presenter, stepthrough, widgets
 from .i18n import _
 
-#: Colour stops of the weights' scale (Vega's "blues"), value in [0, 1] -> RGB.
+#: Colour stops of the weights' scale, value in [0, 1] -> RGB, per palette: the scales the heatmaps give numbers
+#: >= 0 (``widgets.palette_scheme``): Vega's "blues" (classic) and "viridis" (colour-blind safe).
 _STOPS = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
-_RGB = np.array([[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]], dtype=float)
+_RGB = {
+    "classic": np.array([[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]], dtype=float),
+    "cvd": np.array([[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]], dtype=float),
+}
 
-#: 256 colours along the stops: level k (= 255·√weight) -> RGB.
-_LUT = np.stack([np.interp(np.linspace(0, 1, 256), _STOPS, _RGB[:, c]) for c in range(3)], axis=-1).astype(np.uint8)
+#: 256 colours along each palette's stops: level k (= 255·√weight) -> RGB.
+_LUTS = {name: np.stack([np.interp(np.linspace(0, 1, 256), _STOPS, rgb[:, c]) for c in range(3)],
+                        axis=-1).astype(np.uint8) for name, rgb in _RGB.items()}
+_LUT = _LUTS["classic"]
 
 GRID_CELL_PX = 74  # the grid's row height: a head's picture is at most this tall (plus a gap)
 #: A head's picture is at most PICTURE × PICTURE pixels: about what the grid shows of it (0.9 · GRID_CELL_PX = 66 px).
@@ -49,22 +55,23 @@ def pool(weights: np.ndarray, side: int = PICTURE) -> np.ndarray:
     return head_findings.block_means(torch.as_tensor(np.asarray(weights, dtype=np.float32)), side).numpy()
 
 
-def _png_data_url(weights: np.ndarray) -> str:
-    """An n × n matrix of weights in [0, 1] as an n × n-pixel PNG data URL.
+def _png_data_url(weights: np.ndarray, palette: str = "classic") -> str:
+    """An n × n matrix of weights in [0, 1] as an n × n-pixel PNG data URL, in the ``palette``'s colours of weights
+    ("classic": white to blue; "cvd": viridis).
 
     The colour follows √weight (as the large map's scale does), so that a weight of 0.1 is
     still visible next to 1. The chart scales the picture up without smoothing (sharp cells).
     """
     levels = np.rint(np.sqrt(np.clip(weights, 0.0, 1.0)) * 255).astype(np.uint8)  # (n, n): √weight in 0..255
-    rgb = _LUT[levels]  # (n, n, 3)
+    rgb = _LUTS.get(palette, _LUT)[levels]  # (n, n, 3)
     buffer = io.BytesIO()
     Image.fromarray(rgb, mode="RGB").save(buffer, format="PNG", compress_level=1)  # fast; a few kB each
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def head_pictures(attentions: np.ndarray, side: int = PICTURE) -> pd.DataFrame:
+def head_pictures(attentions: np.ndarray, side: int = PICTURE, palette: str = "classic") -> pd.DataFrame:
     """One row per head: layer and head (1-based) and the picture of its weights, at most ``side`` pixels a side
-    (block means of longer texts: :func:`pool`).
+    (block means of longer texts: :func:`pool`), in the ``palette``'s colours of weights.
 
     Args:
         attentions: (L, H, n, n) attention probabilities.
@@ -72,7 +79,7 @@ def head_pictures(attentions: np.ndarray, side: int = PICTURE) -> pd.DataFrame:
     layers, heads = attentions.shape[:2]
     small = pool(attentions, side)  # (L, H, ≤ side, ≤ side), all heads at once
     rows = [
-        {"layer": layer + 1, "head": head + 1, "url": _png_data_url(small[layer, head])}
+        {"layer": layer + 1, "head": head + 1, "url": _png_data_url(small[layer, head], palette)}
         for layer in range(layers) for head in range(heads)
     ]
     return pd.DataFrame(rows)

@@ -79,3 +79,29 @@ def test_the_map_data_of_a_window_holds_its_cells_of_the_full_matrix_by_their_gl
     assert not model_view.map_data(weights, labels, rows, cols, selected=None)["selected"].any()
     whole = model_view.map_data(weights[:13, :13], labels[:13], (0, 13), (0, 13), selected=None)
     np.testing.assert_array_equal(whole["weight"].to_numpy().reshape(13, 13), weights[:13, :13])
+
+
+def test_the_pictures_take_the_palettes_colours_of_weights():
+    """White to blue (classic) or viridis (colour-blind safe), as every heatmap's numbers >= 0: a weight of 0 is the
+    scale's first colour, 1 its last."""
+    attentions = np.zeros((1, 1, 4, 4), dtype=np.float32)
+    attentions[0, 0, :, 0] = 1.0
+    for palette, zero, one in (("classic", (247, 251, 255), (8, 48, 107)), ("cvd", (68, 1, 84), (253, 231, 37))):
+        url = model_view.head_pictures(attentions, palette=palette)["url"].iloc[0]
+        pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))))
+        assert tuple(pixels[0, 0]) == one and tuple(pixels[0, 1]) == zero, palette
+
+
+def test_the_trained_models_grid_follows_the_colour_blind_palette():
+    from conftest import APP, charts
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.query_params["palette"] = "cvd"
+    at.run()
+    at.switch_page("app_pages/trained_model.py").run()
+    assert not at.exception, at.exception
+    (grid,) = [data for spec, data in charts(at) if "head_pick" in str(spec)]
+    pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(grid["url"].iloc[0].split(",", 1)[1]))))
+    viridis = {tuple(c) for c in model_view._LUTS["cvd"]}
+    assert {tuple(p) for p in pixels.reshape(-1, 3)} <= viridis

@@ -344,3 +344,19 @@ def test_a_host_turns_the_page_off(monkeypatch):
     at = _open()
     assert any("turned off" in i.value for i in at.info)
     assert not at.dataframe and not at.error
+
+
+def test_the_grid_follows_the_colour_blind_palette():
+    import base64
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from ui import model_view
+
+    at = _open(palette="cvd")
+    urls = [data["url"].iloc[0] for spec, data in charts(at) if "head_pick" in str(spec)]
+    assert len(urls) == 3
+    pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(urls[0].split(",", 1)[1]))))
+    assert {tuple(p) for p in pixels.reshape(-1, 3)} <= {tuple(c) for c in model_view._LUTS["cvd"]}
