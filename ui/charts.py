@@ -156,7 +156,7 @@ def bars(values: Sequence[float], labels: Sequence[str], *, key: str, x_title: s
 
 @st.cache_data(show_spinner=False)
 def _pattern_spec(row_title: str, col_title: str, value_title: str, cell: int, rows: int, cols: int,
-                  signed: bool, cvd: bool = False, labelled: bool = False, scale: float = 1.0) -> dict:
+                  scheme: str, reverse: bool, labelled: bool = False, scale: float = 1.0) -> dict:
     if labelled:  # every row and column named (the labels are in the data, "1 A", "2 D", ...)
         x = alt.X("j:O", title=col_title, sort=None, axis=alt.Axis(labelAngle=-60, labelOverlap=False,
                                                                   labelFontSize=10 * scale))
@@ -165,10 +165,7 @@ def _pattern_spec(row_title: str, col_title: str, value_title: str, cell: int, r
         x = alt.X("j:O", title=col_title, axis=alt.Axis(values=list(range(0, cols, max(1, cols // 8))), labelAngle=0))
         y = alt.Y("i:O", title=row_title, axis=alt.Axis(values=list(range(0, rows, max(1, rows // 8)))))
     rect = alt.Chart().mark_rect().encode(
-        x=x, y=y, color=alt.Color("value:Q", scale=(alt.Scale(scheme="blueorange") if cvd and signed
-                                                    else alt.Scale(scheme="viridis") if cvd
-                                                    else alt.Scale(scheme="redblue", reverse=True) if signed
-                                                    else alt.Scale(scheme="blues")),
+        x=x, y=y, color=alt.Color("value:Q", scale=alt.Scale(scheme=scheme, reverse=reverse),
                                   legend=None if labelled else alt.Legend(
                                       title=value_title, orient="right", direction="vertical",
                                       gradientLength=min(300 * scale, rows * cell))),
@@ -181,7 +178,8 @@ def pattern(matrix, *, key: str, row_title: str, col_title: str, max_width: int 
             labels: Optional[Sequence[str]] = None) -> None:
     """A large matrix as colours only (e.g. positions × d_model), 0-based axis ticks, values in tooltips.
 
-    Signed values: red–white–blue around 0; values that are all >= 0 (weights): white to blue. ``labels``: a square
+    The palette's scale (``widgets.palette_scheme``): signed values diverging around 0, values that are all >= 0
+    (weights) sequential from 0. ``labels``: a square
     matrix's row and column names (every one shown) instead of 0-based ticks, and no colour legend (narrow columns
     side by side: say what the colours mean beside them).
     """
@@ -195,8 +193,8 @@ def pattern(matrix, *, key: str, row_title: str, col_title: str, max_width: int 
                        "j": jj.ravel() if names is None else names[jj.ravel()], "value": m.ravel()})
     top = float(np.abs(m).max()) or 1.0
     signed = bool((m < 0).any())
-    spec = copy.deepcopy(_pattern_spec(row_title, col_title, _("value"), cell, rows, cols, signed,
-                                       state.settings().palette == "cvd", labels is not None, scale))
+    spec = copy.deepcopy(_pattern_spec(row_title, col_title, _("value"), cell, rows, cols,
+                                       *widgets.palette_scheme(signed), labels is not None, scale))
     spec["encoding"]["color"]["scale"]["domain"] = [-top, top] if signed else [0.0, top]
     spec["description"] = widgets.describe(_("Heatmap"), rows, cols, row_title, col_title, float(m.min()), float(m.max()))
     _show(df, spec, key)
@@ -254,8 +252,9 @@ def weights_map(weights, *, key: str, labels: Sequence[str], row_title: str, col
     names = np.asarray(list(labels), dtype=object)
     ii, jj = np.indices(m.shape)
     marked = np.zeros(m.shape, dtype=bool)
-    for r, c in framed:
-        marked[r, c] = True
+    if framed:
+        rows, cols = zip(*framed)
+        marked[list(rows), list(cols)] = True
     df = pd.DataFrame({"i": ii.ravel(), "j": jj.ravel(), "query": names[ii.ravel()], "key": names[jj.ravel()],
                        "weight": m.ravel(), "framed": marked.ravel()})
     spec = copy.deepcopy(_weights_map_spec(row_title, col_title, _("weight"), map_cell_px(n, scale), scale))

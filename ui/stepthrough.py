@@ -183,9 +183,10 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *,
     step-through, not the whole page (the router, the sidebar, the page's settings).
 
     The stage shown is ``page.steps(walk, <the settings' page.stage_field>)``, built again on each fragment rerun
-    with the page's walk-through of the last whole-page run as of the current settings (its explained entry). A click inside the fragment that changed anything
-    else (a mask cell, which is an edit) reruns the whole page instead. A session that has not chosen an entry opens
-    at the page's ``opening_entry`` (where the default entry would explain zeros). The callbacks get the StepThrough;
+    with the page's walk-through of the last whole-page run as of the current settings (its explained entry). A click
+    inside the fragment that changed anything else (a mask cell, which is an edit) reruns the whole page instead. A
+    session that has not chosen an entry opens at the page's ``opening_entry`` (where the default entry would explain
+    zeros). The callbacks get the StepThrough;
     ``options`` go to :func:`show`. The link is written on every fragment run. Under it, the page's printable
     worksheet of every stage and its answer key, every step as Markdown, the self-checking script and notebook
     (``attention_core.classroom.scripts``, ``notebook``, from the page's recipe) and any heatmap (``ui.worksheet``).
@@ -226,12 +227,12 @@ def _draw_live(build, explain, after_panels, after_entry, after_checks, options)
         st.session_state[_OUTER] = fingerprint
     elif st.session_state.get(_OUTER) != fingerprint:
         st.rerun(scope="app")  # the click changed what the page around the step-through shows
-    shown = (steps.page.key, steps.stage.key)
-    moved = st.session_state.get(_SHOWN_STAGE, shown)[0] == shown[0] and st.session_state.get(_SHOWN_STAGE) != shown
+    shown, last = (steps.page.key, steps.stage.key), st.session_state.get(_SHOWN_STAGE)
+    moved = last is not None and last[0] == shown[0] and last != shown  # another stage of the same page
     st.session_state[_SHOWN_STAGE] = shown
     show(steps, explain, after_panels=_call(after_panels, steps), after_entry=_call(after_entry, steps),
          after_checks=_call(after_checks, steps), **options)
-    if moved:  # another stage of the same page: on a projector, bring it into view
+    if moved:  # on a projector, bring it into view
         st.session_state[_MOVES] = st.session_state.get(_MOVES, 0) + 1
         presenter.keep_the_step_in_view(st.session_state[_MOVES])
     state.write_link()  # the stage and the entry are in the link

@@ -396,7 +396,6 @@ def heatmap_figure(
     if longest * 0.6 * presenter.font_px(AXIS_FONT, scale) <= cell - 6:
         for layer in spec["layer"]:
             layer["encoding"]["x"]["axis"]["labelAngle"] = 0
-    spec["usermeta"] = {"cells": {"exponent": exponent, "decimals": decimals}}
     spec["description"] = describe(_("Heatmap"), *m.shape[-2:] if m.ndim == 2 else (1, m.size), row_title, col_title,
                                    float(finite.min()) if finite.size else 0.0,
                                    float(finite.max()) if finite.size else 0.0, int(blocked.sum()))

@@ -197,7 +197,8 @@ def mean_weight(weights: torch.Tensor, cells: Sequence[tuple[int, int]]) -> floa
     those rows' weight on those cells. NaN without cells."""
     if not cells:
         return math.nan
-    return float(sum(float(weights[r, c]) for r, c in cells) / len(cells))
+    rows, cols = zip(*cells)
+    return float(weights[list(rows), list(cols)].mean())
 
 
 def previous_token_share(weights: torch.Tensor) -> float:

@@ -84,6 +84,14 @@ def _train_on_page(at: AppTest, key: RunKey) -> None:
     assert not at.exception, at.exception
 
 
+def _with_run(at: AppTest, key: RunKey) -> None:
+    """The page with the run ``key`` finished: trained by its Train button, unless the server already has it."""
+    if training.runs().get(key) is None:
+        _train_on_page(at, key)
+    else:
+        at.run()
+
+
 def _open(**params: str) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params.update(params)
@@ -198,10 +206,7 @@ def test_the_head_maps_are_readable_on_the_apps_one_scale_of_weights_with_the_pa
     at = _open(**{"training.task": "induction", "training.learning_rate": "0.003", "training.steps": "50",
                   "palette": palette})
     key = RunKey("induction", 0, 0.003, 50)
-    if training.runs().get(key) is None:
-        _train_on_page(at, key)
-    else:
-        at.run()
+    _with_run(at, key)
     maps = _head_maps(at)
     assert len(maps) == 2, [spec.get("description") for spec, _ in charts(at)]  # layer 1, layer 2: no third map
     trainer = training.runs().get(key).trainer
@@ -230,10 +235,7 @@ def test_the_page_says_what_the_frames_mark_and_why_layer_2_shows_more():
 
     at = _open(**{"training.task": "induction", "training.learning_rate": "0.003", "training.steps": "50"})
     key = RunKey("induction", 0, 0.003, 50)
-    if training.runs().get(key) is None:
-        _train_on_page(at, key)
-    else:
-        at.run()
+    _with_run(at, key)
     trainer = training.runs().get(key).trainer
     last = trainer.snapshots[-1]
     shown = _shown(at)
@@ -250,10 +252,7 @@ def test_the_page_says_what_the_frames_mark_and_why_layer_2_shows_more():
 
     at = _open(**{"training.task": "previous", "training.learning_rate": "0.03", "training.steps": "150"})
     key = RunKey("previous", 0, 0.03, 150)
-    if training.runs().get(key) is None:
-        _train_on_page(at, key)
-    else:
-        at.run()
+    _with_run(at, key)
     shown = _shown(at)
     labels = watch.token_labels(training.runs().get(key).trainer)  # "1 B", "2 A", ...: every row but the first
     assert f"The task scores rows {', '.join(labels[1:])} of this sequence" in shown, shown
@@ -269,10 +268,7 @@ def test_the_page_says_when_the_head_formed_against_the_loss_with_the_runs_numbe
 
     at = _open()  # the default run: induction, seed 0, η = 0.003, 600 steps
     key = RunKey("induction", 0, 0.003, 600)
-    if training.runs().get(key) is None:
-        _train_on_page(at, key)
-    else:
-        at.run()
+    _with_run(at, key)
     trainer = training.runs().get(key).trainer
     formed = formation.formation(trainer)
     shown = _shown(at)
@@ -371,10 +367,7 @@ def test_the_exported_script_trains_again_and_checks_the_final_loss_and_pattern(
 def test_after_a_page_switch_the_runs_widgets_show_what_the_page_computes_with():
     at = _open(**{"training.task": "previous", "training.learning_rate": "0.03", "training.steps": "150"})
     key = RunKey("previous", 0, 0.03, 150)
-    if training.runs().get(key) is None:
-        _train_on_page(at, key)
-    else:
-        at.run()
+    _with_run(at, key)
     at.select_slider(key="setting_training.snapshot").set_value(25).run()
     at.selectbox(key="setting_training.row").set_value(3).run()
     at.switch_page("app_pages/self_attention.py").run()
@@ -413,10 +406,7 @@ def test_play_starts_from_the_first_snapshot_at_the_end_and_pause_gives_the_slid
 
     at = _open(**{"training.task": "previous", "training.learning_rate": "0.03", "training.steps": "150"})
     key = RunKey("previous", 0, 0.03, 150)
-    if training.runs().get(key) is None:
-        _train_on_page(at, key)
-    else:
-        at.run()
+    _with_run(at, key)
     play = at.button(key="training_play")
     assert play.label == "Play" and not play.disabled and at.session_state["settings"].training.snapshot == 150
     play.click().run()  # at the last snapshot: from the first
