@@ -13,7 +13,7 @@ import streamlit as st
 from attention_core import registry
 from attention_core.inputs.presets import PRESETS
 from attention_core.settings import LANGUAGES, PALETTES
-from ui import layout, presenter, runtime, state, teacher, widgets
+from ui import class_live, layout, presenter, runtime, state, teacher, widgets
 from ui.i18n import _
 
 runtime.tune_server()  # once per process: cheap garbage collection, no Nagle delay (ui/runtime.py)
@@ -24,7 +24,7 @@ with runtime.one_run_at_a_time():
     # The tab's icon from a file: given ":material/visibility:", Streamlit's frontend fetches the icon from
     # fonts.gstatic.com, which an offline classroom cannot reach (a local SVG becomes a data: URL, no request).
     st.set_page_config(page_title=_("Attention Explorer"), page_icon=str(HERE / "ui" / "favicon.svg"), layout="wide")
-    state.load_link()  # a shared link's settings, on a session's first run
+    state.load_link(class_live.join_from_link)  # a shared link's settings (and class), on a session's first run
     state.start_run()  # the widgets this run binds are listed for the teacher's panel (ui/teacher.py)
 
     PAGES_DIR = HERE / "app_pages"
@@ -36,7 +36,13 @@ with runtime.one_run_at_a_time():
         for section, pages in registry.sections().items()
     }
 
+    seat = class_live.member()
+    if seat is not None and seat.teacher:  # the class's live view, for its teacher only
+        PAGES = {_("Your class"): [st.Page(PAGES_DIR / registry.YOUR_CLASS.file, title=_(registry.YOUR_CLASS.title),
+                                           icon=registry.YOUR_CLASS.icon, url_path=registry.YOUR_CLASS.url_path)],
+                 **PAGES}
     page = st.navigation(PAGES, expanded=True)  # every page listed: no "View more" button
+    current = page.url_path.replace("-", "_") or registry.OVERVIEW.key  # the registry's key of the page shown
 
     with st.sidebar:
         st.markdown("### " + _("Example"))
@@ -54,20 +60,26 @@ with runtime.one_run_at_a_time():
                           "numbers ≥ 0. The numbers stay written in the cells."))
         state.bind(st.toggle, _("Every chart as a table too"), "tables",
                    help=_("A table of the same numbers under each chart: for screen readers and for copying."))
+    class_live.sidebar(current, on_class_page=current == registry.YOUR_CLASS.key)
 
     # The URL always holds the current state: copying it shares exactly these numbers.
     link_complete = state.write_link()
-    with st.sidebar:
-        st.caption(_("Share: copy the address in your browser's address bar; it holds every setting and your edits."))
+    if seat is None or not seat.teacher:  # a teacher's address holds the teacher key: the class panel says so
+        st.sidebar.caption(_("Share: copy the address in your browser's address bar; it holds every setting and your "
+                             "edits."))
     if not link_complete:
         st.warning(_("Your matrix edits are too large for a link: the address holds the settings only."),
                    icon=":material/link_off:")
     for message in state.link_messages():
         st.warning(widgets.message_markdown(message), icon=":material/link:")
+    for message in class_live.messages():
+        st.warning(widgets.message_markdown(message), icon=":material/groups:")
     layout.apply()
     presenter.apply()
     locked_note = st.empty()  # filled after the page: the settings a teacher's link fixed, by their labels
 
+    class_live.banner(current)
     page.run()
+    class_live.opened(current)
     teacher.note(locked_note)
     teacher.panel()

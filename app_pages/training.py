@@ -58,6 +58,7 @@ if run is None:
 if not run.finished.is_set():
     training.live(key)
     st.stop()
+training.finished(key, run)
 if run.state == "failed":
     st.error(_("This run could not train: {error}", error=run.error), icon=":material/error:")
     st.stop()

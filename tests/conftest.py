@@ -12,9 +12,12 @@ import json
 import math
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from hypothesis import settings
 from streamlit.testing.v1 import AppTest
 
@@ -26,6 +29,9 @@ settings.register_profile("deterministic", derandomize=True, database=None)
 settings.register_profile("explore")
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 APP = str(ROOT / "app.py")
+# The class store's default SQLite file goes to a folder of this test run, never to the checkout's data/ (servers the
+# tests start inherit it); tests of a store of their own give its URL (ATTENTION_EXPLORER_CLASS_STORE).
+os.environ.setdefault("ATTENTION_EXPLORER_DATA", tempfile.mkdtemp(prefix="attention-test-data-"))
 
 
 def page_paths() -> list[str]:
@@ -174,3 +180,29 @@ def train_and_wait(at: AppTest, timeout: float = 120) -> None:
     run = training.runs().get(run_key(settings(at)))
     assert run is not None and run.finished.wait(timeout), "the run did not finish"
     at.run()
+
+
+# ---------------------------------------------------------------- a real PostgreSQL server for the class store
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """A PostgreSQL server of Debian's package (``class_store.cluster``), started on loopback in a temporary folder
+    for this test session and stopped after it; as root, it runs as the ``postgres`` user. Fails (never skips) when
+    the binaries are missing: ``scripts/test.sh`` installs them."""
+    from class_store.cluster import Cluster
+
+    folder = Path(tempfile.mkdtemp(prefix="attention-pg-"))
+    folder.chmod(0o755)  # the server's user must reach its folder inside
+    cluster = Cluster(folder / "cluster").start()
+    yield cluster
+    cluster.remove()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    """The class store's URL on each real database: a fresh SQLite file, or the session's PostgreSQL server (one
+    database; tests keep apart by their classes' random codes)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'classes.sqlite'}"
+    return request.getfixturevalue("postgres_cluster").url

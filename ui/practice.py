@@ -25,7 +25,7 @@ from attention_core.errors import InputError
 from attention_core.practice import Exercise
 from attention_core.stepthrough import StepThrough, explained_panel
 
-from . import state, widgets
+from . import class_live, state, widgets
 from .i18n import _
 
 _STORE = "practice_store"
@@ -98,6 +98,7 @@ def _check(key: tuple, exercise: Exercise, widget: str) -> None:
     store["attempts"][key] = store["attempts"].get(key, 0) + 1
     verdict = practice.grade(exercise, given)
     store["verdicts"][key] = ("graded", verdict)
+    class_live.answered(key, verdict, store["attempts"][key])  # in a class: the verdict (never the answer typed)
     if verdict.correct:
         if key not in store["revealed"]:
             store["correct"].add(key)
@@ -108,6 +109,7 @@ def _check(key: tuple, exercise: Exercise, widget: str) -> None:
 
 def _reveal(key: tuple) -> None:
     store = _store()
+    class_live.record("reveal", key[0], key[1], f"{key[2]},{key[3]},{key[4]}")
     store["tried"].add(key)
     store["revealed"].add(key)
 

@@ -192,17 +192,24 @@ _LINK_LOADED = "link_loaded"
 _LINK_MESSAGES = "link_messages"
 
 
-def load_link() -> None:
+def load_link(take_class: Optional[Callable[[dict], None]] = None) -> None:
     """On a session's first run, take the settings and edits from the URL's query parameters.
 
+    ``take_class(params)`` first takes the class's parameters out of them (``ui.class_live.join_from_link``).
     A tampered or invalid parameter is ignored with a message (see ``attention_core.classroom.share``).
     """
     if st.session_state.get(_LINK_LOADED):
         return
     st.session_state[_LINK_LOADED] = True
     params = st.query_params.to_dict()
-    if not params:
-        return
+    if take_class is not None:
+        take_class(params)
+    if params:
+        apply_link(params)
+
+
+def apply_link(params: dict[str, str]) -> None:
+    """Take a link's settings and edits (its query parameters, without the class's) into this session."""
     st.session_state[_ENTRY_CHOSEN] = True  # a link opens the numbers it was made with, its entry included
     linked, linked_edits, link_messages = share.decode(params)
     st.session_state[_SETTINGS] = linked
@@ -210,6 +217,35 @@ def load_link() -> None:
     for name, cells in linked_edits.items():
         store[name] = dict(cells)
     st.session_state[_LINK_MESSAGES] = link_messages
+    versions = st.session_state.setdefault(_VERSIONS, {})
+    for name in linked_edits:  # the editors show the link's cells, not the ones they held
+        versions[name] = versions.get(name, 0) + 1
+
+
+Snapshot = tuple[Settings, dict]
+
+
+def snapshot() -> Snapshot:
+    """This session's settings and every example's edits, to :func:`restore` later (small: a few dicts)."""
+    every = st.session_state.get(_EDITS, {})
+    return settings(), {preset: {name: dict(cells) for name, cells in matrices.items()}
+                        for preset, matrices in every.items()}
+
+
+def restore(saved: Snapshot) -> None:
+    """Put back what :func:`snapshot` saved: the settings and the edits, the editors showing them."""
+    st.session_state[_SETTINGS], st.session_state[_EDITS] = saved
+    versions = st.session_state.setdefault(_VERSIONS, {})
+    for name in {name for matrices in saved[1].values() for name in matrices} | set(versions):
+        versions[name] = versions.get(name, 0) + 1
+
+
+_CLASS_LINK = "class_link"  # the class's link parameters ({"class": ..., "seat": ...}), kept by ui.class_live
+
+
+def set_class_link(params: dict[str, str]) -> None:
+    """The class parameters every link of this session carries (``ui.class_live``); {} outside a class."""
+    st.session_state[_CLASS_LINK] = dict(params)
 
 
 def link_messages() -> list[str]:
@@ -220,6 +256,7 @@ def link_messages() -> list[str]:
 def write_link() -> bool:
     """Put the current settings and edits in the URL; False when the edits were too large to include."""
     params, complete = share.encode(settings(), edits())
+    params.update(st.session_state.get(_CLASS_LINK, {}))
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
     return complete

@@ -21,7 +21,7 @@ from attention_core.page import Page
 from attention_core.settings import Settings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, as_of, clamp_entry
 
-from . import i18n, masking, practice, presenter, runtime, state, widgets, worksheet
+from . import class_live, i18n, masking, practice, presenter, runtime, state, widgets, worksheet
 from .i18n import _, app_text
 
 
@@ -230,6 +230,7 @@ def _draw_live(build, explain, after_panels, after_entry, after_checks, options)
     shown, last = (steps.page.key, steps.stage.key), st.session_state.get(_SHOWN_STAGE)
     moved = last is not None and last[0] == shown[0] and last != shown  # another stage of the same page
     st.session_state[_SHOWN_STAGE] = shown
+    class_live.at_step(*shown)  # in a class: the step reached
     show(steps, explain, after_panels=_call(after_panels, steps), after_entry=_call(after_entry, steps),
          after_checks=_call(after_checks, steps), **options)
     if moved:  # on a projector, bring it into view

@@ -18,7 +18,7 @@ from attention_core.training.model import Trainer
 from attention_core.training.runs import Run, RunKey, RunQueue
 from attention_core.training.script import LOSS_TOLERANCE, SCORE_TOLERANCE, training_script
 
-from . import charts, runtime, state, widgets
+from . import charts, class_live, runtime, state, widgets
 from .i18n import _
 
 #: Seconds between two redraws of a run's progress while it trains (per watching session).
@@ -46,6 +46,18 @@ def train(key: RunKey) -> None:
     runs().submit(key)
     mine = [k for k in st.session_state.get(_MINE, []) if k != key]
     st.session_state[_MINE] = (mine + [key])[-8:]
+    class_live.record("training_start", "training", entry=key.task)
+
+
+_REPORTED = "training_reported"  # the runs this session asked for whose end a class was told of
+
+
+def finished(key: RunKey, run: Run) -> None:
+    """A run this session asked for is seen finished: in a class, its end is recorded once (with its state)."""
+    reported = st.session_state.setdefault(_REPORTED, set())
+    if key in st.session_state.get(_MINE, []) and key not in reported:
+        reported.add(key)
+        class_live.record("training_end", "training", entry=key.task, outcome=run.state)
 
 
 def status(run: Run) -> None:
@@ -380,6 +392,7 @@ def _script(key: RunKey) -> str:
 def download(key: RunKey) -> None:
     """The finished run as a Python script that trains it again and checks the final loss and pattern."""
     st.download_button(_("Download this run as a Python script"), _script(key), file_name=f"training_{key.task}.py",
+                       on_click=class_live.record, args=("export", "training", "", "script"),
                        mime="text/x-python", icon=":material/download:", key="training_script",
                        help=_("Needs only torch. It trains the same run again and checks the final loss (± {loss} "
                               "nats) and the pattern's share of the weight (± {score}): another computer may round "

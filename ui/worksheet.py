@@ -18,8 +18,8 @@ from attention_core.classroom import export, share, worksheet
 from attention_core.page import Page
 from attention_core.stepthrough import StepThrough
 
+from . import class_live, i18n, state
 from . import export as files
-from . import i18n, state
 from .i18n import _, app_text
 
 #: Settings that choose what is shown, not the numbers: left out of the sheet's settings line.
@@ -90,13 +90,16 @@ def downloads(page: Page, titles: Mapping[str, str], steps_for: Callable[[str], 
         else:
             left, right = st.columns(2)
             left.download_button(_("Worksheet (PDF)"), key="worksheet_pdf", icon=":material/description:",
-                                 data=lambda: _pdf(*args, answers=False), file_name=f"worksheet-{page.key}.pdf",
+                                 data=class_live.recorded(lambda: _pdf(*args, answers=False), "export", page.key,
+                                                          "worksheet"), file_name=f"worksheet-{page.key}.pdf",
                                  mime="application/pdf", on_click="ignore")
             right.download_button(_("Answer key (PDF)"), key="worksheet_key", icon=":material/key:",
-                                  data=lambda: _pdf(*args, answers=True), file_name=f"answer-key-{page.key}.pdf",
+                                  data=class_live.recorded(lambda: _pdf(*args, answers=True), "export", page.key,
+                                                           "answer_key"), file_name=f"answer-key-{page.key}.pdf",
                                   mime="application/pdf", on_click="ignore")
         st.download_button(_("Every step as Markdown"), key="export_steps_markdown", icon=":material/article:",
-                           data=lambda: _markdown(*args), file_name=f"walkthrough-{page.key}.md", mime="text/markdown",
+                           data=class_live.recorded(lambda: _markdown(*args), "export", page.key, "markdown"),
+                           file_name=f"walkthrough-{page.key}.md", mime="text/markdown",
                            on_click="ignore",
                            help=_("Each step's formula (LaTeX) and every matrix with its labels, and the checks "
                                   "against PyTorch: for notes or a handout."))
@@ -104,14 +107,16 @@ def downloads(page: Page, titles: Mapping[str, str], steps_for: Callable[[str], 
             left, right = st.columns(2)
             if script is not None:
                 left.download_button(_("Python script that re-checks every number"), key="export_steps_script",
-                                     icon=":material/code:", data=script, file_name=f"attention-{page.key}.py",
+                                     icon=":material/code:", data=class_live.recorded(script, "export", page.key, "script"),
+                                     file_name=f"attention-{page.key}.py",
                                      mime="text/x-python", on_click="ignore",
                                      help=_("Needs only torch: holds this page's inputs, recomputes every matrix of "
                                             "every step, asserts that each equals the app's numbers and checks the "
                                             "result against PyTorch's own functions."))
             if notebook is not None:
                 right.download_button(_("Download as a Jupyter notebook (.ipynb)"), key="export_steps_notebook",
-                                      icon=":material/menu_book:", data=notebook,
+                                      icon=":material/menu_book:",
+                                      data=class_live.recorded(notebook, "export", page.key, "notebook"),
                                       file_name=f"attention-{page.key}.ipynb",
                                       mime="application/x-ipynb+json", on_click="ignore",
                                       help=_("The script's checks, one cell per step under its formula: run it top to "

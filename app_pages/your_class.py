@@ -1,0 +1,5 @@
+"""Your class: the teacher's live view of a class (ui/class_dashboard.py); only with the teacher's link."""
+
+from ui import class_dashboard
+
+class_dashboard.show()

@@ -1,0 +1,225 @@
+"""The page *Your class*: where the class is and which mistakes it makes, live, for the teacher's link only.
+
+Every number comes from :meth:`class_store.store.Store.dashboard` (one GROUP BY each, in the database); this module
+only names them: page and step titles from the registry, mistakes by ``attention_core.practice.MISTAKES``, in the
+teacher's language. Nothing a student typed is ever shown (there is none in the store).
+
+The live part is a fragment that runs again every :data:`REFRESH_S` seconds: the teacher's own clicks elsewhere on
+the page (the CSV, End the class) are never disturbed by it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import time
+from typing import Optional
+
+import pandas as pd
+import streamlit as st
+
+from attention_core import practice, registry
+from class_store.store import CONNECTED_S, CORRECT, WRONG, Dashboard, StoreError
+
+from . import charts, class_live, widgets
+from .i18n import _
+
+#: The live part's refresh (seconds).
+REFRESH_S = 2.5
+
+
+def page_title(key: str) -> str:
+    page = registry.BY_KEY.get(key)
+    return _(page.title) if page else widgets.md_escape(key)
+
+
+def stage_title(page_key: str, stage: str) -> str:
+    page = registry.BY_KEY.get(page_key)
+    if not stage:
+        return ""
+    return _(page.stages[stage]) if page and stage in page.stages else widgets.md_escape(stage)
+
+
+def place(page_key: str, stage: str) -> str:
+    """"Page · step" in the teacher's language."""
+    step = stage_title(page_key, stage)
+    return f"{page_title(page_key)} · {step}" if step else page_title(page_key)
+
+
+def mistake_name(outcome: str) -> str:
+    if outcome == WRONG:
+        return _("a wrong answer without a named mistake")
+    return _(practice.MISTAKES[outcome]) if outcome in practice.MISTAKES else widgets.md_escape(outcome)
+
+
+def _clock(at: float) -> str:
+    return datetime.datetime.fromtimestamp(at).strftime("%H:%M:%S")
+
+
+def show() -> None:
+    """The page (``app_pages/your_class.py``)."""
+    seat = class_live.member()
+    st.title(_("Your class"))
+    if seat is None or not seat.teacher:
+        st.info(_("This page opens with a teacher's link only. To start a class, use **A class, live** in the "
+                  "sidebar."), icon=":material/lock:")
+        return
+    store, _writer, why = class_live.live()
+    if store is None:
+        st.error(_("The class store cannot be used ({why}).", why=why), icon=":material/database_off:")
+        return
+    st.markdown(_("Class **{code}**. Students join with this link:", code=seat.code))
+    st.code(class_live.students_link(seat.code), language=None, wrap_lines=True)
+    if store.dialect == "sqlite":
+        st.caption(_("This class is kept in a SQLite file on this server. On Streamlit Community Cloud that file goes "
+                     "when the app sleeps: give the app a PostgreSQL URL in its secrets for real use (README, "
+                     "*A class, live*)."))
+    _live(seat.code)
+    _after_the_lesson(seat)
+
+
+@st.fragment(run_every=REFRESH_S)
+def _live(code: str) -> None:
+    store, writer, _why = class_live.live()
+    seat = class_live.member()
+    if store is None or seat is None:
+        return
+    class_live.at_step("your_class", "")
+    status = writer.status()
+    try:
+        dash: Optional[Dashboard] = store.dashboard(code)
+        info = store.info(code)
+    except StoreError as error:
+        dash, info = None, None
+        since = status.unreachable_since or st.session_state.setdefault("class_unreachable_since", time.time())
+        st.error(_("The class store is unreachable since {time} ({why}). Students keep working and see nothing "
+                   "wrong; their events wait here and reach the store when it answers.",
+                   time=_clock(since), why=str(error)), icon=":material/database_off:")
+    else:
+        st.session_state.pop("class_unreachable_since", None)
+        if status.unreachable_since is not None:
+            st.warning(_("This server cannot write to the class store since {time} ({why}): {n} events wait.",
+                         time=_clock(status.unreachable_since), why=status.reason, n=status.waiting),
+                       icon=":material/database_off:")
+    if info is None and dash is not None:
+        st.warning(_("This class was deleted."), icon=":material/delete:")
+        return
+    if info is not None and info.ended:
+        st.info(_("This class ended at {time}. Its numbers stay here until you delete it (or the retention period "
+                  "ends).", time=_clock(info.ended_at)), icon=":material/door_front:")
+    if dash is None:
+        return
+    _numbers(dash, info.dropped if info else 0, info.rate_limited if info else 0, status.dropped)
+    left, right = st.columns(2)
+    with left:
+        _mistakes(dash)
+    with right:
+        _where(dash)
+    _practice(dash)
+    st.caption(_("Refreshed at {time}, every {s} s.", time=_clock(dash.at), s=REFRESH_S))
+
+
+def _numbers(dash: Dashboard, dropped: int, limited: int, dropped_here: int) -> None:
+    answers = sum(row[2] for row in dash.practice)
+    first = sum(row[3] for row in dash.practice)
+    first_correct = sum(row[4] for row in dash.practice)
+    a, b, c, d = st.columns(4)
+    a.metric(_("Students here now"), dash.connected, help=_("Seen in the last {s} seconds.", s=int(CONNECTED_S)))
+    b.metric(_("Students so far"), max(dash.seats - dash.teachers, 0))
+    c.metric(_("Answers"), answers)
+    d.metric(_("Right at the first try"), f"{first_correct / first:.0%}" if first else "–",
+             help=_("Of the entries answered for the first time, how many were right."))
+    if dash.teachers > 1:
+        st.caption(_("{n} teacher windows are open on this class.", n=dash.teachers))
+    if dropped or limited or dropped_here:
+        st.caption(_("Not recorded: {dropped} events lost while the store was unreachable for too long, {limited} cut "
+                     "off by the rate limit (a script sending too fast).", dropped=max(dropped, dropped_here),
+                     limited=limited))
+
+
+def _mistakes(dash: Dashboard) -> None:
+    st.subheader(_("Mistakes to explain next"))
+    if not dash.mistakes:
+        st.caption(_("No wrong answers yet."))
+        return
+    answers = {(page, stage): n for page, stage, n, _first, _right in dash.practice}
+    for page, stage, outcome, n in dash.mistakes[:5]:
+        st.markdown(_("**{n} of {total} answers** at {where}: {mistake}.", n=n, total=answers.get((page, stage), n),
+                      where=place(page, stage), mistake=mistake_name(outcome)))
+    top = dash.mistakes[:10]
+    charts.ranked([f"{mistake_name(o)} ({place(p, s)})" for p, s, o, _n in top], [n for *_rest, n in top],
+                  key="class_mistakes", value_title=_("answers"), label_title=_("mistake"))
+
+
+def _where(dash: Dashboard) -> None:
+    st.subheader(_("Where the class is now"))
+    if not dash.here:
+        st.caption(_("No student here in the last minute. Students join with the link above."))
+    else:
+        charts.ranked([place(p, s) for p, s, _n in dash.here], [n for *_rest, n in dash.here], key="class_here",
+                      value_title=_("students"), label_title=_("page · step"))
+    if dash.reached:
+        st.caption(_("Opened so far: {pages}.", pages="; ".join(
+            _("{page} by {n}", page=page_title(p), n=n) for p, n in dash.reached)))
+
+
+def _practice(dash: Dashboard) -> None:
+    st.subheader(_("Practice, step by step"))
+    if not dash.practice:
+        st.caption(_("No answers yet: students answer with **Practice mode** on a step page."))
+        return
+    reveals = {(p, s): n for p, s, n in dash.reveals}
+    table = pd.DataFrame({
+        _("page · step"): [place(p, s) for p, s, *_rest in dash.practice],
+        _("answers"): [a for _p, _s, a, _f, _c in dash.practice],
+        _("right at the first try"): [f"{c}/{f} ({c / f:.0%})" if f else "–" for _p, _s, _a, f, c in dash.practice],
+        _("solutions shown"): [reveals.get((p, s), 0) for p, s, *_rest in dash.practice],
+    })
+    st.dataframe(table, hide_index=True, width="stretch")
+    if dash.over_time:
+        verdicts = (_("right"), _("wrong"))
+        charts.answers_over_time([m for m, _v, _n in dash.over_time],
+                                 [verdicts[0] if v == CORRECT else verdicts[1] for _m, v, _n in dash.over_time],
+                                 [n for *_rest, n in dash.over_time], key="class_over_time", x_title=_("time"),
+                                 y_title=_("answers per minute"), series_title=_("answer"), domain=verdicts)
+
+
+def csv_text(dash: Dashboard) -> str:
+    """The class's aggregate as CSV: one row per measure (no seat, no name), in the teacher's language."""
+    rows = [(p, page_title(p), "", "", _("students who opened it"), n) for p, n in dash.reached]
+    for p, s, answers, first, right in dash.practice:
+        rows += [(p, page_title(p), s, stage_title(p, s), _("answers"), answers),
+                 (p, page_title(p), s, stage_title(p, s), _("first tries"), first),
+                 (p, page_title(p), s, stage_title(p, s), _("right at the first try"), right)]
+    rows += [(p, page_title(p), s, stage_title(p, s), mistake_name(o), n) for p, s, o, n in dash.mistakes]
+    rows += [(p, page_title(p), s, stage_title(p, s), _("solutions shown"), n) for p, s, n in dash.reveals]
+    buffer = io.StringIO()
+    pd.DataFrame(rows, columns=["page_key", "page", "stage_key", "stage", "measure", "count"]).to_csv(buffer,
+                                                                                                      index=False)
+    return buffer.getvalue()
+
+
+def _csv(code: str) -> str:
+    store, _writer, _why = class_live.live()
+    try:
+        return csv_text(store.dashboard(code))
+    except StoreError as error:
+        return f"error\n{error}\n"
+
+
+def _after_the_lesson(seat: class_live.Member) -> None:
+    st.divider()
+    st.subheader(_("After the lesson"))
+    st.download_button(_("The class's numbers (CSV)"), key="class_csv", icon=":material/table:", mime="text/csv",
+                       file_name=f"class-{seat.code}.csv", on_click="ignore", data=lambda: _csv(seat.code),
+                       help=_("Per page and step: answers, right at the first try, each mistake, solutions shown. "
+                              "No names, no seats."))
+    end, remove = st.columns(2)
+    with end.popover(_("End the class"), icon=":material/door_front:"):
+        st.markdown(_("Students see that the class has ended and nothing more is recorded. The numbers stay here."))
+        st.button(_("End the class now"), key="class_end", on_click=class_live.end_class, type="primary")
+    with remove.popover(_("Delete the class"), icon=":material/delete:"):
+        st.markdown(_("Deletes the class and everything it recorded, at once. This cannot be undone."))
+        st.button(_("Delete it now"), key="class_delete", on_click=class_live.delete_class, type="primary")
+    st.caption(_("Classes are deleted {days:g} days after they start (the host's setting).",
+                 days=class_live.retention_days()))
