@@ -138,8 +138,8 @@ class Writer:
             self._thread.join(timeout=10)
 
     def flush(self, timeout_s: float = 10.0) -> bool:
-        """Wake the thread and wait until everything queued before this call was written; False on timeout or when
-        the store is unreachable (for tests and a clean shutdown)."""
+        """Wake the thread and wait until everything queued before this call was written; False on timeout (for
+        tests and a clean shutdown)."""
         deadline = time.monotonic() + timeout_s
         with self._lock:
             target = self._written + len(self._queue)
@@ -147,7 +147,7 @@ class Writer:
         with self._idle:
             while self._written < target or self._busy or self._queue:
                 left = deadline - time.monotonic()
-                if left <= 0 or self._unreachable_since is not None and not self._busy:
+                if left <= 0:
                     return False
                 self._wake.set()
                 self._idle.wait(timeout=min(left, 0.1))

@@ -159,8 +159,8 @@ def _where(dash: Dashboard) -> None:
         charts.ranked([place(p, s) for p, s, _n in dash.here], [n for *_rest, n in dash.here], key="class_here",
                       value_title=_("students"), label_title=_("page · step"))
     if dash.reached:
-        st.caption(_("Opened so far: {pages}.", pages="; ".join(
-            _("{page} by {n}", page=page_title(p), n=n) for p, n in dash.reached)))
+        opened = [_("{page} by {n}", page=page_title(p), n=n) for p, n in dash.reached]
+        st.caption(_("Opened so far: {pages}.", pages="; ".join(opened)))
 
 
 def _practice(dash: Dashboard) -> None:

@@ -62,7 +62,7 @@ _MEMBER = "class_member"
 _LIMIT = "class_rate_limit"
 _LAST = "class_last"  # {"page": key, "step": (page, stage)}: what was recorded last, so a rerun records nothing new
 _MESSAGES = "class_messages"
-_FOLLOW = "class_follow"  # {"seen": follow_at handled, "back": (page file, settings, edits) before following}
+_FOLLOW = "class_follow_memo"  # {"seen": follow_at handled, "back": (page file, settings, edits) before following}
 
 
 @dataclass(frozen=True)
