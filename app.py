@@ -79,7 +79,7 @@ with runtime.one_run_at_a_time():
     locked_note = st.empty()  # filled after the page: the settings a teacher's link fixed, by their labels
 
     class_live.banner(current)
+    class_live.opened(current)  # before the page: a page may st.stop()
     page.run()
-    class_live.opened(current)
     teacher.note(locked_note)
     teacher.panel()

@@ -55,6 +55,8 @@ ENV_URL, ENV_DATA, ENV_RETENTION = ("ATTENTION_EXPLORER_CLASS_STORE", "ATTENTION
 RETENTION_DAYS = 7.0
 #: How often a student's banner looks for the teacher's news (seconds): "Bring the class here", the class's end.
 BANNER_EVERY_S = 10.0
+#: Settings of a student's own view that "Bring the class here" leaves alone (the numbers and the step are pushed).
+PERSONAL = frozenset({"language", "presenter", "palette", "tables", "practice", "locked"})
 #: How long a class's state read from the store is shared by every session of the process (seconds).
 INFO_TTL_S = 2.0
 
@@ -328,7 +330,8 @@ def bring_here(current: str) -> None:
     if seat is None or not seat.teacher or store is None:
         return
     params, _complete = share.encode(state.settings(), state.edits())
-    link = urllib.parse.urlencode({"page": current, **params})
+    numbers = {k: v for k, v in params.items() if k not in PERSONAL}  # the student keeps their own language, view
+    link = urllib.parse.urlencode({"page": current, **numbers})
     try:
         store.push_link(seat.code, link)
     except (StoreError, ValueError) as error:
@@ -349,7 +352,9 @@ def _follow(link: str, at: float, current: str) -> None:
     memo["back"] = (current, state.snapshot())
     params = dict(urllib.parse.parse_qsl(link))
     page = _page_for(params.pop("page", ""))
+    mine = state.settings()
     state.apply_link(params)
+    state.update(**{field: mine.get(field) for field in PERSONAL})  # their language and view, as before
     st.switch_page(f"app_pages/{(page or registry.OVERVIEW).file}")
 
 

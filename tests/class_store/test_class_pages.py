@@ -139,7 +139,7 @@ def test_bring_the_class_here_follow_and_back(url):
     code = teacher.session_state["class_member"].code
     teacher.switch_page("app_pages/causal.py").run()
     teacher.number_input(key="setting_d_k").set_value(2).run()
-    at = student(code, path="app_pages/tokens.py")
+    at = student(code, path="app_pages/tokens.py", palette="cvd")  # the student's own colours
     at.number_input(key="setting_seed").set_value(5).run()
     own = at.session_state["settings"]
     teacher.button(key="class_bring").click().run()
@@ -151,6 +151,7 @@ def test_bring_the_class_here_follow_and_back(url):
     assert at.session_state["settings"].d_k == 2 and at.session_state["settings"].seed == teacher.session_state[
         "settings"].seed
     assert at.query_params["class"] == code  # still in the class
+    assert at.session_state["settings"].palette == "cvd"  # their view is theirs: only the numbers follow
     at.button(key="class_back").click().run()
     assert at.session_state["settings"] == own  # nothing of theirs was lost
     assert "brings the class" not in texts(at)
