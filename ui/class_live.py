@@ -62,7 +62,9 @@ _MEMBER = "class_member"
 _LIMIT = "class_rate_limit"
 _LAST = "class_last"  # {"page": key, "step": (page, stage)}: what was recorded last, so a rerun records nothing new
 _MESSAGES = "class_messages"
-_FOLLOW = "class_follow"  # {"seen": follow_at handled, "back": (page file, settings, edits) before following}
+# {"seen": follow_at handled, "back": (page file, settings, edits) before following}. Not the Follow button's key
+# ("class_follow"): Streamlit keeps a widget's value in session state under its key, and the memo became a bool.
+_FOLLOW = "class_follow_memo"
 
 
 @dataclass(frozen=True)
