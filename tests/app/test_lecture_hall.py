@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from websockets.exceptions import InvalidHandshake
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("benchmark_load", ROOT / "scripts" / "benchmark_load.py")
@@ -74,6 +75,27 @@ def stop_hall(process: subprocess.Popen, run_dir: Path) -> None:
         assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
 
 
+async def reconnect(student, page: str = "self-attention") -> int:
+    """As the browser does when its websocket closes: through the proxy again (no cookie: a fresh session on a live
+    replica) and the page again, with the link the student holds. Tried again, as Streamlit's frontend does, until
+    the proxy routes it (right after a replica dies HAProxy has answered 502 once in ~16 runs, before its health
+    checks, 1 s apart, marked the replica down), within 30 s; returns the number of tries."""
+    deadline = time.monotonic() + 30
+    tries = 0
+    while True:
+        tries += 1
+        await student.close()
+        student.cookie = ""
+        try:
+            await student.connect(reconnect=True)
+            await student.open_page(page)
+            return tries
+        except (OSError, load.SessionClosed, InvalidHandshake) as error:  # OSError: urllib's HTTPError 502 too
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{student.name} could not reconnect in {tries} tries: {error}") from error
+            await asyncio.sleep(0.2)  # the browser's back-off between tries
+
+
 @pytest.fixture(scope="module")
 def hall(tmp_path_factory):
     require(HAPROXY, "haproxy")
@@ -122,10 +144,7 @@ def test_sticky_sessions_and_a_replica_killed_mid_lecture(hall):
         for student in victims:
             with pytest.raises(load.SessionClosed):
                 await student.interact(KEYS)  # the websocket to the dead replica is closed
-            await student.close()
-            student.cookie = ""
-            await student.connect(reconnect=True)  # as the browser does: through the proxy again
-            await student.open_page("self-attention")
+            await reconnect(student)  # as the browser does: through the proxy again
             await student.interact(KEYS)
             assert student.cookie == "ATTENTION_REPLICA=r2"
             assert student.session_id != start[student.name][1]  # a fresh session on the live replica
