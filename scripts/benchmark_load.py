@@ -368,7 +368,7 @@ class Student:
                 elif etype == "progress":
                     progress = element.progress.text
                     self.progress.append(progress)
-                elif etype in ("number_input", "selectbox", "button"):
+                elif etype in ("number_input", "selectbox", "button", "text_input"):
                     proto = getattr(element, etype)
                     key = proto.id.split("-", 2)[-1]
                     widgets[key] = (etype, proto, msg.delta.fragment_id)
@@ -410,7 +410,8 @@ class Student:
         (``setting_*``) in the main area, in their order; on a page with none, its buttons (the overview's
         "Use this example")."""
         main = [key for key in self.widgets if key in self.main_keys]
-        bound = [key for key in main if key.startswith("setting_") and self.widgets[key][0] != "button"]
+        bound = [key for key in main if key.startswith("setting_")
+                 and self.widgets[key][0] in ("number_input", "selectbox")]
         return tuple(bound or [key for key in main if self.widgets[key][0] == "button"])
 
     def next_change(self, keys: tuple[str, ...]):
@@ -493,6 +494,25 @@ class Student:
         if etype != "number_input":
             raise LookupError(f"{key} is a {etype}, not a number_input")
         return WidgetState(id=proto.id, int_value=int(value)), fragment_id
+
+    def text(self, key: str, value: str):
+        """The WidgetState that types ``value`` into the text input ``key`` (inside a form: sent with the form's submit
+        button, see :meth:`submit`), and its fragment id."""
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        etype, proto, fragment_id = self.widgets[key]
+        if etype != "text_input":
+            raise LookupError(f"{key} is a {etype}, not a text_input")
+        return WidgetState(id=proto.id, string_value=value), fragment_id
+
+    async def submit(self, label: str, texts: dict[str, str]) -> float:
+        """Fill a form's text inputs (``texts``: key -> text) and click its submit button ``label``, as the browser
+        sends a form: every value it holds, the form's new ones, the button's trigger; seconds until the rerun ends."""
+        for key, value in texts.items():
+            state, _fragment = self.text(key, value)
+            self.states[state.id] = state
+        click, fragment_id = self.button(label)
+        return await self.change(click, fragment_id)
 
     async def change(self, state, fragment_id: str = "", drop: bool = False) -> float:
         """Send one widget's new state (``state``, a WidgetState) and wait for the rerun; seconds."""

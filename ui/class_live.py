@@ -64,7 +64,10 @@ _MEMBER = "class_member"
 _LIMIT = "class_rate_limit"
 _LAST = "class_last"  # {"page": key, "step": (page, stage)}: what was recorded last, so a rerun records nothing new
 _MESSAGES = "class_messages"
-_FOLLOW = "class_follow_memo"  # {"seen": follow_at handled, "back": (page file, settings, edits) before following}
+# {"seen": follow_at handled, "toasted": follow_at told in a toast, "back": (page key, state.snapshot()) before
+# following}. Not the Follow button's key ("class_follow"): Streamlit keeps a widget's value in session state under
+# its key, and the memo became a bool.
+_FOLLOW = "class_follow_memo"
 
 
 @dataclass(frozen=True)
@@ -438,9 +441,13 @@ def _banner(current: str) -> None:
     if info.follow_link and info.follow_at and info.follow_at > memo.get("seen", 0.0):
         params = dict(urllib.parse.parse_qsl(info.follow_link))
         page = _page_for(params.get("page", ""))
+        news = _(":material/campaign: Your teacher brings the class to **{page}**.",
+                 page=_(page.title) if page else _("Overview"))
+        if memo.get("toasted") != info.follow_at:  # once per push: the banner is at the page's top, out of sight
+            memo["toasted"] = info.follow_at  # of a student who scrolled down to answer; a toast is seen anywhere
+            st.toast(news, duration="long")
         with st.container(border=True):
-            st.markdown(_(":material/campaign: Your teacher brings the class to **{page}**.",
-                          page=_(page.title) if page else _("Overview")))
+            st.markdown(news)
             follow, stay = st.columns(2)
             if follow.button(_("Follow"), key="class_follow", type="primary", icon=":material/arrow_forward:",
                              help=_("Opens the teacher's page and numbers; yours stay one click away.")):

@@ -1054,3 +1054,123 @@ def test_after_picking_an_entry_every_panel_is_what_the_link_opens(page: Page, a
     wait_for_app_run(page)
     assert_no_exception(page)
     assert _settled_text(page) == picked
+
+
+# ---------------------------------------------------------------- A class, live (issue 38)
+
+SELF_ATTENTION = "Scaled dot-product self-attention, step by step"
+#: The students' practice link: self-attention on seed000, the scaled scores' entry (row 1, column 3), where every
+#: known mistake gives another number (tests/app/test_practice_pages.py).
+CLASS_PRACTICE = "preset=seed000&stage=scaled_scores&entry_row=1&entry_col=3"
+#: The teacher sees a student's answer on *Your class* within this (ms): the writer writes every 0.5 s
+#: (class_store.writer.INTERVAL_S), the page's live part runs every 2.5 s (ui/class_dashboard.REFRESH_S).
+TEACHER_SEES_MS = 3_000
+#: A student's banner shows the teacher's "Bring the class here" within this (ms): it looks every 10 s
+#: (ui/class_live.BANNER_EVERY_S), and its run takes a moment.
+BANNER_SEES_MS = 12_500
+
+
+def shows(locator, timeout: int = APP_RUN_MS) -> None:
+    """``locator`` becomes visible. After a click the wait is APP_RUN_MS, as wait_for_app_run's: a click's run on a
+    busy 2-core machine can take longer than Playwright's default 5 s (a first Start a class did once), and a lost
+    click still fails."""
+    expect(locator).to_be_visible(timeout=timeout)
+
+
+def open_class_panel(page: Page) -> None:
+    """Open the sidebar's expander *A class, live* (a member's is open already)."""
+    details = page.locator('[data-testid="stSidebar"] details').filter(has_text="A class, live")
+    if details.get_attribute("open") is None:
+        details.locator("summary").click()
+    expect(details).to_have_attribute("open", "")
+
+
+def start_class(teacher: Page, base_url: str) -> str:
+    """The teacher starts a class from the sidebar; its code (from the teacher's address)."""
+    open_page(teacher, base_url, "/?preset=seed000", "Attention Explorer")
+    open_class_panel(teacher)
+    teacher.get_by_role("button", name="Start a class").click()
+    shows(teacher.get_by_text(re.compile(r"Class [A-Z2-9]{8}: you are its teacher")))
+    expect(teacher).to_have_url(re.compile(r"[?&]teacher="), timeout=APP_RUN_MS)
+    return urllib.parse.parse_qs(urllib.parse.urlsplit(teacher.url).query)["class"][0]
+
+
+def join_and_practise(student: Page, base_url: str, code: str) -> None:
+    """A student opens the students' link on the self-attention page and turns practice mode on."""
+    open_page(student, base_url, f"/self-attention?class={code}&{CLASS_PRACTICE}", SELF_ATTENTION)
+    # A seat, kept in the link (a reload or another replica keeps it).
+    expect(student).to_have_url(re.compile(r"[?&]seat=[A-Za-z0-9_-]{16}"), timeout=APP_RUN_MS)
+    shows(student.get_by_text(f"You are in class {code}"))
+    student.get_by_text("Practice mode", exact=True).click()  # the switch's label (its input is hidden under it)
+    shows(student.get_by_text("This step's numbers are hidden until you answer"))
+
+
+def answer(student: Page, value: str) -> None:
+    box = student.get_by_role("textbox", name="Your answer", exact=True)
+    box.fill(value)
+    student.get_by_role("button", name="Check").click()
+
+
+def test_a_class_live_the_teacher_sees_a_named_mistake_and_brings_the_class_to_a_page(browser: Browser,
+                                                                                      app_url: str):
+    """One teacher and two students, each in their own browser context (session): the teacher starts a class and
+    opens *Your class*; the students join by the link and answer in practice mode; the named mistake is on the
+    teacher's page within 3 s. Then the teacher brings the class to another page: a student's banner offers Follow,
+    which opens the teacher's page, and *Back to where you were* brings the student's own page back."""
+    from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
+    from attention_core.settings import Settings
+
+    steps = self_attention_steps(build_walkthrough(Settings(preset="seed000")), "scaled_scores")
+    exercise = steps.stage.exercise(1, 3, 0)
+    forgot = next(m for m in exercise.mistakes if m.key == "no_scale")
+    with new_page(browser, 1280, 800) as teacher, new_page(browser, 1280, 800) as ann, \
+            new_page(browser, 1280, 800) as bob:
+        code = start_class(teacher, app_url)
+        _sidebar_link(teacher, "Your class").click()
+        shows(teacher.locator("h1").filter(has_text="Your class"))
+        shows(teacher.get_by_text("No wrong answers yet."))
+        for student in (ann, bob):
+            join_and_practise(student, app_url, code)
+
+        answer(bob, f"{exercise.answer:.2f}")
+        shows(bob.get_by_text(re.compile(r"Correct: ")))
+        answer(ann, f"{forgot.value:.3f}")
+        shows(ann.get_by_text("Forgot ÷ √d_k").first)  # her hint: the answer is recorded (in the same run)
+        ranking = teacher.locator('[data-testid="stMarkdown"]').filter(has_text="1 of 2 answers")
+        shows(ranking.filter(has_text="Scaled scores ÷ √d_k: Forgot ÷ √d_k"), timeout=TEACHER_SEES_MS)
+        for page in (teacher, ann, bob):
+            assert_no_exception(page)
+
+        # "Bring the class here" from another page: Follow, then back.
+        _sidebar_link(teacher, "Multi-head attention").click()
+        shows(teacher.locator("h1").filter(has_text="Multi-head attention"))
+        wait_for_app_run(teacher)
+        open_class_panel(teacher)
+        teacher.get_by_role("button", name="Bring the class here").click()
+        shows(teacher.get_by_text("Sent: your students see a banner with Follow."))
+        # Ann is down at her answer: the banner at the page's top is out of her sight, a toast is not.
+        toast = ann.locator('[data-testid="stToast"]').filter(has_text="Your teacher brings the class to Multi-head")
+        shows(toast, timeout=BANNER_SEES_MS)
+        expect(toast).to_be_in_viewport()
+        follow = ann.get_by_role("button", name="Follow")
+        shows(follow)
+        banner = ann.get_by_test_id("stMainBlockContainer").get_by_text("Your teacher brings the class to Multi-head")
+        shows(banner)
+        follow.click()
+        shows(ann.locator("h1").filter(has_text="Multi-head attention"))
+        wait_for_app_run(ann)
+        back = ann.get_by_role("button", name="Back to where you were")
+        shows(back)
+        back.click()
+        shows(ann.locator("h1").filter(has_text=SELF_ATTENTION))
+        wait_for_app_run(ann)
+        # Her own page as she left it: practice mode on, her entry with her answer's hint.
+        expect(ann.get_by_role("switch", name="Practice mode")).to_be_checked(timeout=APP_RUN_MS)
+        shows(ann.get_by_text("Forgot ÷ √d_k").first)
+        # The other student stays: the banner goes, the page stays his.
+        shows(bob.get_by_role("button", name="Follow"), timeout=BANNER_SEES_MS)
+        bob.get_by_role("button", name="Stay here").click()
+        expect(bob.get_by_role("button", name="Follow")).to_be_hidden(timeout=APP_RUN_MS)
+        shows(bob.locator("h1").filter(has_text=SELF_ATTENTION))
+        for page in (teacher, ann, bob):
+            assert_no_exception(page)

@@ -10,6 +10,7 @@ Needs Debian's haproxy (`bash scripts/test.sh` installs it): skipped without it,
 from __future__ import annotations
 
 import asyncio
+import glob
 import importlib.util
 import os
 import signal
@@ -19,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from websockets.exceptions import InvalidHandshake
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("benchmark_load", ROOT / "scripts" / "benchmark_load.py")
@@ -34,32 +36,75 @@ def _in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
-@pytest.fixture(scope="module")
-def hall(tmp_path_factory):
-    if not Path(HAPROXY).exists():
-        message = f"{HAPROXY} is missing: apt-get install -y haproxy (bash scripts/test.sh does)"
+def require(path: str, package: str) -> None:
+    """Skip without Debian's ``package`` (its file ``path``) locally, fail under CI (``bash scripts/test.sh``
+    installs it)."""
+    if not glob.glob(path):
+        message = f"{path} is missing: apt-get install -y {package} (bash scripts/test.sh does)"
         if _in_ci():
             pytest.fail(message)
         pytest.skip(message)
-    run_dir = tmp_path_factory.mktemp("lecture-hall")
+
+
+def start_hall(run_dir: Path, *options: str) -> tuple[subprocess.Popen, str, str]:
+    """lecture_hall.py with 2 replicas on free loopback ports and ``options``: (its process, the proxy's URL, what it
+    printed until it was ready). Fails the test when it does not start."""
     port, first = load._free_port(), load._free_port()
     second = load._free_port()
     if second != first + 1:  # the script numbers replica ports from --first-port
         first = second - 1
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "deploy" / "lecture-hall" / "lecture_hall.py"), "--replicas", "2",
-         "--port", str(port), "--first-port", str(first), "--run-dir", str(run_dir)],
+         "--port", str(port), "--first-port", str(first), "--run-dir", str(run_dir), *options],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
-    ready = process.stdout.readline()  # the script prints one line when the proxy answers /_stcore/health
-    if "lecture hall ready" not in ready:
-        process.kill()
-        pytest.fail(f"lecture_hall.py did not start: {ready}{process.stdout.read()[-3000:]}")
-    yield f"http://127.0.0.1:{port}", run_dir
+    printed = ""
+    for line in process.stdout:  # its notes, then one line when the proxy answers /_stcore/health (or it exits)
+        printed += line
+        if "lecture hall ready" in line:
+            return process, f"http://127.0.0.1:{port}", printed
+    process.kill()
+    pytest.fail(f"lecture_hall.py did not start: {printed[-3000:]}")
+
+
+def stop_hall(process: subprocess.Popen, run_dir: Path) -> None:
+    """SIGTERM, as Ctrl-C: the script ends and everything it started is gone."""
     process.send_signal(signal.SIGTERM)
     process.wait(timeout=60)
-    for pid_file in run_dir.glob("*.pid"):  # everything it started is gone
+    for pid_file in run_dir.glob("*.pid"):
         pid = int(pid_file.read_text())
         assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+async def reconnect(student, page: str = "self-attention") -> int:
+    """As the browser does when its websocket closes: through the proxy again (no cookie: a fresh session on a live
+    replica) and the page again, with the link the student holds. Tried again, as Streamlit's frontend does, until
+    the proxy routes it (right after a replica dies HAProxy has answered 502 once in ~16 runs, before its health
+    checks, 1 s apart, marked the replica down), within 30 s; returns the number of tries."""
+    deadline = time.monotonic() + 30
+    tries = 0
+    while True:
+        tries += 1
+        await student.close()
+        student.cookie = ""
+        try:
+            await student.connect(reconnect=True)
+            await student.open_page(page)
+            return tries
+        except (OSError, load.SessionClosed, InvalidHandshake) as error:  # OSError: urllib's HTTPError 502 too
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{student.name} could not reconnect in {tries} tries: {error}") from error
+            await asyncio.sleep(0.2)  # the browser's back-off between tries
+
+
+@pytest.fixture(scope="module")
+def hall(tmp_path_factory):
+    require(HAPROXY, "haproxy")
+    run_dir = tmp_path_factory.mktemp("lecture-hall")
+    process, url, printed = start_hall(run_dir)
+    # Neither --postgres nor --store-url: one SQLite file in the run folder for both replicas, and a note says so.
+    assert f"class store: sqlite:///{run_dir / 'classes.sqlite'}" in printed and "PostgreSQL is the" in printed
+    yield url, run_dir
+    stop_hall(process, run_dir)
 
 
 def test_the_rendered_config_passes_haproxys_own_check(hall):
@@ -99,10 +144,7 @@ def test_sticky_sessions_and_a_replica_killed_mid_lecture(hall):
         for student in victims:
             with pytest.raises(load.SessionClosed):
                 await student.interact(KEYS)  # the websocket to the dead replica is closed
-            await student.close()
-            student.cookie = ""
-            await student.connect(reconnect=True)  # as the browser does: through the proxy again
-            await student.open_page("self-attention")
+            await reconnect(student)  # as the browser does: through the proxy again
             await student.interact(KEYS)
             assert student.cookie == "ATTENTION_REPLICA=r2"
             assert student.session_id != start[student.name][1]  # a fresh session on the live replica
