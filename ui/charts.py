@@ -371,43 +371,41 @@ def _on_pixel(key: str, on_pixel: Callable[[int, int], None]) -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def _ranked_spec(value_title: str, label_title: str, scale: float = 1.0) -> dict:
-    chart = alt.Chart().mark_bar(color="#d95f02").encode(
-        x=alt.X("count:Q", title=value_title, axis=alt.Axis(tickMinStep=1, format="d")),
-        y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=360 * scale)),
-        tooltip=[alt.Tooltip("label:N", title=label_title), alt.Tooltip("count:Q", title=value_title)],
-    ).properties(height=alt.Step(26 * scale))
-    return _finish(chart, scale)
-
-
-def ranked(labels: Sequence[str], counts: Sequence[int], *, key: str, value_title: str, label_title: str) -> None:
-    """Horizontal bars, most first (``labels`` already translated and in order): the class's mistakes, its places."""
-    df = pd.DataFrame({"label": list(labels), "count": [int(c) for c in counts]})
-    _show(df, _ranked_spec(value_title, label_title, presenter.scale()), key, width="stretch")
-    if state.settings().tables:
-        st.dataframe(df.rename(columns={"label": label_title, "count": value_title}), hide_index=True)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def _over_time_spec(x_title: str, y_title: str, series_title: str, domain: tuple[str, str], scale: float = 1.0) -> dict:
+def _over_time_spec(x_title: str, y_title: str, series_title: str, domain: tuple[str, str], start_ms: int,
+                    end_ms: int, scale: float = 1.0) -> dict:
     chart = alt.Chart().mark_bar().encode(
-        x=alt.X("time:T", title=x_title, timeUnit="hoursminutes"),
-        y=alt.Y("answers:Q", title=y_title, stack="zero", axis=alt.Axis(tickMinStep=1, format="d")),
+        # each minute's bar from its start to its end, on an axis of at least a quarter of an hour
+        x=alt.X("time:T", title=x_title, scale=alt.Scale(domain=[start_ms, end_ms]),
+                axis=alt.Axis(format="%H:%M", tickCount=6)),
+        x2="end:T",
+        y=alt.Y("high:Q", title=y_title, axis=alt.Axis(tickMinStep=1, format="d")),
+        y2="low:Q",  # stacked here (right below wrong): a bar with x2 is not stacked by Vega-Lite
         color=alt.Color("verdict:N", title=series_title,
                         scale=alt.Scale(domain=list(domain), range=["#1b9e77", "#d95f02"])),
         tooltip=[alt.Tooltip("time:T", title=x_title, format="%H:%M"), alt.Tooltip("verdict:N", title=series_title),
                  alt.Tooltip("answers:Q", title=y_title)],
-    ).properties(height=220 * scale)
+    ).properties(height=260 * scale)
     return _finish(chart, scale)
+
+
+#: The answers-over-time chart shows at least this many minutes.
+MIN_MINUTES = 15
 
 
 def answers_over_time(minutes: Sequence[int], verdicts: Sequence[str], answers: Sequence[int], *, key: str,
                       x_title: str, y_title: str, series_title: str, domain: tuple[str, str]) -> None:
     """Stacked bars: answers per minute (``minutes`` since the epoch), right and wrong (``verdicts`` in ``domain``)."""
     # epoch milliseconds: Vega-Lite reads them as instants and writes them in the teacher's own time zone
-    df = pd.DataFrame({"time": [int(m) * 60_000 for m in minutes],
+    df = pd.DataFrame({"time": [int(m) * 60_000 for m in minutes], "end": [int(m) * 60_000 + 55_000 for m in minutes],
                        "verdict": list(verdicts), "answers": [int(a) for a in answers]})
-    _show(df, _over_time_spec(x_title, y_title, series_title, domain, presenter.scale()), key, width="stretch")
+    df = df.assign(order=df["verdict"].map({domain[0]: 0, domain[1]: 1})).sort_values(["time", "order"])
+    df["high"] = df.groupby("time")["answers"].cumsum()
+    df["low"] = df["high"] - df["answers"]
+    first, last = min(minutes), max(minutes)
+    start, end = (first - 1) * 60_000, (max(last, first + MIN_MINUTES) + 1) * 60_000
+    _show(df, _over_time_spec(x_title, y_title, series_title, domain, start, end, presenter.scale()), key,
+          width="stretch")
     if state.settings().tables:
-        st.dataframe(df.rename(columns={"time": x_title, "verdict": series_title, "answers": y_title}),
+        table = df[["time", "verdict", "answers"]].assign(time=pd.to_datetime(df["time"], unit="ms").dt.strftime("%H:%M UTC"))
+        st.dataframe(table.rename(columns={"time": x_title, "verdict": series_title, "answers": y_title}),
                      hide_index=True)

@@ -110,11 +110,12 @@ def _live(code: str) -> None:
     if dash is None:
         return
     _numbers(dash, info.dropped if info else 0, info.rate_limited if info else 0, status.dropped)
+    _mistakes(dash)  # what to explain next: first, the whole width
     left, right = st.columns(2)
     with left:
-        _mistakes(dash)
-    with right:
         _where(dash)
+    with right:
+        _over_time(dash)
     _practice(dash)
     st.caption(_("Refreshed at {time}, every {s} s.", time=_clock(dash.at), s=REFRESH_S))
 
@@ -137,18 +138,28 @@ def _numbers(dash: Dashboard, dropped: int, limited: int, dropped_here: int) -> 
                      limited=limited))
 
 
+def _bars(rows: dict[str, list], value: str, key: str) -> None:
+    """A table whose last column ``value`` is drawn as bars (one scale: the largest count fills its cell)."""
+    table = pd.DataFrame(rows)
+    top = int(table[value].max()) if len(table) else 1
+    st.dataframe(table, hide_index=True, width="stretch", key=key,
+                 column_config={value: st.column_config.ProgressColumn(value, min_value=0, max_value=max(top, 1),
+                                                                       format="%d", width="small")})
+
+
 def _mistakes(dash: Dashboard) -> None:
     st.subheader(_("Mistakes to explain next"))
     if not dash.mistakes:
         st.caption(_("No wrong answers yet."))
         return
     answers = {(page, stage): n for page, stage, n, _first, _right in dash.practice}
-    for page, stage, outcome, n in dash.mistakes[:5]:
-        st.markdown(_("**{n} of {total} answers** at {where}: {mistake}.", n=n, total=answers.get((page, stage), n),
-                      where=place(page, stage), mistake=mistake_name(outcome)))
-    top = dash.mistakes[:10]
-    charts.ranked([f"{mistake_name(o)} ({place(p, s)})" for p, s, o, _n in top], [n for *_rest, n in top],
-                  key="class_mistakes", value_title=_("answers"), label_title=_("mistake"))
+    for page, stage, outcome, n in dash.mistakes[:3]:
+        st.markdown(_("**{mistake}**: {n} of {total} answers at {step} ({page}).", mistake=mistake_name(outcome),
+                      n=n, total=answers.get((page, stage), n), step=stage_title(page, stage) or page_title(page),
+                      page=page_title(page)))
+    rest = dash.mistakes[:20]  # the bars first: on a phone they stay in view, the words scroll
+    _bars({_("answers"): [n for *_rest, n in rest], _("mistake"): [mistake_name(o) for _p, _s, o, _n in rest],
+           _("page · step"): [place(p, s) for p, s, _o, _n in rest]}, _("answers"), "class_mistakes")
 
 
 def _where(dash: Dashboard) -> None:
@@ -156,8 +167,8 @@ def _where(dash: Dashboard) -> None:
     if not dash.here:
         st.caption(_("No student here in the last minute. Students join with the link above."))
     else:
-        charts.ranked([place(p, s) for p, s, _n in dash.here], [n for *_rest, n in dash.here], key="class_here",
-                      value_title=_("students"), label_title=_("page · step"))
+        _bars({_("students"): [n for *_rest, n in dash.here], _("step"): [stage_title(p, s) for p, s, _n in dash.here],
+               _("page"): [page_title(p) for p, _s, _n in dash.here]}, _("students"), "class_here")
     if dash.reached:
         opened = [_("{page} by {n}", page=page_title(p), n=n) for p, n in dash.reached]
         st.caption(_("Opened so far: {pages}.", pages="; ".join(opened)))
@@ -170,18 +181,25 @@ def _practice(dash: Dashboard) -> None:
         return
     reveals = {(p, s): n for p, s, n in dash.reveals}
     table = pd.DataFrame({
-        _("page · step"): [place(p, s) for p, s, *_rest in dash.practice],
+        _("step"): [stage_title(p, s) for p, s, *_rest in dash.practice],
         _("answers"): [a for _p, _s, a, _f, _c in dash.practice],
         _("right at the first try"): [f"{c}/{f} ({c / f:.0%})" if f else "–" for _p, _s, _a, f, c in dash.practice],
         _("solutions shown"): [reveals.get((p, s), 0) for p, s, *_rest in dash.practice],
+        _("page"): [page_title(p) for p, *_rest in dash.practice],
     })
     st.dataframe(table, hide_index=True, width="stretch")
-    if dash.over_time:
-        verdicts = (_("right"), _("wrong"))
-        charts.answers_over_time([m for m, _v, _n in dash.over_time],
-                                 [verdicts[0] if v == CORRECT else verdicts[1] for _m, v, _n in dash.over_time],
-                                 [n for *_rest, n in dash.over_time], key="class_over_time", x_title=_("time"),
-                                 y_title=_("answers per minute"), series_title=_("answer"), domain=verdicts)
+
+
+def _over_time(dash: Dashboard) -> None:
+    st.subheader(_("Answers over time"))
+    if not dash.over_time:
+        st.caption(_("No answers yet: students answer with **Practice mode** on a step page."))
+        return
+    verdicts = (_("right"), _("wrong"))
+    charts.answers_over_time([m for m, _v, _n in dash.over_time],
+                             [verdicts[0] if v == CORRECT else verdicts[1] for _m, v, _n in dash.over_time],
+                             [n for *_rest, n in dash.over_time], key="class_over_time", x_title=_("time"),
+                             y_title=_("answers per minute"), series_title=_("answer"), domain=verdicts)
 
 
 def csv_text(dash: Dashboard) -> str:

@@ -1137,7 +1137,8 @@ def test_a_class_live_the_teacher_sees_a_named_mistake_and_brings_the_class_to_a
         answer(ann, f"{forgot.value:.3f}")
         shows(ann.get_by_text("Forgot ÷ √d_k").first)  # her hint: the answer is recorded (in the same run)
         ranking = teacher.locator('[data-testid="stMarkdown"]').filter(has_text="1 of 2 answers")
-        shows(ranking.filter(has_text="Scaled scores ÷ √d_k: Forgot ÷ √d_k"), timeout=TEACHER_SEES_MS)
+        shows(ranking.filter(has_text="Forgot ÷ √d_k: 1 of 2 answers at Scaled scores ÷ √d_k"),
+              timeout=TEACHER_SEES_MS)
         for page in (teacher, ann, bob):
             assert_no_exception(page)
 

@@ -92,7 +92,7 @@ def test_a_teacher_sees_the_class_answers_and_its_named_mistakes(url):
     at = teacher_page(teacher)
     page = texts(at)
     name = practice.MISTAKES["no_scale"]
-    assert "**2 of 4 answers** at Scaled dot-product self-attention · " in page and name in page, page
+    assert f"**{name}**: 2 of 4 answers at Scaled scores ÷ √d_k (Scaled dot-product self-attention)." in page, page
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Answers"] == "4" and metrics["Right at the first try"] == "33%"  # 1 of 3 first tries
     assert metrics["Students here now"] == "3"
