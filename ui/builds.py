@@ -33,6 +33,7 @@ BUILDS_RUN: collections.Counter = collections.Counter()
 _BUILDS: collections.OrderedDict = collections.OrderedDict()  # (build, other args, read paths, values) -> result
 _READ_PATHS: dict[tuple, set[tuple[str, ...]]] = {}  # (build, other args) -> the read paths its builds recorded
 _LOCK = threading.Lock()
+_MISSING = object()  # a build may return None
 
 
 def built(build: Callable[..., T], args: tuple, kwargs: dict) -> T:
@@ -57,10 +58,10 @@ def built(build: Callable[..., T], args: tuple, kwargs: dict) -> T:
     for paths in known:
         key = (build, rest, paths, tuple(settings.get(p) for p in paths))
         with _LOCK:
-            result = _BUILDS.get(key)
-            if result is not None:
+            result = _BUILDS.get(key, _MISSING)
+            if result is not _MISSING:
                 _BUILDS.move_to_end(key)
-        if result is not None:
+        if result is not _MISSING:
             return as_of(result, settings)
     BUILDS_RUN[build.__name__] += 1
     fresh_args, fresh_kwargs = _from_key(rest)  # fresh copies: the build may not change what the key holds
