@@ -17,7 +17,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from attention_core import registry
+from attention_core import reads, registry
 from attention_core.errors import N_, Message, quote_list
 from attention_core.fields import (
     Checked,
@@ -222,6 +222,11 @@ Settings = dataclasses.make_dataclass(
 Settings.__module__ = __name__  # pickling finds it here (make_dataclass's module= needs Python 3.12)
 Settings.__doc__ = (SharedSettings.__doc__ or "") + "".join(
     f"\n    {key}: the {key} page's own settings ({group.__name__})." for key, group in GROUPS.items())
+
+# Reads of every field are recorded while a build runs (attention_core/reads.py): a cached build is keyed by them.
+reads.install(Settings, "", frozenset(f.name for f in dataclasses.fields(SharedSettings)))
+for _key, _group_class in GROUPS.items():
+    reads.install(_group_class, f"{_key}.", frozenset(f.name for f in dataclasses.fields(_group_class)))
 
 
 def _preset_values(preset: Preset) -> dict[str, Any]:

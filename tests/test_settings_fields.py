@@ -368,7 +368,7 @@ def test_settings_learns_the_pages_from_the_registry_only():
             project.add(node.module.removeprefix("attention_core."))
         elif isinstance(node, ast.Import):
             assert not any(alias.name.startswith("attention_core") for alias in node.names)
-    assert project == {"errors", "fields", "limits", "inputs.edits", "inputs.presets", "registry"}
+    assert project == {"errors", "fields", "limits", "inputs.edits", "inputs.presets", "reads", "registry"}
 
 
 def test_settings_still_exports_the_limits_others_import_from_it():

@@ -22,9 +22,9 @@ from attention_core.errors import InputError, Message
 from attention_core.inputs.matrix_text import parse_matrix
 from attention_core.self_attention.formulas import Entry, entry_latex
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough
-from attention_core.settings import EDITABLE, MAX_ABS_VALUE, Settings
+from attention_core.settings import EDITABLE, MAX_ABS_VALUE
 
-from . import presenter, state
+from . import builds, presenter, state
 from .i18n import _
 
 CELL_PX = 56  # heatmap cell size: numbers stay readable on a projector
@@ -106,11 +106,6 @@ def show_error(error: InputError) -> None:
     st.error(message_markdown(error.message), icon=":material/error:")
 
 
-#: How many built walk-throughs (and other results of :func:`build_or_stop`) the server keeps, shared by every
-#: session. Each is a few small tensors (tens of kB); a class on one link shares one.
-SHARED_BUILDS = 64
-
-
 def build_or_stop(build: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``build(*args, **kwargs)``; on bad input (:class:`InputError`), its message and the page stops.
 
@@ -122,46 +117,17 @@ def build_or_stop(build: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     session of the server (the last :data:`SHARED_BUILDS`, least recently used dropped): thirty students who
     opened the same link, or who step back to numbers they had, get it without recomputing. Results are read,
     never changed, by the pages. Arguments such as tensors or uploaded bytes are not shared (built each time).
+
+    A :class:`Settings` argument counts only by the fields the build read (recorded while it ran,
+    :mod:`attention_core.reads`): changing the palette, the language, the stage or another page's settings reuses
+    the result. A result that holds its settings (a walk-through's ``settings``) is handed back as of the current
+    ones (``attention_core.stepthrough.as_of``: the same numbers).
     """
     try:
-        key = _value_key((args, kwargs))
-    except TypeError:
-        key = None
-    try:
-        return build(*args, **kwargs) if key is None else _shared_build(build, key)
+        return builds.built(build, args, kwargs)
     except InputError as error:
         show_error(error)
         st.stop()
-
-
-def _value_key(value: Any) -> Any:
-    """A hashable key equal for equal plain values; TypeError for anything else (tensors, bytes, objects)."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return (type(value).__name__, value)
-    if isinstance(value, Settings):
-        return ("Settings", value)  # frozen dataclass of plain values: hashable, compared by value
-    if isinstance(value, (tuple, list)):
-        return (type(value).__name__, tuple(_value_key(v) for v in value))
-    if isinstance(value, dict):
-        return ("dict", tuple(sorted(((_value_key(k), _value_key(v)) for k, v in value.items()), key=repr)))
-    raise TypeError(f"not a plain value: {type(value).__name__}")
-
-
-def _from_key(key: Any) -> Any:
-    """The plain value back from :func:`_value_key` (a fresh dict or list: the builder may not change the key)."""
-    kind, value = key
-    if kind == "dict":
-        return {_from_key(k): _from_key(v) for k, v in value}
-    if kind in ("tuple", "list"):
-        items = [_from_key(v) for v in value]
-        return tuple(items) if kind == "tuple" else items
-    return value
-
-
-@functools.lru_cache(maxsize=SHARED_BUILDS)
-def _shared_build(build: Callable[..., T], key: Any) -> T:
-    args, kwargs = _from_key(key)
-    return build(*args, **kwargs)
 
 
 def walkthrough_or_stop() -> Walkthrough:

@@ -91,6 +91,13 @@ def test_build_or_stop_shares_what_it_built_for_equal_plain_values():
     tensor_calls = []
     x = torch.ones(2)
     keep = tensor_calls.append  # one builder for both calls
-    for _ in range(2):  # a tensor is not a plain value: built every time
+    for _ in range(2):  # a tensor keys by identity: the very same tensor (from a shared build) is not rebuilt
         widgets.build_or_stop(keep, x)
-    assert len(tensor_calls) == 2 and tensor_calls[0] is x
+    assert len(tensor_calls) == 1 and tensor_calls[0] is x
+    widgets.build_or_stop(keep, torch.ones(2))  # equal numbers in another tensor: built (never compared by value)
+    assert len(tensor_calls) == 2
+
+    objects = []
+    for _ in range(2):  # not a plain value nor a tensor: built every time
+        widgets.build_or_stop(objects.append, object())
+    assert len(objects) == 2

@@ -1,0 +1,89 @@
+"""A click rebuilds only what read the changed setting (issue 39's guard): counted builds, not time.
+
+Every page under AppTest: switching the palette, the chart tables, presenter mode or the language runs no build
+(no builder reads them); a build reads only the settings it needs (recorded by ``attention_core.reads``), so a
+setting of another page rebuilds nothing here, and a setting the build read rebuilds it.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+import torch
+from conftest import APP, page_paths
+from streamlit.testing.v1 import AppTest
+
+from attention_core import reads
+from attention_core.modern.alibi_walkthrough import build_alibi_walkthrough
+from attention_core.self_attention.walkthrough import build_walkthrough
+from attention_core.settings import Settings
+from ui import builds
+
+VIEW = [("setting_palette", "cvd"), ("setting_tables", True), ("setting_presenter", True)]
+
+
+def builds_during(action) -> collections.Counter:
+    before = collections.Counter(builds.BUILDS_RUN)
+    action()
+    return builds.BUILDS_RUN - before
+
+
+@pytest.mark.parametrize("path", page_paths())
+def test_a_click_that_changes_no_input_of_the_page_rebuilds_nothing(path):
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page(path).run()
+    at.run()  # a second run of the same page: everything it built is shared now
+    assert not at.exception, at.exception
+
+    def view_clicks():
+        for key, value in VIEW[:2]:  # presenter mode hides the sidebar's other widgets: last, with the language
+            widget = at.radio(key=key) if key == "setting_palette" else at.toggle(key=key)
+            widget.set_value(value).run()
+            assert not at.exception, (path, key, at.exception)
+        at.radio(key="setting_language").set_value("zh").run()
+        at.toggle(key="setting_presenter").set_value(True).run()
+        assert not at.exception, at.exception
+
+    rebuilt = builds_during(view_clicks)
+    assert not rebuilt, f"{path}: the palette, the tables, the language or presenter mode rebuilt {dict(rebuilt)}"
+
+
+def test_a_setting_the_build_read_rebuilds_it_and_another_pages_does_not():
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("app_pages/alibi.py").run()
+    heads = next(n for n in at.number_input if n.key == "setting_alibi.num_heads")
+    assert builds_during(lambda: heads.set_value(3).run())["build_alibi_walkthrough"] == 1
+    at.switch_page("app_pages/self_attention.py").run()
+    at.run()
+    # ALiBi's own setting is not read by the self-attention page's build: nothing to rebuild
+    assert not builds_during(lambda: at.run())
+    rebuilt = builds_during(lambda: at.number_input(key="setting_d_k").set_value(2).run())
+    assert rebuilt["build_walkthrough"] == 1 and not at.exception
+
+
+def test_what_a_build_reads_is_recorded_and_keys_the_shared_result():
+    with reads.recording() as read:
+        build_walkthrough(Settings(), {})
+    assert read == {"preset", "sentence", "d_model", "d_k", "seed"}
+    with reads.recording() as read:
+        build_alibi_walkthrough(Settings(), {})
+    assert "alibi.num_heads" in read and "palette" not in read and "self_attention.stage" not in read
+
+    first = builds.built(build_walkthrough, (Settings(), {}), {})
+    same = builds.built(build_walkthrough, (Settings().set(palette="cvd", language="zh"), {}), {})
+    assert torch.equal(same.trace.attention.weights, first.trace.attention.weights)
+    assert same.settings.palette == "cvd"  # handed back as of the current settings: the same numbers
+    other = builds.built(build_walkthrough, (Settings().set(d_k=2), {}), {})
+    assert other.trace.attention.weights is not first.trace.attention.weights and other.settings.d_k == 2
+    edited = builds.built(build_walkthrough, (Settings(), {"x": {(0, 0): 1.5}}), {})
+    assert float(edited.trace.x[0, 0]) == 1.5  # the edits are part of the key, whole
+
+
+def test_reading_a_settings_object_whole_counts_as_reading_everything():
+    settings = Settings()
+    for whole in (hash, lambda s: s == Settings(), lambda s: s.__dict__, lambda s: __import__("copy").copy(s),
+                  lambda s: __import__("pickle").dumps(s)):
+        with reads.recording() as read:
+            whole(settings)
+        assert read == {reads.EVERYTHING} or set(Settings.paths()) <= read | {reads.EVERYTHING}, whole

@@ -1,0 +1,132 @@
+"""Builds shared by every session of the server, keyed by what they read.
+
+:func:`built` runs a pure builder of ``attention_core`` (its result depends on its arguments only) or hands back
+the result of an earlier run: thirty students who opened the same link, or who step back to numbers they had, get it
+without recomputing. A :class:`~attention_core.settings.Settings` argument counts only by the fields the build read
+(recorded while it ran, :mod:`attention_core.reads`), so that the palette, the language, the stage or another page's
+settings rebuild nothing. Results are read, never changed, by the pages. Streamlit is not imported here.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import threading
+from typing import Any, Callable, TypeVar
+
+import numpy as np
+import torch
+
+from attention_core import reads
+from attention_core.settings import Settings
+from attention_core.stepthrough import as_of
+
+T = TypeVar("T")
+
+#: How many built walk-throughs (and other results of :func:`build_or_stop`) the server keeps, shared by every
+#: session. Each is a few small tensors (tens of kB); a class on one link shares one.
+SHARED_BUILDS = 64
+
+#: Builds run (cache misses) per builder's name since the process started: the tests count a click's builds.
+BUILDS_RUN: collections.Counter = collections.Counter()
+
+_BUILDS: collections.OrderedDict = collections.OrderedDict()  # (build, other args, read paths, values) -> result
+_READ_PATHS: dict[tuple, set[tuple[str, ...]]] = {}  # (build, other args) -> the read paths its builds recorded
+_LOCK = threading.Lock()
+_MISSING = object()  # a build may return None
+
+
+def built(build: Callable[..., T], args: tuple, kwargs: dict) -> T:
+    """``build(*args, **kwargs)``, or the shared result of an earlier call with the same read values.
+
+    Arguments are keyed by value (plain values, bytes, the edits' dict), tensors and arrays by identity (the very
+    same object: one that an earlier shared build made). Other arguments are not shared: built each time. Raises
+    what ``build`` raises (nothing is kept then).
+    """
+    positions = [i for i, a in enumerate(args) if isinstance(a, Settings)]
+    try:
+        if len(positions) != 1:
+            return _shared_build(build, _value_key((args, kwargs)))
+        where = positions[0]
+        settings = args[where]
+        rest = _value_key((args[:where] + (None,) + args[where + 1:], kwargs))
+    except TypeError:  # not plain values: built each time
+        BUILDS_RUN[build.__name__] += 1
+        return build(*args, **kwargs)
+    with _LOCK:
+        known = list(_READ_PATHS.get((build, rest), ()))
+    for paths in known:
+        key = (build, rest, paths, tuple(settings.get(p) for p in paths))
+        with _LOCK:
+            result = _BUILDS.get(key, _MISSING)
+            if result is not _MISSING:
+                _BUILDS.move_to_end(key)
+        if result is not _MISSING:
+            return as_of(result, settings)
+    BUILDS_RUN[build.__name__] += 1
+    fresh_args, fresh_kwargs = _from_key(rest)  # fresh copies: the build may not change what the key holds
+    with reads.recording() as read:
+        result = build(*fresh_args[:where], settings, *fresh_args[where + 1:], **fresh_kwargs)
+    paths = Settings.paths() if reads.EVERYTHING in read else tuple(sorted(read))
+    key = (build, rest, paths, tuple(settings.get(p) for p in paths))
+    with _LOCK:
+        _READ_PATHS.setdefault((build, rest), set()).add(paths)
+        _BUILDS[key] = result
+        while len(_BUILDS) > SHARED_BUILDS:
+            _BUILDS.popitem(last=False)
+    return result
+
+
+class _Same:
+    """A tensor (or array) in a key: equal only to itself. The cache holds the key, so the object stays alive and its
+    ``id`` is never reused while the entry is there; builds' results (where such tensors come from) are never
+    changed, so the same object means the same numbers."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.value is self.value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+
+def _value_key(value: Any) -> Any:
+    """A hashable key equal for equal plain values (and the very same tensors); TypeError for anything else."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return (type(value).__name__, value)
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        return ("same", _Same(value))
+    if isinstance(value, Settings):
+        return ("Settings", value)  # frozen dataclass of plain values: hashable, compared by value
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(_value_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted(((_value_key(k), _value_key(v)) for k, v in value.items()), key=repr)))
+    raise TypeError(f"not a plain value: {type(value).__name__}")
+
+
+def _from_key(key: Any) -> Any:
+    """The plain value back from :func:`_value_key` (a fresh dict or list: the builder may not change the key)."""
+    kind, value = key
+    if kind == "same":
+        return value.value
+    if kind == "dict":
+        return {_from_key(k): _from_key(v) for k, v in value}
+    if kind in ("tuple", "list"):
+        items = [_from_key(v) for v in value]
+        return tuple(items) if kind == "tuple" else items
+    return value
+
+
+@functools.lru_cache(maxsize=SHARED_BUILDS)
+def _shared_build(build: Callable[..., T], key: Any) -> T:
+    """A build without one Settings argument, keyed by every argument's value."""
+    BUILDS_RUN[build.__name__] += 1
+    args, kwargs = _from_key(key)
+    return build(*args, **kwargs)
+
+
