@@ -11,8 +11,19 @@ import pytest
 from sqlalchemy import select, text
 
 from class_store import schema
-from class_store.store import (CODE_ALPHABET, CORRECT, WRONG, Event, Presence, Store, StoreError, new_code, new_seat,
-                               valid_code, valid_token)
+from class_store.store import (
+    CODE_ALPHABET,
+    CORRECT,
+    WRONG,
+    Event,
+    Presence,
+    Store,
+    StoreError,
+    new_code,
+    new_seat,
+    valid_code,
+    valid_token,
+)
 from class_store.writer import RateLimit, Writer
 
 
@@ -192,7 +203,7 @@ def test_the_writer_waits_out_a_postgresql_server_that_went_away(postgres_cluste
     writer = Writer(store, bound=1000)
     postgres_cluster.stop()
     try:
-        for i in range(1200):
+        for _i in range(1200):
             writer.put(answer(code, "s", CORRECT))
         assert not writer.write_now()
         status = writer.status()
