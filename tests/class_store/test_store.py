@@ -125,6 +125,20 @@ def test_the_dashboard_shows_the_50_most_frequent_mistakes_most_first_ties_by_pl
     assert dash.over_time == [(int(now // 60), CORRECT, 5), (int(now // 60), WRONG, 150)]
 
 
+def test_postgresql_vacuums_the_events_table_every_10000_inserts(postgres_cluster):
+    """The dashboard's index-only scans need the visibility map set: autovacuum gets to the events table after a
+    fixed number of inserts, not after a fifth of the table (schema.events)."""
+    store = Store(postgres_cluster.url)
+    try:
+        store.ensure_schema()
+        with store.engine.connect() as conn:
+            options = conn.execute(text("SELECT reloptions FROM pg_class WHERE relname = 'events'")).scalar()
+    finally:
+        store.dispose()
+    assert sorted(options) == ["autovacuum_vacuum_insert_scale_factor=0",
+                               f"autovacuum_vacuum_insert_threshold={schema.VACUUM_EVERY_INSERTS}"]
+
+
 def test_an_ended_class_stores_nothing_more_and_a_deleted_one_is_gone(store):
     code, _key = store.create_class()
     store.write([answer(code, "s1", CORRECT)])
