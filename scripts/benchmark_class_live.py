@@ -47,6 +47,7 @@ import tempfile
 import time
 import urllib.parse
 from pathlib import Path
+from typing import Optional
 
 import benchmark_load as load
 
@@ -70,14 +71,27 @@ class Side:
     name: str
     first: list[float] = dataclasses.field(default_factory=list)  # the students' first render
     answers: list[float] = dataclasses.field(default_factory=list)  # Check -> the verdict drawn
+    by_round: dict[int, list[float]] = dataclasses.field(default_factory=dict)  # the same, per round
+    answer_spans: list[tuple[float, float]] = dataclasses.field(default_factory=list)  # (sent, answered), monotonic
+    other_spans: list[tuple[float, float]] = dataclasses.field(default_factory=list)  # the banner and teacher reruns
     sent: int = 0  # answers the page answered
     graded: int = 0  # ... with a graded wrong answer's "Show the solution" under it
     ticks: list[float] = dataclasses.field(default_factory=list)  # the students' banner reruns (run_every 10 s)
     teacher_first: list[float] = dataclasses.field(default_factory=list)
     refresh: list[float] = dataclasses.field(default_factory=list)  # the teacher's dashboard reruns (2.5 s)
     teacher_answers: list[str] = dataclasses.field(default_factory=list)  # "Answers" at the teacher's last refresh
+    cpu_s: float = 0.0  # the server process's CPU time (user + system) during this configuration
+    seconds: float = 0.0  # ... and the wall-clock time it lasted
     exceptions: list[str] = dataclasses.field(default_factory=list)
     failed: list[str] = dataclasses.field(default_factory=list)
+
+
+def cpu_seconds(pid: Optional[int]) -> float:
+    """A process's CPU time so far (user + system, all its threads), from /proc; 0 without a pid."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _link(stage: str, code: str = "") -> str:
@@ -86,9 +100,11 @@ def _link(stage: str, code: str = "") -> str:
     return urllib.parse.urlencode({**params, "class": code} if code else params)
 
 
-async def _tick_until(student: load.Student, deadline: float, times: list[float]) -> None:
+async def _tick_until(student: load.Student, deadline: float, times: list[float],
+                      spans: Optional[list[tuple[float, float]]] = None) -> None:
     """Until ``deadline`` (time.monotonic()), rerun the student's ``run_every`` fragments whenever their timers fire,
-    as the browser does (none on a page without one); each rerun's seconds go to ``times``."""
+    as the browser does (none on a page without one); each rerun's seconds go to ``times``, its (start, end) to
+    ``spans``."""
     while True:
         tick = student.next_tick()
         now = time.monotonic()
@@ -96,7 +112,10 @@ async def _tick_until(student: load.Student, deadline: float, times: list[float]
             await asyncio.sleep(max(0.0, deadline - now))
             return
         await asyncio.sleep(max(0.0, tick[0] - now))
+        began = time.monotonic()
         times.append(await student.tick(tick[1]))
+        if spans is not None:
+            spans.append((began, time.monotonic()))
 
 
 def answer_text(index: int, n: int) -> str:
@@ -106,7 +125,7 @@ def answer_text(index: int, n: int) -> str:
 
 
 async def _answerer(url: str, index: int, code: str, args: argparse.Namespace, side: Side, rng: random.Random,
-                    t_end: float) -> None:
+                    t_end: float, round_: int = 0) -> None:
     """One student: opens the practice link (in the class when ``code``), then answers every ~--interval s until
     ``t_end``, rerunning its banner fragment on its timer in between."""
     stage = STAGES[index % len(STAGES)]
@@ -119,11 +138,15 @@ async def _answerer(url: str, index: int, code: str, args: argparse.Namespace, s
         n = 0
         while True:
             next_answer = time.monotonic() + rng.uniform(0.5, 1.5) * args.interval  # reads, computes, types
-            await _tick_until(student, min(next_answer, t_end), side.ticks)
+            await _tick_until(student, min(next_answer, t_end), side.ticks, side.other_spans)
             if time.monotonic() >= t_end:
                 break
             n += 1
-            side.answers.append(await student.change(*student.submit(ANSWER, answer_text(index, n))))
+            began = time.monotonic()
+            elapsed = await student.change(*student.submit(ANSWER, answer_text(index, n)))
+            side.answer_spans.append((began, time.monotonic()))
+            side.answers.append(elapsed)
+            side.by_round.setdefault(round_, []).append(elapsed)
             side.sent += 1
             side.graded += REVEAL in student.widgets
     except Exception as error:  # noqa: BLE001 - a failed session is a result, not a crash of the benchmark
@@ -143,7 +166,7 @@ async def _teacher(url: str, code: str, key: str, side: Side, t_end: float) -> N
                                                           urllib.parse.urlencode({"class": code, "teacher": key})))
         if not teacher.auto_reruns:
             raise RuntimeError("the class page armed no refresh timer (not the teacher's page?)")
-        await _tick_until(teacher, t_end, side.refresh)
+        await _tick_until(teacher, t_end, side.refresh, side.other_spans)
         side.teacher_answers.append(teacher.metrics.get("Answers", "?"))
     except Exception as error:  # noqa: BLE001
         side.failed.append(f"{teacher.name}: {type(error).__name__}: {error}")
@@ -203,10 +226,10 @@ async def _warm_up(url: str) -> float:
     return time.perf_counter() - start
 
 
-async def _configuration(url: str, args: argparse.Namespace, side: Side, code: str, key: str) -> None:
+async def _configuration(url: str, args: argparse.Namespace, side: Side, code: str, key: str, round_: int = 0) -> None:
     """One configuration for --duration s: every student (and in a class, the teacher)."""
     t_end = time.monotonic() + 1.0 + args.duration
-    tasks = [_answerer(url, i, code, args, side, random.Random(args.seed * 1000 + i), t_end)
+    tasks = [_answerer(url, i, code, args, side, random.Random(args.seed * 1000 + i), t_end, round_)
              for i in range(args.students)]  # the same seed per student in both configurations: the same schedule
     if code:
         tasks.append(_teacher(url, code, key, side, t_end))
@@ -229,6 +252,11 @@ def recorded_answers(url: str, code: str, expected: int, settle_s: float = SETTL
             time.sleep(0.5)  # polling the store: the writer's next batch
     finally:
         store.dispose()
+
+
+def overlapping(spans: list[tuple[float, float]], others: list[tuple[float, float]]) -> list[bool]:
+    """For each span, whether any of ``others`` overlaps it (the server was running another rerun meanwhile)."""
+    return [any(a < ended and b > began for a, b in others) for began, ended in spans]
 
 
 def _row(label: str, values: list[float]) -> str:
@@ -272,6 +300,7 @@ def run_class_live(args: argparse.Namespace) -> bool:
         if not args.url:
             server = load.Server(load.APP, env={ENV_URL: url, ENV_DATA: str(folder)})
         app_url = args.url or server.url
+        pid = server.process.pid if server else None
         sides = {name: Side(name) for name in CONFIGS}
 
         async def everything() -> tuple[str, str]:
@@ -280,8 +309,10 @@ def run_class_live(args: argparse.Namespace) -> bool:
             code, key = await start_class_in_the_sidebar(app_url)
             for r, configs in enumerate(order):
                 for name in configs:
-                    began = time.monotonic()
-                    await _configuration(app_url, args, sides[name], code if name == "class" else "", key)
+                    began, cpu = time.monotonic(), cpu_seconds(pid)
+                    await _configuration(app_url, args, sides[name], code if name == "class" else "", key, r)
+                    sides[name].seconds += time.monotonic() - began
+                    sides[name].cpu_s += cpu_seconds(pid) - cpu
                     print(f"   round {r + 1}: {name} done in {time.monotonic() - began:.0f} s")
             return code, key
 
@@ -308,6 +339,20 @@ def run_class_live(args: argparse.Namespace) -> bool:
     p50_alone, p50_class = load.pct(alone.answers, .5), load.pct(in_class.answers, .5)
     ratio = p95_class / p95_alone if p95_alone else float("nan")
     print(f"\nCheck in a class / alone: p50 x{p50_class / p50_alone:.2f}, p95 x{ratio:.2f}")
+    for r, configs in enumerate(order):
+        print(f"   round {r + 1}: " + ", ".join(
+            f"{name} p50 / p95 {1000 * load.pct(sides[name].by_round.get(r, []), .5):.0f} / "
+            f"{1000 * load.pct(sides[name].by_round.get(r, []), .95):.0f} ms" for name in configs))
+    during = overlapping(in_class.answer_spans, in_class.other_spans)
+    hit = [t for t, o in zip(in_class.answers, during) if o]
+    clear = [t for t, o in zip(in_class.answers, during) if not o]
+    if alone.cpu_s > 0:
+        print("   the server's CPU: " + "; ".join(
+            f"{side.name} {side.cpu_s / side.seconds:.0%} of one core ({1000 * side.cpu_s / max(side.sent, 1):.1f} ms "
+            f"per Check, everything else included)" for side in (alone, in_class)))
+    print(f"   in a class, the Checks answered while a banner or dashboard rerun was under way: {len(hit)}, p50 / p95 "
+          f"{1000 * load.pct(hit, .5):.0f} / {1000 * load.pct(hit, .95):.0f} ms; the others: {len(clear)}, "
+          f"{1000 * load.pct(clear, .5):.0f} / {1000 * load.pct(clear, .95):.0f} ms")
     print(f"answers: alone {alone.sent} sent ({alone.graded} graded); in the class {sent} sent ({in_class.graded} "
           f"graded), {recorded} in the store (class {code}: {dash.events} events, {dash.seats} seats, "
           f"{info.dropped if info else '?'} dropped, {info.rate_limited if info else '?'} rate-limited); the teacher's "
