@@ -17,12 +17,11 @@ configurations measured back to back in the same run, with the same students on 
   at the beginning of the run: the students open the same link with ``class=CODE``, so each answer is recorded
   (``ui/class_live.py`` -> the writer's queue -> the store), and their banner fragment (``run_every`` 10 s) is
   rerun on its timer as the browser does; the teacher opens ``/your-class?class=CODE&teacher=KEY`` and its
-  dashboard fragment (``run_every`` 2.5 s: nine GROUP BYs of ``Store.dashboard``, the metrics, two charts and
-  a table) is rerun on its timer for the whole time.
+  dashboard fragment (``run_every`` 2.5 s: the GROUP BYs of ``Store.dashboard``, the metrics, two charts and a
+  table) is rerun on its timer for the whole time.
 
-``--rounds 2`` measures alone, in a class, in a class, alone (ABBA: a slow drift of the machine's other load
-falls on
-both alike); each configuration's numbers are pooled over its rounds. Before the first round, one warm-up student
+``--rounds 2`` measures alone, in a class, in a class, alone (ABBA: a slow drift of the machine's other load falls
+on both alike); each configuration's numbers are pooled over its rounds. Before the first round, one warm-up student
 opens each stage and answers once in a warm-up class (caches, imports), and a warm-up teacher opens the class page:
 neither is measured. The one-widget floor (``scripts/load_floor_app.py``) is measured on its own server first.
 
@@ -31,6 +30,9 @@ Reported: the students' Check p50 / p95 / max alone and in a class and the ratio
 ``--teacher-budget-ms``, 200), the answers the students sent (the page answered with its verdict) against the
 answers the store holds at the end (read directly: ``Store(url).dashboard(code)``; budget: all of them), the
 teacher's own "Answers" number at its last refresh, exceptions, failed sessions and server tracebacks (budget: 0).
+To tell the class's cost from the machine's noise, also: each round's p50 / p95, the server process's CPU per Check
+in each configuration (everything it did included), and the Checks answered while a banner or dashboard rerun was
+under way (spans on the client's clock) against the others.
 """
 
 from __future__ import annotations
