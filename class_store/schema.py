@@ -20,6 +20,8 @@ SCHEMA_VERSION = 1
 CODE_CHARS, SEAT_CHARS, NAME_CHARS = 16, 32, 40
 #: The longest link a teacher can push to the class (characters of query string).
 LINK_CHARS = 4000
+#: PostgreSQL's autovacuum vacuums the events table after this many inserts (see ``events``).
+VACUUM_EVERY_INSERTS = 10_000
 
 metadata = MetaData()
 
@@ -62,6 +64,16 @@ events = Table(
     Index("events_by_stage", "class_code", "kind", "page", "stage", "outcome", "first_try"),
     Index("events_by_minute", "class_code", "kind", "minute", "outcome"),
     Index("events_by_seat", "class_code", "kind", "page", "seat"),
+    # PostgreSQL: an index-only scan reads a table page too unless the visibility map marks it all-visible, and only
+    # VACUUM sets that. Autovacuum vacuums an insert-only table after inserts of 20 % of its rows by default
+    # (autovacuum_vacuum_insert_scale_factor 0.2): in a store holding a week of classes, never during a lesson, so
+    # the dashboard read the live class's rows from the table as well (about 3 x slower on 400,000 events:
+    # scripts/benchmark_class_store.py, README "The class, live: its cost"). Here every 10,000 inserts (autovacuum
+    # looks every autovacuum_naptime, 1 min): a minute or two of a lecture hall's events stay unvacuumed at most.
+    # PostgreSQL 13 or later; a store created before this setting gets it with
+    #   ALTER TABLE events SET (autovacuum_vacuum_insert_threshold = 10000, autovacuum_vacuum_insert_scale_factor = 0)
+    postgresql_with={"autovacuum_vacuum_insert_threshold": VACUUM_EVERY_INSERTS,
+                     "autovacuum_vacuum_insert_scale_factor": 0},
 )
 
 #: Where each seat is now: one row per (class, seat), written by the writers from the sessions' last runs.

@@ -7,6 +7,7 @@
     .venv/bin/python scripts/benchmark_load.py training             # 30 students train their own seed (150 s)
     .venv/bin/python scripts/benchmark_load.py long                 # the model pages on a 512-token text
     .venv/bin/python scripts/benchmark_load.py long --page trained-model --clicks 20
+    .venv/bin/python scripts/benchmark_load.py class-live --rounds 2    # a class, live: its cost (issue 38)
     .venv/bin/python scripts/benchmark_load.py class --url http://127.0.0.1:8080 --students 100 \\
         --p95-budget-ms 500 --pid-file /tmp/lecture-hall/replica-1.pid --pid-file ...   # through a proxy
 
@@ -62,6 +63,12 @@ Scenarios:
   another step (the step picker, every stage in turn); on the modern LM's page also Generate (up to its 12
   tokens). Before the clicks it checks that the page reads the text's first 512 tokens (the row
   picker's options at the weights step). Budget: every kind of click's p95 < ``--p95-budget-ms`` (300).
+
+- ``class-live`` (not in the default run; in scripts/benchmark_class_live.py, on this module's Student): 30 students
+  answer a practice question every ~3 s for 60 s, without a class and then in a class started from the sidebar, whose
+  teacher's page refreshes every 2.5 s; the Check's p95 in a class against alone (budget <= 1.1 x), the teacher's
+  refresh (p95 < 200 ms), and every answer sent found in the class store (a temporary one: SQLite, or
+  ``--class-store postgresql``).
 
 Widgets drawn inside an ``st.fragment`` (the step-through's stepper, step picker and entry pickers)
 are changed as the browser changes them: the rerun request names the fragment, and only it reruns.
@@ -166,9 +173,10 @@ def _healthy(url: str) -> bool:
 
 
 class Server:
-    """``streamlit run SCRIPT`` on a free loopback port, from the repository root (its config)."""
+    """``streamlit run SCRIPT`` on a free loopback port, from the repository root (its config); ``env``: variables
+    set for it on top of this process's (e.g. a temporary class store)."""
 
-    def __init__(self, script: Path, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(self, script: Path, extra_args: tuple[str, ...] = (), env: Optional[dict[str, str]] = None) -> None:
         extra_args = tuple(extra_args) + tuple(STREAMLIT_ARGS)
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -176,7 +184,8 @@ class Server:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
              "--server.address", "127.0.0.1", "--server.port", str(self.port), *extra_args],
-            cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, **env} if env else None)
         deadline = time.monotonic() + SERVER_START_S
         while not _healthy(self.url):
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -288,6 +297,7 @@ class Student:
         self.ticked: dict[str, float] = {}  # fragment id -> when its last timer rerun was sent
         self.progress: list[str] = []  # the text of every st.progress this session was sent, in order
         self.last_progress: Optional[str] = None  # the st.progress text of the last finished run (None: none drawn)
+        self.metrics: dict[str, str] = {}  # st.metric label -> value, as last drawn (the teacher's class page)
         # The URL's query string the browser sends with each rerun: a link's at first, then what the app writes there
         # (page_info_changed). Only kept when the student opened a link (open_page's ``query``); else "" as before.
         self.query = ""
@@ -368,7 +378,9 @@ class Student:
                 elif etype == "progress":
                     progress = element.progress.text
                     self.progress.append(progress)
-                elif etype in ("number_input", "selectbox", "button", "text_input"):
+                elif etype == "metric":
+                    self.metrics[element.metric.label] = element.metric.body
+                elif etype in ("number_input", "selectbox", "button", "text_input", "checkbox"):
                     proto = getattr(element, etype)
                     key = proto.id.split("-", 2)[-1]
                     widgets[key] = (etype, proto, msg.delta.fragment_id)
@@ -410,8 +422,8 @@ class Student:
         (``setting_*``) in the main area, in their order; on a page with none, its buttons (the overview's
         "Use this example")."""
         main = [key for key in self.widgets if key in self.main_keys]
-        bound = [key for key in main if key.startswith("setting_")
-                 and self.widgets[key][0] in ("number_input", "selectbox")]
+        bound = [key for key in main if key.startswith("setting_") and self.widgets[key][0] in ("number_input",
+                                                                                                  "selectbox")]
         return tuple(bound or [key for key in main if self.widgets[key][0] == "button"])
 
     def next_change(self, keys: tuple[str, ...]):
@@ -495,29 +507,29 @@ class Student:
             raise LookupError(f"{key} is a {etype}, not a number_input")
         return WidgetState(id=proto.id, int_value=int(value)), fragment_id
 
-    def text(self, key: str, value: str):
-        """The WidgetState that types ``value`` into the text input ``key`` (inside a form: sent with the form's submit
-        button, see :meth:`submit`), and its fragment id."""
+    def submit(self, prefix: str, text: str):
+        """The WidgetStates of typing ``text`` into the main area's text input whose key starts with ``prefix`` and
+        clicking its form's submit button, and the form's fragment id. The browser holds a form's values until it is
+        submitted, then sends them in one rerun with the submit button's trigger (``WidgetStateManager.submitForm``).
+        LookupError when the page shows no such input in a form, or its form has no submit button."""
         from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-        etype, proto, fragment_id = self.widgets[key]
-        if etype != "text_input":
-            raise LookupError(f"{key} is a {etype}, not a text_input")
-        return WidgetState(id=proto.id, string_value=value), fragment_id
-
-    async def submit(self, label: str, texts: dict[str, str]) -> float:
-        """Fill a form's text inputs (``texts``: key -> text) and click its submit button ``label``, as the browser
-        sends a form: every value it holds, the form's new ones, the button's trigger; seconds until the rerun ends."""
-        for key, value in texts.items():
-            state, _fragment = self.text(key, value)
-            self.states[state.id] = state
-        click, fragment_id = self.button(label)
-        return await self.change(click, fragment_id)
+        for key, (etype, proto, fragment_id) in self.widgets.items():
+            if etype == "text_input" and key in self.main_keys and key.startswith(prefix) and proto.form_id:
+                for other, (otype, button, _fragment) in self.widgets.items():
+                    if otype == "button" and other in self.main_keys and button.form_id == proto.form_id:
+                        return [WidgetState(id=proto.id, string_value=text),
+                                WidgetState(id=button.id, trigger_value=True)], fragment_id
+                raise LookupError(f"form {proto.form_id!r} has no submit button on page {self.page!r}")
+        raise LookupError(f"no text input {prefix!r}... in a form on page {self.page!r} (it has {sorted(self.widgets)})")
 
     async def change(self, state, fragment_id: str = "", drop: bool = False) -> float:
-        """Send one widget's new state (``state``, a WidgetState) and wait for the rerun; seconds."""
-        # What the browser sends: every widget value it holds, the new one included; a trigger only once.
-        sent = [s for i, s in self.states.items() if i != state.id] + [state]
+        """Send one widget's new state (``state``, a WidgetState; or a list of them sent in the same rerun, like a
+        form's submission, :meth:`submit`) and wait for the rerun; seconds."""
+        new = state if isinstance(state, list) else [state]
+        # What the browser sends: every widget value it holds, the new ones included; a trigger only once.
+        ids = {s.id for s in new}
+        sent = [s for i, s in self.states.items() if i not in ids] + new
         start = time.perf_counter()
         await self.send_rerun(self.page, sent, fragment_id)
         if drop:
@@ -525,8 +537,9 @@ class Student:
             return 0.0
         await self.finish_run(fragment=bool(fragment_id))
         self.last_fragment = bool(fragment_id)
-        if state.WhichOneof("value") != "trigger_value":
-            self.states[state.id] = state
+        for one in new:
+            if one.WhichOneof("value") != "trigger_value":
+                self.states[one.id] = one
         return time.perf_counter() - start
 
     def next_tick(self) -> Optional[tuple[float, str]]:
@@ -1283,11 +1296,22 @@ def run_browser(args: argparse.Namespace) -> bool:
     return ok
 
 
+def run_class_live(args: argparse.Namespace) -> bool:
+    """The ``class-live`` scenario (scripts/benchmark_class_live.py, which imports this module's client)."""
+    sys.modules.setdefault("benchmark_load", sys.modules[__name__])  # run as a script: the module it imports is this
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))
+    from benchmark_class_live import run_class_live as run
+
+    return run(args)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scenarios", nargs="*", metavar="scenario",
-                        help="single, class, browser, training and/or long (default: single, class, browser)")
+                        help="single, class, browser, training, long and/or class-live "
+                             "(default: single, class, browser)")
     parser.add_argument("--url", help="an already running app (loopback only), e.g. the lecture-hall proxy")
     parser.add_argument("--students", type=int, default=30)
     parser.add_argument("--duration", type=float, default=None,
@@ -1315,6 +1339,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--words", type=int, default=700,
                         help="long: words of prose in the link's text (more than the page's 512 tokens)")
     parser.add_argument("--opens", type=int, default=3, help="long: first renders, each with a text of its own")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="class-live: rounds of both configurations (2: alone, class, class, alone)")
+    parser.add_argument("--ratio-budget", type=float, default=1.1,
+                        help="class-live: the Check's p95 in a class at most this times alone's")
+    parser.add_argument("--teacher-budget-ms", type=float, default=200.0,
+                        help="class-live: the teacher's dashboard refresh p95 under this")
+    parser.add_argument("--class-store", choices=("sqlite", "postgresql"), default="sqlite",
+                        help="class-live: the temporary class store of the server started here")
+    parser.add_argument("--class-store-url",
+                        help="class-live: the class store's SQLAlchemy URL (needed with --url: the one that server uses)")
     parser.add_argument("--streamlit-arg", action="append", default=[], metavar="OPTION=VALUE",
                         help="pass --OPTION VALUE to the servers started here, e.g. runner.postScriptGC=true "
                              "(to compare against .streamlit/config.toml; repeatable)")
@@ -1326,12 +1360,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         require_loopback(args.url)
     if (not 1 <= args.students <= 300 or not (args.duration is None or 0 < args.duration <= 900)
             or not 1 <= args.clicks <= 200 or not 0 <= args.watch_share <= 1 or not 1 <= args.words <= 5000
-            or not 1 <= args.opens <= 20):
+            or not 1 <= args.opens <= 20 or not 1 <= args.rounds <= 4):
         parser.error("bounded load: 1-300 students, duration up to 900 s, 1-200 clicks, a watch share of 0-1, "
-                     "1-5000 words, 1-20 opens")
+                     "1-5000 words, 1-20 opens, 1-4 rounds")
     runners = {"single": run_single, "class": run_class, "browser": run_browser, "training": run_training,
-               "long": run_long}
-    scenarios = args.scenarios or ["single", "class", "browser"]  # training and long are not in the default run
+               "long": run_long, "class-live": run_class_live}
+    scenarios = args.scenarios or ["single", "class", "browser"]  # training, long, class-live: not by default
     unknown = set(scenarios) - set(runners)
     if unknown:
         parser.error(f"unknown scenario(s) {sorted(unknown)}: choose from {', '.join(runners)}")

@@ -147,7 +147,7 @@ def test_a_class_keeps_every_answer_but_the_last_unflushed_ones_when_a_replica_i
                                 _outcome(exercise, text))
                 answers[student.name].append(answer)
                 try:
-                    await student.submit("Check", {_box(student): text})
+                    await student.change(*student.submit(_box(student), text))
                 except load.SessionClosed:  # the replica went away with this run: recorded or not, we cannot know
                     tries.append(await reconnect(student))
                     continue

@@ -151,3 +151,83 @@ def test_the_browser_scenario_times_every_click_it_makes(capsys):
     for click in ("Next", "d_k +"):
         row = re.search(rf"^{re.escape(click)}\s+(\d+)\s+(\d+)\s+(\d+)\s+ok", out, re.M)
         assert row and 0 < int(row[1]) <= int(row[3]), out
+
+
+# ---------------------------------------------------------------- the class-live scenario (scripts/benchmark_class_live.py)
+
+_live_spec = importlib.util.spec_from_file_location("benchmark_class_live", ROOT / "scripts" / "benchmark_class_live.py")
+live = importlib.util.module_from_spec(_live_spec)
+sys.modules["benchmark_class_live"] = live
+_live_spec.loader.exec_module(live)
+
+
+@pytest.fixture(scope="module")
+def class_server(tmp_path_factory):
+    """A server whose class store is a SQLite file of its own: (server, the store's URL)."""
+    folder = tmp_path_factory.mktemp("class-live")
+    url = f"sqlite:///{folder / 'classes.sqlite'}"
+    srv = load.Server(load.APP, env={live.ENV_URL: url, live.ENV_DATA: str(folder)})
+    yield srv, url
+    srv.stop()
+
+
+def test_a_form_is_submitted_in_one_rerun_and_the_class_records_every_answer(class_server):
+    """The scenario's protocol: Start a class in the sidebar gives the teacher's link; a student's practice link
+    with the class arms the banner's timer (10 s); typing a number and clicking Check is one rerun of the step-through
+    fragment that grades it (Show the solution appears); the teacher's page arms its refresh timer (2.5 s) and its
+    rerun shows the answers; the store holds exactly the answers sent."""
+    server, url = class_server
+
+    async def lesson():
+        code, key = await live.start_class_in_the_sidebar(server.url)
+        student = load.Student(server.url, "s")
+        teacher = load.Student(server.url, "t")
+        try:
+            await student.connect()
+            await student.open_page(live.PAGE, live._link("scores", code))
+            banner = sorted(interval for interval, _armed in student.auto_reruns.values())
+            states, fragment_id = student.submit(live.ANSWER, live.answer_text(0, 1))
+            assert [s.WhichOneof("value") for s in states] == ["string_value", "trigger_value"]
+            assert fragment_id and states[1].id.split("-", 2)[-1].startswith("FormSubmitter:")
+            sent = 0
+            for n in range(1, 4):
+                await student.change(*student.submit(live.ANSWER, live.answer_text(0, n)))
+                sent += 1
+                assert student.last_fragment and live.REVEAL in student.widgets  # graded: the hint, the solution
+            await student.tick(next(iter(student.auto_reruns)))  # the banner's timer fires
+            await teacher.connect()
+            await teacher.open_page(live.your_class_path(), f"class={code}&teacher={key}")
+            refresh = sorted(interval for interval, _armed in teacher.auto_reruns.values())
+            recorded, dash, info = live.recorded_answers(url, code, sent)
+            await teacher.tick(teacher.next_tick()[1])
+            shown = teacher.metrics.get("Answers")
+        finally:
+            await student.close()
+            await teacher.close()
+        return banner, refresh, sent, recorded, dash, info, shown, student.exceptions + teacher.exceptions
+
+    banner, refresh, sent, recorded, dash, info, shown, exceptions = asyncio.run(lesson())
+    assert banner == [10.0] and refresh == [2.5]
+    assert recorded == sent == 3 and shown == "3"
+    assert dash.practice == [("self_attention", "scores", 3, 1, 0)] and (info.dropped, info.rate_limited) == (0, 0)
+    assert exceptions == [] and server.tracebacks() == []
+
+
+def test_the_class_live_scenario_runs_end_to_end(capsys):
+    """The whole scenario with 2 students for 3 s per configuration (budgets out of the way: speed is measured by the
+    benchmark on a quiet machine, not by tests): the floor, both configurations, the teacher's refreshes, every
+    answer found in the store, no exception."""
+    import argparse
+    import re
+
+    args = argparse.Namespace(url=None, students=2, duration=3.0, interval=1.0, seed=0, rounds=1, ratio_budget=1e9,
+                              teacher_budget_ms=1e9, class_store="sqlite", class_store_url=None)
+    assert live.run_class_live(args) is True
+    out = capsys.readouterr().out
+    for label in ("floor: one-widget change", "Check: alone", "Check: in a class",
+                  r"teacher's dashboard refresh \(2.5 s\)"):
+        row = re.search(rf"^{label}\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", out, re.M)
+        assert row and int(row[1]) >= 1, (label, out)
+    sent = re.search(r"in the class (\d+) sent \((\d+) graded\), (\d+) in the store", out)
+    assert sent and int(sent[1]) >= 2 and sent[1] == sent[2] == sent[3], out
+    assert "exceptions: 0   failed sessions: 0" in out

@@ -107,6 +107,38 @@ def test_the_dashboard_counts_what_the_class_did_with_sql(store):
     assert sorted(store.dashboard(code, now=now + 1).here) == [("backward", "dv", 1), ("causal", "weights", 1)]
 
 
+def test_the_dashboard_shows_the_50_most_frequent_mistakes_most_first_ties_by_place(store):
+    code, _key = store.create_class()
+    now = time.time()
+    batch = [answer(code, f"s{i}", f"m{i:02d}", first_try=i % 2 == 0, stage=f"st{i % 3}", at=now)
+             for i in range(60) for _ in range(1 + i % 4)]  # 60 different outcomes, 1-4 answers each
+    batch += [answer(code, "s", CORRECT, first_try=True, stage="st0", at=now)] * 5
+    store.write(batch)
+    dash = store.dashboard(code, now=now)
+    expected = sorted((("backward", f"st{i % 3}", f"m{i:02d}", 1 + i % 4) for i in range(60)),
+                      key=lambda row: (-row[3], row[1], row[2]))
+    assert dash.mistakes == expected[:50]
+    # (answers, first tries, first tries right): 50 wrong answers per stage, 20 of them first tries (even i), and
+    # st0's 5 right first tries; st0 first by its answers, then st1 and st2 by their stage
+    assert dash.practice == [("backward", "st0", 55, 25, 5), ("backward", "st1", 50, 20, 0),
+                             ("backward", "st2", 50, 20, 0)]
+    assert dash.over_time == [(int(now // 60), CORRECT, 5), (int(now // 60), WRONG, 150)]
+
+
+def test_postgresql_vacuums_the_events_table_every_10000_inserts(postgres_cluster):
+    """The dashboard's index-only scans need the visibility map set: autovacuum gets to the events table after a
+    fixed number of inserts, not after a fifth of the table (schema.events)."""
+    store = Store(postgres_cluster.url)
+    try:
+        store.ensure_schema()
+        with store.engine.connect() as conn:
+            options = conn.execute(text("SELECT reloptions FROM pg_class WHERE relname = 'events'")).scalar()
+    finally:
+        store.dispose()
+    assert sorted(options) == ["autovacuum_vacuum_insert_scale_factor=0",
+                               f"autovacuum_vacuum_insert_threshold={schema.VACUUM_EVERY_INSERTS}"]
+
+
 def test_an_ended_class_stores_nothing_more_and_a_deleted_one_is_gone(store):
     code, _key = store.create_class()
     store.write([answer(code, "s1", CORRECT)])
