@@ -17,7 +17,7 @@ configurations measured back to back in the same run, with the same students on 
   at the beginning of the run: the students open the same link with ``class=CODE``, so each answer is recorded
   (``ui/class_live.py`` -> the writer's queue -> the store), and their banner fragment (``run_every`` 10 s) is
   rerun on its timer as the browser does; the teacher opens ``/your-class?class=CODE&teacher=KEY`` and its
-  dashboard fragment (``run_every`` 2.5 s: the GROUP BYs of ``Store.dashboard``, the metrics, two charts and a
+  dashboard fragment (``run_every`` 2 s: the GROUP BYs of ``Store.dashboard``, the metrics, two charts and a
   table) is rerun on its timer for the whole time.
 
 ``--rounds 2`` measures alone, in a class, in a class, alone (ABBA: a slow drift of the machine's other load falls
@@ -80,7 +80,7 @@ class Side:
     graded: int = 0  # ... with a graded wrong answer's "Show the solution" under it
     ticks: list[float] = dataclasses.field(default_factory=list)  # the students' banner reruns (run_every 10 s)
     teacher_first: list[float] = dataclasses.field(default_factory=list)
-    refresh: list[float] = dataclasses.field(default_factory=list)  # the teacher's dashboard reruns (2.5 s)
+    refresh: list[float] = dataclasses.field(default_factory=list)  # the teacher's dashboard reruns (2 s)
     teacher_answers: list[str] = dataclasses.field(default_factory=list)  # "Answers" at the teacher's last refresh
     cpu_s: float = 0.0  # the server process's CPU time (user + system) during this configuration
     seconds: float = 0.0  # ... and the wall-clock time it lasted
@@ -271,7 +271,7 @@ def run_class_live(args: argparse.Namespace) -> bool:
         raise SystemExit("class-live with --url needs --class-store-url: the store that server writes to")
     order = [CONFIGS if r % 2 == 0 else CONFIGS[::-1] for r in range(args.rounds)]
     print(f"== class-live: {args.students} students answer a practice question on /{PAGE} every ~{args.interval:g} s "
-          f"for {args.duration:g} s, alone and in a class (its teacher's page refreshing every 2.5 s); rounds: "
+          f"for {args.duration:g} s, alone and in a class (its teacher's page refreshing every 2 s); rounds: "
           + ", ".join(" then ".join(r) for r in order) + "\n")
     folder = Path(tempfile.mkdtemp(prefix="benchmark-class-live-"))
     cluster = None
@@ -335,7 +335,7 @@ def run_class_live(args: argparse.Namespace) -> bool:
                           ("students, first render: in class", in_class.first), ("Check: alone", alone.answers),
                           ("Check: in a class", in_class.answers), ("students' banner reruns (10 s)", in_class.ticks),
                           ("teacher, first render", in_class.teacher_first),
-                          ("teacher's dashboard refresh (2.5 s)", in_class.refresh)):
+                          ("teacher's dashboard refresh (2 s)", in_class.refresh)):
         print(_row(label, values))
     p95_alone, p95_class = load.pct(alone.answers, .95), load.pct(in_class.answers, .95)
     p50_alone, p50_class = load.pct(alone.answers, .5), load.pct(in_class.answers, .5)

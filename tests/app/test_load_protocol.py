@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from ui import class_dashboard, class_live
+
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("benchmark_load", ROOT / "scripts" / "benchmark_load.py")
 load = importlib.util.module_from_spec(_spec)
@@ -174,7 +176,7 @@ def class_server(tmp_path_factory):
 def test_a_form_is_submitted_in_one_rerun_and_the_class_records_every_answer(class_server):
     """The scenario's protocol: Start a class in the sidebar gives the teacher's link; a student's practice link
     with the class arms the banner's timer (10 s); typing a number and clicking Check is one rerun of the step-through
-    fragment that grades it (Show the solution appears); the teacher's page arms its refresh timer (2.5 s) and its
+    fragment that grades it (Show the solution appears); the teacher's page arms its refresh timer (ui.class_dashboard.REFRESH_S) and its
     rerun shows the answers; the store holds exactly the answers sent."""
     server, url = class_server
 
@@ -207,7 +209,7 @@ def test_a_form_is_submitted_in_one_rerun_and_the_class_records_every_answer(cla
         return banner, refresh, sent, recorded, dash, info, shown, student.exceptions + teacher.exceptions
 
     banner, refresh, sent, recorded, dash, info, shown, exceptions = asyncio.run(lesson())
-    assert banner == [10.0] and refresh == [2.5]
+    assert banner == [class_live.BANNER_EVERY_S] and refresh == [class_dashboard.REFRESH_S]
     assert recorded == sent == 3 and shown == "3"
     assert dash.practice == [("self_attention", "scores", 3, 1, 0)] and (info.dropped, info.rate_limited) == (0, 0)
     assert exceptions == [] and server.tracebacks() == []
@@ -225,7 +227,7 @@ def test_the_class_live_scenario_runs_end_to_end(capsys):
     assert live.run_class_live(args) is True
     out = capsys.readouterr().out
     for label in ("floor: one-widget change", "Check: alone", "Check: in a class",
-                  r"teacher's dashboard refresh \(2.5 s\)"):
+                  r"teacher's dashboard refresh \(2 s\)"):
         row = re.search(rf"^{label}\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", out, re.M)
         assert row and int(row[1]) >= 1, (label, out)
     sent = re.search(r"in the class (\d+) sent \((\d+) graded\), (\d+) in the store", out)
