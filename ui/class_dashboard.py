@@ -118,7 +118,7 @@ def _live(code: str) -> None:
     with right:
         _over_time(dash)
     _practice(dash)
-    st.caption(_("Refreshed at {time}, every {s} s.", time=_clock(dash.at), s=REFRESH_S))
+    st.caption(_("Refreshed at {time}, every {s} s.", time=_clock(dash.at), s=f"{REFRESH_S:g}"))
 
 
 def _numbers(dash: Dashboard, dropped: int, limited: int, dropped_here: int) -> None:
