@@ -31,7 +31,9 @@ SHARED_BUILDS = 64
 BUILDS_RUN: collections.Counter = collections.Counter()
 
 _BUILDS: collections.OrderedDict = collections.OrderedDict()  # (build, other args, read paths, values) -> result
-_READ_PATHS: dict[tuple, set[tuple[str, ...]]] = {}  # (build, other args) -> the read paths its builds recorded
+#: build -> the sets of read paths its runs recorded (one per branch its code took: a few per builder, so this stays
+#: small however many arguments the server sees; the results themselves are the bounded LRU above)
+_READ_PATHS: dict[Callable, set[tuple[str, ...]]] = {}
 _LOCK = threading.Lock()
 _MISSING = object()  # a build may return None
 
@@ -54,7 +56,7 @@ def built(build: Callable[..., T], args: tuple, kwargs: dict) -> T:
         BUILDS_RUN[build.__name__] += 1
         return build(*args, **kwargs)
     with _LOCK:
-        known = list(_READ_PATHS.get((build, rest), ()))
+        known = list(_READ_PATHS.get(build, ()))
     for paths in known:
         key = (build, rest, paths, tuple(settings.get(p) for p in paths))
         with _LOCK:
@@ -70,7 +72,7 @@ def built(build: Callable[..., T], args: tuple, kwargs: dict) -> T:
     paths = Settings.paths() if reads.EVERYTHING in read else tuple(sorted(read))
     key = (build, rest, paths, tuple(settings.get(p) for p in paths))
     with _LOCK:
-        _READ_PATHS.setdefault((build, rest), set()).add(paths)
+        _READ_PATHS.setdefault(build, set()).add(paths)
         _BUILDS[key] = result
         while len(_BUILDS) > SHARED_BUILDS:
             _BUILDS.popitem(last=False)
