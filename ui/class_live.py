@@ -30,6 +30,7 @@ import streamlit as st
 
 from attention_core import practice, registry
 from attention_core.classroom import share
+from attention_core.errors import N_
 from class_store.store import (
     CORRECT,
     WRONG,
@@ -459,32 +460,34 @@ def _banner(current: str) -> None:
             _back()
 
 
-def end_class() -> None:
-    """The teacher ends the class (a button's callback); the teacher keeps the page and its numbers."""
+def _as_teacher(action: Callable[[Store, str], None], failed: str) -> Optional[Member]:
+    """Run ``action(store, code)`` for this session's class if it is its teacher; the seat, or None when it is not the
+    teacher or the store failed (``failed``: the message, with ``{why}``, marked for translation where it is written).
+    """
     seat = member()
     store, _writer, _why = live()
     if seat is None or not seat.teacher or store is None:
-        return
+        return None
     try:
-        store.end_class(seat.code)
+        action(store, seat.code)
     except StoreError as error:
-        _say(_("The class store is unreachable ({why}): the class was not ended. Try again in a moment.",
-               why=str(error)))
-    _info.clear()
+        _say(_(failed, why=str(error)))
+        return None
+    finally:
+        _info.clear()
+    return seat
+
+
+def end_class() -> None:
+    """The teacher ends the class (a button's callback); the teacher keeps the page and its numbers."""
+    _as_teacher(Store.end_class, N_("The class store is unreachable ({why}): the class was not ended. Try again in a "
+                                    "moment."))
 
 
 def delete_class() -> None:
     """The teacher deletes the class at once (a button's callback) and leaves it."""
-    seat = member()
-    store, _writer, _why = live()
-    if seat is None or not seat.teacher or store is None:
-        return
-    try:
-        store.delete_class(seat.code)
-    except StoreError as error:
-        _say(_("The class store is unreachable ({why}): the class was not deleted. Try again in a moment.",
-               why=str(error)))
-        return
-    _info.clear()
-    leave()
-    _say(_("Class {code} and everything it recorded were deleted.", code=seat.code))
+    seat = _as_teacher(Store.delete_class, N_("The class store is unreachable ({why}): the class was not deleted. Try "
+                                              "again in a moment."))
+    if seat is not None:
+        leave()
+        _say(_("Class {code} and everything it recorded were deleted.", code=seat.code))
