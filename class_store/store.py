@@ -141,7 +141,8 @@ class Dashboard:
         mistakes: (page, stage, outcome, count), the named mistakes and unnamed wrong answers, most first.
         over_time: (minute since the epoch, outcome "correct" or "wrong", answers).
         reveals: (page, stage, solutions shown).
-        events: every event of the class; seats: every seat that was ever in it (student or teacher).
+        events: every event of the class; seats: every seat that was ever in it (student or teacher); students:
+            the student seats among them.
     """
 
     here: list[tuple[str, str, int]]
@@ -154,6 +155,7 @@ class Dashboard:
     reveals: list[tuple[str, str, int]]
     events: int
     seats: int
+    students: int
     at: float = field(default=0.0)
 
 
@@ -382,7 +384,8 @@ class Store:
                 select(e.page, e.stage, func.count()).where(and_(e.class_code == code, e.kind == "reveal"))
                 .group_by(e.page, e.stage).order_by(func.count().desc())).all()
             total = conn.execute(select(func.count()).where(e.class_code == code)).scalar_one()
-            seated = conn.execute(select(func.count()).select_from(seats).where(seats.c.class_code == code)).scalar_one()
+            seated = dict(conn.execute(select(seats.c.role, func.count()).where(seats.c.class_code == code)
+                                       .group_by(seats.c.role)).all())
         practice: dict[tuple[str, str], list[int]] = {}  # (page, stage) -> [answers, first tries, first tries right]
         mistakes: dict[tuple[str, str, str], int] = {}
         for page, stage, outcome, first_try, n in graded:
@@ -406,7 +409,8 @@ class Store:
                             key=lambda row: (-row[3], row[0], row[1], row[2]))[:MISTAKES_SHOWN],
             over_time=[(m, v, n) for (m, v), n in sorted(over_time.items())],
             reveals=[(p, s, int(n)) for p, s, n in reveals],
-            events=int(total), seats=int(seated), at=now)
+            events=int(total), seats=sum(int(n) for n in seated.values()),
+            students=int(seated.get("student", 0)), at=now)
 
 
 def _upsert_seats(dialect: str):

@@ -127,7 +127,7 @@ def _numbers(dash: Dashboard, dropped: int, limited: int, dropped_here: int) -> 
     first_correct = sum(row[4] for row in dash.practice)
     a, b, c, d = st.columns(4)
     a.metric(_("Students here now"), dash.connected, help=_("Seen in the last {s} seconds.", s=int(CONNECTED_S)))
-    b.metric(_("Students so far"), max(dash.seats - dash.teachers, 0))
+    b.metric(_("Students so far"), dash.students)
     c.metric(_("Answers"), answers)
     d.metric(_("Right at the first try"), f"{first_correct / first:.0%}" if first else "–",
              help=_("Of the entries answered for the first time, how many were right."))

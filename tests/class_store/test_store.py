@@ -102,6 +102,7 @@ def test_the_dashboard_counts_what_the_class_did_with_sql(store):
     assert sorted(dash.over_time) == sorted([(minute, CORRECT, 1), (minute, WRONG, 3),
                                              (int((now - 120) // 60), CORRECT, 1)])
     assert dash.reveals == [("backward", "dv", 1)] and dash.events == 10 and dash.seats == 4
+    assert dash.students == 3  # the teacher's seat is not a student's, connected or not
     # a seat moves on: its presence row is replaced, not added
     store.write([], [Presence(code, "s1", "student", "causal", "weights", now + 1)])
     assert sorted(store.dashboard(code, now=now + 1).here) == [("backward", "dv", 1), ("causal", "weights", 1)]
