@@ -292,7 +292,7 @@ def run_class_live(args: argparse.Namespace) -> bool:
         described = Store(url).describe()
         floor_server = load.Server(load.FLOOR_APP)
         try:
-            _, _, floor_times, _ = asyncio.run(load._one_student(floor_server.url, load.FLOOR, FLOOR_CLICKS))
+            floor_times = asyncio.run(load._one_student(floor_server.url, load.FLOOR, FLOOR_CLICKS)).times
         finally:
             floor_server.stop()
         print(f"floor (scripts/load_floor_app.py, one number_input, one student): median "

@@ -173,10 +173,12 @@ def _healthy(url: str) -> bool:
 
 
 class Server:
-    """``streamlit run SCRIPT`` on a free loopback port, from the repository root (its config); ``env``: variables
-    set for it on top of this process's (e.g. a temporary class store)."""
+    """``streamlit run SCRIPT`` on a free loopback port, from ``root`` (its ``.streamlit/config.toml``: this repository,
+    or another checkout measured against it); ``env``: variables set for it on top of this process's (e.g. a temporary
+    class store)."""
 
-    def __init__(self, script: Path, extra_args: tuple[str, ...] = (), env: Optional[dict[str, str]] = None) -> None:
+    def __init__(self, script: Path, extra_args: tuple[str, ...] = (), env: Optional[dict[str, str]] = None,
+                 root: Path = ROOT) -> None:
         extra_args = tuple(extra_args) + tuple(STREAMLIT_ARGS)
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -184,7 +186,7 @@ class Server:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
              "--server.address", "127.0.0.1", "--server.port", str(self.port), *extra_args],
-            cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cwd=root, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env={**os.environ, **env} if env else None)
         deadline = time.monotonic() + SERVER_START_S
         while not _healthy(self.url):
@@ -301,6 +303,9 @@ class Student:
         # The URL's query string the browser sends with each rerun: a link's at first, then what the app writes there
         # (page_info_changed). Only kept when the student opened a link (open_page's ``query``); else "" as before.
         self.query = ""
+        self.app_pages: tuple[str, ...] = ()  # the URL paths of the pages the app's navigation lists
+        self.run_messages = 0  # ForwardMsgs of the last run (its new_session, deltas, ... script_finished)
+        self.run_bytes = 0  # and their serialised bytes: what the server sent the browser for it
 
     def _get_cookie(self) -> None:
         """GET the page as a browser does first: a proxy's sticky-session cookie comes with it."""
@@ -349,11 +354,14 @@ class Student:
         main = set(self.main_keys) if fragment else set()
         progress: Optional[str] = None
         deadline = time.monotonic() + RUN_TIMEOUT_S
+        self.run_messages = self.run_bytes = 0
         while True:
             try:
                 data = await asyncio.wait_for(self.ws.recv(), timeout=max(0.1, deadline - time.monotonic()))
             except ConnectionClosed as error:
                 raise SessionClosed(str(error)) from error
+            self.run_messages += 1
+            self.run_bytes += len(data)
             msg = ForwardMsg()
             msg.ParseFromString(data)
             kind = msg.WhichOneof("type")
@@ -370,6 +378,7 @@ class Student:
                 self.query = msg.page_info_changed.query_string
             elif kind == "navigation":  # st.navigation resolved the page: the browser sends its hash from now on
                 self.page_hash = msg.navigation.page_script_hash
+                self.app_pages = tuple(p.url_pathname for p in msg.navigation.app_pages)
             elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
                 element = msg.delta.new_element
                 etype = element.WhichOneof("type")
@@ -583,52 +592,98 @@ def fmt_ms(values: list[float]) -> str:
 
 # ---------------------------------------------------------------------------------------- scenarios
 
-async def _one_student(url: str, page: PageLoad, clicks: int) -> tuple[float, float, list[float], list[str]]:
-    """First render, first change, then ``clicks`` timed changes (seconds) and the exceptions shown."""
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system, every thread) process ``pid`` has used so far, in seconds; 0 when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
+
+
+@dataclasses.dataclass
+class PageClicks:
+    """One student on one page: the first render, the first change (it also fills caches), the timed changes
+    (seconds), and per timed change the messages and bytes the server sent and its CPU time (all its threads)."""
+
+    first: float
+    first_change: float
+    times: list[float]
+    exceptions: list[str]
+    messages: float = float("nan")
+    kilobytes: float = float("nan")
+    cpu_ms: float = float("nan")
+
+
+async def _one_student(url: str, page: PageLoad, clicks: int, pid: Optional[int] = None) -> PageClicks:
+    """First render, first change, then ``clicks`` timed changes; ``pid``: the server's, whose CPU time to count."""
     student = Student(url, page.path or "floor")
     await student.connect()
     try:
         first = await student.open_page(page.path)
         first_change = await student.interact(page.widgets)  # the first change of a page also fills caches
-        times = [await student.interact(page.widgets) for _ in range(clicks)]
+        times, messages, sent = [], 0, 0
+        cpu = cpu_seconds(pid) if pid else 0.0
+        for _ in range(clicks):
+            times.append(await student.interact(page.widgets))
+            messages += student.run_messages
+            sent += student.run_bytes
+        cpu = cpu_seconds(pid) - cpu if pid else float("nan")
     finally:
         await student.close()
-    return first, first_change, times, student.exceptions
+    return PageClicks(first, first_change, times, student.exceptions, messages / clicks, sent / clicks / 1000,
+                      1000 * cpu / clicks)
+
+
+def measure_floor(clicks: int) -> float:
+    """The framework's floor: the median of ``clicks`` changes of a one-widget app's number input, in seconds."""
+    floor_server = Server(FLOOR_APP)
+    try:
+        return statistics.median(asyncio.run(_one_student(floor_server.url, FLOOR, clicks)).times)
+    finally:
+        floor_server.stop()
 
 
 def run_single(args: argparse.Namespace) -> bool:
+    if args.against:
+        from benchmark_against import run_single_against
+
+        return run_single_against(args)
     print(f"== single: one student, {args.clicks} changes per page after one warm-up change\n")
-    floor_server = Server(FLOOR_APP)
-    try:
-        _, _, floor_times, _ = asyncio.run(_one_student(floor_server.url, FLOOR, args.clicks))
-    finally:
-        floor_server.stop()
-    floor = statistics.median(floor_times)
+    floor = measure_floor(args.clicks)
     limit = args.floor_factor * floor
     print(f"framework floor (scripts/load_floor_app.py, one number_input): median {1000 * floor:.0f} ms; "
           f"budget per page: median <= {args.floor_factor:g} x = {1000 * limit:.0f} ms\n")
     server = None if args.url else Server(APP)
     url = args.url or server.url
     ok = True
-    print(f"{'page':<20} {'open ms':>8} {'1st change':>10} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7}  verdict")
+    print(f"{'page':<20} {'open ms':>8} {'1st change':>10} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'x floor':>7} "
+          f"{'msgs':>5} {'kB':>6} {'CPU ms':>6}  verdict")
     try:
         for page in PAGES:
+            if args.only and page.path not in args.only:
+                continue
             try:
-                first, first_change, times, exceptions = asyncio.run(_one_student(url, page, args.clicks))
+                clicks = asyncio.run(_one_student(url, page, args.clicks, server.process.pid if server else None))
             except Exception as error:  # noqa: BLE001 - report the page, go on
                 print(f"{page.path:<20} FAILED: {type(error).__name__}: {error}")
                 ok = False
                 continue
-            over = statistics.median(times) > limit
-            verdict = "EXCEPTION " + "; ".join(exceptions)[:200] if exceptions else ("OVER BUDGET" if over else "ok")
-            ok &= not over and not exceptions
-            print(f"{page.path:<20} {1000 * first:>8.0f} {1000 * first_change:>10.0f} {fmt_ms(times)}  {verdict}")
+            median = statistics.median(clicks.times)
+            over = median > limit
+            verdict = ("EXCEPTION " + "; ".join(clicks.exceptions)[:200] if clicks.exceptions
+                       else ("OVER BUDGET" if over else "ok"))
+            ok &= not over and not clicks.exceptions
+            print(f"{page.path:<20} {1000 * clicks.first:>8.0f} {1000 * clicks.first_change:>10.0f} "
+                  f"{fmt_ms(clicks.times)} {median / floor:>7.2f} {clicks.messages:>5.0f} {clicks.kilobytes:>6.1f} "
+                  f"{clicks.cpu_ms:>6.0f}  {verdict}")
         if server:
             print(f"\nserver RSS at the end: {rss_mb([server.process.pid]):.0f} MB")
             ok &= _report_tracebacks(server)
     finally:
         if server:
             server.stop()
+    print("msgs, kB: what the server sent per change (ForwardMsgs, their bytes); CPU ms: the server's CPU per change")
     return ok
 
 
@@ -648,7 +703,8 @@ class ClassResult:
 
 async def _student_in_class(url: str, index: int, args: argparse.Namespace, result: ClassResult,
                             rng: random.Random, t_start: float, t_end: float, drop_at: Optional[float]) -> None:
-    page = PAGES[index % len(PAGES)]
+    pages = args_pages(args)
+    page = pages[index % len(pages)]
     name = f"s{index:03d}"
     student = Student(url, name)
     await asyncio.sleep(rng.uniform(0, 1.0))  # a burst: everyone opens the link within the same second
@@ -699,7 +755,7 @@ async def _run_fault(command: str, at: float) -> None:
     await process.wait()
 
 
-async def _warm_up(url: str, replicas: int) -> float:
+async def _warm_up(url: str, replicas: int, pages: tuple[PageLoad, ...] = PAGES) -> float:
     """The teacher opens every page once before class (imports, the trained model, caches); seconds.
 
     Behind the lecture-hall proxy, one teacher tab per replica: each connects while the earlier
@@ -714,7 +770,7 @@ async def _warm_up(url: str, replicas: int) -> float:
             teachers.append(teacher)
 
         async def visit(teacher: Student) -> None:
-            for page in PAGES:
+            for page in pages:
                 await teacher.open_page(page.path)
 
         await asyncio.gather(*(visit(t) for t in teachers))
@@ -729,7 +785,7 @@ async def _class(url: str, args: argparse.Namespace, pids: Callable[[], list[int
     if args.warm:
         replicas = max(1, len(args.pid_file))
         print(f"the teacher opened every page once before class ({replicas} tab(s)): "
-              f"{await _warm_up(url, replicas):.1f} s")
+              f"{await _warm_up(url, replicas, args_pages(args)):.1f} s")
     sampler = RssSampler(pids)
     sampler.start()
     rng = random.Random(args.seed)
@@ -774,7 +830,8 @@ def _on_server(args: argparse.Namespace, scenario: Callable) -> tuple[Optional[S
     """Run ``scenario(url, args, pids)`` against ``--url``, or a server started here and stopped after.
 
     Returns (the server started here or None, the scenario's result, its RSS sampler, no server tracebacks)."""
-    server = None if args.url else Server(APP)
+    root = getattr(args, "app_root", ROOT)
+    server = None if args.url else Server(root / "app.py", root=root)
     url = args.url or server.url
     pids = _pids_from_files(args.pid_file) if args.url else (lambda: [server.process.pid])
     try:
@@ -786,7 +843,17 @@ def _on_server(args: argparse.Namespace, scenario: Callable) -> tuple[Optional[S
     return server, result, sampler, tracebacks_ok
 
 
+def args_pages(args: argparse.Namespace) -> tuple[PageLoad, ...]:
+    """The pages a scenario spreads its students over: ``args.pages`` (another checkout's, when measured against this
+    one) or this app's, from its registry."""
+    return getattr(args, "pages", None) or PAGES
+
+
 def run_class(args: argparse.Namespace) -> bool:
+    if args.against:
+        from benchmark_against import run_class_against
+
+        return run_class_against(args)
     args = argparse.Namespace(**{**vars(args), "duration": 60.0 if args.duration is None else args.duration,
                                  "p95_budget_ms": 150.0 if args.p95_budget_ms is None else args.p95_budget_ms,
                                  "rss_budget_mb": 1400.0 if args.rss_budget_mb is None else args.rss_budget_mb})
@@ -1310,7 +1377,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scenarios", nargs="*", metavar="scenario",
-                        help="single, class, browser, training, long and/or class-live "
+                        help="single, class, browser, training, long, class-live and/or profile "
                              "(default: single, class, browser)")
     parser.add_argument("--url", help="an already running app (loopback only), e.g. the lecture-hall proxy")
     parser.add_argument("--students", type=int, default=30)
@@ -1340,7 +1407,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="long: words of prose in the link's text (more than the page's 512 tokens)")
     parser.add_argument("--opens", type=int, default=3, help="long: first renders, each with a text of its own")
     parser.add_argument("--rounds", type=int, default=1,
-                        help="class-live: rounds of both configurations (2: alone, class, class, alone)")
+                        help="class-live: rounds of both configurations (2: alone, class, class, alone); "
+                             "--against: rounds of both versions (2: REF, this, this, REF)")
     parser.add_argument("--ratio-budget", type=float, default=1.1,
                         help="class-live: the Check's p95 in a class at most this times alone's")
     parser.add_argument("--teacher-budget-ms", type=float, default=200.0,
@@ -1349,9 +1417,20 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="class-live: the temporary class store of the server started here")
     parser.add_argument("--class-store-url",
                         help="class-live: the class store's SQLAlchemy URL (needed with --url: the one that server uses)")
+    parser.add_argument("--against", metavar="REF",
+                        help="single, class: measure the commit REF too (e.g. 7d7d826), back to back with this checkout "
+                             "in the same run, with the floor beside them (scripts/benchmark_against.py)")
+    parser.add_argument("--common-pages", action="store_true",
+                        help="class --against: spread the students over the pages both versions have")
     parser.add_argument("--streamlit-arg", action="append", default=[], metavar="OPTION=VALUE",
                         help="pass --OPTION VALUE to the servers started here, e.g. runner.postScriptGC=true "
                              "(to compare against .streamlit/config.toml; repeatable)")
+    if str(ROOT / "scripts") not in sys.path:  # run as a module (the tests): the scenario modules import this one
+        sys.path.insert(0, str(ROOT / "scripts"))
+    sys.modules.setdefault("benchmark_load", sys.modules[__name__])
+    from benchmark_profile import add_arguments, run_profile
+
+    add_arguments(parser)
     args = parser.parse_args(argv)
     for option in args.streamlit_arg:
         name, _, value = option.partition("=")
@@ -1364,8 +1443,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error("bounded load: 1-300 students, duration up to 900 s, 1-200 clicks, a watch share of 0-1, "
                      "1-5000 words, 1-20 opens, 1-4 rounds")
     runners = {"single": run_single, "class": run_class, "browser": run_browser, "training": run_training,
-               "long": run_long, "class-live": run_class_live}
-    scenarios = args.scenarios or ["single", "class", "browser"]  # training, long, class-live: not by default
+               "long": run_long, "class-live": run_class_live, "profile": run_profile}
+    scenarios = args.scenarios or ["single", "class", "browser"]  # training, long, class-live, profile: not by default
     unknown = set(scenarios) - set(runners)
     if unknown:
         parser.error(f"unknown scenario(s) {sorted(unknown)}: choose from {', '.join(runners)}")

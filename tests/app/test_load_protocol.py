@@ -18,6 +18,7 @@ import pytest
 from ui import class_dashboard, class_live
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))  # the scenario modules (benchmark_against, benchmark_profile)
 _spec = importlib.util.spec_from_file_location("benchmark_load", ROOT / "scripts" / "benchmark_load.py")
 load = importlib.util.module_from_spec(_spec)
 sys.modules["benchmark_load"] = load
@@ -233,3 +234,54 @@ def test_the_class_live_scenario_runs_end_to_end(capsys):
     sent = re.search(r"in the class (\d+) sent \((\d+) graded\), (\d+) in the store", out)
     assert sent and int(sent[1]) >= 2 and sent[1] == sent[2] == sent[3], out
     assert "exceptions: 0   failed sessions: 0" in out
+
+
+# ---------------------------------------------------------------- another version beside this one, and the profile
+
+
+def test_a_version_is_measured_against_another_commit_in_the_same_run(capsys):
+    """``single --against REF``: REF is written out with git archive and served from its own folder, its pages read
+    from its own navigation; one page of both, side by side with the floor (budgets out of the way: the verdict is the
+    benchmark's, on a quiet machine). REF is HEAD here, so both columns name the same pages."""
+    import argparse
+    import re
+
+    against = sys.modules.get("benchmark_against") or importlib.import_module("benchmark_against")
+    folder = against.checkout("HEAD")
+    assert (folder / "app.py").exists() and folder != ROOT
+    args = argparse.Namespace(against="HEAD", rounds=1, clicks=2, only=["self-attention"], floor_factor=1e9,
+                              url=None)
+    against.run_single_against(args)
+    out = capsys.readouterr().out
+    assert re.search(r"^the floor \(one-widget app\), median of the rounds: \d+ ms", out, re.M), out
+    row = re.search(r"^self-attention\s+(\d+) / (\d+)\s+(\d+) / (\d+)\s+.*\s(\d+) → (\d+)\s+[\d.]+ → [\d.]+", out, re.M)
+    assert row, out
+    assert int(row[1]) > 0 and int(row[3]) > 0 and int(row[5]) > 0 and int(row[6]) > 0  # times and messages measured
+    assert "tokens" not in out.split("verdict", 1)[1]  # --only: the other pages are not measured
+
+
+def test_the_profile_says_where_a_click_goes(capsys):
+    """``profile``: py-spy samples the real server while one student clicks; the click's time is split by library and
+    the page's own functions are listed (what a before / after in the note is read from)."""
+    import argparse
+    import re
+
+    profile = importlib.import_module("benchmark_profile")
+    args = argparse.Namespace(against=None, only=["self-attention"], clicks=3, rate=200, top=8)
+    assert profile.run_profile(args) is True
+    out = capsys.readouterr().out
+    assert re.search(r"^-- self-attention: median \d+ ms, server CPU \d+ ms, \d+ messages", out, re.M), out
+    assert re.search(r"^\s+[\d.]+ ms  \w+ \((ui|app_pages|attention_core)/", out, re.M) or "(app.py)" in out, out
+    row = re.search(r"^self-attention(\s+[\d.]+){13}$", out, re.M)
+    assert row, out
+
+
+def test_the_profile_sorts_frames_by_library():
+    profile = importlib.import_module("benchmark_profile")
+    raw = ("run (threading.py:982);_draw_live (ui/stepthrough.py:201);markdown (streamlit/elements/markdown.py:40) 3\n"
+           "run (threading.py:982);<module> (alibi.py:12);matmul (torch/functional.py:9) 2\n"
+           "_run_once (asyncio/base_events.py:1922);write (tornado/iostream.py:10) 5\n")
+    by_library, ours, total = profile.summarise(raw, frozenset({"alibi.py"}))
+    assert total == 10
+    assert by_library == {"streamlit": 3, "torch": 2, "event loop": 5}
+    assert ours == {"_draw_live (ui/stepthrough.py)": 3, "<module> (alibi.py)": 2}
