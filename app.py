@@ -23,6 +23,7 @@ with runtime.one_run_at_a_time():
     HERE = Path(__file__).resolve().parent
     # The tab's icon from a file: given ":material/visibility:", Streamlit's frontend fetches the icon from
     # fonts.gstatic.com, which an offline classroom cannot reach (a local SVG becomes a data: URL, no request).
+    state.router_started()  # a whole-app run (a page's body may also run alone: ui/page_body.py)
     st.set_page_config(page_title=_("Attention Explorer"), page_icon=str(HERE / "ui" / "favicon.svg"), layout="wide")
     state.load_link(class_live.join_from_link)  # a shared link's settings (and class), on a session's first run
     state.start_run()  # the widgets this run binds are listed for the teacher's panel (ui/teacher.py)
@@ -62,14 +63,11 @@ with runtime.one_run_at_a_time():
                    help=_("A table of the same numbers under each chart: for screen readers and for copying."))
     class_live.sidebar(current, on_class_page=current == registry.YOUR_CLASS.key)
 
-    # The URL always holds the current state: copying it shares exactly these numbers.
-    link_complete = state.write_link()
+    # The URL always holds the current state: copying it shares exactly these numbers (the page's body writes it,
+    # ui/page_body.py, and says so when the edits are too large for it).
     if seat is None or not seat.teacher:  # a teacher's address holds the teacher key: the class panel says so
         st.sidebar.caption(_("Share: copy the address in your browser's address bar; it holds every setting and your "
                              "edits."))
-    if not link_complete:
-        st.warning(_("Your matrix edits are too large for a link: the address holds the settings only."),
-                   icon=":material/link_off:")
     for message in state.link_messages():
         st.warning(widgets.message_markdown(message), icon=":material/link:")
     for message in class_live.messages():
@@ -80,6 +78,9 @@ with runtime.one_run_at_a_time():
 
     class_live.banner(current)
     class_live.opened(current)  # before the page: a page may st.stop()
-    page.run()
+    try:
+        page.run()
+    finally:  # also when the page stops (st.stop() on bad input): a later run of its body alone is not this run
+        state.router_done()
     teacher.note(locked_note)
     teacher.panel()

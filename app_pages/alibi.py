@@ -5,7 +5,7 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.limits import MAX_ALIBI_HEADS, MAX_DIM
 from attention_core.modern.alibi_walkthrough import ALIBI_PAGE, build_alibi_walkthrough
-from ui import state, stepthrough, widgets
+from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -21,25 +21,30 @@ EXPLAIN = {
                   "longer ones (the paper's title: train short, test long)."),
 }
 
-st.title(_("ALiBi: attention with linear biases"))
-st.markdown(_(
-    "ALiBi (Press et al. 2022; used by BLOOM and MPT) gives attention a sense of distance without any position "
-    "embedding: every score is lowered in proportion to how far the key is from the query, with a different slope "
-    "per head."
-))
-widgets.show_messages()
 
-c1, c2, c3 = st.columns(3)
-with c1:
-    state.bind(st.number_input, _("num_heads H"), "alibi.num_heads", step=1,
-               help=_("{low} to {high}, each with its own slope.", low=1, high=MAX_ALIBI_HEADS))
-with c2:
-    state.bind(st.number_input, _("d_k (width of q and k)"), "d_k", step=1,
-               help=_("{low} to {high}.", low=1, high=MAX_DIM))
-with c3:
-    state.bind(st.number_input, _("Seed of W"), "seed", step=1)
-state.bind(st.toggle, _("Causal mask"), "causal_mask",
-           help=_("On, as in the paper's language models: each token sees itself and earlier tokens."))
+def page() -> None:
+    st.title(_("ALiBi: attention with linear biases"))
+    st.markdown(_(
+        "ALiBi (Press et al. 2022; used by BLOOM and MPT) gives attention a sense of distance without any position "
+        "embedding: every score is lowered in proportion to how far the key is from the query, with a different slope "
+        "per head."
+    ))
+    widgets.show_messages()
 
-walk = widgets.build_or_stop(build_alibi_walkthrough, state.settings(), state.edits())
-stepthrough.live(ALIBI_PAGE, walk, EXPLAIN)
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        state.bind(st.number_input, _("num_heads H"), "alibi.num_heads", step=1,
+                   help=_("{low} to {high}, each with its own slope.", low=1, high=MAX_ALIBI_HEADS))
+    with c2:
+        state.bind(st.number_input, _("d_k (width of q and k)"), "d_k", step=1,
+                   help=_("{low} to {high}.", low=1, high=MAX_DIM))
+    with c3:
+        state.bind(st.number_input, _("Seed of W"), "seed", step=1)
+    state.bind(st.toggle, _("Causal mask"), "causal_mask",
+               help=_("On, as in the paper's language models: each token sees itself and earlier tokens."))
+
+    walk = widgets.build_or_stop(build_alibi_walkthrough, state.settings(), state.edits())
+    stepthrough.live(ALIBI_PAGE, walk, EXPLAIN)
+
+
+page_body.run(page)

@@ -5,7 +5,7 @@ import streamlit as st
 from attention_core.backward.backward_walkthrough import BACKWARD, backward_target, build_backward_walkthrough
 from attention_core.errors import N_
 from attention_core.limits import MAX_DIM, MAX_TOKENS
-from ui import learning, state, stepthrough, widgets
+from ui import learning, page_body, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -33,24 +33,29 @@ EXPLAIN = {
                "forward pass again: the loss should drop and attention move toward the target."),
 }
 
-st.title(_("The backward pass: how attention learns"))
-st.markdown(_(
-    "Self-attention learns only its three matrices W_q, W_k, W_v (seed 003, §1.3). Here the self-attention page's "
-    "numbers go forward to a loss against a target you choose, and the gradient of that loss goes **back**, one "
-    "product at a time, to dW_q, dW_k and dW_v. Every gradient is checked against `torch.autograd`."))
-widgets.show_messages()
 
-learning.target_controls(_("1 to {high}: row i of the target is token j's value v_j.", high=MAX_TOKENS))
-c4, c5, c6 = st.columns(3)
-with c4:
-    learning.learning_rate()
-with c5:
-    state.bind(st.number_input, _("d_k (width of q, k, v)"), "d_k", step=1,
-               help=_("{low} to {high}.", low=1, high=MAX_DIM))
-with c6:
-    state.bind(st.toggle, _("Causal mask"), "causal_mask",
-               help=_("On: blocked scores get no gradient."))
-learning.target_editor("backward_show_target", "target", backward_target, "c")
+def page() -> None:
+    st.title(_("The backward pass: how attention learns"))
+    st.markdown(_(
+        "Self-attention learns only its three matrices W_q, W_k, W_v (seed 003, §1.3). Here the self-attention page's "
+        "numbers go forward to a loss against a target you choose, and the gradient of that loss goes **back**, one "
+        "product at a time, to dW_q, dW_k and dW_v. Every gradient is checked against `torch.autograd`."))
+    widgets.show_messages()
 
-walk = widgets.build_or_stop(build_backward_walkthrough, state.settings(), state.edits())
-stepthrough.live(BACKWARD, walk, EXPLAIN, after_checks=learning.keep_stepping(walk))
+    learning.target_controls(_("1 to {high}: row i of the target is token j's value v_j.", high=MAX_TOKENS))
+    c4, c5, c6 = st.columns(3)
+    with c4:
+        learning.learning_rate()
+    with c5:
+        state.bind(st.number_input, _("d_k (width of q, k, v)"), "d_k", step=1,
+                   help=_("{low} to {high}.", low=1, high=MAX_DIM))
+    with c6:
+        state.bind(st.toggle, _("Causal mask"), "causal_mask",
+                   help=_("On: blocked scores get no gradient."))
+    learning.target_editor("backward_show_target", "target", backward_target, "c")
+
+    walk = widgets.build_or_stop(build_backward_walkthrough, state.settings(), state.edits())
+    stepthrough.live(BACKWARD, walk, EXPLAIN, after_checks=learning.keep_stepping(walk))
+
+
+page_body.run(page)

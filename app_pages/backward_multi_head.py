@@ -10,7 +10,7 @@ from attention_core.backward.backward_multi_head_walkthrough import (
 )
 from attention_core.errors import N_
 from attention_core.limits import MAX_TOKENS
-from ui import heads, learning, state, stepthrough, widgets
+from ui import heads, learning, page_body, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -39,25 +39,30 @@ EXPLAIN = {
                "forward pass again: the loss should drop, and each head's weights move."),
 }
 
-st.title(_("The backward pass, multi-head"))
-st.markdown(_(
-    "The multi-head page's numbers go forward to a loss against a target, and the gradient goes **back**: through "
-    "W_O, split between the heads by the columns each one wrote, through every head alone (as on *The backward "
-    "pass*), and side by side into dW_q, dW_k and dW_v. Every gradient is checked against `torch.autograd`."))
-widgets.show_messages()
 
-learning.target_controls(_("1 to {high}: row i of the target is v_j W_O + b_O, the output if every head looked "
-                           "only at token j.", high=MAX_TOKENS))
-c4, c5, c6, c7, c8 = st.columns(5)
-with c4:
-    learning.learning_rate()
-heads.shape_inputs(c5, c6, c7)
-with c8:
-    state.bind(st.toggle, _("Causal mask"), "causal_mask", help=_("On: blocked scores get no gradient."))
-learning.target_editor("backward_multi_head_show_target", TARGET_EDITS, backward_multi_head_target, "o")
+def page() -> None:
+    st.title(_("The backward pass, multi-head"))
+    st.markdown(_(
+        "The multi-head page's numbers go forward to a loss against a target, and the gradient goes **back**: through "
+        "W_O, split between the heads by the columns each one wrote, through every head alone (as on *The backward "
+        "pass*), and side by side into dW_q, dW_k and dW_v. Every gradient is checked against `torch.autograd`."))
+    widgets.show_messages()
 
-walk = widgets.build_or_stop(build_backward_multi_head_walkthrough, state.settings(), state.edits())
-st.caption(_("d_out = {d_out} = h · head_dim = {h} · {hd}; the mask is the causal switch alone (the Causal page's "
-             "padding and clicked cells are not applied here).", d_out=walk.trace.concat.shape[-1],
-             h=walk.trace.num_heads, hd=walk.trace.head_dim))
-stepthrough.live(BACKWARD_MULTI_HEAD, walk, EXPLAIN, after_checks=learning.keep_stepping(walk))
+    learning.target_controls(_("1 to {high}: row i of the target is v_j W_O + b_O, the output if every head looked "
+                               "only at token j.", high=MAX_TOKENS))
+    c4, c5, c6, c7, c8 = st.columns(5)
+    with c4:
+        learning.learning_rate()
+    heads.shape_inputs(c5, c6, c7)
+    with c8:
+        state.bind(st.toggle, _("Causal mask"), "causal_mask", help=_("On: blocked scores get no gradient."))
+    learning.target_editor("backward_multi_head_show_target", TARGET_EDITS, backward_multi_head_target, "o")
+
+    walk = widgets.build_or_stop(build_backward_multi_head_walkthrough, state.settings(), state.edits())
+    st.caption(_("d_out = {d_out} = h · head_dim = {h} · {hd}; the mask is the causal switch alone (the Causal page's "
+                 "padding and clicked cells are not applied here).", d_out=walk.trace.concat.shape[-1],
+                 h=walk.trace.num_heads, hd=walk.trace.head_dim))
+    stepthrough.live(BACKWARD_MULTI_HEAD, walk, EXPLAIN, after_checks=learning.keep_stepping(walk))
+
+
+page_body.run(page)

@@ -6,7 +6,7 @@ from attention_core.errors import N_
 from attention_core.masking.formulas import header_latex
 from attention_core.masking.walkthrough import CAUSAL_PAGE, build_causal_walkthrough
 from attention_core.settings import MAX_DIM, MAX_TOKENS, MIN_DIM
-from ui import i18n, state, stepthrough, widgets
+from ui import i18n, page_body, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -24,37 +24,42 @@ EXPLAIN = {
                  "before it."),
 }
 
-st.title(_("Causal attention: no peeking at the future"))
-st.latex(header_latex("causal", i18n.translator()))
-st.caption(_("Vaswani et al. 2017, sec. 3.2.3 (masking in the decoder); seed 001 and seed 004 (after rasbt's ch03)."))
-widgets.show_messages()
 
-settings = state.settings()
-c1, c2, c3, c4, c5 = st.columns(5)
-with c1:
-    state.bind(st.number_input, _("d_k (width of q, k, v)"), "d_k", step=1,
-               help=_("{low} to {high}.", low=MIN_DIM, high=MAX_DIM))
-with c2:
-    state.bind(st.number_input, _("Seed of W"), "seed", step=1,
-               help=_("torch.manual_seed before CausalAttention(d_model, d_k, …) draws W_q, W_k, W_v."))
-with c3:
-    state.bind(st.number_input, _("context_length"), "context_length", step=1,
-               help=_("The size of the module's mask buffer; the sentence may not be longer (1 to {max_tokens}).",
-                      max_tokens=MAX_TOKENS))
-with c4:
-    state.bind(st.number_input, _("Padding tokens at the end"), "padding", step=1,
-               help=_("How many trailing tokens are padding: no query may attend to them."))
-with c5:
-    state.bind(st.toggle, _("Causal mask on"), "causal_mask", help=_("Off: only padding and your clicked cells mask."))
+def page() -> None:
+    st.title(_("Causal attention: no peeking at the future"))
+    st.latex(header_latex("causal", i18n.translator()))
+    st.caption(_("Vaswani et al. 2017, sec. 3.2.3 (masking in the decoder); seed 001 and seed 004 (after rasbt's ch03)."))
+    widgets.show_messages()
 
-walk = widgets.build_or_stop(build_causal_walkthrough, settings, state.edits())
+    settings = state.settings()
+    c1, c2, c3, c4, c5 = st.columns(5)
+    with c1:
+        state.bind(st.number_input, _("d_k (width of q, k, v)"), "d_k", step=1,
+                   help=_("{low} to {high}.", low=MIN_DIM, high=MAX_DIM))
+    with c2:
+        state.bind(st.number_input, _("Seed of W"), "seed", step=1,
+                   help=_("torch.manual_seed before CausalAttention(d_model, d_k, …) draws W_q, W_k, W_v."))
+    with c3:
+        state.bind(st.number_input, _("context_length"), "context_length", step=1,
+                   help=_("The size of the module's mask buffer; the sentence may not be longer (1 to {max_tokens}).",
+                          max_tokens=MAX_TOKENS))
+    with c4:
+        state.bind(st.number_input, _("Padding tokens at the end"), "padding", step=1,
+                   help=_("How many trailing tokens are padding: no query may attend to them."))
+    with c5:
+        state.bind(st.toggle, _("Causal mask on"), "causal_mask", help=_("Off: only padding and your clicked cells mask."))
 
-st.caption(_(
-    "**Sentence:** {sentence} — change it on *Tokens & embeddings*. W_q, W_k, W_v ({d_model} × {d_k}) are drawn "
-    "like `{module}` after `{seed_call}` (from a local generator).",
-    sentence=widgets.md_escape(settings.sentence), d_model=settings.d_model, d_k=settings.d_k,
-    module=f"CausalAttention({settings.d_model}, {settings.d_k}, {settings.context_length}, 0.0)",
-    seed_call=f"torch.manual_seed({settings.seed})",
-))
+    walk = widgets.build_or_stop(build_causal_walkthrough, settings, state.edits())
 
-stepthrough.live(CAUSAL_PAGE, walk, EXPLAIN)
+    st.caption(_(
+        "**Sentence:** {sentence} — change it on *Tokens & embeddings*. W_q, W_k, W_v ({d_model} × {d_k}) are drawn "
+        "like `{module}` after `{seed_call}` (from a local generator).",
+        sentence=widgets.md_escape(settings.sentence), d_model=settings.d_model, d_k=settings.d_k,
+        module=f"CausalAttention({settings.d_model}, {settings.d_k}, {settings.context_length}, 0.0)",
+        seed_call=f"torch.manual_seed({settings.seed})",
+    ))
+
+    stepthrough.live(CAUSAL_PAGE, walk, EXPLAIN)
+
+
+page_body.run(page)

@@ -6,7 +6,7 @@ from attention_core.errors import N_
 from attention_core.multi_head.cross_attention_walkthrough import CROSS_ATTENTION, build_cross_attention_walkthrough
 from attention_core.multi_head.formulas import header_latex
 from attention_core.settings import MAX_TOKENS
-from ui import heads, i18n, state, stepthrough, widgets
+from ui import heads, i18n, page_body, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -22,41 +22,46 @@ EXPLAIN = {
     "output": N_("Concatenate the heads and apply W_O, as in multi-head self-attention: m rows of d_out."),
 }
 
-st.title(_("Cross-attention: the decoder looks at the encoder"))
-st.latex(header_latex("cross_attention", i18n.translator()))
-st.caption(_("Seed 003: the encoder's output gives k and v, the decoder's input gives q — hence *cross*. "
-             "Vaswani et al. 2017, sec. 3.2.3 (encoder-decoder attention)."))
-widgets.show_messages()
 
-settings = state.settings()
-s1, s2 = st.columns(2)
-with s1:
-    state.bind(st.text_input, _("Decoder sentence (queries)"), "sentence", max_chars=400,
-               help=_("At most {max_tokens} tokens; the same sentence as on the other pages.", max_tokens=MAX_TOKENS))
-with s2:
-    state.bind(st.text_input, _("Encoder sentence (keys and values)"), "encoder_sentence", max_chars=400,
-               help=_("At most {max_tokens} tokens; words from this example's vocabulary.", max_tokens=MAX_TOKENS))
-c1, c2, c3, c4 = st.columns(4)
-heads.shape_inputs(c1, c2, c3, seed_help=None)
-with c4:
-    state.bind(st.number_input, _("context_length"), "context_length", step=1,
-               help=_("Neither sentence may be longer (1 to {max_tokens}).", max_tokens=MAX_TOKENS))
+def page() -> None:
+    st.title(_("Cross-attention: the decoder looks at the encoder"))
+    st.latex(header_latex("cross_attention", i18n.translator()))
+    st.caption(_("Seed 003: the encoder's output gives k and v, the decoder's input gives q — hence *cross*. "
+                 "Vaswani et al. 2017, sec. 3.2.3 (encoder-decoder attention)."))
+    widgets.show_messages()
 
-walk = widgets.build_or_stop(build_cross_attention_walkthrough, settings, state.edits())
+    settings = state.settings()
+    s1, s2 = st.columns(2)
+    with s1:
+        state.bind(st.text_input, _("Decoder sentence (queries)"), "sentence", max_chars=400,
+                   help=_("At most {max_tokens} tokens; the same sentence as on the other pages.", max_tokens=MAX_TOKENS))
+    with s2:
+        state.bind(st.text_input, _("Encoder sentence (keys and values)"), "encoder_sentence", max_chars=400,
+                   help=_("At most {max_tokens} tokens; words from this example's vocabulary.", max_tokens=MAX_TOKENS))
+    c1, c2, c3, c4 = st.columns(4)
+    heads.shape_inputs(c1, c2, c3, seed_help=None)
+    with c4:
+        state.bind(st.number_input, _("context_length"), "context_length", step=1,
+                   help=_("Neither sentence may be longer (1 to {max_tokens}).", max_tokens=MAX_TOKENS))
 
-trace = walk.trace
-m, n = len(walk.tokens), len(walk.kv_tokens)
-h, hd = trace.num_heads, trace.head_dim
-st.markdown(_(
-    "**m = {m} decoder tokens × n = {n} encoder tokens**: each head's weights are {m} × {n}. "
-    "d_out = {h} · {hd}; scale 1/√head_dim = 1/√{hd} = {scale}.",
-    m=m, n=n, h=h, hd=hd, scale=f"{walk.scale:.4g}",
-))
-st.caption(_(
-    "W drawn like `{module}` after `{seed_call}`; W_k and W_v are applied to the encoder's X. "
-    "Your edits of X apply to the decoder sentence.",
-    module=f"MultiHeadAttention({settings.d_model}, {settings.d_out}, {settings.context_length}, 0.0, num_heads={h})",
-    seed_call=f"torch.manual_seed({settings.seed})",
-))
+    walk = widgets.build_or_stop(build_cross_attention_walkthrough, settings, state.edits())
 
-stepthrough.live(CROSS_ATTENTION, walk, EXPLAIN)
+    trace = walk.trace
+    m, n = len(walk.tokens), len(walk.kv_tokens)
+    h, hd = trace.num_heads, trace.head_dim
+    st.markdown(_(
+        "**m = {m} decoder tokens × n = {n} encoder tokens**: each head's weights are {m} × {n}. "
+        "d_out = {h} · {hd}; scale 1/√head_dim = 1/√{hd} = {scale}.",
+        m=m, n=n, h=h, hd=hd, scale=f"{walk.scale:.4g}",
+    ))
+    st.caption(_(
+        "W drawn like `{module}` after `{seed_call}`; W_k and W_v are applied to the encoder's X. "
+        "Your edits of X apply to the decoder sentence.",
+        module=f"MultiHeadAttention({settings.d_model}, {settings.d_out}, {settings.context_length}, 0.0, num_heads={h})",
+        seed_call=f"torch.manual_seed({settings.seed})",
+    ))
+
+    stepthrough.live(CROSS_ATTENTION, walk, EXPLAIN)
+
+
+page_body.run(page)

@@ -6,7 +6,7 @@ from attention_core.errors import N_
 from attention_core.masking.formulas import header_latex
 from attention_core.masking.walkthrough import DROPOUT_PAGE, build_causal_walkthrough
 from attention_core.settings import MAX_DROPOUT, MAX_SEED
-from ui import i18n, state, stepthrough, widgets
+from ui import i18n, page_body, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -22,37 +22,42 @@ EXPLAIN = {
                  "more. Each training step draws a new D; at inference (eval) dropout is off."),
 }
 
-st.title(_("Dropout on the attention weights"))
-st.latex(header_latex("dropout", i18n.translator()))
-st.caption(_("Seed 004 and seed 001 (nn.Dropout on the attention weights, after rasbt's ch03); a usual p is 0.1 "
-             "to 0.2."))
-widgets.show_messages()
 
-settings = state.settings()
-c1, c2, c3 = st.columns(3)
-with c1:
-    state.bind(st.number_input, _("Dropout p"), "dropout.dropout_p", step=0.05, format="%.2f",
-               help=_("The probability of dropping each weight: 0 ≤ p < 1 (at most {max_p}).", max_p=MAX_DROPOUT))
-with c2:
-    state.bind(st.toggle, _("Training mode (dropout on)"), "dropout.training",
-               help=_("Off = eval mode: nn.Dropout passes the weights through unchanged."))
-with c3:
-    state.bind(st.number_input, _("Dropout seed"), "dropout.seed", step=1,
-               help=_("Seeds the generator that draws D (0 to {max_seed}).", max_seed=MAX_SEED))
+def page() -> None:
+    st.title(_("Dropout on the attention weights"))
+    st.latex(header_latex("dropout", i18n.translator()))
+    st.caption(_("Seed 004 and seed 001 (nn.Dropout on the attention weights, after rasbt's ch03); a usual p is 0.1 "
+                 "to 0.2."))
+    widgets.show_messages()
 
-walk = widgets.build_or_stop(build_causal_walkthrough, settings, state.edits(), dropout=True)
+    settings = state.settings()
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        state.bind(st.number_input, _("Dropout p"), "dropout.dropout_p", step=0.05, format="%.2f",
+                   help=_("The probability of dropping each weight: 0 ≤ p < 1 (at most {max_p}).", max_p=MAX_DROPOUT))
+    with c2:
+        state.bind(st.toggle, _("Training mode (dropout on)"), "dropout.training",
+                   help=_("Off = eval mode: nn.Dropout passes the weights through unchanged."))
+    with c3:
+        state.bind(st.number_input, _("Dropout seed"), "dropout.seed", step=1,
+                   help=_("Seeds the generator that draws D (0 to {max_seed}).", max_seed=MAX_SEED))
 
-mode = _("training") if settings.dropout.training else _("eval")
-m1, m2, m3 = st.columns(3)
-m1.metric(_("p applied"), f"{walk.dropout_p:g}", help=_("0 in eval mode."))
-m2.metric(_("Scale of kept weights 1/(1 − p)"), f"{walk.scale:.4g}")
-m3.metric(_("Weights kept"), _("{kept} of {total}", kept=int(walk.keep.sum()), total=walk.keep.numel()))
-st.caption(_(
-    "Mode: **{mode}**. D is drawn with nn.Dropout's own call, `bernoulli_(1 − p)`, from `{generator}`: the same D "
-    "that `{global_call}` gives, without touching PyTorch's global generator. The weights and mask come from "
-    "*Causal attention*.",
-    mode=mode, generator=f"torch.Generator().manual_seed({settings.dropout.seed})",
-    global_call=f"torch.manual_seed({settings.dropout.seed}); nn.Dropout({settings.dropout.dropout_p:g})",
-))
+    walk = widgets.build_or_stop(build_causal_walkthrough, settings, state.edits(), dropout=True)
 
-stepthrough.live(DROPOUT_PAGE, walk, EXPLAIN)
+    mode = _("training") if settings.dropout.training else _("eval")
+    m1, m2, m3 = st.columns(3)
+    m1.metric(_("p applied"), f"{walk.dropout_p:g}", help=_("0 in eval mode."))
+    m2.metric(_("Scale of kept weights 1/(1 − p)"), f"{walk.scale:.4g}")
+    m3.metric(_("Weights kept"), _("{kept} of {total}", kept=int(walk.keep.sum()), total=walk.keep.numel()))
+    st.caption(_(
+        "Mode: **{mode}**. D is drawn with nn.Dropout's own call, `bernoulli_(1 − p)`, from `{generator}`: the same D "
+        "that `{global_call}` gives, without touching PyTorch's global generator. The weights and mask come from "
+        "*Causal attention*.",
+        mode=mode, generator=f"torch.Generator().manual_seed({settings.dropout.seed})",
+        global_call=f"torch.manual_seed({settings.dropout.seed}); nn.Dropout({settings.dropout.dropout_p:g})",
+    ))
+
+    stepthrough.live(DROPOUT_PAGE, walk, EXPLAIN)
+
+
+page_body.run(page)

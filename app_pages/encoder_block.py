@@ -5,7 +5,7 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.limits import MAX_FEEDFORWARD, MAX_LAYERS
 from attention_core.transformer.walkthrough import ENCODER_BLOCK, build_encoder_walkthrough
-from ui import state, stepthrough, widgets
+from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -28,58 +28,63 @@ EXPLAIN = {
                 "input. Watch the rows change from block to block."),
 }
 
-st.title(_("The encoder block: attention inside a Transformer"))
-st.markdown(_(
-    "Attention is one part of a **Transformer block**. Around it: a **residual connection** (add the input back), "
-    "**layer normalisation**, and a per-token **feed-forward** layer, then residual and normalisation again. "
-    "An encoder stacks N blocks. *(Vaswani et al. 2017, sec. 3.1 and 3.3; seed 003, §2.)*"
-))
-widgets.show_messages()
 
-settings = state.settings()
-own = settings.encoder_block  # the page's own settings
-c1, c2, c3, c4 = st.columns(4)
-with c1:
-    state.bind(st.number_input, _("num_heads h"), "encoder_block.num_heads", step=1,
-               help=_("Must divide d_model ({d_model} here).", d_model=settings.d_model))
-with c2:
-    state.bind(st.number_input, _("dim_feedforward F"), "encoder_block.dim_feedforward", step=1,
-               help=_("{low} to {high}: the feed-forward layer's hidden width (the paper: 4 · d_model).",
-                      low=1, high=MAX_FEEDFORWARD))
-with c3:
-    state.bind(st.number_input, _("num_layers N"), "encoder_block.num_layers", step=1,
-               help=_("{low} to {high} blocks, each with its own weights.", low=1, high=MAX_LAYERS))
-with c4:
-    state.bind(st.number_input, _("Seed of the weights"), "seed", step=1,
-               help=_("Block ℓ draws its weights from seed + ℓ − 1 (a local generator)."))
-c5, c6 = st.columns([2, 2])
-with c5:
-    state.bind(st.toggle, _("Pre-LN (LayerNorm before each sublayer)"), "encoder_block.norm_first",
-               help=_("Off: post-LN, as in the 2017 paper and seed 003. On: pre-LN, as in GPT-2 and most "
-                      "current models (torch: norm_first=True)."))
-with c6:
-    widgets.keep_in_range(**{"encoder_block.block": min(own.block, own.num_layers - 1)})
-    blocks = {b: _("Block {number}", number=b + 1) for b in range(own.num_layers)}  # a plain lookup
-    state.bind(st.selectbox, _("Block to step through"), "encoder_block.block", options=list(blocks),
-               format_func=blocks.get)
+def page() -> None:
+    st.title(_("The encoder block: attention inside a Transformer"))
+    st.markdown(_(
+        "Attention is one part of a **Transformer block**. Around it: a **residual connection** (add the input back), "
+        "**layer normalisation**, and a per-token **feed-forward** layer, then residual and normalisation again. "
+        "An encoder stacks N blocks. *(Vaswani et al. 2017, sec. 3.1 and 3.3; seed 003, §2.)*"
+    ))
+    widgets.show_messages()
 
-settings = state.settings()
-walk = widgets.build_or_stop(build_encoder_walkthrough, settings, state.edits())
+    settings = state.settings()
+    own = settings.encoder_block  # the page's own settings
+    c1, c2, c3, c4 = st.columns(4)
+    with c1:
+        state.bind(st.number_input, _("num_heads h"), "encoder_block.num_heads", step=1,
+                   help=_("Must divide d_model ({d_model} here).", d_model=settings.d_model))
+    with c2:
+        state.bind(st.number_input, _("dim_feedforward F"), "encoder_block.dim_feedforward", step=1,
+                   help=_("{low} to {high}: the feed-forward layer's hidden width (the paper: 4 · d_model).",
+                          low=1, high=MAX_FEEDFORWARD))
+    with c3:
+        state.bind(st.number_input, _("num_layers N"), "encoder_block.num_layers", step=1,
+                   help=_("{low} to {high} blocks, each with its own weights.", low=1, high=MAX_LAYERS))
+    with c4:
+        state.bind(st.number_input, _("Seed of the weights"), "seed", step=1,
+                   help=_("Block ℓ draws its weights from seed + ℓ − 1 (a local generator)."))
+    c5, c6 = st.columns([2, 2])
+    with c5:
+        state.bind(st.toggle, _("Pre-LN (LayerNorm before each sublayer)"), "encoder_block.norm_first",
+                   help=_("Off: post-LN, as in the 2017 paper and seed 003. On: pre-LN, as in GPT-2 and most "
+                          "current models (torch: norm_first=True)."))
+    with c6:
+        widgets.keep_in_range(**{"encoder_block.block": min(own.block, own.num_layers - 1)})
+        blocks = {b: _("Block {number}", number=b + 1) for b in range(own.num_layers)}  # a plain lookup
+        state.bind(st.selectbox, _("Block to step through"), "encoder_block.block", options=list(blocks),
+                   format_func=blocks.get)
 
-if own.norm_first:
-    st.markdown(_("**Pre-LN:** H = X + MultiHead(LayerNorm₁(X)), then Y = H + FFN(LayerNorm₂(H)). The residual "
-                  "path from input to output never passes through a LayerNorm, which keeps deep stacks easy to "
-                  "train without a warm-up of the learning rate (Xiong et al. 2020); the output is not normalised, "
-                  "so models like GPT-2 add one last LayerNorm after the stack."))
-else:
-    st.markdown(_("**Post-LN (the 2017 paper):** H = LayerNorm₁(X + MultiHead(X)), then "
-                  "Y = LayerNorm₂(H + FFN(H)). Every block's output is normalised; the residual path passes "
-                  "through each LayerNorm."))
-st.caption(_(
-    "**Sentence:** {sentence}. d_model = {d_model}, h = {h} (head_dim = {head_dim}), F = {f}, N = {n}. "
-    "No dropout (eval mode). Our numbers are checked against torch.nn.TransformerEncoderLayer with the same weights.",
-    sentence=widgets.md_escape(settings.sentence), d_model=settings.d_model, h=own.num_heads,
-    head_dim=walk.trace.attention.head_dim, f=own.dim_feedforward, n=own.num_layers,
-))
+    settings = state.settings()
+    walk = widgets.build_or_stop(build_encoder_walkthrough, settings, state.edits())
 
-stepthrough.live(ENCODER_BLOCK, walk, EXPLAIN)
+    if own.norm_first:
+        st.markdown(_("**Pre-LN:** H = X + MultiHead(LayerNorm₁(X)), then Y = H + FFN(LayerNorm₂(H)). The residual "
+                      "path from input to output never passes through a LayerNorm, which keeps deep stacks easy to "
+                      "train without a warm-up of the learning rate (Xiong et al. 2020); the output is not normalised, "
+                      "so models like GPT-2 add one last LayerNorm after the stack."))
+    else:
+        st.markdown(_("**Post-LN (the 2017 paper):** H = LayerNorm₁(X + MultiHead(X)), then "
+                      "Y = LayerNorm₂(H + FFN(H)). Every block's output is normalised; the residual path passes "
+                      "through each LayerNorm."))
+    st.caption(_(
+        "**Sentence:** {sentence}. d_model = {d_model}, h = {h} (head_dim = {head_dim}), F = {f}, N = {n}. "
+        "No dropout (eval mode). Our numbers are checked against torch.nn.TransformerEncoderLayer with the same weights.",
+        sentence=widgets.md_escape(settings.sentence), d_model=settings.d_model, h=own.num_heads,
+        head_dim=walk.trace.attention.head_dim, f=own.dim_feedforward, n=own.num_layers,
+    ))
+
+    stepthrough.live(ENCODER_BLOCK, walk, EXPLAIN)
+
+
+page_body.run(page)

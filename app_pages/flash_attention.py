@@ -9,7 +9,7 @@ from attention_core.modern.flash_attention_walkthrough import (
     build_flash_attention_walkthrough,
     tile_names,
 )
-from ui import state, stepthrough, widgets
+from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -27,34 +27,39 @@ EXPLAIN = {
                 "up to float32 rounding, with much less memory."),
 }
 
-st.title(_("FlashAttention: the online softmax, tile by tile"))
-st.markdown(_(
-    "Standard attention writes the whole T × T matrix of scores, then of weights, to memory. FlashAttention (Dao "
-    "et al. 2022) never does: it streams blocks of keys and values past each block of queries and keeps, per row, "
-    "a running maximum m, a running sum l and a running output O (the online softmax of Milakov & Gimelshein "
-    "2018). Step through the tiles and watch m, l and O change."
-))
-widgets.show_messages()
 
-c1, c2, c3, c4 = st.columns(4)
-with c1:
-    state.bind(st.number_input, _("Query block B_q"), "flash_attention.block_q", step=1,
-               help=_("Rows of Q per block: 1 to the number of tokens (at most {high}).", high=MAX_TOKENS))
-with c2:
-    state.bind(st.number_input, _("Key block B_k"), "flash_attention.block_k", step=1,
-               help=_("Rows of K and V per block: 1 to the number of tokens (at most {high}).", high=MAX_TOKENS))
-with c3:
-    state.bind(st.number_input, _("d_k (width of q and k)"), "d_k", step=1,
-               help=_("{low} to {high}.", low=1, high=MAX_DIM))
-with c4:
-    state.bind(st.number_input, _("Seed of W"), "seed", step=1)
-state.bind(st.toggle, _("Causal mask"), "causal_mask", help=_("On: tiles above the diagonal are fully masked."))
+def page() -> None:
+    st.title(_("FlashAttention: the online softmax, tile by tile"))
+    st.markdown(_(
+        "Standard attention writes the whole T × T matrix of scores, then of weights, to memory. FlashAttention (Dao "
+        "et al. 2022) never does: it streams blocks of keys and values past each block of queries and keeps, per row, "
+        "a running maximum m, a running sum l and a running output O (the online softmax of Milakov & Gimelshein "
+        "2018). Step through the tiles and watch m, l and O change."
+    ))
+    widgets.show_messages()
 
-walk = widgets.build_or_stop(build_flash_attention_walkthrough, state.settings(), state.edits())
-widgets.keep_in_range(**{"flash_attention.tile": walk.tile})
-names = {k: _("Tile {k}: query block {qb} (rows {r0}–{r1}) × key block {kb} (keys {c0}–{c1})", k=k + 1, qb=qb, kb=kb,
-              r0=rows.start + 1, r1=rows.stop, c0=cols.start + 1, c1=cols.stop)
-         for k, (qb, kb, rows, cols) in enumerate(tile_names(walk))}  # a plain lookup
-state.bind(st.selectbox, _("Tile"), "flash_attention.tile", options=list(names), format_func=names.get)
+    c1, c2, c3, c4 = st.columns(4)
+    with c1:
+        state.bind(st.number_input, _("Query block B_q"), "flash_attention.block_q", step=1,
+                   help=_("Rows of Q per block: 1 to the number of tokens (at most {high}).", high=MAX_TOKENS))
+    with c2:
+        state.bind(st.number_input, _("Key block B_k"), "flash_attention.block_k", step=1,
+                   help=_("Rows of K and V per block: 1 to the number of tokens (at most {high}).", high=MAX_TOKENS))
+    with c3:
+        state.bind(st.number_input, _("d_k (width of q and k)"), "d_k", step=1,
+                   help=_("{low} to {high}.", low=1, high=MAX_DIM))
+    with c4:
+        state.bind(st.number_input, _("Seed of W"), "seed", step=1)
+    state.bind(st.toggle, _("Causal mask"), "causal_mask", help=_("On: tiles above the diagonal are fully masked."))
 
-stepthrough.live(FLASH_ATTENTION, walk, EXPLAIN)
+    walk = widgets.build_or_stop(build_flash_attention_walkthrough, state.settings(), state.edits())
+    widgets.keep_in_range(**{"flash_attention.tile": walk.tile})
+    names = {k: _("Tile {k}: query block {qb} (rows {r0}–{r1}) × key block {kb} (keys {c0}–{c1})", k=k + 1, qb=qb, kb=kb,
+                  r0=rows.start + 1, r1=rows.stop, c0=cols.start + 1, c1=cols.stop)
+             for k, (qb, kb, rows, cols) in enumerate(tile_names(walk))}  # a plain lookup
+    state.bind(st.selectbox, _("Tile"), "flash_attention.tile", options=list(names), format_func=names.get)
+
+    stepthrough.live(FLASH_ATTENTION, walk, EXPLAIN)
+
+
+page_body.run(page)

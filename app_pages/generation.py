@@ -14,7 +14,7 @@ from attention_core.transformer.generation_walkthrough import (
     real_cache_rows,
 )
 from attention_core.transformer.toy_model import LETTERS, NUM_LAYERS
-from ui import state, stepthrough, widgets
+from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -40,80 +40,85 @@ EXPLAIN = {
                         "*Temperature* page. The chosen token becomes the decoder's next input."),
 }
 
-st.title(_("Generating token by token: the decoder and its KV cache"))
-st.markdown(_(
-    "A small Transformer (an encoder and a decoder, {n} blocks each, d_model = 16, 2 heads) was **trained to "
-    "reverse a word**. Type a word: the decoder starts from START and produces one token per step until END, "
-    "attending to what it has produced (masked self-attention) and to the encoder's output (cross-attention). "
-    "*(Seed 003, §2; Vaswani et al. 2017, sec. 3.)*", n=NUM_LAYERS,
-))
-widgets.show_messages()
 
-settings = state.settings()
-c1, c2, c3 = st.columns([2, 1, 1])
-with c1:
-    state.bind(st.text_input, _("Word to reverse"), "generation.source", max_chars=40,
-               help=_("1 to {max} letters from {letters}; spaces between them are fine.", max=TOY_MAX_INPUT,
-                      letters=", ".join(LETTERS)))
-with c2:
-    state.bind(st.number_input, _("Temperature τ (0 = greedy)"), "generation.temperature", step=0.1, min_value=0.0,
-               max_value=MAX_TOY_TEMPERATURE, format="%.2f",
-               help=_("0 always takes the most likely token. From {low} to {high} the token is drawn from "
-                      "softmax(logits / τ).", low=MIN_TOY_TEMPERATURE, high=MAX_TOY_TEMPERATURE))
-with c3:
-    state.bind(st.number_input, _("Seed of the draws"), "seed", step=1, disabled=settings.generation.temperature == 0,
-               help=_("Used when τ > 0: the same seed draws the same tokens."))
+def page() -> None:
+    st.title(_("Generating token by token: the decoder and its KV cache"))
+    st.markdown(_(
+        "A small Transformer (an encoder and a decoder, {n} blocks each, d_model = 16, 2 heads) was **trained to "
+        "reverse a word**. Type a word: the decoder starts from START and produces one token per step until END, "
+        "attending to what it has produced (masked self-attention) and to the encoder's output (cross-attention). "
+        "*(Seed 003, §2; Vaswani et al. 2017, sec. 3.)*", n=NUM_LAYERS,
+    ))
+    widgets.show_messages()
 
-walk = widgets.build_or_stop(build_generation_walkthrough, state.settings())
-gen = walk.generation
+    settings = state.settings()
+    c1, c2, c3 = st.columns([2, 1, 1])
+    with c1:
+        state.bind(st.text_input, _("Word to reverse"), "generation.source", max_chars=40,
+                   help=_("1 to {max} letters from {letters}; spaces between them are fine.", max=TOY_MAX_INPUT,
+                          letters=", ".join(LETTERS)))
+    with c2:
+        state.bind(st.number_input, _("Temperature τ (0 = greedy)"), "generation.temperature", step=0.1, min_value=0.0,
+                   max_value=MAX_TOY_TEMPERATURE, format="%.2f",
+                   help=_("0 always takes the most likely token. From {low} to {high} the token is drawn from "
+                          "softmax(logits / τ).", low=MIN_TOY_TEMPERATURE, high=MAX_TOY_TEMPERATURE))
+    with c3:
+        state.bind(st.number_input, _("Seed of the draws"), "seed", step=1, disabled=settings.generation.temperature == 0,
+                   help=_("Used when τ > 0: the same seed draws the same tokens."))
 
-
-def _tokens(tokens: tuple[str, ...]) -> str:
-    return " ".join(f"`{t}`" for t in tokens)
+    walk = widgets.build_or_stop(build_generation_walkthrough, state.settings())
+    gen = walk.generation
 
 
-st.markdown(_("**Input:** {source} → **output:** {output}", source=_tokens(walk.source_tokens),
-              output=_tokens(walk.output_tokens)))
-if not gen.finished:
-    st.warning(_("The model reached the limit of {max} tokens without producing END; generation stopped there. "
-                 "Lower τ for a surer answer.", max=len(gen.steps)), icon=":material/warning:")
-elif walk.output_tokens == walk.expected:
-    st.success(_("Correct: the word reversed, then END."), icon=":material/check_circle:")
-else:
-    st.info(_("Not the reversed word (a perfect answer is {expected}): at τ > 0 a less likely token can be "
-              "drawn, and the rest follows from it.", expected=_tokens(walk.expected)), icon=":material/info:")
+    def _tokens(tokens: tuple[str, ...]) -> str:
+        return " ".join(f"`{t}`" for t in tokens)
 
-s1, s2 = st.columns([3, 1])
-with s1:
-    widgets.keep_in_range(**{"generation.step": walk.step})
-    steps = {k: _("Step {t}: reads {read} → chooses {chosen}", t=k + 1, read=" ".join(("START",) + walk.output_tokens[:k]),
-                  chosen=walk.output_tokens[k]) for k in range(len(gen.steps))}  # a plain lookup
-    state.bind(st.selectbox, _("Generation step"), "generation.step", options=list(steps), format_func=steps.get)
-with s2:
-    layers = {b: _("Block {number}", number=b + 1) for b in range(NUM_LAYERS)}
-    state.bind(st.selectbox, _("Block"), "generation.layer", options=list(layers), format_func=layers.get,
-               help=_("The encoder's or the decoder's block whose attention and KV cache are shown."))
 
-aligned = cross_attention_alignment(walk.generation, NUM_LAYERS - 1)  # what the second block's weights show
-ALIGNMENT = Message(N_("On “{word}”, block {block}'s weights (the mean of its heads) put their largest weight on the "
-                       "letter to write next in {on_next} of {rows} rows; {on_previous} lag by one (on the letter "
-                       "written the step before), {elsewhere} look elsewhere. Over 200 random words: 76 % and 22 %."),
-                    word="".join(walk.source_tokens), block=NUM_LAYERS, on_next=aligned.on_next, rows=aligned.rows,
-                    on_previous=aligned.on_previous, elsewhere=aligned.elsewhere)
-stepthrough.live(GENERATION_PAGE, walk, {**EXPLAIN, "cross_attention": Message(
-    N_("{explain} {measured}"), explain=Message(EXPLAIN["cross_attention"]), measured=ALIGNMENT)})
+    st.markdown(_("**Input:** {source} → **output:** {output}", source=_tokens(walk.source_tokens),
+                  output=_tokens(walk.output_tokens)))
+    if not gen.finished:
+        st.warning(_("The model reached the limit of {max} tokens without producing END; generation stopped there. "
+                     "Lower τ for a surer answer.", max=len(gen.steps)), icon=":material/warning:")
+    elif walk.output_tokens == walk.expected:
+        st.success(_("Correct: the word reversed, then END."), icon=":material/check_circle:")
+    else:
+        st.info(_("Not the reversed word (a perfect answer is {expected}): at τ > 0 a less likely token can be "
+                  "drawn, and the rest follows from it.", expected=_tokens(walk.expected)), icon=":material/info:")
 
-with st.expander(_("What the KV cache saves: multiply-adds and memory"), expanded=False):
-    st.markdown(_("Multiply-adds of the matrix products in the decoder at each step of this run. Without a cache "
-                  "every step recomputes all t rows (and the attention over them grows like t²); with it, one row "
-                  "per step (growing like t). The encoder's keys and values for cross-attention are computed once "
-                  "with the cache, before step 1."))
-    st.dataframe(pd.DataFrame(cost_rows(walk), columns=[_("step t"), _("without cache"), _("with cache"),
-                                                        _("K and V cache, bytes")]), hide_index=True)
-    st.markdown(_("For scale, the same formula (layers × 2 × KV heads × head_dim × bytes per number × tokens) at "
-                  "{tokens} tokens, 16-bit numbers, with the sizes the models publish in their config.json:",
-                  tokens=REAL_CONTEXT))
-    st.dataframe(pd.DataFrame([(row.model, row.bytes_per_token, row.gib_total) for row in real_cache_rows()],
-                              columns=[_("model"), _("bytes per token"), _("GiB at {tokens} tokens",
-                                                                            tokens=REAL_CONTEXT)]),
-                 hide_index=True)
+    s1, s2 = st.columns([3, 1])
+    with s1:
+        widgets.keep_in_range(**{"generation.step": walk.step})
+        steps = {k: _("Step {t}: reads {read} → chooses {chosen}", t=k + 1, read=" ".join(("START",) + walk.output_tokens[:k]),
+                      chosen=walk.output_tokens[k]) for k in range(len(gen.steps))}  # a plain lookup
+        state.bind(st.selectbox, _("Generation step"), "generation.step", options=list(steps), format_func=steps.get)
+    with s2:
+        layers = {b: _("Block {number}", number=b + 1) for b in range(NUM_LAYERS)}
+        state.bind(st.selectbox, _("Block"), "generation.layer", options=list(layers), format_func=layers.get,
+                   help=_("The encoder's or the decoder's block whose attention and KV cache are shown."))
+
+    aligned = cross_attention_alignment(walk.generation, NUM_LAYERS - 1)  # what the second block's weights show
+    ALIGNMENT = Message(N_("On “{word}”, block {block}'s weights (the mean of its heads) put their largest weight on the "
+                           "letter to write next in {on_next} of {rows} rows; {on_previous} lag by one (on the letter "
+                           "written the step before), {elsewhere} look elsewhere. Over 200 random words: 76 % and 22 %."),
+                        word="".join(walk.source_tokens), block=NUM_LAYERS, on_next=aligned.on_next, rows=aligned.rows,
+                        on_previous=aligned.on_previous, elsewhere=aligned.elsewhere)
+    stepthrough.live(GENERATION_PAGE, walk, {**EXPLAIN, "cross_attention": Message(
+        N_("{explain} {measured}"), explain=Message(EXPLAIN["cross_attention"]), measured=ALIGNMENT)})
+
+    with st.expander(_("What the KV cache saves: multiply-adds and memory"), expanded=False):
+        st.markdown(_("Multiply-adds of the matrix products in the decoder at each step of this run. Without a cache "
+                      "every step recomputes all t rows (and the attention over them grows like t²); with it, one row "
+                      "per step (growing like t). The encoder's keys and values for cross-attention are computed once "
+                      "with the cache, before step 1."))
+        st.dataframe(pd.DataFrame(cost_rows(walk), columns=[_("step t"), _("without cache"), _("with cache"),
+                                                            _("K and V cache, bytes")]), hide_index=True)
+        st.markdown(_("For scale, the same formula (layers × 2 × KV heads × head_dim × bytes per number × tokens) at "
+                      "{tokens} tokens, 16-bit numbers, with the sizes the models publish in their config.json:",
+                      tokens=REAL_CONTEXT))
+        st.dataframe(pd.DataFrame([(row.model, row.bytes_per_token, row.gib_total) for row in real_cache_rows()],
+                                  columns=[_("model"), _("bytes per token"), _("GiB at {tokens} tokens",
+                                                                                tokens=REAL_CONTEXT)]),
+                     hide_index=True)
+
+
+page_body.run(page)

@@ -7,7 +7,7 @@ from attention_core.errors import N_
 from attention_core.limits import MAX_GQA_HEADS, MAX_HEAD_DIM
 from attention_core.modern.gqa_walkthrough import GQA_PAGE, build_gqa_walkthrough
 from attention_core.transformer.generation_walkthrough import real_cache_rows
-from ui import state, stepthrough, widgets
+from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -27,42 +27,47 @@ EXPLAIN = {
                    "GQA stores num_kv_heads heads per token instead of h: that is why current models use it."),
 }
 
-st.title(_("Grouped-query attention: fewer key/value heads"))
-st.markdown(_(
-    "Multi-head attention gives every head its own queries, keys and values. **Multi-query attention** (Shazeer "
-    "2019) keeps many query heads but one key/value head; **grouped-query attention** (Ainslie et al. 2023; Llama 2 "
-    "70B, Llama 3, Mistral) shares each key/value head among a group of query heads. Same output shape, a much "
-    "smaller KV cache."
-))
-widgets.show_messages()
 
-c1, c2, c3, c4 = st.columns(4)
-with c1:
-    state.bind(st.number_input, _("num_heads h (query heads)"), "gqa.num_heads", step=1,
-               help=_("{low} to {high}.", low=1, high=MAX_GQA_HEADS))
-with c2:
-    state.bind(st.number_input, _("num_kv_heads"), "gqa.num_kv_heads", step=1,
-               help=_("Must divide h. h = MHA, 1 = MQA, in between = GQA."))
-with c3:
-    state.bind(st.number_input, _("head_dim"), "gqa.head_dim", step=1,
-               help=_("{low} to {high}; h · head_dim at most 16.", low=1, high=MAX_HEAD_DIM))
-with c4:
-    state.bind(st.number_input, _("Seed of W"), "seed", step=1)
-state.bind(st.toggle, _("Causal mask"), "causal_mask", help=_("On: each token attends to itself and earlier tokens, as "
-                                                          "in a language model."))
+def page() -> None:
+    st.title(_("Grouped-query attention: fewer key/value heads"))
+    st.markdown(_(
+        "Multi-head attention gives every head its own queries, keys and values. **Multi-query attention** (Shazeer "
+        "2019) keeps many query heads but one key/value head; **grouped-query attention** (Ainslie et al. 2023; Llama 2 "
+        "70B, Llama 3, Mistral) shares each key/value head among a group of query heads. Same output shape, a much "
+        "smaller KV cache."
+    ))
+    widgets.show_messages()
 
-settings = state.settings()
-walk = widgets.build_or_stop(build_gqa_walkthrough, settings, state.edits())
-t = walk.trace
-kind = "MHA" if t.num_kv_heads == t.num_heads else "MQA" if t.num_kv_heads == 1 else "GQA"
-st.markdown(_("**{kind}:** {h} query heads, {kv} key/value heads, {group} query heads per key/value head; "
-              "head_dim = {hd}, scale 1/√{hd}.", kind=kind, h=t.num_heads, kv=t.num_kv_heads,
-              group=t.num_heads // t.num_kv_heads, hd=t.head_dim))
+    c1, c2, c3, c4 = st.columns(4)
+    with c1:
+        state.bind(st.number_input, _("num_heads h (query heads)"), "gqa.num_heads", step=1,
+                   help=_("{low} to {high}.", low=1, high=MAX_GQA_HEADS))
+    with c2:
+        state.bind(st.number_input, _("num_kv_heads"), "gqa.num_kv_heads", step=1,
+                   help=_("Must divide h. h = MHA, 1 = MQA, in between = GQA."))
+    with c3:
+        state.bind(st.number_input, _("head_dim"), "gqa.head_dim", step=1,
+                   help=_("{low} to {high}; h · head_dim at most 16.", low=1, high=MAX_HEAD_DIM))
+    with c4:
+        state.bind(st.number_input, _("Seed of W"), "seed", step=1)
+    state.bind(st.toggle, _("Causal mask"), "causal_mask", help=_("On: each token attends to itself and earlier tokens, as "
+                                                              "in a language model."))
 
-stepthrough.live(GQA_PAGE, walk, EXPLAIN)
+    settings = state.settings()
+    walk = widgets.build_or_stop(build_gqa_walkthrough, settings, state.edits())
+    t = walk.trace
+    kind = "MHA" if t.num_kv_heads == t.num_heads else "MQA" if t.num_kv_heads == 1 else "GQA"
+    st.markdown(_("**{kind}:** {h} query heads, {kv} key/value heads, {group} query heads per key/value head; "
+                  "head_dim = {hd}, scale 1/√{hd}.", kind=kind, h=t.num_heads, kv=t.num_kv_heads,
+                  group=t.num_heads // t.num_kv_heads, hd=t.head_dim))
 
-with st.expander(_("The KV cache of real models"), expanded=False):
-    st.markdown(_("Bytes per token: layers × 2 (K and V) × key/value heads × head_dim × 2 bytes (16-bit), from the "
-                  "sizes the models publish in their config.json."))
-    st.dataframe(pd.DataFrame([(row.model, row.kv_heads, row.bytes_per_token) for row in real_cache_rows()],
-                              columns=[_("model"), _("key/value heads"), _("bytes per token")]), hide_index=True)
+    stepthrough.live(GQA_PAGE, walk, EXPLAIN)
+
+    with st.expander(_("The KV cache of real models"), expanded=False):
+        st.markdown(_("Bytes per token: layers × 2 (K and V) × key/value heads × head_dim × 2 bytes (16-bit), from the "
+                      "sizes the models publish in their config.json."))
+        st.dataframe(pd.DataFrame([(row.model, row.kv_heads, row.bytes_per_token) for row in real_cache_rows()],
+                                  columns=[_("model"), _("key/value heads"), _("bytes per token")]), hide_index=True)
+
+
+page_body.run(page)

@@ -5,7 +5,7 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.multi_head.formulas import header_latex
 from attention_core.multi_head.walkthrough import MULTI_HEAD, build_multi_head_walkthrough
-from ui import heads, i18n, state, stepthrough, widgets
+from ui import heads, i18n, page_body, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -25,40 +25,44 @@ EXPLAIN = {
     "output": N_("The output projection W_O (out_proj, with bias b_O) mixes the heads' columns."),
 }
 
-st.title(_("Multi-head attention: several heads side by side"))
-st.latex(header_latex("multi_head", i18n.translator()))
-st.caption(_("Vaswani et al. 2017, sec. 3.2.2; seed 001's MultiHeadAttention (after rasbt's ch03). "
-             "d_head = head_dim = d_out / h."))
-widgets.show_messages()
 
-settings = state.settings()
-c1, c2, c3, c4 = st.columns(4)
-heads.shape_inputs(c1, c2, c3)
-with c4:
-    state.bind(st.toggle, _("Causal mask on"), "causal_mask",
-               help=_("The mask of the Causal attention page (with its padding and clicked cells)."))
+def page() -> None:
+    st.title(_("Multi-head attention: several heads side by side"))
+    st.latex(header_latex("multi_head", i18n.translator()))
+    st.caption(_("Vaswani et al. 2017, sec. 3.2.2; seed 001's MultiHeadAttention (after rasbt's ch03). "
+                 "d_head = head_dim = d_out / h."))
+    widgets.show_messages()
 
-walk = widgets.build_or_stop(build_multi_head_walkthrough, settings, state.edits())
+    settings = state.settings()
+    c1, c2, c3, c4 = st.columns(4)
+    heads.shape_inputs(c1, c2, c3)
+    with c4:
+        state.bind(st.toggle, _("Causal mask on"), "causal_mask",
+                   help=_("The mask of the Causal attention page (with its padding and clicked cells)."))
 
-trace = walk.trace
-(b, t, d_out), (_b, _t, h, hd), after = walk.shapes
-st.markdown(_(
-    "**d_out = {d_out} = h · head_dim = {h} · {hd}.** Each head's scores are multiplied by "
-    "1/√head_dim = 1/√{hd} = **{scale}**, not by 1/√d_out = 1/√{d_out} = {wrong_scale} "
-    "(a bug of some published code: it makes every head's softmax too flat).",
-    d_out=d_out, h=h, hd=hd, scale=f"{walk.scale:.4g}", wrong_scale=f"{walk.wrong_scale:.4g}",
-))
-st.markdown(_(
-    "**The reshape:** Q is (b, T, d_out) = {before} → `.view(b, T, h, head_dim)` → {split} → "
-    "`.transpose(1, 2)` → (b, h, T, head_dim) = {after}.",
-    before=(b, t, d_out), split=(b, t, h, hd), after=after,
-))
-st.caption(_(
-    "**Sentence:** {sentence}. W are drawn like `{module}` after `{seed_call}` (from a local generator); "
-    "no dropout (eval mode).",
-    sentence=widgets.md_escape(settings.sentence),
-    module=f"MultiHeadAttention({settings.d_model}, {d_out}, {settings.context_length}, 0.0, num_heads={h})",
-    seed_call=f"torch.manual_seed({settings.seed})",
-))
+    walk = widgets.build_or_stop(build_multi_head_walkthrough, settings, state.edits())
 
-stepthrough.live(MULTI_HEAD, walk, EXPLAIN)
+    (b, t, d_out), (_b, _t, h, hd), after = walk.shapes
+    st.markdown(_(
+        "**d_out = {d_out} = h · head_dim = {h} · {hd}.** Each head's scores are multiplied by "
+        "1/√head_dim = 1/√{hd} = **{scale}**, not by 1/√d_out = 1/√{d_out} = {wrong_scale} "
+        "(a bug of some published code: it makes every head's softmax too flat).",
+        d_out=d_out, h=h, hd=hd, scale=f"{walk.scale:.4g}", wrong_scale=f"{walk.wrong_scale:.4g}",
+    ))
+    st.markdown(_(
+        "**The reshape:** Q is (b, T, d_out) = {before} → `.view(b, T, h, head_dim)` → {split} → "
+        "`.transpose(1, 2)` → (b, h, T, head_dim) = {after}.",
+        before=(b, t, d_out), split=(b, t, h, hd), after=after,
+    ))
+    st.caption(_(
+        "**Sentence:** {sentence}. W are drawn like `{module}` after `{seed_call}` (from a local generator); "
+        "no dropout (eval mode).",
+        sentence=widgets.md_escape(settings.sentence),
+        module=f"MultiHeadAttention({settings.d_model}, {d_out}, {settings.context_length}, 0.0, num_heads={h})",
+        seed_call=f"torch.manual_seed({settings.seed})",
+    ))
+
+    stepthrough.live(MULTI_HEAD, walk, EXPLAIN)
+
+
+page_body.run(page)

@@ -6,63 +6,68 @@ import streamlit as st
 
 from attention_core import registry
 from attention_core.inputs.presets import PRESETS
-from ui import state
+from ui import page_body, state
 from ui.i18n import _
 
 HERE = Path(__file__).resolve().parent  # the other pages, wherever the entry point is
 
-st.title(_("Attention Explorer"))
-st.markdown(_(
-    "Attention lets every token of a sentence **look at the other tokens and take what it needs from them**. "
-    "Change the inputs on any page and watch every number of the math being made, with its formula beside it."
-))
 
-left, right = st.columns(2)
-with left:
-    st.subheader(_("Query, key, value"))
+def page() -> None:
+    st.title(_("Attention Explorer"))
     st.markdown(_(
-        "- A **query** is what a token is looking for.\n"
-        "- A **key** is how a token describes itself to the others.\n"
-        "- A **value** is what a token hands over when it is picked.\n\n"
-        "Each token compares its query with every key (a dot product), turns those scores into "
-        "**weights** that sum to 1 (softmax), and takes the weighted sum of the values: its "
-        "**context vector**. Like asking a librarian: your question is matched against each book's "
-        "description, and you get a blend of the best-matching books' contents."
+        "Attention lets every token of a sentence **look at the other tokens and take what it needs from them**. "
+        "Change the inputs on any page and watch every number of the math being made, with its formula beside it."
     ))
-with right:
-    st.subheader(_("The pipeline"))
-    labels = {
-        "tokens": _("tokens"),
-        "X": _("embeddings X"),
-        "S": _("scores Q Kᵀ"),
-        "A": _("scaled ÷ √d_k"),
-        "W": _("weights = softmax"),
-        "Z": _("context vectors = weights · V"),
-    }
-    st.graphviz_chart(
-        'digraph { rankdir=TB; node [shape=box, style="rounded,filled", fillcolor="#eef3ff", fontsize=22, '
-        'margin="0.3,0.15"]; '
-        + " ".join(f'{node} [label="{text}"];' for node, text in labels.items())
-        + ' QKV [label="Q = X W_q,  K = X W_k,  V = X W_v"]; tokens -> X -> QKV -> S -> A -> W -> Z; }'
-    )
 
-st.subheader(_("Pick a worked example"))
-st.caption(_("Every example comes from one of the tutorials this app teaches from; you can change all of it later."))
-current = state.settings().preset
-for key, preset in PRESETS.items():
-    with st.container(border=True):
-        text, button = st.columns([5, 1], vertical_alignment="center")
-        text.markdown(f"**{_(preset.title)}**  \n{_(preset.note)}  \n*{_('Source: {source}', source=_(preset.source))}*")
-        button.button(
-            _("In use") if key == current else _("Use this example"),
-            key=f"overview_use_{key}",
-            disabled=key == current,
-            on_click=state.choose_preset,
-            args=(key,),
-            width="stretch",
+    left, right = st.columns(2)
+    with left:
+        st.subheader(_("Query, key, value"))
+        st.markdown(_(
+            "- A **query** is what a token is looking for.\n"
+            "- A **key** is how a token describes itself to the others.\n"
+            "- A **value** is what a token hands over when it is picked.\n\n"
+            "Each token compares its query with every key (a dot product), turns those scores into "
+            "**weights** that sum to 1 (softmax), and takes the weighted sum of the values: its "
+            "**context vector**. Like asking a librarian: your question is matched against each book's "
+            "description, and you get a blend of the best-matching books' contents."
+        ))
+    with right:
+        st.subheader(_("The pipeline"))
+        labels = {
+            "tokens": _("tokens"),
+            "X": _("embeddings X"),
+            "S": _("scores Q Kᵀ"),
+            "A": _("scaled ÷ √d_k"),
+            "W": _("weights = softmax"),
+            "Z": _("context vectors = weights · V"),
+        }
+        st.graphviz_chart(
+            'digraph { rankdir=TB; node [shape=box, style="rounded,filled", fillcolor="#eef3ff", fontsize=22, '
+            'margin="0.3,0.15"]; '
+            + " ".join(f'{node} [label="{text}"];' for node, text in labels.items())
+            + ' QKV [label="Q = X W_q,  K = X W_k,  V = X W_v"]; tokens -> X -> QKV -> S -> A -> W -> Z; }'
         )
 
-st.subheader(_("Where to go next"))
-for page in registry.PAGES:
-    if page.summary:
-        st.page_link(HERE / page.file, label=_(page.summary), icon=page.icon)
+    st.subheader(_("Pick a worked example"))
+    st.caption(_("Every example comes from one of the tutorials this app teaches from; you can change all of it later."))
+    current = state.settings().preset
+    for key, preset in PRESETS.items():
+        with st.container(border=True):
+            text, button = st.columns([5, 1], vertical_alignment="center")
+            text.markdown(f"**{_(preset.title)}**  \n{_(preset.note)}  \n*{_('Source: {source}', source=_(preset.source))}*")
+            button.button(
+                _("In use") if key == current else _("Use this example"),
+                key=f"overview_use_{key}",
+                disabled=key == current,
+                on_click=state.choose_preset,
+                args=(key,),
+                width="stretch",
+            )
+
+    st.subheader(_("Where to go next"))
+    for page in registry.PAGES:
+        if page.summary:
+            st.page_link(HERE / page.file, label=_(page.summary), icon=page.icon)
+
+
+page_body.run(page)

@@ -7,7 +7,7 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.limits import MAX_DIM, MAX_ROPE_BASE, MAX_ROPE_SHIFT, MIN_ROPE_BASE
 from attention_core.modern.rope_walkthrough import ROPE_PAGE, build_rope_walkthrough, pair_vectors
-from ui import state, stepthrough, widgets
+from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -30,41 +30,46 @@ EXPLAIN = {
                "wavelengths λᵢ = 2π/θᵢ, so distant positions stay distinguishable in a long context."),
 }
 
-st.title(_("RoPE: rotary position embedding"))
-st.markdown(_(
-    "Most current language models (Llama, Mistral, Qwen, GPT-NeoX) give attention the order of the tokens by "
-    "**rotating** each query and key by an angle proportional to its position (Su et al. 2021, RoFormer). "
-    "Pairs of dimensions turn like clock hands at different speeds."
-))
-widgets.show_messages()
 
-c1, c2, c3, c4 = st.columns(4)
-with c1:
-    state.bind(st.number_input, _("head_dim d"), "rope.head_dim", step=2,
-               help=_("Even, 2 to {high}: RoPE rotates pairs of dimensions.", high=MAX_DIM))
-with c2:
-    state.bind(st.number_input, _("base"), "rope.base", step=1000.0, format="%g",
-               help=_("θᵢ = base^(−2i/d); {low:g} to {high:g}. RoFormer and Llama 2: 10000.", low=MIN_ROPE_BASE,
-                      high=MAX_ROPE_BASE))
-with c3:
-    state.bind(st.number_input, _("Shift s of every position"), "rope.shift", step=1,
-               help=_("0 to {high}.", high=MAX_ROPE_SHIFT))
-with c4:
-    state.bind(st.number_input, _("Seed of W"), "seed", step=1)
+def page() -> None:
+    st.title(_("RoPE: rotary position embedding"))
+    st.markdown(_(
+        "Most current language models (Llama, Mistral, Qwen, GPT-NeoX) give attention the order of the tokens by "
+        "**rotating** each query and key by an angle proportional to its position (Su et al. 2021, RoFormer). "
+        "Pairs of dimensions turn like clock hands at different speeds."
+    ))
+    widgets.show_messages()
 
-with st.spinner(_("Loading the reference implementation (Hugging Face transformers) for the check…")):
-    walk = widgets.build_or_stop(build_rope_walkthrough, state.settings(), state.edits())
+    c1, c2, c3, c4 = st.columns(4)
+    with c1:
+        state.bind(st.number_input, _("head_dim d"), "rope.head_dim", step=2,
+                   help=_("Even, 2 to {high}: RoPE rotates pairs of dimensions.", high=MAX_DIM))
+    with c2:
+        state.bind(st.number_input, _("base"), "rope.base", step=1000.0, format="%g",
+                   help=_("θᵢ = base^(−2i/d); {low:g} to {high:g}. RoFormer and Llama 2: 10000.", low=MIN_ROPE_BASE,
+                          high=MAX_ROPE_BASE))
+    with c3:
+        state.bind(st.number_input, _("Shift s of every position"), "rope.shift", step=1,
+                   help=_("0 to {high}.", high=MAX_ROPE_SHIFT))
+    with c4:
+        state.bind(st.number_input, _("Seed of W"), "seed", step=1)
 
-def draw_pair(steps) -> None:
-    """On the rotation stages, the explained entry's pair of dimensions drawn before and after its rotation."""
-    if steps.stage.key not in ("rotate_query", "rotate_key"):
-        return
-    current = state.settings()
-    before, after, angle = pair_vectors(walk, steps.stage.key, current.entry_row, current.entry_col)
-    name = "q" if steps.stage.key == "rotate_query" else "k"
-    widgets.vector_pair(before, after, (_("{name} before", name=name), _("{name} after", name=name + "'")),
-                        _("The pair of the explained entry, rotated by φ = {angle:.3f} rad ({degrees:.1f}°)",
-                          angle=angle, degrees=math.degrees(angle)))
+    with st.spinner(_("Loading the reference implementation (Hugging Face transformers) for the check…")):
+        walk = widgets.build_or_stop(build_rope_walkthrough, state.settings(), state.edits())
+
+    def draw_pair(steps) -> None:
+        """On the rotation stages, the explained entry's pair of dimensions drawn before and after its rotation."""
+        if steps.stage.key not in ("rotate_query", "rotate_key"):
+            return
+        current = state.settings()
+        before, after, angle = pair_vectors(walk, steps.stage.key, current.entry_row, current.entry_col)
+        name = "q" if steps.stage.key == "rotate_query" else "k"
+        widgets.vector_pair(before, after, (_("{name} before", name=name), _("{name} after", name=name + "'")),
+                            _("The pair of the explained entry, rotated by φ = {angle:.3f} rad ({degrees:.1f}°)",
+                              angle=angle, degrees=math.degrees(angle)))
 
 
-stepthrough.live(ROPE_PAGE, walk, EXPLAIN, after_entry=draw_pair)
+    stepthrough.live(ROPE_PAGE, walk, EXPLAIN, after_entry=draw_pair)
+
+
+page_body.run(page)

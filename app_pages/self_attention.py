@@ -6,7 +6,7 @@ from attention_core.errors import N_
 from attention_core.self_attention.formulas import header_latex
 from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE, dim_labels
 from attention_core.settings import MAX_DIM, MIN_DIM
-from ui import state, stepthrough, widgets
+from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -23,33 +23,38 @@ EXPLAIN = {
               "weights."),
 }
 
-st.title(_("Scaled dot-product self-attention, step by step"))
-st.latex(header_latex())
-widgets.show_messages()
 
-settings = state.settings()
-c1, c2, c3 = st.columns([1, 1, 3])
-with c1:
-    state.bind(st.number_input, _("d_k (width of q, k, v)"), "d_k", step=1,
-               help=_("{low} to {high}. d_v = d_k here.", low=MIN_DIM, high=MAX_DIM))
-with c2:
-    state.bind(st.number_input, _("Seed"), "seed", step=1,
-               disabled=settings.preset == "hello", help=_("Seeds the random W_q, W_k, W_v (and embeddings)."))
-with c3:
-    st.markdown(_("**Sentence:** {sentence}  \nd_model = {d}. Change them on *Tokens & embeddings*.",
-                  sentence=widgets.md_escape(settings.sentence), d=settings.d_model))
+def page() -> None:
+    st.title(_("Scaled dot-product self-attention, step by step"))
+    st.latex(header_latex())
+    widgets.show_messages()
 
-walk = widgets.walkthrough_or_stop()
+    settings = state.settings()
+    c1, c2, c3 = st.columns([1, 1, 3])
+    with c1:
+        state.bind(st.number_input, _("d_k (width of q, k, v)"), "d_k", step=1,
+                   help=_("{low} to {high}. d_v = d_k here.", low=MIN_DIM, high=MAX_DIM))
+    with c2:
+        state.bind(st.number_input, _("Seed"), "seed", step=1,
+                   disabled=settings.preset == "hello", help=_("Seeds the random W_q, W_k, W_v (and embeddings)."))
+    with c3:
+        st.markdown(_("**Sentence:** {sentence}  \nd_model = {d}. Change them on *Tokens & embeddings*.",
+                      sentence=widgets.md_escape(settings.sentence), d=settings.d_model))
 
-# A toggle, not an expander: a collapsed expander still sends its three editors on every rerun.
-if st.toggle(_("Show and edit the weights W_q, W_k, W_v"), key="sa_show_weights",
-             help=_("Seeded from the example; your edits are kept when you hide them or switch pages.")):
-    st.caption(_("Each is d_model × d_k = {d} × {d_k}: Q = X W_q, K = X W_k, V = X W_v.",
-                 d=settings.d_model, d_k=settings.d_k))
-    tabs = st.tabs(["W_q", "W_k", "W_v"])
-    for tab, name in zip(tabs, ("w_query", "w_key", "w_value")):
-        with tab:
-            widgets.matrix_editor(name, walk.base[name], dim_labels("d", settings.d_model),
-                                  dim_labels("c", settings.d_k))
+    walk = widgets.walkthrough_or_stop()
 
-stepthrough.live(SELF_ATTENTION_PAGE, walk, EXPLAIN, layout="beside")
+    # A toggle, not an expander: a collapsed expander still sends its three editors on every rerun.
+    if st.toggle(_("Show and edit the weights W_q, W_k, W_v"), key="sa_show_weights",
+                 help=_("Seeded from the example; your edits are kept when you hide them or switch pages.")):
+        st.caption(_("Each is d_model × d_k = {d} × {d_k}: Q = X W_q, K = X W_k, V = X W_v.",
+                     d=settings.d_model, d_k=settings.d_k))
+        tabs = st.tabs(["W_q", "W_k", "W_v"])
+        for tab, name in zip(tabs, ("w_query", "w_key", "w_value")):
+            with tab:
+                widgets.matrix_editor(name, walk.base[name], dim_labels("d", settings.d_model),
+                                      dim_labels("c", settings.d_k))
+
+    stepthrough.live(SELF_ATTENTION_PAGE, walk, EXPLAIN, layout="beside")
+
+
+page_body.run(page)

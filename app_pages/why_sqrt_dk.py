@@ -4,121 +4,126 @@ import pandas as pd
 import streamlit as st
 
 from attention_core.experiments import scaling
-from ui import charts, experiments, state, widgets
+from ui import charts, experiments, page_body, state, widgets
 from ui.i18n import _
 
-st.title(_("Why divide by √d_k?"))
-st.markdown(_(
-    "The scores are dot products q · k of d_k-long vectors. If every component of q and k is an independent "
-    "random number with mean 0 and variance 1, the dot product has **mean 0 and variance d_k** — so the "
-    "wider the vectors, the more spread out the scores, and the softmax over them puts nearly all the weight "
-    "on one key. Dividing by √d_k brings the variance back to 1. Sample it, then derive it. "
-    "*(Vaswani et al. 2017, §3.2.1 and footnote 4; seed 002.)*"
-))
-widgets.show_messages()
 
-settings = state.settings()
-c1, c2, c3, c4 = st.columns(4)
-with c1:
-    state.bind(st.number_input, _("Samples S per d_k"), "why_sqrt_dk.samples", step=500,
-               help=_("{low} to {high} random (q, k) pairs for each d_k. More samples, smaller error bars.",
-                      low=scaling.MIN_SAMPLES, high=scaling.MAX_SAMPLES))
-with c2:
-    state.bind(st.number_input, _("Keys n per query"), "why_sqrt_dk.keys", step=1,
-               help=_("{low} to {high}: how many scores each softmax row has.",
-                      low=scaling.MIN_KEYS, high=scaling.MAX_KEYS))
-with c3:
-    state.bind(st.selectbox, _("Components drawn from"), "why_sqrt_dk.distribution", options=list(scaling.DISTRIBUTIONS),
-               format_func={k: _(label) for k, label in scaling.DISTRIBUTIONS.items()}.get,
-               help=_("Each has mean 0 and variance 1; the result holds for all."))
-with c4:
-    state.bind(st.number_input, _("Seed"), "experiment_seed", step=1, help=_("Seeds a local random generator."))
+def page() -> None:
+    st.title(_("Why divide by √d_k?"))
+    st.markdown(_(
+        "The scores are dot products q · k of d_k-long vectors. If every component of q and k is an independent "
+        "random number with mean 0 and variance 1, the dot product has **mean 0 and variance d_k** — so the "
+        "wider the vectors, the more spread out the scores, and the softmax over them puts nearly all the weight "
+        "on one key. Dividing by √d_k brings the variance back to 1. Sample it, then derive it. "
+        "*(Vaswani et al. 2017, §3.2.1 and footnote 4; seed 002.)*"
+    ))
+    widgets.show_messages()
 
-result = experiments.scaling_experiment(settings.why_sqrt_dk.samples, settings.why_sqrt_dk.keys, settings.experiment_seed,
-                                        settings.why_sqrt_dk.distribution)
-summary = scaling.summarise(result)
-d = list(summary.d_k)
+    settings = state.settings()
+    c1, c2, c3, c4 = st.columns(4)
+    with c1:
+        state.bind(st.number_input, _("Samples S per d_k"), "why_sqrt_dk.samples", step=500,
+                   help=_("{low} to {high} random (q, k) pairs for each d_k. More samples, smaller error bars.",
+                          low=scaling.MIN_SAMPLES, high=scaling.MAX_SAMPLES))
+    with c2:
+        state.bind(st.number_input, _("Keys n per query"), "why_sqrt_dk.keys", step=1,
+                   help=_("{low} to {high}: how many scores each softmax row has.",
+                          low=scaling.MIN_KEYS, high=scaling.MAX_KEYS))
+    with c3:
+        state.bind(st.selectbox, _("Components drawn from"), "why_sqrt_dk.distribution", options=list(scaling.DISTRIBUTIONS),
+                   format_func={k: _(label) for k, label in scaling.DISTRIBUTIONS.items()}.get,
+                   help=_("Each has mean 0 and variance 1; the result holds for all."))
+    with c4:
+        state.bind(st.number_input, _("Seed"), "experiment_seed", step=1, help=_("Seeds a local random generator."))
 
-st.header(_("1. The variance of q · k grows like d_k"))
-left, right = st.columns([3, 2])
-with left:
-    var, se, scaled = result.variance.tolist(), result.standard_error.tolist(), result.scaled_variance.tolist()
-    df = pd.concat([
-        pd.DataFrame({"x": d, "y": var, "series": _("measured Var(q · k)"), "order": 0, "dashed": False,
-                      "lo": list(summary.variance_low), "hi": list(summary.variance_high)}),
-        pd.DataFrame({"x": d, "y": list(summary.theory_variance), "series": _("theory: Var = d_k"), "order": 1,
-                      "dashed": True}),
-        pd.DataFrame({"x": d, "y": scaled, "series": _("measured Var(q · k / √d_k)"), "order": 2, "dashed": False}),
-        pd.DataFrame({"x": d, "y": list(summary.theory_scaled_variance), "series": _("theory: Var = 1"), "order": 3,
-                      "dashed": True}),
+    result = experiments.scaling_experiment(settings.why_sqrt_dk.samples, settings.why_sqrt_dk.keys, settings.experiment_seed,
+                                            settings.why_sqrt_dk.distribution)
+    summary = scaling.summarise(result)
+    d = list(summary.d_k)
+
+    st.header(_("1. The variance of q · k grows like d_k"))
+    left, right = st.columns([3, 2])
+    with left:
+        var, se, scaled = result.variance.tolist(), result.standard_error.tolist(), result.scaled_variance.tolist()
+        df = pd.concat([
+            pd.DataFrame({"x": d, "y": var, "series": _("measured Var(q · k)"), "order": 0, "dashed": False,
+                          "lo": list(summary.variance_low), "hi": list(summary.variance_high)}),
+            pd.DataFrame({"x": d, "y": list(summary.theory_variance), "series": _("theory: Var = d_k"), "order": 1,
+                          "dashed": True}),
+            pd.DataFrame({"x": d, "y": scaled, "series": _("measured Var(q · k / √d_k)"), "order": 2, "dashed": False}),
+            pd.DataFrame({"x": d, "y": list(summary.theory_scaled_variance), "series": _("theory: Var = 1"), "order": 3,
+                          "dashed": True}),
+        ], ignore_index=True)
+        charts.lines(df, key="sqrt_variance", x_title=_("d_k (log scale)"), y_title=_("variance (log scale)"),
+                     y_log=True, error_bars=True, height=430)
+        st.caption(_("Each point: the sample variance of S = {samples} dot products. Error bars: ± 2 standard "
+                     "errors, √((2 d_k² + d_k (κ² − 3)) / S) with κ = E[x⁴] (derived in `attention_core/experiments/scaling.py`).",
+                     samples=result.samples))
+    with right:
+        table = pd.DataFrame({
+            "d_k": d,
+            _("mean of q·k"): [f"{m:+.3f}" for m in result.mean.tolist()],
+            "Var(q·k)": [f"{v:.4g}" for v in var],
+            _("± 1 s.e."): [f"{e:.2g}" for e in se],
+            "Var / d_k": [f"{r:.3f}" for r in summary.variance_ratio],
+        })
+        st.dataframe(table, hide_index=True, height=experiments.table_height(len(d)))
+        st.markdown(_("At d_k = {d_k} the scores have a standard deviation of about √{d_k} = **{sd}**: "
+                      "two keys' scores typically differ by tens, and e^{sd} ≈ {exp}.",
+                      d_k=summary.largest_d_k, sd=f"{summary.largest_sd:.0f}", exp=f"{summary.exp_largest_sd:.1e}"))
+
+    st.header(_("2. What that does to the softmax"))
+    st.markdown(_(
+        "Each of {rows} random queries meets n = {keys} random keys: the softmax of the n scores, "
+        "**without** and **with** ÷ √d_k. Without scaling, the largest weight heads for 1 (one key takes everything) "
+        "and the entropy for 0; a softmax that saturated passes almost no gradient back to the scores.",
+        rows=result.rows, keys=result.keys,
+    ))
+    st.latex(scaling.entropy_latex())
+    max_df = pd.concat([
+        pd.DataFrame({"x": d, "y": result.max_weight_raw.tolist(), "series": "softmax(q · k)", "order": 0, "dashed": False}),
+        pd.DataFrame({"x": d, "y": result.max_weight_scaled.tolist(), "series": "softmax(q · k / √d_k)", "order": 1,
+                      "dashed": False}),
+        pd.DataFrame({"x": d, "y": list(summary.uniform_weight_line),
+                      "series": _("uniform: 1/n = {value}", value=f"{summary.uniform_weight:.3g}"),
+                      "order": 2, "dashed": True}),
     ], ignore_index=True)
-    charts.lines(df, key="sqrt_variance", x_title=_("d_k (log scale)"), y_title=_("variance (log scale)"),
-                 y_log=True, error_bars=True, height=430)
-    st.caption(_("Each point: the sample variance of S = {samples} dot products. Error bars: ± 2 standard "
-                 "errors, √((2 d_k² + d_k (κ² − 3)) / S) with κ = E[x⁴] (derived in `attention_core/experiments/scaling.py`).",
-                 samples=result.samples))
-with right:
-    table = pd.DataFrame({
-        "d_k": d,
-        _("mean of q·k"): [f"{m:+.3f}" for m in result.mean.tolist()],
-        "Var(q·k)": [f"{v:.4g}" for v in var],
-        _("± 1 s.e."): [f"{e:.2g}" for e in se],
-        "Var / d_k": [f"{r:.3f}" for r in summary.variance_ratio],
-    })
-    st.dataframe(table, hide_index=True, height=experiments.table_height(len(d)))
-    st.markdown(_("At d_k = {d_k} the scores have a standard deviation of about √{d_k} = **{sd}**: "
-                  "two keys' scores typically differ by tens, and e^{sd} ≈ {exp}.",
-                  d_k=summary.largest_d_k, sd=f"{summary.largest_sd:.0f}", exp=f"{summary.exp_largest_sd:.1e}"))
+    ent_df = pd.concat([
+        pd.DataFrame({"x": d, "y": result.entropy_raw.tolist(), "series": "softmax(q · k)", "order": 0, "dashed": False}),
+        pd.DataFrame({"x": d, "y": result.entropy_scaled.tolist(), "series": "softmax(q · k / √d_k)", "order": 1,
+                      "dashed": False}),
+        pd.DataFrame({"x": d, "y": list(summary.uniform_entropy_line),
+                      "series": _("uniform: ln n = {value}", value=f"{summary.uniform_entropy:.3g}"),
+                      "order": 2, "dashed": True}),
+    ], ignore_index=True)
+    left, right = st.columns(2)
+    with left:
+        st.markdown(_("**The largest weight** (mean over the queries)"))
+        charts.lines(max_df, key="sqrt_max_weight", x_title=_("d_k (log scale)"), y_title=_("largest weight"),
+                     y_range=(0.0, 1.0), width=480, height=380)
+    with right:
+        st.markdown(_("**The entropy H of the weights** (nats, mean over the queries)"))
+        charts.lines(ent_df, key="sqrt_entropy", x_title=_("d_k (log scale)"), y_title=_("entropy H"),
+                     y_range=(0.0, summary.entropy_axis_top), width=480, height=380)
+    widgets.torch_check(result.torch_max_abs_diff, result.torch_matches,
+                        "torch.nn.functional.scaled_dot_product_attention(q, K, I_n)")
+    st.caption(_("With V = I_n (the identity), attention's output is the weights themselves: so PyTorch's function "
+                 "gives the scaled weights to compare with, at every d_k."))
 
-st.header(_("2. What that does to the softmax"))
-st.markdown(_(
-    "Each of {rows} random queries meets n = {keys} random keys: the softmax of the n scores, "
-    "**without** and **with** ÷ √d_k. Without scaling, the largest weight heads for 1 (one key takes everything) "
-    "and the entropy for 0; a softmax that saturated passes almost no gradient back to the scores.",
-    rows=result.rows, keys=result.keys,
-))
-st.latex(scaling.entropy_latex())
-max_df = pd.concat([
-    pd.DataFrame({"x": d, "y": result.max_weight_raw.tolist(), "series": "softmax(q · k)", "order": 0, "dashed": False}),
-    pd.DataFrame({"x": d, "y": result.max_weight_scaled.tolist(), "series": "softmax(q · k / √d_k)", "order": 1,
-                  "dashed": False}),
-    pd.DataFrame({"x": d, "y": list(summary.uniform_weight_line),
-                  "series": _("uniform: 1/n = {value}", value=f"{summary.uniform_weight:.3g}"),
-                  "order": 2, "dashed": True}),
-], ignore_index=True)
-ent_df = pd.concat([
-    pd.DataFrame({"x": d, "y": result.entropy_raw.tolist(), "series": "softmax(q · k)", "order": 0, "dashed": False}),
-    pd.DataFrame({"x": d, "y": result.entropy_scaled.tolist(), "series": "softmax(q · k / √d_k)", "order": 1,
-                  "dashed": False}),
-    pd.DataFrame({"x": d, "y": list(summary.uniform_entropy_line),
-                  "series": _("uniform: ln n = {value}", value=f"{summary.uniform_entropy:.3g}"),
-                  "order": 2, "dashed": True}),
-], ignore_index=True)
-left, right = st.columns(2)
-with left:
-    st.markdown(_("**The largest weight** (mean over the queries)"))
-    charts.lines(max_df, key="sqrt_max_weight", x_title=_("d_k (log scale)"), y_title=_("largest weight"),
-                 y_range=(0.0, 1.0), width=480, height=380)
-with right:
-    st.markdown(_("**The entropy H of the weights** (nats, mean over the queries)"))
-    charts.lines(ent_df, key="sqrt_entropy", x_title=_("d_k (log scale)"), y_title=_("entropy H"),
-                 y_range=(0.0, summary.entropy_axis_top), width=480, height=380)
-widgets.torch_check(result.torch_max_abs_diff, result.torch_matches,
-                    "torch.nn.functional.scaled_dot_product_attention(q, K, I_n)")
-st.caption(_("With V = I_n (the identity), attention's output is the weights themselves: so PyTorch's function "
-             "gives the scaled weights to compare with, at every d_k."))
+    st.header(_("3. The derivation, with sympy"))
+    st.markdown(_("Take one score s = q · k with independent components, E[q_l] = E[k_l] = μ and Var = σ². "
+                  "sympy does the algebra, then puts in μ = 0, σ = 1:"))
+    for number, step in enumerate(scaling.variance_derivation(), start=1):
+        formula, reason = st.columns([3, 2], vertical_alignment="center")
+        formula.latex(step.latex)
+        reason.markdown(f"**{number}.** {_(step.reason)}")
+    latex, _mean, _var = scaling.gaussian_check(tr=_)
+    st.markdown(_("And `sympy.stats` confirms the one-component result for Gaussian q and k:"))
+    st.latex(latex)
+    st.caption(_("Seed 002 says the variance of the dot product is “n”; with its q, k ∈ {space} the width is k: "
+                 "it is d_k, as derived above.", space="ℝ^{1×k}"))
 
-st.header(_("3. The derivation, with sympy"))
-st.markdown(_("Take one score s = q · k with independent components, E[q_l] = E[k_l] = μ and Var = σ². "
-              "sympy does the algebra, then puts in μ = 0, σ = 1:"))
-for number, step in enumerate(scaling.variance_derivation(), start=1):
-    formula, reason = st.columns([3, 2], vertical_alignment="center")
-    formula.latex(step.latex)
-    reason.markdown(f"**{number}.** {_(step.reason)}")
-latex, _mean, _var = scaling.gaussian_check(tr=_)
-st.markdown(_("And `sympy.stats` confirms the one-component result for Gaussian q and k:"))
-st.latex(latex)
-st.caption(_("Seed 002 says the variance of the dot product is “n”; with its q, k ∈ {space} the width is k: "
-             "it is d_k, as derived above.", space="ℝ^{1×k}"))
+    experiments.show_code(scaling.run_scaling_experiment, scaling.variance_derivation)
 
-experiments.show_code(scaling.run_scaling_experiment, scaling.variance_derivation)
+
+page_body.run(page)

@@ -1,5 +1,10 @@
 """Your class: the teacher's live view of a class (ui/class_dashboard.py); only with the teacher's link."""
 
-from ui import class_dashboard
+from ui import class_dashboard, page_body
 
-class_dashboard.show()
+
+def page() -> None:
+    class_dashboard.show()
+
+
+page_body.run(page)

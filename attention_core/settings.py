@@ -14,6 +14,7 @@ the tokens (the sentence) are in the pages' walk-through modules.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -314,6 +315,13 @@ LEGACY: dict[str, str] = {
 }
 
 
+@functools.lru_cache(maxsize=None)
+def preset_defaults(preset: str | None) -> Settings:
+    """The default settings, with ``preset``'s own values (``None``: the defaults as they are). One object per preset,
+    shared: settings are frozen."""
+    return Settings() if preset is None else Settings(**_preset_values(PRESETS[preset]))
+
+
 def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
     """Check and repair every field; the one place settings are validated.
 
@@ -338,14 +346,14 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
     """
     messages: list[str] = []
     fixed: dict[str, Any] = {}
-    default = Settings()  # the fallbacks until the preset is checked: the default preset's
+    default = preset_defaults(None)  # the fallbacks until the preset is checked: the default preset's
     for field in FIELDS:
         value, problems = field.check(getattr(settings, field.name), getattr(default, field.name))
         fixed[field.name] = value
         messages += problems
         if field.name == "preset":
             # Fallbacks for malformed values: the chosen preset's own defaults.
-            default = Settings(**_preset_values(PRESETS[value]))
+            default = preset_defaults(value)
 
     for key, rows in PAGE_ROWS.items():
         group, defaults = getattr(settings, key), getattr(default, key)

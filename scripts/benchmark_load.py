@@ -282,6 +282,7 @@ class Student:
         # user key -> (element type, proto, fragment id or "") of the widgets on the page now, in their order
         self.widgets: dict[str, tuple[str, object, str]] = {}
         self.main_keys: set[str] = set()  # the keys of those in the page's main area (not the sidebar)
+        self.widget_paths: dict[str, tuple[int, ...]] = {}  # user key -> its delta path when last drawn
         self.states: dict[str, object] = {}  # widget id -> WidgetState to send (what the browser holds)
         self.exceptions: list[str] = []
         self.page = ""
@@ -352,6 +353,9 @@ class Student:
         """
         widgets: dict[str, tuple[str, object, str]] = dict(self.widgets) if fragment else {}
         main = set(self.main_keys) if fragment else set()
+        partial = fragment
+        sent: set[str] = set()  # the widgets this run drew
+        blocks: list[tuple[int, ...]] = []  # the delta paths of the blocks this run drew (a fragment's own included)
         progress: Optional[str] = None
         deadline = time.monotonic() + RUN_TIMEOUT_S
         self.run_messages = self.run_bytes = 0
@@ -369,6 +373,7 @@ class Student:
                 partial = bool(msg.metadata.run.fragment_ids) if msg.metadata.HasField("run") else fragment
                 widgets = dict(self.widgets) if partial else {}
                 main = set(self.main_keys) if partial else set()
+                sent, blocks = set(), []
                 progress = None
                 if not partial:
                     self.auto_reruns.clear()  # the frontend's handleNewSession: a full run drops every timer
@@ -379,6 +384,8 @@ class Student:
             elif kind == "navigation":  # st.navigation resolved the page: the browser sends its hash from now on
                 self.page_hash = msg.navigation.page_script_hash
                 self.app_pages = tuple(p.url_pathname for p in msg.navigation.app_pages)
+            elif kind == "delta" and msg.delta.WhichOneof("type") == "add_block":
+                blocks.append(tuple(msg.metadata.delta_path))
             elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
                 element = msg.delta.new_element
                 etype = element.WhichOneof("type")
@@ -393,6 +400,8 @@ class Student:
                     proto = getattr(element, etype)
                     key = proto.id.split("-", 2)[-1]
                     widgets[key] = (etype, proto, msg.delta.fragment_id)
+                    self.widget_paths[key] = tuple(msg.metadata.delta_path)
+                    sent.add(key)
                     if msg.metadata.delta_path and msg.metadata.delta_path[0] == 0:  # RootContainer.MAIN
                         main.add(key)
             elif kind == "auto_rerun":  # st.fragment(run_every=...) was drawn: the browser arms (or keeps) its timer
@@ -404,6 +413,12 @@ class Student:
                     self.auto_reruns.pop(fragment_id, None)
             elif kind == "script_finished":
                 if msg.script_finished in FINISHED:
+                    if partial:  # as the browser does: what the rerun fragments drew before and not now is gone
+                        for key in [k for k in widgets if k not in sent]:
+                            path = self.widget_paths.get(key, ())
+                            if any(path[:len(block)] == block for block in blocks):
+                                del widgets[key]
+                                main.discard(key)
                     self.widgets, self.main_keys = widgets, main
                     self.last_progress = progress
                     return

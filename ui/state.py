@@ -27,7 +27,10 @@ _VERSIONS = "editor_versions"  # {matrix name: int}, bumped to give an editor a 
 
 def settings() -> Settings:
     """The current settings (created with the defaults on first use)."""
-    return st.session_state.setdefault(_SETTINGS, Settings())
+    current = st.session_state.get(_SETTINGS)
+    if current is None:  # not setdefault: it would build a default Settings (every page's group) on every call
+        current = st.session_state[_SETTINGS] = Settings()
+    return current
 
 
 def widget_key(field: str, variant: str = "") -> str:
@@ -53,9 +56,12 @@ def update(**changes: Any) -> None:
     fixed = locked()
     if ENTRY_FIELDS & changes.keys():
         st.session_state[_ENTRY_CHOSEN] = True
-    new, messages = settings().replace(**{k: v for k, v in changes.items() if k not in fixed})
+    old = settings()
+    new, messages = old.replace(**{k: v for k, v in changes.items() if k not in fixed})
     st.session_state[_SETTINGS] = new
     st.session_state[_MESSAGES] = messages
+    if not router_ran() and any(old.get(f) != new.get(f) for f in ROUTER_FIELDS):
+        st.session_state[_ROUTER_STALE] = True  # the page's body reruns the whole app instead (ui/page_body.py)
     bound = [k for k in st.session_state if isinstance(k, str) and k.startswith("setting_")]
     shown_stale = False
     for key in bound:
@@ -67,6 +73,37 @@ def update(**changes: Any) -> None:
                 shown_stale = True
     if shown_stale:
         st.rerun()  # draw the page again, every widget showing the new settings (bind seeds them)
+
+
+#: The settings the router (app.py) draws or styles the app with. A page's body reruns alone when a widget inside it
+#: changes (ui/page_body.py); a change of one of these reruns the whole app instead.
+ROUTER_FIELDS = frozenset({"preset", "language", "presenter", "palette", "tables", "locked"})
+_ROUTER_RAN = "router_ran"  # True from the router's start until its page has run, on a whole-app run
+
+
+_ROUTER_STALE = "router_stale"  # a run without the router changed one of ROUTER_FIELDS
+
+
+def router_started() -> None:
+    """Called by the router (app.py) at the start of every whole-app run."""
+    st.session_state[_ROUTER_RAN] = True
+    st.session_state.pop(_ROUTER_STALE, None)
+
+
+def router_stale() -> bool:
+    """Whether a widget's callback or a run without the router changed what the router draws (one of
+    :data:`ROUTER_FIELDS`) since the router last ran; asking clears it."""
+    return bool(st.session_state.pop(_ROUTER_STALE, False))
+
+
+def router_done() -> None:
+    """Called by the router when its page has run or stopped: later runs of a page's body alone are fragment runs."""
+    st.session_state[_ROUTER_RAN] = False
+
+
+def router_ran() -> bool:
+    """Whether this is a whole-app run (False: a fragment's run alone, or a widget's callback before any run)."""
+    return st.session_state.get(_ROUTER_RAN, False)
 
 
 #: The explained entry's shared fields; once one changes (a pick, a click, a page's opening entry) or a link sets the

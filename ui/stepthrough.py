@@ -18,7 +18,7 @@ import streamlit as st
 
 from attention_core.classroom import notebook, scripts
 from attention_core.page import Page
-from attention_core.settings import Settings
+from attention_core.settings import Settings, preset_defaults
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, as_of, clamp_entry
 
 from . import class_live, i18n, masking, practice, presenter, runtime, state, widgets, worksheet
@@ -168,7 +168,7 @@ def outer_fingerprint(settings: Settings, edits: Mapping, fragment_fields: Seque
     Two runs with the same fingerprint draw the same page around the step-through, so a click that
     changed only ``fragment_fields`` (the stage, the explained entry) needs only the fragment rerun.
     """
-    defaults = Settings()
+    defaults = preset_defaults(None)
     kept = settings.set(**{f: defaults.get(f) for f in fragment_fields})
     cells = tuple(sorted((name, tuple(sorted(values.items()))) for name, values in edits.items()))
     return kept, cells

@@ -320,6 +320,40 @@ def test_next_reruns_only_the_step_through_and_the_link_follows(page: Page, app_
     assert_no_exception(page)
 
 
+def test_a_page_setting_reruns_the_page_body_and_what_it_no_longer_draws_is_gone(page: Page, app_url: str):
+    """The page's own settings are inside the page's body, an st.fragment (ui/page_body.py): num_kv_heads = 3 does
+    not divide h = 4, so the body shows the message and stops before the step-through, and the step-through drawn
+    before is gone from the screen (not left under the message); 2 brings it back."""
+    open_page(page, app_url, "/gqa", "Grouped-query attention")
+    kv = page.get_by_role("spinbutton", name="num_kv_heads", exact=True)
+    expect(page.get_by_role("button", name="Next ▶")).to_be_visible()
+    kv.fill("3")
+    kv.press("Enter")
+    expect(page.get_by_text("must divide num_heads")).to_be_visible(timeout=APP_RUN_MS)
+    wait_for_app_run(page)
+    expect(page.get_by_role("button", name="Next ▶")).to_have_count(0)
+    expect(page).to_have_url(re.compile(r"gqa\.num_kv_heads=3"))  # the body wrote the link
+    kv.fill("2")
+    kv.press("Enter")
+    expect(page.get_by_role("button", name="Next ▶")).to_be_visible(timeout=APP_RUN_MS)
+    wait_for_app_run(page)
+    expect(page.get_by_text("must divide num_heads")).to_have_count(0)
+    assert_no_exception(page)
+
+
+def test_an_example_chosen_inside_a_page_shows_in_the_sidebar(page: Page, app_url: str):
+    """*Use this example* is inside the overview's body, but the sidebar's picker and its note are the router's: the
+    click reruns the whole app, and the sidebar shows the example."""
+    open_page(page, app_url, "/", "Attention Explorer")
+    picker = page.get_by_role("combobox", name="Worked example", exact=True)
+    before = picker.input_value()
+    page.get_by_role("button", name="Use this example").first.click()
+    expect(picker).not_to_have_value(before, timeout=APP_RUN_MS)
+    wait_for_app_run(page)
+    expect(page.get_by_role("button", name="In use")).to_have_count(1)
+    assert_no_exception(page)
+
+
 def test_flipping_a_mask_cell_inside_the_fragment_reruns_the_whole_page(page: Page, app_url: str):
     """A mask cell is an edit: the walk-through is built outside the fragment, so the whole page reruns.
 

@@ -81,26 +81,54 @@ def test_a_burst_of_a_class_with_students_leaving_mid_run(server):
 
 
 def test_a_click_inside_the_step_through_reruns_only_its_fragment(server):
-    """The stage picker is drawn inside st.fragment: the browser (and the Student) sends its fragment id,
-    and the server answers with a fragment run; a page setting outside it reruns the whole page."""
+    """The stage picker is drawn inside the step-through's st.fragment, and the page's own settings inside the page's
+    body, a fragment around it (ui/page_body.py): the browser (and the Student) sends the fragment id of the widget
+    clicked, and the server answers with a run of that fragment alone. Neither reruns the router: the sidebar's
+    widgets stay as they were, and a page setting redraws the step-through inside the page."""
 
     async def visit():
         student = load.Student(server.url, "t")
         await student.connect()
         try:
             await student.open_page("causal")
-            assert student.widgets["setting_causal.stage"][2], "the stage picker is not inside a fragment"
-            assert not student.widgets["setting_padding"][2]
+            stage_fragment = student.widgets["setting_causal.stage"][2]
+            page_fragment = student.widgets["setting_padding"][2]
+            assert stage_fragment and page_fragment and stage_fragment != page_fragment
+            assert not student.widgets["setting_preset"][2]  # the sidebar: the router's, in no fragment
             await student.interact(("setting_causal.stage",))
-            inside = student.last_fragment
+            inside, inside_messages = student.last_fragment, student.run_messages
             await student.interact(("setting_padding",))
-            outside = student.last_fragment
-            assert "setting_padding" in student.widgets  # the fragment run kept the rest of the page
+            outside, outside_messages = student.last_fragment, student.run_messages
+            assert "setting_padding" in student.widgets and "setting_preset" in student.widgets
+            assert "setting_causal.stage" in student.widgets  # drawn again inside the page's body
         finally:
             await student.close()
-        return inside, outside, student.exceptions
+        return inside, outside, inside_messages < outside_messages, student.exceptions
 
-    assert asyncio.run(visit()) == (True, False, [])
+    assert asyncio.run(visit()) == (True, True, True, [])
+
+
+def test_a_router_setting_changed_inside_a_page_reruns_the_whole_app(server):
+    """The overview's *Use this example* is inside the page's body, but the example is drawn by the router (the
+    sidebar's picker and its note): the click reruns the whole app (ui.state.ROUTER_FIELDS), and the sidebar shows
+    the new example."""
+
+    async def visit():
+        student = load.Student(server.url, "t")
+        await student.connect()
+        try:
+            await student.open_page("overview")
+            from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+            _etype, proto, fragment_id = student.widgets["overview_use_hello"]
+            assert fragment_id  # inside the page's fragment
+            await student.change(WidgetState(id=proto.id, trigger_value=True), fragment_id)
+            shown = student.widgets["setting_preset"][1]
+        finally:
+            await student.close()
+        return shown.raw_value if shown.HasField("raw_value") else None, student.exceptions
+
+    assert asyncio.run(visit()) == ("Hello shiny sun! (seed 004)", [])  # the sidebar picker shows it
 
 
 def test_a_learner_trains_and_the_progress_reruns_on_its_timer_as_in_the_browser(server):

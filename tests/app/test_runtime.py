@@ -130,7 +130,7 @@ def test_stepping_aside_lets_other_runs_go_and_takes_the_turn_back():
     assert _another_thread_can_take_the_turn()
 
 
-def test_the_router_and_the_step_through_fragment_each_take_the_turn(monkeypatch):
+def test_the_router_the_page_body_and_the_step_through_fragment_each_take_the_turn(monkeypatch):
     taken = []
     real = runtime.one_run_at_a_time
 
@@ -145,8 +145,9 @@ def test_the_router_and_the_step_through_fragment_each_take_the_turn(monkeypatch
     runs = len(taken)
     assert runs >= 2 and all(name != threading.main_thread().name for name in taken)  # in the script thread
     at.button(key="step_next").click().run()
-    # One whole-page run: app.py takes the turn, the step-through's fragment takes it again inside.
-    assert len(taken) == runs + 2
+    # One whole-page run: app.py takes the turn, the page's body (its fragment, ui/page_body.py) and the step-through's
+    # fragment take it again inside (each of them runs alone on a click inside it).
+    assert len(taken) == runs + 3
     assert not runtime.holds_turn() and _another_thread_can_take_the_turn()
 
 
