@@ -190,8 +190,13 @@ class SharedSettings:
     @classmethod
     def paths(cls) -> tuple[str, ...]:
         """Every field path, in order: the shared fields, then each page's own (``"alibi.num_heads"``)."""
-        return tuple(f.name for f in dataclasses.fields(SharedSettings)) + tuple(
-            f"{key}.{f.name}" for key, group in GROUPS.items() for f in dataclasses.fields(group))
+        return _paths()
+
+
+@functools.lru_cache(maxsize=None)
+def _paths() -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(SharedSettings)) + tuple(
+        f"{key}.{f.name}" for key, group in GROUPS.items() for f in dataclasses.fields(group))
 
 
 def _group(page) -> type:

@@ -12,7 +12,6 @@ each language gets its own cached spec.
 
 from __future__ import annotations
 
-import copy
 import functools
 from typing import Callable, Optional, Sequence
 
@@ -21,7 +20,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from . import presenter, state, widgets
+from . import builds, presenter, state, widgets
 from .i18n import _
 
 AXIS_FONT = 16
@@ -61,7 +60,7 @@ def _show(df: pd.DataFrame, spec: dict, key: str, **kwargs) -> None:
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
 
 
-@st.cache_data(show_spinner=False)
+@builds.spec
 def _lines_spec(x_title: str, y_title: str, series_title: str, x_log: bool, x_base: int, y_log: bool,
                 y_min: Optional[float], y_max: Optional[float], error_bars: bool, marked: bool, width: int,
                 height: int, cvd: bool = False, points: bool = True, x_format: str = "~g",
@@ -127,7 +126,7 @@ def lines(
 # ---------------------------------------------------------------- bars
 
 
-@st.cache_data(show_spinner=False)
+@builds.spec
 def _bars_spec(x_title: str, y_title: str, width: int, height: int, scale: float = 1.0) -> dict:
     y = alt.Y("label:N", sort=alt.EncodingSortField("i"), title=y_title)
     bars = alt.Chart().mark_bar(color="#4c78a8").encode(
@@ -154,7 +153,7 @@ def bars(values: Sequence[float], labels: Sequence[str], *, key: str, x_title: s
 # ---------------------------------------------------------------- a compact heatmap (no numbers)
 
 
-@st.cache_data(show_spinner=False)
+@builds.spec
 def _pattern_spec(row_title: str, col_title: str, value_title: str, cell: int, rows: int, cols: int,
                   scheme: str, reverse: bool, labelled: bool = False, scale: float = 1.0) -> dict:
     if labelled:  # every row and column named (the labels are in the data, "1 A", "2 D", ...)
@@ -193,8 +192,8 @@ def pattern(matrix, *, key: str, row_title: str, col_title: str, max_width: int 
                        "j": jj.ravel() if names is None else names[jj.ravel()], "value": m.ravel()})
     top = float(np.abs(m).max()) or 1.0
     signed = bool((m < 0).any())
-    spec = copy.deepcopy(_pattern_spec(row_title, col_title, _("value"), cell, rows, cols,
-                                       *widgets.palette_scheme(signed), labels is not None, scale))
+    spec = _pattern_spec(row_title, col_title, _("value"), cell, rows, cols, *widgets.palette_scheme(signed),
+                         labels is not None, scale)
     spec["encoding"]["color"]["scale"]["domain"] = [-top, top] if signed else [0.0, top]
     spec["description"] = widgets.describe(_("Heatmap"), rows, cols, row_title, col_title, float(m.min()), float(m.max()))
     _show(df, spec, key)
@@ -216,7 +215,7 @@ def map_cell_px(n: int, scale: float = 1.0) -> int:
     return int(max(MAP_CELL_MIN, min(MAP_CELL_MAX, MAP_PLOT_PX // max(n, 1))) * scale)
 
 
-@st.cache_data(show_spinner=False)
+@builds.spec
 def _weights_map_spec(row_title: str, col_title: str, value_title: str, cell: int, scale: float = 1.0) -> dict:
     label = presenter.font_px(MAP_LABEL_FONT, scale)
     x = alt.X("key:N", sort=alt.EncodingSortField("j"), title=col_title,
@@ -257,7 +256,7 @@ def weights_map(weights, *, key: str, labels: Sequence[str], row_title: str, col
         marked[list(rows), list(cols)] = True
     df = pd.DataFrame({"i": ii.ravel(), "j": jj.ravel(), "query": names[ii.ravel()], "key": names[jj.ravel()],
                        "weight": m.ravel(), "framed": marked.ravel()})
-    spec = copy.deepcopy(_weights_map_spec(row_title, col_title, _("weight"), map_cell_px(n, scale), scale))
+    spec = _weights_map_spec(row_title, col_title, _("weight"), map_cell_px(n, scale), scale)
     spec["layer"][0]["encoding"]["color"]["scale"] = widgets.weights_scale()
     spec["description"] = widgets.describe(_("Heatmap"), n, m.shape[1], row_title, col_title, float(m.min()),
                                            float(m.max()))
@@ -280,7 +279,7 @@ def _image_titles() -> tuple[str, str, str, str, str, str]:
     return (_("row r"), _("column c"), _("token n = r·W + c"), _("colour"), _("attention weight"), _("weight"))
 
 
-@st.cache_data(show_spinner=False)
+@builds.spec
 def _image_spec(cell: int, height: int, width: int, clickable: bool, overlay: bool, numbers: bool,
                 titles: tuple[str, str, str, str, str, str], scale: float = 1.0) -> dict:
     row_t, col_t, token_t, colour_t, attention_t, weight_t = titles
@@ -370,7 +369,7 @@ def _on_pixel(key: str, on_pixel: Callable[[int, int], None]) -> None:
 # ---------------------------------------------------------------- the class's charts (ui/class_dashboard.py)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@builds.spec
 def _over_time_spec(x_title: str, y_title: str, series_title: str, domain: tuple[str, str], start_ms: int,
                     end_ms: int, scale: float = 1.0) -> dict:
     chart = alt.Chart().mark_bar().encode(

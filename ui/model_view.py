@@ -29,7 +29,7 @@ from PIL import Image
 
 from attention_core.trained_model import head_findings
 
-from . import presenter, stepthrough, widgets
+from . import builds, presenter, stepthrough, widgets
 from .i18n import _
 
 #: Colour stops of the weights' scale, value in [0, 1] -> RGB, per palette: the scales the heatmaps give numbers
@@ -85,7 +85,7 @@ def head_pictures(attentions: np.ndarray, side: int = PICTURE, palette: str = "c
     return pd.DataFrame(rows)
 
 
-@st.cache_data(show_spinner=False)
+@builds.spec
 def _grid_spec(head_title: str, layer_title: str, height: int = 6 * GRID_CELL_PX, scale: float = 1.0) -> dict:
     """The grid's spec with its (translated) axis titles and its height in pixels (before ``scale``); cached once per
     language, height and scale (presenter mode)."""
@@ -176,7 +176,7 @@ def map_cell_px(n: int) -> int:
     return int(min(48, max(5, 680 // max(n, 1))))
 
 
-@st.cache_data(show_spinner=False)
+@builds.spec
 def _map_spec(cell_px: int, numbers: bool, titles: tuple[str, str, str, str, str], scale: float = 1.0) -> dict:
     """The map's spec; ``titles`` (translated): key axis, query axis, weight, query, key. ``cell_px`` is already
     scaled; the fonts are ``scale`` times larger (presenter mode)."""

@@ -6,7 +6,6 @@ attention; the step-through of a formula is drawn by ``ui.stepthrough``.
 
 from __future__ import annotations
 
-import copy
 import functools
 import math
 import re
@@ -251,7 +250,7 @@ def text_table(cells: Sequence[Sequence[str]], row_labels: Sequence[str], col_la
 LABEL_EXPRESSION = "datum.blocked ? '−∞' : datum.value == 0 ? '0' : format(datum.value / {factor}, '.{decimals}f')"
 
 
-@st.cache_data(show_spinner=False)
+@builds.spec
 def _heatmap_spec(clickable: bool, row_title: str, col_title: str, scheme: str = "redblue",
                   reverse: bool = True, scale: float = 1.0) -> dict:
     """The Vega-Lite spec of a heatmap, built once with Altair; the data is passed per call.
@@ -346,8 +345,7 @@ def heatmap_figure(
         "dark": dark,
         "selected": (ii == selected[0]) & (jj == selected[1]) if selected else np.zeros(values.shape, bool),
     })
-    # the cached spec stays intact
-    spec = copy.deepcopy(_heatmap_spec(clickable, row_title, col_title, scheme, reverse, scale))
+    spec = _heatmap_spec(clickable, row_title, col_title, scheme, reverse, scale)  # a copy of its own
     cell = cell_px(m.shape[-1] if m.ndim == 2 else 1, scale)
     spec["layer"][0]["encoding"]["color"]["scale"]["domain"] = ([-top or -1.0, top or 1.0] if signed
                                                                 else [0.0, top or 1.0])
@@ -530,8 +528,25 @@ def torch_check(max_abs_diff: float, matches: bool, reference: str) -> None:
 
 # ---------------------------------------------------------------- a 2-d rotation
 
+@builds.spec
+def _vector_pair_spec(labels: tuple[str, str], cvd: bool) -> dict:
+    scale = alt.Scale(domain=[-1.0, 1.0])  # the arrows' reach is set per call
+    base = alt.Chart().encode(x=alt.X("x:Q", scale=scale, title=None), y=alt.Y("y:Q", scale=scale, title=None),
+                              color=alt.Color("arrow:N", title=None, legend=alt.Legend(orient="bottom"),
+                                              scale=alt.Scale(domain=list(labels), range=(
+                                                  ["#0072B2", "#E69F00"] if cvd else ["#1f77b4", "#d62728"]))))
+    lines = base.mark_line(strokeWidth=3).encode(order="order:Q", detail="arrow:N")
+    tips = base.transform_filter("datum.order == 1").mark_point(size=120, filled=True)
+    spec = (lines + tips).properties(width=260, height=260).to_dict(validate=False)
+    spec.pop("datasets", None)  # alt.Chart() without data: each layer's placeholder dataset; the data comes per call
+    for layer in spec.get("layer", []):
+        layer.pop("data", None)
+    return spec
+
+
 def vector_pair(before: tuple[float, float], after: tuple[float, float], labels: tuple[str, str], title: str) -> None:
-    """Two arrows from the origin, before and after a rotation, on equal axes (an Altair chart).
+    """Two arrows from the origin, before and after a rotation, on equal axes (a Vega-Lite chart built with Altair
+    once per labels, palette and reach; the arrows are its data).
 
     ``labels`` name the two arrows; ``title`` goes above the chart.
     """
@@ -539,18 +554,13 @@ def vector_pair(before: tuple[float, float], after: tuple[float, float], labels:
     rows = []
     for name, (x, y) in zip(labels, (before, after)):
         rows += [{"arrow": name, "x": 0.0, "y": 0.0, "order": 0}, {"arrow": name, "x": x, "y": y, "order": 1}]
-    data = pd.DataFrame(rows)
-    scale = alt.Scale(domain=[-reach, reach])
-    base = alt.Chart(data).encode(x=alt.X("x:Q", scale=scale, title=None), y=alt.Y("y:Q", scale=scale, title=None),
-                                  color=alt.Color("arrow:N", title=None, legend=alt.Legend(orient="bottom"),
-                                                  scale=alt.Scale(domain=list(labels), range=(
-                                                      ["#0072B2", "#E69F00"] if state.settings().palette == "cvd"
-                                                      else ["#1f77b4", "#d62728"]))))
-    lines = base.mark_line(strokeWidth=3).encode(order="order:Q", detail="arrow:N")
-    tips = base.transform_filter("datum.order == 1").mark_point(size=120, filled=True)
     st.markdown(f"**{title}**")
-    description = _("Two arrows from the origin: {a} to ({ax}, {ay}) and {b} to ({bx}, {by}).", a=labels[0],
-                    ax=f"{before[0]:.3g}", ay=f"{before[1]:.3g}", b=labels[1], bx=f"{after[0]:.3g}",
-                    by=f"{after[1]:.3g}")
-    st.altair_chart((lines + tips).properties(width=260, height=260, description=description), width="content")
+    spec = _vector_pair_spec(tuple(labels), state.settings().palette == "cvd")
+    for layer in spec["layer"]:
+        for axis in ("x", "y"):
+            layer["encoding"][axis]["scale"]["domain"] = [-reach, reach]
+    spec["description"] = _("Two arrows from the origin: {a} to ({ax}, {ay}) and {b} to ({bx}, {by}).", a=labels[0],
+                            ax=f"{before[0]:.3g}", ay=f"{before[1]:.3g}", b=labels[1], bx=f"{after[0]:.3g}",
+                            by=f"{after[1]:.3g}")
+    st.vega_lite_chart(pd.DataFrame(rows), spec, width="content")
     table(np.array([before, after], dtype=float), list(labels), ["x", "y"], "vector_pair")

@@ -13,6 +13,7 @@ All plain Python; the app writes the result to ``st.query_params``.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Mapping, Optional
 
@@ -47,6 +48,12 @@ def _format_cells(cells: Mapping[tuple[int, int], Optional[float]]) -> str:
     )
 
 
+@functools.lru_cache(maxsize=None)
+def _preset_defaults(preset: str) -> Settings:
+    """``Settings.for_preset(preset)``, validated once per preset (settings are frozen: shared)."""
+    return Settings.for_preset(preset)
+
+
 def encode(settings: Settings, edits: Mapping[str, Mapping[tuple[int, int], Optional[float]]]) -> tuple[dict[str, str], bool]:
     """Query parameters for ``settings`` and the current example's ``edits``.
 
@@ -55,7 +62,7 @@ def encode(settings: Settings, edits: Mapping[str, Mapping[tuple[int, int], Opti
         too long and were left out (the page says so).
     """
     # Only what differs from the example's own defaults: a preset's link stays short.
-    default = Settings.for_preset(settings.preset)
+    default = _preset_defaults(settings.preset)
     params = {"preset": settings.preset}
     params.update({
         path: _format_value(settings.get(path))
