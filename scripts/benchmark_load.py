@@ -477,7 +477,10 @@ class Student:
             state.string_value = options[(int(self.anchors[key]) + 1 + walk % 2) % len(options)]
         else:  # number_input
             step = proto.step or 1
-            start = self.anchors.setdefault(key, proto.value if proto.set_value else proto.default)
+            # the value shown: a widget seeded from session state (every bound setting) carries it in ``value``, with
+            # or without ``set_value`` depending on the version of the app; ``default`` is then 0, not what it shows
+            start = self.anchors.setdefault(key, proto.value if proto.set_value or proto.HasField("value")
+                                            else proto.default)
             value = start + (walk - 1) * step
             if proto.has_max and value > proto.max:
                 value = start - step
@@ -1402,7 +1405,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--clicks", type=int, default=10, help="timed changes per page (single, browser)")
     parser.add_argument("--drop", type=int, default=2, help="students who close their tab mid-run (class)")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the students' timing")
-    parser.add_argument("--floor-factor", type=float, default=2.0)
+    parser.add_argument("--floor-factor", type=float, default=1.5,
+                        help="single: every page's median click at most this many times the one-widget floor")
     parser.add_argument("--p95-budget-ms", type=float, default=None,
                         help="interaction p95 budget (default: class 150, training 300, long 300)")
     parser.add_argument("--watch-share", type=float, default=0.5,

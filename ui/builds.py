@@ -25,8 +25,11 @@ from attention_core.stepthrough import as_of
 T = TypeVar("T")
 
 #: How many built walk-throughs (and other results of :func:`build_or_stop`) the server keeps, shared by every
-#: session. Each is a few small tensors (tens of kB); a class on one link shares one.
-SHARED_BUILDS = 64
+#: session. Each is a few small tensors (3–12 kB of tensors for a step page's walk-through at its defaults, 220 kB for
+#: the generation page's); a class on one link shares one. 256, not 64: a class spread over 25 pages, each student
+#: trying a few values of each setting, made more distinct builds than 64, and the least recently used were built
+#: again and again.
+SHARED_BUILDS = 256
 
 #: Builds run (cache misses) per builder's name since the process started: the tests count a click's builds.
 BUILDS_RUN: collections.Counter = collections.Counter()

@@ -1,13 +1,16 @@
 """The experiment pages' shared pieces: cached sampling, the image upload, small text helpers.
 
-Caches take plain values (``st.cache_data``); the uploaded image is kept in session state
+Caches take plain values (``st.cache_data``; the scaling experiment a shared store of its own, see
+:func:`scaling_experiment`); the uploaded image is kept in session state
 only as its small decoded array (at most 16 × 16 × 3 numbers), never as the file.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
+import threading
 from typing import Any, Callable, Optional
 
 import streamlit as st
@@ -17,7 +20,7 @@ from attention_core.errors import N_, InputError, Message
 from attention_core.experiments import image as image_core
 from attention_core.experiments import image_upload, positional, scaling
 
-from . import presenter, state, widgets
+from . import presenter, runtime, state, widgets
 from .i18n import _
 
 _UPLOAD = "img_upload"  # {"name", "format", "original_size", "pixels": nested lists (h, w, 3)}
@@ -25,18 +28,35 @@ _UPLOAD_ERROR = "img_upload_error"  # a Message (translated when shown)
 _UPLOADER_VERSION = "img_uploader_version"
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def _scaling_experiment(samples: int, keys: int, seed: int, distribution: str) -> scaling.ScalingExperiment:
-    return scaling.run_scaling_experiment(samples, keys, seed, distribution)
+#: How many scaling experiments the server keeps (a few MB each at the largest sample count), shared by every session.
+SHARED_EXPERIMENTS = 32
+_EXPERIMENTS: collections.OrderedDict = collections.OrderedDict()  # (samples, keys, seed, distribution) -> result
+_EXPERIMENTS_LOCK = threading.Lock()
 
 
 def scaling_experiment(samples: int, keys: int, seed: int, distribution: str) -> scaling.ScalingExperiment:
-    """``scaling.run_scaling_experiment``, cached on its plain arguments (a miss costs ~0.1–0.5 s).
+    """``scaling.run_scaling_experiment``, kept per server on its plain arguments and shared read-only.
 
-    The spinner is shown here, not by the cache decorator, so that its text is in the session's language.
+    A miss costs ~0.1–0.5 s of torch, which lets go of Python's lock: the run steps aside for it
+    (``runtime.step_aside``), so the class's other clicks are answered meanwhile instead of queueing behind it. The
+    spinner is shown here, so that its text is in the session's language.
+
+    Raises:
+        InputError: an unknown distribution (from ``scaling``).
     """
-    with st.spinner(_("Sampling q and k …")):
-        return _scaling_experiment(samples, keys, seed, distribution)
+    key = (samples, keys, seed, distribution)
+    with _EXPERIMENTS_LOCK:
+        result = _EXPERIMENTS.get(key)
+        if result is not None:
+            _EXPERIMENTS.move_to_end(key)
+            return result
+    with st.spinner(_("Sampling q and k …")), runtime.step_aside():
+        result = scaling.run_scaling_experiment(samples, keys, seed, distribution)
+    with _EXPERIMENTS_LOCK:
+        _EXPERIMENTS[key] = result
+        while len(_EXPERIMENTS) > SHARED_EXPERIMENTS:
+            _EXPERIMENTS.popitem(last=False)
+    return result
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -170,3 +170,26 @@ def test_the_trained_model_page_steps_aside_while_the_model_loads_and_runs(monke
     at = open_app("app_pages/trained_model.py")
     assert not at.exception
     assert ("model", False, True) in seen and ("sentence", False, True) in seen
+
+
+def test_the_scaling_experiment_steps_aside_on_a_miss_and_is_shared_after(monkeypatch):
+    """*Why divide by √d_k?*: a new sample count draws the samples (~0.1–0.5 s of torch, which lets go of Python's
+    lock); the run steps aside meanwhile, so a class's other clicks are not queued behind it. The same numbers again
+    (this session or another) come from the server's store: no sampling, no stepping aside."""
+    from attention_core.experiments import scaling
+    from ui import experiments
+
+    seen = []
+    real = scaling.run_scaling_experiment
+
+    def run(*args):
+        seen.append((args, runtime.holds_turn(), _another_thread_can_take_the_turn()))
+        return real(*args)
+
+    monkeypatch.setattr(scaling, "run_scaling_experiment", run)
+    monkeypatch.setattr(experiments, "_EXPERIMENTS", type(experiments._EXPERIMENTS)())
+    at = open_app("app_pages/why_sqrt_dk.py")
+    assert not at.exception and len(seen) == 1 and seen[0][1:] == (False, True)
+    first = experiments._EXPERIMENTS[seen[0][0]]
+    again = open_app("app_pages/why_sqrt_dk.py")  # another session, the same settings
+    assert not again.exception and len(seen) == 1 and experiments._EXPERIMENTS[seen[0][0]] is first
