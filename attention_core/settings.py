@@ -164,10 +164,10 @@ class SharedSettings:
         Raises:
             AttributeError: no such field.
         """
-        value: Any = self
-        for part in path.split("."):
-            value = getattr(value, part)
-        return value
+        if "." not in path:
+            return getattr(self, path)
+        group, name = path.split(".", 1)
+        return getattr(getattr(self, group), name)
 
     def set(self, **values: Any) -> "Settings":
         """A copy with ``values`` by field path, as given (not validated: see :meth:`replace`).

@@ -290,9 +290,23 @@ def link_messages() -> list[str]:
     return st.session_state.get(_LINK_MESSAGES, [])
 
 
+_LINK = "link_written"  # (settings, edits' cells, the parameters and whether they were complete) last written
+
+
 def write_link() -> bool:
-    """Put the current settings and edits in the URL; False when the edits were too large to include."""
-    params, complete = share.encode(settings(), edits())
+    """Put the current settings and edits in the URL; False when the edits were too large to include.
+
+    A run writes the link more than once (the page's body, its step-through); the parameters are computed again only
+    when the settings (a new object on every change: they are frozen) or the edits changed.
+    """
+    current, cells = settings(), edits()
+    fingerprint = tuple(sorted((name, tuple(sorted(values.items()))) for name, values in cells.items()))
+    last = st.session_state.get(_LINK)
+    if last is not None and last[0] is current and last[1] == fingerprint:
+        params, complete = dict(last[2]), last[3]
+    else:
+        params, complete = share.encode(current, cells)
+        st.session_state[_LINK] = (current, fingerprint, dict(params), complete)
     params.update(st.session_state.get(_CLASS_LINK, {}))
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)

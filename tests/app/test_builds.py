@@ -87,3 +87,38 @@ def test_reading_a_settings_object_whole_counts_as_reading_everything():
         with reads.recording() as read:
             whole(settings)
         assert read == {reads.EVERYTHING} or set(Settings.paths()) <= read | {reads.EVERYTHING}, whole
+
+
+def test_the_read_hook_is_on_the_settings_classes_only_while_a_recording_is_under_way():
+    """Outside any recording a settings read is a plain attribute read (no Python hook on every read of every run);
+    nested recordings and one in another thread keep the hook on until the last one ends, and a read in another thread
+    meanwhile is not recorded by this one."""
+    import threading
+
+    group = type(Settings().alibi)
+    assert "__getattribute__" not in vars(Settings) and "__getattribute__" not in vars(group)
+    others: list[set] = []
+    started, release = threading.Event(), threading.Event()
+
+    def other_thread() -> None:
+        with reads.recording() as read:
+            started.set()
+            release.wait(timeout=30)
+            _ = Settings().d_model
+        others.append(read)
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    assert started.wait(timeout=30)
+    with reads.recording() as read:
+        with reads.recording() as inner:
+            _ = Settings().alibi.num_heads
+        assert "__getattribute__" in vars(Settings)  # the outer recording is still under way
+        _ = Settings().seed
+    assert "__getattribute__" in vars(Settings)  # the other thread's recording is still under way
+    release.set()
+    thread.join(timeout=30)
+    assert "__getattribute__" not in vars(Settings) and "__getattribute__" not in vars(group)
+    assert "alibi.num_heads" in inner and "seed" not in inner  # a nested recording keeps its own reads
+    assert read == {"seed"}
+    assert others == [{"d_model"}]
