@@ -6,9 +6,12 @@ attention; the step-through of a formula is drawn by ``ui.stepthrough``.
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
+import pickle
 import re
+import threading
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
 import altair as alt
@@ -23,7 +26,7 @@ from attention_core.self_attention.formulas import Entry, entry_latex
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough
 from attention_core.settings import EDITABLE, MAX_ABS_VALUE
 
-from . import builds, presenter, state
+from . import builds, i18n, presenter, state
 from .i18n import _
 
 CELL_PX = 56  # heatmap cell size: numbers stay readable on a projector
@@ -378,6 +381,34 @@ def heatmap_figure(
     return table, spec
 
 
+#: How many heatmaps (their data and spec) the server keeps, shared by every session: a class on one link, or a student
+#: stepping back, draws the same heatmaps again. Each is a few kB (a 16 × 16 matrix's table and its spec).
+SHARED_FIGURES = 512
+_FIGURES: collections.OrderedDict = collections.OrderedDict()  # what heatmap_figure draws from -> (table, spec)
+_FIGURES_LOCK = threading.Lock()
+
+
+def _shared_figure(matrix, row_labels: Sequence[str], col_labels: Sequence[str], **options: Any) -> tuple[pa.Table,
+                                                                                                           dict]:
+    """:func:`heatmap_figure`, or the one made before from the same numbers, labels, options, palette and language:
+    the table is shared (Arrow tables are immutable), the spec a fresh copy (the caller may change it)."""
+    m = np.asarray(matrix, dtype=float)
+    key = (m.tobytes(), m.shape, tuple(row_labels), tuple(col_labels), tuple(sorted(options.items())),
+           state.settings().palette, i18n.language())
+    with _FIGURES_LOCK:
+        made = _FIGURES.get(key)
+        if made is not None:
+            _FIGURES.move_to_end(key)
+    if made is None:
+        table, spec = heatmap_figure(m, row_labels, col_labels, **options)
+        made = (table, pickle.dumps(spec, pickle.HIGHEST_PROTOCOL))
+        with _FIGURES_LOCK:
+            _FIGURES[key] = made
+            while len(_FIGURES) > SHARED_FIGURES:
+                _FIGURES.popitem(last=False)
+    return made[0], pickle.loads(made[1])
+
+
 def heatmap(
     matrix,
     row_labels: Sequence[str],
@@ -403,7 +434,7 @@ def heatmap(
     colour scale's largest |value| (default: the matrix's own), so that heatmaps shown side
     by side can share one scale. In presenter mode everything is drawn ``presenter.SCALE`` times larger.
     """
-    df, spec = heatmap_figure(matrix, row_labels, col_labels, selected=selected, clickable=clickable,
+    df, spec = _shared_figure(matrix, row_labels, col_labels, selected=selected, clickable=clickable,
                               row_title=row_title, col_title=col_title, legend=legend, row_axis=row_axis,
                               scale_max=scale_max, scale=presenter.scale())
     if clickable:
