@@ -253,20 +253,31 @@ def text_table(cells: Sequence[Sequence[str]], row_labels: Sequence[str], col_la
 LABEL_EXPRESSION = "datum.blocked ? '−∞' : datum.value == 0 ? '0' : format(datum.value / {factor}, '.{decimals}f')"
 
 
-@builds.spec
 def _heatmap_spec(clickable: bool, row_title: str, col_title: str, scheme: str = "redblue",
                   reverse: bool = True, scale: float = 1.0) -> dict:
-    """The Vega-Lite spec of a heatmap, built once with Altair; the data is passed per call.
+    """The Vega-Lite spec of a heatmap with these axis titles: :func:`_heatmap_template`'s, the titles put in (a fresh
+    copy). Altair takes 20–50 ms to build a spec; the titles change from step to step, the rest does not."""
+    spec = _heatmap_template(clickable, scheme, reverse, scale)
+    for layer in spec["layer"]:
+        layer["encoding"]["x"]["title"] = col_title
+        layer["encoding"]["y"]["title"] = row_title
+    return spec
+
+
+@builds.spec
+def _heatmap_template(clickable: bool, scheme: str = "redblue", reverse: bool = True, scale: float = 1.0) -> dict:
+    """The Vega-Lite spec of a heatmap, built once with Altair per kind (its axis titles are put in per call, by
+    :func:`_heatmap_spec`); the data is passed per call.
 
     Everything that changes with the numbers (colour domain, text colour, the selected
     cell) is a column of the data, so one spec serves every matrix. ``scale``: cells, numbers, labels and legend
     that many times larger (presenter mode), fonts at least ``presenter.MIN_FONT_PX``.
     """
     scaled = scale != 1
-    x = alt.X("col:N", sort=alt.EncodingSortField("j"), title=col_title,
+    x = alt.X("col:N", sort=alt.EncodingSortField("j"), title="",
               axis=alt.Axis(labelAngle=-40, orient="top", labelOverlap=False, labelLimit=140 * scale))
     # (100 px: the limit of Streamlit's chart theme, set only when scaled so that normal mode's spec stays as it was)
-    y = alt.Y("row:N", sort=alt.EncodingSortField("i"), title=row_title,
+    y = alt.Y("row:N", sort=alt.EncodingSortField("i"), title="",
               **({"axis": alt.Axis(labelLimit=100 * scale)} if scaled else {}))
     # The domain [-max|value|, max|value|] is set per call (see heatmap): 0 stays white, as the
     # text colour rule "dark" assumes.

@@ -149,6 +149,7 @@ def _formula(stage: str, per_head: bool = False) -> tuple[str, ...]:
     raise KeyError(stage)
 
 
+@lru_cache(maxsize=None)
 def backward_formula(stage: str, tr: Translate = Message, per_head: bool = False) -> tuple[str, ...]:
     """The matrix form and the element form of ``stage``, as LaTeX lines (sympy); ``per_head``: head r's
     (dV^{(r)} = P^{(r)ᵀ} dO^{(r)}, ÷ √d_head), for the multi-head page. Raises KeyError."""

@@ -78,6 +78,7 @@ def _own(stage: str) -> tuple[str, ...]:
     raise KeyError(stage)
 
 
+@lru_cache(maxsize=None)
 def multi_head_formula(stage: str, tr: Translate = Message) -> tuple[str, ...]:
     """The matrix and element forms of ``stage`` on the multi-head page, as LaTeX lines (sympy). Raises KeyError."""
     if stage in formulas.HEAD_STAGES:

@@ -211,6 +211,7 @@ def _latex(expr: sp.Expr) -> str:
     return sp.latex(expr, order="none")
 
 
+@lru_cache(maxsize=None)
 def page_formula(page: str, stage: str, tr: Translate = Message) -> tuple[str, ...]:
     """The matrix form and the element form (and sometimes a remark) of a stage of a multi-head page, as LaTeX.
 

@@ -103,6 +103,7 @@ def _element_formula(stage: str, i=_i, j=_j) -> sp.Expr:
     raise KeyError(stage)
 
 
+@lru_cache(maxsize=None)
 def head_formula(stage: str, tr: Translate = Message) -> tuple[str, str]:
     """The (matrix form, element form) of a stage, as LaTeX.
 

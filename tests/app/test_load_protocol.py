@@ -177,11 +177,13 @@ def test_the_browser_scenario_times_every_click_it_makes(capsys):
 
     if not Path(load.CHROMIUM).exists() and not os.environ.get("CI"):
         pytest.skip(f"{load.CHROMIUM} is missing (bash scripts/test.sh installs it)")
-    assert load.run_browser(argparse.Namespace(url=None, clicks=3, browser_budget_ms=1e9)) is True
+    assert load.run_browser(argparse.Namespace(url=None, clicks=3, browser_budget_ms=1e9,
+                                               browser_pages=["self-attention", "positional-encoding"])) is True
     out = capsys.readouterr().out
-    for click in ("Next", "d_k +"):
+    for click in ("self-attention: Next", "self-attention: d_k +", "positional-encoding: experiment_seed +"):
         row = re.search(rf"^{re.escape(click)}\s+(\d+)\s+(\d+)\s+(\d+)\s+ok", out, re.M)
         assert row and 0 < int(row[1]) <= int(row[3]), out
+    assert "positional-encoding: Next" not in out  # not a step page
 
 
 # ---------------------------------------------------------------- the class-live scenario (scripts/benchmark_class_live.py)
