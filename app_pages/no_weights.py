@@ -2,8 +2,8 @@
 
 import streamlit as st
 
+from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.self_attention import formulas
-from attention_core.self_attention.walkthrough import dim_labels, token_labels
 from ui import page_body, state, widgets
 from ui.i18n import _
 

@@ -13,8 +13,8 @@ import streamlit as st
 
 from attention_core.backward.backward_walkthrough import TARGETS
 from attention_core.backward.gradients import MAX_LEARNING_RATE, MAX_STEPS
+from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.limits import MAX_TOKENS
-from attention_core.self_attention.walkthrough import dim_labels, token_labels
 
 from . import charts, state, widgets
 from .i18n import _

@@ -47,16 +47,11 @@ from attention_core.backward.multi_head_gradients import (
 from attention_core.backward.recipes import backward_multi_head_recipe
 from attention_core.errors import N_, Message
 from attention_core.inputs.edits import Edits
+from attention_core.inputs.stage import Inputs, apply_edits, build_inputs
+from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.masks import causal_mask
 from attention_core.multi_head.heads import head_columns, head_labels, multi_head_attention
 from attention_core.page import Page
-from attention_core.self_attention.walkthrough import (
-    Walkthrough,
-    apply_edits,
-    build_walkthrough,
-    dim_labels,
-    token_labels,
-)
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, explained_value
 from attention_core.weights import module_weights
 
@@ -78,7 +73,7 @@ class BackwardMultiHeadWalkthrough:
     """Every number of *The backward pass, multi-head*.
 
     Attributes:
-        settings: the settings it was built from. base: the self-attention walk-through (tokens, X).
+        settings: the settings it was built from. inputs: the input stage (tokens, X).
         tokens: the T tokens. trace: the forward and backward pass (:class:`MultiHeadBackwardTrace`).
         columns: head r owns columns ``columns[r]`` of Q, K, V, the concatenation and dW_q, dW_k, dW_v.
         step: one gradient-descent step with η on W_q, W_k, W_v, W_O, b_O.
@@ -89,7 +84,7 @@ class BackwardMultiHeadWalkthrough:
     """
 
     settings: Settings
-    base: Walkthrough
+    inputs: Inputs
     tokens: tuple[str, ...]
     trace: MultiHeadBackwardTrace
     columns: tuple[range, ...]
@@ -120,15 +115,15 @@ class BackwardMultiHeadWalkthrough:
 
 def _forward(settings: Settings, edits: Optional[Edits]):
     """The tokens and X (with the user's X edits), the weights of seed 001's MultiHeadAttention, and the target."""
-    base = build_walkthrough(settings, {"x": (edits or {}).get("x", {})})
-    x = base.trace.x
+    inputs = build_inputs(settings, edits, edited=("x",))
+    x = inputs.x
     head_columns(settings.d_out, settings.num_heads)  # the message that lists the head counts that fit
     w = module_weights(settings.d_model, settings.d_out, settings.seed, out_proj=True)
     mask = causal_mask(x.shape[0]) if settings.causal_mask else None
     forward = multi_head_attention(x, x, w["w_query"], w["w_key"], w["w_value"], w["w_out"], b_out=w["b_out"],
                                    num_heads=settings.num_heads, attn_mask=mask)
     # "token i copies token j": row i becomes v_j W_O + b_O, the output if every head looked only at token j
-    return base, w, target_for(settings, forward.output, forward.value @ w["w_out"] + w["b_out"])
+    return inputs, w, target_for(settings, forward.output, forward.value @ w["w_out"] + w["b_out"])
 
 
 def backward_multi_head_target(settings: Settings,
@@ -138,8 +133,8 @@ def backward_multi_head_target(settings: Settings,
     Raises:
         InputError: a bad sentence or cell of X, or num_heads not dividing d_out.
     """
-    base, _w, target = _forward(settings, edits)
-    return tuple(base.tokens), target
+    inputs, _w, target = _forward(settings, edits)
+    return tuple(inputs.tokens), target
 
 
 def build_backward_multi_head_walkthrough(settings: Settings,
@@ -157,13 +152,13 @@ def build_backward_multi_head_walkthrough(settings: Settings,
             fit), an empty, non-numeric, NaN, ±inf or too large cell of the target (naming the cell).
     """
     edits = edits or {}
-    base, w, target = _forward(settings, edits)
+    inputs, w, target = _forward(settings, edits)
     target = apply_edits(TARGET_EDITS, target, edits.get(TARGET_EDITS, {}))
-    trace = multi_head_backward_trace(base.trace.x, w["w_query"], w["w_key"], w["w_value"], w["w_out"],
+    trace = multi_head_backward_trace(inputs.x, w["w_query"], w["w_key"], w["w_value"], w["w_out"],
                                       w["b_out"], target, settings.num_heads, causal=settings.causal_mask)
     step = multi_head_gradient_step(trace, settings.backward.learning_rate)
     return BackwardMultiHeadWalkthrough(
-        settings=settings, base=base, tokens=tuple(base.tokens), trace=trace,
+        settings=settings, inputs=inputs, tokens=tuple(inputs.tokens), trace=trace,
         columns=head_columns(settings.d_out, settings.num_heads), step=step,
         descent=descend(step, settings.backward.steps, multi_head_gradient_step), checks=autograd_checks(trace))
 

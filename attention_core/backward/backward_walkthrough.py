@@ -40,17 +40,12 @@ from attention_core.backward.recipes import backward_recipe
 from attention_core.errors import N_, Message
 from attention_core.fields import Choice, FloatRange, IntRange, label
 from attention_core.inputs.edits import Edits
+from attention_core.inputs.stage import Inputs, apply_edits, build_inputs
+from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.limits import MAX_SEED, MAX_TOKENS
 from attention_core.masks import causal_mask
 from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
-from attention_core.self_attention.walkthrough import (
-    Walkthrough,
-    apply_edits,
-    build_walkthrough,
-    dim_labels,
-    token_labels,
-)
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 
 if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
@@ -74,7 +69,7 @@ class BackwardWalkthrough:
     """Every number of *The backward pass* page.
 
     Attributes:
-        settings: the settings it was built from. base: the self-attention walk-through (tokens, X, W).
+        settings: the settings it was built from. inputs: the input stage (tokens, X and W with their edits).
         tokens: the T tokens. trace: the forward and backward pass (:class:`BackwardTrace`).
         flash: D and dS the FlashAttention way. step: one gradient-descent step with η.
         descent: ``settings.backward.steps`` such steps, the first being ``step`` (the loss after each, P after the
@@ -84,7 +79,7 @@ class BackwardWalkthrough:
     """
 
     settings: Settings
-    base: Walkthrough
+    inputs: Inputs
     tokens: tuple[str, ...]
     trace: BackwardTrace
     flash: FlashShortcut
@@ -139,14 +134,15 @@ def target_for(settings: Settings, output: torch.Tensor, copied: torch.Tensor) -
     return target
 
 
-def _forward(settings: Settings, edits: Optional[Edits]) -> tuple[Walkthrough, torch.Tensor]:
-    """The self-attention walk-through (X and W with their edits) and the target the settings choose for it:
-    :func:`target_for` on this page's forward pass, which has the causal mask when it is on."""
-    base = build_walkthrough(settings, {k: v for k, v in (edits or {}).items() if k != "target"})
-    att = base.trace.attention
-    mask = causal_mask(att.query.shape[0]) if settings.causal_mask else None
-    output = scaled_dot_product_attention(att.query, att.key, att.value, attn_mask=mask).output
-    return base, target_for(settings, output, att.value)
+def _forward(settings: Settings, edits: Optional[Edits]) -> tuple[Inputs, torch.Tensor]:
+    """The input stage (X and W with their edits; the target's edits are applied later) and the target the
+    settings choose for it: :func:`target_for` on this page's forward pass, which has the causal mask when it is on."""
+    inputs = build_inputs(settings, edits)
+    m = inputs.matrices
+    query, key, value = m["x"] @ m["w_query"], m["x"] @ m["w_key"], m["x"] @ m["w_value"]
+    mask = causal_mask(query.shape[0]) if settings.causal_mask else None
+    output = scaled_dot_product_attention(query, key, value, attn_mask=mask).output
+    return inputs, target_for(settings, output, value)
 
 
 def backward_target(settings: Settings, edits: Optional[Edits] = None) -> tuple[tuple[str, ...], torch.Tensor]:
@@ -155,8 +151,8 @@ def backward_target(settings: Settings, edits: Optional[Edits] = None) -> tuple[
     Raises:
         InputError: a bad sentence or cell of X or W (as on the self-attention page).
     """
-    base, target = _forward(settings, edits)
-    return tuple(base.tokens), target
+    inputs, target = _forward(settings, edits)
+    return tuple(inputs.tokens), target
 
 
 def build_backward_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> BackwardWalkthrough:
@@ -172,12 +168,12 @@ def build_backward_walkthrough(settings: Settings, edits: Optional[Edits] = None
             too large cell of the target (field "target", naming the cell).
     """
     edits = edits or {}
-    base, target = _forward(settings, edits)
-    t0 = base.trace
+    inputs, target = _forward(settings, edits)
+    m = inputs.matrices
     target = apply_edits("target", target, edits.get("target", {}))
-    trace = backward_trace(t0.x, t0.w_query, t0.w_key, t0.w_value, target, causal=settings.causal_mask)
+    trace = backward_trace(m["x"], m["w_query"], m["w_key"], m["w_value"], target, causal=settings.causal_mask)
     step = gradient_step(trace, settings.backward.learning_rate)
-    return BackwardWalkthrough(settings=settings, base=base, tokens=tuple(base.tokens), trace=trace,
+    return BackwardWalkthrough(settings=settings, inputs=inputs, tokens=tuple(inputs.tokens), trace=trace,
                                flash=flash_shortcut(trace), step=step,
                                descent=descend(step, settings.backward.steps, gradient_step),
                                checks=autograd_checks(trace))

@@ -137,3 +137,8 @@ def seed000_tables(
 def token_labels(tokens: tuple[str, ...]) -> list[str]:
     """Row/column labels for tokens: "1 I", "2 Like", ... (numbered, so repeated words stay distinct)."""
     return [f"{i + 1} {t}" for i, t in enumerate(tokens)]
+
+
+def dim_labels(prefix: str, n: int) -> list[str]:
+    """Column labels for vector components: "d1", "d2", ... (``prefix`` + a 1-based index)."""
+    return [f"{prefix}{j + 1}" for j in range(n)]

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Mapping, Optional
 import torch
 
 from attention_core.errors import N_, InputError, Message
-from attention_core.inputs.edits import Edits
 from attention_core.limits import MAX_TOKENS
 from attention_core.masks import (
     additive_mask,
@@ -131,8 +130,3 @@ def blocked_row_notes(blocked: torch.Tensor, tokens: tuple[str, ...]) -> tuple[t
         for i in rows
     )
     return rows, notes
-
-
-def x_edits_only(edits: Optional[Edits]) -> dict:
-    # Only X is shared with the self-attention pages; their W edits do not apply to the modules' W.
-    return {"x": (edits or {}).get("x", {})}

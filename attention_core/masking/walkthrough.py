@@ -42,6 +42,8 @@ from attention_core import practice
 from attention_core.errors import N_, Message
 from attention_core.fields import FloatRange, IntRange, Switch, label
 from attention_core.inputs.edits import Edits
+from attention_core.inputs.stage import Inputs, build_inputs
+from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, index
 from attention_core.limits import MAX_DROPOUT, MAX_SEED
 from attention_core.masking import formulas as fm
@@ -52,7 +54,6 @@ from attention_core.masking.user_mask import (
     blocked_row_notes,
     build_mask,
     check_context_length,
-    x_edits_only,
 )
 from attention_core.masks import (
     MaskAfterSoftmaxTrace,
@@ -63,12 +64,6 @@ from attention_core.masks import (
 from attention_core.page import Page
 from attention_core.self_attention import functional
 from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
-from attention_core.self_attention.walkthrough import (
-    Walkthrough,
-    build_walkthrough,
-    dim_labels,
-    token_labels,
-)
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
 
@@ -84,7 +79,7 @@ class CausalWalkthrough:
 
     Attributes:
         settings: the settings it was built from.
-        base: the self-attention walkthrough that supplies the tokens and X (with the user's X edits).
+        inputs: the input stage that supplies the tokens and X (with the user's X edits).
         tokens: the T tokens.
         weights: "w_query", "w_key", "w_value", (D, d_k): ``CausalAttention``'s, see :func:`module_weights`.
         mask: the :class:`MaskParts`.
@@ -102,7 +97,7 @@ class CausalWalkthrough:
     """
 
     settings: Settings
-    base: Walkthrough
+    inputs: Inputs
     tokens: tuple[str, ...]
     weights: Mapping[str, torch.Tensor]
     mask: MaskParts
@@ -141,8 +136,8 @@ def build_causal_walkthrough(settings: Settings, edits: Optional[Edits] = None, 
             or more tokens than the context length.
     """
     edits = edits or {}
-    base = build_walkthrough(settings, x_edits_only(edits))
-    tokens, x = base.tokens, base.trace.x  # x: (T, D)
+    inputs = build_inputs(settings, edits, edited=("x",))
+    tokens, x = inputs.tokens, inputs.x  # x: (T, D)
     t = len(tokens)
     check_context_length(t, settings.context_length, "sentence")
     w = module_weights(settings.d_model, settings.d_k, settings.seed, out_proj=False)
@@ -184,7 +179,7 @@ def build_causal_walkthrough(settings: Settings, edits: Optional[Edits] = None, 
     if settings.padding >= t:
         warnings = (Message(N_("All {t} tokens are padding, so every key is blocked."), t=t),) + warnings
     return CausalWalkthrough(
-        settings=settings, base=base, tokens=tokens, weights=w, mask=mask, trace=trace, other_route=other,
+        settings=settings, inputs=inputs, tokens=tokens, weights=w, mask=mask, trace=trace, other_route=other,
         route_max_abs_diff=route_diff, dropout_p=p, keep=keep, row_sums=att.dropped_weights.sum(dim=-1),
         blocked_rows=blocked_rows, checks=tuple(checks), warnings=warnings, notes=notes,
     )
@@ -277,7 +272,7 @@ def causal_exercise(walk: CausalWalkthrough, stage: str, row: int, col: int) -> 
         q, k = att.query, att.key
         return practice.scale_exercise(
             index("a", row, col), f"\\frac{{q_{{{i}}} \\cdot k_{{{j}}}}}{{\\sqrt{{d_k}}}}", "", float(att.scores[row, col]),
-            q.shape[-1], value, d_model=walk.base.trace.x.shape[-1],
+            q.shape[-1], value, d_model=walk.inputs.x.shape[-1],
             dot=((f"q_{{{i}}}", q[row].tolist()), (f"k_{{{j}}}", k[col].tolist())),
             swapped=float(q[col] @ k[row]))
     if stage == "weights":

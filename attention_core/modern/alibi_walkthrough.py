@@ -26,13 +26,14 @@ from attention_core import practice
 from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
+from attention_core.inputs.stage import Inputs, build_inputs
+from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate, number
 from attention_core.limits import MAX_ALIBI_HEADS
 from attention_core.masks import causal_mask
 from attention_core.modern.alibi import AlibiTrace, alibi_attention, alibi_weights_loop, slopes
 from attention_core.modern.recipes import alibi_recipe
 from attention_core.page import Page
-from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, token_labels
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
 
@@ -45,12 +46,12 @@ class AlibiWalkthrough:
     """Every number of the *ALiBi* page.
 
     Attributes:
-        settings: the settings it was built from. base: the self-attention walkthrough (tokens, X).
+        settings: the settings it was built from. inputs: the input stage (tokens, X).
         tokens: the T tokens. query, key: (T, d). trace: the :class:`AlibiTrace`. checks: against PyTorch and a loop.
     """
 
     settings: Settings
-    base: Walkthrough
+    inputs: Inputs
     tokens: tuple[str, ...]
     query: torch.Tensor
     key: torch.Tensor
@@ -69,8 +70,8 @@ def build_alibi_walkthrough(settings: Settings, edits: Edits | None = None) -> A
         InputError: a bad sentence or X cell.
     """
     edits = edits or {}
-    base = build_walkthrough(settings, {k: v for k, v in edits.items() if k == "x"})
-    x = base.trace.x
+    inputs = build_inputs(settings, edits, edited=("x",))
+    x = inputs.x
     w = module_weights(x.shape[-1], settings.d_k, settings.seed, out_proj=False)
     query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]
     t = x.shape[0]
@@ -88,7 +89,7 @@ def build_alibi_walkthrough(settings: Settings, edits: Edits | None = None) -> A
         compare(trace.attention.weights, loop, "alibi_weights_loop(...)  # math.exp, entry by entry",
                 note=Message(N_("every head's weights against a direct loop"))),
     )
-    return AlibiWalkthrough(settings=settings, base=base, tokens=base.tokens, query=query, key=key, trace=trace,
+    return AlibiWalkthrough(settings=settings, inputs=inputs, tokens=inputs.tokens, query=query, key=key, trace=trace,
                             checks=checks)
 
 

@@ -27,13 +27,14 @@ from attention_core import practice
 from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
+from attention_core.inputs.stage import Inputs, build_inputs
+from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.limits import MAX_TOKENS
 from attention_core.masks import causal_mask
 from attention_core.modern.online_softmax import FlashTrace, Tile, flash_attention
 from attention_core.modern.recipes import flash_attention_recipe
 from attention_core.page import Page
-from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, token_labels
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
 
@@ -46,14 +47,14 @@ class FlashWalkthrough:
     """Every number of the *FlashAttention* page.
 
     Attributes:
-        settings: the settings it was built from. base: the self-attention walkthrough (tokens, X).
+        settings: the settings it was built from. inputs: the input stage (tokens, X).
         tokens: the T tokens. query, key, value: (T, d). trace: the :class:`FlashTrace`.
         reference: (T, d), full attention's output (SDPA). tile: the index of the tile shown (kept in range).
         checks: the final output against PyTorch.
     """
 
     settings: Settings
-    base: Walkthrough
+    inputs: Inputs
     tokens: tuple[str, ...]
     query: torch.Tensor
     key: torch.Tensor
@@ -79,8 +80,8 @@ def build_flash_attention_walkthrough(settings: Settings, edits: Edits | None = 
         InputError: a bad sentence or X cell; a block size larger than the sentence (field block_q / block_k).
     """
     edits = edits or {}
-    base = build_walkthrough(settings, {k: v for k, v in edits.items() if k == "x"})
-    x = base.trace.x
+    inputs = build_inputs(settings, edits, edited=("x",))
+    x = inputs.x
     w = module_weights(x.shape[-1], settings.d_k, settings.seed, out_proj=False)
     query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]
     t = x.shape[0]
@@ -92,7 +93,7 @@ def build_flash_attention_walkthrough(settings: Settings, edits: Edits | None = 
     checks = (compare(trace.output, reference,
                       f"F.scaled_dot_product_attention(q, k, v, is_causal={settings.causal_mask})  # the full T × T way",
                       note=Message(N_("the tiled output O / l of every row"))),)
-    return FlashWalkthrough(settings=settings, base=base, tokens=base.tokens, query=query, key=key, value=value,
+    return FlashWalkthrough(settings=settings, inputs=inputs, tokens=inputs.tokens, query=query, key=key, value=value,
                             trace=trace, reference=reference, tile=min(own.tile, len(trace.tiles) - 1),
                             checks=checks)
 

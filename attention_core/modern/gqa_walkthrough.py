@@ -31,6 +31,8 @@ from attention_core import practice
 from attention_core.errors import N_, InputError, Message
 from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
+from attention_core.inputs.stage import Inputs, build_inputs
+from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, number
 from attention_core.limits import MAX_DIM, MAX_GQA_HEADS, MAX_HEAD_DIM
 from attention_core.masks import causal_mask
@@ -38,7 +40,6 @@ from attention_core.modern.gqa import GroupedQueryTrace, grouped_query_attention
 from attention_core.modern.recipes import gqa_recipe
 from attention_core.multi_head.heads import multi_head_attention
 from attention_core.page import Page
-from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, dim_labels, token_labels
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.transformer.generation import FLOAT32_BYTES, kv_cache_bytes
 from attention_core.weights import module_weights
@@ -55,14 +56,14 @@ class GQAWalkthrough:
     """Every number of the *Grouped-query attention* page.
 
     Attributes:
-        settings: the settings it was built from. base: the self-attention walkthrough (tokens, X).
+        settings: the settings it was built from. inputs: the input stage (tokens, X).
         tokens: the T tokens. trace: the :class:`GroupedQueryTrace`.
         checks: our numbers against ``torch.nn.functional.scaled_dot_product_attention(enable_gqa=True)`` (and
             against multi-head attention when num_kv_heads = h).
     """
 
     settings: Settings
-    base: Walkthrough
+    inputs: Inputs
     tokens: tuple[str, ...]
     trace: GroupedQueryTrace
     checks: tuple[Check, ...]
@@ -87,8 +88,8 @@ def build_gqa_walkthrough(settings: Settings, edits: Edits | None = None) -> GQA
             num_heads · head_dim wider than MAX_DIM (field ``head_dim``).
     """
     edits = edits or {}
-    base = build_walkthrough(settings, {k: v for k, v in edits.items() if k == "x"})
-    x = base.trace.x  # (T, D)
+    inputs = build_inputs(settings, edits, edited=("x",))
+    x = inputs.x  # (T, D)
     h, kv, hd = settings.gqa.num_heads, settings.gqa.num_kv_heads, settings.gqa.head_dim
     kv_head_of(h, kv)  # the message about dividing first
     if h * hd > MAX_DIM:
@@ -113,7 +114,7 @@ def build_gqa_walkthrough(settings: Settings, edits: Edits | None = None) -> GQA
                                    num_heads=h, attn_mask=mask)
         checks.append(compare(trace.output, mha.output, "multi_head_attention(X, X, W_q, W_k, W_v, W_O, num_heads=h)",
                               note=Message(N_("num_kv_heads = num_heads: this is multi-head attention"))))
-    return GQAWalkthrough(settings=settings, base=base, tokens=base.tokens, trace=trace, checks=tuple(checks))
+    return GQAWalkthrough(settings=settings, inputs=inputs, tokens=inputs.tokens, trace=trace, checks=tuple(checks))
 
 
 # ---------------------------------------------------------------- panels

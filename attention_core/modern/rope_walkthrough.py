@@ -26,12 +26,13 @@ from attention_core.errors import N_, Message
 from attention_core.experiments.positional import sinusoidal_encoding
 from attention_core.fields import FloatRange, IntRange, label
 from attention_core.inputs.edits import Edits
+from attention_core.inputs.stage import Inputs, build_inputs
+from attention_core.inputs.tokens import dim_labels
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.limits import MAX_DIM, MAX_ROPE_BASE, MAX_ROPE_SHIFT, MIN_ROPE_BASE
 from attention_core.modern.recipes import rope_recipe
 from attention_core.modern.rope import BASES, RopeTrace, check_head_dim, frequencies, rope_scores, rotate
 from attention_core.page import Page
-from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, dim_labels
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
 
@@ -44,14 +45,14 @@ class RopeWalkthrough:
     """Every number of the *RoPE* page.
 
     Attributes:
-        settings: the settings it was built from. base: the self-attention walkthrough (tokens, X).
+        settings: the settings it was built from. inputs: the input stage (tokens, X).
         tokens: the T tokens. w_query: (D, d), W_q (Q = X W_q). trace: the :class:`RopeTrace`.
         checks: the rotation against transformers' Llama RoPE (the shift invariance is the "relative" stage's
             remark).
     """
 
     settings: Settings
-    base: Walkthrough
+    inputs: Inputs
     tokens: tuple[str, ...]
     w_query: torch.Tensor
     trace: RopeTrace
@@ -92,8 +93,8 @@ def build_rope_walkthrough(settings: Settings, edits: Edits | None = None) -> Ro
     edits = edits or {}
     own = settings.rope
     check_head_dim(own.head_dim)
-    base = build_walkthrough(settings, {k: v for k, v in edits.items() if k == "x"})
-    x = base.trace.x
+    inputs = build_inputs(settings, edits, edited=("x",))
+    x = inputs.x
     w = module_weights(x.shape[-1], own.head_dim, settings.seed, out_proj=False)
     trace = rope_scores(x @ w["w_query"], x @ w["w_key"], own.base, own.shift)
     with torch.no_grad():
@@ -103,7 +104,7 @@ def build_rope_walkthrough(settings: Settings, edits: Edits | None = None) -> Ro
                 "transformers.models.llama.modeling_llama.apply_rotary_pos_emb(q, k, *LlamaRotaryEmbedding(...))",
                 note=Message(N_("the rotated queries and keys"))),
     )
-    return RopeWalkthrough(settings=settings, base=base, tokens=base.tokens, w_query=w["w_query"], trace=trace,
+    return RopeWalkthrough(settings=settings, inputs=inputs, tokens=inputs.tokens, w_query=w["w_query"], trace=trace,
                            checks=checks)
 
 
@@ -236,7 +237,7 @@ def explain_rope(walk: RopeWalkthrough, stage: str, row: int, col: int, tr: Tran
     t = walk.trace
     value = explained_value(rope_panels(walk, stage), row, col)
     if stage == "projections":
-        return entries.projection_entry_latex("q", row, col, walk.base.trace.x[row].tolist(), walk.w_query[:, col].tolist(),
+        return entries.projection_entry_latex("q", row, col, walk.inputs.x[row].tolist(), walk.w_query[:, col].tolist(),
                                          value)
     if stage == "angles":
         d, base = t.head_dim, t.base
@@ -276,7 +277,7 @@ def rope_exercise(walk: RopeWalkthrough, stage: str, row: int, col: int) -> Opti
     value = explained_value(rope_panels(walk, stage), row, col)
     d, half = t.head_dim, t.head_dim // 2
     if stage == "projections":
-        x = walk.base.trace.x
+        x = walk.inputs.x
         return practice.dot_exercise(f"q_{{{row},{col + 1}}}", f"\\sum_l x_{{{row},l}}\\, W^q_{{l,{col + 1}}}",
                                      (f"x_{{{row}}}", x[row].tolist()), (f"W^q_{{:,{col + 1}}}", walk.w_query[:, col].tolist()),
                                      value)

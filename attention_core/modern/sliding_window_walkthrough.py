@@ -26,13 +26,14 @@ from attention_core import practice
 from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
+from attention_core.inputs.stage import Inputs, build_inputs
+from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate
 from attention_core.limits import MAX_SLIDING_LAYERS, MAX_TOKENS
 from attention_core.modern.recipes import sliding_window_recipe
 from attention_core.modern.sliding import receptive_field, window_mask
 from attention_core.page import Page
 from attention_core.self_attention.functional import AttentionTrace, scaled_dot_product_attention
-from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, token_labels
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
 
@@ -45,13 +46,13 @@ class SlidingWalkthrough:
     """Every number of the *Sliding-window attention* page.
 
     Attributes:
-        settings: the settings it was built from. base: the self-attention walkthrough (tokens, X).
+        settings: the settings it was built from. inputs: the input stage (tokens, X).
         tokens: the T tokens. mask: (T, T) bool, the window. trace: the :class:`AttentionTrace` with that mask.
         reach: (L, T, T) bool, the receptive field after 1 … L layers. checks: against PyTorch.
     """
 
     settings: Settings
-    base: Walkthrough
+    inputs: Inputs
     tokens: tuple[str, ...]
     mask: torch.Tensor
     trace: AttentionTrace
@@ -74,8 +75,8 @@ def build_sliding_window_walkthrough(settings: Settings, edits: Edits | None = N
         InputError: a bad sentence or X cell; a window below 1.
     """
     edits = edits or {}
-    base = build_walkthrough(settings, {k: v for k, v in edits.items() if k == "x"})
-    x = base.trace.x
+    inputs = build_inputs(settings, edits, edited=("x",))
+    x = inputs.x
     w = module_weights(x.shape[-1], settings.d_k, settings.seed, out_proj=False)
     query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]
     mask = window_mask(x.shape[0], settings.sliding_window.window, settings.causal_mask)
@@ -84,7 +85,7 @@ def build_sliding_window_walkthrough(settings: Settings, edits: Edits | None = N
         reference = F.scaled_dot_product_attention(query[None], key[None], value[None], attn_mask=mask)[0]
     checks = (compare(trace.output, reference, "F.scaled_dot_product_attention(q, k, v, attn_mask=window_mask)",
                       note=Message(N_("the context vectors with the same window mask"))),)
-    return SlidingWalkthrough(settings=settings, base=base, tokens=base.tokens, mask=mask, trace=trace,
+    return SlidingWalkthrough(settings=settings, inputs=inputs, tokens=inputs.tokens, mask=mask, trace=trace,
                               reach=receptive_field(mask, settings.sliding_window.layers), checks=checks)
 
 

@@ -18,11 +18,11 @@ import torch
 from attention_core.errors import N_, InputError, Message
 from attention_core.inputs.edits import Edits
 from attention_core.inputs.presets import PRESETS
+from attention_core.inputs.stage import Inputs, base_matrices, build_inputs
 from attention_core.inputs.tokens import Vocabulary, seed000_tables, tokenize
 from attention_core.limits import MAX_TOKENS
 from attention_core.masking.user_mask import (
     check_context_length,
-    x_edits_only,
 )
 from attention_core.multi_head.heads import head_columns, multi_head_attention
 from attention_core.multi_head.recipes import multi_head_recipe
@@ -33,11 +33,6 @@ from attention_core.multi_head.walkthrough import (
     multi_head_steps,
 )
 from attention_core.page import Page
-from attention_core.self_attention.walkthrough import (
-    Walkthrough,
-    base_matrices,
-    build_walkthrough,
-)
 from attention_core.stepthrough import StepThrough
 from attention_core.weights import module_weights
 
@@ -45,7 +40,7 @@ if TYPE_CHECKING:  # the settings are composed above every page (attention_core/
     from attention_core.settings import Settings
 
 
-def encoder_inputs(settings: Settings, base: Walkthrough) -> tuple[tuple[str, ...], torch.Tensor]:
+def encoder_inputs(settings: Settings, inputs: Inputs) -> tuple[tuple[str, ...], torch.Tensor]:
     """The encoder sentence's tokens and embeddings X_enc (n, D), from the same table as the decoder's.
 
     Fixed vocabularies (seed 000's dictionary, the articles' word vectors) give
@@ -71,19 +66,19 @@ def encoder_inputs(settings: Settings, base: Walkthrough) -> tuple[tuple[str, ..
     preset = PRESETS[settings.preset]
     if preset.vocabulary is not None or preset.table is not None:
         try:
-            words, ids = base.vocabulary.encode(raw)
+            words, ids = inputs.vocabulary.encode(raw)
         except InputError as error:
             raise InputError(N_("Encoder sentence: {problem}"), field="encoder_sentence",
                              problem=error.message) from None
-        return words, base_matrices(settings, ids, base.vocabulary)["x"]
-    extended = Vocabulary.from_tokens(base.tokens + raw)  # the decoder's words keep their ids
+        return words, base_matrices(settings, ids, inputs.vocabulary)["x"]
+    extended = Vocabulary.from_tokens(inputs.tokens + raw)  # the decoder's words keep their ids
     words, ids = extended.encode(raw)
-    extra = extended.num_rows - base.vocabulary.num_rows
-    table = seed000_tables(settings.seed, base.vocabulary.num_rows, settings.d_model, settings.d_k)[0]
+    extra = extended.num_rows - inputs.vocabulary.num_rows
+    table = seed000_tables(settings.seed, inputs.vocabulary.num_rows, settings.d_model, settings.d_k)[0]
     if extra:
         # seed000_tables' generator, continued: the same draws, then `extra` more rows.
         g = torch.Generator().manual_seed(settings.seed)
-        torch.randn(base.vocabulary.num_rows - 1, settings.d_model, generator=g)
+        torch.randn(inputs.vocabulary.num_rows - 1, settings.d_model, generator=g)
         for _i in range(3):
             torch.randn(settings.d_model, settings.d_k, generator=g)
         torch.randn(1, settings.d_model, generator=g)
@@ -105,16 +100,16 @@ def build_cross_attention_walkthrough(settings: Settings, edits: Optional[Edits]
             context length, or num_heads not dividing d_out.
     """
     edits = edits or {}
-    base = build_walkthrough(settings, x_edits_only(edits))
-    check_context_length(len(base.tokens), settings.context_length, "decoder")
-    enc_tokens, x_enc = encoder_inputs(settings, base)
+    inputs = build_inputs(settings, edits, edited=("x",))
+    check_context_length(len(inputs.tokens), settings.context_length, "decoder")
+    enc_tokens, x_enc = encoder_inputs(settings, inputs)
     check_context_length(len(enc_tokens), settings.context_length, "encoder")
     columns = head_columns(settings.d_out, settings.num_heads)
-    x_dec = base.trace.x  # (m, D)
+    x_dec = inputs.x  # (m, D)
     w = module_weights(settings.d_model, settings.d_out, settings.seed, out_proj=True)
     trace = multi_head_attention(x_dec, x_enc, w["w_query"], w["w_key"], w["w_value"], w["w_out"],
                                  b_out=w["b_out"], num_heads=settings.num_heads)
-    m, n = len(base.tokens), len(enc_tokens)
+    m, n = len(inputs.tokens), len(enc_tokens)
     checks = _torch_mha_checks(trace, w, x_dec, x_enc, None, torch.zeros(m, dtype=torch.bool))
     notes = []
     if m != n:
@@ -127,7 +122,7 @@ def build_cross_attention_walkthrough(settings: Settings, edits: Optional[Edits]
                "{d_model} ≠ d_out = {d_out}, so the check uses scaled_dot_product_attention per head."),
             d_model=settings.d_model, d_out=settings.d_out))
     return MultiHeadWalkthrough(
-        settings=settings, base=base, tokens=base.tokens, kv_tokens=enc_tokens, x_query=x_dec, x_kv=x_enc,
+        settings=settings, inputs=inputs, tokens=inputs.tokens, kv_tokens=enc_tokens, x_query=x_dec, x_kv=x_enc,
         weights=w, mask=None, trace=trace, columns=columns, shapes=_reshape_chain(m, settings.d_out,
                                                                                    settings.num_heads),
         blocked_rows=(), checks=tuple(checks), warnings=(), notes=tuple(notes),

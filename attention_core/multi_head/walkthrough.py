@@ -29,6 +29,8 @@ from attention_core import entry_formulas as entries
 from attention_core import practice
 from attention_core.errors import N_, Message
 from attention_core.inputs.edits import Edits
+from attention_core.inputs.stage import Inputs, build_inputs
+from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, index, number
 from attention_core.masking.user_mask import (
     MASK_EDITS,
@@ -36,19 +38,12 @@ from attention_core.masking.user_mask import (
     blocked_row_notes,
     build_mask,
     check_context_length,
-    x_edits_only,
 )
 from attention_core.multi_head import formulas as formulas_multi_head
 from attention_core.multi_head import modules
 from attention_core.multi_head.heads import MultiHeadTrace, head_columns, head_labels, multi_head_attention
 from attention_core.multi_head.recipes import multi_head_recipe
 from attention_core.page import Page
-from attention_core.self_attention.walkthrough import (
-    Walkthrough,
-    build_walkthrough,
-    dim_labels,
-    token_labels,
-)
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
 
@@ -65,7 +60,7 @@ class MultiHeadWalkthrough:
 
     Attributes:
         settings: the settings it was built from.
-        base: the self-attention walkthrough that supplies the (decoder) tokens and X.
+        inputs: the input stage that supplies the (decoder) tokens and X.
         tokens: the m query tokens (the sentence; the decoder's in cross-attention).
         kv_tokens: the n key/value tokens (the same as ``tokens`` in self-attention;
             the encoder sentence's in cross-attention).
@@ -81,7 +76,7 @@ class MultiHeadWalkthrough:
     """
 
     settings: Settings
-    base: Walkthrough
+    inputs: Inputs
     tokens: tuple[str, ...]
     kv_tokens: tuple[str, ...]
     x_query: torch.Tensor
@@ -181,8 +176,8 @@ def build_multi_head_walkthrough(settings: Settings, edits: Optional[Edits] = No
             counts that fit).
     """
     edits = edits or {}
-    base = build_walkthrough(settings, x_edits_only(edits))
-    tokens, x = base.tokens, base.trace.x  # x: (T, D)
+    inputs = build_inputs(settings, edits, edited=("x",))
+    tokens, x = inputs.tokens, inputs.x  # x: (T, D)
     t = len(tokens)
     check_context_length(t, settings.context_length, "sentence")
     columns = head_columns(settings.d_out, settings.num_heads)  # raises if h does not divide d_out
@@ -202,7 +197,7 @@ def build_multi_head_walkthrough(settings: Settings, edits: Optional[Edits] = No
                     d_model=settings.d_model, d_out=settings.d_out),
         )
     return MultiHeadWalkthrough(
-        settings=settings, base=base, tokens=tokens, kv_tokens=tokens, x_query=x, x_kv=x, weights=w, mask=mask,
+        settings=settings, inputs=inputs, tokens=tokens, kv_tokens=tokens, x_query=x, x_kv=x, weights=w, mask=mask,
         trace=trace, columns=columns, shapes=_reshape_chain(t, settings.d_out, settings.num_heads),
         blocked_rows=blocked_rows, checks=tuple(checks), warnings=warnings, notes=notes,
     )

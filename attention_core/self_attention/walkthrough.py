@@ -10,20 +10,19 @@ Shape legend: T tokens, D = d_model, V vocabulary rows.
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Optional
 
 import torch
 import torch.nn.functional as F
 
-from attention_core.errors import N_, InputError, Message
+from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, label
-from attention_core.inputs.edits import EDITABLE, Edits
-from attention_core.inputs.presets import PRESETS, Preset
-from attention_core.inputs.tokens import Vocabulary, seed000_tables, token_labels, tokenize
-from attention_core.limits import MAX_ABS_VALUE, MAX_TOKENS
+from attention_core.inputs.edits import Edits
+from attention_core.inputs.presets import Preset
+from attention_core.inputs.stage import build_inputs
+from attention_core.inputs.tokens import Vocabulary, dim_labels, token_labels
+from attention_core.limits import MAX_TOKENS
 from attention_core.page import Page
 from attention_core.self_attention import functional
 from attention_core.self_attention.formulas import (
@@ -82,104 +81,6 @@ class Walkthrough:
     notes: tuple[str, ...]
 
 
-def check_tokens(settings: Settings) -> tuple[tuple[str, ...], tuple[int, ...], Vocabulary]:
-    """Tokenise the sentence and check it against the preset's vocabulary and the page's cap.
-
-    Returns:
-        (words, ids, vocabulary).
-
-    Raises:
-        InputError: empty sentence, a single token, more than MAX_TOKENS tokens,
-            or words outside a fixed vocabulary (all named).
-    """
-    preset = PRESETS[settings.preset]
-    raw = tokenize(settings.sentence)
-    if not raw:
-        raise InputError(N_("The sentence is empty: type a few words, separated by spaces."), field="sentence")
-    if len(raw) == 1:
-        raise InputError(
-            N_("The sentence has one token (“{token}”). Attention relates tokens to each other: "
-               "type at least two words."),
-            field="sentence", token=raw[0],
-        )
-    if len(raw) > MAX_TOKENS:
-        raise InputError(
-            N_("The sentence has {n} tokens; this page shows at most {cap} "
-               "(a {cap} × {cap} grid of numbers is the most that stays readable). "
-               "Shorten the sentence."),
-            field="sentence", n=len(raw), cap=MAX_TOKENS,
-        )
-    if preset.vocabulary is not None:
-        vocabulary = preset.vocabulary
-    elif preset.table is not None:
-        vocabulary = Vocabulary({w: i for i, w in enumerate(preset.table)})
-    else:
-        vocabulary = Vocabulary.from_tokens(raw)
-    words, ids = vocabulary.encode(raw)
-    return words, ids, vocabulary
-
-
-def base_matrices(settings: Settings, token_ids: tuple[int, ...], vocabulary: Vocabulary) -> dict[str, torch.Tensor]:
-    """The seeded, unedited X (T, D) and W_q, W_k, W_v (D, d_k), float32.
-
-    Follows the preset's recipe (see ``presets.WeightInit``); every random draw
-    comes from a local ``torch.Generator`` seeded with ``settings.seed``.
-    """
-    preset = PRESETS[settings.preset]
-    d_model, d_k, seed = settings.d_model, settings.d_k, settings.seed
-    ids = torch.tensor(token_ids)
-    if preset.table is not None:
-        table = torch.tensor(list(preset.table.values()), dtype=torch.float32)  # (V, D)
-    else:
-        table, w_q, w_k, w_v = seed000_tables(seed, vocabulary.num_rows, d_model, d_k)
-    x = table[ids]  # (T, D)
-
-    if preset.weight_init == "randn" and preset.table is None:
-        weights = (w_q, w_k, w_v)
-    elif preset.weight_init == "rand":
-        g = torch.Generator().manual_seed(seed)
-        weights = tuple(torch.rand(d_model, d_k, generator=g) for _ in range(3))
-    elif preset.weight_init == "linear":
-        # nn.Linear(D, d_k) draws its (d_k, D) weight from U(-1/√D, 1/√D); W = weight.T.
-        g = torch.Generator().manual_seed(seed)
-        bound = 1.0 / math.sqrt(d_model)
-        weights = tuple(torch.empty(d_k, d_model).uniform_(-bound, bound, generator=g).T for _ in range(3))
-    else:  # identity
-        weights = tuple(torch.eye(d_model, d_k) for _ in range(3))
-    return {"x": x, "w_query": weights[0], "w_key": weights[1], "w_value": weights[2]}
-
-
-def apply_edits(name: str, base: torch.Tensor, cells: Mapping[tuple[int, int], Optional[float]]) -> torch.Tensor:
-    """``base`` with the user's cell edits; edits outside its shape are kept but not applied.
-
-    Raises:
-        InputError: for an emptied, non-numeric, non-finite or too large cell,
-            naming the matrix and the cell (1-based).
-    """
-    if not cells:
-        return base
-    out = base.clone()
-    rows, cols = base.shape
-    label = EDITABLE.get(name, name)
-    for (i, j), value in sorted(cells.items()):
-        if not (0 <= i < rows and 0 <= j < cols):
-            continue
-        if value is None or (isinstance(value, numbers.Real) and math.isnan(value)):
-            raise InputError(N_("The cell {matrix} row {row}, column {col} is empty: type a number."), field=name,
-                             matrix=label, row=i + 1, col=j + 1)
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise InputError(N_("The cell {matrix} row {row}, column {col} holds “{value}”, which is not a number."),
-                             field=name, matrix=label, row=i + 1, col=j + 1, value=value)
-        if not math.isfinite(value) or abs(value) > MAX_ABS_VALUE:
-            raise InputError(
-                N_("The cell {matrix} row {row}, column {col} is {value:g}; values must lie between −{limit:g} and "
-                   "{limit:g}."),
-                field=name, matrix=label, row=i + 1, col=j + 1, value=value, limit=MAX_ABS_VALUE,
-            )
-        out[i, j] = float(value)
-    return out
-
-
 def build_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> Walkthrough:
     """Everything the self-attention pages show.
 
@@ -191,12 +92,10 @@ def build_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> Walk
         The :class:`Walkthrough`.
 
     Raises:
-        InputError: for a bad sentence (see :func:`check_tokens`) or a bad edited cell.
+        InputError: for a bad sentence or a bad edited cell (see :func:`attention_core.inputs.stage.build_inputs`).
     """
-    edits = edits or {}
-    words, ids, vocabulary = check_tokens(settings)
-    base = base_matrices(settings, ids, vocabulary)
-    m = {name: apply_edits(name, base[name], edits.get(name, {})) for name in base}
+    inputs = build_inputs(settings, edits)
+    m = inputs.matrices
     trace = self_attention(m["x"], m["w_query"], m["w_key"], m["w_value"])
     att = trace.attention
     check = compare(att.output, F.scaled_dot_product_attention(att.query, att.key, att.value),
@@ -215,16 +114,11 @@ def build_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> Walk
             rows=which,
         ))
     return Walkthrough(
-        settings=settings, preset=PRESETS[settings.preset], tokens=words, token_ids=ids,
-        vocabulary=vocabulary, base=base, trace=trace, weightless=weightless,
+        settings=settings, preset=inputs.preset, tokens=inputs.tokens, token_ids=inputs.token_ids,
+        vocabulary=inputs.vocabulary, base=inputs.base, trace=trace, weightless=weightless,
         torch_max_abs_diff=diff, torch_matches=matches,
         weightless_torch_diff=w_diff, weightless_torch_matches=w_matches, notes=tuple(notes),
     )
-
-
-def dim_labels(prefix: str, n: int) -> list[str]:
-    """Column labels for vector components: "d1", "d2", ..."""
-    return [f"{prefix}{j + 1}" for j in range(n)]
 
 
 def stage_labels(walk: Walkthrough, stage: str) -> tuple[list[str], list[str]]:

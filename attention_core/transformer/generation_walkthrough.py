@@ -28,12 +28,11 @@ from attention_core import practice
 from attention_core.entry_formulas import masked_weight_entry_latex
 from attention_core.errors import N_, Message
 from attention_core.fields import FloatRange, IntRange, Text, label
-from attention_core.inputs.tokens import token_labels
+from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, aligned, factor, latex_text, number, terms_lines
 from attention_core.limits import MAX_TOY_TEMPERATURE, TOY_LAYERS, TOY_MAX_OUTPUT, lowest_sampling_temperature
 from attention_core.multi_head.heads import MultiHeadTrace
 from attention_core.page import Page
-from attention_core.self_attention.walkthrough import dim_labels
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.transformer.decoder import decoder_block, torch_decoder_layer
 from attention_core.transformer.generation import (

@@ -28,10 +28,11 @@ from attention_core import practice
 from attention_core.errors import N_, InputError, Message
 from attention_core.fields import IntRange, Switch, label
 from attention_core.inputs.edits import Edits
+from attention_core.inputs.stage import Inputs, build_inputs
+from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.limits import MAX_DIM, MAX_FEEDFORWARD, MAX_LAYERS
 from attention_core.page import Page
-from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough, dim_labels, token_labels
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.transformer.encoder import (
     BlockWeights,
@@ -56,7 +57,7 @@ class EncoderWalkthrough:
 
     Attributes:
         settings: the settings it was built from.
-        base: the self-attention walkthrough that supplies the tokens and X.
+        inputs: the input stage that supplies the tokens and X.
         tokens: the T tokens. x: (T, D), the first block's input.
         blocks: one :class:`EncoderBlockTrace` per block (N of them), block ℓ's output is block ℓ+1's input.
         block: the 0-based index of the block the step-through shows (settings.encoder_block.block, kept below N).
@@ -64,7 +65,7 @@ class EncoderWalkthrough:
     """
 
     settings: Settings
-    base: Walkthrough
+    inputs: Inputs
     tokens: tuple[str, ...]
     x: torch.Tensor
     blocks: tuple[EncoderBlockTrace, ...]
@@ -109,8 +110,8 @@ def build_encoder_walkthrough(settings: Settings, edits: Optional[Edits] = None)
         InputError: a bad sentence or X cell, or num_heads not dividing d_model.
     """
     edits = edits or {}
-    base = build_walkthrough(settings, {k: v for k, v in edits.items() if k == "x"})
-    x = base.trace.x  # (T, D)
+    inputs = build_inputs(settings, edits, edited=("x",))
+    x = inputs.x  # (T, D)
     d_model = x.shape[-1]
     own = settings.encoder_block
     check_heads(d_model, own.num_heads)
@@ -118,7 +119,7 @@ def build_encoder_walkthrough(settings: Settings, edits: Optional[Edits] = None)
     blocks = encoder_stack(x, weights, own.num_heads, own.norm_first)
     block = min(own.block, len(blocks) - 1)
     checks = _torch_checks(x, blocks, weights, block, settings)
-    return EncoderWalkthrough(settings=settings, base=base, tokens=base.tokens, x=x, blocks=blocks, block=block,
+    return EncoderWalkthrough(settings=settings, inputs=inputs, tokens=inputs.tokens, x=x, blocks=blocks, block=block,
                               checks=checks)
 
 

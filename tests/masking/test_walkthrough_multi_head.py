@@ -107,7 +107,7 @@ def test_building_the_pages_never_touches_the_global_generator():
 
 def test_causal_page_reproduces_causal_attention_printed_output():
     walk = build_causal_walkthrough(Settings.for_preset("journey_v1"))
-    assert torch.equal(walk.base.trace.x, JOURNEY)
+    assert torch.equal(walk.inputs.x, JOURNEY)
     assert torch.allclose(walk.trace.output, CAUSAL_PRINTED, atol=1e-4)
     with torch.random.fork_rng():
         torch.manual_seed(123)
