@@ -154,7 +154,9 @@ def run_scaling_experiment(
     the first d components is column d − 1 of the running sum of q_l k_l. Each d_k's
     samples are therefore the first d_k components of the same vectors: every point is
     an honest sample on its own, and neighbouring points are correlated (a smooth curve).
-    The only Python loops run over the grid (11 values), never over samples.
+    The only Python loops run over the grid (11 values), never over samples. The two experiments draw from
+    their own generators (``seed`` and ``seed + SOFTMAX_STREAM``) and are kept per their own arguments, so a
+    click that changes S or n redraws only the experiment that depends on it.
 
     Args:
         samples: S, in [MIN_SAMPLES, MAX_SAMPLES].
@@ -177,22 +179,50 @@ def run_scaling_experiment(
                          field="why_sqrt_dk.keys", low=MIN_KEYS, high=MAX_KEYS, keys=keys)
     if not grid or any(d < 1 for d in grid) or list(grid) != sorted(set(grid)):
         raise InputError(N_("The d_k grid must be increasing whole numbers, each at least 1."), field="grid")
-    g = torch.Generator().manual_seed(seed)
-    d_max = grid[-1]
-    index = torch.tensor(grid) - 1  # (G,): column d - 1 of a running sum is the sum over d components
+    mean, variance, scaled_variance, standard_error = _variance_part(samples, seed, distribution, tuple(grid))
+    rows = min(samples, SOFTMAX_ROWS)
+    max_raw, max_scaled, ent_raw, ent_scaled, worst = _softmax_part(rows, keys, seed, distribution, tuple(grid))
+    return ScalingExperiment(
+        d_k=tuple(grid), samples=samples, keys=keys, rows=rows, distribution=distribution, seed=seed,
+        mean=mean, variance=variance, scaled_variance=scaled_variance, standard_error=standard_error,
+        max_weight_raw=max_raw, max_weight_scaled=max_scaled, entropy_raw=ent_raw, entropy_scaled=ent_scaled,
+        torch_max_abs_diff=worst, torch_matches=worst <= 1e-5,
+    )
 
-    # Variance experiment: S independent (q, k) pairs.
-    q = draw_components((samples, d_max), distribution, g)  # (S, D_max)
-    k = draw_components((samples, d_max), distribution, g)  # (S, D_max)
+
+#: The softmax experiment draws from its own generator, seeded with seed + SOFTMAX_STREAM (seeds are below 2³¹, so
+#: the two streams never share a seed): changing S then redraws only the variance experiment, changing n only the
+#: softmax experiment.
+SOFTMAX_STREAM = 2**32
+
+
+@lru_cache(maxsize=32)
+def _variance_part(samples: int, seed: int, distribution: str,
+                   grid: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The variance experiment: (mean, variance, scaled variance, standard error), each (G,) float32.
+
+    S independent (q, k) pairs from ``torch.Generator().manual_seed(seed)``; kept per arguments (the tensors are
+    shared read-only)."""
+    g = torch.Generator().manual_seed(seed)
+    index = torch.tensor(grid) - 1  # (G,): column d - 1 of a running sum is the sum over d components
+    q = draw_components((samples, grid[-1]), distribution, g)  # (S, D_max)
+    k = draw_components((samples, grid[-1]), distribution, g)  # (S, D_max)
     dots = (q * k).cumsum(dim=-1)[:, index].T  # (S, D_max) -> (S, G) -> (G, S): q · k over the first d_k
     d = torch.tensor(grid, dtype=torch.float32)  # (G,)
-    mean = dots.mean(dim=-1)
-    variance = dots.var(dim=-1)  # unbiased (S - 1)
-    scaled_variance = (dots / d.sqrt().unsqueeze(-1)).var(dim=-1)
     standard_error = torch.tensor([variance_standard_error(dk, samples, distribution) for dk in grid])
+    return dots.mean(dim=-1), dots.var(dim=-1), (dots / d.sqrt().unsqueeze(-1)).var(dim=-1), standard_error
 
-    # Softmax experiment: R query rows, each against n keys.
-    rows = min(samples, SOFTMAX_ROWS)
+
+@lru_cache(maxsize=32)
+def _softmax_part(rows: int, keys: int, seed: int, distribution: str, grid: tuple[int, ...]) -> tuple[
+        torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, float]:
+    """The softmax experiment: (max weight raw, scaled, entropy raw, scaled), each (G,) float32, and the largest
+    difference from ``F.scaled_dot_product_attention``.
+
+    R query rows, each against n keys, from ``torch.Generator().manual_seed(seed + SOFTMAX_STREAM)``; kept per
+    arguments (the tensors are shared read-only)."""
+    g = torch.Generator().manual_seed(seed + SOFTMAX_STREAM)
+    d_max = grid[-1]
     query = draw_components((rows, 1, 1, d_max), distribution, g)  # (R, 1, 1, D_max): one query per row
     key = draw_components((rows, 1, keys, d_max), distribution, g)  # (R, 1, n, D_max): n keys per row
     # V = I_n, so the attention output is the weights. (R, 1, ·, ·) and contiguous: PyTorch's fused
@@ -211,13 +241,8 @@ def run_scaling_experiment(
         stats["max_scaled"].append(scaled.max(dim=-1).values.mean())
         stats["ent_raw"].append(entropy(raw).mean())
         stats["ent_scaled"].append(entropy(scaled).mean())
-    return ScalingExperiment(
-        d_k=tuple(grid), samples=samples, keys=keys, rows=rows, distribution=distribution, seed=seed,
-        mean=mean, variance=variance, scaled_variance=scaled_variance, standard_error=standard_error,
-        max_weight_raw=torch.stack(stats["max_raw"]), max_weight_scaled=torch.stack(stats["max_scaled"]),
-        entropy_raw=torch.stack(stats["ent_raw"]), entropy_scaled=torch.stack(stats["ent_scaled"]),
-        torch_max_abs_diff=worst, torch_matches=worst <= 1e-5,
-    )
+    return (torch.stack(stats["max_raw"]), torch.stack(stats["max_scaled"]), torch.stack(stats["ent_raw"]),
+            torch.stack(stats["ent_scaled"]), worst)
 
 
 #: The lower end of an error bar is kept at or above this: the variance chart has a log axis.

@@ -120,6 +120,24 @@ def test_scaling_experiment_is_seeded_and_leaves_the_global_rng_alone():
     assert _global_rng_untouched(lambda: scaling.run_scaling_experiment(300, 4, seed=5))
 
 
+def test_a_change_of_s_redraws_only_the_variance_experiment_and_of_n_only_the_softmax_one():
+    # each experiment draws from its own generator: a click on S or n costs only the experiment that depends on it
+    base = scaling.run_scaling_experiment(1000, 8, seed=3)
+    more_samples = scaling.run_scaling_experiment(1500, 8, seed=3)  # R = 500 rows either way
+    more_keys = scaling.run_scaling_experiment(1000, 12, seed=3)
+    assert not torch.equal(base.variance, more_samples.variance)
+    assert torch.equal(base.max_weight_raw, more_samples.max_weight_raw)
+    assert torch.equal(base.entropy_scaled, more_samples.entropy_scaled)
+    assert torch.equal(base.variance, more_keys.variance)
+    assert not torch.equal(base.max_weight_raw, more_keys.max_weight_raw)
+    # the softmax stream is its own: not the variance stream's continuation nor its seed
+    g = torch.Generator().manual_seed(3 + scaling.SOFTMAX_STREAM)
+    query = scaling.draw_components((500, 1, 1, 1024), "normal", g)
+    key = scaling.draw_components((500, 1, 8, 1024), "normal", g)
+    weights = torch.softmax((query[..., :1] @ key[..., :1].transpose(-2, -1))[:, 0, 0], dim=-1)
+    assert float(weights.max(dim=-1).values.mean()) == pytest.approx(float(base.max_weight_raw[0]), rel=1e-6)
+
+
 @pytest.mark.parametrize("kwargs", [
     {"samples": 10, "keys": 4, "seed": 0},
     {"samples": 10**6, "keys": 4, "seed": 0},
