@@ -1,5 +1,5 @@
 """Two versions of the app measured in one run, back to back, on the same machine: ``benchmark_load.py single
---against REF`` and ``benchmark_load.py class --against REF`` (scripts/benchmark_load.py's client and scenarios).
+--against REF`` and ``benchmark_load.py class --against REF`` (the client and scenarios of scripts/load/).
 
 A shared machine's speed moves from run to run (the one-widget app's click was 22 ms one day and 63 ms another), so
 only measurements taken side by side compare. REF (a commit, e.g. ``7d7d826``, the code before the learning pages) is
@@ -31,16 +31,20 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-import benchmark_load as load
+from load.classroom import ClassResult, _class, _on_server
+from load.client import PageLoad, Student
+from load.report import pct
+from load.server import ROOT, Server
+from load.single import PageClicks, _one_student, measure_floor
 
 
 def checkout(ref: str) -> Path:
     """The tree of commit ``ref`` of this repository, written out once into the temp dir; its folder."""
-    sha = subprocess.run(["git", "-C", str(load.ROOT), "rev-parse", "--verify", f"{ref}^{{commit}}"],
+    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{ref}^{{commit}}"],
                          capture_output=True, text=True, check=True).stdout.strip()
     folder = Path(tempfile.gettempdir()) / "attention-explorer-checkouts" / sha[:12]
     if not (folder / "app.py").exists():
-        archive = subprocess.run(["git", "-C", str(load.ROOT), "archive", "--format=tar", sha],
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", sha],
                                  capture_output=True, check=True).stdout
         folder.mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
@@ -50,7 +54,7 @@ def checkout(ref: str) -> Path:
 
 def versions(args: argparse.Namespace) -> list[tuple[str, Path]]:
     """(label, folder) of REF and of this checkout."""
-    return [(args.against, checkout(args.against)), ("this", load.ROOT)]
+    return [(args.against, checkout(args.against)), ("this", ROOT)]
 
 
 def round_order(items: list, index: int) -> list:
@@ -60,7 +64,7 @@ def round_order(items: list, index: int) -> list:
 
 async def _navigation(url: str) -> tuple[str, ...]:
     """The URL paths of the pages an app's navigation offers (the default page's is "")."""
-    student = load.Student(url, "navigation")
+    student = Student(url, "navigation")
     await student.connect()
     try:
         await student.open_page("")
@@ -73,16 +77,16 @@ async def _navigation(url: str) -> tuple[str, ...]:
 OVERVIEW = "overview"
 
 
-def pages_of(root: Path) -> tuple[load.PageLoad, ...]:
+def pages_of(root: Path) -> tuple[PageLoad, ...]:
     """The pages of the app in ``root``, as its own navigation lists them (a server started for it)."""
-    server = load.Server(root / "app.py", root=root)
+    server = Server(root / "app.py", root=root)
     try:
-        return tuple(load.PageLoad(path or OVERVIEW) for path in asyncio.run(_navigation(server.url)))
+        return tuple(PageLoad(path or OVERVIEW) for path in asyncio.run(_navigation(server.url)))
     finally:
         server.stop()
 
 
-def only(pages: tuple[load.PageLoad, ...], paths: list[str]) -> tuple[load.PageLoad, ...]:
+def only(pages: tuple[PageLoad, ...], paths: list[str]) -> tuple[PageLoad, ...]:
     """``pages`` limited to ``paths`` (none given: all of them)."""
     return tuple(p for p in pages if p.path in paths) if paths else pages
 
@@ -93,13 +97,13 @@ def _ratio(a: float, b: float) -> str:
 
 # ---------------------------------------------------------------------------------------- one student per page
 
-def _single_on(root: Path, pages: tuple[load.PageLoad, ...], clicks: int) -> dict[str, load.PageClicks]:
-    server = load.Server(root / "app.py", root=root)
+def _single_on(root: Path, pages: tuple[PageLoad, ...], clicks: int) -> dict[str, PageClicks]:
+    server = Server(root / "app.py", root=root)
     results = {}
     try:
         for page in pages:
             try:
-                results[page.path] = asyncio.run(load._one_student(server.url, page, clicks, server.process.pid))
+                results[page.path] = asyncio.run(_one_student(server.url, page, clicks, server.process.pid))
             except Exception as error:  # noqa: BLE001 - report the page, go on
                 print(f"   {root.name}: {page.path} FAILED: {type(error).__name__}: {error}")
         if server.tracebacks():
@@ -117,9 +121,9 @@ def run_single_against(args: argparse.Namespace) -> bool:
           f"{rounds} round(s); {args.against}: {len(pages[args.against])} pages, this checkout: "
           f"{len(pages['this'])}\n")
     floors: list[float] = []
-    pooled: dict[str, dict[str, list[load.PageClicks]]] = {label: {} for label, _ in both}
+    pooled: dict[str, dict[str, list[PageClicks]]] = {label: {} for label, _ in both}
     for index in range(rounds):
-        floors.append(load.measure_floor(args.clicks))
+        floors.append(measure_floor(args.clicks))
         for label, root in round_order(both, index):
             for path, result in _single_on(root, pages[label], args.clicks).items():
                 pooled[label].setdefault(path, []).append(result)
@@ -149,7 +153,7 @@ def run_single_against(args: argparse.Namespace) -> bool:
                           [e for r in results for e in r.exceptions]))
 
         def ms(cell) -> str:
-            return "—" if cell is None else f"{1000 * load.pct(cell[0], .5):.0f} / {1000 * load.pct(cell[0], .95):.0f}"
+            return "—" if cell is None else f"{1000 * pct(cell[0], .5):.0f} / {1000 * pct(cell[0], .95):.0f}"
 
         def pair(i: int, fmt: str, cells=cells) -> str:
             return " → ".join("—" if c is None else format(c[i], fmt) for c in cells)
@@ -189,23 +193,23 @@ def run_class_against(args: argparse.Namespace) -> bool:
           f"{args.duration:g} s, {args.rounds} round(s); pages: {args.against} {len(pages[args.against])}, this "
           f"{len(pages['this'])}" + (" (the pages both have)" if args.common_pages else "") + "\n")
     floors: list[float] = []
-    pooled: dict[str, list[load.ClassResult]] = {label: [] for label, _ in both}
+    pooled: dict[str, list[ClassResult]] = {label: [] for label, _ in both}
     peaks: dict[str, list[float]] = {label: [] for label, _ in both}
     for index in range(args.rounds):
-        floors.append(load.measure_floor(args.clicks))
+        floors.append(measure_floor(args.clicks))
         for label, root in round_order(both, index):
             run_args = argparse.Namespace(**{**vars(args), "app_root": root, "pages": pages[label]})
-            _server, result, sampler, tracebacks_ok = load._on_server(run_args, load._class)
+            _server, result, sampler, tracebacks_ok = _on_server(run_args, _class)
             pooled[label].append(result)
             peaks[label].append(sampler.peak_per_process)
             print(f"   round {index + 1}, {label}: {len(result.clicks)} clicks, p50 / p95 "
-                  f"{1000 * load.pct(result.clicks, .5):.0f} / {1000 * load.pct(result.clicks, .95):.0f} ms, "
+                  f"{1000 * pct(result.clicks, .5):.0f} / {1000 * pct(result.clicks, .95):.0f} ms, "
                   f"{len(result.exceptions)} exceptions, {len(result.failed)} failed, peak RSS "
                   f"{sampler.peak_per_process:.0f} MB" + ("" if tracebacks_ok else ", server tracebacks"))
         print(f"   round {index + 1}: floor {1000 * floors[-1]:.0f} ms")
     floor = statistics.median(floors)
 
-    def merged(label: str, pick: Callable[[load.ClassResult], list]) -> list:
+    def merged(label: str, pick: Callable[[ClassResult], list]) -> list:
         return [v for result in pooled[label] for v in pick(result)]
 
     old = args.against
@@ -213,15 +217,15 @@ def run_class_against(args: argparse.Namespace) -> bool:
     print(f"{'':<22} {old[:9]:>20} {'this':>20} {'this/' + old[:9]:>15}")
     clicks = {label: merged(label, lambda r: r.clicks) for label in (old, "this")}
     for name, q in (("click p50 ms", .5), ("click p95 ms", .95)):
-        a, b = (1000 * load.pct(clicks[label], q) for label in (old, "this"))
+        a, b = (1000 * pct(clicks[label], q) for label in (old, "this"))
         print(f"{name:<22} {a:>20.0f} {b:>20.0f} {_ratio(b, a):>15}")
-    a, b = (f"{load.pct(clicks[v], .5) / floor:.2f} / {load.pct(clicks[v], .95) / floor:.2f}" for v in (old, "this"))
+    a, b = (f"{pct(clicks[v], .5) / floor:.2f} / {pct(clicks[v], .95) / floor:.2f}" for v in (old, "this"))
     print(f"{'p50 / p95 x floor':<22} {a:>20} {b:>20}")
     served = {label: len(clicks[label]) / args.rounds / args.duration * 60 for label in (old, "this")}
     print(f"{'clicks served / min':<22} {served[old]:>20.0f} {served['this']:>20.0f} "
           f"{_ratio(served['this'], served[old]):>15}")
     first = {label: merged(label, lambda r: r.first) for label in (old, "this")}
-    a, b = (f"{1000 * load.pct(first[v], .5):.0f} / {1000 * load.pct(first[v], .95):.0f}" for v in (old, "this"))
+    a, b = (f"{1000 * pct(first[v], .5):.0f} / {1000 * pct(first[v], .95):.0f}" for v in (old, "this"))
     print(f"{'first render p50/p95':<22} {a:>20} {b:>20}")
     print(f"{'peak RSS MB':<22} {max(peaks[old]):>20.0f} {max(peaks['this']):>20.0f}")
     failures = {label: len(merged(label, lambda r: r.exceptions)) + len(merged(label, lambda r: r.failed))
@@ -237,13 +241,13 @@ def run_class_against(args: argparse.Namespace) -> bool:
     ok = True
     for path in [p.path for p in pages["this"]] + [p.path for p in pages[old] if p.path not in per_page]:
         seen = per_page.get(path, {})
-        cells = [f"{1000 * load.pct(seen[v], .5):.0f} / {1000 * load.pct(seen[v], .95):.0f} (n={len(seen[v])})"
+        cells = [f"{1000 * pct(seen[v], .5):.0f} / {1000 * pct(seen[v], .95):.0f} (n={len(seen[v])})"
                  if v in seen else "—" for v in (old, "this")]
         verdict = ""
         if "this" in seen:
-            p95 = load.pct(seen["this"], .95)
+            p95 = pct(seen["this"], .95)
             over = p95 > 3 * floor
-            slower = old in seen and p95 > load.pct(seen[old], .95)
+            slower = old in seen and p95 > pct(seen[old], .95)
             verdict = "over 3 x floor" if over else ("p95 above " + old if slower else "ok")
             ok &= verdict == "ok"
         print(f"   {path:<22} {cells[0]:>22} → {cells[1]:<22} {verdict}")

@@ -1,6 +1,6 @@
 """Where a click's time goes on the real server, page by page: ``benchmark_load.py profile`` (py-spy on the server).
 
-One student (scripts/benchmark_load.py's client, Streamlit's own websocket protocol) opens each page, changes one of
+One student (scripts/load/client.py's Student, Streamlit's own websocket protocol) opens each page, changes one of
 its widgets once (caches fill), then ``--clicks`` more times while py-spy samples the server process (every thread,
 ``--rate`` samples a second, idle threads not counted). Per page it prints:
 
@@ -29,7 +29,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-import benchmark_load as load
+from load.client import PAGES, PageLoad, Student
+from load.server import ROOT, Server, cpu_seconds
+from load.single import PageClicks
 
 #: The innermost frame's file, by the part of the path that names its library, in this order (first match).
 LIBRARIES = (
@@ -92,8 +94,8 @@ def summarise(raw: str, pages: frozenset[str] = frozenset()) -> tuple[collection
     return by_library, ours, total
 
 
-async def _clicks(url: str, page: load.PageLoad, clicks: int, pid: int, rate: int, out: Path) -> load.PageClicks:
-    student = load.Student(url, page.path)
+async def _clicks(url: str, page: PageLoad, clicks: int, pid: int, rate: int, out: Path) -> PageClicks:
+    student = Student(url, page.path)
     await student.connect()
     try:
         first = await student.open_page(page.path)
@@ -104,13 +106,13 @@ async def _clicks(url: str, page: load.PageLoad, clicks: int, pid: int, rate: in
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             await asyncio.sleep(1.0)  # py-spy attaches (not a synchronisation: clicks before it only go unsampled)
-            cpu = load.cpu_seconds(pid)
+            cpu = cpu_seconds(pid)
             times, messages, sent = [], 0, 0
             for _ in range(clicks):
                 times.append(await student.interact(page.widgets))
                 messages += student.run_messages
                 sent += student.run_bytes
-            cpu = load.cpu_seconds(pid) - cpu
+            cpu = cpu_seconds(pid) - cpu
         finally:
             spy.send_signal(signal.SIGINT)
             _, err = spy.communicate(timeout=60)
@@ -118,13 +120,13 @@ async def _clicks(url: str, page: load.PageLoad, clicks: int, pid: int, rate: in
             raise RuntimeError(f"py-spy wrote nothing: {err.decode(errors='replace')[-400:]}")
     finally:
         await student.close()
-    return load.PageClicks(first, first_change, times, student.exceptions, messages / clicks, sent / clicks / 1000,
-                           1000 * cpu / clicks)
+    return PageClicks(first, first_change, times, student.exceptions, messages / clicks, sent / clicks / 1000,
+                      1000 * cpu / clicks)
 
 
 def run_profile(args: argparse.Namespace) -> bool:
-    root = load.ROOT
-    pages = load.PAGES
+    root = ROOT
+    pages = PAGES
     if args.against:
         from benchmark_against import checkout, pages_of
 
@@ -136,7 +138,7 @@ def run_profile(args: argparse.Namespace) -> bool:
     print(f"== profile ({label}): one student per page, {args.clicks} changes sampled by py-spy at {args.rate} Hz "
           f"(every thread of the server)\n")
     page_files = frozenset(path.name for path in (root / "app_pages").glob("*.py"))
-    server = load.Server(root / "app.py", root=root)
+    server = Server(root / "app.py", root=root)
     ok = True
     columns = [name for name, _ in LIBRARIES] + ["ours", "other"]
     rows = []
@@ -180,4 +182,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 if __name__ == "__main__":  # the scenario is run through benchmark_load.py
-    sys.exit(load.main(["profile", *sys.argv[1:]]))
+    from benchmark_load import main
+
+    sys.exit(main(["profile", *sys.argv[1:]]))

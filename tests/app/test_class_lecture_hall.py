@@ -1,7 +1,7 @@
 """A class, live, in the lecture hall: two replicas behind HAProxy, one PostgreSQL class store (``--postgres``).
 
 A teacher starts a class, students on both replicas answer practice questions over Streamlit's real protocol
-(scripts/benchmark_load.py's Student), then one replica is killed (SIGKILL) mid-class. Its students reconnect
+(scripts/load/client.py's Student), then one replica is killed (SIGKILL) mid-class. Its students reconnect
 through the proxy to the live replica; their link carries ``class=`` and ``seat=``, so they are in the same class
 with the same seat there. At the end the store holds every answer made on either replica except the killed
 replica's unflushed ones: the writer writes every 0.5 s (``class_store.writer.INTERVAL_S``), so what is lost is at
@@ -25,7 +25,7 @@ from typing import Optional
 
 import pytest
 from sqlalchemy import select
-from test_lecture_hall import HAPROXY, load, reconnect, require, start_hall, stop_hall
+from test_lecture_hall import HAPROXY, SessionClosed, Student, reconnect, require, start_hall, stop_hall
 
 from attention_core import practice
 from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
@@ -118,7 +118,7 @@ def test_a_class_keeps_every_answer_but_the_last_unflushed_ones_when_a_replica_i
     tries: list[int] = []  # per reconnect, how many tries it took
 
     async def lecture():
-        teacher = load.Student(url, "teacher")
+        teacher = Student(url, "teacher")
         await teacher.connect()
         await teacher.open_page("", "preset=seed000")
         await teacher.change(*_click(teacher, "class_start"))
@@ -127,7 +127,7 @@ def test_a_class_keeps_every_answer_but_the_last_unflushed_ones_when_a_replica_i
 
         students = []
         for i in range(STUDENTS):  # one after another, each keeping its websocket: leastconn alternates
-            student = load.Student(url, f"s{i}")
+            student = Student(url, f"s{i}")
             await student.connect()
             await student.open_page("self-attention", f"class={code}&{QUERY}")
             assert dict(urllib.parse.parse_qsl(student.query))["class"] == code  # in the class, a seat in the link
@@ -148,7 +148,7 @@ def test_a_class_keeps_every_answer_but_the_last_unflushed_ones_when_a_replica_i
                 answers[student.name].append(answer)
                 try:
                     await student.change(*student.submit(_box(student), text))
-                except load.SessionClosed:  # the replica went away with this run: recorded or not, we cannot know
+                except SessionClosed:  # the replica went away with this run: recorded or not, we cannot know
                     tries.append(await reconnect(student))
                     continue
                 answer.done = time.time()

@@ -1,6 +1,6 @@
 """The lecture hall (deploy/lecture-hall/): two replicas behind HAProxy with sticky sessions.
 
-Checked over Streamlit's real protocol (scripts/benchmark_load.py's Student): the proxy's cookie
+Checked over Streamlit's real protocol (scripts/load/client.py's Student): the proxy's cookie
 spreads students over the replicas and keeps each on its own; when a replica is killed, its
 students' websockets close, they reconnect through the proxy to the other replica and get a fresh
 session there, and the students of the other replica see nothing (same session, no exception).
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import glob
-import importlib.util
 import os
 import signal
 import subprocess
@@ -23,11 +22,10 @@ import pytest
 from websockets.exceptions import InvalidHandshake
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("benchmark_load", ROOT / "scripts" / "benchmark_load.py")
-load = sys.modules.get("benchmark_load") or importlib.util.module_from_spec(_spec)
-if "benchmark_load" not in sys.modules:
-    sys.modules["benchmark_load"] = load
-    _spec.loader.exec_module(load)
+sys.path.insert(0, str(ROOT / "scripts"))  # the load benchmark's package (scripts/load/)
+from load.client import SessionClosed, Student  # noqa: E402
+from load.server import _free_port  # noqa: E402
+
 HAPROXY = "/usr/sbin/haproxy"
 KEYS = ("setting_self_attention.stage", "setting_d_k")
 
@@ -49,8 +47,8 @@ def require(path: str, package: str) -> None:
 def start_hall(run_dir: Path, *options: str) -> tuple[subprocess.Popen, str, str]:
     """lecture_hall.py with 2 replicas on free loopback ports and ``options``: (its process, the proxy's URL, what it
     printed until it was ready). Fails the test when it does not start."""
-    port, first = load._free_port(), load._free_port()
-    second = load._free_port()
+    port, first = _free_port(), _free_port()
+    second = _free_port()
     if second != first + 1:  # the script numbers replica ports from --first-port
         first = second - 1
     process = subprocess.Popen(
@@ -90,7 +88,7 @@ async def reconnect(student, page: str = "self-attention") -> int:
             await student.connect(reconnect=True)
             await student.open_page(page)
             return tries
-        except (OSError, load.SessionClosed, InvalidHandshake) as error:  # OSError: urllib's HTTPError 502 too
+        except (OSError, SessionClosed, InvalidHandshake) as error:  # OSError: urllib's HTTPError 502 too
             if time.monotonic() > deadline:
                 raise AssertionError(f"{student.name} could not reconnect in {tries} tries: {error}") from error
             await asyncio.sleep(0.2)  # the browser's back-off between tries
@@ -121,7 +119,7 @@ def test_sticky_sessions_and_a_replica_killed_mid_lecture(hall):
     async def lecture():
         students = []
         for i in range(8):  # one after another, each keeping its websocket: leastconn alternates
-            student = load.Student(url, f"s{i}")
+            student = Student(url, f"s{i}")
             await student.connect()
             students.append(student)
         await asyncio.gather(*(s.open_page("self-attention") for s in students))
@@ -142,7 +140,7 @@ def test_sticky_sessions_and_a_replica_killed_mid_lecture(hall):
 
         moved = 0
         for student in victims:
-            with pytest.raises(load.SessionClosed):
+            with pytest.raises(SessionClosed):
                 await student.interact(KEYS)  # the websocket to the dead replica is closed
             await reconnect(student)  # as the browser does: through the proxy again
             await student.interact(KEYS)

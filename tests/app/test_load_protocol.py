@@ -1,7 +1,7 @@
 """Every page over Streamlit's real websocket protocol, a burst of a class, and students who leave mid-run.
 
 AppTest runs a page in-process; here `streamlit run app.py` serves it and simulated students speak the
-browser's protocol (scripts/benchmark_load.py's Student: BackMsg up, ForwardMsg down). No timing is
+browser's protocol (scripts/load/client.py's Student: BackMsg up, ForwardMsg down). No timing is
 asserted: speed is measured by `scripts/benchmark_load.py`, on an idle machine, not by tests.
 """
 
@@ -18,16 +18,17 @@ import pytest
 from ui import class_dashboard, class_live
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))  # the scenario modules (benchmark_against, benchmark_profile)
-_spec = importlib.util.spec_from_file_location("benchmark_load", ROOT / "scripts" / "benchmark_load.py")
-load = importlib.util.module_from_spec(_spec)
-sys.modules["benchmark_load"] = load
-_spec.loader.exec_module(load)
+sys.path.insert(0, str(ROOT / "scripts"))  # the load package (scripts/load/), benchmark_against, benchmark_profile
+from load import class_live as live  # noqa: E402
+from load.browser import CHROMIUM, run_browser  # noqa: E402
+from load.client import PAGES, Student  # noqa: E402
+from load.server import APP, Server  # noqa: E402
+from load.training import TRAIN_BUTTON, TRAINING, TRAINING_SEED, Learner, _read_progress, _training_state  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def server():
-    srv = load.Server(load.APP)
+    srv = Server(APP)
     yield srv
     srv.stop()
 
@@ -35,13 +36,13 @@ def server():
 def test_the_load_benchmark_covers_every_page_of_the_app():
     from attention_core import registry
 
-    assert [p.path for p in load.PAGES] == [p.url_path for p in registry.PAGES]
+    assert [p.path for p in PAGES] == [p.url_path for p in registry.PAGES]
 
 
-@pytest.mark.parametrize("page", load.PAGES, ids=lambda p: p.path)
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.path)
 def test_every_page_renders_and_takes_changes_over_the_protocol(server, page):
     async def visit():
-        student = load.Student(server.url, "t")
+        student = Student(server.url, "t")
         await student.connect()
         try:
             await student.open_page(page.path)
@@ -61,7 +62,7 @@ def test_a_burst_of_a_class_with_students_leaving_mid_run(server):
     """30 students open the same link in the same second; 3 close their tab in the middle of a run."""
 
     async def lesson():
-        students = [load.Student(server.url, f"s{i}") for i in range(30)]
+        students = [Student(server.url, f"s{i}") for i in range(30)]
         await asyncio.gather(*(s.connect() for s in students))
         await asyncio.gather(*(s.open_page("self-attention") for s in students))
         keys = ("setting_self_attention.stage", "setting_d_k")
@@ -87,7 +88,7 @@ def test_a_click_inside_the_step_through_reruns_only_its_fragment(server):
     widgets stay as they were, and a page setting redraws the step-through inside the page."""
 
     async def visit():
-        student = load.Student(server.url, "t")
+        student = Student(server.url, "t")
         await student.connect()
         try:
             await student.open_page("causal")
@@ -114,7 +115,7 @@ def test_a_router_setting_changed_inside_a_page_reruns_the_whole_app(server):
     the new example."""
 
     async def visit():
-        student = load.Student(server.url, "t")
+        student = Student(server.url, "t")
         await student.connect()
         try:
             await student.open_page("overview")
@@ -137,27 +138,27 @@ def test_a_learner_trains_and_the_progress_reruns_on_its_timer_as_in_the_browser
     the run has finished and the fragment reran the whole page (the results, no timer left)."""
 
     async def visit():
-        student = load.Student(server.url, "t")
+        student = Student(server.url, "t")
         await student.connect()
         try:
-            await student.open_page(load.TRAINING)
-            await student.change(*student.number(load.TRAINING_SEED, 4242))  # a run no other test trains
+            await student.open_page(TRAINING)
+            await student.change(*student.number(TRAINING_SEED, 4242))  # a run no other test trains
             await student.change(*student.number("setting_training.steps", 50))
-            before = load._training_state(student)
-            await student.change(*student.button(load.TRAIN_BUTTON))
-            submitted = load._training_state(student)
+            before = _training_state(student)
+            await student.change(*student.button(TRAIN_BUTTON))
+            submitted = _training_state(student)
             assert student.auto_reruns, "the progress fragment armed no timer"
             ticks, deadline = 0, time.monotonic() + 60
-            while load._training_state(student) != "results" and time.monotonic() < deadline:
+            while _training_state(student) != "results" and time.monotonic() < deadline:
                 due, fragment_id = student.next_tick()
                 await asyncio.sleep(max(0.0, due - time.monotonic()))
                 await student.tick(fragment_id)
                 ticks += 1
-            after = load._training_state(student), dict(student.auto_reruns)
+            after = _training_state(student), dict(student.auto_reruns)
         finally:
             await student.close()
-        learner = load.Learner(watcher=True, page="")
-        load._read_progress(learner, student.progress)
+        learner = Learner(watcher=True, page="")
+        _read_progress(learner, student.progress)
         return before, submitted, ticks, after, learner, student.exceptions
 
     before, submitted, ticks, (state, timers), learner, exceptions = asyncio.run(visit())
@@ -175,10 +176,10 @@ def test_the_browser_scenario_times_every_click_it_makes(capsys):
     import os
     import re
 
-    if not Path(load.CHROMIUM).exists() and not os.environ.get("CI"):
-        pytest.skip(f"{load.CHROMIUM} is missing (bash scripts/test.sh installs it)")
-    assert load.run_browser(argparse.Namespace(url=None, clicks=3, browser_budget_ms=1e9,
-                                               browser_pages=["self-attention", "positional-encoding"])) is True
+    if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
+        pytest.skip(f"{CHROMIUM} is missing (bash scripts/test.sh installs it)")
+    assert run_browser(argparse.Namespace(url=None, clicks=3, browser_budget_ms=1e9,
+                                          browser_pages=["self-attention", "positional-encoding"])) is True
     out = capsys.readouterr().out
     for click in ("self-attention: Next", "self-attention: d_k +", "positional-encoding: experiment_seed +"):
         row = re.search(rf"^{re.escape(click)}\s+(\d+)\s+(\d+)\s+(\d+)\s+ok", out, re.M)
@@ -186,12 +187,7 @@ def test_the_browser_scenario_times_every_click_it_makes(capsys):
     assert "positional-encoding: Next" not in out  # not a step page
 
 
-# ---------------------------------------------------------------- the class-live scenario (scripts/benchmark_class_live.py)
-
-_live_spec = importlib.util.spec_from_file_location("benchmark_class_live", ROOT / "scripts" / "benchmark_class_live.py")
-live = importlib.util.module_from_spec(_live_spec)
-sys.modules["benchmark_class_live"] = live
-_live_spec.loader.exec_module(live)
+# ---------------------------------------------------------------- the class-live scenario (scripts/load/class_live.py)
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +195,7 @@ def class_server(tmp_path_factory):
     """A server whose class store is a SQLite file of its own: (server, the store's URL)."""
     folder = tmp_path_factory.mktemp("class-live")
     url = f"sqlite:///{folder / 'classes.sqlite'}"
-    srv = load.Server(load.APP, env={live.ENV_URL: url, live.ENV_DATA: str(folder)})
+    srv = Server(APP, env={live.ENV_URL: url, live.ENV_DATA: str(folder)})
     yield srv, url
     srv.stop()
 
@@ -213,8 +209,8 @@ def test_a_form_is_submitted_in_one_rerun_and_the_class_records_every_answer(cla
 
     async def lesson():
         code, key = await live.start_class_in_the_sidebar(server.url)
-        student = load.Student(server.url, "s")
-        teacher = load.Student(server.url, "t")
+        student = Student(server.url, "s")
+        teacher = Student(server.url, "t")
         try:
             await student.connect()
             await student.open_page(live.PAGE, live._link("scores", code))

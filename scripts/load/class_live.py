@@ -44,14 +44,16 @@ import os
 import random
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 import urllib.parse
 from pathlib import Path
 from typing import Optional
 
-import benchmark_load as load
+from load.client import FLOOR, Student
+from load.report import _report_tracebacks, fmt_ms, pct
+from load.server import APP, FLOOR_APP, Server, cpu_seconds, rss_mb
+from load.single import _one_student
 
 #: The page the students practise on, and the stages of it that ask for a typed answer (the softmax stage asks for
 #: a prediction first: a click on a pill, not a number).
@@ -88,21 +90,13 @@ class Side:
     failed: list[str] = dataclasses.field(default_factory=list)
 
 
-def cpu_seconds(pid: Optional[int]) -> float:
-    """A process's CPU time so far (user + system, all its threads), from /proc; 0 without a pid."""
-    if pid is None:
-        return 0.0
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _link(stage: str, code: str = "") -> str:
     """The query string of a student's link: practice mode on at ``stage`` (and the class ``code``)."""
     params = {"practice": "1", "self_attention.stage": stage}
     return urllib.parse.urlencode({**params, "class": code} if code else params)
 
 
-async def _tick_until(student: load.Student, deadline: float, times: list[float],
+async def _tick_until(student: Student, deadline: float, times: list[float],
                       spans: Optional[list[tuple[float, float]]] = None) -> None:
     """Until ``deadline`` (time.monotonic()), rerun the student's ``run_every`` fragments whenever their timers fire,
     as the browser does (none on a page without one); each rerun's seconds go to ``times``, its (start, end) to
@@ -132,7 +126,7 @@ async def _answerer(url: str, index: int, code: str, args: argparse.Namespace, s
     ``t_end``, rerunning its banner fragment on its timer in between."""
     stage = STAGES[index % len(STAGES)]
     name = f"{side.name}-s{index:03d}"
-    student = load.Student(url, name)
+    student = Student(url, name)
     await asyncio.sleep(rng.uniform(0, 1.0))  # the link shared by the teacher: everyone opens it within a second
     try:
         await student.connect()
@@ -161,7 +155,7 @@ async def _answerer(url: str, index: int, code: str, args: argparse.Namespace, s
 async def _teacher(url: str, code: str, key: str, side: Side, t_end: float) -> None:
     """The teacher's window on the class page (its link), its dashboard fragment rerun on its timer until
     ``t_end``."""
-    teacher = load.Student(url, f"{side.name}-teacher")
+    teacher = Student(url, f"{side.name}-teacher")
     try:
         await teacher.connect()
         side.teacher_first.append(await teacher.open_page(your_class_path(),
@@ -186,7 +180,7 @@ def your_class_path() -> str:
 async def start_class_in_the_sidebar(url: str) -> tuple[str, str]:
     """A teacher opens the app and clicks *Start a class* in the sidebar: (class code, teacher key), read from the
     link the app then writes (``?class=CODE&teacher=KEY``) as the browser's address bar shows it."""
-    teacher = load.Student(url, "starter")
+    teacher = Student(url, "starter")
     try:
         await teacher.connect()
         await teacher.open_page("", "preset=seed000")  # a link: the Student follows the link the app writes
@@ -207,7 +201,7 @@ async def _warm_up(url: str) -> float:
     (imports, the page's caches, the writer), its teacher's page refreshes once. Seconds."""
     start = time.perf_counter()
     code, key = await start_class_in_the_sidebar(url)
-    student = load.Student(url, "warm-up")
+    student = Student(url, "warm-up")
     await student.connect()
     try:
         for stage in STAGES:
@@ -215,7 +209,7 @@ async def _warm_up(url: str) -> float:
             await student.change(*student.submit(ANSWER, answer_text(0, 0)))
     finally:
         await student.close()
-    teacher = load.Student(url, "warm-up-teacher")
+    teacher = Student(url, "warm-up-teacher")
     await teacher.connect()
     try:
         await teacher.open_page(your_class_path(), urllib.parse.urlencode({"class": code, "teacher": key}))
@@ -262,7 +256,7 @@ def overlapping(spans: list[tuple[float, float]], others: list[tuple[float, floa
 
 
 def _row(label: str, values: list[float]) -> str:
-    return f"{label:<34} {len(values):>5} {load.fmt_ms(values)}"
+    return f"{label:<34} {len(values):>5} {fmt_ms(values)}"
 
 
 def run_class_live(args: argparse.Namespace) -> bool:
@@ -290,17 +284,17 @@ def run_class_live(args: argparse.Namespace) -> bool:
         from class_store.store import Store
 
         described = Store(url).describe()
-        floor_server = load.Server(load.FLOOR_APP)
+        floor_server = Server(FLOOR_APP)
         try:
-            floor_times = asyncio.run(load._one_student(floor_server.url, load.FLOOR, FLOOR_CLICKS)).times
+            floor_times = asyncio.run(_one_student(floor_server.url, FLOOR, FLOOR_CLICKS)).times
         finally:
             floor_server.stop()
         print(f"floor (scripts/load_floor_app.py, one number_input, one student): median "
-              f"{1000 * statistics.median(floor_times):.0f} ms, p95 {1000 * load.pct(floor_times, .95):.0f} ms "
+              f"{1000 * statistics.median(floor_times):.0f} ms, p95 {1000 * pct(floor_times, .95):.0f} ms "
               f"over {len(floor_times)} changes")
         print(f"class store: {described}")
         if not args.url:
-            server = load.Server(load.APP, env={ENV_URL: url, ENV_DATA: str(folder)})
+            server = Server(APP, env={ENV_URL: url, ENV_DATA: str(folder)})
         app_url = args.url or server.url
         pid = server.process.pid if server else None
         sides = {name: Side(name) for name in CONFIGS}
@@ -321,8 +315,8 @@ def run_class_live(args: argparse.Namespace) -> bool:
         code, _key = asyncio.run(everything())
         sent = sides["class"].sent
         recorded, dash, info = recorded_answers(url, code, sent)
-        tracebacks_ok = load._report_tracebacks(server) if server else True
-        rss = load.rss_mb([server.process.pid]) if server else float("nan")
+        tracebacks_ok = _report_tracebacks(server) if server else True
+        rss = rss_mb([server.process.pid]) if server else float("nan")
     finally:
         if server:
             server.stop()
@@ -337,14 +331,14 @@ def run_class_live(args: argparse.Namespace) -> bool:
                           ("teacher, first render", in_class.teacher_first),
                           ("teacher's dashboard refresh (2 s)", in_class.refresh)):
         print(_row(label, values))
-    p95_alone, p95_class = load.pct(alone.answers, .95), load.pct(in_class.answers, .95)
-    p50_alone, p50_class = load.pct(alone.answers, .5), load.pct(in_class.answers, .5)
+    p95_alone, p95_class = pct(alone.answers, .95), pct(in_class.answers, .95)
+    p50_alone, p50_class = pct(alone.answers, .5), pct(in_class.answers, .5)
     ratio = p95_class / p95_alone if p95_alone else float("nan")
     print(f"\nCheck in a class / alone: p50 x{p50_class / p50_alone:.2f}, p95 x{ratio:.2f}")
     for r, configs in enumerate(order):
         print(f"   round {r + 1}: " + ", ".join(
-            f"{name} p50 / p95 {1000 * load.pct(sides[name].by_round.get(r, []), .5):.0f} / "
-            f"{1000 * load.pct(sides[name].by_round.get(r, []), .95):.0f} ms" for name in configs))
+            f"{name} p50 / p95 {1000 * pct(sides[name].by_round.get(r, []), .5):.0f} / "
+            f"{1000 * pct(sides[name].by_round.get(r, []), .95):.0f} ms" for name in configs))
     during = overlapping(in_class.answer_spans, in_class.other_spans)
     hit = [t for t, o in zip(in_class.answers, during) if o]
     clear = [t for t, o in zip(in_class.answers, during) if not o]
@@ -353,8 +347,8 @@ def run_class_live(args: argparse.Namespace) -> bool:
             f"{side.name} {side.cpu_s / side.seconds:.0%} of one core ({1000 * side.cpu_s / max(side.sent, 1):.1f} ms "
             f"per Check, everything else included)" for side in (alone, in_class)))
     print(f"   in a class, the Checks answered while a banner or dashboard rerun was under way: {len(hit)}, p50 / p95 "
-          f"{1000 * load.pct(hit, .5):.0f} / {1000 * load.pct(hit, .95):.0f} ms; the others: {len(clear)}, "
-          f"{1000 * load.pct(clear, .5):.0f} / {1000 * load.pct(clear, .95):.0f} ms")
+          f"{1000 * pct(hit, .5):.0f} / {1000 * pct(hit, .95):.0f} ms; the others: {len(clear)}, "
+          f"{1000 * pct(clear, .5):.0f} / {1000 * pct(clear, .95):.0f} ms")
     print(f"answers: alone {alone.sent} sent ({alone.graded} graded); in the class {sent} sent ({in_class.graded} "
           f"graded), {recorded} in the store (class {code}: {dash.events} events, {dash.seats} seats, "
           f"{info.dropped if info else '?'} dropped, {info.rate_limited if info else '?'} rate-limited); the teacher's "
@@ -366,7 +360,7 @@ def run_class_live(args: argparse.Namespace) -> bool:
           f"{sum(len(s.failed) for s in sides.values())}")
     for line in problems[:10]:
         print("   ", line[:300])
-    teacher_p95 = 1000 * load.pct(in_class.refresh, .95)
+    teacher_p95 = 1000 * pct(in_class.refresh, .95)
     checks = {
         f"Check p95 in a class <= {args.ratio_budget:g} x alone": ratio <= args.ratio_budget,
         f"the teacher's refresh p95 < {args.teacher_budget_ms:g} ms": teacher_p95 < args.teacher_budget_ms,
@@ -377,7 +371,3 @@ def run_class_live(args: argparse.Namespace) -> bool:
     for label, ok in checks.items():
         print(f"budget: {label}: {'ok' if ok else 'OVER BUDGET'}")
     return all(checks.values())
-
-
-if __name__ == "__main__":
-    sys.exit(load.main(["class-live", *sys.argv[1:]]))
