@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from attention_core.errors import N_
 from attention_core.experiments import additive
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.self_attention.formulas import entry_of
@@ -34,8 +35,7 @@ def page() -> None:
     c1, c2, c3 = st.columns([1, 1, 2])
     with c1:
         state.bind(st.number_input, _("Hidden size h"), "additive.hidden", step=1,
-                   help=_("{low} to {high}: the width of the additive scorer's hidden layer.",
-                          low=additive.MIN_HIDDEN, high=additive.MAX_HIDDEN))
+                   help=state.range_help("additive.hidden", N_("{low} to {high}: the width of the additive scorer's hidden layer.")))
     with c2:
         state.bind(st.number_input, _("Seed of W_q, W_k, w_v"), "experiment_seed", step=1,
                    help=_("The additive scorer's own weights, drawn like nn.Linear's (uniform ± 1/√fan_in)."))

@@ -3,7 +3,6 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.limits import MAX_ALIBI_HEADS, MAX_DIM
 from attention_core.modern.alibi_walkthrough import ALIBI_PAGE, build_alibi_walkthrough
 from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
@@ -34,10 +33,10 @@ def page() -> None:
     c1, c2, c3 = st.columns(3)
     with c1:
         state.bind(st.number_input, _("num_heads H"), "alibi.num_heads", step=1,
-                   help=_("{low} to {high}, each with its own slope.", low=1, high=MAX_ALIBI_HEADS))
+                   help=state.range_help("alibi.num_heads", N_("{low} to {high}, each with its own slope.")))
     with c2:
         state.bind(st.number_input, _("d_k (width of q and k)"), "d_k", step=1,
-                   help=_("{low} to {high}.", low=1, high=MAX_DIM))
+                   help=state.range_help("d_k", N_("{low} to {high}.")))
     with c3:
         state.bind(st.number_input, _("Seed of W"), "seed", step=1)
     state.bind(st.toggle, _("Causal mask"), "causal_mask",

@@ -4,7 +4,7 @@ import streamlit as st
 
 from attention_core.backward.backward_walkthrough import BACKWARD, backward_target, build_backward_walkthrough
 from attention_core.errors import N_
-from attention_core.limits import MAX_DIM, MAX_TOKENS
+from attention_core.limits import MAX_TOKENS
 from ui import learning, page_body, state, stepthrough, widgets
 from ui.i18n import _
 
@@ -48,7 +48,7 @@ def page() -> None:
         learning.learning_rate()
     with c5:
         state.bind(st.number_input, _("d_k (width of q, k, v)"), "d_k", step=1,
-                   help=_("{low} to {high}.", low=1, high=MAX_DIM))
+                   help=state.range_help("d_k", N_("{low} to {high}.")))
     with c6:
         state.bind(st.toggle, _("Causal mask"), "causal_mask",
                    help=_("On: blocked scores get no gradient."))

@@ -5,7 +5,7 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.masking.formulas import header_latex
 from attention_core.masking.walkthrough import CAUSAL_PAGE, build_causal_walkthrough
-from attention_core.settings import MAX_DIM, MAX_TOKENS, MIN_DIM
+from attention_core.settings import MAX_TOKENS
 from ui import i18n, page_body, state, stepthrough, widgets
 from ui.i18n import _
 
@@ -35,7 +35,7 @@ def page() -> None:
     c1, c2, c3, c4, c5 = st.columns(5)
     with c1:
         state.bind(st.number_input, _("d_k (width of q, k, v)"), "d_k", step=1,
-                   help=_("{low} to {high}.", low=MIN_DIM, high=MAX_DIM))
+                   help=state.range_help("d_k", N_("{low} to {high}.")))
     with c2:
         state.bind(st.number_input, _("Seed of W"), "seed", step=1,
                    help=_("torch.manual_seed before CausalAttention(d_model, d_k, …) draws W_q, W_k, W_v."))

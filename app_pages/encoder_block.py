@@ -3,7 +3,6 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.limits import MAX_FEEDFORWARD, MAX_LAYERS
 from attention_core.transformer.walkthrough import ENCODER_BLOCK, build_encoder_walkthrough
 from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
@@ -46,11 +45,11 @@ def page() -> None:
                    help=_("Must divide d_model ({d_model} here).", d_model=settings.d_model))
     with c2:
         state.bind(st.number_input, _("dim_feedforward F"), "encoder_block.dim_feedforward", step=1,
-                   help=_("{low} to {high}: the feed-forward layer's hidden width (the paper: 4 · d_model).",
-                          low=1, high=MAX_FEEDFORWARD))
+                   help=state.range_help("encoder_block.dim_feedforward",
+                                         N_("{low} to {high}: the feed-forward layer's hidden width (the paper: 4 · d_model).")))
     with c3:
         state.bind(st.number_input, _("num_layers N"), "encoder_block.num_layers", step=1,
-                   help=_("{low} to {high} blocks, each with its own weights.", low=1, high=MAX_LAYERS))
+                   help=state.range_help("encoder_block.num_layers", N_("{low} to {high} blocks, each with its own weights.")))
     with c4:
         state.bind(st.number_input, _("Seed of the weights"), "seed", step=1,
                    help=_("Block ℓ draws its weights from seed + ℓ − 1 (a local generator)."))

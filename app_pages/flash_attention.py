@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.limits import MAX_DIM, MAX_TOKENS
+from attention_core.limits import MAX_TOKENS
 from attention_core.modern.flash_attention_walkthrough import (
     FLASH_ATTENTION,
     build_flash_attention_walkthrough,
@@ -47,7 +47,7 @@ def page() -> None:
                    help=_("Rows of K and V per block: 1 to the number of tokens (at most {high}).", high=MAX_TOKENS))
     with c3:
         state.bind(st.number_input, _("d_k (width of q and k)"), "d_k", step=1,
-                   help=_("{low} to {high}.", low=1, high=MAX_DIM))
+                   help=state.range_help("d_k", N_("{low} to {high}.")))
     with c4:
         state.bind(st.number_input, _("Seed of W"), "seed", step=1)
     state.bind(st.toggle, _("Causal mask"), "causal_mask", help=_("On: tiles above the diagonal are fully masked."))

@@ -4,7 +4,6 @@ import pandas as pd
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.limits import MAX_GQA_HEADS, MAX_HEAD_DIM
 from attention_core.modern.gqa_walkthrough import GQA_PAGE, build_gqa_walkthrough
 from attention_core.transformer.generation_walkthrough import real_cache_rows
 from ui import page_body, state, stepthrough, widgets
@@ -41,13 +40,13 @@ def page() -> None:
     c1, c2, c3, c4 = st.columns(4)
     with c1:
         state.bind(st.number_input, _("num_heads h (query heads)"), "gqa.num_heads", step=1,
-                   help=_("{low} to {high}.", low=1, high=MAX_GQA_HEADS))
+                   help=state.range_help("gqa.num_heads", N_("{low} to {high}.")))
     with c2:
         state.bind(st.number_input, _("num_kv_heads"), "gqa.num_kv_heads", step=1,
                    help=_("Must divide h. h = MHA, 1 = MQA, in between = GQA."))
     with c3:
         state.bind(st.number_input, _("head_dim"), "gqa.head_dim", step=1,
-                   help=_("{low} to {high}; h · head_dim at most 16.", low=1, high=MAX_HEAD_DIM))
+                   help=state.range_help("gqa.head_dim", N_("{low} to {high}; h · head_dim at most 16.")))
     with c4:
         state.bind(st.number_input, _("Seed of W"), "seed", step=1)
     state.bind(st.toggle, _("Causal mask"), "causal_mask", help=_("On: each token attends to itself and earlier tokens, as "

@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
+from attention_core.errors import N_
 from attention_core.experiments import image
-from attention_core.settings import MAX_DIM, MIN_DIM
 from ui import charts, experiments, page_body, state, widgets
 from ui.i18n import _
 
@@ -59,7 +59,7 @@ def page() -> None:
                    format_func={k: _(label) for k, label in image.FEATURES.items()}.get)
     with c2:
         state.bind(st.number_input, _("d_k (projected)"), "image_attention.d_k", step=1, disabled=settings.image_attention.features == "rgb",
-                   help=_("{low} to {high}: the width of q and k when projected.", low=MIN_DIM, high=MAX_DIM))
+                   help=state.range_help("image_attention.d_k", N_("{low} to {high}: the width of q and k when projected.")))
     with c3:
         state.bind(st.number_input, _("Seed of W_q, W_k"), "experiment_seed", step=1,
                    disabled=settings.image_attention.features == "rgb")

@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from attention_core.errors import N_
 from attention_core.experiments import positional
 from attention_core.inputs.tokens import dim_labels, token_labels
 from ui import charts, experiments, page_body, state, widgets
@@ -81,11 +82,12 @@ def page() -> None:
     p1, p2 = st.columns(2)
     with p1:
         state.bind(st.number_input, _("Positions shown"), "positional_encoding.positions", step=8,
-                   help=_("{low} to {high}.", low=positional.MIN_POSITIONS, high=positional.MAX_POSITIONS))
+                   help=state.range_help("positional_encoding.positions", N_("{low} to {high}.")))
     with p2:
         state.bind(st.number_input, _("d_model of this picture"), "positional_encoding.width", step=8,
-                   help=_("{low} to {high}. Only for this picture; the sentence below uses its own d_model = {d_model}.",
-                          low=positional.MIN_WIDTH, high=positional.MAX_WIDTH, d_model=d_model))
+                   help=state.range_help("positional_encoding.width", N_("{low} to {high}. Only for this picture; the sentence "
+                                                                       "below uses its own d_model = {d_model}."),
+                                         d_model=d_model))
     pattern = widgets.build_or_stop(experiments.sinusoidal_pattern, settings.positional_encoding.positions, settings.positional_encoding.width)
     charts.pattern(pattern.table, key="pe_pattern", row_title=_("position pos"), col_title=_("dimension (column) j"))
     experiments.check_line(_("The table against the formula computed entry by entry with math.sin / math.cos: "

@@ -5,7 +5,7 @@ import math
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.limits import MAX_DIM, MAX_ROPE_BASE, MAX_ROPE_SHIFT, MIN_ROPE_BASE
+from attention_core.limits import MAX_DIM, MAX_ROPE_SHIFT
 from attention_core.modern.rope_walkthrough import ROPE_PAGE, build_rope_walkthrough, pair_vectors
 from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
@@ -46,8 +46,7 @@ def page() -> None:
                    help=_("Even, 2 to {high}: RoPE rotates pairs of dimensions.", high=MAX_DIM))
     with c2:
         state.bind(st.number_input, _("base"), "rope.base", step=1000.0, format="%g",
-                   help=_("θᵢ = base^(−2i/d); {low:g} to {high:g}. RoFormer and Llama 2: 10000.", low=MIN_ROPE_BASE,
-                          high=MAX_ROPE_BASE))
+                   help=state.range_help("rope.base", N_("θᵢ = base^(−2i/d); {low:g} to {high:g}. RoFormer and Llama 2: 10000.")))
     with c3:
         state.bind(st.number_input, _("Shift s of every position"), "rope.shift", step=1,
                    help=_("0 to {high}.", high=MAX_ROPE_SHIFT))

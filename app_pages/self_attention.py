@@ -6,7 +6,6 @@ from attention_core.errors import N_
 from attention_core.inputs.tokens import dim_labels
 from attention_core.self_attention.formulas import header_latex
 from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE
-from attention_core.settings import MAX_DIM, MIN_DIM
 from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
 
@@ -34,7 +33,7 @@ def page() -> None:
     c1, c2, c3 = st.columns([1, 1, 3])
     with c1:
         state.bind(st.number_input, _("d_k (width of q, k, v)"), "d_k", step=1,
-                   help=_("{low} to {high}. d_v = d_k here.", low=MIN_DIM, high=MAX_DIM))
+                   help=state.range_help("d_k", N_("{low} to {high}. d_v = d_k here.")))
     with c2:
         state.bind(st.number_input, _("Seed"), "seed", step=1,
                    disabled=settings.preset == "hello", help=_("Seeds the random W_q, W_k, W_v (and embeddings)."))

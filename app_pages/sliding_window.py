@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.limits import MAX_DIM, MAX_SLIDING_LAYERS, MAX_TOKENS
+from attention_core.limits import MAX_SLIDING_LAYERS, MAX_TOKENS
 from attention_core.modern.sliding_window_walkthrough import SLIDING_WINDOW, build_sliding_window_walkthrough
 from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
@@ -40,7 +40,7 @@ def page() -> None:
                    help=_("1 to {high}.", high=MAX_SLIDING_LAYERS))
     with c3:
         state.bind(st.number_input, _("d_k (width of q and k)"), "d_k", step=1,
-                   help=_("{low} to {high}.", low=1, high=MAX_DIM))
+                   help=state.range_help("d_k", N_("{low} to {high}.")))
     with c4:
         state.bind(st.number_input, _("Seed of W"), "seed", step=1)
     state.bind(st.toggle, _("Causal mask"), "causal_mask",

@@ -3,9 +3,10 @@
 import pandas as pd
 import streamlit as st
 
+from attention_core.errors import N_
 from attention_core.inputs.presets import PRESETS
 from attention_core.inputs.tokens import dim_labels, token_labels
-from attention_core.settings import MAX_DIM, MAX_TOKENS, MIN_DIM
+from attention_core.settings import MAX_TOKENS
 from ui import page_body, state, widgets
 from ui.i18n import _
 
@@ -34,7 +35,7 @@ def page() -> None:
             state.bind(st.number_input, _("d_model (embedding width)"), "d_model",
                        step=1, disabled=preset.fixed_embeddings,
                        help=_("Fixed by this example's hand-made vectors.") if preset.fixed_embeddings else
-                       _("How many numbers describe each token ({low} to {high}).", low=MIN_DIM, high=MAX_DIM))
+                       state.range_help("d_model", N_("How many numbers describe each token ({low} to {high}).")))
         with b:
             state.bind(st.number_input, _("Seed"), "seed", step=1,
                        disabled=preset.fixed_embeddings,

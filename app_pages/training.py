@@ -3,9 +3,9 @@ form snapshot by snapshot, and see one Adam update with its numbers (attention_c
 
 import streamlit as st
 
-from attention_core.errors import InputError
+from attention_core.errors import N_, InputError
 from attention_core.training import formation, watch
-from attention_core.training.model import MAX_LEARNING_RATE, MAX_STEPS, MIN_LEARNING_RATE
+from attention_core.training.model import MAX_STEPS
 from attention_core.training.tasks import TASKS
 from ui import page_body, state, training, widgets
 from ui.i18n import _
@@ -37,8 +37,9 @@ def page() -> None:
                    help=_("Draws the model's first weights and its batches: the same seed, the same run."))
     with c2:
         state.bind(st.number_input, _("Learning rate η (Adam)"), "training.learning_rate", step=0.001, format="%.4f",
-                   help=_("{low} to {high}. This task learns with {default}; too large and the loss blows up.",
-                          low=MIN_LEARNING_RATE, high=MAX_LEARNING_RATE, default=task.learning_rate))
+                   help=state.range_help("training.learning_rate", N_("{low} to {high}. This task learns with {default}; too "
+                                                                      "large and the loss blows up."),
+                                         default=task.learning_rate))
     with c3:
         state.bind(st.number_input, _("Steps (updates)"), "training.steps", step=50,
                    help=_("1 to {high}; each update uses a batch of 64 sequences.", high=MAX_STEPS))

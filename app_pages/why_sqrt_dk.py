@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from attention_core.errors import N_
 from attention_core.experiments import scaling
 from ui import charts, experiments, page_body, state, widgets
 from ui.i18n import _
@@ -23,12 +24,11 @@ def page() -> None:
     c1, c2, c3, c4 = st.columns(4)
     with c1:
         state.bind(st.number_input, _("Samples S per d_k"), "why_sqrt_dk.samples", step=500,
-                   help=_("{low} to {high} random (q, k) pairs for each d_k. More samples, smaller error bars.",
-                          low=scaling.MIN_SAMPLES, high=scaling.MAX_SAMPLES))
+                   help=state.range_help("why_sqrt_dk.samples", N_("{low} to {high} random (q, k) pairs for each d_k. More "
+                                                                   "samples, smaller error bars.")))
     with c2:
         state.bind(st.number_input, _("Keys n per query"), "why_sqrt_dk.keys", step=1,
-                   help=_("{low} to {high}: how many scores each softmax row has.",
-                          low=scaling.MIN_KEYS, high=scaling.MAX_KEYS))
+                   help=state.range_help("why_sqrt_dk.keys", N_("{low} to {high}: how many scores each softmax row has.")))
     with c3:
         state.bind(st.selectbox, _("Components drawn from"), "why_sqrt_dk.distribution", options=list(scaling.DISTRIBUTIONS),
                    format_func={k: _(label) for k, label in scaling.DISTRIBUTIONS.items()}.get,

@@ -8,7 +8,6 @@ from typing import Optional
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.limits import MAX_DIM
 
 from . import state
 from .i18n import _
@@ -22,7 +21,7 @@ def shape_inputs(d_out_column, heads_column, seed_column, seed_help: Optional[st
     for translation where it is declared) or None."""
     with d_out_column:
         state.bind(st.number_input, _("d_out (width of Q, K, V)"), "d_out", step=1,
-                   help=_("{low} to {high}.", low=1, high=MAX_DIM))
+                   help=state.range_help("d_out", N_("{low} to {high}.")))
     with heads_column:
         state.bind(st.number_input, _("num_heads h"), "num_heads", step=1, help=_("Must divide d_out."))
     with seed_column:

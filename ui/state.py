@@ -16,7 +16,8 @@ import streamlit as st
 from streamlit.errors import StreamlitWidgetAlreadyInstantiatedError
 
 from attention_core.classroom import share
-from attention_core.settings import PRESET_FIELDS, Settings
+from attention_core.fields import FloatRange, IntRange
+from attention_core.settings import PRESET_FIELDS, ROWS, Settings
 
 _SETTINGS = "settings"
 _PATHS = frozenset(Settings.paths())  # every settings field: a shared one ("d_k") or a page's ("alibi.num_heads")
@@ -176,6 +177,41 @@ def bind(widget: Callable[..., Any], label: str, field: str, *, variant: str = "
     # carry over, so the new widget would start at its own default while the page computes with the setting.
     st.session_state[key] = settings().get(field)
     return widget(label, key=key, on_change=_commit, args=(field, key, also), **kwargs)
+
+
+#: field path -> (low, high), for every field whose row is a number range (IntRange, FloatRange).
+_RANGES: dict[str, tuple[Any, Any]] = {path: (row.low, row.high) for path, row in ROWS
+                                       if isinstance(row, (IntRange, FloatRange))}
+
+
+def field_range(field: str) -> tuple[Any, Any]:
+    """(low, high) of a settings field (its path: ``d_k``, ``alibi.num_heads``), from its row: the range validation
+    repairs a value into.
+
+    Raises:
+        KeyError: ``field`` is not a field whose row is a number range.
+    """
+    try:
+        return _RANGES[field]
+    except KeyError:
+        raise KeyError(f"settings field {field!r} has no number range (an IntRange or FloatRange row)") from None
+
+
+def range_help(field: str, text: str, **params: Any) -> str:
+    """A widget's help text that states ``field``'s range: ``text`` (English, marked with ``N_`` where it is written)
+    translated, with ``{low}`` and ``{high}`` filled from the field's row (:func:`field_range`) and the other
+    placeholders from ``params``; so the numbers shown are the ones validation keeps to.
+
+    The widget itself gets no ``min_value`` / ``max_value`` from the row: a number out of range is taken as typed and
+    repaired by validation with a message on the page, where Streamlit's bounds would refuse or clamp it silently.
+
+    Raises:
+        KeyError: ``field`` has no number range.
+    """
+    from .i18n import _
+
+    low, high = field_range(field)
+    return _(text, low=low, high=high, **params)
 
 
 def _commit(field: str, key: str, also: Optional[Callable[[Any], dict[str, Any]]] = None) -> None:
