@@ -1,9 +1,11 @@
-r"""The one place for what every formula shares: numbers, user text and translated words in LaTeX.
+r"""The one place for what every formula shares: numbers, user text, translated words, sympy expressions in LaTeX.
 
 Every formula module writes its numbers with :func:`number` (a LaTeX string) or :func:`number_expr` (a sympy
 expression that stays apart from its neighbours in a product), its words with :func:`latex_text`, and takes
 a :data:`Translate` callback for the words. Numbers are shown with 4 significant digits; ±∞ (a blocked score)
 as ±\infty; an exact 0 as 0. No user text ever goes through sympy: :func:`latex_text` escapes it.
+A general formula is built of :func:`matrix_symbol` (a matrix keeps its place in a product) and
+:func:`product` (factors as written) and written with :func:`expr_latex` (terms in the order built).
 """
 
 from __future__ import annotations
@@ -47,6 +49,42 @@ def factor(value: float) -> str:
     """A number as a factor of a product: negatives in parentheses."""
     text = number(value)
     return f"\\left({text}\\right)" if text.startswith("-") else text
+
+
+def expr_latex(expr: sp.Expr) -> str:
+    """A sympy expression as LaTeX with its terms and factors in the order they were built (``order="none"``).
+
+    Args:
+        expr: the expression (an equation, a sum, a product, ...).
+
+    Returns:
+        Its LaTeX, the way every formula module writes a general formula (sympy's default would sort the terms).
+    """
+    return sp.latex(expr, order="none")
+
+
+def product(*factors: sp.Basic) -> sp.Expr:
+    """The product of ``factors`` as written, left to right: not evaluated, so nothing is merged or reordered.
+
+    Args:
+        factors: sympy expressions (symbols, indexed entries, numbers from :func:`number_expr`, ...).
+
+    Returns:
+        An unevaluated ``sympy.Mul`` of the factors in that order.
+    """
+    return sp.Mul(*factors, evaluate=False)
+
+
+def matrix_symbol(name: str) -> sp.Symbol:
+    """A matrix's symbol: non-commutative, so ``X W_q`` keeps its order in a product (``Q K^T``, not ``K^T Q``).
+
+    Args:
+        name: its LaTeX name ("Q", "W_O", "dV^{(2)}", ...).
+
+    Returns:
+        A ``sympy.Symbol`` with ``commutative=False``.
+    """
+    return sp.Symbol(name, commutative=False)
 
 
 def terms_lines(terms: Sequence[str], per_line: int = 4) -> str:

@@ -19,7 +19,17 @@ import torch
 
 from attention_core import practice
 from attention_core.errors import N_, Message
-from attention_core.latex import Translate, aligned, factor, latex_text, number, terms_lines
+from attention_core.latex import (
+    Translate,
+    aligned,
+    expr_latex,
+    factor,
+    latex_text,
+    matrix_symbol,
+    number,
+    product,
+    terms_lines,
+)
 from attention_core.practice import Exercise, Mistake
 
 #: Each gradient's symbol, as the page and the checks write it.
@@ -82,15 +92,6 @@ _T = sp.Symbol("T")
 _eta = sp.Symbol(r"\eta", positive=True)
 
 
-
-def _latex(expr) -> str:
-    return sp.latex(expr, order="none")
-
-
-def _prod(*factors) -> sp.Expr:
-    return sp.Mul(*factors, evaluate=False)
-
-
 @lru_cache(maxsize=None)
 def _formula(stage: str, per_head: bool = False) -> tuple[str, ...]:
     """``per_head``: head r's names (dV^{(r)}, ...) and √d_head, for the multi-head page's per-head stages."""
@@ -98,8 +99,8 @@ def _formula(stage: str, per_head: bool = False) -> tuple[str, ...]:
     _dk = sp.Symbol("d_{head}" if per_head else "d_k", positive=True)
     head_names = {"O", "dO", "P", "V", "dV", "dP", "dS", "Q", "K", "dQ", "dK", "D"}
 
-    def _nc(name: str) -> sp.Symbol:  # a matrix (non-commutative), with the head's superscript
-        return sp.Symbol(name + (sup if name in head_names else ""), commutative=False)
+    def _matrix(name: str) -> sp.Symbol:  # a matrix, with the head's superscript
+        return matrix_symbol(name + (sup if name in head_names else ""))
 
     def _ix(name: str) -> sp.IndexedBase:  # a matrix's entries
         return sp.IndexedBase(name + (sup if name in head_names else ""))
@@ -108,44 +109,44 @@ def _formula(stage: str, per_head: bool = False) -> tuple[str, ...]:
     top = sp.Symbol(r"\top")
 
     def tr_(name: str) -> sp.Expr:  # Aᵀ
-        return sp.Pow(_nc(name), top, evaluate=False)
+        return sp.Pow(_matrix(name), top, evaluate=False)
 
     def mat(lhs: str, *factors) -> str:
-        return _latex(sp.Eq(_nc(lhs), sp.Mul(*factors)))
+        return expr_latex(sp.Eq(_matrix(lhs), sp.Mul(*factors)))
     if stage == "loss":
         diff = sp.Add(o[_i, _j], -t[_i, _j], evaluate=False)
         loss = sp.Eq(sp.Symbol("L"), sp.Mul(sp.Rational(1, 2), sp.Sum(diff ** 2, (_i, 1, _T), (_j, 1, sp.Symbol("d_v"))),
                                             evaluate=False))
-        return _latex(loss), _latex(sp.Eq(do[_i, _j], diff))
+        return expr_latex(loss), expr_latex(sp.Eq(do[_i, _j], diff))
     if stage == "d_value":
-        return (mat("dV", tr_("P"), _nc("dO")), _latex(sp.Eq(dv[_j, _c], sp.Sum(_prod(p[_l, _j], do[_l, _c]), (_l, 1, _T)))))
+        return (mat("dV", tr_("P"), _matrix("dO")), expr_latex(sp.Eq(dv[_j, _c], sp.Sum(product(p[_l, _j], do[_l, _c]), (_l, 1, _T)))))
     if stage == "d_weights":
-        return (mat("dP", _nc("dO"), tr_("V")), _latex(sp.Eq(dp[_i, _j], sp.Sum(_prod(do[_i, _c], v[_j, _c]), (_c, 1, sp.Symbol("d_v"))))))
+        return (mat("dP", _matrix("dO"), tr_("V")), expr_latex(sp.Eq(dp[_i, _j], sp.Sum(product(do[_i, _c], v[_j, _c]), (_c, 1, sp.Symbol("d_v"))))))
     if stage == "d_scores":
-        inner = sp.Sum(_prod(p[_i, _k], dp[_i, _k]), (_k, 1, _T))
-        element = sp.Eq(ds[_i, _j], _prod(p[_i, _j], sp.Add(dp[_i, _j], -inner, evaluate=False)))
+        inner = sp.Sum(product(p[_i, _k], dp[_i, _k]), (_k, 1, _T))
+        element = sp.Eq(ds[_i, _j], product(p[_i, _j], sp.Add(dp[_i, _j], -inner, evaluate=False)))
         return (rf"dS{sup}_{{i\cdot}} = J_i\, dP{sup}_{{i\cdot}},\qquad J_i = \operatorname{{diag}}(p_i) - p_i\, p_i^{{\top}}",
-                _latex(element))
+                expr_latex(element))
     if stage == "flash":
-        d_i = sp.Eq(_ix("D")[_i], sp.Sum(_prod(do[_i, _c], o[_i, _c]), (_c, 1, sp.Symbol("d_v"))))
-        return (rf"D{sup} = \operatorname{{rowsum}}(dO{sup} \odot O{sup})", _latex(d_i),
-                _latex(sp.Eq(ds[_i, _j], _prod(p[_i, _j], sp.Add(dp[_i, _j], -_ix("D")[_i], evaluate=False)))))
+        d_i = sp.Eq(_ix("D")[_i], sp.Sum(product(do[_i, _c], o[_i, _c]), (_c, 1, sp.Symbol("d_v"))))
+        return (rf"D{sup} = \operatorname{{rowsum}}(dO{sup} \odot O{sup})", expr_latex(d_i),
+                expr_latex(sp.Eq(ds[_i, _j], product(p[_i, _j], sp.Add(dp[_i, _j], -_ix("D")[_i], evaluate=False)))))
     if stage == "d_query":
-        return (mat("dQ", _nc("dS"), _nc("K"), 1 / sp.sqrt(_dk)),
-                _latex(sp.Eq(dq[_i, _c], sp.Sum(_prod(ds[_i, _j], kk[_j, _c]), (_j, 1, _T)) / sp.sqrt(_dk))))
+        return (mat("dQ", _matrix("dS"), _matrix("K"), 1 / sp.sqrt(_dk)),
+                expr_latex(sp.Eq(dq[_i, _c], sp.Sum(product(ds[_i, _j], kk[_j, _c]), (_j, 1, _T)) / sp.sqrt(_dk))))
     if stage == "d_key":
-        return (mat("dK", tr_("dS"), _nc("Q"), 1 / sp.sqrt(_dk)),
-                _latex(sp.Eq(dkey[_j, _c], sp.Sum(_prod(ds[_i, _j], q[_i, _c]), (_i, 1, _T)) / sp.sqrt(_dk))))
+        return (mat("dK", tr_("dS"), _matrix("Q"), 1 / sp.sqrt(_dk)),
+                expr_latex(sp.Eq(dkey[_j, _c], sp.Sum(product(ds[_i, _j], q[_i, _c]), (_i, 1, _T)) / sp.sqrt(_dk))))
     if stage in ("d_w_query", "d_w_key", "d_w_value"):
         letter = {"d_w_query": "q", "d_w_key": "k", "d_w_value": "v"}[stage]
         upstream = _ix(f"d{letter.upper()}")
-        return (mat(f"dW_{letter}", tr_("X"), _nc(f"d{letter.upper()}")),
-                _latex(sp.Eq(_ix(f"dW^{{{letter}}}")[_d, _c], sp.Sum(_prod(x[_i, _d], upstream[_i, _c]), (_i, 1, _T)))))
+        return (mat(f"dW_{letter}", tr_("X"), _matrix(f"d{letter.upper()}")),
+                expr_latex(sp.Eq(_ix(f"dW^{{{letter}}}")[_d, _c], sp.Sum(product(x[_i, _d], upstream[_i, _c]), (_i, 1, _T)))))
     if stage == "d_x":
-        return (_latex(sp.Eq(_nc("dX"), sp.Add(*(sp.Mul(_nc(g), tr_(w)) for g, w in (("dQ", "W_q"), ("dK", "W_k"), ("dV", "W_v"))), evaluate=False))),)
+        return (expr_latex(sp.Eq(_matrix("dX"), sp.Add(*(sp.Mul(_matrix(g), tr_(w)) for g, w in (("dQ", "W_q"), ("dK", "W_k"), ("dV", "W_v"))), evaluate=False))),)
     if stage == "step":
         w, dw = _ix("W"), _ix("dW")
-        return (r"W \leftarrow W - \eta\, dW", _latex(sp.Eq(_ix("W'")[_d, _c], sp.Add(w[_d, _c], -_prod(_eta, dw[_d, _c]), evaluate=False))))
+        return (r"W \leftarrow W - \eta\, dW", expr_latex(sp.Eq(_ix("W'")[_d, _c], sp.Add(w[_d, _c], -product(_eta, dw[_d, _c]), evaluate=False))))
     raise KeyError(stage)
 
 

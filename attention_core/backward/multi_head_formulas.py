@@ -19,7 +19,7 @@ import sympy as sp
 from attention_core import practice
 from attention_core.backward import formulas
 from attention_core.errors import N_, Message
-from attention_core.latex import Translate
+from attention_core.latex import Translate, expr_latex, matrix_symbol, product
 from attention_core.practice import Exercise
 
 if TYPE_CHECKING:  # the formulas read the walk-through they are handed
@@ -35,20 +35,8 @@ _i, _a, _c = sp.symbols("i a c", integer=True, positive=True)
 _T = sp.Symbol("T")
 
 
-def _latex(expr) -> str:
-    return sp.latex(expr, order="none")
-
-
-def _prod(*factors) -> sp.Expr:
-    return sp.Mul(*factors, evaluate=False)
-
-
-def _nc(name: str) -> sp.Symbol:
-    return sp.Symbol(name, commutative=False)
-
-
 def _t(name: str) -> sp.Expr:  # Aᵀ
-    return sp.Pow(_nc(name), sp.Symbol(r"\top"), evaluate=False)
+    return sp.Pow(matrix_symbol(name), sp.Symbol(r"\top"), evaluate=False)
 
 
 @lru_cache(maxsize=None)
@@ -57,15 +45,15 @@ def _own(stage: str) -> tuple[str, ...]:
     c, do, w_o, dc = sp.IndexedBase("C"), sp.IndexedBase("dO"), sp.IndexedBase("W^O"), sp.IndexedBase("dC")
     d_o = sp.Symbol("d_o")
     if stage == "loss":
-        return (_latex(sp.Eq(_nc("O"), sp.Add(sp.Mul(_nc("C"), _nc("W_O")), _nc("b_O"), evaluate=False))),
+        return (expr_latex(sp.Eq(matrix_symbol("O"), sp.Add(sp.Mul(matrix_symbol("C"), matrix_symbol("W_O")), matrix_symbol("b_O"), evaluate=False))),
                 *formulas.backward_formula("loss"))
     if stage == "d_w_out":
-        return (_latex(sp.Eq(_nc("dW_O"), sp.Mul(_t("C"), _nc("dO")))),
-                _latex(sp.Eq(sp.IndexedBase("dW^O")[_a, _c], sp.Sum(_prod(c[_i, _a], do[_i, _c]), (_i, 1, _T)))),
-                _latex(sp.Eq(sp.IndexedBase("db^O")[_c], sp.Sum(do[_i, _c], (_i, 1, _T)))))
+        return (expr_latex(sp.Eq(matrix_symbol("dW_O"), sp.Mul(_t("C"), matrix_symbol("dO")))),
+                expr_latex(sp.Eq(sp.IndexedBase("dW^O")[_a, _c], sp.Sum(product(c[_i, _a], do[_i, _c]), (_i, 1, _T)))),
+                expr_latex(sp.Eq(sp.IndexedBase("db^O")[_c], sp.Sum(do[_i, _c], (_i, 1, _T)))))
     if stage == "d_concat":
-        return (_latex(sp.Eq(_nc("dC"), sp.Mul(_nc("dO"), _t("W_O")))),
-                _latex(sp.Eq(dc[_i, _a], sp.Sum(_prod(do[_i, _c], w_o[_a, _c]), (_c, 1, d_o)))),
+        return (expr_latex(sp.Eq(matrix_symbol("dC"), sp.Mul(matrix_symbol("dO"), _t("W_O")))),
+                expr_latex(sp.Eq(dc[_i, _a], sp.Sum(product(do[_i, _c], w_o[_a, _c]), (_c, 1, d_o)))),
                 r"dO^{(r)} = dC_{:,\,(r-1)\,d_{head}+1 \,\dots\, r\,d_{head}}")
     if stage in formulas.W_STAGES:
         letter = {"d_w_query": "q", "d_w_key": "k", "d_w_value": "v"}[stage]

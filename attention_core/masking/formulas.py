@@ -29,7 +29,18 @@ import sympy as sp
 
 from attention_core import entry_formulas as entries
 from attention_core.errors import N_, Message
-from attention_core.latex import Translate, aligned, factor, index, latex_text, number, translate_cases
+from attention_core.latex import (
+    Translate,
+    aligned,
+    expr_latex,
+    factor,
+    index,
+    latex_text,
+    matrix_symbol,
+    number,
+    product,
+    translate_cases,
+)
 from attention_core.self_attention import formulas
 
 #: The words inside the general formulas (``\text{...}``), translated by :func:`masking_formula`'s ``tr``.
@@ -58,14 +69,6 @@ _alpha_tilde, _z, _v, _M, _m = (sp.IndexedBase(s) for s in (r"\tilde{\alpha}", "
 _d, _q, _k, _x = (sp.IndexedBase(s) for s in ("d", "q", "k", "x"))
 
 
-def _nc(name: str) -> sp.Symbol:
-    return sp.Symbol(name, commutative=False)
-
-
-def _prod(*factors) -> sp.Expr:
-    return sp.Mul(*factors, evaluate=False)
-
-
 def _per_head(base: str, r=_r) -> sp.IndexedBase:
     return sp.IndexedBase(f"{base}^{{({sp.latex(r)})}}")
 
@@ -73,10 +76,6 @@ def _per_head(base: str, r=_r) -> sp.IndexedBase:
 def masked_weight_element(i=_i, j=_j, upper=_T, alpha=_alpha, a=_a_masked) -> sp.Expr:
     """alpha_ij = e^{a_ij} / sum_l e^{a_il}: blocked keys (a = -inf) drop out of the sum (e^{-inf} = 0)."""
     return sp.Eq(alpha[i, j], sp.exp(a[i, j]) / sp.Sum(sp.exp(a[i, _l]), (_l, 1, upper)))
-
-
-def _latex(expr: sp.Expr) -> str:
-    return sp.latex(expr, order="none")
 
 
 @lru_cache(maxsize=None)
@@ -104,9 +103,9 @@ def _masking_formula(page: str, stage: str, words: tuple[tuple[str, str], ...]) 
         # a word as LaTeX \text{...}, with spaces inside it
         return latex_text(before + translated[key] + after)
 
-    kt = sp.Pow(_nc("K"), _TOP, evaluate=False)
-    scaled = sp.Mul(_nc("Q"), kt, 1 / sp.sqrt(_d_k))
-    a_prime, weights, tilde = _nc("A'"), _nc(r"\mathcal{A}"), _nc(r"\tilde{\mathcal{A}}")
+    kt = sp.Pow(matrix_symbol("K"), _TOP, evaluate=False)
+    scaled = sp.Mul(matrix_symbol("Q"), kt, 1 / sp.sqrt(_d_k))
+    a_prime, weights, tilde = matrix_symbol("A'"), matrix_symbol(r"\mathcal{A}"), matrix_symbol(r"\tilde{\mathcal{A}}")
 
     if page in ("causal", "dropout"):
         if stage == "scaled_scores":
@@ -118,37 +117,37 @@ def _masking_formula(page: str, stage: str, words: tuple[tuple[str, str], ...]) 
                                 + w("if_blocked") + r" \end{cases}")
             causal = sp.Eq(sp.Symbol(w("causal_colon", after=" ") + " M_{i,j}"),
                            sp.Piecewise((0, sp.Le(_j, _i)), (-sp.oo, True)))
-            return _latex(matrix), _latex(element), _latex(causal)
+            return expr_latex(matrix), expr_latex(element), expr_latex(causal)
         if stage == "masked_scores":
-            matrix = sp.Eq(a_prime, sp.Add(scaled, _nc("M"), evaluate=False))
+            matrix = sp.Eq(a_prime, sp.Add(scaled, matrix_symbol("M"), evaluate=False))
             element = sp.Eq(_a_masked[_i, _j], sp.Piecewise((_a[_i, _j], sp.Eq(_M[_i, _j], 0)), (-sp.oo, True)))
-            return _latex(matrix), _latex(element)
+            return expr_latex(matrix), expr_latex(element)
         if stage == "weights":
-            matrix = sp.Eq(weights, _softmax(sp.Add(scaled, _nc("M"), evaluate=False)))
-            return _latex(matrix), _latex(masked_weight_element()), r"e^{-\infty} = 0:\ " + w("drop_out")
+            matrix = sp.Eq(weights, _softmax(sp.Add(scaled, matrix_symbol("M"), evaluate=False)))
+            return expr_latex(matrix), expr_latex(masked_weight_element()), r"e^{-\infty} = 0:\ " + w("drop_out")
         if stage == "other_route":
-            matrix = sp.Eq(_nc(r"\hat{\mathcal{A}}"), _softmax(scaled))
-            element = sp.Eq(_alpha[_i, _j], _prod(_alpha_hat[_i, _j], _m[_i, _j])
-                            / sp.Sum(_prod(_alpha_hat[_i, _l], _m[_i, _l]), (_l, 1, _T)))
+            matrix = sp.Eq(matrix_symbol(r"\hat{\mathcal{A}}"), _softmax(scaled))
+            element = sp.Eq(_alpha[_i, _j], product(_alpha_hat[_i, _j], _m[_i, _j])
+                            / sp.Sum(product(_alpha_hat[_i, _l], _m[_i, _l]), (_l, 1, _T)))
             remark = "m_{i,j} = 1 " + w("if_allowed", " ", ", ") + " 0 " + w("if_blocked", " ")
-            return _latex(matrix), _latex(element), remark
+            return expr_latex(matrix), expr_latex(element), remark
         if stage == "dropout_mask":
             matrix = sp.Symbol(r"D_{i,j} \sim \operatorname{Bernoulli}(1 - p)")
             element = sp.Eq(_d[_i, _j], sp.Piecewise((1, sp.Symbol(w("kept", after=" ") + " 1 - p")),
                                                       (0, sp.Symbol(w("dropped", after=" ") + " p"))))
-            return _latex(matrix), _latex(element)
+            return expr_latex(matrix), expr_latex(element)
         if stage == "dropped_weights":
             matrix = sp.Eq(tilde, sp.Mul(sp.Symbol(r"\mathcal{A} \odot D"), 1 / (1 - _p), evaluate=False))
-            element = sp.Eq(_alpha_tilde[_i, _j], _prod(_alpha[_i, _j], _d[_i, _j]) / (1 - _p))
+            element = sp.Eq(_alpha_tilde[_i, _j], product(_alpha[_i, _j], _d[_i, _j]) / (1 - _p))
             sums = sp.Eq(sp.Sum(_alpha_tilde[_i, _j], (_j, 1, _T)),
-                         _prod(1 / (1 - _p), sp.Sum(_prod(_alpha[_i, _j], _d[_i, _j]), (_j, 1, _T))))
-            return _latex(matrix), _latex(element), _latex(sums)
+                         product(1 / (1 - _p), sp.Sum(product(_alpha[_i, _j], _d[_i, _j]), (_j, 1, _T))))
+            return expr_latex(matrix), expr_latex(element), expr_latex(sums)
         if stage == "output":
             if page == "dropout":
-                return (_latex(sp.Eq(_nc("Z"), sp.Mul(tilde, _nc("V")))),
-                        _latex(sp.Eq(_z[_i, _j], sp.Sum(_prod(_alpha_tilde[_i, _l], _v[_l, _j]), (_l, 1, _T)))))
-            return (_latex(sp.Eq(_nc("Z"), sp.Mul(weights, _nc("V")))),
-                    _latex(sp.Eq(_z[_i, _j], sp.Sum(_prod(_alpha[_i, _l], _v[_l, _j]), (_l, 1, _T)))))
+                return (expr_latex(sp.Eq(matrix_symbol("Z"), sp.Mul(tilde, matrix_symbol("V")))),
+                        expr_latex(sp.Eq(_z[_i, _j], sp.Sum(product(_alpha_tilde[_i, _l], _v[_l, _j]), (_l, 1, _T)))))
+            return (expr_latex(sp.Eq(matrix_symbol("Z"), sp.Mul(weights, matrix_symbol("V")))),
+                    expr_latex(sp.Eq(_z[_i, _j], sp.Sum(product(_alpha[_i, _l], _v[_l, _j]), (_l, 1, _T)))))
 
     raise KeyError(stage)
 
@@ -215,7 +214,7 @@ def header_latex(page: str, tr: Translate = Message) -> str:
         translated = dict(words)
         dropped = masking_formula("dropout", "dropped_weights", tr)[0]
         drawn = masking_formula("dropout", "dropout_mask", tr)[0]
-        evaluated = _latex(sp.Eq(_nc(r"\tilde{\mathcal{A}}"), _nc(r"\mathcal{A}")))
+        evaluated = expr_latex(sp.Eq(matrix_symbol(r"\tilde{\mathcal{A}}"), matrix_symbol(r"\mathcal{A}")))
         return (dropped + r",\qquad " + drawn + r"\ " + latex_text(translated["training"]) + r",\qquad "
                 + evaluated + r"\ " + latex_text(translated["eval"]))
     return translate_cases(_header_latex(page, words), tr)
@@ -229,11 +228,11 @@ _HEADER_WORDS: dict[str, str] = {
 
 @lru_cache(maxsize=None)
 def _header_latex(page: str, words: tuple[tuple[str, str], ...]) -> str:
-    kt = sp.Pow(_nc("K"), _TOP, evaluate=False)
-    scaled = sp.Mul(_nc("Q"), kt, 1 / sp.sqrt(_d_k))
+    kt = sp.Pow(matrix_symbol("K"), _TOP, evaluate=False)
+    scaled = sp.Mul(matrix_symbol("Q"), kt, 1 / sp.sqrt(_d_k))
     if page == "causal":
-        attention = sp.Eq(sp.Function(r"\operatorname{CausalAttention}")(_nc("Q"), _nc("K"), _nc("V")),
-                          sp.Mul(_softmax(sp.Add(scaled, _nc("M"), evaluate=False)), _nc("V")))
+        attention = sp.Eq(sp.Function(r"\operatorname{CausalAttention}")(matrix_symbol("Q"), matrix_symbol("K"), matrix_symbol("V")),
+                          sp.Mul(_softmax(sp.Add(scaled, matrix_symbol("M"), evaluate=False)), matrix_symbol("V")))
         mask = sp.Eq(_M[_i, _j], sp.Piecewise((0, sp.Le(_j, _i)), (-sp.oo, True)))
-        return _latex(attention) + r",\quad " + _latex(mask)  # the cases' words: translate_cases
+        return expr_latex(attention) + r",\quad " + expr_latex(mask)  # the cases' words: translate_cases
     raise KeyError(page)

@@ -23,7 +23,7 @@ import sympy as sp
 import torch
 
 from attention_core.errors import N_, Message
-from attention_core.latex import Translate, latex_text, number_expr, translate_cases
+from attention_core.latex import Translate, expr_latex, latex_text, matrix_symbol, number_expr, product, translate_cases
 from attention_core.masking import formulas as masking_formulas
 from attention_core.multi_head.heads import MultiHeadTrace, head_columns
 from attention_core.self_attention import formulas as self_attention_formulas
@@ -44,12 +44,8 @@ _softmax = sp.Function(r"\operatorname{softmax}")
 _concat = sp.Function(r"\operatorname{Concat}")
 
 
-def _nc(name: str) -> sp.Symbol:
-    return sp.Symbol(name, commutative=False)
-
-
 def _head(name: str, r=_r) -> sp.Symbol:
-    return _nc(f"{name}_{{{sp.latex(r)}}}")
+    return matrix_symbol(f"{name}_{{{sp.latex(r)}}}")
 
 
 _a, _a_masked, _q, _k, _v = (sp.IndexedBase(n) for n in ("a", r"a'", "q", "k", "v"))
@@ -66,22 +62,22 @@ def _per_head(base: str, r=_r) -> sp.IndexedBase:
 
 
 def _matrix_formula(stage: str) -> sp.Expr:
-    scaled = sp.Mul(_nc("Q"), sp.Pow(_nc("K"), _TOP, evaluate=False), 1 / sp.sqrt(sp.Symbol("d_k")))
+    scaled = sp.Mul(matrix_symbol("Q"), sp.Pow(matrix_symbol("K"), _TOP, evaluate=False), 1 / sp.sqrt(sp.Symbol("d_k")))
     if stage == "masked_scores":
-        return sp.Eq(_nc("A'"), sp.Add(scaled, _nc("M"), evaluate=False))
+        return sp.Eq(matrix_symbol("A'"), sp.Add(scaled, matrix_symbol("M"), evaluate=False))
     if stage == "split":
         return sp.Eq(_head("Q"), sp.Symbol(r"Q_{:,\ (r-1)\,d_{head}+1\,:\,r\,d_{head}}"))
     if stage == "head":
         inner = sp.Add(
             sp.Mul(_head("Q"), sp.Pow(_head("K"), _TOP, evaluate=False), 1 / sp.sqrt(_d_head)),
-            _nc("M"), evaluate=False,
+            matrix_symbol("M"), evaluate=False,
         )
         return sp.Eq(_head(r"\mathrm{head}"), sp.Mul(_softmax(inner), _head("V")))
     if stage == "concat":
         heads = (_head(r"\mathrm{head}", 1), sp.Symbol(r"\dots"), _head(r"\mathrm{head}", _h))
-        return sp.Eq(_nc("C"), _concat(*heads))
+        return sp.Eq(matrix_symbol("C"), _concat(*heads))
     if stage == "output":
-        return sp.Eq(_nc("O"), sp.Add(sp.Mul(_nc("C"), _nc("W_O")), _nc("b_O"), evaluate=False))
+        return sp.Eq(matrix_symbol("O"), sp.Add(sp.Mul(matrix_symbol("C"), matrix_symbol("W_O")), matrix_symbol("b_O"), evaluate=False))
     raise KeyError(stage)
 
 
@@ -114,7 +110,7 @@ def multi_head_formula(stage: str) -> tuple[str, str]:
     Raises:
         KeyError: for a stage not in :data:`FORMULA_STAGES`.
     """
-    return sp.latex(_matrix_formula(stage), order="none"), sp.latex(_element_formula(stage), order="none")
+    return expr_latex(_matrix_formula(stage)), expr_latex(_element_formula(stage))
 
 
 def mask_latex(mask: torch.Tensor) -> str:
@@ -185,7 +181,7 @@ def multi_head_entry_latex(trace: MultiHeadTrace, stage: str, row: int, col: int
             numbers = sp.latex(sp.Add(*terms, evaluate=False), order="none", mul_symbol="dot")
     else:
         raise KeyError(stage)
-    parts = [sp.latex(general, order="none")]
+    parts = [expr_latex(general)]
     if numbers is not None:
         parts.append(numbers)
     parts.append(sp.latex(number_expr(value)) if value in (float("inf"), float("-inf")) else sp.latex(sp.Float(value, 4)))
@@ -201,14 +197,6 @@ _WORDS: dict[str, str] = {
     "not": N_("not"),
     "per_head": N_("per head, then"),
 }
-
-
-def _prod(*factors) -> sp.Expr:
-    return sp.Mul(*factors, evaluate=False)
-
-
-def _latex(expr: sp.Expr) -> str:
-    return sp.latex(expr, order="none")
 
 
 @lru_cache(maxsize=None)
@@ -236,21 +224,21 @@ def _page_formula(page: str, stage: str, words: tuple[tuple[str, str], ...]) -> 
         return latex_text(before + translated[key] + after)
 
     # per head r, scaled by sqrt(d_head)
-    q_r, k_r = _nc("Q_{r}"), _nc("K_{r}")
+    q_r, k_r = matrix_symbol("Q_{r}"), matrix_symbol("K_{r}")
     head_scaled = sp.Mul(q_r, sp.Pow(k_r, _TOP, evaluate=False), 1 / sp.sqrt(_d_head))
     a_r, a_masked_r, alpha_r = _per_head("a"), _per_head("a'"), _per_head(r"\alpha")
     upper = _n if page == "cross_attention" else _T
     if stage == "head" and page == "cross_attention":  # no mask: every query may look at every encoder token
-        matrix = sp.Eq(_nc(r"\mathrm{head}_{r}"), sp.Mul(_softmax(head_scaled), _nc("V_{r}")))
-        return _latex(matrix), multi_head_formula(stage)[1]
+        matrix = sp.Eq(matrix_symbol(r"\mathrm{head}_{r}"), sp.Mul(_softmax(head_scaled), matrix_symbol("V_{r}")))
+        return expr_latex(matrix), multi_head_formula(stage)[1]
     if stage in ("head", "concat", "output", "split"):
         return multi_head_formula(stage)
     if stage == "inputs":
         if page == "multi_head":
             return self_attention_formulas.self_attention_formula("inputs")
-        return (_latex(sp.Eq(_nc(r"X_{dec}"), sp.Symbol(r"\mathrm{Embedding}(" + w("decoder_ids")
+        return (expr_latex(sp.Eq(matrix_symbol(r"X_{dec}"), sp.Symbol(r"\mathrm{Embedding}(" + w("decoder_ids")
                                                          + r") \in \mathbb{R}^{m \times D}"))),
-                _latex(sp.Eq(_nc(r"X_{enc}"), sp.Symbol(r"\mathrm{Embedding}(" + w("encoder_ids")
+                expr_latex(sp.Eq(matrix_symbol(r"X_{enc}"), sp.Symbol(r"\mathrm{Embedding}(" + w("encoder_ids")
                                                          + r") \in \mathbb{R}^{n \times D}"))))
     if stage in ("projections", "query", "key", "value"):
         rows = {"query": "dec", "key": "enc", "value": "enc"}
@@ -258,27 +246,27 @@ def _page_formula(page: str, stage: str, words: tuple[tuple[str, str], ...]) -> 
         for name in (("query", "key", "value") if stage == "projections" else (stage,)):
             letter = name[0]
             x_name = "X" if page == "multi_head" else f"X_{{{rows[name]}}}"
-            lines.append(_latex(sp.Eq(_nc(letter.upper()), sp.Mul(_nc(x_name), _nc(f"W_{letter}")))))
+            lines.append(expr_latex(sp.Eq(matrix_symbol(letter.upper()), sp.Mul(matrix_symbol(x_name), matrix_symbol(f"W_{letter}")))))
         x_base = _x if page == "multi_head" else sp.IndexedBase(f"x^{{{rows.get(stage, 'dec')}}}")
         letter = "q" if stage == "projections" else stage[0]
         element = sp.Eq(sp.IndexedBase(letter)[_i, _j],
-                        sp.Sum(_prod(x_base[_i, _l], sp.IndexedBase(f"W^{{{letter}}}")[_l, _j]), (_l, 1, _D)))
-        return (*lines, _latex(element))
+                        sp.Sum(product(x_base[_i, _l], sp.IndexedBase(f"W^{{{letter}}}")[_l, _j]), (_l, 1, _D)))
+        return (*lines, expr_latex(element))
     if stage == "scaled_scores":
-        matrix = sp.Eq(_nc("A_{r}"), head_scaled)
-        element = sp.Eq(a_r[_i, _j], sp.Sum(_prod(_per_head("q")[_i, _c], _per_head("k")[_j, _c]), (_c, 1, _d_head))
+        matrix = sp.Eq(matrix_symbol("A_{r}"), head_scaled)
+        element = sp.Eq(a_r[_i, _j], sp.Sum(product(_per_head("q")[_i, _c], _per_head("k")[_j, _c]), (_c, 1, _d_head))
                         / sp.sqrt(_d_head))
         note = r"d_{head} = d_{out} / h \quad (" + w("not", after=" ") + r" \sqrt{d_{out}})"
-        return _latex(matrix), _latex(element), note
+        return expr_latex(matrix), expr_latex(element), note
     if stage == "masked_scores":
-        matrix = sp.Eq(_nc("A'_{r}"), sp.Add(head_scaled, _nc("M"), evaluate=False))
+        matrix = sp.Eq(matrix_symbol("A'_{r}"), sp.Add(head_scaled, matrix_symbol("M"), evaluate=False))
         element = sp.Eq(a_masked_r[_i, _j], sp.Piecewise((a_r[_i, _j], sp.Eq(_M[_i, _j], 0)), (-sp.oo, True)))
-        return _latex(matrix), _latex(element)
+        return expr_latex(matrix), expr_latex(element)
     if stage == "weights":
-        inner = sp.Add(head_scaled, _nc("M"), evaluate=False) if page == "multi_head" else head_scaled
-        matrix = sp.Eq(_nc(r"\mathcal{A}_{r}"), _softmax(inner))
+        inner = sp.Add(head_scaled, matrix_symbol("M"), evaluate=False) if page == "multi_head" else head_scaled
+        matrix = sp.Eq(matrix_symbol(r"\mathcal{A}_{r}"), _softmax(inner))
         a = a_masked_r if page == "multi_head" else a_r
-        return _latex(matrix), _latex(masking_formulas.masked_weight_element(upper=upper, alpha=alpha_r, a=a))
+        return expr_latex(matrix), expr_latex(masking_formulas.masked_weight_element(upper=upper, alpha=alpha_r, a=a))
     raise KeyError(stage)
 
 
@@ -301,16 +289,16 @@ def _header_latex(page: str, words: tuple[tuple[str, str], ...]) -> str:
         head = multi_head_formula("head")[0]
         heads = (sp.Symbol(r"\mathrm{head}_{1}"), sp.Symbol(r"\dots"), sp.Symbol(r"\mathrm{head}_{h}"))
         multi_head = sp.Eq(sp.Symbol(r"\operatorname{MultiHead}"),
-                          sp.Add(sp.Mul(sp.Function(r"\operatorname{Concat}")(*heads), _nc("W_O")), _nc("b_O"),
+                          sp.Add(sp.Mul(sp.Function(r"\operatorname{Concat}")(*heads), matrix_symbol("W_O")), matrix_symbol("b_O"),
                                  evaluate=False))
-        return head + r",\qquad " + _latex(multi_head)
+        return head + r",\qquad " + expr_latex(multi_head)
     if page == "cross_attention":
-        x_dec, x_enc = _nc("X_{dec}"), _nc("X_{enc}")
-        q, k = sp.Mul(x_dec, _nc("W_q")), sp.Mul(x_enc, _nc("W_k"))
+        x_dec, x_enc = matrix_symbol("X_{dec}"), matrix_symbol("X_{enc}")
+        q, k = sp.Mul(x_dec, matrix_symbol("W_q")), sp.Mul(x_enc, matrix_symbol("W_k"))
         scores = sp.Mul(q, sp.Pow(k, _TOP, evaluate=False), 1 / sp.sqrt(_d_head), evaluate=False)
         cross = sp.Eq(sp.Function(r"\operatorname{CrossAttention}")(x_dec, x_enc),
-                      sp.Mul(_softmax(scores), x_enc, _nc("W_v")))
-        concat = sp.Add(sp.Mul(sp.Symbol(r"\operatorname{Concat}"), _nc("W_O"), evaluate=False), _nc("b_O"),
+                      sp.Mul(_softmax(scores), x_enc, matrix_symbol("W_v")))
+        concat = sp.Add(sp.Mul(sp.Symbol(r"\operatorname{Concat}"), matrix_symbol("W_O"), evaluate=False), matrix_symbol("b_O"),
                         evaluate=False)
-        return _latex(cross) + r"\quad" + latex_text(translated["per_head"] + " ") + " " + _latex(concat)
+        return expr_latex(cross) + r"\quad" + latex_text(translated["per_head"] + " ") + " " + expr_latex(concat)
     raise KeyError(page)
