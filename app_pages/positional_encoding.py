@@ -6,6 +6,7 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.experiments import positional
 from attention_core.inputs.tokens import dim_labels, token_labels
+from attention_core.positions import sinusoidal_encoding
 from ui import charts, experiments, page_body, state, widgets
 from ui.i18n import _
 
@@ -139,7 +140,7 @@ def page() -> None:
                      "encoding.", diff=diff_text), icon=":material/swap_vert:")
     st.latex(positional.equivariance_steps()[5])
 
-    experiments.show_code(positional.sinusoidal_encoding, positional.equivariance)
+    experiments.show_code(sinusoidal_encoding, positional.equivariance)
 
 
 page_body.run(page)

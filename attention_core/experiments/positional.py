@@ -14,11 +14,13 @@ added to the embeddings; learned positional embeddings as the alternative that
 "produced nearly identical results"); seed 003 (003_734755b2d0b981d3.txt) §1.5:
 self-attention without positional information has no notion of order; the
 position vector can be hand-designed or learned.
+
+The encodings themselves (the sinusoidal table, its loop reference, a learned table as it starts) are the
+floor's :mod:`attention_core.positions`, which the toy reverser and the RoPE page use too.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -37,6 +39,7 @@ from attention_core.limits import (
     PE_SHUFFLES,
 )
 from attention_core.page import Page
+from attention_core.positions import BASE, learned_encoding, sinusoidal_encoding, sinusoidal_encoding_loop
 from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
 
 #: The encodings offered: key -> label (keys declared in ``limits.PE_ENCODINGS``).
@@ -50,7 +53,6 @@ SHUFFLES: dict[str, str] = {
     "rotate": N_("move the first token to the end"),
     "random": N_("random shuffle (seeded)"),
 }
-BASE = 10000.0
 #: Limits of the pattern heatmap (positions × d_model), declared in ``limits``.
 MIN_POSITIONS, MAX_POSITIONS = limits.MIN_PE_POSITIONS, limits.MAX_PE_POSITIONS
 MIN_WIDTH, MAX_WIDTH = limits.MIN_PE_WIDTH, limits.MAX_PE_WIDTH
@@ -62,55 +64,6 @@ ORDER_TOLERANCE = 1e-3
 LOOP_TOLERANCE = 1e-6
 #: The entry written out with its numbers: PE(3, 4), or the last row / column of a smaller table.
 EXAMPLE_ENTRY = (3, 4)
-
-
-def _check_size(positions: int, d_model: int) -> None:
-    if positions < 1 or d_model < 1:
-        raise InputError(N_("A positional encoding needs at least 1 position and 1 dimension; got "
-                            "{positions} × {d_model}."), field="positional_encoding.positions", positions=positions, d_model=d_model)
-
-
-def sinusoidal_encoding(positions: int, d_model: int, base: float = BASE, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    r"""The sinusoidal encoding, (positions, d_model), vectorised.
-
-    PE[pos, 2i] = sin(pos / base^{2i/d_model}), PE[pos, 2i+1] = cos(pos / base^{2i/d_model});
-    positions start at 0. For an odd d_model the last column is a sine.
-    (Vaswani et al. 2017 §3.5.) Computed in float64, returned as ``dtype``.
-
-    Raises:
-        InputError: positions or d_model below 1.
-    """
-    _check_size(positions, d_model)
-    pos = torch.arange(positions, dtype=torch.float64).unsqueeze(1)  # (P, 1)
-    two_i = torch.arange(d_model, dtype=torch.float64).div(2, rounding_mode="floor") * 2  # (D,): 0, 0, 2, 2, 4, ...
-    angle = pos / base ** (two_i / d_model)  # (P, 1) / (D,) -> (P, D)
-    even = torch.arange(d_model) % 2 == 0  # (D,)
-    return torch.where(even, torch.sin(angle), torch.cos(angle)).to(dtype)
-
-
-def sinusoidal_encoding_loop(positions: int, d_model: int, base: float = BASE) -> list[list[float]]:
-    """The same encoding entry by entry with ``math.sin``/``math.cos``: the naive reference."""
-    table = []
-    for pos in range(positions):
-        row = []
-        for j in range(d_model):
-            two_i = j - j % 2
-            angle = pos / base ** (two_i / d_model)
-            row.append(math.sin(angle) if j % 2 == 0 else math.cos(angle))
-        table.append(row)
-    return table
-
-
-def learned_encoding(positions: int, d_model: int, generator: torch.Generator) -> torch.Tensor:
-    """A learned encoding as it starts: ``nn.Embedding(positions, d_model)``'s N(0, 1) table, (P, D).
-
-    Drawn from the local ``generator``; training would then shape it like any embedding.
-
-    Raises:
-        InputError: positions or d_model below 1.
-    """
-    _check_size(positions, d_model)
-    return torch.randn(positions, d_model, generator=generator)
 
 
 def encoding(kind: str, positions: int, d_model: int, seed: int) -> torch.Tensor:

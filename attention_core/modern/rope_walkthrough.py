@@ -23,7 +23,6 @@ import torch
 from attention_core import entry_formulas as entries
 from attention_core import practice
 from attention_core.errors import N_, Message
-from attention_core.experiments.positional import sinusoidal_encoding
 from attention_core.fields import FloatRange, IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.inputs.stage import Inputs, build_inputs
@@ -33,6 +32,7 @@ from attention_core.limits import MAX_DIM, MAX_ROPE_BASE, MAX_ROPE_SHIFT, MIN_RO
 from attention_core.modern.recipes import rope_recipe
 from attention_core.modern.rope import BASES, RopeTrace, check_head_dim, frequencies, rope_scores, rotate
 from attention_core.page import Page
+from attention_core.positions import sinusoidal_encoding
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
 

@@ -33,8 +33,8 @@ import torch
 from torch import nn
 
 from attention_core.errors import N_, InputError, UserText
-from attention_core.experiments.positional import sinusoidal_encoding
 from attention_core.limits import TOY_LAYERS, TOY_MAX_INPUT, TOY_MAX_OUTPUT
+from attention_core.positions import sinusoidal_encoding
 
 #: The letters the model reverses; each is one token.
 LETTERS = "abcdefgh"

@@ -17,6 +17,7 @@ from PIL import Image
 
 from attention_core.errors import InputError
 from attention_core.experiments import additive, image, image_upload, positional, scaling, temperature
+from attention_core.positions import sinusoidal_encoding, sinusoidal_encoding_loop
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 
@@ -303,24 +304,8 @@ def test_nearest_temperature_snaps_on_a_log_scale():
 # ---------------------------------------------------------------- positional encoding
 
 
-@pytest.mark.parametrize(("positions", "width"), [(1, 1), (7, 4), (50, 16), (9, 5), (128, 128)])
-def test_sinusoidal_encoding_equals_the_direct_formula(positions, width):
-    table = positional.sinusoidal_encoding(positions, width)
-    reference = torch.tensor(positional.sinusoidal_encoding_loop(positions, width), dtype=torch.float64)
-    assert table.shape == (positions, width) and table.dtype == torch.float32
-    assert torch.allclose(table.double(), reference, atol=1e-6)
-
-
-def test_sinusoidal_encoding_facts():
-    pe = positional.sinusoidal_encoding(20, 8)
-    assert torch.equal(pe[0], torch.tensor([0.0, 1.0] * 4))  # sin 0, cos 0
-    assert float(pe.abs().max()) <= 1.0
-    # Column pair (0, 1) turns by 1 radian per position: sin² + cos² = 1.
-    assert torch.allclose(pe[:, 0] ** 2 + pe[:, 1] ** 2, torch.ones(20), atol=1e-6)
-
-
 def test_sinusoidal_entry_latex_evaluates_to_the_table():
-    pe = positional.sinusoidal_encoding(10, 16)
+    pe = sinusoidal_encoding(10, 16)
     for pos, col in [(3, 4), (5, 1), (0, 0), (9, 15)]:
         text, value = positional.sinusoidal_entry_latex(pos, col, 16)
         assert value == pytest.approx(float(pe[pos, col]), abs=1e-6)
@@ -394,10 +379,10 @@ def test_order_experiment_is_the_three_steps_and_names_its_checks(s, shuffle):
     n, d = t.x.shape
     result = positional.order_experiment(t.x, t.w_query, t.w_key, t.w_value, "sinusoidal", shuffle, 2)
     assert result.perm == positional.permutation(shuffle, n, 2)
-    assert torch.equal(result.pe, positional.sinusoidal_encoding(n, d))
+    assert torch.equal(result.pe, sinusoidal_encoding(n, d))
     assert result.plain_matches and result.order_matters  # what the page states as ✓ and as success
     # X + PE, entry by entry with math.sin / math.cos
-    table = positional.sinusoidal_encoding_loop(n, d)
+    table = sinusoidal_encoding_loop(n, d)
     expected = [[a + b for a, b in zip(row, pe_row)] for row, pe_row in zip(t.x.tolist(), table)]
     assert sum(result.encoded_x.tolist(), []) == pytest.approx(sum(expected, []), abs=1e-6)
     assert result.shuffled_positions == tuple(range(1, n + 1))
@@ -422,19 +407,19 @@ def test_order_matters_only_when_the_encoding_differs_between_positions():
     same_everywhere = positional.equivariance(x, w, w, w, torch.ones(5, 4), perm)  # every position gets one vector
     assert same_everywhere.plain_matches and not same_everywhere.order_matters
     assert same_everywhere.encoded_diff <= positional.ORDER_TOLERANCE
-    sinusoid = positional.equivariance(x, w, w, w, positional.sinusoidal_encoding(5, 4), perm)
+    sinusoid = positional.equivariance(x, w, w, w, sinusoidal_encoding(5, 4), perm)
     assert sinusoid.order_matters and sinusoid.encoded_diff > positional.ORDER_TOLERANCE
 
 
 @pytest.mark.parametrize(("positions", "width", "entry"), [(16, 16, (3, 4)), (2, 3, (1, 2)), (64, 4, (3, 3))])
 def test_sinusoidal_pattern_is_checked_against_the_loop(positions, width, entry):
     pattern = positional.sinusoidal_pattern(positions, width)
-    loop = positional.sinusoidal_encoding_loop(positions, width)
+    loop = sinusoidal_encoding_loop(positions, width)
     worst = max(abs(a - b) for row, ref in zip(pattern.table.tolist(), loop) for a, b in zip(row, ref))
     assert pattern.loop_max_abs_diff == pytest.approx(worst, abs=1e-12)
     assert pattern.loop_matches and worst < positional.LOOP_TOLERANCE
     assert (pattern.example_position, pattern.example_column) == entry
-    assert torch.equal(pattern.table, positional.sinusoidal_encoding(positions, width))
+    assert torch.equal(pattern.table, sinusoidal_encoding(positions, width))
 
 
 def test_sinusoidal_pattern_example_entry_value():
