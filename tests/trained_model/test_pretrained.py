@@ -22,6 +22,7 @@ from streamlit.testing.v1 import AppTest
 from attention_core.errors import InputError
 from attention_core.settings import Settings
 from attention_core.trained_model import head_findings, pretrained
+from attention_core.trained_model.checkpoints import sha256_of
 from attention_core.trained_model.formulas import (
     TRAINED_MODEL,
     head_entry_latex,
@@ -73,7 +74,7 @@ def test_model_is_the_verified_six_by_twelve_bert(pm):
     assert all(not p.requires_grad for p in pm.model.parameters())
     assert pm.model.config._attn_implementation == "eager"
     for name, digest in pretrained.EXPECTED_SHA256.items():
-        assert pretrained.sha256_of(pm.folder / name) == digest
+        assert sha256_of(pm.folder / name) == digest
 
 
 def _copy_small_files(tmp_path: Path) -> Path:

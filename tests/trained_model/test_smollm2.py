@@ -19,7 +19,7 @@ import torch
 
 from attention_core.errors import InputError
 from attention_core.trained_model import smollm2
-from attention_core.trained_model.pretrained import sha256_of
+from attention_core.trained_model.checkpoints import sha256_of
 
 PROMPTS = ["The capital of France is", "Attention is all you need", "猫坐在垫子上。 🐈 ¿Qué?"]
 
