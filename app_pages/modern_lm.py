@@ -87,7 +87,7 @@ def page() -> None:
         st.stop()
 
     prompt = run.prompt
-    labels = modern_lm.token_labels(prompt.tokens)
+    labels = modern_lm.shown_token_labels(prompt.tokens)
     if prompt.chars_cut:
         st.warning(_("Your prompt is longer than {max} characters; only its start was read.", max=MODERN_LM_MAX_CHARS),
                    icon=":material/content_cut:")

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from attention_core.experiments import temperature
-from attention_core.self_attention.walkthrough import token_labels
+from attention_core.inputs.tokens import token_labels
 from ui import charts, experiments, page_body, state, widgets
 from ui.i18n import _
 

@@ -7,6 +7,7 @@ server (``ui.model_data``); the other pages never import transformers.
 import streamlit as st
 
 from attention_core.errors import N_, InputError
+from attention_core.inputs.tokens import token_labels
 from attention_core.settings import MODEL_HEADS, MODEL_LAYERS
 from attention_core.trained_model import pretrained
 from attention_core.trained_model.formulas import header_latex, trained_model_steps
@@ -63,7 +64,7 @@ def page() -> None:
         st.stop()
 
     encoding = data.run.encoding
-    labels = pretrained.token_labels(encoding.tokens)
+    labels = token_labels(encoding.tokens)
     if encoding.chars_cut:
         st.warning(_("Your text is longer than {max} characters; only the start was read.", max=pretrained.MAX_CHARS),
                    icon=":material/content_cut:")

@@ -180,7 +180,7 @@ def heads(trainer: Trainer, index: int, key: str, framed: bool = False) -> None:
     """Every head's weights on the probe sequence at snapshot ``index``: two layers side by side (stacked on a
     phone), one layer alone; with ``framed``, the task's pattern framed on its layer's map (the pattern to learn)."""
     snapshot = trainer.snapshots[index]
-    labels = watch.token_labels(trainer)
+    labels = watch.probe_token_labels(trainer)
     task = trainer.task
     cells = formation.probe_rows(trainer).framed if framed else []
     columns = st.columns(task.num_layers, gap="medium") if task.num_layers > 1 else [st.container()]
@@ -285,7 +285,7 @@ def pattern_note(trainer: Trainer, index: int) -> None:
     at work on rows nobody scores; layer 1's previous-token head), with the numbers of snapshot ``index``."""
     snapshot = trainer.snapshots[index]
     rows = formation.probe_rows(trainer)
-    labels = watch.token_labels(trainer)
+    labels = watch.probe_token_labels(trainer)
 
     def named(positions) -> str:
         return ", ".join(labels[p] for p in positions)

@@ -32,6 +32,7 @@ import torch
 from attention_core import practice
 from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, OneBasedIndex, Text, label
+from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate, latex_text, number_expr, translate_cases
 from attention_core.limits import MODEL_HEADS, MODEL_LAYERS, MODEL_MAX_PADDING, MODEL_MAX_TOKENS, MODEL_WIDTH
 from attention_core.page import Page
@@ -375,7 +376,7 @@ def header_latex() -> str:
 
 def trained_model_steps(step: HeadStep, stage: str) -> StepThrough:
     """The trained model page's ``stage`` of one head, its rows labelled as on the page ("1 [CLS]", "2 the", ...)."""
-    return trained_head_steps(step, stage, pretrained.token_labels(step.tokens))
+    return trained_head_steps(step, stage, token_labels(step.tokens))
 
 
 # ---------------------------------------------------------------- the page

@@ -26,6 +26,7 @@ from typing import Optional
 import torch
 
 from attention_core.errors import N_, InputError
+from attention_core.inputs.tokens import token_labels
 from attention_core.limits import MODERN_LM_MAX_CHARS, MODERN_LM_MAX_TOKENS
 from attention_core.trained_model.head_findings import block_means
 from attention_core.trained_model.smollm2 import Decoder, DecoderHeadStep, DecoderRun, head_step
@@ -109,10 +110,10 @@ def shown_token(token: str) -> str:
     return token.replace(" ", "␣").replace("\n", "↵")
 
 
-def token_labels(tokens: tuple[str, ...]) -> tuple[str, ...]:
-    """Row and column labels "1 The", "2 ␣capital", ...: 1-based positions and the tokens as :func:`shown_token`
-    writes them."""
-    return tuple(f"{i + 1} {shown_token(t)}" for i, t in enumerate(tokens))
+def shown_token_labels(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    """Row and column labels "1 The", "2 ␣capital", ...: :func:`token_labels` (1-based positions) of the tokens as
+    :func:`shown_token` writes them."""
+    return tuple(token_labels(tuple(shown_token(t) for t in tokens)))
 
 
 @dataclass(frozen=True)

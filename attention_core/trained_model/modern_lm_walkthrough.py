@@ -45,7 +45,7 @@ from attention_core.page import Page
 from attention_core.recipe import Recipe
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
 from attention_core.trained_model import modern_lm, smollm2
-from attention_core.trained_model.modern_lm import LmHeadStep, token_labels
+from attention_core.trained_model.modern_lm import LmHeadStep, shown_token_labels
 
 #: An entry's sum is written out in full up to this many terms, else its first 3, ⋯, its last 2.
 MAX_TERMS = 6
@@ -281,7 +281,7 @@ def modern_lm_steps(step: LmHeadStep, stage: str) -> StepThrough:
     """
     if stage not in MODERN_LM.stages:
         raise KeyError(stage)
-    labels = token_labels(step.tokens)
+    labels = shown_token_labels(step.tokens)
     matrix = stage_matrix(step, stage)
     square = stage in ("scaled_scores", "masked_scores", "weights")
     cols = labels if square else tuple(f"{'d' if matrix.shape[1] == MODERN_LM_WIDTH else 'c'}{n + 1}"

@@ -49,7 +49,6 @@ import torch
 
 from attention_core import limits
 from attention_core.errors import N_, InputError
-from attention_core.inputs.tokens import token_labels  # noqa: F401  (the trained page's labels: one definition)
 from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
 from attention_core.trained_model.checkpoints import sha256_of
 

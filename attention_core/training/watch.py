@@ -19,6 +19,7 @@ import torch
 
 from attention_core.errors import N_, InputError
 from attention_core.fields import Choice, FloatRange, IntRange, OneBasedIndex, label
+from attention_core.inputs.tokens import token_labels
 from attention_core.limits import MAX_DIM, MAX_SEED, MAX_TOKENS
 from attention_core.page import Page
 from attention_core.training.model import MAX_LEARNING_RATE, MAX_STEPS, MIN_LEARNING_RATE, Snapshot, Trainer
@@ -108,9 +109,10 @@ def next_snapshot(trainer: Trainer, step: int) -> Optional[int]:
     return trainer.snapshots[index].step if index < len(trainer.snapshots) else None
 
 
-def token_labels(trainer: Trainer) -> list[str]:
-    """The probe's tokens by name with their positions ("1 C", "2 F", ...)."""
-    return [f"{i + 1} {trainer.task.token_label(int(t))}" for i, t in enumerate(trainer.probe.tokens[0])]
+def probe_token_labels(trainer: Trainer) -> list[str]:
+    """The probe's tokens by name with their positions ("1 C", "2 F", ...): :func:`token_labels` of the task's
+    names for the first probe sequence's token ids."""
+    return token_labels(tuple(trainer.task.token_label(int(t)) for t in trainer.probe.tokens[0]))
 
 
 @dataclass(frozen=True)

@@ -198,7 +198,7 @@ def test_prompts_any_script_the_chat_template_a_cut_and_an_empty_one(decoder):
     long_chat = modern_lm.encode_prompt(decoder, "word " * 700, chat_template=True)
     assert long_chat.cut and len(long_chat.ids) <= MODERN_LM_MAX_TOKENS
     assert "".join(long_chat.tokens).endswith("<|im_start|>assistant\n")
-    assert modern_lm.token_labels((" a", "\n")) == ("1 ␣a", "2 ↵")
+    assert modern_lm.shown_token_labels((" a", "\n")) == ("1 ␣a", "2 ↵")
     for empty in ("", "   "):
         with pytest.raises(InputError, match="Type a prompt"):
             modern_lm.encode_prompt(decoder, empty)

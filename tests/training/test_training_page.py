@@ -254,7 +254,7 @@ def test_the_page_says_what_the_frames_mark_and_why_layer_2_shows_more():
     key = RunKey("previous", 0, 0.03, 150)
     _with_run(at, key)
     shown = _shown(at)
-    labels = watch.token_labels(training.runs().get(key).trainer)  # "1 B", "2 A", ...: every row but the first
+    labels = watch.probe_token_labels(training.runs().get(key).trainer)  # "1 B", "2 A", ...: every row but the first
     assert f"The task scores rows {', '.join(labels[1:])} of this sequence" in shown, shown
     assert "Row 1 has only itself to look at" in shown and "Why layer 2" not in shown
 
