@@ -131,7 +131,7 @@ def page() -> None:
         no_gqa = model.num_heads
         widgets.text_table(
             [[modern_lm.shown_token(s.token), f"{s.probability:.3f}", str(s.cache_tokens),
-              f"{s.cache_bytes / 1024:,.0f}", f"{modern_lm.kv_cache_bytes(model, s.cache_tokens, no_gqa) / 1024:,.0f}"]
+              f"{s.cache_bytes / 1024:,.0f}", f"{modern_lm.decoder_kv_cache_bytes(model, s.cache_tokens, no_gqa) / 1024:,.0f}"]
              for s in steps_generated],
             [str(n + 1) for n in range(len(steps_generated))],
             [_("token"), _("probability"), _("tokens in the cache"), _("KV cache (KiB)"), _("without GQA (KiB)")],
@@ -142,7 +142,7 @@ def page() -> None:
                  "key/value head and token: 2 × {layers} × {kv} × {d} numbers × 4 bytes = {per} KiB per token in float32; "
                  "with a key/value head per query head ({h}, no GQA) it would be 3 times larger.",
                  layers=model.num_layers, kv=model.num_kv_heads, d=model.head_dim,
-                 per=f"{modern_lm.kv_cache_bytes(model, 1) / 1024:g}", h=model.num_heads))
+                 per=f"{modern_lm.decoder_kv_cache_bytes(model, 1) / 1024:g}", h=model.num_heads))
 
     # ---------------------------------------------------------------- every head
     st.subheader(_("Every head of every layer"))

@@ -30,6 +30,7 @@ from attention_core.inputs.tokens import token_labels
 from attention_core.limits import MODERN_LM_MAX_CHARS, MODERN_LM_MAX_TOKENS
 from attention_core.trained_model.head_findings import block_means
 from attention_core.trained_model.smollm2 import Decoder, DecoderHeadStep, DecoderRun, head_step
+from attention_core.transformer.generation import FLOAT32_BYTES, kv_cache_bytes
 
 #: How many of the most likely next tokens the page lists.
 TOP_K = 10
@@ -243,11 +244,14 @@ def next_tokens(decoder: Decoder, logits: torch.Tensor, temperature: float = 1.0
                       probabilities=top.values, logits=logits[top.indices], rest=float(1 - top.values.sum()))
 
 
-def kv_cache_bytes(decoder: Decoder, tokens: int, kv_heads: Optional[int] = None, bytes_per_number: int = 4) -> int:
-    """The KV cache's size for ``tokens`` positions: keys and values of every layer's key/value heads,
-    2 · L · G · d · T numbers of ``bytes_per_number`` bytes (float32: 4). With ``kv_heads`` = H: as without GQA."""
+def decoder_kv_cache_bytes(decoder: Decoder, tokens: int, kv_heads: Optional[int] = None,
+                           bytes_per_number: int = FLOAT32_BYTES) -> int:
+    """The model's KV cache's size for ``tokens`` positions: keys and values of every layer's key/value heads,
+    2 · L · G · d · T numbers of ``bytes_per_number`` bytes (float32: 4), by
+    :func:`attention_core.transformer.generation.kv_cache_bytes` with the model's sizes. With ``kv_heads`` = H: as
+    without GQA."""
     groups = decoder.num_kv_heads if kv_heads is None else kv_heads
-    return 2 * decoder.num_layers * groups * decoder.head_dim * tokens * bytes_per_number
+    return kv_cache_bytes(decoder.num_layers, groups, decoder.head_dim, tokens, bytes_per_number)
 
 
 @dataclass(frozen=True)
@@ -305,8 +309,8 @@ class Continuation:
     (:func:`prompt_cache`); the same tokens come out.
 
     Safe to share between threads (a lock); what it returns never changes (greedy decoding is deterministic). Once
-    started it holds the cache, not the run: 2 · L · G · d · (T + n) float32 numbers (:func:`kv_cache_bytes`; 24 MB
-    at 512 tokens).
+    started it holds the cache, not the run: 2 · L · G · d · (T + n) float32 numbers (:func:`decoder_kv_cache_bytes`;
+    24 MB at 512 tokens).
     """
 
     def __init__(self, decoder: Decoder, prompt: Prompt, run: Optional[LmRun] = None) -> None:

@@ -141,8 +141,8 @@ def test_generation_with_the_kv_cache_is_greedy_decoding_and_the_cache_grows_by_
     t = len(prompt.ids)
     for n, step in enumerate(steps):
         assert step.cache_tokens == t + n
-        assert step.cache_bytes == modern_lm.kv_cache_bytes(decoder, t + n) == 2 * 30 * 3 * 64 * (t + n) * 4
-    assert modern_lm.kv_cache_bytes(decoder, 1, kv_heads=9) == 3 * modern_lm.kv_cache_bytes(decoder, 1)
+        assert step.cache_bytes == modern_lm.decoder_kv_cache_bytes(decoder, t + n) == 2 * 30 * 3 * 64 * (t + n) * 4
+    assert modern_lm.decoder_kv_cache_bytes(decoder, 1, kv_heads=9) == 3 * modern_lm.decoder_kv_cache_bytes(decoder, 1)
 
 
 def test_a_512_token_run_and_one_head_hold_what_the_cache_docs_say(decoder):
@@ -183,7 +183,7 @@ def test_a_512_token_generation_keeps_its_cache_within_what_the_cache_docs_say(d
     steps = going.steps(12)
     assert [s.cache_tokens for s in steps] == list(range(512, 524))
     assert model_data.held_bytes(going, shared=decoder.model) <= lm_data.CONTINUATION_MB * 1e6
-    assert steps[-1].cache_bytes == modern_lm.kv_cache_bytes(decoder, 523) > 23e6
+    assert steps[-1].cache_bytes == modern_lm.decoder_kv_cache_bytes(decoder, 523) > 23e6
 
 
 def test_prompts_any_script_the_chat_template_a_cut_and_an_empty_one(decoder):
