@@ -94,6 +94,14 @@ MODERN_LM_MAX_CHARS = 4000
 #: The most tokens the page generates after the prompt, one at a time.
 MODERN_LM_MAX_NEW_TOKENS = 12
 
+# ---------------------------------------------------------------- learning: the backward pages and training
+
+#: The backward pages' learning rate η (one gradient step W ← W − η dW): the step itself accepts any η above 0 up to
+#: MAX_BACKWARD_LEARNING_RATE; the page's field starts at MIN_BACKWARD_LEARNING_RATE.
+MIN_BACKWARD_LEARNING_RATE, MAX_BACKWARD_LEARNING_RATE = 0.001, 10
+#: The learning rates a training run accepts (Adam's η, *Watch attention learn*).
+MIN_TRAINING_LEARNING_RATE, MAX_TRAINING_LEARNING_RATE = 1e-5, 1.0
+
 # ---------------------------------------------------------------- the experiment pages
 
 #: Why √d_k: S, the (q, k) pairs sampled per d_k, and n, the keys each sampled query meets.

@@ -12,9 +12,9 @@ import pandas as pd
 import streamlit as st
 
 from attention_core.backward.backward_walkthrough import TARGETS
-from attention_core.backward.gradients import MAX_LEARNING_RATE, MAX_STEPS
+from attention_core.backward.gradients import MAX_STEPS
 from attention_core.inputs.tokens import dim_labels, token_labels
-from attention_core.limits import MAX_TOKENS
+from attention_core.limits import MAX_BACKWARD_LEARNING_RATE, MAX_TOKENS
 
 from . import charts, state, widgets
 from .i18n import _
@@ -42,7 +42,7 @@ def target_controls(copy_help: str) -> None:
 def learning_rate() -> None:
     """η of the gradient-descent step."""
     state.bind(st.number_input, _("Learning rate η"), "backward.learning_rate", step=0.1, format="%.3f",
-               help=_("Above 0, at most {high}.", high=MAX_LEARNING_RATE))
+               help=_("Above 0, at most {high}.", high=MAX_BACKWARD_LEARNING_RATE))
 
 
 def target_editor(toggle_key: str, edits_name: str, build_target: Callable, column_prefix: str) -> None:

@@ -42,12 +42,10 @@ from typing import Any, Callable, NamedTuple, Optional
 import torch
 
 from attention_core.errors import N_, InputError, quote
-from attention_core.limits import MAX_ABS_VALUE
+from attention_core.limits import MAX_ABS_VALUE, MAX_BACKWARD_LEARNING_RATE
 from attention_core.masks import causal_mask
 from attention_core.self_attention.functional import self_attention
 
-#: The largest learning rate η a gradient step accepts (any number above 0 up to it).
-MAX_LEARNING_RATE = 10
 #: The matrices :func:`finite_difference` can nudge, with their names in messages.
 NUDGEABLE = {"w_query": "W_q", "w_key": "W_k", "w_value": "W_v"}
 
@@ -97,10 +95,10 @@ def check_learning_rate(learning_rate) -> float:
     if isinstance(learning_rate, torch.Tensor) and learning_rate.numel() == 1:
         learning_rate = learning_rate.item()
     is_number = isinstance(learning_rate, numbers.Real) and not isinstance(learning_rate, bool)
-    if not (is_number and math.isfinite(learning_rate) and 0 < learning_rate <= MAX_LEARNING_RATE):
+    if not (is_number and math.isfinite(learning_rate) and 0 < learning_rate <= MAX_BACKWARD_LEARNING_RATE):
         raise InputError(
             N_("The learning rate must be a number above 0 and at most {high}; got {value}."),
-            field="backward.learning_rate", high=MAX_LEARNING_RATE,
+            field="backward.learning_rate", high=MAX_BACKWARD_LEARNING_RATE,
             value=learning_rate if is_number else quote(repr(learning_rate)),
         )
     return float(learning_rate)

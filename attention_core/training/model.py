@@ -27,11 +27,11 @@ import torch
 from torch import nn
 
 from attention_core.errors import N_, InputError
+from attention_core.limits import MAX_TRAINING_LEARNING_RATE, MIN_TRAINING_LEARNING_RATE
 from attention_core.masks import causal_mask
 from attention_core.training.tasks import Batch, Task
 
-#: The learning rates a run accepts (Adam's η), and the most updates.
-MIN_LEARNING_RATE, MAX_LEARNING_RATE = 1e-5, 1.0
+#: The most updates a run takes (its learning rates: limits.MIN/MAX_TRAINING_LEARNING_RATE).
 MAX_STEPS = 5000
 #: A run stops (diverged) when its loss is not finite or above this many times its first loss.
 DIVERGED_FACTOR = 100.0
@@ -261,13 +261,13 @@ def start(task: Task, seed: int, learning_rate: float, steps: int, d_model: Opti
     worker thread cannot disturb the server's other draws).
 
     Raises:
-        InputError: η not a number in [:data:`MIN_LEARNING_RATE`, :data:`MAX_LEARNING_RATE`] (field "training.learning_rate"), steps not a
+        InputError: η not a number in [MIN_TRAINING_LEARNING_RATE, MAX_TRAINING_LEARNING_RATE] (field "training.learning_rate"), steps not a
             whole number in 1..:data:`MAX_STEPS` ("training.steps").
     """
     if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)) or not (
-            math.isfinite(learning_rate) and MIN_LEARNING_RATE <= learning_rate <= MAX_LEARNING_RATE):
+            math.isfinite(learning_rate) and MIN_TRAINING_LEARNING_RATE <= learning_rate <= MAX_TRAINING_LEARNING_RATE):
         raise InputError(N_("The learning rate must be a number from {low} to {high}; got {value}."),
-                         field="training.learning_rate", low=MIN_LEARNING_RATE, high=MAX_LEARNING_RATE,
+                         field="training.learning_rate", low=MIN_TRAINING_LEARNING_RATE, high=MAX_TRAINING_LEARNING_RATE,
                          value=repr(learning_rate))
     if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
         raise InputError(N_("The number of steps must be a whole number from 1 to {high}; got {value}."),

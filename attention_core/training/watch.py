@@ -20,9 +20,15 @@ import torch
 from attention_core.errors import N_, InputError
 from attention_core.fields import Choice, FloatRange, IntRange, OneBasedIndex, label
 from attention_core.inputs.tokens import token_labels
-from attention_core.limits import MAX_DIM, MAX_SEED, MAX_TOKENS
+from attention_core.limits import (
+    MAX_DIM,
+    MAX_SEED,
+    MAX_TOKENS,
+    MAX_TRAINING_LEARNING_RATE,
+    MIN_TRAINING_LEARNING_RATE,
+)
 from attention_core.page import Page
-from attention_core.training.model import MAX_LEARNING_RATE, MAX_STEPS, MIN_LEARNING_RATE, Snapshot, Trainer
+from attention_core.training.model import MAX_STEPS, Snapshot, Trainer
 from attention_core.training.runs import RunKey
 from attention_core.training.tasks import TASKS
 from attention_core.training.update import ExplainedUpdate, explain_update
@@ -43,7 +49,7 @@ class TrainingSettings:
 
     Attributes:
         task: a key of ``TASKS``. seed: the run's seed (0..MAX_SEED). learning_rate: Adam's η, in
-            [MIN_LEARNING_RATE, MAX_LEARNING_RATE]. steps: updates, 1..MAX_STEPS.
+            [MIN_TRAINING_LEARNING_RATE, MAX_TRAINING_LEARNING_RATE]. steps: updates, 1..MAX_STEPS.
         snapshot: the step whose snapshot is shown (the page moves it to the run's nearest snapshot at or before
             it; the default, MAX_STEPS, is the last).
         layer: the layer (0-based) whose weight update is explained and whose head is opened.
@@ -76,7 +82,7 @@ TRAINING = Page(
         Choice("task", tuple(TASKS), N_("Unknown task “{raw}”; using “{title}”."),
                titles={key: task.title for key, task in TASKS.items()}),
         IntRange("seed", 0, MAX_SEED, label(N_("The run's seed"))),
-        FloatRange("learning_rate", MIN_LEARNING_RATE, MAX_LEARNING_RATE, "eta",
+        FloatRange("learning_rate", MIN_TRAINING_LEARNING_RATE, MAX_TRAINING_LEARNING_RATE, "eta",
                    malformed=N_("η must be a number; got “{raw}”, using {value:g}."),
                    out_of_range=N_("η must be between {low:g} and {high:g}; got {eta:g}, using {clamped:g}.")),
         IntRange("steps", 1, MAX_STEPS, label(N_("The number of steps"))),

@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 from torch import nn
 
 from attention_core.backward.gradients import (
-    MAX_LEARNING_RATE,
     BackwardTrace,
     backward_trace,
     finite_difference,
@@ -33,6 +32,7 @@ from attention_core.backward.gradients import (
 )
 from attention_core.backward.multi_head_gradients import MultiHeadBackwardTrace, multi_head_backward_trace
 from attention_core.errors import InputError
+from attention_core.limits import MAX_BACKWARD_LEARNING_RATE
 
 TOL = dict(rtol=1e-5, atol=1e-5)
 #: The gradients of one head, each compared with autograd's.
@@ -442,7 +442,7 @@ def test_a_bad_learning_rate_is_refused(rate):
 
 def test_the_learning_rate_may_be_exactly_the_maximum():
     trace = backward_trace(*single_example(0, 3, 2, 2, 2))
-    assert gradient_step(trace, MAX_LEARNING_RATE).learning_rate == 10.0
+    assert gradient_step(trace, MAX_BACKWARD_LEARNING_RATE).learning_rate == 10.0
 
 
 @pytest.mark.parametrize("kwargs, field", [

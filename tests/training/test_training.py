@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from attention_core.errors import InputError
-from attention_core.training.model import DIVERGED_FACTOR, MAX_LEARNING_RATE, MAX_STEPS, start
+from attention_core.limits import MAX_TRAINING_LEARNING_RATE
+from attention_core.training.model import DIVERGED_FACTOR, MAX_STEPS, start
 from attention_core.training.tasks import TASKS
 from attention_core.training.update import explain_update
 
@@ -90,7 +91,7 @@ def test_the_same_settings_give_the_same_run():
 
 
 def test_a_diverging_run_stops_with_a_flag_and_keeps_its_curve():
-    trainer = start(TASKS["previous"], seed=0, learning_rate=MAX_LEARNING_RATE, steps=200)
+    trainer = start(TASKS["previous"], seed=0, learning_rate=MAX_TRAINING_LEARNING_RATE, steps=200)
     trainer.advance(200)
     assert trainer.diverged and trainer.done and trainer.step < 200
     assert all(math.isfinite(x) and x <= DIVERGED_FACTOR * trainer.losses[0] for x in trainer.losses)
