@@ -47,7 +47,7 @@ def turned_off() -> bool:
 
 
 @st.cache_resource(show_spinner=False)  # the page shows a spinner in the session's language
-def decoder() -> smollm2.Decoder:
+def decoder() -> smollm2.SmolLM2Decoder:
     """The verified, loaded model (shared read-only by every session)."""
     model_data.configure_torch()
     loaded = smollm2.load_decoder()

@@ -29,7 +29,7 @@ from attention_core.errors import N_, InputError
 from attention_core.inputs.tokens import token_labels
 from attention_core.limits import MODERN_LM_MAX_CHARS, MODERN_LM_MAX_TOKENS
 from attention_core.trained_model.head_findings import block_means
-from attention_core.trained_model.smollm2 import Decoder, DecoderHeadStep, DecoderRun, head_step
+from attention_core.trained_model.smollm2 import DecoderHeadStep, DecoderRun, SmolLM2Decoder, head_step
 from attention_core.transformer.generation import FLOAT32_BYTES, kv_cache_bytes
 
 #: How many of the most likely next tokens the page lists.
@@ -69,13 +69,13 @@ class Prompt:
         return self.kept_tokens < self.text_tokens
 
 
-def _template(decoder: Decoder, text: str) -> list[int]:
+def _template(decoder: SmolLM2Decoder, text: str) -> list[int]:
     out = decoder.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
                                                 tokenize=True)
     return list(out["input_ids"] if hasattr(out, "keys") else out)
 
 
-def encode_prompt(decoder: Decoder, text: str, chat_template: bool = False,
+def encode_prompt(decoder: SmolLM2Decoder, text: str, chat_template: bool = False,
                   max_tokens: int = MODERN_LM_MAX_TOKENS) -> Prompt:
     """Tokenise ``text`` with the model's byte-level BPE (any script, emoji included), optionally inside the chat
     template, cut to ``max_tokens`` tokens in all (the text's end is cut; the template's turns are kept).
@@ -158,7 +158,7 @@ def _summaries(weights: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return previous, first, own, block_means(weights, PICTURE), weights.amax(-1).mean(-1)
 
 
-def run_model(decoder: Decoder, prompt: Prompt) -> LmRun:
+def run_model(decoder: SmolLM2Decoder, prompt: Prompt) -> LmRun:
     """One forward pass of the model on the prompt; each layer's weights are summarised as they are made (a forward
     hook on its attention module), so the (L, H, T, T) weights are never all held at once.
     """
@@ -228,7 +228,7 @@ class NextTokens:
     rest: float
 
 
-def next_tokens(decoder: Decoder, logits: torch.Tensor, temperature: float = 1.0, k: int = TOP_K) -> NextTokens:
+def next_tokens(decoder: SmolLM2Decoder, logits: torch.Tensor, temperature: float = 1.0, k: int = TOP_K) -> NextTokens:
     """The top ``k`` of softmax(z / τ) over the vocabulary (Hinton et al. 2015, eq. 1).
 
     Raises:
@@ -244,7 +244,7 @@ def next_tokens(decoder: Decoder, logits: torch.Tensor, temperature: float = 1.0
                       probabilities=top.values, logits=logits[top.indices], rest=float(1 - top.values.sum()))
 
 
-def decoder_kv_cache_bytes(decoder: Decoder, tokens: int, kv_heads: Optional[int] = None,
+def decoder_kv_cache_bytes(decoder: SmolLM2Decoder, tokens: int, kv_heads: Optional[int] = None,
                            bytes_per_number: int = FLOAT32_BYTES) -> int:
     """The model's KV cache's size for ``tokens`` positions: keys and values of every layer's key/value heads,
     2 · L · G · d · T numbers of ``bytes_per_number`` bytes (float32: 4), by
@@ -278,7 +278,7 @@ def _cache_size(cache) -> tuple[int, int]:
     return int(layers[0].keys.shape[-2]), int(size)
 
 
-def prompt_cache(decoder: Decoder, run: LmRun):
+def prompt_cache(decoder: SmolLM2Decoder, run: LmRun):
     """The prompt's KV cache (a transformers ``DynamicCache``), rebuilt from the run's hidden states instead of a
     second pass over the prompt: layer ℓ's keys are RoPE(RMSNorm(x_ℓ) W_k), its values RMSNorm(x_ℓ) W_v, x_ℓ the
     layer's input (``run.hidden_states[ℓ]``), as ``LlamaAttention`` stores them. Two projections per layer (~60 ms at
@@ -313,7 +313,7 @@ class Continuation:
     24 MB at 512 tokens).
     """
 
-    def __init__(self, decoder: Decoder, prompt: Prompt, run: Optional[LmRun] = None) -> None:
+    def __init__(self, decoder: SmolLM2Decoder, prompt: Prompt, run: Optional[LmRun] = None) -> None:
         self.decoder, self.prompt, self.run = decoder, prompt, run
         self._made: list[GenerationStep] = []
         self._logits: Optional[torch.Tensor] = None  # the next token's logits (V,)
@@ -347,7 +347,7 @@ class Continuation:
                                          positions, size))
 
 
-def generate(decoder: Decoder, prompt: Prompt, count: int, run: Optional[LmRun] = None) -> tuple[GenerationStep, ...]:
+def generate(decoder: SmolLM2Decoder, prompt: Prompt, count: int, run: Optional[LmRun] = None) -> tuple[GenerationStep, ...]:
     """``count`` tokens after the prompt by greedy decoding with the KV cache (:class:`Continuation`; with ``run``,
     the prompt is not read again).
 
@@ -376,7 +376,7 @@ class LmHeadStep(DecoderHeadStep):
     heads_sum: torch.Tensor = None  # type: ignore[assignment]
 
 
-def layer_reference(decoder: Decoder, run: DecoderRun, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+def layer_reference(decoder: SmolLM2Decoder, run: DecoderRun, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The model's own code on layer ``layer``'s input: transformers' ``LlamaAttention`` (eager) after the layer's
     RMSNorm, with the model's rotary embedding and an additive causal mask.
 
@@ -394,7 +394,7 @@ def layer_reference(decoder: Decoder, run: DecoderRun, layer: int) -> tuple[torc
     return weights[0], output[0]
 
 
-def head(decoder: Decoder, run: LmRun, layer: int, head: int) -> LmHeadStep:
+def head(decoder: SmolLM2Decoder, run: LmRun, layer: int, head: int) -> LmHeadStep:
     """Query head ``head`` of layer ``layer`` step by step (:func:`smollm2.head_step`), with the model's own weights
     and the layer's output to check it against, and the sum of every head's share of that output.
 

@@ -207,8 +207,8 @@ class Bfloat16Embedding(torch.nn.Embedding):
 
 
 @dataclass(frozen=True)
-class Decoder:
-    """The loaded model and tokenizer. Shared read-only by every user of a server: never mutate it.
+class SmolLM2Decoder:
+    """SmolLM2-135M-Instruct loaded, with its tokenizer. Shared read-only by every user of a server: never mutate it.
 
     Attributes:
         model: transformers' ``LlamaForCausalLM`` in eval mode, eager attention, computing in float32: its 211 weight
@@ -462,7 +462,7 @@ def load_cached(folder: Path) -> tuple[Any, Any]:
     computed again, and the bfloat16 modules become :class:`Bfloat16Linear` / :class:`Bfloat16Embedding`.
 
     Returns:
-        (model, tokenizer): see :class:`Decoder`; the model's generation config is the cache's.
+        (model, tokenizer): see :class:`SmolLM2Decoder`; the model's generation config is the cache's.
 
     Raises:
         RuntimeError: the file's tensors are not the model's (a cache written by another version of this code).
@@ -496,7 +496,7 @@ def load_cached(folder: Path) -> tuple[Any, Any]:
     return model.eval().requires_grad_(False), tokenizer
 
 
-def load_decoder(path: Optional[Path] = None, *, verify: bool = True) -> Decoder:
+def load_decoder(path: Optional[Path] = None, *, verify: bool = True) -> SmolLM2Decoder:
     """The model and tokenizer, from the verified cache of converted weights (call once per server).
 
     The first load converts the GGUF file in a child process (:func:`convert`: ~10–12 s and 1.2 GB of peak RSS in
@@ -520,7 +520,7 @@ def load_decoder(path: Optional[Path] = None, *, verify: bool = True) -> Decoder
     model, tokenizer = load_cached(_cached(path, verify))
     config = model.config
     theta = config.rope_parameters["rope_theta"] if getattr(config, "rope_parameters", None) else config.rope_theta
-    return Decoder(model=model, tokenizer=tokenizer, num_layers=config.num_hidden_layers,
+    return SmolLM2Decoder(model=model, tokenizer=tokenizer, num_layers=config.num_hidden_layers,
                    num_heads=config.num_attention_heads, num_kv_heads=config.num_key_value_heads,
                    head_dim=config.hidden_size // config.num_attention_heads, hidden_size=config.hidden_size,
                    rope_theta=float(theta), rms_eps=float(config.rms_norm_eps),
@@ -545,7 +545,7 @@ class DecoderRun:
     next_token_probs: torch.Tensor
 
 
-def run_prompt(decoder: Decoder, text: str) -> DecoderRun:
+def run_prompt(decoder: SmolLM2Decoder, text: str) -> DecoderRun:
     """The model's forward pass on ``text`` (no chat template, no special tokens added).
 
     Raises:
@@ -600,7 +600,7 @@ class DecoderHeadStep:
     projected: torch.Tensor
 
 
-def head_step(decoder: Decoder, run: DecoderRun, layer: int, head: int) -> DecoderHeadStep:
+def head_step(decoder: SmolLM2Decoder, run: DecoderRun, layer: int, head: int) -> DecoderHeadStep:
     """Query head ``head`` of layer ``layer`` recomputed from the layer's input and the model's own weights (see the
     module's docstring).
 
