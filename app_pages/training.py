@@ -4,8 +4,8 @@ form snapshot by snapshot, and see one Adam update with its numbers (attention_c
 import streamlit as st
 
 from attention_core.errors import N_, InputError
+from attention_core.limits import MAX_TRAINING_STEPS
 from attention_core.training import formation, watch
-from attention_core.training.model import MAX_STEPS
 from attention_core.training.tasks import TASKS
 from ui import page_body, state, training, widgets
 from ui.i18n import _
@@ -42,7 +42,7 @@ def page() -> None:
                                          default=task.learning_rate))
     with c3:
         state.bind(st.number_input, _("Steps (updates)"), "training.steps", step=50,
-                   help=_("1 to {high}; each update uses a batch of 64 sequences.", high=MAX_STEPS))
+                   help=_("1 to {high}; each update uses a batch of 64 sequences.", high=MAX_TRAINING_STEPS))
 
     key = watch.run_key(settings)
     run = training.runs().get(key)

@@ -99,8 +99,11 @@ MODERN_LM_MAX_NEW_TOKENS = 12
 #: The backward pages' learning rate η (one gradient step W ← W − η dW): the step itself accepts any η above 0 up to
 #: MAX_BACKWARD_LEARNING_RATE; the page's field starts at MIN_BACKWARD_LEARNING_RATE.
 MIN_BACKWARD_LEARNING_RATE, MAX_BACKWARD_LEARNING_RATE = 0.001, 10
-#: The learning rates a training run accepts (Adam's η, *Watch attention learn*).
+#: The most gradient-descent steps a backward page takes at once (the "Steps to take" setting; more are clamped).
+MAX_BACKWARD_STEPS = 50
+#: The learning rates a training run accepts (Adam's η, *Watch attention learn*), and the most updates it takes.
 MIN_TRAINING_LEARNING_RATE, MAX_TRAINING_LEARNING_RATE = 1e-5, 1.0
+MAX_TRAINING_STEPS = 5000
 
 # ---------------------------------------------------------------- the experiment pages
 

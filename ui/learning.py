@@ -12,9 +12,8 @@ import pandas as pd
 import streamlit as st
 
 from attention_core.backward.backward_walkthrough import TARGETS
-from attention_core.backward.gradients import MAX_STEPS
 from attention_core.inputs.tokens import dim_labels, token_labels
-from attention_core.limits import MAX_BACKWARD_LEARNING_RATE, MAX_TOKENS
+from attention_core.limits import MAX_BACKWARD_LEARNING_RATE, MAX_BACKWARD_STEPS, MAX_TOKENS
 
 from . import charts, state, widgets
 from .i18n import _
@@ -67,7 +66,7 @@ def keep_stepping(walk: Any) -> Callable[[Any], None]:
         st.subheader(_("Keep stepping"))
         state.bind(st.number_input, _("Steps to take"), "backward.steps", step=1,
                    help=_("1 to {high}: each step starts from the weights the last one left, with the same η.",
-                          high=MAX_STEPS))
+                          high=MAX_BACKWARD_STEPS))
         losses = descent.losses
         charts.lines(pd.DataFrame({"x": range(len(losses)), "y": losses, "series": _("loss L"), "order": 0,
                                    "dashed": False}),

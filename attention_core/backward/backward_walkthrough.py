@@ -22,7 +22,6 @@ import torch
 
 from attention_core.backward import formulas
 from attention_core.backward.gradients import (
-    MAX_STEPS,
     BackwardTrace,
     Descent,
     FiniteDifference,
@@ -41,7 +40,13 @@ from attention_core.fields import Choice, FloatRange, IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.inputs.stage import Inputs, apply_edits, build_inputs
 from attention_core.inputs.tokens import dim_labels, token_labels
-from attention_core.limits import MAX_BACKWARD_LEARNING_RATE, MAX_SEED, MAX_TOKENS, MIN_BACKWARD_LEARNING_RATE
+from attention_core.limits import (
+    MAX_BACKWARD_LEARNING_RATE,
+    MAX_BACKWARD_STEPS,
+    MAX_SEED,
+    MAX_TOKENS,
+    MIN_BACKWARD_LEARNING_RATE,
+)
 from attention_core.masks import causal_mask
 from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
@@ -341,7 +346,7 @@ class BackwardSettings:
     Attributes:
         target: a key of :data:`TARGETS`. copy_query, copy_key: "token i should copy token j's value", 1-based
             (clamped to the sentence's length). target_seed: the random target's seed. learning_rate: η of the
-            gradient step, in (0, MAX_BACKWARD_LEARNING_RATE]. steps: how many steps "Keep stepping" takes (1 … MAX_STEPS).
+            gradient step, in (0, MAX_BACKWARD_LEARNING_RATE]. steps: how many steps "Keep stepping" takes (1 … MAX_BACKWARD_STEPS).
     """
 
     target: str = "copy"
@@ -375,7 +380,7 @@ BACKWARD = Page(
         IntRange("copy_query", 1, MAX_TOKENS, label(N_("The token that copies (i)"))),
         IntRange("copy_key", 1, MAX_TOKENS, label(N_("The token copied (j)"))),
         IntRange("target_seed", 0, MAX_SEED, label(N_("The target's seed"))),
-        IntRange("steps", 1, MAX_STEPS, label(N_("Steps to take"))),
+        IntRange("steps", 1, MAX_BACKWARD_STEPS, label(N_("Steps to take"))),
         FloatRange("learning_rate", MIN_BACKWARD_LEARNING_RATE, float(MAX_BACKWARD_LEARNING_RATE), "eta",
                    malformed=N_("η must be a number; got “{raw}”, using {value:g}."),
                    out_of_range=N_("η must be between {low:g} and {high:g}; got {eta:g}, using {clamped:g}.")),

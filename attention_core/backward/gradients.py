@@ -42,7 +42,7 @@ from typing import Any, Callable, NamedTuple, Optional
 import torch
 
 from attention_core.errors import N_, InputError, quote
-from attention_core.limits import MAX_ABS_VALUE, MAX_BACKWARD_LEARNING_RATE
+from attention_core.limits import MAX_ABS_VALUE, MAX_BACKWARD_LEARNING_RATE, MAX_BACKWARD_STEPS
 from attention_core.masks import causal_mask
 from attention_core.self_attention.functional import self_attention
 
@@ -451,10 +451,6 @@ def gradient_step(trace: BackwardTrace, learning_rate: float) -> StepResult:
     )
 
 
-#: The most gradient-descent steps a backward page takes at once (the "Steps to take" setting).
-MAX_STEPS = 50
-
-
 @dataclass(frozen=True)
 class Descent:
     """Several gradient-descent steps W ← W − η dW from one start, each from the weights the last one left: how the
@@ -485,10 +481,10 @@ class Descent:
 def descend(first: Any, steps: int, step: Callable[[Any, float], Any]) -> Descent:
     """``steps`` steps, the first already taken (``first``: a :class:`StepResult` or
     ``multi_head_gradients.MultiHeadStepResult``), each next one ``step(last.after, η)`` (:func:`gradient_step` or
-    ``multi_head_gradient_step``). ``steps`` is clamped to 1 … :data:`MAX_STEPS`; one forward and backward pass each
+    ``multi_head_gradient_step``). ``steps`` is clamped to 1 … :data:`MAX_BACKWARD_STEPS`; one forward and backward pass each
     (~0.5 ms for 7 tokens)."""
     last, losses = first, [first.loss_before, first.loss_after]
-    for _ in range(min(max(int(steps), 1), MAX_STEPS) - 1):
+    for _ in range(min(max(int(steps), 1), MAX_BACKWARD_STEPS) - 1):
         last = step(last.after, first.learning_rate)
         losses.append(last.loss_after)
     return Descent(first.learning_rate, tuple(losses), first.weights_before, last.weights_after)

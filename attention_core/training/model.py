@@ -27,12 +27,10 @@ import torch
 from torch import nn
 
 from attention_core.errors import N_, InputError
-from attention_core.limits import MAX_TRAINING_LEARNING_RATE, MIN_TRAINING_LEARNING_RATE
+from attention_core.limits import MAX_TRAINING_LEARNING_RATE, MAX_TRAINING_STEPS, MIN_TRAINING_LEARNING_RATE
 from attention_core.masks import causal_mask
 from attention_core.training.tasks import Batch, Task
 
-#: The most updates a run takes (its learning rates: limits.MIN/MAX_TRAINING_LEARNING_RATE).
-MAX_STEPS = 5000
 #: A run stops (diverged) when its loss is not finite or above this many times its first loss.
 DIVERGED_FACTOR = 100.0
 
@@ -262,16 +260,16 @@ def start(task: Task, seed: int, learning_rate: float, steps: int, d_model: Opti
 
     Raises:
         InputError: η not a number in [MIN_TRAINING_LEARNING_RATE, MAX_TRAINING_LEARNING_RATE] (field "training.learning_rate"), steps not a
-            whole number in 1..:data:`MAX_STEPS` ("training.steps").
+            whole number in 1..MAX_TRAINING_STEPS ("training.steps").
     """
     if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)) or not (
             math.isfinite(learning_rate) and MIN_TRAINING_LEARNING_RATE <= learning_rate <= MAX_TRAINING_LEARNING_RATE):
         raise InputError(N_("The learning rate must be a number from {low} to {high}; got {value}."),
                          field="training.learning_rate", low=MIN_TRAINING_LEARNING_RATE, high=MAX_TRAINING_LEARNING_RATE,
                          value=repr(learning_rate))
-    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_TRAINING_STEPS:
         raise InputError(N_("The number of steps must be a whole number from 1 to {high}; got {value}."),
-                         field="training.steps", high=MAX_STEPS, value=repr(steps))
+                         field="training.steps", high=MAX_TRAINING_STEPS, value=repr(steps))
     model = AttentionOnly(task.vocab, task.context, d_model or task.d_model, task.num_layers, task.num_heads,
                           torch.Generator().manual_seed(seed))
     probe = task.batch(torch.Generator().manual_seed(seed + 3), 1)

@@ -2,8 +2,8 @@ r"""A finished training run as a standalone Python script that trains it again a
 
 The script holds the tasks' and the model's own source (:mod:`attention_core.training.tasks` and
 :mod:`attention_core.training.model`, read with ``inspect``, so it trains exactly as the server did), stand-ins for
-what they import from the app (the learning rates' limits as literals), the run's settings as literals, and the
-app's final numbers. It trains with the same seeds and thread count, then checks:
+what they import from the app (the learning rates' and the steps' limits as literals), the run's settings as
+literals, and the app's final numbers. It trains with the same seeds and thread count, then checks:
 
 - the final loss within :data:`LOSS_TOLERANCE` (absolute, nats) of the app's;
 - the pattern's share of the weight (the task's score of its pattern layer's head) within :data:`SCORE_TOLERANCE`.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 import re
 
-from attention_core.limits import MAX_TRAINING_LEARNING_RATE, MIN_TRAINING_LEARNING_RATE
+from attention_core.limits import MAX_TRAINING_LEARNING_RATE, MAX_TRAINING_STEPS, MIN_TRAINING_LEARNING_RATE
 from attention_core.training import model, tasks
 from attention_core.training.model import Trainer
 
@@ -42,8 +42,9 @@ def causal_mask(n, m=None):  # query i may attend to keys j <= i
     return torch.ones(m or n, n, dtype=torch.bool).tril()
 
 
-''' + f"""# the learning rates a run accepts (attention_core/limits.py)
+''' + f"""# the learning rates and the most updates a run accepts (attention_core/limits.py)
 MIN_TRAINING_LEARNING_RATE, MAX_TRAINING_LEARNING_RATE = {MIN_TRAINING_LEARNING_RATE!r}, {MAX_TRAINING_LEARNING_RATE!r}
+MAX_TRAINING_STEPS = {MAX_TRAINING_STEPS!r}
 """
 
 

@@ -25,10 +25,11 @@ from attention_core.limits import (
     MAX_SEED,
     MAX_TOKENS,
     MAX_TRAINING_LEARNING_RATE,
+    MAX_TRAINING_STEPS,
     MIN_TRAINING_LEARNING_RATE,
 )
 from attention_core.page import Page
-from attention_core.training.model import MAX_STEPS, Snapshot, Trainer
+from attention_core.training.model import Snapshot, Trainer
 from attention_core.training.runs import RunKey
 from attention_core.training.tasks import TASKS
 from attention_core.training.update import ExplainedUpdate, explain_update
@@ -49,9 +50,9 @@ class TrainingSettings:
 
     Attributes:
         task: a key of ``TASKS``. seed: the run's seed (0..MAX_SEED). learning_rate: Adam's η, in
-            [MIN_TRAINING_LEARNING_RATE, MAX_TRAINING_LEARNING_RATE]. steps: updates, 1..MAX_STEPS.
+            [MIN_TRAINING_LEARNING_RATE, MAX_TRAINING_LEARNING_RATE]. steps: updates, 1..MAX_TRAINING_STEPS.
         snapshot: the step whose snapshot is shown (the page moves it to the run's nearest snapshot at or before
-            it; the default, MAX_STEPS, is the last).
+            it; the default, MAX_TRAINING_STEPS, is the last).
         layer: the layer (0-based) whose weight update is explained and whose head is opened.
         which: the explained weight's matrix, a key of :data:`WEIGHTS`. row, col: its entry (0-based, below D).
     """
@@ -60,7 +61,7 @@ class TrainingSettings:
     seed: int = 0
     learning_rate: float = TASKS["induction"].learning_rate
     steps: int = TASKS["induction"].steps
-    snapshot: int = MAX_STEPS
+    snapshot: int = MAX_TRAINING_STEPS
     layer: int = 1
     which: str = "w_query"
     row: int = 0
@@ -71,7 +72,7 @@ def task_defaults(task: str) -> dict[str, object]:
     """The settings that go with choosing ``task``: its η and steps, its pattern's layer, the last snapshot."""
     chosen = TASKS[task]
     return {"training.learning_rate": chosen.learning_rate, "training.steps": chosen.steps,
-            "training.layer": chosen.pattern_layer, "training.snapshot": MAX_STEPS}
+            "training.layer": chosen.pattern_layer, "training.snapshot": MAX_TRAINING_STEPS}
 
 
 TRAINING = Page(
@@ -85,8 +86,8 @@ TRAINING = Page(
         FloatRange("learning_rate", MIN_TRAINING_LEARNING_RATE, MAX_TRAINING_LEARNING_RATE, "eta",
                    malformed=N_("η must be a number; got “{raw}”, using {value:g}."),
                    out_of_range=N_("η must be between {low:g} and {high:g}; got {eta:g}, using {clamped:g}.")),
-        IntRange("steps", 1, MAX_STEPS, label(N_("The number of steps"))),
-        IntRange("snapshot", 0, MAX_STEPS, label(N_("The snapshot's step"))),
+        IntRange("steps", 1, MAX_TRAINING_STEPS, label(N_("The number of steps"))),
+        IntRange("snapshot", 0, MAX_TRAINING_STEPS, label(N_("The snapshot's step"))),
         OneBasedIndex("layer", MAX_TRAINING_LAYERS,
                       N_("The model has layers 1 to {count}; got layer {shown}, using layer 1.")),
         Choice("which", tuple(WEIGHTS), N_("Unknown weight “{raw}”; using “{value}”.")),

@@ -32,7 +32,7 @@ from attention_core.backward.gradients import (
 )
 from attention_core.backward.multi_head_gradients import MultiHeadBackwardTrace, multi_head_backward_trace
 from attention_core.errors import InputError
-from attention_core.limits import MAX_BACKWARD_LEARNING_RATE
+from attention_core.limits import MAX_BACKWARD_LEARNING_RATE, MAX_BACKWARD_STEPS
 
 TOL = dict(rtol=1e-5, atol=1e-5)
 #: The gradients of one head, each compared with autograd's.
@@ -502,7 +502,7 @@ def test_several_steps_are_the_one_step_repeated_and_attention_visibly_moves():
     default example lower the loss every step and move P by ~0.1 where one step moved it by ~1e-5."""
     from attention_core.backward.backward_multi_head_walkthrough import build_backward_multi_head_walkthrough
     from attention_core.backward.backward_walkthrough import build_backward_walkthrough
-    from attention_core.backward.gradients import MAX_STEPS, descend, gradient_step
+    from attention_core.backward.gradients import descend, gradient_step
     from attention_core.backward.multi_head_gradients import multi_head_gradient_step
     from attention_core.settings import Settings
 
@@ -518,7 +518,7 @@ def test_several_steps_are_the_one_step_repeated_and_attention_visibly_moves():
     assert all(b < a for a, b in zip(losses, losses[1:]))
     assert float((walk.step.weights_after - walk.step.weights_before).abs().max()) < 1e-3 < 0.05 < (
         walk.descent.largest_change)
-    assert descend(walk.step, 10 ** 6, gradient_step).steps == MAX_STEPS and descend(walk.step, 0, gradient_step).steps == 1
+    assert descend(walk.step, 10 ** 6, gradient_step).steps == MAX_BACKWARD_STEPS and descend(walk.step, 0, gradient_step).steps == 1
     multi = build_backward_multi_head_walkthrough(Settings())
     assert multi.descent.weights_after.shape == multi.step.weights_after.shape  # (h, T, T)
     again = descend(multi.step, 3, multi_head_gradient_step)

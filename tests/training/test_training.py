@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from attention_core.errors import InputError
-from attention_core.limits import MAX_TRAINING_LEARNING_RATE
-from attention_core.training.model import DIVERGED_FACTOR, MAX_STEPS, start
+from attention_core.limits import MAX_TRAINING_LEARNING_RATE, MAX_TRAINING_STEPS
+from attention_core.training.model import DIVERGED_FACTOR, start
 from attention_core.training.tasks import TASKS
 from attention_core.training.update import explain_update
 
@@ -106,7 +106,7 @@ def test_a_bad_learning_rate_is_refused_with_its_field(rate):
     assert raised.value.field == "training.learning_rate"
 
 
-@pytest.mark.parametrize("steps", [0, -5, MAX_STEPS + 1, 2.5, "ten"])
+@pytest.mark.parametrize("steps", [0, -5, MAX_TRAINING_STEPS + 1, 2.5, "ten"])
 def test_a_bad_number_of_steps_is_refused_with_its_field(steps):
     with pytest.raises(InputError) as raised:
         start(TASKS["previous"], seed=0, learning_rate=0.01, steps=steps)
