@@ -6,7 +6,7 @@ from attention_core.errors import N_
 from attention_core.experiments import additive
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.self_attention.formulas import entry_of
-from ui import experiments, page_body, state, widgets
+from ui import experiments, heatmaps, page_body, state, widgets
 from ui.i18n import _
 
 
@@ -63,12 +63,12 @@ def page() -> None:
                                                        experiments.heatmap_width(n_tokens, row_labels=False)])
     with left:
         st.markdown(_("**softmax(Q Kᵀ / √d_k)**, dot product"))
-        widgets.heatmap(att.weights, rows, rows, key="add_dot_weights", clickable=True, selected=(i, j),
+        heatmaps.heatmap(att.weights, rows, rows, key="add_dot_weights", clickable=True, selected=(i, j),
                         row_title=_("query token"), col_title=_("key token"), legend=False, scale_max=view.shared_scale,
                         on_cell=lambda r, c: state.update(**{"additive.row": r, "additive.col": c}))
     with right:
         st.markdown(_("**softmax(a(Q, K))**, additive"))
-        widgets.heatmap(trace.weights, rows, rows, key="add_add_weights", clickable=True, selected=(i, j),
+        heatmaps.heatmap(trace.weights, rows, rows, key="add_add_weights", clickable=True, selected=(i, j),
                         row_title=_("query token"), col_title=_("key token"), legend=False, row_axis=stacked,
                         scale_max=view.shared_scale,
                         on_cell=lambda r, c: state.update(**{"additive.row": r, "additive.col": c}))
@@ -82,34 +82,34 @@ def page() -> None:
                                                 experiments.heatmap_width(1)])
     with s1:
         st.markdown(_("**1. W_q** (h × d_k)"))
-        widgets.heatmap(params.w_query, hidden_labels, dim_labels("c", d_k), key="add_wq", row_title=_("hidden unit"),
+        heatmaps.heatmap(params.w_query, hidden_labels, dim_labels("c", d_k), key="add_wq", row_title=_("hidden unit"),
                         col_title=_("column of q"), legend=False)
     with s2:
         st.markdown("**W_k** (h × d_k)")
-        widgets.heatmap(params.w_key, hidden_labels, dim_labels("c", d_k), key="add_wk", row_title=_("hidden unit"),
+        heatmaps.heatmap(params.w_key, hidden_labels, dim_labels("c", d_k), key="add_wk", row_title=_("hidden unit"),
                         col_title=_("column of k"), legend=False)
     with s3:
         st.markdown("**w_v** (h)")
-        widgets.heatmap(view.w_v_column, hidden_labels, ["w_v"], key="add_wv", row_title=_("hidden unit"),
+        heatmaps.heatmap(view.w_v_column, hidden_labels, ["w_v"], key="add_wv", row_title=_("hidden unit"),
                         legend=False)
     (s1, s2), _stacked = experiments.side_by_side([experiments.heatmap_width(h)] * 2)
     with s1:
         st.markdown(_("**2. Each query mapped: Q W_qᵀ** (row i is W_q q_i)"))
-        widgets.heatmap(trace.query_features, rows, hidden_labels, key="add_qf", row_title=_("query token"),
+        heatmaps.heatmap(trace.query_features, rows, hidden_labels, key="add_qf", row_title=_("query token"),
                         col_title=_("hidden unit"), legend=False)
     with s2:
         st.markdown(_("**Each key mapped: K W_kᵀ** (row j is W_k k_j)"))
-        widgets.heatmap(trace.key_features, rows, hidden_labels, key="add_kf", row_title=_("key token"),
+        heatmaps.heatmap(trace.key_features, rows, hidden_labels, key="add_kf", row_title=_("key token"),
                         col_title=_("hidden unit"), legend=False)
     (s1, s2), _stacked = experiments.side_by_side([experiments.heatmap_width(h), experiments.heatmap_width(n_tokens)])
     with s1:
         st.markdown(_("**3. tanh(W_q q_{i} + W_k k_j)** for query {query} and every key j", i=view.query_number,
                       query=widgets.md_escape(rows[i])))
-        widgets.heatmap(trace.hidden[i], rows, hidden_labels, key="add_hidden", row_title=_("key token"),
+        heatmaps.heatmap(trace.hidden[i], rows, hidden_labels, key="add_hidden", row_title=_("key token"),
                         col_title=_("hidden unit"), legend=False)
     with s2:
         st.markdown(_("**4. Scores a(q_i, k_j) = tanh(…) · w_v**"))
-        widgets.heatmap(trace.scores, rows, rows, key="add_scores", clickable=True, selected=(i, j),
+        heatmaps.heatmap(trace.scores, rows, rows, key="add_scores", clickable=True, selected=(i, j),
                         row_title=_("query token"), col_title=_("key token"), legend=False,
                         on_cell=lambda r, c: state.update(**{"additive.row": r, "additive.col": c}))
 

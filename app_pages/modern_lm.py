@@ -18,7 +18,7 @@ from attention_core.limits import (
 )
 from attention_core.trained_model import modern_lm, smollm2
 from attention_core.trained_model.modern_lm_walkthrough import header_latex, modern_lm_steps
-from ui import lm_data, model_data, model_view, page_body, runtime, state, stepthrough, widgets
+from ui import heatmaps, lm_data, model_data, model_view, page_body, runtime, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -110,7 +110,7 @@ def page() -> None:
                    help=_("p = softmax(z / τ): below 1 the most likely token takes more, above 1 the choice flattens."))
     model = lm_data.decoder()
     top = modern_lm.next_tokens(model, run.logits, settings.temperature.tau)
-    widgets.text_table(
+    heatmaps.text_table(
         [[modern_lm.shown_token(t), f"{float(p):.3f}", f"{float(z):.2f}"]
          for t, p, z in zip(top.tokens, top.probabilities, top.logits)],
         [str(n + 1) for n in range(len(top.tokens))], [_("token"), _("probability"), _("logit z")], key="lm_top", always=True)
@@ -129,7 +129,7 @@ def page() -> None:
         with st.spinner(_("Generating…")), runtime.step_aside():
             steps_generated = lm_data.generation(own.prompt, own.chat_template, own.generated)
         no_gqa = model.num_heads
-        widgets.text_table(
+        heatmaps.text_table(
             [[modern_lm.shown_token(s.token), f"{s.probability:.3f}", str(s.cache_tokens),
               f"{s.cache_bytes / 1024:,.0f}", f"{modern_lm.decoder_kv_cache_bytes(model, s.cache_tokens, no_gqa) / 1024:,.0f}"]
              for s in steps_generated],
@@ -191,7 +191,7 @@ def page() -> None:
     titles = {key: _(title) for key, (title, _meaning) in modern_lm.PATTERNS.items()}
     shown = st.selectbox(_("Every head's score for"), options=list(titles), format_func=titles.get, key="lm_pattern")
     head_labels = [_("head {head} (kv {g})", head=h + 1, g=model.kv_head(h) + 1) for h in range(MODERN_LM_HEADS)]
-    widgets.heatmap(run.patterns[shown].numpy().astype(float), [_("layer {layer}", layer=i + 1)
+    heatmaps.heatmap(run.patterns[shown].numpy().astype(float), [_("layer {layer}", layer=i + 1)
                                                                 for i in range(MODERN_LM_LAYERS)],
                     head_labels, key=f"lm_scores_{shown}", selected=(own.layer, own.head), clickable=True,
                     on_cell=open_head, legend=False)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.self_attention import formulas
-from ui import page_body, state, widgets
+from ui import heatmaps, page_body, state, widgets
 from ui.i18n import _
 
 
@@ -60,9 +60,9 @@ def page() -> None:
 
     st.subheader(_("All tokens at once"))
     st.markdown(_("Each row holds one query token's weights (each row sums to 1)."))
-    widgets.heatmap(walk.weightless.weights, labels, labels, key="no_weights_heatmap",
+    heatmaps.heatmap(walk.weightless.weights, labels, labels, key="no_weights_heatmap",
                     row_title=_("query"), col_title=_("key"))
-    widgets.heatmap(walk.weightless.output, labels, dim_labels("d", walk.trace.x.shape[1]),
+    heatmaps.heatmap(walk.weightless.output, labels, dim_labels("d", walk.trace.x.shape[1]),
                     key="no_weights_context", row_title=_("token"), col_title=_("context vector"))
     widgets.torch_check(
         walk.weightless_torch_diff, walk.weightless_torch_matches,

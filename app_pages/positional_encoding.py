@@ -7,7 +7,7 @@ from attention_core.errors import N_
 from attention_core.experiments import positional
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.positions import sinusoidal_encoding
-from ui import charts, experiments, page_body, state, widgets
+from ui import charts, experiments, heatmaps, page_body, state, widgets
 from ui.i18n import _
 
 
@@ -54,11 +54,11 @@ def page() -> None:
     (left, right), _stacked = experiments.side_by_side([out_width, out_width])
     with left:
         st.markdown(_("**SA(X)**: outputs of the original sentence"))
-        widgets.heatmap(t.attention.output, rows, out_cols, key="pe_plain", row_title=_("token"),
+        heatmaps.heatmap(t.attention.output, rows, out_cols, key="pe_plain", row_title=_("token"),
                         col_title=_("output column"))
     with right:
         st.markdown(_("**SA(P X)**: outputs of the shuffled sentence"))
-        widgets.heatmap(result.plain_shuffled.output, shuffled_rows, out_cols, key="pe_plain_shuffled",
+        heatmaps.heatmap(result.plain_shuffled.output, shuffled_rows, out_cols, key="pe_plain_shuffled",
                         row_title=_("token"), col_title=_("output column"))
     st.markdown(_("Find a word in both: its row of numbers is the same. Put the shuffled outputs back in the original "
                   "order and compare:"))
@@ -110,14 +110,14 @@ def page() -> None:
                                                 experiments.heatmap_width(d_model, row_labels=False)])
     with places[0]:
         st.markdown("**X**")
-        widgets.heatmap(t.x, rows, cols, key="pe_x", row_title=_("token"), col_title=_("dimension"), legend=False)
+        heatmaps.heatmap(t.x, rows, cols, key="pe_x", row_title=_("token"), col_title=_("dimension"), legend=False)
     with places[1]:
         st.markdown(_("**+ PE** (row p: position p)"))
-        widgets.heatmap(result.pe, [_("pos {p}", p=p) for p in range(n_tokens)], cols, key="pe_table",
+        heatmaps.heatmap(result.pe, [_("pos {p}", p=p) for p in range(n_tokens)], cols, key="pe_table",
                         row_title=_("position"), col_title=_("dimension"), legend=False)
     with places[2]:
         st.markdown("**= X + PE**")
-        widgets.heatmap(result.encoded_x, rows, cols, key="pe_x_plus", col_title=_("dimension"), legend=False,
+        heatmaps.heatmap(result.encoded_x, rows, cols, key="pe_x_plus", col_title=_("dimension"), legend=False,
                         row_axis=stacked)
 
     st.markdown(_("Now shuffle again. Each word lands at a new position and gets that position's vector, so its "
@@ -125,11 +125,11 @@ def page() -> None:
     (left, right), _stacked = experiments.side_by_side([out_width, out_width])
     with left:
         st.markdown(_("**SA(X + PE)**: original order"))
-        widgets.heatmap(result.encoded.output, rows, out_cols, key="pe_encoded", row_title=_("token"),
+        heatmaps.heatmap(result.encoded.output, rows, out_cols, key="pe_encoded", row_title=_("token"),
                         col_title=_("output column"))
     with right:
         st.markdown(_("**SA(P X + PE)**, rows put back in the original order"))
-        widgets.heatmap(result.encoded_unshuffled, rows, out_cols, key="pe_encoded_shuffled", row_title=_("token"),
+        heatmaps.heatmap(result.encoded_unshuffled, rows, out_cols, key="pe_encoded_shuffled", row_title=_("token"),
                         col_title=_("output column"))
     diff_text = f"{result.encoded_diff:.3g}"
     if result.order_matters:

@@ -5,7 +5,7 @@ import streamlit as st
 
 from attention_core.experiments import temperature
 from attention_core.inputs.tokens import token_labels
-from ui import charts, experiments, page_body, state, widgets
+from ui import charts, experiments, heatmaps, page_body, state, widgets
 from ui.i18n import _
 
 
@@ -52,7 +52,7 @@ def page() -> None:
     weights_col, entropy_col = st.columns([3, 2])
     with weights_col:
         st.markdown(_("**Weights at τ = {tau}** (click a row to write its numbers out below)", tau=f"{tau:g}"))
-        widgets.heatmap(trace.weights, rows, rows, key=f"temp_weights_{len(rows)}", clickable=True,
+        heatmaps.heatmap(trace.weights, rows, rows, key=f"temp_weights_{len(rows)}", clickable=True,
                         selected=(row, view.row_favourite),
                         row_title=_("query token"), col_title=_("key token"),
                         on_cell=lambda r, c: state.update(**{"temperature.row": r}))

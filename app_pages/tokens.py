@@ -7,7 +7,7 @@ from attention_core.errors import N_
 from attention_core.inputs.presets import PRESETS
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.settings import MAX_TOKENS
-from ui import page_body, state, widgets
+from ui import heatmaps, page_body, state, widgets
 from ui.i18n import _
 
 
@@ -76,7 +76,7 @@ def page() -> None:
     rows, cols = token_labels(walk.tokens), dim_labels("d", settings.d_model)
     st.markdown(_("**Edit any cell**: the changes flow through every page and are kept when you switch pages."))
     widgets.matrix_editor("x", walk.base["x"], rows, cols)
-    widgets.heatmap(walk.trace.x, rows, cols, key="tokens_heatmap", row_title=_("token"), col_title=_("dimension"))
+    heatmaps.heatmap(walk.trace.x, rows, cols, key="tokens_heatmap", row_title=_("token"), col_title=_("dimension"))
 
 
 page_body.run(page)

@@ -11,7 +11,7 @@ from attention_core.inputs.tokens import token_labels
 from attention_core.settings import MODEL_HEADS, MODEL_LAYERS
 from attention_core.trained_model import pretrained
 from attention_core.trained_model.formulas import header_latex, trained_model_steps
-from ui import model_data, model_view, page_body, runtime, state, stepthrough, widgets
+from ui import heatmaps, model_data, model_view, page_body, runtime, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -150,7 +150,7 @@ def page() -> None:
     titles = {f.key: _(f.title) for f in data.findings if f.rows}
     shown = st.selectbox(_("Every head's score for"), options=list(titles), format_func=titles.get, key="tm_finding")
     finding = next(f for f in data.findings if f.key == shown)
-    widgets.heatmap(finding.scores, [_("layer {layer}", layer=i + 1) for i in range(MODEL_LAYERS)],
+    heatmaps.heatmap(finding.scores, [_("layer {layer}", layer=i + 1) for i in range(MODEL_LAYERS)],
                     [_("head {head}", head=j + 1) for j in range(MODEL_HEADS)], key=f"tm_scores_{shown}",
                     selected=(layer, head), clickable=True, on_cell=open_head, legend=False)
     st.caption(_("Click a cell to open that head."))
@@ -182,10 +182,10 @@ def page() -> None:
                      first=head * 32 + 1, last=head * 32 + 32, weight=f"{stage}.weight", window=stepthrough.WINDOW,
                      b=f"b_{stage[0]}"))
         w_labels = [f"c{j + 1}" for j in range(w.shape[1])]
-        widgets.heatmap(model_data.as_numpy(w[:stepthrough.WINDOW, c0:c1]),
+        heatmaps.heatmap(model_data.as_numpy(w[:stepthrough.WINDOW, c0:c1]),
                         [f"d{i + 1}" for i in range(stepthrough.WINDOW)], w_labels[c0:c1], key=f"tm_w_{stage}",
                         row_title=_("row of W"), col_title=_("column"), legend=False)
-        widgets.heatmap(model_data.as_numpy(b[c0:c1]).reshape(1, -1), [f"b_{stage[0]}"], w_labels[c0:c1],
+        heatmaps.heatmap(model_data.as_numpy(b[c0:c1]).reshape(1, -1), [f"b_{stage[0]}"], w_labels[c0:c1],
                         key=f"tm_b_{stage}", col_title=_("column"), legend=False)
 
 

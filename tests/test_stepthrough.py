@@ -232,9 +232,9 @@ EM_PER_CHAR = 0.5
 
 @pytest.mark.parametrize("key", FRAGMENT_PAGES)
 def test_every_cells_number_fits_its_cell_on_every_stage_at_the_default_settings(key):
-    """Each matrix writes its numbers with one format (ui.widgets.cell_number_format): the widest fits its cell with
+    """Each matrix writes its numbers with one format (ui.heatmaps.cell_number_format): the widest fits its cell with
     2 px to spare either side, on every stage of every step page (the browser test measures the default stages)."""
-    from ui import widgets
+    from ui import heatmaps
     from ui.stepthrough import window
 
     page, walk = registry.BY_KEY[key], _builders()[key](Settings())
@@ -244,10 +244,10 @@ def test_every_cells_number_fits_its_cell_on_every_stage_at_the_default_settings
             c0, c1 = window(matrix.shape[-1], 0)
             r0, r1 = window(matrix.shape[0], 0)
             shown = matrix[r0:r1, c0:c1]
-            cell = widgets.cell_px(c1 - c0)
-            font = widgets.NUMBER_FONT if cell == widgets.cell_px(1) else widgets.NARROW_NUMBER_FONT
+            cell = heatmaps.cell_px(c1 - c0)
+            font = heatmaps.NUMBER_FONT if cell == heatmaps.cell_px(1) else heatmaps.NARROW_NUMBER_FONT
             finite = shown[np.isfinite(shown)]
-            labels = widgets.cell_labels(shown, *widgets.cell_number_format(finite))
+            labels = heatmaps.cell_labels(shown, *heatmaps.cell_number_format(finite))
             widest = max(labels.ravel(), key=len)
             assert len(widest) * EM_PER_CHAR * font <= cell - 4, (stage, str(panel.title), widest, cell)
 
@@ -261,8 +261,8 @@ def test_every_cells_number_fits_its_cell_on_every_stage_at_the_default_settings
     ([float("-inf"), 0.25], 0, 3, ["−∞", "0.250"]),
 ])
 def test_cell_numbers_share_one_format_per_matrix(values, exponent, decimals, written):
-    from ui import widgets
+    from ui import heatmaps
 
     values = np.array(values)
-    assert widgets.cell_number_format(values[np.isfinite(values)]) == (exponent, decimals)
-    assert widgets.cell_labels(values, exponent, decimals).tolist() == written
+    assert heatmaps.cell_number_format(values[np.isfinite(values)]) == (exponent, decimals)
+    assert heatmaps.cell_labels(values, exponent, decimals).tolist() == written

@@ -1,7 +1,7 @@
 """Charts of the experiment pages: log-scale line plots, a compact heatmap, the pixel image.
 
 Each chart's Vega-Lite spec is built once with Altair (``st.cache_data`` on plain
-arguments) and the numbers are passed per call as a DataFrame, as ``widgets.heatmap``
+arguments) and the numbers are passed per call as a DataFrame, as ``heatmaps.heatmap``
 does: building an Altair chart costs tens of milliseconds, a cached spec nothing. In presenter mode each spec is built
 ``presenter.SCALE`` times larger (sizes, strokes, fonts: the fonts are in the spec, out of CSS's reach).
 Nothing here computes attention; pages hand in numbers from ``attention_core``.
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from . import builds, presenter, state, widgets
+from . import builds, heatmaps, presenter, state
 from .i18n import _
 
 AXIS_FONT = 16
@@ -120,7 +120,7 @@ def lines(
     _show(df, {**spec, "width": "container", "description": description}, key, width="stretch")
     if state.settings().tables:
         wide = df.pivot_table(index="x", columns="series", values="y", sort=False)
-        widgets.table(wide.to_numpy(), [f"{x:.4g}" for x in wide.index], [str(c) for c in wide.columns], key)
+        heatmaps.table(wide.to_numpy(), [f"{x:.4g}" for x in wide.index], [str(c) for c in wide.columns], key)
 
 
 # ---------------------------------------------------------------- bars
@@ -144,10 +144,10 @@ def bars(values: Sequence[float], labels: Sequence[str], *, key: str, x_title: s
     df = pd.DataFrame({"i": range(len(values)), "label": list(labels), "value": [float(v) for v in values],
                        "limit": float(limit)})
     spec = {**_bars_spec(x_title, y_title, width, max(120, 34 * len(values)), presenter.scale()),
-            "description": widgets.describe(_("Bar chart"), len(values), 1, y_title, x_title,
+            "description": heatmaps.describe(_("Bar chart"), len(values), 1, y_title, x_title,
                                             float(min(values)), float(max(values)))}
     _show(df, spec, key)
-    widgets.table(np.asarray(values, dtype=float)[:, None], list(labels), [x_title], key)
+    heatmaps.table(np.asarray(values, dtype=float)[:, None], list(labels), [x_title], key)
 
 
 # ---------------------------------------------------------------- a compact heatmap (no numbers)
@@ -177,7 +177,7 @@ def pattern(matrix, *, key: str, row_title: str, col_title: str, max_width: int 
             labels: Optional[Sequence[str]] = None) -> None:
     """A large matrix as colours only (e.g. positions × d_model), 0-based axis ticks, values in tooltips.
 
-    The palette's scale (``widgets.palette_scheme``): signed values diverging around 0, values that are all >= 0
+    The palette's scale (``heatmaps.palette_scheme``): signed values diverging around 0, values that are all >= 0
     (weights) sequential from 0. ``labels``: a square
     matrix's row and column names (every one shown) instead of 0-based ticks, and no colour legend (narrow columns
     side by side: say what the colours mean beside them).
@@ -192,13 +192,13 @@ def pattern(matrix, *, key: str, row_title: str, col_title: str, max_width: int 
                        "j": jj.ravel() if names is None else names[jj.ravel()], "value": m.ravel()})
     top = float(np.abs(m).max()) or 1.0
     signed = bool((m < 0).any())
-    spec = _pattern_spec(row_title, col_title, _("value"), cell, rows, cols, *widgets.palette_scheme(signed),
+    spec = _pattern_spec(row_title, col_title, _("value"), cell, rows, cols, *heatmaps.palette_scheme(signed),
                          labels is not None, scale)
     spec["encoding"]["color"]["scale"]["domain"] = [-top, top] if signed else [0.0, top]
-    spec["description"] = widgets.describe(_("Heatmap"), rows, cols, row_title, col_title, float(m.min()), float(m.max()))
+    spec["description"] = heatmaps.describe(_("Heatmap"), rows, cols, row_title, col_title, float(m.min()), float(m.max()))
     _show(df, spec, key)
     shown = list(labels) if labels is not None else None
-    widgets.table(m, shown or [str(i) for i in range(rows)], shown or [str(j) for j in range(cols)], key)
+    heatmaps.table(m, shown or [str(i) for i in range(rows)], shown or [str(j) for j in range(cols)], key)
 
 
 # ---------------------------------------------------------------- attention weights, cells framed
@@ -243,7 +243,7 @@ def weights_map(weights, *, key: str, labels: Sequence[str], row_title: str, col
                 framed: Sequence[tuple[int, int]] = ()) -> None:
     """A head's attention weights (n × n, each in [0, 1]) as colours, every row and column named by ``labels``, a
     colour legend under it, the cells ``framed`` ((row, column), 0-based) outlined; the numbers in tooltips (and in
-    a table with the *tables* switch). The app's one scale of weights (:func:`widgets.weights_scale`): the same
+    a table with the *tables* switch). The app's one scale of weights (:func:`heatmaps.weights_scale`): the same
     colour is the same weight in every map."""
     m = np.asarray(weights, dtype=float)
     n = m.shape[0]
@@ -257,13 +257,13 @@ def weights_map(weights, *, key: str, labels: Sequence[str], row_title: str, col
     df = pd.DataFrame({"i": ii.ravel(), "j": jj.ravel(), "query": names[ii.ravel()], "key": names[jj.ravel()],
                        "weight": m.ravel(), "framed": marked.ravel()})
     spec = _weights_map_spec(row_title, col_title, _("weight"), map_cell_px(n, scale), scale)
-    spec["layer"][0]["encoding"]["color"]["scale"] = widgets.weights_scale()
-    spec["description"] = widgets.describe(_("Heatmap"), n, m.shape[1], row_title, col_title, float(m.min()),
+    spec["layer"][0]["encoding"]["color"]["scale"] = heatmaps.weights_scale()
+    spec["description"] = heatmaps.describe(_("Heatmap"), n, m.shape[1], row_title, col_title, float(m.min()),
                                            float(m.max()))
     if framed:
         spec["description"] += " " + _("{n} cells are framed: the pattern to learn.", n=len(framed))
     _show(df, spec, key)
-    widgets.table(m, list(labels), list(labels), key)
+    heatmaps.table(m, list(labels), list(labels), key)
 
 
 # ---------------------------------------------------------------- the pixel image
@@ -339,10 +339,10 @@ def image(
     })
     if weights is not None:
         df["weight"] = np.asarray(weights, dtype=float).ravel()
-        widgets.table(np.asarray(weights, dtype=float), [str(r) for r in range(h)], [str(c) for c in range(w)],
+        heatmaps.table(np.asarray(weights, dtype=float), [str(r) for r in range(h)], [str(c) for c in range(w)],
                       key)
     else:  # the picture itself: each pixel's colour, row r by column c
-        widgets.text_table(np.asarray(df["rgb"], dtype=object).reshape(h, w).tolist(), [str(r) for r in range(h)],
+        heatmaps.text_table(np.asarray(df["rgb"], dtype=object).reshape(h, w).tolist(), [str(r) for r in range(h)],
                            [str(c) for c in range(w)], key)
     scale = presenter.scale()
     cell = int(max(16, min(48, size_px // max(h, w))) * scale)

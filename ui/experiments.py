@@ -20,7 +20,7 @@ from attention_core.errors import N_, InputError, Message
 from attention_core.experiments import image as image_core
 from attention_core.experiments import image_upload, positional, scaling
 
-from . import presenter, runtime, state, widgets
+from . import heatmaps, presenter, runtime, state, widgets
 from .i18n import _
 
 _UPLOAD = "img_upload"  # {"name", "format", "original_size", "pixels": nested lists (h, w, 3)}
@@ -104,18 +104,18 @@ def side_by_side(widths: list[int]) -> tuple[list[Any], bool]:
     return [st.container() for _width in widths], True
 
 
-#: About how wide the colour legend of ``widgets.heatmap`` is.
+#: About how wide the colour legend of ``heatmaps.heatmap`` is.
 LEGEND_PX = 60
 
 
 def heatmap_width(columns: int, row_labels: bool = True, legend: bool = False, extra: int = 0) -> int:
-    """About how wide ``widgets.heatmap`` draws a matrix with ``columns`` columns.
+    """About how wide ``heatmaps.heatmap`` draws a matrix with ``columns`` columns.
 
     ``legend`` adds the colour legend; ``extra`` pixels fit longer (> 0) or shorter (< 0) row labels. In presenter
     mode everything is ``presenter.SCALE`` times wider.
     """
     scale = presenter.scale()
-    return columns * widgets.cell_px(columns, scale) + round(((150 if row_labels else 40) + (LEGEND_PX if legend else 0)
+    return columns * heatmaps.cell_px(columns, scale) + round(((150 if row_labels else 40) + (LEGEND_PX if legend else 0)
                                                               + extra) * scale)
 
 

@@ -13,8 +13,8 @@ from typing import Optional, Sequence
 import pandas as pd
 import streamlit as st
 
+from .heatmaps import heatmap_figure
 from .i18n import _
-from .widgets import heatmap_figure
 
 
 def _standalone_spec(matrix, row_labels: Sequence[str], col_labels: Sequence[str], title: str) -> dict:

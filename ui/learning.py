@@ -15,7 +15,7 @@ from attention_core.backward.backward_walkthrough import TARGETS
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.limits import MAX_BACKWARD_LEARNING_RATE, MAX_BACKWARD_STEPS, MAX_TOKENS
 
-from . import charts, state, widgets
+from . import charts, heatmaps, state, widgets
 from .i18n import _
 
 
@@ -81,10 +81,10 @@ def keep_stepping(walk: Any) -> Callable[[Any], None]:
             (after[r], before[r], _("head {r}", r=r + 1) + ": ") for r in range(after.shape[0])]
         for head_after, head_before, prefix in heads:  # one under the other, as the stage's own panels
             st.markdown("**" + prefix + _("Weights P after {n} steps", n=descent.steps) + "**")
-            widgets.heatmap(head_after.numpy(), labels, labels, key=f"descent_after_{steps.page.key}_{prefix}",
+            heatmaps.heatmap(head_after.numpy(), labels, labels, key=f"descent_after_{steps.page.key}_{prefix}",
                             row_title=_("query token"), col_title=_("key token"))
             st.markdown("**" + prefix + _("P after {n} steps − P before", n=descent.steps) + "**")
-            widgets.heatmap((head_after - head_before).numpy(), labels, labels,
+            heatmaps.heatmap((head_after - head_before).numpy(), labels, labels,
                             key=f"descent_change_{steps.page.key}_{prefix}", row_title=_("query token"),
                             col_title=_("key token"))
 

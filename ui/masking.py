@@ -14,7 +14,7 @@ import streamlit as st
 
 from attention_core.masking.user_mask import MASK_EDITS, MaskParts
 
-from . import state, widgets
+from . import heatmaps, state
 from .i18n import _
 
 
@@ -31,7 +31,7 @@ def mask_grid(mask: MaskParts, labels: Sequence[str], *, entry: tuple[int, int])
     """
     allowed = mask.attn_mask.tolist()
     version = state.editor_version(MASK_EDITS)
-    widgets.heatmap(mask.additive, labels, labels, key=f"mask_grid_{len(labels)}_{version}", selected=entry,
+    heatmaps.heatmap(mask.additive, labels, labels, key=f"mask_grid_{len(labels)}_{version}", selected=entry,
                     clickable=True, row_title=_("query token"), col_title=_("key token"),
                     on_cell=functools.partial(flip_mask_cell, allowed))
     left, right = st.columns([1, 3])

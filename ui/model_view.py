@@ -29,11 +29,11 @@ from PIL import Image
 
 from attention_core.trained_model import head_findings
 
-from . import builds, presenter, stepthrough, widgets
+from . import builds, heatmaps, presenter, stepthrough
 from .i18n import _
 
 #: Colour stops of the weights' scale, value in [0, 1] -> RGB, per palette: the scales the heatmaps give numbers
-#: >= 0 (``widgets.palette_scheme``): Vega's "blues" (classic) and "viridis" (colour-blind safe).
+#: >= 0 (``heatmaps.palette_scheme``): Vega's "blues" (classic) and "viridis" (colour-blind safe).
 _STOPS = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
 _RGB = {
     "classic": np.array([[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]], dtype=float),
@@ -136,7 +136,7 @@ def head_grid(pictures: pd.DataFrame, selected: tuple[int, int], *, key: str,
                        on_select=functools.partial(_on_pick, key, on_pick),
                        selection_mode="head_pick", width="stretch")
     if focus is not None:
-        widgets.table(focus, [_("layer {n}", n=n) for n in shown_layers],
+        heatmaps.table(focus, [_("layer {n}", n=n) for n in shown_layers],
                       [_("head {n}", n=n) for n in sorted(pictures["head"].unique())], key)
 
 
@@ -269,7 +269,7 @@ def attention_map(weights: np.ndarray, labels: Sequence[str], *, key: str,
     cell = int(map_cell_px(max(r1 - r0, c1 - c0)) * scale)
     titles = (_("key token (attended to)"), _("query token (attending)"), _("weight"), _("query"), _("key"))
     shown = np.asarray(weights, dtype=float)[r0:r1, c0:c1]
-    description = widgets.describe(_("Heatmap"), r1 - r0, c1 - c0, titles[1], titles[0], float(shown.min()),
+    description = heatmaps.describe(_("Heatmap"), r1 - r0, c1 - c0, titles[1], titles[0], float(shown.min()),
                                    float(shown.max()))
     if (r1 - r0, c1 - c0) != (n, n):
         where = _("Showing rows {r0}–{r1} and columns {c0}–{c1} of the {n} × {n} weights.", r0=r0 + 1, r1=r1,
@@ -282,7 +282,7 @@ def attention_map(weights: np.ndarray, labels: Sequence[str], *, key: str,
     st.vega_lite_chart(map_data(weights, labels, (r0, r1), (c0, c1), selected), spec, key=chart_key,
                        on_select=functools.partial(_on_entry, chart_key, on_cell),
                        selection_mode="entry_pick", width="content")
-    widgets.table(shown, labels[r0:r1], labels[c0:c1], chart_key)
+    heatmaps.table(shown, labels[r0:r1], labels[c0:c1], chart_key)
 
 
 def _block_pickers(n: int, focus: tuple[int, int], start: tuple[int, int], key: str,

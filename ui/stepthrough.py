@@ -21,7 +21,7 @@ from attention_core.page import Page
 from attention_core.settings import Settings, preset_defaults
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, as_of, clamp_entry
 
-from . import class_live, i18n, masking, practice, presenter, runtime, state, widgets, worksheet
+from . import class_live, heatmaps, i18n, masking, practice, presenter, runtime, state, widgets, worksheet
 from .i18n import _, app_text
 
 
@@ -241,7 +241,7 @@ def _draw_live(build, explain, after_panels, after_entry, after_checks, options)
 
 def _single_panel(steps: StepThrough, panel: Panel, entry: tuple[int, int], head: int, *, legend: bool = True) -> None:
     """One heatmap under the line "**title**: rows × cols"; a large matrix is shown as a window around the entry.
-    ``legend=False``: its colour legend under it, not beside it (:func:`widgets.heatmap`).
+    ``legend=False``: its colour legend under it, not beside it (:func:`heatmaps.heatmap`).
 
     Windows: at most ``WHOLE`` rows (columns) are shown whole; past that, fixed blocks of ``WINDOW`` (so a
     click inside a block does not move it), chosen by the explained entry.
@@ -270,7 +270,7 @@ def _fits_beside(panel: Panel, col: int) -> bool:
     """Whether ``panel``'s heatmap (the columns shown around ``col``) fits the column beside its formula."""
     c0, c1 = window(panel.matrix.shape[-1], col)
     scale = presenter.scale()
-    return (c1 - c0) * widgets.cell_px(c1 - c0, scale) + ROW_LABELS_PX * scale <= BESIDE_PX * scale
+    return (c1 - c0) * heatmaps.cell_px(c1 - c0, scale) + ROW_LABELS_PX * scale <= BESIDE_PX * scale
 
 
 #: A large matrix (the trained model's X is n × 384) is shown in blocks of WINDOW rows and columns; up to
@@ -316,7 +316,7 @@ def _select(steps: StepThrough, head: int | None, offset: tuple[int, int], row: 
 def _heatmap(steps: StepThrough, panel: Panel, key: str, entry: tuple[int, int], head: int, *,
              legend: bool = True, row_axis: bool = True, offset: tuple[int, int] = (0, 0)) -> None:
     chosen = panel.explained and (panel.head is None or panel.head == head)
-    widgets.heatmap(panel.matrix, _labels(panel.row_labels), _labels(panel.col_labels), key=key,
+    heatmaps.heatmap(panel.matrix, _labels(panel.row_labels), _labels(panel.col_labels), key=key,
                     selected=entry if chosen else None, clickable=panel.explained,
                     row_title=app_text(panel.row_title), col_title=app_text(panel.col_title),
                     on_cell=functools.partial(_select, steps, panel.head, offset), legend=legend, row_axis=row_axis)
@@ -337,7 +337,7 @@ def panels(steps: StepThrough, *, entry: tuple[int, int], head: int = 0, per_row
     # none keeps a colour legend: the numbers are written in the cells.
     widest = max(p.matrix.shape[-1] for p in items)
     scale = presenter.scale()  # presenter mode: larger heatmaps in a wider main area (no sidebar)
-    cell = widgets.cell_px(widest, scale)
+    cell = heatmaps.cell_px(widest, scale)
     per_row = max(1, min(per_row, int((MAIN_PX - 140) * scale) // (widest * cell + int(30 * scale))))
     for start in range(0, len(items), per_row):
         chunk = items[start:start + per_row]

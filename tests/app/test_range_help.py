@@ -93,10 +93,10 @@ def test_every_number_widget_states_its_rows_range(page):
     assert not missing, f"{page}: no number widget stated the range of {sorted(missing)}"
 
 
-#: Texts with {low} that are not a setting's range: a chart's numbers (ui/widgets.describe, ui/charts), and the
+#: Texts with {low} that are not a setting's range: a chart's numbers (ui/heatmaps.describe, ui/charts), and the
 #: generation page's sampling range (see OTHER_LOW).
 NOT_A_SETTING = {
-    ("ui/widgets.py", "{kind}: {rows} × {cols} numbers ({row_title} × {col_title}), from {low} to {high}."),
+    ("ui/heatmaps.py", "{kind}: {rows} × {cols} numbers ({row_title} × {col_title}), from {low} to {high}."),
     ("ui/charts.py", "Red shows the attention weights, from {low} to {high}."),
     ("app_pages/generation.py", "0 always takes the most likely token. From {low} to {high} the token is drawn from "
                                 "softmax(logits / τ)."),
