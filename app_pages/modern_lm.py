@@ -16,7 +16,7 @@ from attention_core.limits import (
     MODERN_LM_MAX_NEW_TOKENS,
     MODERN_LM_MAX_TOKENS,
 )
-from attention_core.trained_model import modern_lm, smollm2
+from attention_core.trained_model import modern_lm, smollm2, smollm2_checkpoint
 from attention_core.trained_model.modern_lm_walkthrough import header_latex, modern_lm_steps
 from ui import heatmaps, lm_data, model_data, model_view, page_body, runtime, state, stepthrough, widgets
 from ui.i18n import _
@@ -244,7 +244,8 @@ def page() -> None:
     st.caption(_("Model: {model} ({license}), a Q4_1 GGUF file from the PyPI package {package} {version}, dequantized, "
                  "its weight matrices stored in bfloat16 and computed with in float32; its files passed their SHA-256 "
                  "checks. Run by transformers' LlamaForCausalLM, offline.",
-                 model=smollm2.MODEL_ID, license=smollm2.LICENSE, package=smollm2.PACKAGE, version=smollm2.VERSION))
+                 model=smollm2.MODEL_ID, license=smollm2.LICENSE, package=smollm2_checkpoint.PACKAGE,
+                 version=smollm2_checkpoint.VERSION))
 
 
 page_body.run(page)

@@ -2,7 +2,7 @@
 
 Both trained models are checked against pinned hashes before use: all-MiniLM-L6-v2's upstream files
 (:mod:`attention_core.trained_model.pretrained`) and SmolLM2's GGUF file and its verified cache of converted
-weights (:mod:`attention_core.trained_model.smollm2`).
+weights (:mod:`attention_core.trained_model.smollm2_checkpoint`).
 """
 
 from __future__ import annotations

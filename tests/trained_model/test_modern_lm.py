@@ -18,7 +18,7 @@ from test_stepthrough import result_of, step_through_every_stage
 from attention_core import registry
 from attention_core.errors import InputError, Message
 from attention_core.limits import MODERN_LM_MAX_TOKENS
-from attention_core.trained_model import modern_lm, smollm2
+from attention_core.trained_model import modern_lm, smollm2, smollm2_checkpoint
 from attention_core.trained_model.modern_lm_walkthrough import MODERN_LM, entry_latex, modern_lm_steps, stage_matrix
 
 PROMPTS = ["The capital of France is", "猫坐在垫子上。 🐈 ¿Qué? " * 3, "one two three four five six " * 8]
@@ -329,7 +329,7 @@ def test_the_package_missing_says_how_to_install_it_and_other_pages_work(monkeyp
     from ui import lm_data
 
     # the page's loader as on a server without the package (the loaded model stays cached for the other tests)
-    monkeypatch.setattr(smollm2.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(smollm2_checkpoint.importlib.util, "find_spec", lambda name: None)
     monkeypatch.setattr(lm_data, "decoder", smollm2.load_decoder)
     at = _open()
     assert "is not installed" in errors(at) and "requirements-models.txt" in errors(at)

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from attention_core.errors import InputError
-from attention_core.trained_model import smollm2
+from attention_core.trained_model import smollm2, smollm2_checkpoint
 from attention_core.trained_model.checkpoints import sha256_of
 
 PROMPTS = ["The capital of France is", "Attention is all you need", "猫坐在垫子上。 🐈 ¿Qué?"]
@@ -32,7 +32,7 @@ def decoder():
 @pytest.fixture(scope="module")
 def gguf():
     """(model, tokenizer) read straight from the GGUF file in this process, float32: the reference."""
-    return smollm2.load_gguf(smollm2.model_file())
+    return smollm2_checkpoint.load_gguf(smollm2_checkpoint.model_file())
 
 
 def test_the_model_is_the_one_the_page_describes(decoder):
@@ -44,13 +44,15 @@ def test_the_model_is_the_one_the_page_describes(decoder):
 
 
 def test_the_cache_holds_exactly_the_pinned_files(decoder):
-    folder = smollm2.cache_folder()
-    assert sorted(p.name for p in folder.iterdir()) == sorted(smollm2.CACHE_SHA256)
-    assert sha256_of(folder / smollm2.WEIGHTS_FILE) == smollm2.CACHE_SHA256[smollm2.WEIGHTS_FILE] == (
+    folder = smollm2_checkpoint.cache_folder()
+    assert sorted(p.name for p in folder.iterdir()) == sorted(smollm2_checkpoint.CACHE_SHA256)
+    assert sha256_of(folder / smollm2_checkpoint.WEIGHTS_FILE) == (
+        smollm2_checkpoint.CACHE_SHA256[smollm2_checkpoint.WEIGHTS_FILE]) == (
         "6da8541543e8104a2eb89bc400be8b40f56b537b0ef9704504986df754d36703")
-    assert {name: sha256_of(folder / name) for name in smollm2.CACHE_SHA256} == dict(smollm2.CACHE_SHA256)
-    assert smollm2.cache_mismatch(folder) is None
-    assert (folder / smollm2.WEIGHTS_FILE).stat().st_size == 269_130_328  # half the float32 538 MB
+    assert {name: sha256_of(folder / name) for name in smollm2_checkpoint.CACHE_SHA256} == dict(
+        smollm2_checkpoint.CACHE_SHA256)
+    assert smollm2_checkpoint.cache_mismatch(folder) is None
+    assert (folder / smollm2_checkpoint.WEIGHTS_FILE).stat().st_size == 269_130_328  # half the float32 538 MB
 
 
 def test_the_cached_model_is_the_gguf_model_with_its_matrices_rounded_to_bfloat16(decoder, gguf):
@@ -142,64 +144,67 @@ def _flip_a_byte(path, offset=100_000_000):
 
 def test_an_altered_cache_is_found_and_converted_again(decoder, tmp_path, monkeypatch):
     root = tmp_path / "cache"
-    shutil.copytree(smollm2.cache_folder(), root / smollm2.CACHE_NAME)  # a copy: the shared cache stays whole
-    monkeypatch.setenv(smollm2.CACHE_ENV, str(root))
-    folder = smollm2.cache_folder()
-    assert folder == root / smollm2.CACHE_NAME
-    _flip_a_byte(folder / smollm2.WEIGHTS_FILE)
-    name, got, want = smollm2.cache_mismatch(folder)
-    assert name == smollm2.WEIGHTS_FILE and want == smollm2.CACHE_SHA256[name] and got != want and len(got) == 64
-    (root / f".{smollm2.CACHE_NAME}.new-killed").mkdir()  # what a killed conversion leaves
+    # a copy: the shared cache stays whole
+    shutil.copytree(smollm2_checkpoint.cache_folder(), root / smollm2_checkpoint.CACHE_NAME)
+    monkeypatch.setenv(smollm2_checkpoint.CACHE_ENV, str(root))
+    folder = smollm2_checkpoint.cache_folder()
+    assert folder == root / smollm2_checkpoint.CACHE_NAME
+    _flip_a_byte(folder / smollm2_checkpoint.WEIGHTS_FILE)
+    name, got, want = smollm2_checkpoint.cache_mismatch(folder)
+    assert (name == smollm2_checkpoint.WEIGHTS_FILE and want == smollm2_checkpoint.CACHE_SHA256[name] and got != want
+            and len(got) == 64)
+    (root / f".{smollm2_checkpoint.CACHE_NAME}.new-killed").mkdir()  # what a killed conversion leaves
     conversions = []
-    real = smollm2._run_converter
-    monkeypatch.setattr(smollm2, "_run_converter", lambda *args: conversions.append(args) or real(*args))
+    real = smollm2_checkpoint._run_converter
+    monkeypatch.setattr(smollm2_checkpoint, "_run_converter", lambda *args: conversions.append(args) or real(*args))
     again = smollm2.load_decoder()  # the real conversion, in a child process: it reproduces the pinned files
-    assert len(conversions) == 1 and smollm2.cache_mismatch(folder) is None
-    assert sorted(p.name for p in root.iterdir()) == [smollm2.CACHE_NAME, f"{smollm2.CACHE_NAME}.lock"]
+    assert len(conversions) == 1 and smollm2_checkpoint.cache_mismatch(folder) is None
+    assert sorted(p.name for p in root.iterdir()) == [smollm2_checkpoint.CACHE_NAME,
+                                                      f"{smollm2_checkpoint.CACHE_NAME}.lock"]
     for (name, got), want in zip(again.model.state_dict().items(), decoder.model.state_dict().values()):
         assert torch.equal(got, want), name
     smollm2.load_decoder()  # a whole cache is used as it is
     assert len(conversions) == 1
     (folder / "extra.json").write_text("{}")  # a file that is not the conversion's is found too
-    assert smollm2.cache_mismatch(folder) == ("extra.json", "unexpected", "")
+    assert smollm2_checkpoint.cache_mismatch(folder) == ("extra.json", "unexpected", "")
 
 
 def test_a_conversion_that_still_differs_is_refused_and_removed(tmp_path, monkeypatch):
-    monkeypatch.setenv(smollm2.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(smollm2_checkpoint.CACHE_ENV, str(tmp_path))
 
     def wrong_conversion(path, folder, verify):
         folder.mkdir()
-        for name in smollm2.CACHE_SHA256:
+        for name in smollm2_checkpoint.CACHE_SHA256:
             (folder / name).write_text("not the model")
-    monkeypatch.setattr(smollm2, "_run_converter", wrong_conversion)
+    monkeypatch.setattr(smollm2_checkpoint, "_run_converter", wrong_conversion)
     with pytest.raises(InputError) as raised:
         smollm2.load_decoder()
     assert raised.value.field == "model"
     assert "failed their check right after conversion" in str(raised.value)
-    assert not (tmp_path / smollm2.CACHE_NAME).exists()
+    assert not (tmp_path / smollm2_checkpoint.CACHE_NAME).exists()
 
 
 def test_a_failing_conversion_says_why(tmp_path):
     with pytest.raises(InputError) as raised:  # a real child process, which fails at once on the missing file
-        smollm2._run_converter(tmp_path / "missing.gguf", tmp_path / smollm2.CACHE_NAME, True)
+        smollm2_checkpoint._run_converter(tmp_path / "missing.gguf", tmp_path / smollm2_checkpoint.CACHE_NAME, True)
     assert "Converting the model file missing.gguf" in str(raised.value)
     assert "missing.gguf" in raised.value.message.params["error"] and raised.value.message.params["code"] == 1
-    assert not (tmp_path / smollm2.CACHE_NAME).exists()
+    assert not (tmp_path / smollm2_checkpoint.CACHE_NAME).exists()
 
 
 def test_an_unwritable_cache_folder_falls_back_to_the_temp_dir(tmp_path, monkeypatch):
     blocker = tmp_path / "a file"
     blocker.write_text("")
-    monkeypatch.setenv(smollm2.CACHE_ENV, str(blocker / "cache"))  # cannot be created: its parent is a file
+    monkeypatch.setenv(smollm2_checkpoint.CACHE_ENV, str(blocker / "cache"))  # cannot be created: its parent is a file
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    folder = smollm2.cache_folder()
-    assert folder.parent.parent == tmp_path / "tmp" and folder.name == smollm2.CACHE_NAME
+    folder = smollm2_checkpoint.cache_folder()
+    assert folder.parent.parent == tmp_path / "tmp" and folder.name == smollm2_checkpoint.CACHE_NAME
     assert folder.parent.name.startswith("attention-explorer-") and folder.parent.is_dir()
     monkeypatch.setattr(tempfile, "tempdir", str(blocker / "tmp"))
     with pytest.raises(InputError) as raised:
-        smollm2.cache_folder()
-    assert smollm2.CACHE_ENV in str(raised.value) and raised.value.field == "model"
+        smollm2_checkpoint.cache_folder()
+    assert smollm2_checkpoint.CACHE_ENV in str(raised.value) and raised.value.field == "model"
 
 
 @pytest.mark.parametrize("prompt", PROMPTS)
@@ -270,15 +275,15 @@ def test_an_empty_prompt_is_refused_with_its_field(decoder):
 
 def test_a_missing_package_and_an_altered_file_say_how_to_install_it(tmp_path):
     with pytest.raises(InputError) as raised:
-        smollm2.model_file("no_such_model_package")
+        smollm2_checkpoint.model_file("no_such_model_package")
     assert "--no-deps -r requirements-models.txt" in str(raised.value)
-    altered = tmp_path / smollm2.GGUF_FILE
-    shutil.copyfile(smollm2.model_file(), altered)
+    altered = tmp_path / smollm2_checkpoint.GGUF_FILE
+    shutil.copyfile(smollm2_checkpoint.model_file(), altered)
     with open(altered, "r+b") as handle:
         handle.seek(1_000_000)
         byte = handle.read(1)
         handle.seek(1_000_000)
         handle.write(bytes([byte[0] ^ 1]))
     with pytest.raises(InputError) as raised:
-        smollm2.verify_model_file(altered)
+        smollm2_checkpoint.verify_model_file(altered)
     assert "failed its checksum" in str(raised.value)
