@@ -71,6 +71,10 @@ MAX_ALIBI_HEADS = 8
 #: Sliding-window attention: the layers its receptive-field view stacks, 1..MAX_SLIDING_LAYERS (the window itself
 #: is 1..MAX_TOKENS).
 MAX_SLIDING_LAYERS = 4
+#: Linear attention and the delta rule: the decay α of the gated delta rule is in [MIN_DECAY, 1]. α = 0 would erase
+#: the state at every step and make g = log α = −∞ (transformers' chunked kernel then computes −∞ − (−∞) = NaN);
+#: 0.01 forgets 99 % per step, about as fast as anyone would want to watch. β (how much of the error is written) is in [0, 1].
+MIN_DECAY = 0.01
 
 # ---------------------------------------------------------------- the trained model (all-MiniLM-L6-v2)
 

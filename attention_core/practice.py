@@ -53,6 +53,17 @@ MISTAKES: dict[str, str] = {
     "ds_not_transposed": N_("dS instead of dSᵀ for dK"),
     "update_sign": N_("The sign of the update"),
     "w_out_not_transposed": N_("dO W_O instead of dO W_Oᵀ"),
+    "phi_no_plus_one": N_("Forgot the + 1 of φ"),
+    "phi_wrong_branch": N_("The other branch of elu"),
+    "linear_not_normalised": N_("Forgot to divide by the row's sum"),
+    "linear_future_keys": N_("Summed over future keys too"),
+    "state_not_accumulated": N_("Forgot the state's old value"),
+    "state_raw_key": N_("k instead of φ(k)"),
+    "delta_no_beta": N_("Forgot β"),
+    "delta_error_sign": N_("The sign of the error"),
+    "delta_no_error": N_("Wrote v, not the error"),
+    "decay_forgotten": N_("Forgot the decay α"),
+    "decay_after_prediction": N_("Predicted before the decay"),
 }
 
 #: The longest answer read (characters); a number needs far fewer.

@@ -19,6 +19,7 @@ from attention_core.masking.walkthrough import CAUSAL_PAGE, DROPOUT_PAGE
 from attention_core.modern.alibi_walkthrough import ALIBI_PAGE
 from attention_core.modern.flash_attention_walkthrough import FLASH_ATTENTION
 from attention_core.modern.gqa_walkthrough import GQA_PAGE
+from attention_core.modern.linear_attention_walkthrough import LINEAR_ATTENTION
 from attention_core.modern.rope_walkthrough import ROPE_PAGE
 from attention_core.modern.sliding_window_walkthrough import SLIDING_WINDOW
 from attention_core.multi_head.cross_attention_walkthrough import CROSS_ATTENTION
@@ -60,6 +61,7 @@ PAGES: tuple[Page, ...] = (
     ALIBI_PAGE,
     SLIDING_WINDOW,
     FLASH_ATTENTION,
+    LINEAR_ATTENTION,
     TRAINED_MODEL,
     MODERN_LM,
     BACKWARD,

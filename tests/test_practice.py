@@ -21,6 +21,10 @@ from attention_core.masking.walkthrough import build_causal_walkthrough, causal_
 from attention_core.modern.alibi_walkthrough import alibi_steps, build_alibi_walkthrough
 from attention_core.modern.flash_attention_walkthrough import build_flash_attention_walkthrough, flash_attention_steps
 from attention_core.modern.gqa_walkthrough import build_gqa_walkthrough, gqa_steps
+from attention_core.modern.linear_attention_walkthrough import (
+    build_linear_attention_walkthrough,
+    linear_attention_steps,
+)
 from attention_core.modern.rope_walkthrough import build_rope_walkthrough, rope_steps
 from attention_core.modern.sliding_window_walkthrough import build_sliding_window_walkthrough, sliding_window_steps
 from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
@@ -163,6 +167,9 @@ CASES = {
                                       [{}, {"causal_mask": False}]),
     "flash_attention": lambda: _modern("flash_attention", build_flash_attention_walkthrough, flash_attention_steps,
                              [{"flash_attention.tile": n} for n in range(4)]),
+    "linear_attention": lambda: _modern("linear_attention", build_linear_attention_walkthrough, linear_attention_steps,
+                                        [{}, {"linear_attention.step": 5, "linear_attention.beta": 0.8,
+                                              "linear_attention.alpha": 0.5}]),
     "backward": lambda: _modern("backward", build_backward_walkthrough, backward_steps,
                                 [{"backward.target": "random", "backward.learning_rate": 1.0},
                                  {"causal_mask": False, "backward.learning_rate": 2.0}]),
@@ -228,6 +235,7 @@ def test_every_entry_of_every_stage_grades_its_answer_and_names_its_mistakes(pag
                 "alibi": {"slopes", "bias", "biased_scores", "weights"},
                 "sliding_window": {"weights"},
                 "flash_attention": {"tile_scores", "running_max", "final"},
+                "linear_attention": {"features", "parallel", "recurrent", "delta", "gated"},
                 "backward": {"loss", "d_value", "d_weights", "d_scores", "d_query", "d_key", "d_w_query", "d_w_key",
                              "d_w_value", "step"},
                 "backward_multi_head": {"loss", "d_w_out", "d_concat", "d_value", "d_weights", "d_scores", "d_query",

@@ -107,6 +107,7 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "flash_attention.block_q": (1, 12, "block_q"),
     "flash_attention.block_k": (1, 12, "block_k"),
     "flash_attention.tile": (0, 143, "The tile"),
+    "linear_attention.step": (0, 11, "The step t"),
     "sliding_window.layers": (1, 4, "The number of layers"),
     "rope.shift": (0, 1000, "The shift s"),
     "generation.layer": (0, 1, "The block"),
@@ -177,6 +178,27 @@ FLOAT_CASES: dict[str, list[tuple[Any, float, Optional[str]]]] = {
         (float("nan"), 10000.0, "The base must be a number; got “nan”, using 10000."),
         (500000, 500000.0, None),
         (10000, 10000.0, None),
+    ],
+    "linear_attention.beta": [
+        (1.5, 1.0, "β must be between 0 and 1 (the share of the prediction error written into the state); got 1.5, "
+                   "using 1."),
+        (-0.2, 0.0, "β must be between 0 and 1 (the share of the prediction error written into the state); got -0.2, "
+                    "using 0."),
+        ("half", 0.5, "β must be a number between 0 and 1; got “half”, using 0.5."),
+        (float("nan"), 0.5, "β must be a number between 0 and 1; got “nan”, using 0.5."),
+        (0, 0.0, None),
+        (1, 1.0, None),
+        (0.25, 0.25, None),
+    ],
+    "linear_attention.alpha": [
+        (0, 0.01, "The decay α must be above 0: α = 0 would erase the state at every step (and g = log α = −∞); got 0, "
+                  "using 0.01."),
+        (-1, 0.01, "The decay α must be above 0: α = 0 would erase the state at every step (and g = log α = −∞); got "
+                   "-1, using 0.01."),
+        (1.5, 1.0, "The decay α must be at most 1: above 1 the state would grow at every step; got 1.5, using 1."),
+        ("slow", 0.9, "The decay α must be a number above 0 and at most 1; got “slow”, using 0.9."),
+        (1, 1.0, None),
+        (0.5, 0.5, None),
     ],
     "dropout.dropout_p": [
         (1.5, 0.99, "dropout_p must be in [0, 1) (p = 1 would drop every weight); got 1.5, using 0.99."),

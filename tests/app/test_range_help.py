@@ -35,6 +35,7 @@ RANGE_HELP: dict[str, set[str]] = {
     "alibi.py": {"alibi.num_heads", "d_k"},
     "sliding_window.py": {"d_k"},
     "flash_attention.py": {"d_k"},
+    "linear_attention.py": {"linear_attention.beta", "linear_attention.alpha", "d_k"},
     "backward.py": {"d_k"},
     "training.py": {"training.learning_rate"},
 }

@@ -29,6 +29,7 @@ from attention_core.modern import alibi, rope, sliding
 from attention_core.modern.alibi_walkthrough import build_alibi_walkthrough
 from attention_core.modern.flash_attention_walkthrough import build_flash_attention_walkthrough
 from attention_core.modern.gqa_walkthrough import build_gqa_walkthrough
+from attention_core.modern.linear_attention_walkthrough import build_linear_attention_walkthrough
 from attention_core.modern.rope_walkthrough import build_rope_walkthrough
 from attention_core.modern.sliding_window_walkthrough import build_sliding_window_walkthrough
 from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
@@ -83,6 +84,10 @@ CASES = {
     "flash_attention_not_causal_last_tile": (
         lambda: build_flash_attention_walkthrough(Settings().set(**{"causal_mask": False}).set(**{"flash_attention.block_q": 3, "flash_attention.block_k": 2, "flash_attention.tile": 99})),
         "flash_attention"),
+    "linear_attention": (lambda: build_linear_attention_walkthrough(Settings()), "linear_attention"),
+    "linear_attention_last_step_strong_decay": (
+        lambda: build_linear_attention_walkthrough(Settings().set(**{"d_k": 4, "linear_attention.step": 11, "linear_attention.beta": 1.0, "linear_attention.alpha": 0.3})),
+        "linear_attention"),
 }
 
 
