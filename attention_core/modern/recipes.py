@@ -305,7 +305,7 @@ def linear_attention_recipe(walk: LinearWalkthrough) -> Recipe:
             "for i in range(T):",
             "    S = alpha * (torch.eye(d) - beta * torch.outer(k_hat[i], k_hat[i])) @ S + beta * torch.outer(k_hat[i], "
             "V[i])",
-            "same_as('the papers\' form alpha (I - beta k k^T) S + beta k v^T', gated[-1]['S'], S)",
+            "same_as(\"the papers' form alpha (I - beta k k^T) S + beta k v^T\", gated[-1]['S'], S)",
             "try:",
             "    from transformers.models.qwen3_next.modeling_qwen3_next import torch_chunk_gated_delta_rule",
             "except ImportError:",
