@@ -244,9 +244,9 @@ def linear_panels(walk: LinearWalkthrough, stage: str) -> tuple[Panel, ...]:
         rule = _rule(walk, stage)
         table = torch.stack([rule.value[t], rule.predictions[t], rule.errors[t]])  # (3, d_v)
         prediction = "(α S)ᵀ k̂" if stage == "gated" else "Sᵀ k̂"
-        before = (Panel(f"S ({step} − 1)", rule.previous[t], keys, values, _KEY_DIM, _VALUE_DIM, explained=False),)
+        before = (Panel(f"S (t − 1 = {t})", rule.previous[t], keys, values, _KEY_DIM, _VALUE_DIM, explained=False),)
         if stage == "gated":
-            before += (Panel(f"α S ({step} − 1), α = {walk.alpha:g}", rule.decayed[t], keys, values, _KEY_DIM,
+            before += (Panel(f"α S (t − 1 = {t}), α = {walk.alpha:g}", rule.decayed[t], keys, values, _KEY_DIM,
                              _VALUE_DIM, explained=False),)
         after = (Panel(f"k̂ = k / ‖k‖ ({step})", rule.key[t][None, :], (f"k̂ {t + 1}",), keys, "", _KEY_DIM,
                        explained=False),
