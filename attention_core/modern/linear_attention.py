@@ -16,6 +16,8 @@ S_t = S_{t−1} + β_t k_t (v_t − S_{t−1}ᵀ k_t)ᵀ, and the gated delta ru
 * :func:`loop_linear_attention`, :func:`loop_gated_delta_rule`: the same with Python floats, entry by entry: the naive
   reference the page and the tests compare with.
 * :func:`memory_numbers`: the numbers a token's next step needs: the KV cache t (d_k + d_v) against the state.
+* :func:`transformers_gated_delta_rule`: transformers' Qwen3-Next kernels (recurrent and chunked), called as that model
+  calls them: the reference the page checks against; :func:`check_gates`: β in [0, 1], α in (0, 1], or InputError.
 
 Conventions, those of transformers' ``torch_recurrent_gated_delta_rule`` (``models/qwen3_next``), so that its output
 is ours: the state S is (d_k, d_v) and o_t = S_tᵀ q_t; with ``use_qk_l2norm_in_kernel`` (as Qwen3-Next calls it) q and
@@ -264,3 +266,36 @@ def memory_numbers(contexts: Sequence[int], d_k: int, d_v: int) -> torch.Tensor:
     linear attention's S and z, d_k d_v + d_k, and the delta rule's S, d_k d_v (float32; every such product is exact)."""
     t = torch.tensor([float(c) for c in contexts])
     return torch.stack([t * (d_k + d_v), torch.full_like(t, d_k * d_v + d_k), torch.full_like(t, d_k * d_v)], dim=1)
+
+
+def _heads(x: torch.Tensor) -> torch.Tensor:
+    """(T, d) -> (batch 1, T, heads 1, d): transformers' layout for the gated delta rule's kernels."""
+    return x[None, :, None, :]
+
+
+def transformers_gated_delta_rule(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, beta: torch.Tensor,
+                                  alpha: torch.Tensor, chunked: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Outputs (T, d_v) and the last state (d, d_v) of transformers' Qwen3-Next kernel (``chunked``: the chunked one,
+    with its default chunk of 64, as ``Qwen3NextGatedDeltaNet.forward`` calls it; it pads the sequence itself), called as
+    that layer calls it: q, k, v (batch, seq, heads, dim), g = log α and β (batch, seq, heads),
+    ``use_qk_l2norm_in_kernel=True``. Imported here, on first use."""
+    from transformers.models.qwen3_next.modeling_qwen3_next import (
+        torch_chunk_gated_delta_rule,
+        torch_recurrent_gated_delta_rule,
+    )
+
+    kernel = torch_chunk_gated_delta_rule if chunked else torch_recurrent_gated_delta_rule
+    with torch.no_grad():
+        output, state = kernel(_heads(query), _heads(key), _heads(value), g=alpha.log()[None, :, None],
+                               beta=beta[None, :, None], output_final_state=True, use_qk_l2norm_in_kernel=True)
+    return output[0, :, 0], state[0, 0]
+
+
+def check_gates(beta: float, alpha: float) -> None:
+    """Raise :class:`InputError` for β outside [0, 1] or α outside (0, 1] (validation keeps them in; this guards
+    direct calls)."""
+    if not 0.0 <= beta <= 1.0:
+        raise InputError(N_("β must be between 0 and 1; got {beta:g}."), field="linear_attention.beta", beta=beta)
+    if not 0.0 < alpha <= 1.0:
+        raise InputError(N_("The decay α must be above 0 and at most 1 (α = 0 would erase the state at every step); "
+                            "got {alpha:g}."), field="linear_attention.alpha", alpha=alpha)

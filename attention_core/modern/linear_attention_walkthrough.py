@@ -25,7 +25,7 @@ import torch
 
 from attention_core import practice
 from attention_core.entry_formulas import two_steps
-from attention_core.errors import N_, InputError, Message
+from attention_core.errors import N_, Message
 from attention_core.fields import FloatRange, IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.inputs.stage import Inputs, build_inputs
@@ -39,6 +39,7 @@ from attention_core.modern.linear_attention import (
     DeltaTrace,
     LinearTrace,
     RecurrentTrace,
+    check_gates,
     feature_map,
     gated_delta_rule,
     l2_normalise,
@@ -47,6 +48,7 @@ from attention_core.modern.linear_attention import (
     loop_linear_attention,
     memory_numbers,
     recurrent_linear_attention,
+    transformers_gated_delta_rule,
 )
 from attention_core.modern.linear_attention_formulas import linear_formula
 from attention_core.modern.recipes import linear_attention_recipe
@@ -100,39 +102,6 @@ class LinearWalkthrough:
     @property
     def alpha(self) -> float:
         return self.settings.linear_attention.alpha
-
-
-def check_gates(beta: float, alpha: float) -> None:
-    """Raise :class:`InputError` for β outside [0, 1] or α outside (0, 1] (validation keeps them in; this guards
-    direct calls)."""
-    if not 0.0 <= beta <= 1.0:
-        raise InputError(N_("β must be between 0 and 1; got {beta:g}."), field="linear_attention.beta", beta=beta)
-    if not 0.0 < alpha <= 1.0:
-        raise InputError(N_("The decay α must be above 0 and at most 1 (α = 0 would erase the state at every step); "
-                            "got {alpha:g}."), field="linear_attention.alpha", alpha=alpha)
-
-
-def _heads(x: torch.Tensor) -> torch.Tensor:
-    """(T, d) -> (batch 1, T, heads 1, d): transformers' layout for the gated delta rule's kernels."""
-    return x[None, :, None, :]
-
-
-def transformers_gated_delta_rule(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, beta: torch.Tensor,
-                                  alpha: torch.Tensor, chunked: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """Outputs (T, d_v) and the last state (d, d_v) of transformers' Qwen3-Next kernel (``chunked``: the chunked one,
-    with its default chunk of 64, as ``Qwen3NextGatedDeltaNet.forward`` calls it; it pads the sequence itself), called as
-    that layer calls it: q, k, v (batch, seq, heads, dim), g = log α and β (batch, seq, heads),
-    ``use_qk_l2norm_in_kernel=True``. Imported here, on first use."""
-    from transformers.models.qwen3_next.modeling_qwen3_next import (
-        torch_chunk_gated_delta_rule,
-        torch_recurrent_gated_delta_rule,
-    )
-
-    kernel = torch_chunk_gated_delta_rule if chunked else torch_recurrent_gated_delta_rule
-    with torch.no_grad():
-        output, state = kernel(_heads(query), _heads(key), _heads(value), g=alpha.log()[None, :, None],
-                               beta=beta[None, :, None], output_final_state=True, use_qk_l2norm_in_kernel=True)
-    return output[0, :, 0], state[0, 0]
 
 
 def build_linear_attention_walkthrough(settings: Settings, edits: Edits | None = None) -> LinearWalkthrough:
@@ -261,10 +230,6 @@ def linear_panels(walk: LinearWalkthrough, stage: str) -> tuple[Panel, ...]:
 
 
 # ---------------------------------------------------------------- one entry, with its numbers in
-
-def _vector(values: torch.Tensor) -> str:
-    return r"\begin{bmatrix} " + " & ".join(number(float(v)) for v in values) + r" \end{bmatrix}"
-
 
 def explain_linear(walk: LinearWalkthrough, stage: str, row: int, col: int, tr: Translate = Message) -> str:
     """One entry (row, col) of ``stage``'s explained panel, numbers in, as LaTeX.
