@@ -132,7 +132,7 @@ def build_causal_walkthrough(settings: Settings, edits: Optional[Edits] = None, 
         The :class:`CausalWalkthrough`.
 
     Raises:
-        InputError: a bad sentence or X cell (see ``walkthrough.build_walkthrough``),
+        InputError: a bad sentence or X cell (see ``attention_core.inputs.stage.build_inputs``),
             or more tokens than the context length.
     """
     edits = edits or {}
