@@ -31,11 +31,11 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from load.classroom import ClassResult, _class, _on_server
+from load.classroom import ClassResult, class_round, on_server
 from load.client import PageLoad, Student
 from load.report import pct
 from load.server import ROOT, Server
-from load.single import PageClicks, _one_student, measure_floor
+from load.single import PageClicks, measure_floor, one_student
 
 
 def checkout(ref: str) -> Path:
@@ -103,7 +103,7 @@ def _single_on(root: Path, pages: tuple[PageLoad, ...], clicks: int) -> dict[str
     try:
         for page in pages:
             try:
-                results[page.path] = asyncio.run(_one_student(server.url, page, clicks, server.process.pid))
+                results[page.path] = asyncio.run(one_student(server.url, page, clicks, server.process.pid))
             except Exception as error:  # noqa: BLE001 - report the page, go on
                 print(f"   {root.name}: {page.path} FAILED: {type(error).__name__}: {error}")
         if server.tracebacks():
@@ -199,7 +199,7 @@ def run_class_against(args: argparse.Namespace) -> bool:
         floors.append(measure_floor(args.clicks))
         for label, root in round_order(both, index):
             run_args = argparse.Namespace(**{**vars(args), "app_root": root, "pages": pages[label]})
-            _server, result, sampler, tracebacks_ok = _on_server(run_args, _class)
+            _server, result, sampler, tracebacks_ok = on_server(run_args, class_round)
             pooled[label].append(result)
             peaks[label].append(sampler.peak_per_process)
             print(f"   round {index + 1}, {label}: {len(result.clicks)} clicks, p50 / p95 "

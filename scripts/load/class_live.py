@@ -51,9 +51,9 @@ from pathlib import Path
 from typing import Optional
 
 from load.client import FLOOR, Student
-from load.report import _report_tracebacks, fmt_ms, pct
+from load.report import fmt_ms, pct, report_tracebacks
 from load.server import APP, FLOOR_APP, Server, cpu_seconds, rss_mb
-from load.single import _one_student
+from load.single import one_student
 
 #: The page the students practise on, and the stages of it that ask for a typed answer (the softmax stage asks for
 #: a prediction first: a click on a pill, not a number).
@@ -196,7 +196,7 @@ async def start_class_in_the_sidebar(url: str) -> tuple[str, str]:
         await teacher.close()
 
 
-async def _warm_up(url: str) -> float:
+async def warm_up(url: str) -> float:
     """Before anything is measured: a class started from the sidebar; one student answers once at each stage in it
     (imports, the page's caches, the writer), its teacher's page refreshes once. Seconds."""
     start = time.perf_counter()
@@ -286,7 +286,7 @@ def run_class_live(args: argparse.Namespace) -> bool:
         described = Store(url).describe()
         floor_server = Server(FLOOR_APP)
         try:
-            floor_times = asyncio.run(_one_student(floor_server.url, FLOOR, FLOOR_CLICKS)).times
+            floor_times = asyncio.run(one_student(floor_server.url, FLOOR, FLOOR_CLICKS)).times
         finally:
             floor_server.stop()
         print(f"floor (scripts/load_floor_app.py, one number_input, one student): median "
@@ -301,7 +301,7 @@ def run_class_live(args: argparse.Namespace) -> bool:
 
         async def everything() -> tuple[str, str]:
             print(f"warm-up (a class started from the sidebar, one student answering at each stage, its teacher's "
-                  f"page): {await _warm_up(app_url):.1f} s")
+                  f"page): {await warm_up(app_url):.1f} s")
             code, key = await start_class_in_the_sidebar(app_url)
             for r, configs in enumerate(order):
                 for name in configs:
@@ -315,7 +315,7 @@ def run_class_live(args: argparse.Namespace) -> bool:
         code, _key = asyncio.run(everything())
         sent = sides["class"].sent
         recorded, dash, info = recorded_answers(url, code, sent)
-        tracebacks_ok = _report_tracebacks(server) if server else True
+        tracebacks_ok = report_tracebacks(server) if server else True
         rss = rss_mb([server.process.pid]) if server else float("nan")
     finally:
         if server:

@@ -1,7 +1,7 @@
 """The ``class`` scenario: a class opens its pages in the same second, then clicks for ``--duration`` s.
 
-Also what the training scenario and ``--against`` build on: the teacher's warm-up (:func:`_warm_up`) and a scenario
-run against ``--url`` or a server started here (:func:`_on_server`).
+Also what the training scenario and ``--against`` build on: the teacher's warm-up (:func:`warm_up`) and a scenario
+run against ``--url`` or a server started here (:func:`on_server`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import time
 from typing import Any, Callable, Optional
 
 from load.client import PAGES, PageLoad, SessionClosed, Student
-from load.report import _report_memory_and_errors, _report_tracebacks, fmt_ms, pct
-from load.server import ROOT, RssSampler, Server, _pids_from_files
+from load.report import fmt_ms, pct, report_memory_and_errors, report_tracebacks
+from load.server import ROOT, RssSampler, Server, pids_from_files
 
 
 @dataclasses.dataclass
@@ -86,7 +86,7 @@ async def _run_fault(command: str, at: float) -> None:
     await process.wait()
 
 
-async def _warm_up(url: str, replicas: int, pages: tuple[PageLoad, ...] = PAGES) -> float:
+async def warm_up(url: str, replicas: int, pages: tuple[PageLoad, ...] = PAGES) -> float:
     """The teacher opens every page once before class (imports, the trained model, caches); seconds.
 
     Behind the lecture-hall proxy, one teacher tab per replica: each connects while the earlier
@@ -111,12 +111,12 @@ async def _warm_up(url: str, replicas: int, pages: tuple[PageLoad, ...] = PAGES)
     return time.perf_counter() - start
 
 
-async def _class(url: str, args: argparse.Namespace, pids: Callable[[], list[int]]) -> tuple[ClassResult, RssSampler]:
+async def class_round(url: str, args: argparse.Namespace, pids: Callable[[], list[int]]) -> tuple[ClassResult, RssSampler]:
     result = ClassResult()
     if args.warm:
         replicas = max(1, len(args.pid_file))
         print(f"the teacher opened every page once before class ({replicas} tab(s)): "
-              f"{await _warm_up(url, replicas, args_pages(args)):.1f} s")
+              f"{await warm_up(url, replicas, args_pages(args)):.1f} s")
     sampler = RssSampler(pids)
     sampler.start()
     rng = random.Random(args.seed)
@@ -133,17 +133,17 @@ async def _class(url: str, args: argparse.Namespace, pids: Callable[[], list[int
     return result, sampler
 
 
-def _on_server(args: argparse.Namespace, scenario: Callable) -> tuple[Optional[Server], Any, RssSampler, bool]:
+def on_server(args: argparse.Namespace, scenario: Callable) -> tuple[Optional[Server], Any, RssSampler, bool]:
     """Run ``scenario(url, args, pids)`` against ``--url``, or a server started here and stopped after.
 
     Returns (the server started here or None, the scenario's result, its RSS sampler, no server tracebacks)."""
     root = getattr(args, "app_root", ROOT)
     server = None if args.url else Server(root / "app.py", root=root)
     url = args.url or server.url
-    pids = _pids_from_files(args.pid_file) if args.url else (lambda: [server.process.pid])
+    pids = pids_from_files(args.pid_file) if args.url else (lambda: [server.process.pid])
     try:
         result, sampler = asyncio.run(scenario(url, args, pids))
-        tracebacks_ok = _report_tracebacks(server) if server else True
+        tracebacks_ok = report_tracebacks(server) if server else True
     finally:
         if server:
             server.stop()
@@ -162,7 +162,7 @@ def run_class(args: argparse.Namespace) -> bool:
                                  "rss_budget_mb": 1400.0 if args.rss_budget_mb is None else args.rss_budget_mb})
     print(f"== class: {args.students} students, one change every ~{args.interval:g} s each for "
           f"{args.duration:g} s, over {len(PAGES)} pages" + (f", through {args.url}" if args.url else "") + "\n")
-    server, result, sampler, tracebacks_ok = _on_server(args, _class)
+    server, result, sampler, tracebacks_ok = on_server(args, class_round)
     print(f"{'':<14} {'n':>5} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7}")
     print(f"{'first render':<14} {len(result.first):>5} {fmt_ms(result.first)}")
     print(f"{'interaction':<14} {len(result.clicks):>5} {fmt_ms(result.clicks)}")
@@ -181,7 +181,7 @@ def run_class(args: argparse.Namespace) -> bool:
     print(f"of the interactions, {result.fragment_clicks} reran only the step-through (st.fragment), "
           f"{len(result.clicks) - result.fragment_clicks} the whole page")
     print(f"dropped mid-run and came back: {result.dropped}")
-    memory_ok = _report_memory_and_errors(args, server, sampler, result)
+    memory_ok = report_memory_and_errors(args, server, sampler, result)
     p95 = 1000 * pct(result.clicks, .95)
     ok = (p95 < args.p95_budget_ms and not result.exceptions and not result.failed and tracebacks_ok
           and memory_ok

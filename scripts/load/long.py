@@ -12,7 +12,7 @@ import urllib.parse
 from typing import Any, Callable
 
 from load.client import Student
-from load.report import _report_tracebacks, fmt_ms, pct
+from load.report import fmt_ms, pct, report_tracebacks
 from load.server import APP, Server, rss_mb
 
 #: The model pages and the setting that holds their text (a link parameter: ``?trained_model.sentence=...``).
@@ -109,7 +109,7 @@ def run_long(args: argparse.Namespace) -> bool:
                 print("    EXCEPTION", line[:300])
         if server:
             print(f"\nserver RSS at the end: {rss_mb([server.process.pid]):.0f} MB")
-            ok &= _report_tracebacks(server)
+            ok &= report_tracebacks(server)
     finally:
         if server:
             server.stop()

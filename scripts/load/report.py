@@ -22,14 +22,14 @@ def fmt_ms(values: list[float]) -> str:
     return f"{pct(ms, .5):>7.0f} {pct(ms, .95):>7.0f} {max(ms, default=float('nan')):>7.0f}"
 
 
-def _report_tracebacks(server: Server) -> bool:
+def report_tracebacks(server: Server) -> bool:
     tracebacks = server.tracebacks()
     if tracebacks:
         print(f"\nthe server logged {len(tracebacks)} traceback(s); the first:\n{tracebacks[0][-1500:]}")
     return not tracebacks
 
 
-def _report_memory_and_errors(args: argparse.Namespace, server: Optional[Server], sampler: RssSampler,
+def report_memory_and_errors(args: argparse.Namespace, server: Optional[Server], sampler: RssSampler,
                               result: Any) -> bool:
     """Print the server's RSS over time (when it is measured) and the exceptions and failed sessions; True when the
     peak of one process is under ``--rss-budget-mb`` (or nothing was measured)."""

@@ -148,7 +148,7 @@ class RssSampler:
         return "  ".join(f"{t:.0f}s {mb:.0f}" for t, mb in shown)
 
 
-def _pids_from_files(paths: list[str]) -> Callable[[], list[int]]:
+def pids_from_files(paths: list[str]) -> Callable[[], list[int]]:
     def read() -> list[int]:
         pids = []
         for path in paths:

@@ -1,6 +1,6 @@
 """The ``single`` scenario: one student, one page at a time, against the framework's floor (a one-widget app).
 
-Also what other scenarios build on: :func:`measure_floor` and one student's clicks on one page (:func:`_one_student`).
+Also what other scenarios build on: :func:`measure_floor` and one student's clicks on one page (:func:`one_student`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import statistics
 from typing import Optional
 
 from load.client import FLOOR, PAGES, PageLoad, Student
-from load.report import _report_tracebacks, fmt_ms
+from load.report import fmt_ms, report_tracebacks
 from load.server import APP, FLOOR_APP, Server, cpu_seconds, rss_mb
 
 
@@ -30,7 +30,7 @@ class PageClicks:
     cpu_ms: float = float("nan")
 
 
-async def _one_student(url: str, page: PageLoad, clicks: int, pid: Optional[int] = None) -> PageClicks:
+async def one_student(url: str, page: PageLoad, clicks: int, pid: Optional[int] = None) -> PageClicks:
     """First render, first change, then ``clicks`` timed changes; ``pid``: the server's, whose CPU time to count."""
     student = Student(url, page.path or "floor")
     await student.connect()
@@ -54,7 +54,7 @@ def measure_floor(clicks: int) -> float:
     """The framework's floor: the median of ``clicks`` changes of a one-widget app's number input, in seconds."""
     floor_server = Server(FLOOR_APP)
     try:
-        return statistics.median(asyncio.run(_one_student(floor_server.url, FLOOR, clicks)).times)
+        return statistics.median(asyncio.run(one_student(floor_server.url, FLOOR, clicks)).times)
     finally:
         floor_server.stop()
 
@@ -75,7 +75,7 @@ def run_single(args: argparse.Namespace) -> bool:
             if args.only and page.path not in args.only:
                 continue
             try:
-                clicks = asyncio.run(_one_student(url, page, args.clicks, server.process.pid if server else None))
+                clicks = asyncio.run(one_student(url, page, args.clicks, server.process.pid if server else None))
             except Exception as error:  # noqa: BLE001 - report the page, go on
                 print(f"{page.path:<20} FAILED: {type(error).__name__}: {error}")
                 ok = False
@@ -90,7 +90,7 @@ def run_single(args: argparse.Namespace) -> bool:
                   f"{clicks.cpu_ms:>6.0f}  {verdict}")
         if server:
             print(f"\nserver RSS at the end: {rss_mb([server.process.pid]):.0f} MB")
-            ok &= _report_tracebacks(server)
+            ok &= report_tracebacks(server)
     finally:
         if server:
             server.stop()

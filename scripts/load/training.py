@@ -13,9 +13,9 @@ import re
 import time
 from typing import Callable
 
-from load.classroom import _on_server, _warm_up
+from load.classroom import on_server, warm_up
 from load.client import PAGES, Student
-from load.report import _report_memory_and_errors, fmt_ms, pct
+from load.report import fmt_ms, pct, report_memory_and_errors
 from load.server import RssSampler
 
 TRAINING = "training"  # "Watch attention learn" (app_pages/training.py)
@@ -180,7 +180,7 @@ async def _training(url: str, args: argparse.Namespace,
                     pids: Callable[[], list[int]]) -> tuple[TrainingResult, RssSampler]:
     result = TrainingResult()
     if args.warm:
-        print(f"the teacher opened every page once before class: {await _warm_up(url, 1):.1f} s")
+        print(f"the teacher opened every page once before class: {await warm_up(url, 1):.1f} s")
     sampler = RssSampler(pids)
     sampler.start()
     rng = random.Random(args.seed)
@@ -204,7 +204,7 @@ def run_training(args: argparse.Namespace) -> bool:
           f"the server's one worker), then for {duration:g} s: {watchers} watch their run (its progress reruns every "
           f"second), {args.students - watchers} click on other pages every ~{args.interval:g} s and look back every "
           "4th time" + (f", through {args.url}" if args.url else "") + "\n")
-    server, result, sampler, tracebacks_ok = _on_server(args, _training)
+    server, result, sampler, tracebacks_ok = on_server(args, _training)
     print(f"{'':<24} {'n':>5} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7}")
     rows = (("first render", result.first), ("set the seed", result.seed), ("Train", result.train),
             ("interaction (budget)", result.clicks))
@@ -241,7 +241,7 @@ def run_training(args: argparse.Namespace) -> bool:
     print(f"runs: {submitted} submitted (one seed each), "
           f"{finals['results']} finished by the end (the last look showed the results); last look: "
           + ", ".join(f"{k} {v}" for k, v in finals.most_common()))
-    memory_ok = _report_memory_and_errors(args, server, sampler, result)
+    memory_ok = report_memory_and_errors(args, server, sampler, result)
     p95 = 1000 * pct(result.clicks, .95)
     ok = (p95 < budget_ms and not result.exceptions and not result.failed and tracebacks_ok
           and memory_ok
