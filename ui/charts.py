@@ -41,12 +41,7 @@ def _finish(chart: alt.TopLevelMixin, scale: float = 1.0) -> dict:
         labelFontSize=font(15), titleFontSize=font(15), labelLimit=320 * scale, orient="top", columns=1,
         symbolSize=160 * scale ** 2,
     ).configure_title(fontSize=font(18))
-    spec = chart.to_dict(validate=False)
-    spec.pop("datasets", None)
-    spec.pop("data", None)
-    for layer in spec.get("layer", []):
-        layer.pop("data", None)
-    return spec
+    return heatmaps.layered_spec(chart)
 
 
 def _show(df: pd.DataFrame, spec: dict, key: str, **kwargs) -> None:

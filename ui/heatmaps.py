@@ -186,11 +186,21 @@ def _heatmap_template(clickable: bool, scheme: str = "redblue", reverse: bool = 
         labelFontSize=legend_font, titleFontSize=legend_font, **bar)
     if clickable:
         chart = chart.add_params(alt.selection_point(name="cell", fields=["i", "j"], on="click"))
+    return layered_spec(chart)
+
+
+def layered_spec(chart: alt.TopLevelMixin) -> dict:
+    """An Altair chart made without data as a Vega-Lite spec for data passed beside it (``st.vega_lite_chart``): the
+    one way every chart template of the app is turned into its spec.
+
+    ``alt.Chart()`` without data gives the chart (and each layer) Altair's one-row "empty" placeholder dataset; it is
+    dropped, so every layer uses the data passed with the spec. Not validated against the schema (the templates are
+    ours, built once).
+    """
     spec = chart.to_dict(validate=False)
-    # alt.Chart() without data gives each layer Altair's one-row "empty" placeholder
-    # dataset; drop it so every layer uses the data passed with the spec.
     spec.pop("datasets", None)
-    for layer in spec["layer"]:
+    spec.pop("data", None)
+    for layer in spec.get("layer", []):
         layer.pop("data", None)
     return spec
 

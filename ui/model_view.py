@@ -106,11 +106,7 @@ def _grid_spec(head_title: str, layer_title: str, height: int = 6 * GRID_CELL_PX
                      domain=False, ticks=False
                      ).configure_view(strokeWidth=0)
     chart = chart.add_params(alt.selection_point(name="head_pick", fields=["layer", "head"], on="click"))
-    spec = chart.to_dict(validate=False)
-    spec.pop("datasets", None)  # the data is passed per call
-    for layer in spec["layer"]:
-        layer.pop("data", None)
-    return spec
+    return heatmaps.layered_spec(chart)  # the data is passed per call
 
 
 def head_grid(pictures: pd.DataFrame, selected: tuple[int, int], *, key: str,
@@ -207,11 +203,7 @@ def _map_spec(cell_px: int, numbers: bool, titles: tuple[str, str, str, str, str
         titleFontSize=presenter.font_px(15, scale)).configure_legend(labelFontSize=legend_font,
                                                                      titleFontSize=legend_font)
     chart = chart.add_params(alt.selection_point(name="entry_pick", fields=["i", "j"], on="click"))
-    spec = chart.to_dict(validate=False)
-    spec.pop("datasets", None)
-    for layer in spec["layer"]:
-        layer.pop("data", None)
-    return spec
+    return heatmaps.layered_spec(chart)
 
 
 #: The open head's map is shown whole up to MAP_WINDOW tokens, else a block of MAP_WINDOW rows and columns: 64² marks
