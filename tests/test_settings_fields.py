@@ -378,7 +378,7 @@ def test_values_that_used_to_raise_are_repaired():
 
 def test_settings_learns_the_pages_from_the_registry_only():
     # The one settings object composes the pages' own settings through the registry; it imports no concept module
-    # itself, and learns its shared limits from ``limits``.
+    # itself, learns its shared limits from ``limits`` and its shared fields from the leaf ``shared_settings``.
     tree = ast.parse(Path(settings.__file__).read_text())
     project: set[str] = set()
     for node in ast.walk(tree):
@@ -390,7 +390,8 @@ def test_settings_learns_the_pages_from_the_registry_only():
             project.add(node.module.removeprefix("attention_core."))
         elif isinstance(node, ast.Import):
             assert not any(alias.name.startswith("attention_core") for alias in node.names)
-    assert project == {"errors", "fields", "limits", "inputs.edits", "inputs.presets", "reads", "registry"}
+    assert project == {"errors", "fields", "limits", "inputs.edits", "inputs.presets", "reads", "registry",
+                       "shared_settings"}
 
 
 def test_settings_still_exports_the_limits_others_import_from_it():

@@ -17,7 +17,7 @@ seed 003 (``003_734755b2d0b981d3.txt``) §1.3: the W matrices are what attention
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import torch
 
@@ -52,11 +52,9 @@ from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.masks import causal_mask
 from attention_core.multi_head.heads import head_columns, head_labels, multi_head_attention
 from attention_core.page import Page
+from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, explained_value
 from attention_core.weights import module_weights
-
-if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
-    from attention_core.settings import Settings
 
 #: The edits of this page's target (its own: the single-head page's target is d_k wide, this one d_out).
 TARGET_EDITS = "multi_head_target"
@@ -83,7 +81,7 @@ class BackwardMultiHeadWalkthrough:
             :data:`mh_formulas.SYMBOLS` (each stage shows its own: :data:`STAGE_CHECKS`).
     """
 
-    settings: Settings
+    settings: SharedSettings
     inputs: Inputs
     tokens: tuple[str, ...]
     trace: MultiHeadBackwardTrace
@@ -113,7 +111,7 @@ class BackwardMultiHeadWalkthrough:
         return formulas.HeadView.of(self.trace, head)
 
 
-def _forward(settings: Settings, edits: Optional[Edits]):
+def _forward(settings: SharedSettings, edits: Optional[Edits]):
     """The tokens and X (with the user's X edits), the weights of seed 001's MultiHeadAttention, and the target."""
     inputs = build_inputs(settings, edits, edited=("x",))
     x = inputs.x
@@ -126,7 +124,7 @@ def _forward(settings: Settings, edits: Optional[Edits]):
     return inputs, w, target_for(settings, forward.output, forward.value @ w["w_out"] + w["b_out"])
 
 
-def backward_multi_head_target(settings: Settings,
+def backward_multi_head_target(settings: SharedSettings,
                                edits: Optional[Edits] = None) -> tuple[tuple[str, ...], torch.Tensor]:
     """(the tokens, the target T (T, d_out)) the settings choose (:func:`target_for`), before the user's edits.
 
@@ -137,7 +135,7 @@ def backward_multi_head_target(settings: Settings,
     return tuple(inputs.tokens), target
 
 
-def build_backward_multi_head_walkthrough(settings: Settings,
+def build_backward_multi_head_walkthrough(settings: SharedSettings,
                                           edits: Optional[Edits] = None) -> BackwardMultiHeadWalkthrough:
     """The backward pass of the multi-head page's numbers against the settings' target, checked.
 

@@ -16,7 +16,7 @@ D = rowsum(dO ⊙ O).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import torch
 
@@ -50,10 +50,8 @@ from attention_core.limits import (
 from attention_core.masks import causal_mask
 from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
+from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
-
-if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
-    from attention_core.settings import Settings
 
 #: The targets the page offers: key -> what it says.
 TARGETS = {"copy": N_("Token i should copy token j's value"), "random": N_("A seeded random target")}
@@ -82,7 +80,7 @@ class BackwardWalkthrough:
             :data:`formulas.SYMBOLS` (each stage shows its own: :data:`STAGE_CHECKS`).
     """
 
-    settings: Settings
+    settings: SharedSettings
     inputs: Inputs
     tokens: tuple[str, ...]
     trace: BackwardTrace
@@ -120,7 +118,7 @@ def opening_entry(walk) -> dict[str, int]:
     return {"entry_row": min(walk.settings.backward.copy_query, len(walk.tokens)) - 1, "entry_col": 0}
 
 
-def target_for(settings: Settings, output: torch.Tensor, copied: torch.Tensor) -> torch.Tensor:
+def target_for(settings: SharedSettings, output: torch.Tensor, copied: torch.Tensor) -> torch.Tensor:
     """The target T (T, d_o) the settings choose for this forward pass's ``output`` O (T, d_o).
 
     "copy": O with row i replaced by row j of ``copied`` (T, d_o), what token i's output would be if it attended
@@ -138,7 +136,7 @@ def target_for(settings: Settings, output: torch.Tensor, copied: torch.Tensor) -
     return target
 
 
-def _forward(settings: Settings, edits: Optional[Edits]) -> tuple[Inputs, torch.Tensor]:
+def _forward(settings: SharedSettings, edits: Optional[Edits]) -> tuple[Inputs, torch.Tensor]:
     """The input stage (X and W with their edits; the target's edits are applied later) and the target the
     settings choose for it: :func:`target_for` on this page's forward pass, which has the causal mask when it is on."""
     inputs = build_inputs(settings, edits)
@@ -149,7 +147,7 @@ def _forward(settings: Settings, edits: Optional[Edits]) -> tuple[Inputs, torch.
     return inputs, target_for(settings, output, value)
 
 
-def backward_target(settings: Settings, edits: Optional[Edits] = None) -> tuple[tuple[str, ...], torch.Tensor]:
+def backward_target(settings: SharedSettings, edits: Optional[Edits] = None) -> tuple[tuple[str, ...], torch.Tensor]:
     """(the tokens, the target T (T, d_v)) the settings choose (:func:`target_for`), before the user's edits of T.
 
     Raises:
@@ -159,7 +157,7 @@ def backward_target(settings: Settings, edits: Optional[Edits] = None) -> tuple[
     return tuple(inputs.tokens), target
 
 
-def build_backward_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> BackwardWalkthrough:
+def build_backward_walkthrough(settings: SharedSettings, edits: Optional[Edits] = None) -> BackwardWalkthrough:
     """The backward pass of the self-attention page's numbers against the settings' target, checked.
 
     Args:

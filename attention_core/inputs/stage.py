@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Optional
+from typing import Mapping, Optional, Protocol
 
 import torch
 
@@ -25,9 +25,6 @@ from attention_core.inputs.edits import EDITABLE, Edits
 from attention_core.inputs.presets import PRESETS, Preset
 from attention_core.inputs.tokens import Vocabulary, seed000_tables, tokenize
 from attention_core.limits import MAX_ABS_VALUE, MAX_TOKENS
-
-if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
-    from attention_core.settings import Settings
 
 #: The matrices of the input stage, in the order they are drawn.
 INPUT_MATRICES = ("x", "w_query", "w_key", "w_value")
@@ -59,7 +56,19 @@ class Inputs:
         return self.matrices["x"]
 
 
-def check_tokens(settings: Settings) -> tuple[tuple[str, ...], tuple[int, ...], Vocabulary]:
+class InputSettings(Protocol):
+    """What the input stage reads of the settings: five of the shared fields
+    (:class:`attention_core.shared_settings.SharedSettings`, which any settings object a page is given has). A
+    protocol, so that the input stage, below the shared settings' presets, names no settings class."""
+
+    preset: str
+    sentence: str
+    d_model: int
+    d_k: int
+    seed: int
+
+
+def check_tokens(settings: InputSettings) -> tuple[tuple[str, ...], tuple[int, ...], Vocabulary]:
     """Tokenise the sentence and check it against the preset's vocabulary and the page's cap.
 
     Returns:
@@ -96,7 +105,7 @@ def check_tokens(settings: Settings) -> tuple[tuple[str, ...], tuple[int, ...], 
     return words, ids, vocabulary
 
 
-def base_matrices(settings: Settings, token_ids: tuple[int, ...], vocabulary: Vocabulary) -> dict[str, torch.Tensor]:
+def base_matrices(settings: InputSettings, token_ids: tuple[int, ...], vocabulary: Vocabulary) -> dict[str, torch.Tensor]:
     """The seeded, unedited X (T, D) and W_q, W_k, W_v (D, d_k), float32.
 
     Follows the preset's recipe (see ``presets.WeightInit``); every random draw
@@ -157,7 +166,7 @@ def apply_edits(name: str, base: torch.Tensor, cells: Mapping[tuple[int, int], O
     return out
 
 
-def build_inputs(settings: Settings, edits: Optional[Edits] = None,
+def build_inputs(settings: InputSettings, edits: Optional[Edits] = None,
                  edited: tuple[str, ...] = INPUT_MATRICES) -> Inputs:
     """The whole input stage: tokens, the seeded matrices, and the user's edits applied to the ``edited`` ones.
 

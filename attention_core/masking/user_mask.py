@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Optional
+from typing import Mapping, Optional
 
 import torch
 
@@ -24,10 +24,7 @@ from attention_core.masks import (
     combine_masks,
     key_padding_mask,
 )
-
-if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
-    from attention_core.settings import Settings
-
+from attention_core.shared_settings import SharedSettings
 
 #: The name under which the user's mask edits are stored: {(i, j): 1.0 allowed / 0.0 blocked}.
 MASK_EDITS = "mask"
@@ -93,7 +90,7 @@ def check_context_length(num_tokens: int, context_length: int, what: str) -> Non
                          context_length=context_length, max_tokens=MAX_TOKENS)
 
 
-def build_mask(num_tokens: int, settings: Settings, cells: Mapping[tuple[int, int], Optional[float]]) -> MaskParts:
+def build_mask(num_tokens: int, settings: SharedSettings, cells: Mapping[tuple[int, int], Optional[float]]) -> MaskParts:
     """The mask from the settings (causal switch, padding) and the user's clicked cells.
 
     Args:

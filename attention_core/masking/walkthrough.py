@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Optional
+from typing import Mapping, Optional
 
 import torch
 import torch.nn.functional as F
@@ -64,11 +64,9 @@ from attention_core.masks import (
 from attention_core.page import Page
 from attention_core.self_attention import functional
 from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
+from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
-
-if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
-    from attention_core.settings import Settings
 
 # ---------------------------------------------------------------- causal attention and dropout
 
@@ -96,7 +94,7 @@ class CausalWalkthrough:
         notes: other remarks for the user (plain text; may contain the user's tokens).
     """
 
-    settings: Settings
+    settings: SharedSettings
     inputs: Inputs
     tokens: tuple[str, ...]
     weights: Mapping[str, torch.Tensor]
@@ -118,7 +116,7 @@ class CausalWalkthrough:
         return 1.0 / (1.0 - self.dropout_p)
 
 
-def build_causal_walkthrough(settings: Settings, edits: Optional[Edits] = None, *,
+def build_causal_walkthrough(settings: SharedSettings, edits: Optional[Edits] = None, *,
                              dropout: bool = False) -> CausalWalkthrough:
     """Causal attention (seed 001's ``CausalAttention``) on the settings' sentence, step by step.
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import sympy as sp
 import torch
@@ -34,11 +34,9 @@ from attention_core.masks import causal_mask
 from attention_core.modern.alibi import AlibiTrace, alibi_attention, alibi_weights_loop, slopes
 from attention_core.modern.recipes import alibi_recipe
 from attention_core.page import Page
+from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
-
-if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
-    from attention_core.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -50,7 +48,7 @@ class AlibiWalkthrough:
         tokens: the T tokens. query, key: (T, d). trace: the :class:`AlibiTrace`. checks: against PyTorch and a loop.
     """
 
-    settings: Settings
+    settings: SharedSettings
     inputs: Inputs
     tokens: tuple[str, ...]
     query: torch.Tensor
@@ -59,7 +57,7 @@ class AlibiWalkthrough:
     checks: tuple[Check, ...]
 
 
-def build_alibi_walkthrough(settings: Settings, edits: Edits | None = None) -> AlibiWalkthrough:
+def build_alibi_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> AlibiWalkthrough:
     """ALiBi with H heads on the settings' sentence, every intermediate, checked against PyTorch and a loop.
 
     Args:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import sympy as sp
 import torch
@@ -35,11 +35,9 @@ from attention_core.masks import causal_mask
 from attention_core.modern.online_softmax import FlashTrace, Tile, flash_attention
 from attention_core.modern.recipes import flash_attention_recipe
 from attention_core.page import Page
+from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
-
-if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
-    from attention_core.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -53,7 +51,7 @@ class FlashWalkthrough:
         checks: the final output against PyTorch.
     """
 
-    settings: Settings
+    settings: SharedSettings
     inputs: Inputs
     tokens: tuple[str, ...]
     query: torch.Tensor
@@ -69,7 +67,7 @@ class FlashWalkthrough:
         return self.trace.tiles[self.tile]
 
 
-def build_flash_attention_walkthrough(settings: Settings, edits: Edits | None = None) -> FlashWalkthrough:
+def build_flash_attention_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> FlashWalkthrough:
     """Tiled attention with the online softmax on the settings' sentence, checked against PyTorch.
 
     Args:

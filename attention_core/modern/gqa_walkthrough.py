@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import sympy as sp
 import torch
@@ -40,12 +40,10 @@ from attention_core.modern.gqa import GroupedQueryTrace, grouped_query_attention
 from attention_core.modern.recipes import gqa_recipe
 from attention_core.multi_head.heads import multi_head_attention
 from attention_core.page import Page
+from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.transformer.generation import FLOAT32_BYTES, kv_cache_bytes
 from attention_core.weights import module_weights
-
-if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
-    from attention_core.settings import Settings
 
 #: The variants the KV-cache stage compares, by their number of key/value heads (a function of h).
 VARIANTS = (("MHA", lambda h, kv: h), ("GQA", lambda h, kv: kv), ("MQA", lambda h, kv: 1))
@@ -62,7 +60,7 @@ class GQAWalkthrough:
             against multi-head attention when num_kv_heads = h).
     """
 
-    settings: Settings
+    settings: SharedSettings
     inputs: Inputs
     tokens: tuple[str, ...]
     trace: GroupedQueryTrace
@@ -76,7 +74,7 @@ class GQAWalkthrough:
                      for name, heads in VARIANTS)
 
 
-def build_gqa_walkthrough(settings: Settings, edits: Edits | None = None) -> GQAWalkthrough:
+def build_gqa_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> GQAWalkthrough:
     """Grouped-query self-attention on the settings' sentence, every intermediate, checked against PyTorch.
 
     Args:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import torch
 
@@ -54,11 +54,9 @@ from attention_core.modern.linear_attention_formulas import linear_formula
 from attention_core.modern.recipes import linear_attention_recipe
 from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
+from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
-
-if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
-    from attention_core.settings import Settings
 
 #: The tolerance of every check on this page (float32; the measured differences are ~1e-7).
 TOLERANCE = 1e-5
@@ -79,7 +77,7 @@ class LinearWalkthrough:
         step: the step t shown (0-based, kept below T). checks: see the module's docstring.
     """
 
-    settings: Settings
+    settings: SharedSettings
     inputs: Inputs
     tokens: tuple[str, ...]
     query: torch.Tensor
@@ -104,7 +102,7 @@ class LinearWalkthrough:
         return self.settings.linear_attention.alpha
 
 
-def build_linear_attention_walkthrough(settings: Settings, edits: Edits | None = None) -> LinearWalkthrough:
+def build_linear_attention_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> LinearWalkthrough:
     """Linear attention and the (gated) delta rule on the settings' sentence, checked against a loop and transformers.
 
     Args:

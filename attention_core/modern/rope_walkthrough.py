@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import sympy as sp
 import torch
@@ -33,11 +33,9 @@ from attention_core.modern.recipes import rope_recipe
 from attention_core.modern.rope import BASES, RopeTrace, check_head_dim, frequencies, rope_scores, rotate
 from attention_core.page import Page
 from attention_core.positions import sinusoidal_encoding
+from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
-
-if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
-    from attention_core.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -51,7 +49,7 @@ class RopeWalkthrough:
             remark).
     """
 
-    settings: Settings
+    settings: SharedSettings
     inputs: Inputs
     tokens: tuple[str, ...]
     w_query: torch.Tensor
@@ -80,7 +78,7 @@ def llama_rotation(query: torch.Tensor, key: torch.Tensor, base: float) -> tuple
     return q[0, 0], k[0, 0]
 
 
-def build_rope_walkthrough(settings: Settings, edits: Edits | None = None) -> RopeWalkthrough:
+def build_rope_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> RopeWalkthrough:
     """RoPE on one head's queries and keys of the settings' sentence, checked against transformers.
 
     Args:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import sympy as sp
 import torch
@@ -34,11 +34,9 @@ from attention_core.modern.recipes import sliding_window_recipe
 from attention_core.modern.sliding import receptive_field, window_mask
 from attention_core.page import Page
 from attention_core.self_attention.functional import AttentionTrace, scaled_dot_product_attention
+from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
-
-if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
-    from attention_core.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -51,7 +49,7 @@ class SlidingWalkthrough:
         reach: (L, T, T) bool, the receptive field after 1 … L layers. checks: against PyTorch.
     """
 
-    settings: Settings
+    settings: SharedSettings
     inputs: Inputs
     tokens: tuple[str, ...]
     mask: torch.Tensor
@@ -64,7 +62,7 @@ class SlidingWalkthrough:
         return self.settings.sliding_window.window
 
 
-def build_sliding_window_walkthrough(settings: Settings, edits: Edits | None = None) -> SlidingWalkthrough:
+def build_sliding_window_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> SlidingWalkthrough:
     """Sliding-window attention on the settings' sentence, checked against PyTorch.
 
     Args:

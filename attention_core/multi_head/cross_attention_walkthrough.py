@@ -11,7 +11,7 @@ encoder); Vaswani et al. 2017, sec. 3.2.3.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import torch
 
@@ -33,14 +33,12 @@ from attention_core.multi_head.walkthrough import (
     multi_head_steps,
 )
 from attention_core.page import Page
+from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import StepThrough
 from attention_core.weights import module_weights
 
-if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
-    from attention_core.settings import Settings
 
-
-def encoder_inputs(settings: Settings, inputs: Inputs) -> tuple[tuple[str, ...], torch.Tensor]:
+def encoder_inputs(settings: SharedSettings, inputs: Inputs) -> tuple[tuple[str, ...], torch.Tensor]:
     """The encoder sentence's tokens and embeddings X_enc (n, D), from the same table as the decoder's.
 
     Fixed vocabularies (seed 000's dictionary, the articles' word vectors) give
@@ -86,7 +84,7 @@ def encoder_inputs(settings: Settings, inputs: Inputs) -> tuple[tuple[str, ...],
     return words, table[torch.tensor(ids)]
 
 
-def build_cross_attention_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> MultiHeadWalkthrough:
+def build_cross_attention_walkthrough(settings: SharedSettings, edits: Optional[Edits] = None) -> MultiHeadWalkthrough:
     """Cross-attention: the decoder sentence's queries attend to the encoder sentence's keys and values.
 
     Queries come from ``settings.sentence`` (m tokens, its X with the user's

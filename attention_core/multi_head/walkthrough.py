@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Optional
+from typing import Mapping, Optional
 
 import torch
 import torch.nn.functional as F
@@ -44,12 +44,9 @@ from attention_core.multi_head import modules
 from attention_core.multi_head.heads import MultiHeadTrace, head_columns, head_labels, multi_head_attention
 from attention_core.multi_head.recipes import multi_head_recipe
 from attention_core.page import Page
+from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
-
-if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
-    from attention_core.settings import Settings
-
 
 # ---------------------------------------------------------------- multi-head self- and cross-attention
 
@@ -75,7 +72,7 @@ class MultiHeadWalkthrough:
         blocked_rows, checks, warnings, notes: as in :class:`CausalWalkthrough`.
     """
 
-    settings: Settings
+    settings: SharedSettings
     inputs: Inputs
     tokens: tuple[str, ...]
     kv_tokens: tuple[str, ...]
@@ -157,7 +154,7 @@ def _reshape_chain(m: int, d_out: int, h: int) -> tuple[tuple[int, ...], ...]:
     return (1, m, d_out), (1, m, h, d_out // h), (1, h, m, d_out // h)
 
 
-def build_multi_head_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> MultiHeadWalkthrough:
+def build_multi_head_walkthrough(settings: SharedSettings, edits: Optional[Edits] = None) -> MultiHeadWalkthrough:
     """Multi-head self-attention (seed 001's ``MultiHeadAttention``) on the settings' sentence.
 
     The mask is the causal page's (causal switch, padding, clicked cells); no dropout (eval mode).

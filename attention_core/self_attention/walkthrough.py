@@ -11,7 +11,7 @@ Shape legend: T tokens, D = d_model, V vocabulary rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Optional
+from typing import Mapping, Optional
 
 import torch
 import torch.nn.functional as F
@@ -39,10 +39,8 @@ from attention_core.self_attention.functional import (
     self_attention,
 )
 from attention_core.self_attention.recipes import self_attention_recipe
+from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
-
-if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
-    from attention_core.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -66,7 +64,7 @@ class Walkthrough:
         notes: remarks for the user (e.g. the softmax saturates).
     """
 
-    settings: Settings
+    settings: SharedSettings
     preset: Preset
     tokens: tuple[str, ...]
     token_ids: tuple[int, ...]
@@ -81,7 +79,7 @@ class Walkthrough:
     notes: tuple[str, ...]
 
 
-def build_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> Walkthrough:
+def build_walkthrough(settings: SharedSettings, edits: Optional[Edits] = None) -> Walkthrough:
     """Everything the self-attention pages show.
 
     Args:

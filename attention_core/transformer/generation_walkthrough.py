@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 import sympy as sp
 import torch
@@ -33,6 +33,7 @@ from attention_core.latex import Translate, aligned, factor, latex_text, number,
 from attention_core.limits import MAX_TOY_TEMPERATURE, TOY_LAYERS, TOY_MAX_OUTPUT, lowest_sampling_temperature
 from attention_core.multi_head.heads import MultiHeadTrace
 from attention_core.page import Page
+from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.transformer.decoder import decoder_block, torch_decoder_layer
 from attention_core.transformer.generation import (
@@ -48,9 +49,6 @@ from attention_core.transformer.generation import (
 )
 from attention_core.transformer.recipes import generation_recipe
 from attention_core.transformer.toy_model import D_MODEL, END, NUM_HEADS, NUM_LAYERS, VOCAB, parse_source
-
-if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
-    from attention_core.settings import Settings
 
 #: The context length the page sizes real models' KV caches at.
 REAL_CONTEXT = 4096
@@ -68,7 +66,7 @@ class GenerationWalkthrough:
         checks: our numbers against torch's Transformer layers, and the cached run against the recomputed one.
     """
 
-    settings: Settings
+    settings: SharedSettings
     generation: Generation
     step: int
     layer: int
@@ -97,7 +95,7 @@ class GenerationWalkthrough:
         return tuple(reversed(self.source_tokens)) + (VOCAB[END],)
 
 
-def build_generation_walkthrough(settings: Settings) -> GenerationWalkthrough:
+def build_generation_walkthrough(settings: SharedSettings) -> GenerationWalkthrough:
     """The toy model on the settings' word, every step, checked against PyTorch.
 
     Args:

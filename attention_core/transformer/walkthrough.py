@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import sympy as sp
 import torch
@@ -33,6 +33,7 @@ from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.limits import MAX_DIM, MAX_FEEDFORWARD, MAX_LAYERS
 from attention_core.page import Page
+from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.transformer.encoder import (
     BlockWeights,
@@ -46,9 +47,6 @@ from attention_core.transformer.encoder import (
     torch_stack_output,
 )
 from attention_core.transformer.recipes import encoder_block_recipe
-
-if TYPE_CHECKING:  # the settings are composed above every page (attention_core/settings.py)
-    from attention_core.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -64,7 +62,7 @@ class EncoderWalkthrough:
         checks: our numbers against ``torch.nn.TransformerEncoderLayer`` and ``torch.nn.functional.layer_norm``.
     """
 
-    settings: Settings
+    settings: SharedSettings
     inputs: Inputs
     tokens: tuple[str, ...]
     x: torch.Tensor
@@ -97,7 +95,7 @@ def check_heads(d_model: int, num_heads: int) -> None:
             field="encoder_block.num_heads", d_model=d_model, num_heads=num_heads, fits=", ".join(map(str, fits)))
 
 
-def build_encoder_walkthrough(settings: Settings, edits: Optional[Edits] = None) -> EncoderWalkthrough:
+def build_encoder_walkthrough(settings: SharedSettings, edits: Optional[Edits] = None) -> EncoderWalkthrough:
     """N encoder blocks on the settings' sentence, every intermediate, checked against PyTorch.
 
     Block ℓ (0-based) draws its weights with :func:`block_weights` from seed ``settings.seed + ℓ``.
@@ -124,7 +122,7 @@ def build_encoder_walkthrough(settings: Settings, edits: Optional[Edits] = None)
 
 
 def _torch_checks(x: torch.Tensor, blocks: tuple[EncoderBlockTrace, ...], weights: tuple[BlockWeights, ...],
-                  block: int, settings: Settings) -> tuple[Check, ...]:
+                  block: int, settings: SharedSettings) -> tuple[Check, ...]:
     own = settings.encoder_block
     h, nf, f = own.num_heads, own.norm_first, own.dim_feedforward
     layer_call = (f"torch.nn.TransformerEncoderLayer({x.shape[-1]}, nhead={h}, dim_feedforward={f}, dropout=0.0, "
