@@ -82,7 +82,7 @@ the 2 cores with the server.
 This file is the command line: the arguments and the dispatch. The code is the package ``scripts/load/``: the
 student's websocket client (``client.py``), the servers (``server.py``), the reports (``report.py``) and one module
 per scenario (``single.py``, ``classroom.py``, ``browser.py``, ``training.py``, ``long.py``, ``class_live.py``);
-``profile`` is scripts/benchmark_profile.py, ``--against`` scripts/benchmark_against.py.
+``profile`` is scripts/load/profile.py, ``--against`` scripts/benchmark_against.py.
 """
 
 from __future__ import annotations
@@ -93,11 +93,11 @@ import sys
 from typing import Optional
 
 from benchmark_against import run_class_against, run_single_against
-from benchmark_profile import add_arguments, run_profile
 from load.browser import BROWSER_PAGES, run_browser
 from load.class_live import run_class_live
 from load.classroom import run_class
 from load.long import LONG_PAGES, run_long
+from load.profile import add_arguments, run_profile
 from load.server import STREAMLIT_ARGS, require_loopback
 from load.single import run_single
 from load.training import run_training

@@ -1,12 +1,13 @@
 """The layers of attention_core: a floor of shared pieces, the concepts in teaching order, the registry on top.
 
-Walks every import of every module of ``attention_core`` (module level and inside functions; imports under
-``if TYPE_CHECKING:`` are for type hints only and are skipped) and fails on
+Walks every import of every module of ``attention_core`` (module level, inside functions, and any under
+``if TYPE_CHECKING:``: an import for type hints ties modules as much as any other) and fails on
 
 * a module or folder of attention_core that has no layer below (a new one must be placed);
 * a floor module that imports a concept, or a concept that imports a later concept or anything above it
   (a unit of the top may import what is listed before it);
-* a cycle between the units (the floor modules and the concept folders), whatever the layers say.
+* a cycle between the units (the floor modules and the concept folders), whatever the layers say;
+* a cycle between two modules, inside a folder too (a walk-through and the recipe that reads it, ...).
 
 The README's "How it is built" draws the same layers.
 """
@@ -41,14 +42,6 @@ def unit(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def _under_type_checking(tree: ast.AST) -> set[int]:
-    skipped = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
-            skipped.update(id(child) for child in ast.walk(node))
-    return skipped
-
-
 def _resolve(base: str, name: str) -> str:
     """``from base import name``: the module it reaches (base.name when that is a module, else base)."""
     candidate = Path(ROOT, *f"{base}.{name}".split("."))
@@ -61,10 +54,7 @@ def imports() -> list[tuple[str, str]]:
     for path in sorted(PACKAGE.rglob("*.py")):
         module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        skipped = _under_type_checking(tree)
         for node in ast.walk(tree):
-            if id(node) in skipped:
-                continue
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("attention_core"):
                 pairs += [(module, _resolve(node.module, alias.name)) for alias in node.names]
             elif isinstance(node, ast.Import):
@@ -132,3 +122,20 @@ def test_the_walk_sees_the_imports_it_must_judge():
     assert ("attention_core.multi_head.walkthrough", "attention_core.multi_head.formulas") in pairs
     assert not any(importer.startswith("attention_core.modern") and imported == "attention_core.settings"
                    for importer, imported in pairs)  # imported for type hints only
+
+
+def module_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for importer, imported in imports():
+        if importer != imported and not (PACKAGE / Path(*imported.split(".")[1:])).is_dir():  # a package's face
+            graph.setdefault(importer, set()).add(imported)
+    return graph
+
+
+def test_no_cycle_between_modules():
+    assert cycles(module_graph()) == []
+
+
+def test_a_cycle_is_found_where_there_is_one():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []

@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import sympy as sp
 
 from attention_core import practice
 from attention_core.backward import formulas
+from attention_core.backward.walks import BackwardMultiHeadWalk
 from attention_core.errors import N_, Message
 from attention_core.latex import Translate, expr_latex, matrix_symbol, product
 from attention_core.practice import Exercise
-
-if TYPE_CHECKING:  # the formulas read the walk-through they are handed
-    from attention_core.backward.backward_multi_head_walkthrough import BackwardMultiHeadWalkthrough
 
 #: Each gradient's symbol on the multi-head page, as its checks write it (per-head ones for every head at once).
 SYMBOLS = {"d_output": "dO", "d_w_out": "dW_O", "d_b_out": "db_O", "d_concat": "dC",
@@ -76,7 +74,7 @@ def multi_head_formula(stage: str, tr: Translate = Message) -> tuple[str, ...]:
     return _own(stage)
 
 
-def explain_multi_head(walk: BackwardMultiHeadWalkthrough, stage: str, row: int, col: int, head: int,
+def explain_multi_head(walk: BackwardMultiHeadWalk, stage: str, row: int, col: int, head: int,
                        tr: Translate = Message) -> str:
     """Entry (row, col) of ``stage``'s explained panel (head ``head``'s for a per-head stage) with its numbers in.
 
@@ -98,7 +96,7 @@ def explain_multi_head(walk: BackwardMultiHeadWalkthrough, stage: str, row: int,
     return formulas.explain_backward(walk, stage, row, col, tr, head)
 
 
-def multi_head_exercise(walk: BackwardMultiHeadWalkthrough, stage: str, row: int, col: int,
+def multi_head_exercise(walk: BackwardMultiHeadWalk, stage: str, row: int, col: int,
                         head: int) -> Optional[Exercise]:
     """Entry (row, col) of ``stage`` (head ``head``'s per head) as an exercise, with its mistakes named: those of
     the single-head page, dO W_O for dO W_Oᵀ, and ÷ √d_out for ÷ √head_dim. None where nothing is computed.

@@ -7,16 +7,11 @@ Shapes: T tokens, D = d_model, d_k = d_v.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from attention_core.backward.walks import BackwardMultiHeadWalk, BackwardWalk
 from attention_core.recipe import Recipe
 
-if TYPE_CHECKING:  # the recipe reads the walk-through it is handed; the walk-through's module declares the page
-    from attention_core.backward.backward_multi_head_walkthrough import BackwardMultiHeadWalkthrough
-    from attention_core.backward.backward_walkthrough import BackwardWalkthrough
 
-
-def backward_recipe(walk: BackwardWalkthrough) -> Recipe:
+def backward_recipe(walk: BackwardWalk) -> Recipe:
     """The backward pass's recipe: forward, loss, every gradient by hand, one step, autograd's gradients."""
     t = walk.trace
     return Recipe(
@@ -71,7 +66,7 @@ def backward_recipe(walk: BackwardWalkthrough) -> Recipe:
     )
 
 
-def backward_multi_head_recipe(walk: BackwardMultiHeadWalkthrough) -> Recipe:
+def backward_multi_head_recipe(walk: BackwardMultiHeadWalk) -> Recipe:
     """The multi-head backward pass's recipe: forward, loss, back through W_O and the concatenation, every head's
     gradients by hand, the heads side by side into dW_q, dW_k, dW_v, one step, autograd's gradients."""
     t = walk.trace

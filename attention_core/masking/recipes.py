@@ -7,14 +7,10 @@ Shapes: T tokens, D = d_model, d_k the width of q, k, v.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
+from attention_core.masking.walks import CausalWalkthrough
 from attention_core.recipe import ATTEND, Recipe
-
-if TYPE_CHECKING:  # the recipe reads the walk-through it is handed; the walk-through's module declares the page
-    from attention_core.masking.walkthrough import CausalWalkthrough
 
 
 def causal_recipe(walk: CausalWalkthrough) -> Recipe:

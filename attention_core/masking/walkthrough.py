@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
@@ -42,7 +42,7 @@ from attention_core import practice
 from attention_core.errors import N_, Message
 from attention_core.fields import FloatRange, IntRange, Switch, label
 from attention_core.inputs.edits import Edits
-from attention_core.inputs.stage import Inputs, build_inputs
+from attention_core.inputs.stage import build_inputs
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, index
 from attention_core.limits import MAX_DROPOUT, MAX_SEED
@@ -50,70 +50,24 @@ from attention_core.masking import formulas as fm
 from attention_core.masking.recipes import causal_recipe, dropout_recipe
 from attention_core.masking.user_mask import (
     MASK_EDITS,
-    MaskParts,
     blocked_row_notes,
     build_mask,
     check_context_length,
 )
+from attention_core.masking.walks import CausalWalkthrough
 from attention_core.masks import (
-    MaskAfterSoftmaxTrace,
     causal_mask,
     key_padding_mask,
     mask_after_softmax,
 )
 from attention_core.page import Page
 from attention_core.self_attention import functional
-from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
+from attention_core.self_attention.functional import self_attention
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
 
 # ---------------------------------------------------------------- causal attention and dropout
-
-
-@dataclass(frozen=True)
-class CausalWalkthrough:
-    """Every number of the causal-attention and dropout pages.
-
-    Attributes:
-        settings: the settings it was built from.
-        inputs: the input stage that supplies the tokens and X (with the user's X edits).
-        tokens: the T tokens.
-        weights: "w_query", "w_key", "w_value", (D, d_k): ``CausalAttention``'s, see :func:`module_weights`.
-        mask: the :class:`MaskParts`.
-        trace: the traced attention with the mask (and, on the dropout page in
-            training, dropout): scores, weights, dropout_mask ... (T, T); output (T, d_k).
-        other_route: the "softmax, zero the blocked, renormalise" route on the same scaled scores.
-        route_max_abs_diff: max |other_route.weights - trace.weights| (0 up to rounding).
-        dropout_p: the p applied (0 in eval mode or off the dropout page).
-        keep: bool (T, T), the dropout mask (True = kept; all True when no dropout).
-        row_sums: (T,), the row sums of the weights after dropout.
-        blocked_rows: the rows (0-based) with every key blocked.
-        checks: the comparisons with PyTorch.
-        warnings: one explanation per fully blocked row (plain text; may contain the user's tokens).
-        notes: other remarks for the user (plain text; may contain the user's tokens).
-    """
-
-    settings: SharedSettings
-    inputs: Inputs
-    tokens: tuple[str, ...]
-    weights: Mapping[str, torch.Tensor]
-    mask: MaskParts
-    trace: SelfAttentionTrace
-    other_route: MaskAfterSoftmaxTrace
-    route_max_abs_diff: float
-    dropout_p: float
-    keep: torch.Tensor
-    row_sums: torch.Tensor
-    blocked_rows: tuple[int, ...]
-    checks: tuple[Check, ...]
-    warnings: tuple[str, ...]
-    notes: tuple[str, ...]
-
-    @property
-    def scale(self) -> float:
-        """1 / (1 - p), the factor kept weights are multiplied by."""
-        return 1.0 / (1.0 - self.dropout_p)
 
 
 def build_causal_walkthrough(settings: SharedSettings, edits: Optional[Edits] = None, *,

@@ -26,35 +26,18 @@ from attention_core import practice
 from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
-from attention_core.inputs.stage import Inputs, build_inputs
+from attention_core.inputs.stage import build_inputs
 from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate, number
 from attention_core.limits import MAX_ALIBI_HEADS
 from attention_core.masks import causal_mask
-from attention_core.modern.alibi import AlibiTrace, alibi_attention, alibi_weights_loop, slopes
+from attention_core.modern.alibi import alibi_attention, alibi_weights_loop, slopes
 from attention_core.modern.recipes import alibi_recipe
+from attention_core.modern.walks import AlibiWalkthrough
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
-
-
-@dataclass(frozen=True)
-class AlibiWalkthrough:
-    """Every number of the *ALiBi* page.
-
-    Attributes:
-        settings: the settings it was built from. inputs: the input stage (tokens, X).
-        tokens: the T tokens. query, key: (T, d). trace: the :class:`AlibiTrace`. checks: against PyTorch and a loop.
-    """
-
-    settings: SharedSettings
-    inputs: Inputs
-    tokens: tuple[str, ...]
-    query: torch.Tensor
-    key: torch.Tensor
-    trace: AlibiTrace
-    checks: tuple[Check, ...]
 
 
 def build_alibi_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> AlibiWalkthrough:

@@ -27,44 +27,18 @@ from attention_core import practice
 from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
-from attention_core.inputs.stage import Inputs, build_inputs
+from attention_core.inputs.stage import build_inputs
 from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.limits import MAX_TOKENS
 from attention_core.masks import causal_mask
-from attention_core.modern.online_softmax import FlashTrace, Tile, flash_attention
+from attention_core.modern.online_softmax import flash_attention
 from attention_core.modern.recipes import flash_attention_recipe
+from attention_core.modern.walks import FlashWalkthrough
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
-
-
-@dataclass(frozen=True)
-class FlashWalkthrough:
-    """Every number of the *FlashAttention* page.
-
-    Attributes:
-        settings: the settings it was built from. inputs: the input stage (tokens, X).
-        tokens: the T tokens. query, key, value: (T, d). trace: the :class:`FlashTrace`.
-        reference: (T, d), full attention's output (SDPA). tile: the index of the tile shown (kept in range).
-        checks: the final output against PyTorch.
-    """
-
-    settings: SharedSettings
-    inputs: Inputs
-    tokens: tuple[str, ...]
-    query: torch.Tensor
-    key: torch.Tensor
-    value: torch.Tensor
-    trace: FlashTrace
-    reference: torch.Tensor
-    tile: int
-    checks: tuple[Check, ...]
-
-    @property
-    def current(self) -> Tile:
-        return self.trace.tiles[self.tile]
 
 
 def build_flash_attention_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> FlashWalkthrough:

@@ -31,47 +31,20 @@ from attention_core import practice
 from attention_core.errors import N_, InputError, Message
 from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
-from attention_core.inputs.stage import Inputs, build_inputs
+from attention_core.inputs.stage import build_inputs
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, number
 from attention_core.limits import MAX_DIM, MAX_GQA_HEADS, MAX_HEAD_DIM
 from attention_core.masks import causal_mask
-from attention_core.modern.gqa import GroupedQueryTrace, grouped_query_attention, kv_head_of
+from attention_core.modern.gqa import grouped_query_attention, kv_head_of
 from attention_core.modern.recipes import gqa_recipe
+from attention_core.modern.walks import GQAWalkthrough
 from attention_core.multi_head.heads import multi_head_attention
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
-from attention_core.transformer.generation import FLOAT32_BYTES, kv_cache_bytes
+from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
+from attention_core.transformer.generation import FLOAT32_BYTES
 from attention_core.weights import module_weights
-
-#: The variants the KV-cache stage compares, by their number of key/value heads (a function of h).
-VARIANTS = (("MHA", lambda h, kv: h), ("GQA", lambda h, kv: kv), ("MQA", lambda h, kv: 1))
-
-
-@dataclass(frozen=True)
-class GQAWalkthrough:
-    """Every number of the *Grouped-query attention* page.
-
-    Attributes:
-        settings: the settings it was built from. inputs: the input stage (tokens, X).
-        tokens: the T tokens. trace: the :class:`GroupedQueryTrace`.
-        checks: our numbers against ``torch.nn.functional.scaled_dot_product_attention(enable_gqa=True)`` (and
-            against multi-head attention when num_kv_heads = h).
-    """
-
-    settings: SharedSettings
-    inputs: Inputs
-    tokens: tuple[str, ...]
-    trace: GroupedQueryTrace
-    checks: tuple[Check, ...]
-
-    @property
-    def cache_rows(self) -> tuple[tuple[str, int, int], ...]:
-        """(variant, key/value heads, bytes per token of one layer's K and V cache in float32) for MHA, GQA, MQA."""
-        h, kv, hd = self.trace.num_heads, self.trace.num_kv_heads, self.trace.head_dim
-        return tuple((name, heads(h, kv), kv_cache_bytes(1, heads(h, kv), hd, 1, FLOAT32_BYTES))
-                     for name, heads in VARIANTS)
 
 
 def build_gqa_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> GQAWalkthrough:

@@ -28,7 +28,7 @@ from attention_core.entry_formulas import two_steps
 from attention_core.errors import N_, Message
 from attention_core.fields import FloatRange, IntRange, label
 from attention_core.inputs.edits import Edits
-from attention_core.inputs.stage import Inputs, build_inputs
+from attention_core.inputs.stage import build_inputs
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.limits import MAX_TOKENS, MIN_DECAY
@@ -37,8 +37,6 @@ from attention_core.modern.linear_attention import (
     MODEL_CONTEXTS,
     MODEL_HEAD_DIM,
     DeltaTrace,
-    LinearTrace,
-    RecurrentTrace,
     check_gates,
     feature_map,
     gated_delta_rule,
@@ -52,54 +50,15 @@ from attention_core.modern.linear_attention import (
 )
 from attention_core.modern.linear_attention_formulas import linear_formula
 from attention_core.modern.recipes import linear_attention_recipe
+from attention_core.modern.walks import LinearWalkthrough
 from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
 
 #: The tolerance of every check on this page (float32; the measured differences are ~1e-7).
 TOLERANCE = 1e-5
-
-
-@dataclass(frozen=True)
-class LinearWalkthrough:
-    """Every number of the *Linear attention and the delta rule* page.
-
-    Attributes:
-        settings: the settings it was built from. inputs: the input stage (tokens, X). tokens: the T tokens.
-        query, key, value: (T, d) X W_q, X W_k, X W_v.
-        parallel: causal linear attention, all at once. recurrent: the same, token by token (every S_t, z_t).
-        softmax: (T, T) causal softmax attention's weights on the same Q, K (for comparison).
-        delta: the delta rule (α = 1). gated: the gated delta rule (the page's α). Both with the page's β.
-        memory: (T, 3) numbers kept after t = 1..T tokens: KV cache, S and z, S. memory_at_scale: (4, 3) the same
-            for one head of d = 128 at MODEL_CONTEXTS tokens.
-        step: the step t shown (0-based, kept below T). checks: see the module's docstring.
-    """
-
-    settings: SharedSettings
-    inputs: Inputs
-    tokens: tuple[str, ...]
-    query: torch.Tensor
-    key: torch.Tensor
-    value: torch.Tensor
-    parallel: LinearTrace
-    recurrent: RecurrentTrace
-    softmax: torch.Tensor
-    delta: DeltaTrace
-    gated: DeltaTrace
-    memory: torch.Tensor
-    memory_at_scale: torch.Tensor
-    step: int
-    checks: tuple[Check, ...]
-
-    @property
-    def beta(self) -> float:
-        return self.settings.linear_attention.beta
-
-    @property
-    def alpha(self) -> float:
-        return self.settings.linear_attention.alpha
 
 
 def build_linear_attention_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> LinearWalkthrough:

@@ -11,19 +11,17 @@ Shapes: T tokens, D = d_model, h query heads, kv key/value heads, head_dim = d.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from attention_core.modern import alibi, rope, sliding
 from attention_core.modern.linear_attention import MODEL_CONTEXTS, MODEL_HEAD_DIM
+from attention_core.modern.walks import (
+    AlibiWalkthrough,
+    FlashWalkthrough,
+    GQAWalkthrough,
+    LinearWalkthrough,
+    RopeWalkthrough,
+    SlidingWalkthrough,
+)
 from attention_core.recipe import ATTEND, Recipe, drawn_weights, source
-
-if TYPE_CHECKING:  # the recipe reads the walk-through it is handed; the walk-through's module declares the page
-    from attention_core.modern.alibi_walkthrough import AlibiWalkthrough
-    from attention_core.modern.flash_attention_walkthrough import FlashWalkthrough
-    from attention_core.modern.gqa_walkthrough import GQAWalkthrough
-    from attention_core.modern.linear_attention_walkthrough import LinearWalkthrough
-    from attention_core.modern.rope_walkthrough import RopeWalkthrough
-    from attention_core.modern.sliding_window_walkthrough import SlidingWalkthrough
 
 
 def gqa_recipe(walk: GQAWalkthrough) -> Recipe:

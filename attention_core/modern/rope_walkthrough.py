@@ -25,36 +25,18 @@ from attention_core import practice
 from attention_core.errors import N_, Message
 from attention_core.fields import FloatRange, IntRange, label
 from attention_core.inputs.edits import Edits
-from attention_core.inputs.stage import Inputs, build_inputs
+from attention_core.inputs.stage import build_inputs
 from attention_core.inputs.tokens import dim_labels
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.limits import MAX_DIM, MAX_ROPE_BASE, MAX_ROPE_SHIFT, MIN_ROPE_BASE
 from attention_core.modern.recipes import rope_recipe
-from attention_core.modern.rope import BASES, RopeTrace, check_head_dim, frequencies, rope_scores, rotate
+from attention_core.modern.rope import BASES, check_head_dim, frequencies, rope_scores, rotate
+from attention_core.modern.walks import RopeWalkthrough
 from attention_core.page import Page
 from attention_core.positions import sinusoidal_encoding
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
-
-
-@dataclass(frozen=True)
-class RopeWalkthrough:
-    """Every number of the *RoPE* page.
-
-    Attributes:
-        settings: the settings it was built from. inputs: the input stage (tokens, X).
-        tokens: the T tokens. w_query: (D, d), W_q (Q = X W_q). trace: the :class:`RopeTrace`.
-        checks: the rotation against transformers' Llama RoPE (the shift invariance is the "relative" stage's
-            remark).
-    """
-
-    settings: SharedSettings
-    inputs: Inputs
-    tokens: tuple[str, ...]
-    w_query: torch.Tensor
-    trace: RopeTrace
-    checks: tuple[Check, ...]
 
 
 @lru_cache(maxsize=64)

@@ -26,40 +26,18 @@ from attention_core import practice
 from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
-from attention_core.inputs.stage import Inputs, build_inputs
+from attention_core.inputs.stage import build_inputs
 from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate
 from attention_core.limits import MAX_SLIDING_LAYERS, MAX_TOKENS
 from attention_core.modern.recipes import sliding_window_recipe
 from attention_core.modern.sliding import receptive_field, window_mask
+from attention_core.modern.walks import SlidingWalkthrough
 from attention_core.page import Page
-from attention_core.self_attention.functional import AttentionTrace, scaled_dot_product_attention
+from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
-
-
-@dataclass(frozen=True)
-class SlidingWalkthrough:
-    """Every number of the *Sliding-window attention* page.
-
-    Attributes:
-        settings: the settings it was built from. inputs: the input stage (tokens, X).
-        tokens: the T tokens. mask: (T, T) bool, the window. trace: the :class:`AttentionTrace` with that mask.
-        reach: (L, T, T) bool, the receptive field after 1 … L layers. checks: against PyTorch.
-    """
-
-    settings: SharedSettings
-    inputs: Inputs
-    tokens: tuple[str, ...]
-    mask: torch.Tensor
-    trace: AttentionTrace
-    reach: torch.Tensor
-    checks: tuple[Check, ...]
-
-    @property
-    def window(self) -> int:
-        return self.settings.sliding_window.window
 
 
 def build_sliding_window_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> SlidingWalkthrough:

@@ -8,12 +8,8 @@ d_out = h · head_dim.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from attention_core.multi_head.walks import MultiHeadWalkthrough
 from attention_core.recipe import ATTEND, Recipe
-
-if TYPE_CHECKING:  # the recipe reads the walk-through it is handed; the walk-through's module declares the page
-    from attention_core.multi_head.walkthrough import MultiHeadWalkthrough
 
 
 def multi_head_recipe(walk: MultiHeadWalkthrough) -> Recipe:

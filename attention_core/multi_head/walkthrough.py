@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 from typing import Mapping, Optional
 
 import torch
@@ -29,12 +28,11 @@ from attention_core import entry_formulas as entries
 from attention_core import practice
 from attention_core.errors import N_, Message
 from attention_core.inputs.edits import Edits
-from attention_core.inputs.stage import Inputs, build_inputs
+from attention_core.inputs.stage import build_inputs
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, index, number
 from attention_core.masking.user_mask import (
     MASK_EDITS,
-    MaskParts,
     blocked_row_notes,
     build_mask,
     check_context_length,
@@ -43,64 +41,13 @@ from attention_core.multi_head import formulas as formulas_multi_head
 from attention_core.multi_head import modules
 from attention_core.multi_head.heads import MultiHeadTrace, head_columns, head_labels, multi_head_attention
 from attention_core.multi_head.recipes import multi_head_recipe
+from attention_core.multi_head.walks import MultiHeadWalkthrough
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
 
 # ---------------------------------------------------------------- multi-head self- and cross-attention
-
-
-@dataclass(frozen=True)
-class MultiHeadWalkthrough:
-    """Every number of the multi-head and cross-attention pages.
-
-    Attributes:
-        settings: the settings it was built from.
-        inputs: the input stage that supplies the (decoder) tokens and X.
-        tokens: the m query tokens (the sentence; the decoder's in cross-attention).
-        kv_tokens: the n key/value tokens (the same as ``tokens`` in self-attention;
-            the encoder sentence's in cross-attention).
-        x_query: (m, D). x_kv: (n, D).
-        weights: "w_query", "w_key", "w_value" (D, d_out), "w_out" (d_out, d_out),
-            "b_out" (d_out,): ``MultiHeadAttention``'s, see :func:`module_weights`.
-        mask: the :class:`MaskParts` (self-attention), or None (cross-attention: no mask).
-        trace: the unbatched :class:`MultiHeadTrace`: per head (h, m, n) scores and
-            weights, concat (m, d_out), output (m, d_out).
-        columns: head r owns columns ``columns[r]`` of Q, K, V and the concatenation.
-        shapes: the reshape chain with b = 1: (b, m, d_out), (b, m, h, head_dim), (b, h, m, head_dim).
-        blocked_rows, checks, warnings, notes: as in :class:`CausalWalkthrough`.
-    """
-
-    settings: SharedSettings
-    inputs: Inputs
-    tokens: tuple[str, ...]
-    kv_tokens: tuple[str, ...]
-    x_query: torch.Tensor
-    x_kv: torch.Tensor
-    weights: Mapping[str, torch.Tensor]
-    mask: Optional[MaskParts]
-    trace: MultiHeadTrace
-    columns: tuple[range, ...]
-    shapes: tuple[tuple[int, ...], ...]
-    blocked_rows: tuple[int, ...]
-    checks: tuple[Check, ...]
-    warnings: tuple[str, ...]
-    notes: tuple[str, ...]
-
-    @property
-    def is_cross(self) -> bool:
-        return self.mask is None
-
-    @property
-    def scale(self) -> float:
-        """1 / √head_dim, the factor every head's scores are multiplied by."""
-        return self.trace.scale
-
-    @property
-    def wrong_scale(self) -> float:
-        """1 / √d_out: the factor of a common published bug (every head's softmax too flat)."""
-        return 1.0 / math.sqrt(self.trace.concat.shape[-1])
 
 
 def _torch_mha_checks(trace: MultiHeadTrace, weights: Mapping[str, torch.Tensor], x_query: torch.Tensor,
@@ -309,7 +256,6 @@ def explain_multi_head(walk: MultiHeadWalkthrough, stage: str, row: int, col: in
         return entries.output_entry_latex(row, col, trace.concat[row].tolist(), trace.w_out[:, col].tolist(),
                                      float(trace.b_out[col]), float(trace.output[row, col]))
     raise KeyError(stage)
-
 
 
 def multi_head_exercise(walk: MultiHeadWalkthrough, stage: str, row: int, col: int,

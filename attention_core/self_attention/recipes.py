@@ -5,12 +5,8 @@ Source: Vaswani et al. 2017, eq. 1; seed 001's SelfAttention_v2. Shapes: T token
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from attention_core.recipe import Recipe
-
-if TYPE_CHECKING:  # the recipe reads the walk-through it is handed; the walk-through's module declares the page
-    from attention_core.self_attention.walkthrough import Walkthrough
+from attention_core.self_attention.walks import Walkthrough
 
 
 def self_attention_recipe(walk: Walkthrough) -> Recipe:

@@ -11,17 +11,15 @@ Shape legend: T tokens, D = d_model, V vocabulary rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Optional
 
-import torch
 import torch.nn.functional as F
 
 from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
-from attention_core.inputs.presets import Preset
 from attention_core.inputs.stage import build_inputs
-from attention_core.inputs.tokens import Vocabulary, dim_labels, token_labels
+from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.limits import MAX_TOKENS
 from attention_core.page import Page
 from attention_core.self_attention import functional
@@ -33,50 +31,13 @@ from attention_core.self_attention.formulas import (
     stage_matrix,
 )
 from attention_core.self_attention.functional import (
-    AttentionTrace,
-    SelfAttentionTrace,
     attention_without_weights,
     self_attention,
 )
 from attention_core.self_attention.recipes import self_attention_recipe
+from attention_core.self_attention.walks import Walkthrough
 from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
-
-
-@dataclass(frozen=True)
-class Walkthrough:
-    """Every number the self-attention pages show, for one settings + edits.
-
-    Attributes:
-        settings: the settings it was built from.
-        preset: their preset.
-        tokens: the tokens as words of the vocabulary, length T.
-        token_ids: their ids, length T.
-        vocabulary: word -> id.
-        base: the seeded (unedited) matrices by name: "x" (T, D), "w_query",
-            "w_key", "w_value" (D, d_k); float32.
-        trace: self-attention on the edited matrices.
-        weightless: seed 004's attention without trainable weights on the edited X.
-        torch_max_abs_diff: max |trace.output - F.scaled_dot_product_attention(Q, K, V)|.
-        torch_matches: whether they agree to rtol = atol = 1e-5.
-        weightless_torch_diff, weightless_torch_matches: the same for ``weightless``
-            against ``F.scaled_dot_product_attention(X, X, X, scale=1.0)``.
-        notes: remarks for the user (e.g. the softmax saturates).
-    """
-
-    settings: SharedSettings
-    preset: Preset
-    tokens: tuple[str, ...]
-    token_ids: tuple[int, ...]
-    vocabulary: Vocabulary
-    base: Mapping[str, torch.Tensor]
-    trace: SelfAttentionTrace
-    weightless: AttentionTrace
-    torch_max_abs_diff: float
-    torch_matches: bool
-    weightless_torch_diff: float
-    weightless_torch_matches: bool
-    notes: tuple[str, ...]
 
 
 def build_walkthrough(settings: SharedSettings, edits: Optional[Edits] = None) -> Walkthrough:

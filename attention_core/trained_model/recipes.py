@@ -7,14 +7,10 @@ D = d_model, d_k = head_dim.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
 from attention_core.recipe import ATTEND, Recipe
-
-if TYPE_CHECKING:  # the recipe reads the walk-through it is handed; the walk-through's module declares the page
-    from attention_core.trained_model.pretrained import HeadStep
+from attention_core.trained_model.pretrained import HeadStep
 
 
 def trained_model_recipe(step: HeadStep) -> Recipe:

@@ -39,8 +39,6 @@ from attention_core.transformer.decoder import decoder_block, torch_decoder_laye
 from attention_core.transformer.generation import (
     FLOAT32_BYTES,
     REAL_MODELS,
-    Generation,
-    GenerationStep,
     generate,
     kv_cache_bytes,
     multiply_adds,
@@ -48,51 +46,11 @@ from attention_core.transformer.generation import (
     toy_weights,
 )
 from attention_core.transformer.recipes import generation_recipe
-from attention_core.transformer.toy_model import D_MODEL, END, NUM_HEADS, NUM_LAYERS, VOCAB, parse_source
+from attention_core.transformer.toy_model import D_MODEL, NUM_HEADS, NUM_LAYERS, VOCAB, parse_source
+from attention_core.transformer.walks import GenerationWalkthrough
 
 #: The context length the page sizes real models' KV caches at.
 REAL_CONTEXT = 4096
-
-
-@dataclass(frozen=True)
-class GenerationWalkthrough:
-    """Every number of the *Generating token by token* page.
-
-    Attributes:
-        settings: the settings it was built from.
-        generation: the :class:`Generation` (every step, cached and recomputed).
-        step: the 0-based index of the step shown (settings.generation.step, kept below the steps taken).
-        layer: the 0-based decoder block shown.
-        checks: our numbers against torch's Transformer layers, and the cached run against the recomputed one.
-    """
-
-    settings: SharedSettings
-    generation: Generation
-    step: int
-    layer: int
-    checks: tuple[Check, ...]
-
-    @property
-    def current(self) -> GenerationStep:
-        return self.generation.steps[self.step]
-
-    @property
-    def source_tokens(self) -> tuple[str, ...]:
-        return tuple(VOCAB[i] for i in self.generation.source)
-
-    @property
-    def input_tokens(self) -> tuple[str, ...]:
-        """The tokens the decoder reads at the shown step: START and the ones chosen before."""
-        return tuple(VOCAB[i] for i in self.current.inputs)
-
-    @property
-    def output_tokens(self) -> tuple[str, ...]:
-        return tuple(VOCAB[i] for i in self.generation.output)
-
-    @property
-    def expected(self) -> tuple[str, ...]:
-        """What a perfect reverser answers: the letters reversed, then END."""
-        return tuple(reversed(self.source_tokens)) + (VOCAB[END],)
 
 
 def build_generation_walkthrough(settings: SharedSettings) -> GenerationWalkthrough:

@@ -7,14 +7,8 @@ D = d_model, h = num_heads, F = dim_feedforward, V = vocabulary size.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from attention_core.recipe import ATTEND, Recipe
-
-if TYPE_CHECKING:  # the recipe reads the walk-through it is handed; the walk-through's module declares the page
-    from attention_core.transformer.generation_walkthrough import GenerationWalkthrough
-    from attention_core.transformer.walkthrough import EncoderWalkthrough
-
+from attention_core.transformer.walks import EncoderWalkthrough, GenerationWalkthrough
 
 BLOCK_FIELDS = ("w_query", "w_key", "w_value", "w_out", "b_query", "b_key", "b_value", "b_out", "w_1", "b_1", "w_2",
                  "b_2", "gamma_1", "beta_1", "gamma_2", "beta_2")

@@ -28,7 +28,7 @@ from attention_core import practice
 from attention_core.errors import N_, InputError, Message
 from attention_core.fields import IntRange, Switch, label
 from attention_core.inputs.edits import Edits
-from attention_core.inputs.stage import Inputs, build_inputs
+from attention_core.inputs.stage import build_inputs
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.limits import MAX_DIM, MAX_FEEDFORWARD, MAX_LAYERS
@@ -47,42 +47,7 @@ from attention_core.transformer.encoder import (
     torch_stack_output,
 )
 from attention_core.transformer.recipes import encoder_block_recipe
-
-
-@dataclass(frozen=True)
-class EncoderWalkthrough:
-    """Every number of the *Encoder block* page.
-
-    Attributes:
-        settings: the settings it was built from.
-        inputs: the input stage that supplies the tokens and X.
-        tokens: the T tokens. x: (T, D), the first block's input.
-        blocks: one :class:`EncoderBlockTrace` per block (N of them), block ℓ's output is block ℓ+1's input.
-        block: the 0-based index of the block the step-through shows (settings.encoder_block.block, kept below N).
-        checks: our numbers against ``torch.nn.TransformerEncoderLayer`` and ``torch.nn.functional.layer_norm``.
-    """
-
-    settings: SharedSettings
-    inputs: Inputs
-    tokens: tuple[str, ...]
-    x: torch.Tensor
-    blocks: tuple[EncoderBlockTrace, ...]
-    block: int
-    checks: tuple[Check, ...]
-
-    @property
-    def norm_first(self) -> bool:
-        return self.settings.encoder_block.norm_first
-
-    @property
-    def order(self) -> dict[str, str]:
-        """This variant's stages, in order: post-LN's, or pre-LN's (the same stages in another order)."""
-        return ENCODER_PRE_LN if self.norm_first else ENCODER_POST_LN
-
-    @property
-    def trace(self) -> EncoderBlockTrace:
-        """The shown block's trace."""
-        return self.blocks[self.block]
+from attention_core.transformer.walks import ENCODER_POST_LN, EncoderWalkthrough
 
 
 def check_heads(d_model: int, num_heads: int) -> None:
@@ -170,7 +135,6 @@ def _norm_panels(walk: EncoderWalkthrough, ln: LayerNormTrace, number_: int) -> 
         _panel(walk, "(z − μ) / √(σ² + ε)", ln.normalized),
         _panel(walk, f"LayerNorm{_SUB[number_]}(z) = γ ⊙ ẑ + β", ln.output, explained=True),
     )
-
 
 
 def _input_name(walk: EncoderWalkthrough, number_: int) -> str:
@@ -415,23 +379,6 @@ def encoder_steps(walk: EncoderWalkthrough, stage: str) -> StepThrough:
 
 
 # ---------------------------------------------------------------- the page
-
-#: The Transformer encoder block, post-LN (Vaswani et al. 2017, sec. 3.1; seed 003 §2): sublayer, add, norm.
-ENCODER_POST_LN: dict[str, str] = {
-    "inputs": N_("Inputs X"),
-    "attention": N_("Multi-head self-attention"),
-    "residual_1": N_("Residual: add the sublayer's input"),
-    "norm_1": N_("LayerNorm₁: normalise each row, then γ and β"),
-    "ffn_hidden": N_("Feed-forward, first layer: ReLU(· W₁ + b₁)"),
-    "ffn_output": N_("Feed-forward, second layer: · W₂ + b₂"),
-    "residual_2": N_("Residual again"),
-    "norm_2": N_("LayerNorm₂: normalise each row, then γ and β"),
-    "stack": N_("N blocks: each block's output is the next one's input"),
-}
-
-#: The same block, pre-LN (GPT-2 and most current models; Xiong et al. 2020): norm, sublayer, add.
-ENCODER_PRE_LN: dict[str, str] = {key: ENCODER_POST_LN[key] for key in (
-    "inputs", "norm_1", "attention", "residual_1", "norm_2", "ffn_hidden", "ffn_output", "residual_2", "stack")}
 
 @dataclass(frozen=True)
 class EncoderBlockSettings:

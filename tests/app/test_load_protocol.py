@@ -18,7 +18,7 @@ import pytest
 from ui import class_dashboard, class_live
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))  # the load package (scripts/load/), benchmark_against, benchmark_profile
+sys.path.insert(0, str(ROOT / "scripts"))  # the load package (scripts/load/), benchmark_against
 from load import class_live as live  # noqa: E402
 from load.browser import CHROMIUM, run_browser  # noqa: E402
 from load.client import PAGES, Student  # noqa: E402
@@ -292,7 +292,7 @@ def test_the_profile_says_where_a_click_goes(capsys):
     import argparse
     import re
 
-    profile = importlib.import_module("benchmark_profile")
+    profile = importlib.import_module("load.profile")
     args = argparse.Namespace(against=None, only=["self-attention"], clicks=3, rate=200, top=8)
     assert profile.run_profile(args) is True
     out = capsys.readouterr().out
@@ -303,7 +303,7 @@ def test_the_profile_says_where_a_click_goes(capsys):
 
 
 def test_the_profile_sorts_frames_by_library():
-    profile = importlib.import_module("benchmark_profile")
+    profile = importlib.import_module("load.profile")
     raw = ("run (threading.py:982);_draw_live (ui/stepthrough.py:201);markdown (streamlit/elements/markdown.py:40) 3\n"
            "run (threading.py:982);<module> (alibi.py:12);matmul (torch/functional.py:9) 2\n"
            "_run_once (asyncio/base_events.py:1922);write (tornado/iostream.py:10) 5\n")

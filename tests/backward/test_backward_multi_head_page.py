@@ -201,3 +201,19 @@ def test_the_page_says_which_target_cell_is_bad_and_keeps_the_editor():
     assert at.button(key=f"reset_{TARGET_EDITS}")
     assert any("is empty" in e.value for e in at.error)
 
+
+
+def test_each_backward_walk_through_has_every_member_its_protocol_names():
+    # The formulas and recipes are typed by attention_core/backward/walks.py's protocols, not by the walk-throughs
+    # (declared above them): each walk-through must have every member, or a formula would fail on the page.
+    import typing
+
+    from attention_core.backward import walks
+
+    settings = Settings()
+    for walk, protocol in ((build_backward_walkthrough(settings), walks.BackwardWalk),
+                           (build_backward_multi_head_walkthrough(settings), walks.BackwardMultiHeadWalk)):
+        members = set(typing.get_type_hints(protocol)) | {
+            name for name in vars(protocol) if not name.startswith("_")}
+        assert members >= {"tokens", "trace", "step", "jacobian_at", "explained", "head_view", "finite_difference"}
+        assert [name for name in sorted(members) if not hasattr(walk, name)] == []

@@ -19,9 +19,8 @@ from attention_core.transformer.encoder import (
     layer_norm,
     torch_layer,
 )
+from attention_core.transformer.walks import ENCODER_POST_LN, ENCODER_PRE_LN
 from attention_core.transformer.walkthrough import (
-    ENCODER_POST_LN,
-    ENCODER_PRE_LN,
     build_encoder_walkthrough,
     encoder_steps,
     explain_encoder,

@@ -180,8 +180,3 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", action="append", default=[], metavar="PATH",
                         help="profile, single: only this page (its URL path; repeatable)")
 
-
-if __name__ == "__main__":  # the scenario is run through benchmark_load.py
-    from benchmark_load import main
-
-    sys.exit(main(["profile", *sys.argv[1:]]))
