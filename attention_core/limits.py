@@ -75,6 +75,10 @@ MAX_SLIDING_LAYERS = 4
 #: the state at every step and make g = log α = −∞ (transformers' chunked kernel then computes −∞ − (−∞) = NaN);
 #: 0.01 forgets 99 % per step, about as fast as anyone would want to watch. β (how much of the error is written) is in [0, 1].
 MIN_DECAY = 0.01
+#: Multi-head latent attention: its heads, 1..MAX_MLA_HEADS, and the decoupled RoPE part d_R, 2..MAX_MLA_ROPE_DIM (odd:
+#: a message, RoPE rotates pairs); d_h is 1..MAX_HEAD_DIM; the latents d_c, d_c' are 1..MAX_DIM and at most d_model.
+MAX_MLA_HEADS = 8
+MAX_MLA_ROPE_DIM = 4
 
 # ---------------------------------------------------------------- the trained model (all-MiniLM-L6-v2)
 

@@ -64,6 +64,10 @@ MISTAKES: dict[str, str] = {
     "delta_no_error": N_("Wrote v, not the error"),
     "decay_forgotten": N_("Forgot the decay α"),
     "decay_after_prediction": N_("Predicted before the decay"),
+    "rope_not_rotated": N_("Forgot to rotate"),
+    "rope_sin_sign": N_("Rotated the other way"),
+    "mla_rope_part_forgotten": N_("Forgot the RoPE part q^R · k^R"),
+    "mla_scale_head_dim": N_("÷ √d_h instead of ÷ √(d_h + d_R)"),
 }
 
 #: The longest answer read (characters); a number needs far fewer.

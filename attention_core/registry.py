@@ -20,6 +20,7 @@ from attention_core.modern.alibi_walkthrough import ALIBI_PAGE
 from attention_core.modern.flash_attention_walkthrough import FLASH_ATTENTION
 from attention_core.modern.gqa_walkthrough import GQA_PAGE
 from attention_core.modern.linear_attention_walkthrough import LINEAR_ATTENTION
+from attention_core.modern.mla_walkthrough import MLA_PAGE
 from attention_core.modern.rope_walkthrough import ROPE_PAGE
 from attention_core.modern.sliding_window_walkthrough import SLIDING_WINDOW
 from attention_core.multi_head.cross_attention_walkthrough import CROSS_ATTENTION
@@ -62,6 +63,7 @@ PAGES: tuple[Page, ...] = (
     SLIDING_WINDOW,
     FLASH_ATTENTION,
     LINEAR_ATTENTION,
+    MLA_PAGE,
     TRAINED_MODEL,
     MODERN_LM,
     BACKWARD,

@@ -25,6 +25,7 @@ from attention_core.modern.linear_attention_walkthrough import (
     build_linear_attention_walkthrough,
     linear_attention_steps,
 )
+from attention_core.modern.mla_walkthrough import build_mla_walkthrough, mla_steps
 from attention_core.modern.rope_walkthrough import build_rope_walkthrough, rope_steps
 from attention_core.modern.sliding_window_walkthrough import build_sliding_window_walkthrough, sliding_window_steps
 from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
@@ -170,6 +171,7 @@ CASES = {
     "linear_attention": lambda: _modern("linear_attention", build_linear_attention_walkthrough, linear_attention_steps,
                                         [{}, {"linear_attention.step": 5, "linear_attention.beta": 0.8,
                                               "linear_attention.alpha": 0.5}]),
+    "mla": lambda: _modern("mla", build_mla_walkthrough, mla_steps, [{}, {"mla.head": 1, "mla.rope_dim": 4}]),
     "backward": lambda: _modern("backward", build_backward_walkthrough, backward_steps,
                                 [{"backward.target": "random", "backward.learning_rate": 1.0},
                                  {"causal_mask": False, "backward.learning_rate": 2.0}]),
@@ -236,6 +238,7 @@ def test_every_entry_of_every_stage_grades_its_answer_and_names_its_mistakes(pag
                 "sliding_window": {"weights"},
                 "flash_attention": {"tile_scores", "running_max", "final"},
                 "linear_attention": {"features", "parallel", "recurrent", "delta", "gated"},
+                "mla": {"latents", "up", "rope", "scores", "weights", "output", "absorption"},
                 "backward": {"loss", "d_value", "d_weights", "d_scores", "d_query", "d_key", "d_w_query", "d_w_key",
                              "d_w_value", "step"},
                 "backward_multi_head": {"loss", "d_w_out", "d_concat", "d_value", "d_weights", "d_scores", "d_query",

@@ -135,6 +135,7 @@ def _builders() -> dict:
     from attention_core.modern.flash_attention_walkthrough import build_flash_attention_walkthrough
     from attention_core.modern.gqa_walkthrough import build_gqa_walkthrough
     from attention_core.modern.linear_attention_walkthrough import build_linear_attention_walkthrough
+    from attention_core.modern.mla_walkthrough import build_mla_walkthrough
     from attention_core.modern.rope_walkthrough import build_rope_walkthrough
     from attention_core.modern.sliding_window_walkthrough import build_sliding_window_walkthrough
     from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
@@ -148,7 +149,7 @@ def _builders() -> dict:
             "generation": build_generation_walkthrough, "gqa": build_gqa_walkthrough, "rope": build_rope_walkthrough,
             "alibi": build_alibi_walkthrough, "sliding_window": build_sliding_window_walkthrough,
             "flash_attention": build_flash_attention_walkthrough, "backward": build_backward_walkthrough,
-            "linear_attention": build_linear_attention_walkthrough,
+            "linear_attention": build_linear_attention_walkthrough, "mla": build_mla_walkthrough,
             "backward_multi_head": build_backward_multi_head_walkthrough}
 
 

@@ -30,6 +30,7 @@ from attention_core.modern.alibi_walkthrough import build_alibi_walkthrough
 from attention_core.modern.flash_attention_walkthrough import build_flash_attention_walkthrough
 from attention_core.modern.gqa_walkthrough import build_gqa_walkthrough
 from attention_core.modern.linear_attention_walkthrough import build_linear_attention_walkthrough
+from attention_core.modern.mla_walkthrough import build_mla_walkthrough
 from attention_core.modern.rope_walkthrough import build_rope_walkthrough
 from attention_core.modern.sliding_window_walkthrough import build_sliding_window_walkthrough
 from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
@@ -88,6 +89,10 @@ CASES = {
     "linear_attention_last_step_strong_decay": (
         lambda: build_linear_attention_walkthrough(Settings().set(**{"d_k": 4, "linear_attention.step": 11, "linear_attention.beta": 1.0, "linear_attention.alpha": 0.3})),
         "linear_attention"),
+    "mla": (lambda: build_mla_walkthrough(Settings()), "mla"),
+    "mla_odd_head_dim_last_head": (
+        lambda: build_mla_walkthrough(Settings().set(**{"d_model": 6, "mla.num_heads": 3, "mla.head_dim": 3, "mla.rope_dim": 4, "mla.kv_latent": 5, "mla.head": 2})),
+        "mla"),
 }
 
 
