@@ -50,6 +50,9 @@ class Page:
         opening_entry: ``opening_entry(walk)`` -> the explained entry's settings (``{"entry_row": 1, ...}``) for a
             session that has not chosen an entry yet (no link, no pick, no click), where the default entry would
             explain zeros (the backward pages: the target's row), or None.
+        build: a step page's builder, ``build(settings, edits)`` -> its walk-through (every number the page shows;
+            ``build(settings)`` for a page without edits), or None (the model pages build per model and prompt):
+            what the page's body runs, and what the tests step through for every page of the registry.
         steps: a step page's ``steps(walk, stage)`` -> the ``StepThrough`` of that stage of its walk-through
             (:mod:`attention_core.stepthrough`); what the one renderer draws, and the worksheets and exports read.
         settings: the page's own settings, a frozen dataclass with their defaults (``settings.<key>`` in the one
@@ -71,6 +74,7 @@ class Page:
     default_stage: str = ""
     default_stage_why: str = ""
     opening_entry: Optional[Callable[[Any], Mapping[str, int]]] = None
+    build: Optional[Callable[..., Any]] = None
     steps: Optional[Callable[[Any, str], Any]] = None
     settings: Optional[type] = None
     fields: tuple[Any, ...] = ()

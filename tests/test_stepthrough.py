@@ -128,29 +128,9 @@ def test_every_step_of_the_trained_head_with_and_without_pad_tokens(language):
 # ---------------------------------------------------------------- every panel follows the explained entry
 
 def _builders() -> dict:
-    """Every step page that steps in a fragment (``ui.stepthrough.live``) -> its walk-through's builder."""
-    from attention_core.backward.backward_multi_head_walkthrough import build_backward_multi_head_walkthrough
-    from attention_core.backward.backward_walkthrough import build_backward_walkthrough
-    from attention_core.modern.alibi_walkthrough import build_alibi_walkthrough
-    from attention_core.modern.flash_attention_walkthrough import build_flash_attention_walkthrough
-    from attention_core.modern.gqa_walkthrough import build_gqa_walkthrough
-    from attention_core.modern.linear_attention_walkthrough import build_linear_attention_walkthrough
-    from attention_core.modern.mla_walkthrough import build_mla_walkthrough
-    from attention_core.modern.rope_walkthrough import build_rope_walkthrough
-    from attention_core.modern.sliding_window_walkthrough import build_sliding_window_walkthrough
-    from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
-    from attention_core.self_attention.walkthrough import build_walkthrough
-    from attention_core.transformer.generation_walkthrough import build_generation_walkthrough
-    from attention_core.transformer.walkthrough import build_encoder_walkthrough
-
-    return {"self_attention": build_walkthrough, "causal": build_causal_walkthrough,
-            "dropout": lambda s: build_causal_walkthrough(s, dropout=True), "multi_head": build_multi_head_walkthrough,
-            "cross_attention": build_cross_attention_walkthrough, "encoder_block": build_encoder_walkthrough,
-            "generation": build_generation_walkthrough, "gqa": build_gqa_walkthrough, "rope": build_rope_walkthrough,
-            "alibi": build_alibi_walkthrough, "sliding_window": build_sliding_window_walkthrough,
-            "flash_attention": build_flash_attention_walkthrough, "backward": build_backward_walkthrough,
-            "linear_attention": build_linear_attention_walkthrough, "mla": build_mla_walkthrough,
-            "backward_multi_head": build_backward_multi_head_walkthrough}
+    """Every step page that steps in a fragment (``ui.stepthrough.live``) -> its walk-through's builder (its
+    declaration's ``build``; the model pages have none)."""
+    return {page.key: page.build for page in registry.PAGES if page.build is not None}
 
 
 FRAGMENT_PAGES = sorted(_builders())

@@ -323,5 +323,5 @@ BACKWARD_MULTI_HEAD = Page(
         "d_x": N_("dX: X feeds all three"),
         "step": N_("One gradient-descent step"),
     },
-    steps=backward_multi_head_steps, recipe=backward_multi_head_recipe, opening_entry=opening_entry,
+    build=build_backward_multi_head_walkthrough, steps=backward_multi_head_steps, recipe=backward_multi_head_recipe, opening_entry=opening_entry,
 )

@@ -372,7 +372,7 @@ BACKWARD = Page(
         "d_x": N_("dX: X feeds all three"),
         "step": N_("One gradient-descent step"),
     },
-    steps=backward_steps, recipe=backward_recipe, settings=BackwardSettings, opening_entry=opening_entry,
+    build=build_backward_walkthrough, steps=backward_steps, recipe=backward_recipe, settings=BackwardSettings, opening_entry=opening_entry,
     fields=(
         Choice("target", tuple(TARGETS), N_("Unknown target “{raw}”; using “{value}”.")),
         IntRange("copy_query", 1, MAX_TOKENS, label(N_("The token that copies (i)"))),

@@ -305,6 +305,12 @@ def causal_steps(walk: CausalWalkthrough, stage: str, page: Optional[Page] = Non
     )
 
 
+def build_dropout_walkthrough(settings: SharedSettings, edits: Optional[Edits] = None) -> CausalWalkthrough:
+    """The dropout page's walk-through: :func:`build_causal_walkthrough` with ``dropout=True`` (its builder in its
+    declaration)."""
+    return build_causal_walkthrough(settings, edits, dropout=True)
+
+
 def dropout_steps(walk: CausalWalkthrough, stage: str) -> StepThrough:
     """The dropout page's ``stage``: :func:`causal_steps` of its walk-through (built with ``dropout=True``)."""
     return causal_steps(walk, stage, DROPOUT_PAGE)
@@ -323,7 +329,7 @@ CAUSAL_PAGE = Page(
         "other_route": N_("Other route: softmax, zero, renormalise"),
         "output": N_("Output: weights · V"),
     },
-    steps=causal_steps, default_stage="masked_scores",
+    build=build_causal_walkthrough, steps=causal_steps, default_stage="masked_scores",
     default_stage_why=N_("The mask is what this page adds; the scaled scores before it are the self-attention page's."), recipe=causal_recipe,
     legacy={"causal_stage": "stage"},
 )
@@ -353,7 +359,7 @@ DROPOUT_PAGE = Page(
         "dropped_weights": N_("Dropped and rescaled by 1 / (1 − p)"),
         "output": N_("Output: dropped weights · V"),
     },
-    steps=dropout_steps, default_stage="dropout_mask",
+    build=build_dropout_walkthrough, steps=dropout_steps, default_stage="dropout_mask",
     default_stage_why=N_("The dropout mask is what this page adds to the causal weights before it."), recipe=dropout_recipe,
     settings=DropoutSettings,
     fields=(

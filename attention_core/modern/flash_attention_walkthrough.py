@@ -309,7 +309,7 @@ FLASH_ATTENTION = Page(
         "partial_output": N_("The running output O, rescaled, plus P V_j"),
         "final": N_("After the last key block: O / l equals full attention"),
     },
-    steps=flash_attention_steps, default_stage="running_sum",
+    build=build_flash_attention_walkthrough, steps=flash_attention_steps, default_stage="running_sum",
     default_stage_why=N_("The running sum, rescaled as each tile arrives, is the heart of the online softmax; the tiles and the running maximum come before."), recipe=flash_attention_recipe,
     settings=FlashAttentionSettings,
     fields=(

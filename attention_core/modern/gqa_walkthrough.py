@@ -298,7 +298,7 @@ GQA_PAGE = Page(
         "output": N_("Concat the heads, then W_O"),
         "kv_cache": N_("The KV cache per token: MHA, GQA, MQA"),
     },
-    steps=gqa_steps, default_stage="groups",
+    build=build_gqa_walkthrough, steps=gqa_steps, default_stage="groups",
     default_stage_why=N_("Which query heads share a key/value head is what this page adds; X and the projections come before."), recipe=gqa_recipe,
     settings=GQASettings,
     fields=(

@@ -430,7 +430,7 @@ LINEAR_ATTENTION = Page(
         "delta": N_("The delta rule: write only the prediction error"),
         "gated": N_("The gated delta rule: decay the state by α first"),
     },
-    steps=linear_attention_steps, default_stage="recurrent",
+    build=build_linear_attention_walkthrough, steps=linear_attention_steps, default_stage="recurrent",
     default_stage_why=N_("The recurrence over a state of fixed size is what makes linear attention an RNN; the feature "
                          "map and the parallel form it equals come before."),
     recipe=linear_attention_recipe,

@@ -201,7 +201,7 @@ MLA_PAGE = Page(
         "absorption": N_("Weight absorption: the scores straight from c_KV"),
         "decoupling": N_("Why RoPE had to be decoupled"),
     },
-    steps=mla_steps, recipe=mla_recipe, settings=MLASettings,
+    build=build_mla_walkthrough, steps=mla_steps, recipe=mla_recipe, settings=MLASettings,
     fields=(
         IntRange("num_heads", 1, MAX_MLA_HEADS, label(N_("The number of heads"))),
         IntRange("head_dim", 1, MAX_HEAD_DIM, "d_h"),

@@ -360,7 +360,7 @@ ROPE_PAGE = Page(
         "relative": N_("Shift every position by s: the scores do not change"),
         "base": N_("What the base changes: how fast each pair turns"),
     },
-    steps=rope_steps, default_stage="rotate_query",
+    build=build_rope_walkthrough, steps=rope_steps, default_stage="rotate_query",
     default_stage_why=N_("The rotation is what RoPE adds; the projections and the angles it uses come before."), recipe=rope_recipe,
     settings=RopeSettings,
     fields=(

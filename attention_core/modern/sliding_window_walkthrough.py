@@ -229,7 +229,7 @@ SLIDING_WINDOW = Page(
         "weights": N_("Weights: softmax inside the window"),
         "receptive": N_("Stacked layers: the receptive field grows"),
     },
-    steps=sliding_window_steps, recipe=sliding_window_recipe,
+    build=build_sliding_window_walkthrough, steps=sliding_window_steps, recipe=sliding_window_recipe,
     settings=SlidingWindowSettings,
     fields=(
         IntRange("window", 1, MAX_TOKENS, label(N_("The window"))),

@@ -147,7 +147,7 @@ CROSS_ATTENTION = Page(
         "head": N_("Each head's context vectors"),
         "output": N_("Output: Concat · W_O + b_O"),
     },
-    steps=cross_attention_steps, default_stage="weights",
+    build=build_cross_attention_walkthrough, steps=cross_attention_steps, default_stage="weights",
     default_stage_why=N_("The weights, decoder tokens over encoder tokens, are what this page is about; the projections and scores that make them come before."), recipe=multi_head_recipe,
     legacy={"cross_stage": "stage"},
 )

@@ -354,7 +354,7 @@ MULTI_HEAD = Page(
         "concat": N_("Concat(head_1, …, head_h)"),
         "output": N_("Output: Concat · W_O + b_O"),
     },
-    steps=multi_head_steps, default_stage="split",
+    build=build_multi_head_walkthrough, steps=multi_head_steps, default_stage="split",
     default_stage_why=N_("The split into heads is what this page adds; X and the projections before it are as on the self-attention page."), recipe=multi_head_recipe,
     legacy={"mha_stage": "stage"},
 )

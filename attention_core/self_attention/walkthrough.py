@@ -165,7 +165,7 @@ SELF_ATTENTION_PAGE = Page(
         "weights": N_("Weights: softmax"),
         "output": N_("Output: weights · V"),
     },
-    steps=self_attention_steps, default_stage="scores",
+    build=build_walkthrough, steps=self_attention_steps, default_stage="scores",
     default_stage_why=N_("The scores Q Kᵀ are where attention begins; X, Q, K and V before them are plain matrix products."), recipe=self_attention_recipe,
     legacy={"stage": "stage"},
 )

@@ -401,7 +401,7 @@ GENERATION_PAGE = Page(
         "logits": N_("Next-token logits: the last row × W_vocab + b"),
         "probabilities": N_("Softmax: a probability for every token, then the choice"),
     },
-    steps=generation_steps, default_stage="cross_attention",
+    build=build_generation_walkthrough, steps=generation_steps, default_stage="cross_attention",
     default_stage_why=N_("Cross-attention, the decoder reading the encoder's output, is the step to watch; the encoder and the decoder's input come before."), recipe=generation_recipe,
     settings=GenerationSettings,
     fields=(

@@ -403,7 +403,7 @@ class EncoderBlockSettings:
 ENCODER_BLOCK = Page(
     key="encoder_block", title=N_("The encoder block"), icon=":material/stacks:", section="transformer",
     summary=N_("The encoder block: residuals, LayerNorm and the feed-forward layer around attention"),
-    stages=ENCODER_POST_LN, steps=encoder_steps, default_stage="norm_1",
+    stages=ENCODER_POST_LN, build=build_encoder_walkthrough, steps=encoder_steps, default_stage="norm_1",
     default_stage_why=N_("LayerNorm is what the block adds around attention; the attention and the residual that feed it come before."), recipe=encoder_block_recipe,
     settings=EncoderBlockSettings,
     fields=(

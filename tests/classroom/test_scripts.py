@@ -197,10 +197,7 @@ def test_user_tokens_enter_only_inside_string_literals():
     assert {"a\"\"\"b", "x')+import\\n(os"} <= set(walk.tokens)
     for key in ("self_attention", "causal", "multi_head", "rope", "flash_attention"):
         settings = Settings.for_preset("custom", sentence=NASTY)
-        build = {"self_attention": build_walkthrough, "causal": build_causal_walkthrough,
-                 "multi_head": build_multi_head_walkthrough, "rope": build_rope_walkthrough,
-                 "flash_attention": build_flash_attention_walkthrough}[key]
-        source = script_for(registry.BY_KEY[key], build(settings))
+        source = script_for(registry.BY_KEY[key], registry.BY_KEY[key].build(settings))
         tree = ast.parse(source)
         (tokens,) = [node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
                      and getattr(node.targets[0], "id", None) == "tokens"]
