@@ -180,6 +180,12 @@ CASES = {
                                            [{"backward.target": "random", "backward.learning_rate": 1.0},
                                             {"causal_mask": False, "d_out": 6, "num_heads": 3}]),
 }
+#: A step page of the registry without a case above (a new page) is stepped through on every worked example with its
+#: own builder and steps, as its declaration gives them: adding a page edits nothing here.
+_COVERED = {"encoder": "encoder_block"}
+CASES.update({page.key: (lambda page=page: _modern(page.key, page.build, page.steps, [{}]))
+              for page in BY_KEY.values() if page.build is not None
+              and page.key not in CASES and page.key not in _COVERED.values()})
 
 
 def _entries(steps: StepThrough):
@@ -242,8 +248,11 @@ def test_every_entry_of_every_stage_grades_its_answer_and_names_its_mistakes(pag
                 "backward": {"loss", "d_value", "d_weights", "d_scores", "d_query", "d_key", "d_w_query", "d_w_key",
                              "d_w_value", "step"},
                 "backward_multi_head": {"loss", "d_w_out", "d_concat", "d_value", "d_weights", "d_scores", "d_query",
-                                        "d_key", "d_w_query", "d_w_key", "d_w_value", "step"}}[page]
-    assert {stage for stage, n in asked.items() if n} == computed
+                                        "d_key", "d_w_query", "d_w_key", "d_w_value", "step"}}.get(page)
+    if computed is None:  # a page not written out above: at least one of its stages asks
+        assert any(asked.values()), page
+    else:
+        assert {stage for stage, n in asked.items() if n} == computed
 
 
 def test_the_trained_heads_exercises(trained_steps):

@@ -117,6 +117,10 @@ def _modern_lm_head():
 
 
 CASES["modern_lm_layer_18_head_5"] = (_modern_lm_head, "modern_lm")
+#: A step page of the registry without a case above (a new page): its own builder on the default settings, so that
+#: adding a page edits nothing here.
+CASES.update({page.key: (lambda page=page: page.build(Settings()), page.key) for page in registry.PAGES
+              if page.build is not None and page.key not in {key for _build, key in CASES.values()}})
 
 
 def run(source: str, tmp_path, name: str = "export.py") -> subprocess.CompletedProcess:
