@@ -159,3 +159,17 @@ MAX_IMAGE_SIDE = 16
 IMAGE_PATTERNS: tuple[str, ...] = ("smiley", "shapes", "checkerboard", "gradient")
 IMAGE_UPLOAD = "upload"
 IMAGE_FEATURES: tuple[str, ...] = ("rgb", "projected")
+
+# ---------------------------------------------------------------- attention sinks (StreamingLLM, gpt-oss)
+
+#: gpt-oss's learned sink logit b on the page: [MIN_SINK_LOGIT, MAX_SINK_LOGIT]. e^20 ≈ 5 · 10^8 already takes
+#: every weight from scores of the page's size; beyond ±20 nothing more is seen (and e^b stays far from float32's
+#: overflow at 88).
+MIN_SINK_LOGIT, MAX_SINK_LOGIT = -20.0, 20.0
+#: StreamingLLM on SmolLM2: the sinks kept (s, 0 … MAX_SINKS), the window w (1 … MAX_STREAM_WINDOW, at least s), the
+#: text's tokens (a longer text is cut, with a message; one eager pass at 1024 tokens holds 9 × 1024² weights per
+#: layer, 38 MB, for a moment) and the characters of a pasted text.
+MAX_SINKS = 16
+MAX_STREAM_WINDOW = 1024
+SINKS_MAX_TOKENS = 1024
+SINKS_MAX_CHARS = 8000

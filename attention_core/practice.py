@@ -68,6 +68,11 @@ MISTAKES: dict[str, str] = {
     "rope_sin_sign": N_("Rotated the other way"),
     "mla_rope_part_forgotten": N_("Forgot the RoPE part q^R · k^R"),
     "mla_scale_head_dim": N_("÷ √d_h instead of ÷ √(d_h + d_R)"),
+    "nothing_is_zero": N_("Thought a query with nothing to find outputs 0"),
+    "nothing_sum_not_mean": N_("Summed the values instead of averaging"),
+    "sink_forgotten": N_("Forgot the sink's e^b"),
+    "sink_not_exponentiated": N_("Added b, not e^b"),
+    "sink_share_instead": N_("Computed the sink's own share"),
 }
 
 #: The longest answer read (characters); a number needs far fewer.

@@ -22,6 +22,7 @@ from attention_core.modern.gqa_walkthrough import GQA_PAGE
 from attention_core.modern.linear_attention_walkthrough import LINEAR_ATTENTION
 from attention_core.modern.mla_walkthrough import MLA_PAGE
 from attention_core.modern.rope_walkthrough import ROPE_PAGE
+from attention_core.modern.sinks_walkthrough import SINKS
 from attention_core.modern.sliding_window_walkthrough import SLIDING_WINDOW
 from attention_core.multi_head.cross_attention_walkthrough import CROSS_ATTENTION
 from attention_core.multi_head.walkthrough import MULTI_HEAD
@@ -64,6 +65,7 @@ PAGES: tuple[Page, ...] = (
     FLASH_ATTENTION,
     LINEAR_ATTENTION,
     MLA_PAGE,
+    SINKS,
     TRAINED_MODEL,
     MODERN_LM,
     BACKWARD,

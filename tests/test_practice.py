@@ -27,6 +27,7 @@ from attention_core.modern.linear_attention_walkthrough import (
 )
 from attention_core.modern.mla_walkthrough import build_mla_walkthrough, mla_steps
 from attention_core.modern.rope_walkthrough import build_rope_walkthrough, rope_steps
+from attention_core.modern.sinks_walkthrough import build_sinks_walkthrough, sinks_steps
 from attention_core.modern.sliding_window_walkthrough import build_sliding_window_walkthrough, sliding_window_steps
 from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
 from attention_core.multi_head.walkthrough import build_multi_head_walkthrough, multi_head_steps
@@ -172,6 +173,8 @@ CASES = {
                                         [{}, {"linear_attention.step": 5, "linear_attention.beta": 0.8,
                                               "linear_attention.alpha": 0.5}]),
     "mla": lambda: _modern("mla", build_mla_walkthrough, mla_steps, [{}, {"mla.head": 1, "mla.rope_dim": 4}]),
+    "sinks": lambda: _modern("sinks", build_sinks_walkthrough, sinks_steps,
+                             [{}, {"sinks.sink_logit": -3.0, "d_k": 5}]),
     "backward": lambda: _modern("backward", build_backward_walkthrough, backward_steps,
                                 [{"backward.target": "random", "backward.learning_rate": 1.0},
                                  {"causal_mask": False, "backward.learning_rate": 2.0}]),
@@ -245,6 +248,7 @@ def test_every_entry_of_every_stage_grades_its_answer_and_names_its_mistakes(pag
                 "flash_attention": {"tile_scores", "running_max", "final"},
                 "linear_attention": {"features", "parallel", "recurrent", "delta", "gated"},
                 "mla": {"latents", "up", "rope", "scores", "weights", "output", "absorption"},
+                "sinks": {"weights", "nothing", "sink_weights", "sink_output"},
                 "backward": {"loss", "d_value", "d_weights", "d_scores", "d_query", "d_key", "d_w_query", "d_w_key",
                              "d_w_value", "step"},
                 "backward_multi_head": {"loss", "d_w_out", "d_concat", "d_value", "d_weights", "d_scores", "d_query",

@@ -115,6 +115,8 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
     "mla.kv_latent": (1, 16, "d_c"),
     "mla.q_latent": (1, 16, "d_c'"),
     "mla.head": (0, 7, "The head shown"),
+    "sinks.window": (1, 1024, "The window w"),
+    "sinks.sinks": (0, 16, "The number of sink tokens s"),
     "sliding_window.layers": (1, 4, "The number of layers"),
     "rope.shift": (0, 1000, "The shift s"),
     "generation.layer": (0, 1, "The block"),
@@ -130,7 +132,8 @@ INT_RANGES: dict[str, tuple[int, int, str]] = {
 
 #: The model's layer and head: (count, the word in the message).
 ONE_BASED = {"trained_model.layer": (6, "layer"), "trained_model.head": (12, "head"), "training.layer": (2, "layer"),
-             "modern_lm.layer": (30, "layer"), "modern_lm.head": (9, "head")}
+             "modern_lm.layer": (30, "layer"), "modern_lm.head": (9, "head"), "sinks.layer": (30, "layer"),
+             "sinks.head": (9, "head")}
 
 #: (value given, value after validation, the message or None), written out per real-valued field.
 FLOAT_CASES: dict[str, list[tuple[Any, float, Optional[str]]]] = {
@@ -206,6 +209,17 @@ FLOAT_CASES: dict[str, list[tuple[Any, float, Optional[str]]]] = {
         ("slow", 0.9, "The decay α must be a number above 0 and at most 1; got “slow”, using 0.9."),
         (1, 1.0, None),
         (0.5, 0.5, None),
+    ],
+    "sinks.sink_logit": [
+        (25, 20.0, "The sink logit b must be between -20 and 20 (beyond, e^b takes all of the weight or none of it); "
+                   "got 25, using 20."),
+        (float("-inf"), -20.0, "The sink logit b must be between -20 and 20 (beyond, e^b takes all of the weight or "
+                               "none of it); got -inf, using -20."),
+        ("big", 1.0, "The sink logit b must be a number; got “big”, using 1."),
+        (float("nan"), 1.0, "The sink logit b must be a number; got “nan”, using 1."),
+        (-20, -20.0, None),
+        (0, 0.0, None),
+        (2.5, 2.5, None),
     ],
     "dropout.dropout_p": [
         (1.5, 0.99, "dropout_p must be in [0, 1) (p = 1 would drop every weight); got 1.5, using 0.99."),

@@ -22,6 +22,7 @@ from attention_core.modern.linear_attention import DeltaTrace, LinearTrace, Recu
 from attention_core.modern.mla import CoupledTrace, MLATrace
 from attention_core.modern.online_softmax import FlashTrace, Tile
 from attention_core.modern.rope import RopeTrace
+from attention_core.modern.sinks import SinkSoftmax
 from attention_core.self_attention.functional import AttentionTrace
 from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Check
@@ -212,3 +213,39 @@ class MLAWalkthrough:
     cache_v3: torch.Tensor
     checks: tuple[Check, ...]
     warnings: tuple[Message, ...] = ()
+
+
+@dataclass(frozen=True)
+class SinksWalkthrough:
+    """Every number of the *Attention sinks* page's step-through.
+
+    Attributes:
+        settings: the settings it was built from. inputs: the input stage. tokens: the T tokens.
+        query, key, value: (T, d) X W_q, X W_k, X W_v.
+        scores: (T, T) q_i · k_j / √d, −∞ above the diagonal. weights: (T, T) their softmax. output: (T, d) weights V.
+        uniform_weights, uniform_output: (T, T), (T, d) a query matching nothing (every score 0), no sink.
+        uniform_sink_weights, uniform_sink_output: the same with the sink logit b.
+        sink: the weights with the sink (:class:`SinkSoftmax`). sink_output: (T, d) sink.weights V.
+        checks: see the module's docstring.
+    """
+
+    settings: SharedSettings
+    inputs: Inputs
+    tokens: tuple[str, ...]
+    query: torch.Tensor
+    key: torch.Tensor
+    value: torch.Tensor
+    scores: torch.Tensor
+    weights: torch.Tensor
+    output: torch.Tensor
+    uniform_weights: torch.Tensor
+    uniform_output: torch.Tensor
+    uniform_sink_weights: torch.Tensor
+    uniform_sink_output: torch.Tensor
+    sink: SinkSoftmax
+    sink_output: torch.Tensor
+    checks: tuple[Check, ...]
+
+    @property
+    def sink_logit(self) -> float:
+        return self.settings.sinks.sink_logit

@@ -37,6 +37,7 @@ RANGE_HELP: dict[str, set[str]] = {
     "flash_attention.py": {"d_k"},
     "linear_attention.py": {"linear_attention.beta", "linear_attention.alpha", "d_k"},
     "mla.py": {"mla.num_heads", "d_model", "mla.head_dim", "mla.rope_dim", "mla.kv_latent", "mla.q_latent"},
+    "sinks.py": {"sinks.sink_logit", "d_k", "sinks.window", "sinks.sinks"},
     "backward.py": {"d_k"},
     "training.py": {"training.learning_rate"},
 }

@@ -32,6 +32,7 @@ from attention_core.modern.gqa_walkthrough import build_gqa_walkthrough
 from attention_core.modern.linear_attention_walkthrough import build_linear_attention_walkthrough
 from attention_core.modern.mla_walkthrough import build_mla_walkthrough
 from attention_core.modern.rope_walkthrough import build_rope_walkthrough
+from attention_core.modern.sinks_walkthrough import build_sinks_walkthrough
 from attention_core.modern.sliding_window_walkthrough import build_sliding_window_walkthrough
 from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
 from attention_core.multi_head.walkthrough import build_multi_head_walkthrough
@@ -93,6 +94,8 @@ CASES = {
     "mla_odd_head_dim_last_head": (
         lambda: build_mla_walkthrough(Settings().set(**{"d_model": 6, "mla.num_heads": 3, "mla.head_dim": 3, "mla.rope_dim": 4, "mla.kv_latent": 5, "mla.head": 2})),
         "mla"),
+    "sinks_strong_sink_odd_width": (
+        lambda: build_sinks_walkthrough(Settings().set(**{"d_k": 5, "sinks.sink_logit": 6.0})), "sinks"),
 }
 
 
