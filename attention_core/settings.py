@@ -41,11 +41,11 @@ from attention_core.limits import (
     MAX_SEED,
     MAX_TOKENS,
     MIN_DIM,
-    MODEL_HEADS,
-    MODEL_LAYERS,
-    MODEL_MAX_PADDING,
-    MODEL_MAX_TOKENS,
-    MODEL_WIDTH,
+    TRAINED_MODEL_HEADS,
+    TRAINED_MODEL_LAYERS,
+    TRAINED_MODEL_MAX_PADDING,
+    TRAINED_MODEL_MAX_TOKENS,
+    TRAINED_MODEL_WIDTH,
 )
 from attention_core.shared_settings import LANGUAGES, PALETTES, PRESET_FIELDS, SharedSettings
 
@@ -56,7 +56,8 @@ __all__ = [
     "FIELDS", "Field", "IntRange", "OneBasedIndex", "FloatRange", "Switch", "Text", "Choice", "FieldNames",
     # limits other modules import from here (declared in ``limits``)
     "MAX_TOKENS", "MIN_DIM", "MAX_DIM", "MAX_SEED", "MAX_ABS_VALUE", "MAX_DROPOUT",
-    "MODEL_LAYERS", "MODEL_HEADS", "MODEL_WIDTH", "MODEL_MAX_TOKENS", "MODEL_MAX_PADDING",
+    "TRAINED_MODEL_LAYERS", "TRAINED_MODEL_HEADS", "TRAINED_MODEL_WIDTH", "TRAINED_MODEL_MAX_TOKENS",
+    "TRAINED_MODEL_MAX_PADDING",
 ]
 
 

@@ -15,7 +15,7 @@ Run it as its own process (the first load is only "first" once per process). Mea
 4. the page itself under AppTest (server-side script time, no browser): a new 64-token text,
    and opening another head of the same text (the text's results come from the cache);
 5. the longest text the page reads (``MAX_TOKENS``, 512): everything the page computes for it, uncached, and the
-   memory of its results (``ui.model_data.held_bytes``: what one entry of the page's cache holds).
+   memory of its results (``ui.trained_model_data.held_bytes``: what one entry of the page's cache holds).
 
 The page's own clicks at 512 tokens on the real server, over Streamlit's websocket, are measured by
 ``scripts/benchmark_load.py long``.
@@ -54,27 +54,28 @@ def rss_mb() -> float:
 
 def text_of(pm, tokens: int) -> str:
     """A sentence that is exactly ``tokens`` WordPiece tokens long with [CLS] and [SEP]."""
-    from attention_core.trained_model import pretrained
+    from attention_core.trained_model.model import tokenize
     words = ("The model reads every token of this sentence and each attention head decides "
              "which other tokens matter most for the meaning of the word it is looking at").split()
     text, i = "", 0
-    while pretrained.tokenize(pm, text or "a").n < tokens:
+    while tokenize(pm, text or "a").n < tokens:
         text = (text + " " + words[i % len(words)]).strip()
         i += 1
-    assert pretrained.tokenize(pm, text).n == tokens, "could not hit the token count exactly"
+    assert tokenize(pm, text).n == tokens, "could not hit the token count exactly"
     return text
 
 
 def page_data(pm, text: str):
-    """What the page computes for a new text (ui.model_data.sentence_data + head), uncached."""
-    from attention_core.trained_model import head_findings, pretrained
+    """What the page computes for a new text (ui.trained_model_data.sentence_data + head), uncached."""
+    from attention_core.trained_model import head_findings
+    from attention_core.trained_model.model import head_step, run_model, tokenize
     from ui import model_view
 
-    encoding = pretrained.tokenize(pm, text)
-    run = pretrained.run_model(pm, encoding)
+    encoding = tokenize(pm, text)
+    run = run_model(pm, encoding)
     findings = head_findings.guided_findings(run.attentions, encoding)
     pictures = model_view.head_pictures(run.attentions.numpy())
-    step = pretrained.head_step(pm, run, 2, 8)
+    step = head_step(pm, run, 2, 8)
     return run, findings, pictures, step
 
 
@@ -90,19 +91,27 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     import attention_core  # noqa: F401
-    from attention_core.trained_model import pretrained
-    from ui import model_data, model_view  # noqa: F401
+    from attention_core.trained_model.model import (
+        MAX_TOKENS,
+        MODEL_ID,
+        load_model,
+        model_folder,
+        run_model,
+        tokenize,
+        verify_model_files,
+    )
+    from ui import model_view, runtime, trained_model_data  # noqa: F401
 
     assert "transformers" not in sys.modules, "the app imported transformers before the page was opened"
     before = rss_mb()
-    model_data.configure_torch()  # the threads the server uses once the model is loaded
+    runtime.configure_torch()  # the threads the server uses once the model is loaded
 
     start = time.perf_counter()
-    pretrained.verify_model_files(pretrained.model_folder())
+    verify_model_files(model_folder())
     hash_s = time.perf_counter() - start
 
     start = time.perf_counter()
-    pm = pretrained.load_model()
+    pm = load_model()
     load_s = time.perf_counter() - start
     after_load = rss_mb()
 
@@ -117,10 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     median_ms, min_ms, max_ms = 1000 * statistics.median(times), 1000 * min(times), 1000 * max(times)
 
     forward_times = []
-    encoding = pretrained.tokenize(pm, text)
+    encoding = tokenize(pm, text)
     for _ in range(args.runs):
         start = time.perf_counter()
-        pretrained.run_model(pm, encoding)
+        run_model(pm, encoding)
         forward_times.append(time.perf_counter() - start)
 
     # The page under AppTest: the same process, so the page's cache_resource loads its own copy once.
@@ -143,17 +152,17 @@ def main(argv: list[str] | None = None) -> int:
             print(at.exception, file=sys.stderr)
             return 1
 
-    longest = text_of(pm, pretrained.MAX_TOKENS)
+    longest = text_of(pm, MAX_TOKENS)
     page_data(pm, longest)
     long_times = []
     for _ in range(max(3, args.runs // 3)):
         start = time.perf_counter()
         run, _findings, _pictures, step = page_data(pm, longest)
         long_times.append(time.perf_counter() - start)
-    from ui.model_data import held_bytes
+    from ui.trained_model_data import held_bytes
 
     added = after_forward - before
-    print(f"model: {pretrained.MODEL_ID} from {pm.folder}")
+    print(f"model: {MODEL_ID} from {pm.folder}")
     print(f"load average (1, 5, 15 min) at the end: {os.getloadavg()} on {os.cpu_count()} cores "
           "(above the core count, other processes share the CPU and the times grow)")
     print(f"torch threads: {torch.get_num_threads()}")
@@ -170,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{1000 * statistics.median(new_text):6.1f} ms")
     print(f"page under AppTest, another head of the same text (median):    "
           f"{1000 * statistics.median(other_head):6.1f} ms")
-    print(f"the longest text ({pretrained.MAX_TOKENS} tokens), everything the page computes (median):   "
+    print(f"the longest text ({MAX_TOKENS} tokens), everything the page computes (median):   "
           f"{1000 * statistics.median(long_times):6.1f} ms (max {1000 * max(long_times):.1f}); its run holds "
           f"{held_bytes(run) / 1e6:.0f} MB, one head's step {held_bytes(step) / 1e6:.1f} MB")
     print(f"RSS: {before:.0f} MB before the load, {after_load:.0f} MB after it, {after_forward:.0f} MB after the "

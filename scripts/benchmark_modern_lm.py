@@ -20,7 +20,7 @@ The page's own clicks at 512 tokens on the real server, over Streamlit's websock
 ``scripts/benchmark_load.py long``.
 
 Prints the numbers and the verdicts; exits 1 when a target is missed. Timings on a shared 2-core machine are noisy:
-the medians are what to read. Torch runs one intra-op thread, as on the server (``ui.model_data.TORCH_THREADS``).
+the medians are what to read. Torch runs one intra-op thread, as on the server (``ui.runtime.TORCH_THREADS``).
 """
 
 from __future__ import annotations
@@ -87,21 +87,22 @@ def main(argv=None) -> int:
     import torch
 
     from attention_core import registry  # noqa: F401
-    from attention_core.trained_model import modern_lm, smollm2
-    from ui import model_data
+    from attention_core.modern_lm import measure
+    from attention_core.modern_lm.model import load_decoder
+    from ui import runtime
 
-    model_data.configure_torch()
+    runtime.configure_torch()
     ok = True
     before = rss_mb()
     start = time.perf_counter()
-    decoder = smollm2.load_decoder()
+    decoder = load_decoder()
     load_s = time.perf_counter() - start
     loaded = rss_mb()
     print(f"first load: {load_s:.1f} s (target ≤ {LOAD_TARGET_S:.0f} s)")
     ok &= load_s <= LOAD_TARGET_S
 
     prompts = [prompt_of(decoder, TOKENS, FIRST_WORDS[i % len(FIRST_WORDS)]) for i in range(args.runs)]
-    encoded = modern_lm.encode_prompt(decoder, prompts[0])
+    encoded = measure.encode_prompt(decoder, prompts[0])
     with torch.no_grad():
         decoder.model(input_ids=encoded.ids[None])
     print(f"memory: {before:.0f} MB before the load, {loaded:.0f} MB after (+{loaded - before:.0f}), "
@@ -121,25 +122,25 @@ def main(argv=None) -> int:
     prompts_left = iter(prompts * 2)
 
     def whole_page(text=None):
-        prompt = modern_lm.encode_prompt(decoder, text or next(prompts_left))
-        run = modern_lm.run_model(decoder, prompt)
+        prompt = measure.encode_prompt(decoder, text or next(prompts_left))
+        run = measure.run_model(decoder, prompt)
         model_view.head_pictures(run.pictures.numpy())
-        modern_lm.next_tokens(decoder, run.logits, 1.0)
-        modern_lm.findings(run)
-        modern_lm.head(decoder, run, 0, 0)
+        measure.next_tokens(decoder, run.logits, 1.0)
+        measure.findings(run)
+        measure.head(decoder, run, 0, 0)
 
     median, worst = timed_ms(whole_page, args.runs)
     print(f"a new {TOKENS}-token prompt, everything the page computes: median {median:.0f} ms, max {worst:.0f} ms")
-    longest = prompt_of(decoder, modern_lm.MODERN_LM_MAX_TOKENS)
+    longest = prompt_of(decoder, measure.MODERN_LM_MAX_TOKENS)
     median, worst = timed_ms(lambda: whole_page(longest), max(3, args.runs // 3))
-    print(f"the longest prompt ({modern_lm.MODERN_LM_MAX_TOKENS} tokens), everything: median {median:.0f} ms, "
+    print(f"the longest prompt ({measure.MODERN_LM_MAX_TOKENS} tokens), everything: median {median:.0f} ms, "
           f"max {worst:.0f} ms")
-    long_prompt = modern_lm.encode_prompt(decoder, longest)
-    long_run = modern_lm.run_model(decoder, long_prompt)
-    median, worst = timed_ms(lambda: modern_lm.generate(decoder, long_prompt, 1, long_run), max(3, args.runs // 3))
+    long_prompt = measure.encode_prompt(decoder, longest)
+    long_run = measure.run_model(decoder, long_prompt)
+    median, worst = timed_ms(lambda: measure.generate(decoder, long_prompt, 1, long_run), max(3, args.runs // 3))
     print(f"the longest prompt's first generated token from its run (the KV cache rebuilt from its hidden states): "
           f"median {median:.0f} ms, max {worst:.0f} ms")
-    median, worst = timed_ms(lambda: modern_lm.generate(decoder, encoded, 2), args.runs)
+    median, worst = timed_ms(lambda: measure.generate(decoder, encoded, 2), args.runs)
     print(f"the prompt read once and 2 tokens generated with the KV cache: median {median:.0f} ms, max {worst:.0f} ms")
     print(f"peak RSS of this process: {peak_mb():.0f} MB")
 

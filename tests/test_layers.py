@@ -24,10 +24,10 @@ PACKAGE = ROOT / "attention_core"
 
 #: Shared pieces named for what they are; each may import only other floor modules.
 FLOOR = ("errors", "latex", "limits", "fields", "page", "inputs", "stepthrough", "practice", "masks", "positions",
-         "weights", "entry_formulas", "recipe", "reads", "shared_settings")
+         "weights", "entry_formulas", "recipe", "reads", "shared_settings", "checkpoints")
 #: The concept folders, in teaching order: each may import the floor and the concepts before it.
 CONCEPTS = ("self_attention", "masking", "multi_head", "experiments", "transformer", "modern", "trained_model",
-            "backward", "training")
+            "modern_lm", "backward", "training")
 #: Above every concept, in order: the list of pages, the settings composed from them, what a class shares and
 #: exports of any page (links, worksheets, scripts), the package's front door.
 TOP = ("registry", "settings", "classroom", "__init__")

@@ -35,8 +35,8 @@ from attention_core.registry import BY_KEY
 from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
 from attention_core.settings import Settings
 from attention_core.stepthrough import StepThrough, explained_panel
-from attention_core.trained_model import pretrained
 from attention_core.trained_model.formulas import trained_head_steps
+from attention_core.trained_model.model import head_step, load_model, run_model, tokenize
 from attention_core.transformer.generation_walkthrough import build_generation_walkthrough, generation_steps
 from attention_core.transformer.walkthrough import build_encoder_walkthrough, encoder_steps
 
@@ -123,9 +123,9 @@ def _multi_head(page: str):
 
 @pytest.fixture(scope="module")
 def trained_steps():
-    pm = pretrained.load_model()
-    run = pretrained.run_model(pm, pretrained.tokenize(pm, "The cat sat on the mat.", padding=2))
-    step = pretrained.head_step(pm, run, 2, 8)
+    pm = load_model()
+    run = run_model(pm, tokenize(pm, "The cat sat on the mat.", padding=2))
+    step = head_step(pm, run, 2, 8)
     labels = [str(n) for n in range(run.encoding.n)]
     return [(f"trained_head/{stage}", trained_head_steps(step, stage, labels)) for stage in BY_KEY["trained_model"].stages]
 

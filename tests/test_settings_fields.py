@@ -14,7 +14,7 @@ import pytest
 from attention_core import limits, registry, settings
 from attention_core.experiments import additive, image, positional, scaling, temperature
 from attention_core.settings import Settings, validate_settings
-from attention_core.trained_model import pretrained
+from attention_core.trained_model.model import MAX_PADDING, MAX_TOKENS
 
 
 @pytest.mark.parametrize(("keys", "choices"), [
@@ -39,7 +39,7 @@ def test_feature_modules_keep_their_names_for_the_limits():
         2, 128, 2, 128)
     assert (additive.MIN_HIDDEN, additive.MAX_HIDDEN) == (1, 16)
     assert image.MAX_SIDE == 16
-    assert (pretrained.MAX_TOKENS, pretrained.MAX_PADDING) == (512, 8)
+    assert (MAX_TOKENS, MAX_PADDING) == (512, 8)
     assert temperature.TEMPERATURE_GRID is limits.TEMPERATURE_GRID
     assert (temperature.MIN_TEMPERATURE, temperature.MAX_TEMPERATURE) == (0.01, 100.0)
     assert temperature.nearest_temperature(0.4) == 0.5
@@ -431,8 +431,8 @@ def test_settings_learns_the_pages_from_the_registry_only():
 
 
 def test_settings_still_exports_the_limits_others_import_from_it():
-    for name in ("MAX_TOKENS", "MIN_DIM", "MAX_DIM", "MAX_SEED", "MAX_ABS_VALUE", "MAX_DROPOUT", "MODEL_LAYERS",
-                 "MODEL_HEADS", "MODEL_WIDTH"):
+    for name in ("MAX_TOKENS", "MIN_DIM", "MAX_DIM", "MAX_SEED", "MAX_ABS_VALUE", "MAX_DROPOUT", "TRAINED_MODEL_LAYERS",
+                 "TRAINED_MODEL_HEADS", "TRAINED_MODEL_WIDTH"):
         assert getattr(settings, name) == getattr(limits, name)
 
 

@@ -17,7 +17,7 @@ from attention_core.settings import Settings
 
 #: Step pages stepped elsewhere, with what they read: generation reads no example (its own word; stepped in
 #: tests/transformer/test_generation.py), the trained model its own text (below), the modern language model its own
-#: prompt (tests/trained_model/test_modern_lm.py).
+#: prompt (tests/modern_lm/test_modern_lm.py).
 ELSEWHERE = {"generation", "trained_model", "modern_lm"}
 #: step page file -> its key: every step page of the registry (the encoder block post-LN here, pre-LN in
 #: tests/transformer/test_encoder.py)

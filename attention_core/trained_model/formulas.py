@@ -34,12 +34,17 @@ from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, OneBasedIndex, Text, label
 from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate, latex_text, number_expr, translate_cases
-from attention_core.limits import MODEL_HEADS, MODEL_LAYERS, MODEL_MAX_PADDING, MODEL_MAX_TOKENS, MODEL_WIDTH
+from attention_core.limits import (
+    TRAINED_MODEL_HEADS,
+    TRAINED_MODEL_LAYERS,
+    TRAINED_MODEL_MAX_PADDING,
+    TRAINED_MODEL_MAX_TOKENS,
+    TRAINED_MODEL_WIDTH,
+)
 from attention_core.page import Page
 from attention_core.self_attention import formulas
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough
-from attention_core.trained_model import pretrained
-from attention_core.trained_model.pretrained import HeadStep
+from attention_core.trained_model.model import HeadStep, head_step, head_weights
 from attention_core.trained_model.recipes import trained_model_recipe
 
 #: An entry's sum is written out in full up to this many terms, else first 3 ⋯ last 2.
@@ -333,7 +338,7 @@ def trained_head_steps(step: HeadStep, stage: str, labels: Sequence[str]) -> Ste
     """One trained head's ``stage`` in the one step-through protocol (:mod:`attention_core.stepthrough`).
 
     Args:
-        step: the head recomputed by ``pretrained.head_step``.
+        step: the head recomputed by ``head_step``.
         stage: a key of ``TRAINED_MODEL.stages``.
         labels: the n token labels (rows; and columns of the n × n stages).
 
@@ -357,7 +362,7 @@ def trained_head_steps(step: HeadStep, stage: str, labels: Sequence[str]) -> Ste
             formula=lambda tr: head_formula(stage, tr),
             entry=lambda row, col, head, tr: cached_head_entry_latex(head_entry_of(step, stage, row, col), tr),
             exercise=lambda row, col, head: trained_head_exercise(step, stage, row, col),
-            code=(pretrained.head_weights, pretrained.head_step), details=details,
+            code=(head_weights, head_step), details=details,
         ),
         checks=(Check(f"model(...).attentions[{step.layer}][0, {step.head}]", step.max_abs_diff, step.matches),),
         row_field="trained_model.entry_row", col_field="trained_model.entry_col",
@@ -391,9 +396,9 @@ class TrainedModelSettings:
 
     Attributes:
         sentence: the text the model reads (any Unicode; never altered here, checked and cut by
-            ``pretrained.tokenize``: MODEL_MAX_TOKENS WordPieces, [PAD]s included).
-        padding: how many [PAD] tokens to append (0..MODEL_MAX_PADDING; shows the mask).
-        layer, head: the head that is opened (< MODEL_LAYERS and < MODEL_HEADS).
+            ``model.tokenize``: TRAINED_MODEL_MAX_TOKENS WordPieces, [PAD]s included).
+        padding: how many [PAD] tokens to append (0..TRAINED_MODEL_MAX_PADDING; shows the mask).
+        layer, head: the head that is opened (< TRAINED_MODEL_LAYERS and < TRAINED_MODEL_HEADS).
         entry_row, entry_col: the explained entry (the page clamps them to the stage's matrix, up to 512 × 512).
     """
 
@@ -425,12 +430,12 @@ TRAINED_MODEL = Page(
     settings=TrainedModelSettings,
     fields=(
         Text("sentence", N_("The model's text must be text; restored the example sentence.")),
-        IntRange("padding", 0, MODEL_MAX_PADDING, label(N_("The number of [PAD] tokens"))),
-        OneBasedIndex("layer", MODEL_LAYERS,
+        IntRange("padding", 0, TRAINED_MODEL_MAX_PADDING, label(N_("The number of [PAD] tokens"))),
+        OneBasedIndex("layer", TRAINED_MODEL_LAYERS,
                       N_("The model has layers 1 to {count}; got layer {shown}, using layer 1.")),
-        OneBasedIndex("head", MODEL_HEADS, N_("The model has heads 1 to {count}; got head {shown}, using head 1.")),
-        IntRange("entry_row", 0, MODEL_MAX_TOKENS - 1, label(N_("The entry's row"))),
-        IntRange("entry_col", 0, max(MODEL_MAX_TOKENS, MODEL_WIDTH) - 1,
+        OneBasedIndex("head", TRAINED_MODEL_HEADS, N_("The model has heads 1 to {count}; got head {shown}, using head 1.")),
+        IntRange("entry_row", 0, TRAINED_MODEL_MAX_TOKENS - 1, label(N_("The entry's row"))),
+        IntRange("entry_col", 0, max(TRAINED_MODEL_MAX_TOKENS, TRAINED_MODEL_WIDTH) - 1,
                  label(N_("The entry's column"))),
     ),
     legacy={"model_sentence": "sentence", "model_padding": "padding", "model_layer": "layer", "model_head": "head", "model_stage": "stage", "model_entry_row": "entry_row", "model_entry_col": "entry_col"},

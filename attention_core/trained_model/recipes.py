@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from attention_core.recipe import ATTEND, Recipe
-from attention_core.trained_model.pretrained import HeadStep
+from attention_core.trained_model.model import HeadStep
 
 
 def trained_model_recipe(step: HeadStep) -> Recipe:

@@ -226,7 +226,7 @@ class Trainer:
 
 #: torch's intra-op threads while a run trains: the sums of a matmul are split by thread, so another count rounds
 #: differently (the same run at 1 and at 2 threads differs in the 5th digit of its loss after 200 steps). One, as the
-#: server's (``ui.model_data.TORCH_THREADS``), and the exported script sets it too.
+#: server's (``ui.runtime.TORCH_THREADS``), and the exported script sets it too.
 TRAINING_THREADS = 1
 
 

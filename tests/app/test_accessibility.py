@@ -96,10 +96,10 @@ def test_every_heatmap_keeps_a_colour_legend_side_by_side_too(path, params, side
 
 def test_the_head_grid_and_the_image_have_tables_of_their_own():
     from attention_core.trained_model import head_findings
-    from ui import model_data
+    from ui import trained_model_data
 
     at = _open("app_pages/trained_model.py", tables="1")
-    data = model_data.sentence_data(Settings().trained_model.sentence, 0)
+    data = trained_model_data.sentence_data(Settings().trained_model.sentence, 0)
     focus = head_findings.head_focus(data.run.attentions, data.run.encoding).numpy()
     by_layer = [df.value for df in at.dataframe if list(df.value.index[:2]) == ["layer 1", "layer 2"]]
     # the grid's table (the findings' bars have a layer × head table of their own scores)

@@ -152,10 +152,10 @@ def test_the_router_the_page_body_and_the_step_through_fragment_each_take_the_tu
 
 
 def test_the_trained_model_page_steps_aside_while_the_model_loads_and_runs(monkeypatch):
-    from ui import model_data
+    from ui import trained_model_data
 
     seen = []
-    real_model, real_data = model_data.model, model_data.sentence_data
+    real_model, real_data = trained_model_data.model, trained_model_data.sentence_data
 
     def model():
         seen.append(("model", runtime.holds_turn(), _another_thread_can_take_the_turn()))
@@ -165,8 +165,8 @@ def test_the_trained_model_page_steps_aside_while_the_model_loads_and_runs(monke
         seen.append(("sentence", runtime.holds_turn(), _another_thread_can_take_the_turn()))
         return real_data(*args)
 
-    monkeypatch.setattr(model_data, "model", model)
-    monkeypatch.setattr(model_data, "sentence_data", sentence_data)
+    monkeypatch.setattr(trained_model_data, "model", model)
+    monkeypatch.setattr(trained_model_data, "sentence_data", sentence_data)
     at = open_app("app_pages/trained_model.py")
     assert not at.exception
     assert ("model", False, True) in seen and ("sentence", False, True) in seen

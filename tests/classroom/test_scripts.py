@@ -100,23 +100,23 @@ CASES = {
 
 
 def _trained_head():
-    from attention_core.trained_model import pretrained
+    from attention_core.trained_model.model import head_step, load_model, run_model, tokenize
 
-    pm = pretrained.load_model()
-    run = pretrained.run_model(pm, pretrained.tokenize(pm, "The cat sat on the mat.", padding=2))
-    return pretrained.head_step(pm, run, 2, 8)
+    pm = load_model()
+    run = run_model(pm, tokenize(pm, "The cat sat on the mat.", padding=2))
+    return head_step(pm, run, 2, 8)
 
 
 CASES["trained_model_with_padding"] = (_trained_head, "trained_model")
 
 
 def _modern_lm_head():
-    from attention_core.trained_model import modern_lm
-    from ui import lm_data
+    from attention_core.modern_lm import measure
+    from ui import modern_lm_data
 
-    decoder = lm_data.decoder()  # one load per test process, shared with the pages under AppTest
-    run = modern_lm.run_model(decoder, modern_lm.encode_prompt(decoder, "The capital of France is"))
-    return modern_lm.head(decoder, run, 17, 4)
+    decoder = modern_lm_data.decoder()  # one load per test process, shared with the pages under AppTest
+    run = measure.run_model(decoder, measure.encode_prompt(decoder, "The capital of France is"))
+    return measure.head(decoder, run, 17, 4)
 
 
 CASES["modern_lm_layer_18_head_5"] = (_modern_lm_head, "modern_lm")

@@ -6,7 +6,7 @@ measurement on a short pasted text is shown and shared, and a host can turn the 
 
 The step-through of every stage in both languages on every example is the registry's test
 (tests/test_stepthrough.py); its exercises and mistakes tests/test_practice.py; the SmolLM2 parts
-tests/trained_model/test_streaming_sinks.py."""
+tests/modern_lm/test_streaming_sinks.py."""
 
 from __future__ import annotations
 
@@ -154,9 +154,9 @@ def test_a_pasted_text_is_measured_once_and_shared(monkeypatch):
 
 
 def test_a_host_turns_the_model_part_off(monkeypatch):
-    from ui import lm_data
+    from ui import modern_lm_data
 
-    monkeypatch.setenv(lm_data.SWITCH, "off")
+    monkeypatch.setenv(modern_lm_data.SWITCH, "off")
     at = _open()
     assert any("turned off" in i.value for i in at.info)
     assert at.latex and not at.error and not at.dataframe

@@ -18,27 +18,28 @@ from test_stepthrough import result_of, step_through_every_stage
 from attention_core import registry
 from attention_core.errors import InputError, Message
 from attention_core.limits import MODERN_LM_MAX_TOKENS
-from attention_core.trained_model import modern_lm, smollm2, smollm2_checkpoint
-from attention_core.trained_model.modern_lm_walkthrough import MODERN_LM, entry_latex, modern_lm_steps, stage_matrix
+from attention_core.modern_lm import checkpoint, measure
+from attention_core.modern_lm.model import load_decoder, run_prompt
+from attention_core.modern_lm.walkthrough import MODERN_LM, entry_latex, modern_lm_steps, stage_matrix
 
 PROMPTS = ["The capital of France is", "猫坐在垫子上。 🐈 ¿Qué? " * 3, "one two three four five six " * 8]
 
 
 @pytest.fixture(scope="module")
 def decoder():
-    from ui import lm_data
+    from ui import modern_lm_data
 
-    return lm_data.decoder()  # one load per test process, shared with the page under AppTest
+    return modern_lm_data.decoder()  # one load per test process, shared with the page under AppTest
 
 
 @pytest.fixture(scope="module")
 def runs(decoder):
-    return {text: modern_lm.run_model(decoder, modern_lm.encode_prompt(decoder, text)) for text in PROMPTS}
+    return {text: measure.run_model(decoder, measure.encode_prompt(decoder, text)) for text in PROMPTS}
 
 
 @pytest.mark.parametrize("text", PROMPTS)
 def test_the_run_holds_the_models_hidden_states_and_each_heads_patterns(decoder, runs, text):
-    run, reference = runs[text], smollm2.run_prompt(decoder, text)
+    run, reference = runs[text], run_prompt(decoder, text)
     assert torch.equal(run.prompt.ids, reference.input_ids) and run.prompt.tokens == reference.tokens
     torch.testing.assert_close(run.hidden_states, reference.hidden_states, rtol=0, atol=1e-5)
     # the run computes the last position's logits alone (logits_to_keep=1), the reference all T positions': matrix
@@ -53,13 +54,13 @@ def test_the_run_holds_the_models_hidden_states_and_each_heads_patterns(decoder,
     torch.testing.assert_close(run.focus, weights.amax(-1).mean(-1))
     assert run.sink == pytest.approx(float(weights[..., 1:, 0].mean()), abs=1e-6)
     assert run.baselines["first"] == pytest.approx(sum(1 / (i + 1) for i in range(1, t)) / (t - 1))
-    expected = weights if t <= modern_lm.PICTURE else F.adaptive_avg_pool2d(weights, modern_lm.PICTURE)
+    expected = weights if t <= measure.PICTURE else F.adaptive_avg_pool2d(weights, measure.PICTURE)
     torch.testing.assert_close(run.pictures, expected, rtol=0, atol=1e-6)
 
 
 def test_the_findings_name_the_strongest_heads(runs):
     run = runs[PROMPTS[0]]
-    for finding in modern_lm.findings(run):
+    for finding in measure.findings(run):
         scores = run.patterns[finding.key]
         layer, head, score = finding.top[0]
         assert score == pytest.approx(float(scores.max())) and float(scores[layer, head]) == score
@@ -71,8 +72,8 @@ def test_the_findings_name_the_strongest_heads(runs):
 @pytest.mark.parametrize("layer, head", [(0, 0), (5, 4), (18, 8), (29, 2)])
 @pytest.mark.parametrize("text", PROMPTS[:2])
 def test_the_step_through_equals_the_models_own_attention_and_output(decoder, runs, text, layer, head):
-    step = modern_lm.head(decoder, runs[text], layer, head)
-    reference = smollm2.run_prompt(decoder, text)
+    step = measure.head(decoder, runs[text], layer, head)
+    reference = run_prompt(decoder, text)
     torch.testing.assert_close(step.model_weights, reference.attentions[layer, head], rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(step.weights, reference.attentions[layer, head], rtol=1e-4, atol=1e-5)
     assert step.kv_head == head // 3
@@ -82,7 +83,7 @@ def test_the_step_through_equals_the_models_own_attention_and_output(decoder, ru
 
 
 def test_a_check_fails_when_the_numbers_differ(decoder, runs):
-    step = modern_lm.head(decoder, runs[PROMPTS[0]], 3, 1)
+    step = measure.head(decoder, runs[PROMPTS[0]], 3, 1)
     import dataclasses
 
     wrong = dataclasses.replace(step, weights=step.weights + 1e-3 * torch.eye(len(step.tokens)))
@@ -90,7 +91,7 @@ def test_a_check_fails_when_the_numbers_differ(decoder, runs):
 
 
 def test_every_stage_explains_its_entries_ending_with_the_panels_number(decoder, runs):
-    step = modern_lm.head(decoder, runs[PROMPTS[0]], 12, 6)
+    step = measure.head(decoder, runs[PROMPTS[0]], 12, 6)
     t = len(step.tokens)
     for stage in MODERN_LM.stages:
         matrix = stage_matrix(step, stage)
@@ -108,7 +109,7 @@ def test_every_stage_explains_its_entries_ending_with_the_panels_number(decoder,
 
 
 def test_the_exercises_grade_answers_and_name_mistakes(decoder, runs):
-    step = modern_lm.head(decoder, runs[PROMPTS[0]], 2, 2)
+    step = measure.head(decoder, runs[PROMPTS[0]], 2, 2)
     seen: dict[str, int] = {}
     asked = {stage: _check_stage(stage, modern_lm_steps(step, stage), seen) for stage in MODERN_LM.stages}
     assert {stage for stage, n in asked.items() if n} == {"scaled_scores", "weights", "output"}
@@ -117,47 +118,47 @@ def test_the_exercises_grade_answers_and_name_mistakes(decoder, runs):
 
 def test_the_next_token_distribution_at_a_temperature(decoder, runs):
     run = runs[PROMPTS[0]]
-    top = modern_lm.next_tokens(decoder, run.logits, 1.0)
+    top = measure.next_tokens(decoder, run.logits, 1.0)
     assert top.tokens[0] == " Paris" and float(top.probabilities[0]) > 0.5
     full = torch.softmax(run.logits, -1)
     torch.testing.assert_close(top.probabilities, torch.topk(full, 10).values)
     assert top.rest == pytest.approx(1 - float(torch.topk(full, 10).values.sum()), abs=1e-6)
-    cold, hot = modern_lm.next_tokens(decoder, run.logits, 0.01), modern_lm.next_tokens(decoder, run.logits, 100.0)
+    cold, hot = measure.next_tokens(decoder, run.logits, 0.01), measure.next_tokens(decoder, run.logits, 100.0)
     assert float(cold.probabilities[0]) == pytest.approx(1.0) and float(hot.probabilities[0]) < 1e-3
     torch.testing.assert_close(hot.probabilities, torch.topk(torch.softmax(run.logits / 100, -1), 10).values)
     for bad in (0.0, -1.0, math.nan, math.inf):
         with pytest.raises(InputError):
-            modern_lm.next_tokens(decoder, run.logits, bad)
+            measure.next_tokens(decoder, run.logits, bad)
 
 
 def test_generation_with_the_kv_cache_is_greedy_decoding_and_the_cache_grows_by_the_formula(decoder):
-    prompt = modern_lm.encode_prompt(decoder, "The capital of France is")
-    steps = modern_lm.generate(decoder, prompt, 5)
+    prompt = measure.encode_prompt(decoder, "The capital of France is")
+    steps = measure.generate(decoder, prompt, 5)
     with torch.no_grad():
         reference = decoder.model.generate(prompt.ids[None], max_new_tokens=5, do_sample=False)[0, len(prompt.ids):]
     assert [s.token_id for s in steps] == reference.tolist()
     assert "".join(s.token for s in steps).startswith(" Paris.")
-    assert modern_lm.generate(decoder, prompt, 5) == steps  # stable
+    assert measure.generate(decoder, prompt, 5) == steps  # stable
     t = len(prompt.ids)
     for n, step in enumerate(steps):
         assert step.cache_tokens == t + n
-        assert step.cache_bytes == modern_lm.decoder_kv_cache_bytes(decoder, t + n) == 2 * 30 * 3 * 64 * (t + n) * 4
-    assert modern_lm.decoder_kv_cache_bytes(decoder, 1, kv_heads=9) == 3 * modern_lm.decoder_kv_cache_bytes(decoder, 1)
+        assert step.cache_bytes == measure.decoder_kv_cache_bytes(decoder, t + n) == 2 * 30 * 3 * 64 * (t + n) * 4
+    assert measure.decoder_kv_cache_bytes(decoder, 1, kv_heads=9) == 3 * measure.decoder_kv_cache_bytes(decoder, 1)
 
 
 def test_a_512_token_run_and_one_head_hold_what_the_cache_docs_say(decoder):
-    """ui.lm_data keeps RUNS runs and HEADS heads; one of each at 512 tokens is within RUN_MB and HEAD_MB (the model's
+    """ui.modern_lm_data keeps RUNS runs and HEADS heads; one of each at 512 tokens is within RUN_MB and HEAD_MB (the model's
     own parameters left out: every session shares them), and a cached head holds no view of its run."""
-    from ui import lm_data, model_data
+    from ui import modern_lm_data, trained_model_data
 
-    run = lm_data.prompt_run("word " * 700, False)
+    run = modern_lm_data.prompt_run("word " * 700, False)
     assert run.hidden_states.shape == (31, 512, 576) and run.logits.shape == (49152,)
-    run_bytes = model_data.held_bytes(run, shared=decoder.model)
-    assert 36e6 < run_bytes <= lm_data.RUN_MB * 1e6  # the hidden states alone are 31·512·576·4 = 36.6 MB
-    step = lm_data.head("word " * 700, False, 4, 2)
-    head_bytes = model_data.held_bytes(step, shared=decoder.model)
-    assert 5e6 < head_bytes <= lm_data.HEAD_MB * 1e6
-    assert model_data.held_bytes(step, shared=(decoder.model, run)) == head_bytes  # no view of the run's tensors
+    run_bytes = trained_model_data.held_bytes(run, shared=decoder.model)
+    assert 36e6 < run_bytes <= modern_lm_data.RUN_MB * 1e6  # the hidden states alone are 31·512·576·4 = 36.6 MB
+    step = modern_lm_data.head("word " * 700, False, 4, 2)
+    head_bytes = trained_model_data.held_bytes(step, shared=decoder.model)
+    assert 5e6 < head_bytes <= modern_lm_data.HEAD_MB * 1e6
+    assert trained_model_data.held_bytes(step, shared=(decoder.model, run)) == head_bytes  # no view of the run's tensors
     assert float((step.weights - step.model_weights).abs().max()) <= 1e-4  # and it still checks against the model
 
 
@@ -166,42 +167,42 @@ def test_a_generation_from_the_run_rebuilds_the_models_own_cache_and_goes_on_whe
     run = runs[text]
     with torch.no_grad():
         own = decoder.model(input_ids=run.prompt.ids[None], use_cache=True).past_key_values
-    rebuilt = modern_lm.prompt_cache(decoder, run)
+    rebuilt = measure.prompt_cache(decoder, run)
     for mine, theirs in zip(rebuilt.layers, own.layers, strict=True):  # the same numbers the prompt's pass stores
         assert torch.equal(mine.keys, theirs.keys) and torch.equal(mine.values, theirs.values)
-    going = modern_lm.Continuation(decoder, run.prompt, run)
+    going = measure.Continuation(decoder, run.prompt, run)
     first_two = going.steps(2)
     assert going.run is None  # it keeps the cache, not the run
-    assert going.steps(5)[:2] == first_two and going.steps(5) == modern_lm.generate(decoder, run.prompt, 5)
+    assert going.steps(5)[:2] == first_two and going.steps(5) == measure.generate(decoder, run.prompt, 5)
     assert going.steps(3) == going.steps(5)[:3]  # asking for fewer makes nothing new
 
 
 def test_a_512_token_generation_keeps_its_cache_within_what_the_cache_docs_say(decoder):
-    from ui import lm_data, model_data
+    from ui import modern_lm_data, trained_model_data
 
-    going = lm_data.continuation("word " * 700, False)
+    going = modern_lm_data.continuation("word " * 700, False)
     steps = going.steps(12)
     assert [s.cache_tokens for s in steps] == list(range(512, 524))
-    assert model_data.held_bytes(going, shared=decoder.model) <= lm_data.CONTINUATION_MB * 1e6
-    assert steps[-1].cache_bytes == modern_lm.decoder_kv_cache_bytes(decoder, 523) > 23e6
+    assert trained_model_data.held_bytes(going, shared=decoder.model) <= modern_lm_data.CONTINUATION_MB * 1e6
+    assert steps[-1].cache_bytes == measure.decoder_kv_cache_bytes(decoder, 523) > 23e6
 
 
 def test_prompts_any_script_the_chat_template_a_cut_and_an_empty_one(decoder):
-    emoji = modern_lm.encode_prompt(decoder, "猫 🐈 Ünïcödé ")
+    emoji = measure.encode_prompt(decoder, "猫 🐈 Ünïcödé ")
     assert "".join(emoji.tokens).encode() != b"" and decoder.tokenizer.decode(emoji.ids) == "猫 🐈 Ünïcödé "
-    chat = modern_lm.encode_prompt(decoder, "What is attention?", chat_template=True)
+    chat = measure.encode_prompt(decoder, "What is attention?", chat_template=True)
     assert chat.tokens[0] == "<|im_start|>" and "".join(chat.tokens).endswith("<|im_start|>assistant\n")
     assert " attention" in chat.tokens and not chat.cut
-    long = modern_lm.encode_prompt(decoder, "word " * 700)
+    long = measure.encode_prompt(decoder, "word " * 700)
     assert MODERN_LM_MAX_TOKENS == 512
     assert long.cut and len(long.ids) == MODERN_LM_MAX_TOKENS and long.text_tokens == 701  # 700 words and the trailing space
-    long_chat = modern_lm.encode_prompt(decoder, "word " * 700, chat_template=True)
+    long_chat = measure.encode_prompt(decoder, "word " * 700, chat_template=True)
     assert long_chat.cut and len(long_chat.ids) <= MODERN_LM_MAX_TOKENS
     assert "".join(long_chat.tokens).endswith("<|im_start|>assistant\n")
-    assert modern_lm.shown_token_labels((" a", "\n")) == ("1 ␣a", "2 ↵")
+    assert measure.shown_token_labels((" a", "\n")) == ("1 ␣a", "2 ↵")
     for empty in ("", "   "):
         with pytest.raises(InputError, match="Type a prompt"):
-            modern_lm.encode_prompt(decoder, empty)
+            measure.encode_prompt(decoder, empty)
 
 
 # ---------------------------------------------------------------- the page (AppTest)
@@ -303,9 +304,9 @@ def test_a_512_token_prompt_every_view_windowed_and_a_cell_maps_back_to_its_plac
     assert (cells["i"].min(), cells["i"].max(), cells["j"].min(), cells["j"].max()) == (384, 447, 128, 191)
     (chosen,) = cells.index[cells["selected"]]
     assert (cells["i"][chosen], cells["j"][chosen]) == (400, 130)
-    from ui import lm_data
+    from ui import modern_lm_data
 
-    step = lm_data.head("word " * 700, False, 2, 4)  # the page's cached head: the model's own weights too
+    step = modern_lm_data.head("word " * 700, False, 2, 4)  # the page's cached head: the model's own weights too
     assert cells["weight"][chosen] == pytest.approx(float(step.model_weights[400, 130]), abs=1e-4)
     assert cells["query"][chosen] == "401 ␣word" and cells["key"][chosen] == "131 ␣word"
     assert any("Showing rows 385–448 and columns 129–192 of the 512 × 512 weights." in c.value for c in at.caption)
@@ -326,11 +327,11 @@ def test_a_link_with_a_head_out_of_range_says_so():
 
 
 def test_the_package_missing_says_how_to_install_it_and_other_pages_work(monkeypatch):
-    from ui import lm_data
+    from ui import modern_lm_data
 
     # the page's loader as on a server without the package (the loaded model stays cached for the other tests)
-    monkeypatch.setattr(smollm2_checkpoint.importlib.util, "find_spec", lambda name: None)
-    monkeypatch.setattr(lm_data, "decoder", smollm2.load_decoder)
+    monkeypatch.setattr(checkpoint.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(modern_lm_data, "decoder", load_decoder)
     at = _open()
     assert "is not installed" in errors(at) and "requirements-models.txt" in errors(at)
     at.switch_page("app_pages/rope.py").run()
@@ -338,9 +339,9 @@ def test_the_package_missing_says_how_to_install_it_and_other_pages_work(monkeyp
 
 
 def test_a_host_turns_the_page_off(monkeypatch):
-    from ui import lm_data
+    from ui import modern_lm_data
 
-    monkeypatch.setenv(lm_data.SWITCH, "off")
+    monkeypatch.setenv(modern_lm_data.SWITCH, "off")
     at = _open()
     assert any("turned off" in i.value for i in at.info)
     assert not at.dataframe and not at.error

@@ -1,7 +1,7 @@
 """The modern language model page's caches: SmolLM2 once per server, results per prompt, all shared read-only.
 
 * :func:`decoder` — ``st.cache_resource``: SmolLM2-135M-Instruct is verified and loaded on the first visit to the
-  page (``attention_core.trained_model.smollm2.load_decoder``) and then shared, read-only, by every session. A failed
+  page (``attention_core.modern_lm.model.load_decoder``) and then shared, read-only, by every session. A failed
   load (package missing, file altered) raises :class:`~attention_core.errors.InputError` and is not cached.
   A host short of memory turns the page off with the environment variable ``ATTENTION_EXPLORER_MODERN_LM=off``
   (:func:`turned_off`): the model is then never loaded.
@@ -10,8 +10,8 @@
   hidden states are (31, T, 576) float32 (37 MB at 512 tokens), so a copy per rerun (``st.cache_data``) would cost
   more than the page. Nothing here or in the page mutates what they return.
 
-Memory, bounded by the entries kept (``model_data.held_bytes``, measured by
-``tests/trained_model/test_modern_lm.py``): one 512-token prompt's run costs :data:`RUN_MB` MB (the hidden states,
+Memory, bounded by the entries kept (``trained_model_data.held_bytes``, measured by
+``tests/modern_lm/test_modern_lm.py``): one 512-token prompt's run costs :data:`RUN_MB` MB (the hidden states,
 the last position's logits, the heads' 32 × 32 pictures), at most :data:`RUNS` are kept; one head's step at 512
 tokens :data:`HEAD_MB` MB (its T × T and T × 576 stages, its float32 copies of the weight slices (0.6 MB), the
 model's weights and output to check it; copies, no views of the run), at most :data:`HEADS` kept; a generation that
@@ -28,9 +28,10 @@ import os
 import pandas as pd
 import streamlit as st
 
-from attention_core.trained_model import modern_lm, smollm2
+from attention_core.modern_lm import measure
+from attention_core.modern_lm.model import SmolLM2Decoder, load_decoder
 
-from . import model_data, model_view, runtime
+from . import model_view, runtime
 
 #: The environment variable that turns the page off on a host with less memory (values: off, 0, false, no).
 SWITCH = "ATTENTION_EXPLORER_MODERN_LM"
@@ -47,41 +48,41 @@ def turned_off() -> bool:
 
 
 @st.cache_resource(show_spinner=False)  # the page shows a spinner in the session's language
-def decoder() -> smollm2.SmolLM2Decoder:
+def decoder() -> SmolLM2Decoder:
     """The verified, loaded model (shared read-only by every session)."""
-    model_data.configure_torch()
-    loaded = smollm2.load_decoder()
+    runtime.configure_torch()
+    loaded = load_decoder()
     runtime.freeze_again()  # once per server: the weights leave the per-run GC walk
     return loaded
 
 
 @st.cache_resource(max_entries=RUNS, show_spinner=False)
-def prompt_run(text: str, chat_template: bool) -> modern_lm.LmRun:
-    """The prompt tokenised and run (``modern_lm.encode_prompt``, ``modern_lm.run_model``).
+def prompt_run(text: str, chat_template: bool) -> measure.LmRun:
+    """The prompt tokenised and run (``measure.encode_prompt``, ``measure.run_model``).
 
     Raises:
         InputError: an empty prompt, or the model failed to load.
     """
     model = decoder()
-    return modern_lm.run_model(model, modern_lm.encode_prompt(model, text, chat_template))
+    return measure.run_model(model, measure.encode_prompt(model, text, chat_template))
 
 
 @st.cache_resource(max_entries=HEADS, show_spinner=False)
-def head(text: str, chat_template: bool, layer: int, head: int) -> modern_lm.LmHeadStep:
-    """One head step by step, with the model's own numbers to check it (``modern_lm.head``)."""
-    return modern_lm.head(decoder(), prompt_run(text, chat_template), layer, head)
+def head(text: str, chat_template: bool, layer: int, head: int) -> measure.LmHeadStep:
+    """One head step by step, with the model's own numbers to check it (``measure.head``)."""
+    return measure.head(decoder(), prompt_run(text, chat_template), layer, head)
 
 
 @st.cache_resource(max_entries=CONTINUATIONS, show_spinner=False)
-def continuation(text: str, chat_template: bool) -> modern_lm.Continuation:
+def continuation(text: str, chat_template: bool) -> measure.Continuation:
     """Greedy decoding after the prompt, shared by every session, going on where it stopped
-    (``modern_lm.Continuation``): from the prompt's cached run, whose KV cache is rebuilt from its hidden states (the
+    (``measure.Continuation``): from the prompt's cached run, whose KV cache is rebuilt from its hidden states (the
     prompt is not read again: ~0.1 s at 512 tokens, not 1.2 s), then one step per new token (~70 ms, on one thread)."""
     run = prompt_run(text, chat_template)
-    return modern_lm.Continuation(decoder(), run.prompt, run)
+    return measure.Continuation(decoder(), run.prompt, run)
 
 
-def generation(text: str, chat_template: bool, count: int) -> tuple[modern_lm.GenerationStep, ...]:
+def generation(text: str, chat_template: bool, count: int) -> tuple[measure.GenerationStep, ...]:
     """``count`` greedy tokens after the prompt with the KV cache: a Generate click makes one token, not all of them
     again."""
     return continuation(text, chat_template).steps(count)

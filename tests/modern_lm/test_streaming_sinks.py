@@ -1,9 +1,9 @@
-"""The attention-sinks page's SmolLM2 parts (attention_core.trained_model.sinks): the cache masks, the one-pass mask
+"""The attention-sinks page's SmolLM2 parts (attention_core.modern_lm.sinks): the cache masks, the one-pass mask
 emulation against a real token-by-token run whose KV cache evicts, the full cache's loss against transformers' own
 ``labels=`` loss, StreamingLLM's result (window + 4 sinks close to the full cache, the window alone far worse), and
 every head's weight on the first token against the modern LM page's own summary of the same run.
 
-The model is the one ``ui.lm_data.decoder`` loads (one load per test process, shared with the other model tests);
+The model is the one ``ui.modern_lm_data.decoder`` loads (one load per test process, shared with the other model tests);
 the texts are the bundled chapter's first 256 and 40 tokens (about 12 s in all on a shared 2-core machine)."""
 
 from __future__ import annotations
@@ -14,19 +14,19 @@ import pytest
 import torch
 
 from attention_core.errors import InputError, Message
-from attention_core.trained_model import modern_lm, sinks
+from attention_core.modern_lm import measure, sinks
 
 
 @pytest.fixture(scope="module")
 def decoder():
-    """The model, run on one torch thread as the server runs it (``ui.model_data.TORCH_THREADS``); the thread count
+    """The model, run on one torch thread as the server runs it (``ui.runtime.TORCH_THREADS``); the thread count
     is per thread and this test's thread is not the one that loaded the model: with two threads on a loaded 2-core
     machine the token-by-token run took 25 times longer (48 s against 2 s, measured). Restored afterwards."""
-    from ui import lm_data, model_data
+    from ui import modern_lm_data, runtime
 
     before = torch.get_num_threads()
-    model_data.configure_torch()
-    yield lm_data.decoder()
+    runtime.configure_torch()
+    yield modern_lm_data.decoder()
     torch.set_num_threads(before)
 
 
@@ -85,9 +85,9 @@ def test_streaming_llm_the_full_cache_is_transformers_loss_and_sinks_repair_the_
 
 
 def test_every_heads_weight_on_the_first_token_is_the_modern_lm_pages_summary(decoder):
-    prompt = modern_lm.encode_prompt(decoder, "When a head has nothing to look for, its weight goes to token one.")
+    prompt = measure.encode_prompt(decoder, "When a head has nothing to look for, its weight goes to token one.")
     profile = sinks.sink_profile(decoder, prompt.ids)
-    run = modern_lm.run_model(decoder, prompt)
+    run = measure.run_model(decoder, prompt)
     torch.testing.assert_close(profile.mean, run.patterns["first"], rtol=0, atol=1e-6)
     assert profile.first.shape == (30, 9, len(prompt.ids)) and (profile.first[:, :, 0] == 1).all()
     assert 0.3 < profile.share < 1.0  # most heads, not all, park more than half there (measured 0.65)

@@ -10,7 +10,7 @@
   (nothing here or in the page mutates them). ``st.cache_data`` would pickle a result in and copy it out on every
   rerun: at 512 tokens a text's run holds the attentions (6, 12, 512, 512) float32, 75 MB.
 
-Memory, bounded by the entries kept (:func:`held_bytes`, measured by ``tests/trained_model/test_pretrained.py``):
+Memory, bounded by the entries kept (:func:`held_bytes`, measured by ``tests/trained_model/test_model.py``):
 one 512-token text costs :data:`TEXT_MB` MB of tensors (the attentions, the 7 layers' hidden states (7, 512, 384);
 the grid's 72 pictures are small PNGs besides), at most :data:`TEXTS` texts are kept; one head's step at 512 tokens :data:`HEAD_MB` MB (its
 n × n stages and the model's weights of the head, copies), at most :data:`HEADS` kept. At worst (every entry a
@@ -29,31 +29,29 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from attention_core.trained_model import head_findings, pretrained
+from attention_core.trained_model import head_findings
+from attention_core.trained_model.model import (
+    HeadStep,
+    ModelRun,
+    PretrainedModel,
+    head_step,
+    load_model,
+    run_model,
+    tokenize,
+)
 
 from . import model_view, runtime
-
-#: torch's intra-op threads for the server once the model is loaded. On the 2-core machines this app runs
-#: on, shared by every session (and whatever else runs there), one thread per forward pass was both
-#: faster and far steadier than two: 64 tokens in a median 23 ms (90th percentile 31 ms) against 131 ms
-#: (420 ms) with two threads under load (scripts/benchmark_model.py). Sessions still run in parallel.
-TORCH_THREADS = 1
 
 #: The texts' runs kept (each up to TEXT_MB MB at 512 tokens) and the heads' steps kept (each up to HEAD_MB MB).
 TEXTS, HEADS = 4, 8
 TEXT_MB, HEAD_MB = 82, 7.5
 
 
-def configure_torch() -> None:
-    """Set torch's intra-op threads to :data:`TORCH_THREADS` (process-wide; the other pages' matrices are tiny)."""
-    torch.set_num_threads(TORCH_THREADS)
-
-
 @st.cache_resource(show_spinner=False)  # the page shows a spinner in the session's language
-def model() -> pretrained.PretrainedModel:
+def model() -> PretrainedModel:
     """The verified, loaded model (shared read-only by every session)."""
-    configure_torch()
-    loaded = pretrained.load_model()
+    runtime.configure_torch()
+    loaded = load_model()
     runtime.freeze_again()  # once per server: transformers and the weights leave the per-run GC walk
     return loaded
 
@@ -69,7 +67,7 @@ class SentenceData:
         focus: (L, H) each head's mean largest weight, the grid's table (``head_findings.head_focus``).
     """
 
-    run: pretrained.ModelRun
+    run: ModelRun
     findings: tuple[head_findings.Finding, ...]
     pictures: pd.DataFrame
     focus: torch.Tensor
@@ -80,12 +78,12 @@ def sentence_data(text: str, padding: int) -> SentenceData:
     """Tokenise, run the model, measure the findings and draw the grid's pictures.
 
     Raises:
-        InputError: empty text or bad padding (see ``pretrained.tokenize``), or the model
+        InputError: empty text or bad padding (see ``tokenize``), or the model
             failed to load.
     """
     pm = model()
-    encoding = pretrained.tokenize(pm, text, padding)
-    run = pretrained.run_model(pm, encoding)
+    encoding = tokenize(pm, text, padding)
+    run = run_model(pm, encoding)
     findings = head_findings.guided_findings(run.attentions, encoding)
     pictures = model_view.head_pictures(run.attentions.numpy())
     return SentenceData(run=run, findings=findings, pictures=pictures,
@@ -103,9 +101,9 @@ def grid_pictures(text: str, padding: int, palette: str) -> pd.DataFrame:
 
 
 @st.cache_resource(max_entries=HEADS, show_spinner=False)
-def head(text: str, padding: int, layer: int, head: int) -> pretrained.HeadStep:
-    """One head recomputed step by step (see ``pretrained.head_step``)."""
-    return pretrained.head_step(model(), sentence_data(text, padding).run, layer, head)
+def head(text: str, padding: int, layer: int, head: int) -> HeadStep:
+    """One head recomputed step by step (see ``head_step``)."""
+    return head_step(model(), sentence_data(text, padding).run, layer, head)
 
 
 def held_bytes(value: Any, shared: Any = ()) -> int:

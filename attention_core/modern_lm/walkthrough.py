@@ -1,7 +1,7 @@
 r"""One head of SmolLM2-135M-Instruct step by step, in the one step-through protocol, and the page's declaration.
 
 The stages follow transformers' ``LlamaAttention`` for layer ℓ and query head r (see
-:mod:`attention_core.trained_model.smollm2`, whose :func:`~attention_core.trained_model.smollm2.head_step` computes
+:mod:`attention_core.modern_lm.model`, whose :func:`~attention_core.modern_lm.model.head_step` computes
 them):
 
 .. math::
@@ -41,11 +41,12 @@ from attention_core.limits import (
     MODERN_LM_WIDTH,
 )
 from attention_core.modern.rope import frequencies
+from attention_core.modern_lm import measure
+from attention_core.modern_lm.measure import LmHeadStep, shown_token_labels
+from attention_core.modern_lm.model import head_step
 from attention_core.page import Page
 from attention_core.recipe import Recipe
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
-from attention_core.trained_model import modern_lm, smollm2
-from attention_core.trained_model.modern_lm import LmHeadStep, shown_token_labels
 
 #: An entry's sum is written out in full up to this many terms, else its first 3, ⋯, its last 2.
 MAX_TERMS = 6
@@ -263,7 +264,7 @@ def exercise(step: LmHeadStep, stage: str, row: int, col: int) -> Optional[pract
 
 def model_checks(step: LmHeadStep) -> tuple[Check, ...]:
     """Our weights against the model's own eager attention on the same layer input, and the 9 heads' shares O^{(r)}
-    summed against the layer's attention output (both from ``modern_lm.layer_reference``)."""
+    summed against the layer's attention output (both from ``measure.layer_reference``)."""
     return (compare(step.weights, step.model_weights,
                     f"model.model.layers[{step.layer}].self_attn(...)[1][0, {step.head}]",
                     note=Message(N_("the head's weights; tolerance {tol:g}"), tol=TOLERANCE), tolerance=TOLERANCE),
@@ -293,7 +294,7 @@ def modern_lm_steps(step: LmHeadStep, stage: str) -> StepThrough:
         stage=Stage(key=stage, panels=(panel,), formula=lambda tr: stage_formula(stage),
                     entry=lambda row, col, head, tr: entry_latex(step, stage, row, col, tr),
                     exercise=lambda row, col, head: exercise(step, stage, row, col),
-                    code=(smollm2.head_step, modern_lm.layer_reference)),
+                    code=(head_step, measure.layer_reference)),
         checks=model_checks(step), row_field="modern_lm.entry_row", col_field="modern_lm.entry_col",
     )
 
@@ -351,7 +352,7 @@ class ModernLMSettings:
     """The modern language model page's own settings (``settings.modern_lm``), indices 0-based.
 
     Attributes:
-        prompt: the text the model continues (any Unicode, never altered here; cut by ``modern_lm.encode_prompt``).
+        prompt: the text the model continues (any Unicode, never altered here; cut by ``measure.encode_prompt``).
         chat_template: whether the model's chat template wraps the prompt (system, user, assistant turns).
         generated: how many tokens are generated after the prompt (0 … MODERN_LM_MAX_NEW_TOKENS).
         layer, head: the open query head (< 30, < 9).

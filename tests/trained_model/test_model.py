@@ -19,16 +19,30 @@ import torch.nn.functional as F
 from conftest import charts, entry_map, picker, shown
 from streamlit.testing.v1 import AppTest
 
+from attention_core.checkpoints import sha256_of
 from attention_core.errors import InputError
 from attention_core.settings import Settings
-from attention_core.trained_model import head_findings, pretrained
-from attention_core.trained_model.checkpoints import sha256_of
+from attention_core.trained_model import head_findings
 from attention_core.trained_model.formulas import (
     TRAINED_MODEL,
     head_entry_latex,
     head_entry_of,
     head_formula,
     head_stage_matrix,
+)
+from attention_core.trained_model.model import (
+    EXPECTED_SHA256,
+    MAX_CHARS,
+    MAX_PADDING,
+    MAX_TOKENS,
+    ModelRun,
+    PretrainedModel,
+    head_step,
+    load_model,
+    model_folder,
+    run_model,
+    tokenize,
+    verify_model_files,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,13 +70,13 @@ UNUSUAL = [
 
 
 @pytest.fixture(scope="module")
-def pm() -> pretrained.PretrainedModel:
-    return pretrained.load_model()
+def pm() -> PretrainedModel:
+    return load_model()
 
 
 @pytest.fixture(scope="module")
-def runs(pm) -> dict[str, pretrained.ModelRun]:
-    return {text: pretrained.run_model(pm, pretrained.tokenize(pm, text)) for text in SENTENCES}
+def runs(pm) -> dict[str, ModelRun]:
+    return {text: run_model(pm, tokenize(pm, text)) for text in SENTENCES}
 
 
 # ---------------------------------------------------------------- the model and its files
@@ -73,13 +87,13 @@ def test_model_is_the_verified_six_by_twelve_bert(pm):
     assert not pm.model.training
     assert all(not p.requires_grad for p in pm.model.parameters())
     assert pm.model.config._attn_implementation == "eager"
-    for name, digest in pretrained.EXPECTED_SHA256.items():
+    for name, digest in EXPECTED_SHA256.items():
         assert sha256_of(pm.folder / name) == digest
 
 
 def _copy_small_files(tmp_path: Path) -> Path:
     """A model folder in tmp_path: copies of the small files, a link to the 87 MiB weights."""
-    source = pretrained.model_folder()
+    source = model_folder()
     folder = tmp_path / "model"
     folder.mkdir()
     for name in ("config.json", "tokenizer.json"):
@@ -90,35 +104,35 @@ def _copy_small_files(tmp_path: Path) -> Path:
 
 def test_a_modified_byte_is_refused(tmp_path):
     folder = _copy_small_files(tmp_path)
-    pretrained.verify_model_files(folder)  # the untouched copy passes
+    verify_model_files(folder)  # the untouched copy passes
     data = bytearray((folder / "config.json").read_bytes())
     data[10] ^= 1
     (folder / "config.json").write_bytes(bytes(data))
     with pytest.raises(InputError, match=r"config\.json failed its checksum") as caught:
-        pretrained.load_model(folder)
-    assert pretrained.EXPECTED_SHA256["config.json"] in caught.value.message
+        load_model(folder)
+    assert EXPECTED_SHA256["config.json"] in caught.value.message
 
 
 def test_a_wrong_expected_hash_is_refused(monkeypatch):
-    monkeypatch.setitem(pretrained.EXPECTED_SHA256, "model.safetensors", "0" * 64)
+    monkeypatch.setitem(EXPECTED_SHA256, "model.safetensors", "0" * 64)
     with pytest.raises(InputError, match=r"model\.safetensors failed its checksum"):
-        pretrained.verify_model_files(pretrained.model_folder())
+        verify_model_files(model_folder())
 
 
 def test_a_missing_file_is_refused(tmp_path):
     folder = _copy_small_files(tmp_path)
     (folder / "tokenizer.json").unlink()
     with pytest.raises(InputError, match=r"tokenizer\.json is missing"):
-        pretrained.verify_model_files(folder)
+        verify_model_files(folder)
 
 
 def test_a_missing_package_is_refused():
     with pytest.raises(InputError, match="not installed"):
-        pretrained.model_folder("no_such_model_package_here")
+        model_folder("no_such_model_package_here")
 
 
 def test_importing_the_core_and_the_page_helpers_loads_no_transformers():
-    code = ("import sys, attention_core, attention_core.trained_model.pretrained, attention_core.settings, ui.model_data, "
+    code = ("import sys, attention_core, attention_core.trained_model.model, attention_core.settings, ui.trained_model_data, "
             "ui.model_view; assert 'transformers' not in sys.modules, 'transformers was imported'")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -144,7 +158,7 @@ def test_the_other_pages_run_without_transformers():
 @pytest.mark.parametrize("layer, head", HEADS)
 @pytest.mark.parametrize("text", SENTENCES)
 def test_step_through_reproduces_the_models_attention(pm, runs, text, layer, head):
-    step = pretrained.head_step(pm, runs[text], layer, head)
+    step = head_step(pm, runs[text], layer, head)
     assert step.trace.x.shape == (runs[text].encoding.n, 384)
     assert step.trace.w_query.shape == (384, 32) and step.trace.b_query.shape == (32,)
     torch.testing.assert_close(step.trace.attention.weights, runs[text].attentions[layer, head], atol=1e-5, rtol=0)
@@ -153,31 +167,31 @@ def test_step_through_reproduces_the_models_attention(pm, runs, text, layer, hea
 
 def test_every_head_of_every_layer_matches(pm, runs):
     run = runs[SENTENCES[0]]
-    worst = max(pretrained.head_step(pm, run, layer, head).max_abs_diff for layer in range(6) for head in range(12))
+    worst = max(head_step(pm, run, layer, head).max_abs_diff for layer in range(6) for head in range(12))
     assert worst <= 1e-5
 
 
 @pytest.mark.parametrize("padding", [0, 3])
 def test_concatenated_head_outputs_equal_the_layers_attention_output(pm, padding):
     """weights · V of all 12 heads, side by side, is what BertSelfAttention returns (captured with a hook)."""
-    encoding = pretrained.tokenize(pm, SENTENCES[1], padding)
+    encoding = tokenize(pm, SENTENCES[1], padding)
     captured = {}
     hooks = [pm.model.encoder.layer[layer].attention.self.register_forward_hook(
         lambda module, args, output, layer=layer: captured.__setitem__(layer, output[0][0]))
         for layer in range(6)]
     try:
-        run = pretrained.run_model(pm, encoding)
+        run = run_model(pm, encoding)
     finally:
         for hook in hooks:
             hook.remove()
     for layer in range(6):
-        ours = torch.cat([pretrained.head_step(pm, run, layer, head).trace.output for head in range(12)], dim=-1)
+        ours = torch.cat([head_step(pm, run, layer, head).trace.output for head in range(12)], dim=-1)
         torch.testing.assert_close(ours, captured[layer], atol=1e-5, rtol=1e-5)  # (n, 384)
 
 
 def test_each_stage_agrees_with_torch_sdpa_and_the_additive_mask(pm):
-    run = pretrained.run_model(pm, pretrained.tokenize(pm, SENTENCES[0], padding=2))
-    step = pretrained.head_step(pm, run, 2, 8)
+    run = run_model(pm, tokenize(pm, SENTENCES[0], padding=2))
+    step = head_step(pm, run, 2, 8)
     att = step.trace.attention
     assert torch.equal(att.masked_scores, att.scaled_scores + step.additive_mask)
     assert torch.isneginf(step.additive_mask[:, -2:]).all() and (step.additive_mask[:, :-2] == 0).all()
@@ -188,8 +202,8 @@ def test_each_stage_agrees_with_torch_sdpa_and_the_additive_mask(pm):
 
 @pytest.mark.parametrize("stage", list(TRAINED_MODEL.stages))
 def test_every_entry_recomputes_with_a_plain_loop(pm, runs, stage):
-    run = pretrained.run_model(pm, pretrained.tokenize(pm, SENTENCES[1], padding=1))
-    step = pretrained.head_step(pm, run, 1, 3)
+    run = run_model(pm, tokenize(pm, SENTENCES[1], padding=1))
+    step = head_step(pm, run, 1, 3)
     rows, cols = head_stage_matrix(step, stage).shape
     for row, col in [(0, 0), (rows - 1, cols - 1), (rows // 2, cols // 3)]:
         entry = head_entry_of(step, stage, row, col)
@@ -202,7 +216,7 @@ def test_every_entry_recomputes_with_a_plain_loop(pm, runs, stage):
 
 
 def test_long_sums_are_elided_with_their_count(pm, runs):
-    step = pretrained.head_step(pm, runs[SENTENCES[0]], 0, 0)
+    step = head_step(pm, runs[SENTENCES[0]], 0, 0)
     assert r"\text{(384 terms)}" in head_entry_latex(head_entry_of(step, "query", 1, 2))
     assert r"\text{(32 terms)}" in head_entry_latex(head_entry_of(step, "scores", 1, 2))
     assert r"\cdots" in head_entry_latex(head_entry_of(step, "weights", 1, 2))
@@ -213,7 +227,7 @@ def test_a_512_token_sum_writes_its_first_three_and_last_two_terms_only(pm):
 
     from attention_core.latex import number_expr
 
-    step = pretrained.head_step(pm, pretrained.run_model(pm, pretrained.tokenize(pm, "word " * 600)), 1, 1)
+    step = head_step(pm, run_model(pm, tokenize(pm, "word " * 600)), 1, 1)
     weights, values = step.trace.attention.weights[300].tolist(), step.trace.attention.value[:, 5].tolist()
     terms = [sp.latex(sp.Mul(number_expr(weights[k]), number_expr(values[k]), evaluate=False), mul_symbol="dot")
              for k in (0, 1, 2, 510, 511)]
@@ -226,92 +240,92 @@ def test_a_512_token_sum_writes_its_first_three_and_last_two_terms_only(pm):
 
 def test_bad_layer_or_head_is_refused(pm, runs):
     with pytest.raises(InputError, match="layers 1 to 6"):
-        pretrained.head_step(pm, runs[SENTENCES[0]], 6, 0)
+        head_step(pm, runs[SENTENCES[0]], 6, 0)
     with pytest.raises(InputError, match="heads 1 to 12"):
-        pretrained.head_step(pm, runs[SENTENCES[0]], 0, -1)
+        head_step(pm, runs[SENTENCES[0]], 0, -1)
 
 
 # ---------------------------------------------------------------- tokenising
 
 
 def test_wordpieces_with_cls_and_sep(pm):
-    encoding = pretrained.tokenize(pm, "Unbelievably simple")
+    encoding = tokenize(pm, "Unbelievably simple")
     assert encoding.tokens == ("[CLS]", "un", "##bel", "##ie", "##va", "##bly", "simple", "[SEP]")
     assert encoding.word_ids == (None, 0, 0, 0, 0, 0, 1, None)
     assert not encoding.truncated and encoding.num_padding == 0
 
 
 def test_text_over_512_wordpieces_is_cut_to_512_with_its_padding(pm):
-    encoding = pretrained.tokenize(pm, "word " * 600, padding=2)
-    assert pretrained.MAX_TOKENS == 512 == pm.model.config.max_position_embeddings  # every position the model has
+    encoding = tokenize(pm, "word " * 600, padding=2)
+    assert MAX_TOKENS == 512 == pm.model.config.max_position_embeddings  # every position the model has
     assert encoding.truncated and encoding.text_tokens == 600
     assert encoding.n == 512 and encoding.num_real == 510 and encoding.num_padding == 2  # [PAD]s count too
     assert encoding.tokens[0] == "[CLS]" and encoding.tokens[509] == "[SEP]" and encoding.tokens[-1] == "[PAD]"
     assert encoding.kept_chars == len("word " * 508) - 1
-    run = pretrained.run_model(pm, encoding)
+    run = run_model(pm, encoding)
     assert run.attentions.shape == (6, 12, 512, 512)
-    assert pretrained.head_step(pm, run, 4, 7).matches
+    assert head_step(pm, run, 4, 7).matches
 
 
 def test_held_bytes_counts_each_storage_once_a_view_in_full_and_leaves_out_the_shared():
-    from ui import model_data
+    from ui import trained_model_data
 
     whole = torch.zeros(4, 100)  # 1600 bytes
-    assert model_data.held_bytes(whole[0]) == 1600  # a view keeps all of its storage alive
-    assert model_data.held_bytes({"a": (whole, whole[1:]), "b": [torch.ones(3)]}) == 1600 + 12
-    assert model_data.held_bytes((whole[2], torch.ones(3)), shared=whole) == 12
+    assert trained_model_data.held_bytes(whole[0]) == 1600  # a view keeps all of its storage alive
+    assert trained_model_data.held_bytes({"a": (whole, whole[1:]), "b": [torch.ones(3)]}) == 1600 + 12
+    assert trained_model_data.held_bytes((whole[2], torch.ones(3)), shared=whole) == 12
 
 
 def test_a_512_token_text_and_one_head_hold_what_the_cache_docs_say(pm):
-    """ui.model_data keeps TEXTS texts and HEADS heads; one of each at 512 tokens is within TEXT_MB and HEAD_MB, and
+    """ui.trained_model_data keeps TEXTS texts and HEADS heads; one of each at 512 tokens is within TEXT_MB and HEAD_MB, and
     a cached head keeps nothing of its text's run alive (it holds copies, no views)."""
-    from ui import model_data
+    from ui import trained_model_data
 
-    data = model_data.sentence_data("word " * 600, 0)  # the page's cache (loads the page's model once)
+    data = trained_model_data.sentence_data("word " * 600, 0)  # the page's cache (loads the page's model once)
     assert data.run.attentions.shape == (6, 12, 512, 512)
-    text_bytes = model_data.held_bytes(data)
-    assert 75e6 < text_bytes <= model_data.TEXT_MB * 1e6  # the attentions alone are 6·12·512²·4 = 75.5 MB
-    step = model_data.head("word " * 600, 0, 3, 5)
-    head_bytes = model_data.held_bytes(step)
-    assert 5e6 < head_bytes <= model_data.HEAD_MB * 1e6
-    assert model_data.held_bytes(step, shared=data) == head_bytes  # no storage shared with the run
-    assert model_data.held_bytes(pretrained.head_step(pm, pm_run_small(pm), 0, 0)) < 0.5e6  # a short sentence
+    text_bytes = trained_model_data.held_bytes(data)
+    assert 75e6 < text_bytes <= trained_model_data.TEXT_MB * 1e6  # the attentions alone are 6·12·512²·4 = 75.5 MB
+    step = trained_model_data.head("word " * 600, 0, 3, 5)
+    head_bytes = trained_model_data.held_bytes(step)
+    assert 5e6 < head_bytes <= trained_model_data.HEAD_MB * 1e6
+    assert trained_model_data.held_bytes(step, shared=data) == head_bytes  # no storage shared with the run
+    assert trained_model_data.held_bytes(head_step(pm, pm_run_small(pm), 0, 0)) < 0.5e6  # a short sentence
 
 
-def pm_run_small(pm) -> pretrained.ModelRun:
-    return pretrained.run_model(pm, pretrained.tokenize(pm, SENTENCES[0]))
+def pm_run_small(pm) -> ModelRun:
+    return run_model(pm, tokenize(pm, SENTENCES[0]))
 
 
 def test_text_of_exactly_510_wordpieces_is_not_cut(pm):
-    encoding = pretrained.tokenize(pm, "word " * 510)
+    encoding = tokenize(pm, "word " * 510)
     assert not encoding.truncated and encoding.n == 512
-    assert pretrained.tokenize(pm, "word " * 510, padding=1).truncated  # the [PAD] takes the last position
+    assert tokenize(pm, "word " * 510, padding=1).truncated  # the [PAD] takes the last position
 
 
 def test_text_beyond_the_character_cap_is_flagged(pm):
-    encoding = pretrained.tokenize(pm, "a " * pretrained.MAX_CHARS)
+    encoding = tokenize(pm, "a " * MAX_CHARS)
     assert encoding.chars_cut and encoding.truncated
 
 
 @pytest.mark.parametrize("text", ["", "   \n\t ", "\u200b\u200b", "\x00\x01\x02"])
 def test_empty_text_is_refused(pm, text):
     with pytest.raises(InputError, match="empty|no WordPiece"):
-        pretrained.tokenize(pm, text)
+        tokenize(pm, text)
 
 
-@pytest.mark.parametrize("padding", [-1, pretrained.MAX_PADDING + 1])
+@pytest.mark.parametrize("padding", [-1, MAX_PADDING + 1])
 def test_padding_out_of_range_is_refused(pm, padding):
     with pytest.raises(InputError, match=r"\[PAD\]"):
-        pretrained.tokenize(pm, "hello", padding)
+        tokenize(pm, "hello", padding)
 
 
 @pytest.mark.parametrize("text", UNUSUAL)
 def test_unusual_unicode_runs(pm, text):
-    encoding = pretrained.tokenize(pm, text)
+    encoding = tokenize(pm, text)
     assert encoding.tokens[0] == "[CLS]" and encoding.tokens[-1] == "[SEP]" and encoding.n >= 3
-    run = pretrained.run_model(pm, encoding)
+    run = run_model(pm, encoding)
     assert torch.isfinite(run.attentions).all()
-    assert pretrained.head_step(pm, run, 0, 0).matches
+    assert head_step(pm, run, 0, 0).matches
 
 
 # ---------------------------------------------------------------- guided findings
@@ -339,8 +353,8 @@ def test_findings_are_measured_on_the_text(pm, runs):
 
 @pytest.mark.parametrize("text", [SENTENCES[1], SENTENCES[1] * 40])  # 15 tokens, and 512 (cut)
 def test_the_own_word_finding_is_each_pieces_weight_on_its_words_other_pieces(pm, text):
-    encoding = pretrained.tokenize(pm, text)
-    run = pretrained.run_model(pm, encoding)
+    encoding = tokenize(pm, text)
+    run = run_model(pm, encoding)
     finding = {f.key: f for f in head_findings.guided_findings(run.attentions, encoding)}["same_word"]
     m, words = encoding.num_real, encoding.word_ids
     pieces = {i: [j for j in range(m) if j != i and words[i] is not None and words[j] == words[i]] for i in range(m)}
@@ -362,7 +376,7 @@ def test_head_focus_is_each_heads_mean_largest_weight_over_the_real_tokens(pm, r
         assert math.isclose(float(focus[layer, head]), by_hand, rel_tol=1e-6)
     assert bool(((focus >= 1 / m - 1e-6) & (focus <= 1 + 1e-6)).all())
     # padding rows are left out: the same text padded gives the same focus
-    padded = pretrained.run_model(pm, pretrained.tokenize(pm, SENTENCES[0], 3))
+    padded = run_model(pm, tokenize(pm, SENTENCES[0], 3))
     assert torch.allclose(head_findings.head_focus(padded.attentions, padded.encoding), focus, atol=1e-5)
     with pytest.raises(ValueError, match="L, H, n, n"):
         head_findings.head_focus(run.attentions[0], run.encoding)
@@ -492,9 +506,9 @@ def test_a_512_token_text_every_view_windowed_and_a_cell_maps_back_to_its_place(
     assert (cells["i"].min(), cells["i"].max(), cells["j"].min(), cells["j"].max()) == (256, 319, 0, 63)
     (chosen,) = cells.index[cells["selected"]]
     assert (cells["i"][chosen], cells["j"][chosen]) == (300, 5)
-    from ui import model_data
+    from ui import trained_model_data
 
-    data = model_data.sentence_data(LONG_TEXT, 0)  # the page's cached run: its numbers are the model's
+    data = trained_model_data.sentence_data(LONG_TEXT, 0)  # the page's cached run: its numbers are the model's
     assert cells["weight"][chosen] == pytest.approx(float(data.run.attentions[0, 0, 300, 5]), abs=1e-7)
     assert cells["key"][chosen] == f"6 {data.run.encoding.tokens[5]}" and cells["query"][chosen].startswith("301 ")
     # the block pickers move the window and explain the weight at the same place in the new block
@@ -523,10 +537,10 @@ def test_unusual_unicode_on_the_page():
 
 
 def test_checksum_mismatch_on_the_page_leaves_the_rest_of_the_app_working(monkeypatch):
-    from ui import model_data
+    from ui import trained_model_data
 
-    model_data.model.clear()
-    monkeypatch.setitem(pretrained.EXPECTED_SHA256, "config.json", "f" * 64)
+    trained_model_data.model.clear()
+    monkeypatch.setitem(EXPECTED_SHA256, "config.json", "f" * 64)
     try:
         at = open_page()
         assert "config.json failed its checksum" in shown(texts(at.error))
@@ -536,18 +550,18 @@ def test_checksum_mismatch_on_the_page_leaves_the_rest_of_the_app_working(monkey
         assert at.title[0].value.startswith("Scaled dot-product self-attention")
     finally:
         monkeypatch.undo()
-        model_data.model.clear()  # the failed load was not cached; the next visit loads the model
+        trained_model_data.model.clear()  # the failed load was not cached; the next visit loads the model
 
 
 def test_missing_package_on_the_page(monkeypatch):
-    from ui import model_data
+    from ui import trained_model_data
 
-    model_data.model.clear()
-    real = pretrained.model_folder
-    monkeypatch.setattr(pretrained, "model_folder", lambda module=None: real("no_such_model_package_here"))
+    trained_model_data.model.clear()
+    real = model_folder
+    monkeypatch.setattr("attention_core.trained_model.model.model_folder", lambda module=None: real("no_such_model_package_here"))
     try:
         at = open_page()
         assert "is not installed" in texts(at.error)
     finally:
         monkeypatch.undo()
-        model_data.model.clear()
+        trained_model_data.model.clear()

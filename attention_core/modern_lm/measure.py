@@ -1,5 +1,5 @@
 r"""What the "Inside a modern language model" page measures on the learner's prompt with SmolLM2-135M-Instruct
-(:mod:`attention_core.trained_model.smollm2`): the prompt's tokens (with or without the chat template), one forward
+(:mod:`attention_core.modern_lm.model`): the prompt's tokens (with or without the chat template), one forward
 pass with every head's pattern summarised, the next-token distribution at a temperature, greedy generation with the
 KV cache's size, and the heads' patterns (previous token, first token, own token).
 
@@ -13,7 +13,7 @@ Shape legend: T tokens of the prompt, D = hidden size (576), L layers (30), H qu
 Everything is float32 on the CPU; token ids are int64.
 
 Errors: :class:`~attention_core.errors.InputError` for an empty prompt (field "modern_lm.prompt"); the model's own
-errors (package missing, file altered) come from :func:`smollm2.load_decoder`.
+errors (package missing, file altered) come from :func:`model.load_decoder`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ import torch
 from attention_core.errors import N_, InputError
 from attention_core.inputs.tokens import token_labels
 from attention_core.limits import MODERN_LM_MAX_CHARS, MODERN_LM_MAX_TOKENS
+from attention_core.modern_lm.model import DecoderHeadStep, DecoderRun, SmolLM2Decoder, head_step
 from attention_core.trained_model.head_findings import block_means
-from attention_core.trained_model.smollm2 import DecoderHeadStep, DecoderRun, SmolLM2Decoder, head_step
 from attention_core.transformer.generation import FLOAT32_BYTES, kv_cache_bytes
 
 #: How many of the most likely next tokens the page lists.
@@ -143,7 +143,7 @@ class LmRun:
     sink: float
 
     def as_decoder_run(self) -> DecoderRun:
-        """The run in :func:`smollm2.head_step`'s terms (no stored attentions: the step recomputes its head)."""
+        """The run in :func:`model.head_step`'s terms (no stored attentions: the step recomputes its head)."""
         return DecoderRun(input_ids=self.prompt.ids, tokens=self.prompt.tokens, hidden_states=self.hidden_states,
                           attentions=torch.empty(0), next_token_probs=torch.softmax(self.logits, -1))
 
@@ -359,9 +359,9 @@ def generate(decoder: SmolLM2Decoder, prompt: Prompt, count: int, run: Optional[
 
 @dataclass(frozen=True)
 class LmHeadStep(DecoderHeadStep):
-    """One query head step by step (:func:`smollm2.head_step`'s fields) with what the page checks it against.
+    """One query head step by step (:func:`model.head_step`'s fields) with what the page checks it against.
 
-    Attributes (besides :class:`~attention_core.trained_model.smollm2.DecoderHeadStep`'s):
+    Attributes (besides :class:`~attention_core.modern_lm.model.DecoderHeadStep`'s):
         tokens: the T tokens. rms_eps: RMSNorm's ε. rope_theta: RoPE's base b (θ_c = b^(−2c/d)).
         model_weights: (T, T) the model's own attention probabilities of this head (:func:`layer_reference`).
         model_output: (T, D) the model's attention output of the layer (after o_proj).
@@ -395,11 +395,11 @@ def layer_reference(decoder: SmolLM2Decoder, run: DecoderRun, layer: int) -> tup
 
 
 def head(decoder: SmolLM2Decoder, run: LmRun, layer: int, head: int) -> LmHeadStep:
-    """Query head ``head`` of layer ``layer`` step by step (:func:`smollm2.head_step`), with the model's own weights
+    """Query head ``head`` of layer ``layer`` step by step (:func:`model.head_step`), with the model's own weights
     and the layer's output to check it against, and the sum of every head's share of that output.
 
     Raises:
-        InputError: no such layer or head (see :func:`smollm2.head_step`).
+        InputError: no such layer or head (see :func:`model.head_step`).
     """
     decoder_run = run.as_decoder_run()
     step = head_step(decoder, decoder_run, layer, head)

@@ -17,22 +17,30 @@ import tempfile
 import pytest
 import torch
 
+from attention_core.checkpoints import sha256_of
 from attention_core.errors import InputError
-from attention_core.trained_model import smollm2, smollm2_checkpoint
-from attention_core.trained_model.checkpoints import sha256_of
+from attention_core.modern_lm import checkpoint
+from attention_core.modern_lm.model import (
+    ATTENTION_TOLERANCE,
+    PROBABILITY_TOLERANCE,
+    Bfloat16Linear,
+    head_step,
+    load_decoder,
+    run_prompt,
+)
 
 PROMPTS = ["The capital of France is", "Attention is all you need", "猫坐在垫子上。 🐈 ¿Qué?"]
 
 
 @pytest.fixture(scope="module")
 def decoder():
-    return smollm2.load_decoder()
+    return load_decoder()
 
 
 @pytest.fixture(scope="module")
 def gguf():
     """(model, tokenizer) read straight from the GGUF file in this process, float32: the reference."""
-    return smollm2_checkpoint.load_gguf(smollm2_checkpoint.model_file())
+    return checkpoint.load_gguf(checkpoint.model_file())
 
 
 def test_the_model_is_the_one_the_page_describes(decoder):
@@ -44,15 +52,15 @@ def test_the_model_is_the_one_the_page_describes(decoder):
 
 
 def test_the_cache_holds_exactly_the_pinned_files(decoder):
-    folder = smollm2_checkpoint.cache_folder()
-    assert sorted(p.name for p in folder.iterdir()) == sorted(smollm2_checkpoint.CACHE_SHA256)
-    assert sha256_of(folder / smollm2_checkpoint.WEIGHTS_FILE) == (
-        smollm2_checkpoint.CACHE_SHA256[smollm2_checkpoint.WEIGHTS_FILE]) == (
+    folder = checkpoint.cache_folder()
+    assert sorted(p.name for p in folder.iterdir()) == sorted(checkpoint.CACHE_SHA256)
+    assert sha256_of(folder / checkpoint.WEIGHTS_FILE) == (
+        checkpoint.CACHE_SHA256[checkpoint.WEIGHTS_FILE]) == (
         "6da8541543e8104a2eb89bc400be8b40f56b537b0ef9704504986df754d36703")
-    assert {name: sha256_of(folder / name) for name in smollm2_checkpoint.CACHE_SHA256} == dict(
-        smollm2_checkpoint.CACHE_SHA256)
-    assert smollm2_checkpoint.cache_mismatch(folder) is None
-    assert (folder / smollm2_checkpoint.WEIGHTS_FILE).stat().st_size == 269_130_328  # half the float32 538 MB
+    assert {name: sha256_of(folder / name) for name in checkpoint.CACHE_SHA256} == dict(
+        checkpoint.CACHE_SHA256)
+    assert checkpoint.cache_mismatch(folder) is None
+    assert (folder / checkpoint.WEIGHTS_FILE).stat().st_size == 269_130_328  # half the float32 538 MB
 
 
 def test_the_cached_model_is_the_gguf_model_with_its_matrices_rounded_to_bfloat16(decoder, gguf):
@@ -76,11 +84,11 @@ def test_the_cached_model_is_the_gguf_model_with_its_matrices_rounded_to_bfloat1
 
 
 def test_the_model_computes_in_float32(decoder):
-    run = smollm2.run_prompt(decoder, PROMPTS[0])
+    run = run_prompt(decoder, PROMPTS[0])
     assert run.hidden_states.dtype == run.attentions.dtype == run.next_token_probs.dtype == torch.float32
     seed = torch.Generator().manual_seed(0)
     for linear in (decoder.model.model.layers[3].mlp.down_proj, decoder.model.lm_head):  # lm_head: 12 parts
-        assert type(linear) is smollm2.Bfloat16Linear and linear.weight.dtype == torch.bfloat16
+        assert type(linear) is Bfloat16Linear and linear.weight.dtype == torch.bfloat16
         x = torch.randn(2, 5, linear.in_features, generator=seed)
         y = linear(x)
         assert y.dtype == torch.float32 and y.shape == (2, 5, linear.out_features)
@@ -91,7 +99,7 @@ def test_bfloat16_storage_costs_no_more_than_the_stated_tolerance(decoder, gguf)
     model, tokenizer = gguf
     largest = [0.0, 0.0]
     for prompt in PROMPTS:
-        run = smollm2.run_prompt(decoder, prompt)
+        run = run_prompt(decoder, prompt)
         ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
         assert torch.equal(ids[0], run.input_ids)
         with torch.no_grad():
@@ -102,7 +110,7 @@ def test_bfloat16_storage_costs_no_more_than_the_stated_tolerance(decoder, gguf)
         largest = [max(largest[0], attention), max(largest[1], probability)]
         assert int(run.next_token_probs.argmax()) == int(probs.argmax())
     # measured: 0.0098 and 0.0037; not 0 either (the weights are rounded, it is not the float32 model)
-    assert 1e-4 < largest[0] <= smollm2.ATTENTION_TOLERANCE and 1e-4 < largest[1] <= smollm2.PROBABILITY_TOLERANCE
+    assert 1e-4 < largest[0] <= ATTENTION_TOLERANCE and 1e-4 < largest[1] <= PROBABILITY_TOLERANCE
     ids = tokenizer("The capital of France is", return_tensors="pt")
     want = model.generate(**ids, max_new_tokens=20, do_sample=False)
     assert torch.equal(decoder.model.generate(**ids, max_new_tokens=20, do_sample=False), want)
@@ -145,73 +153,73 @@ def _flip_a_byte(path, offset=100_000_000):
 def test_an_altered_cache_is_found_and_converted_again(decoder, tmp_path, monkeypatch):
     root = tmp_path / "cache"
     # a copy: the shared cache stays whole
-    shutil.copytree(smollm2_checkpoint.cache_folder(), root / smollm2_checkpoint.CACHE_NAME)
-    monkeypatch.setenv(smollm2_checkpoint.CACHE_ENV, str(root))
-    folder = smollm2_checkpoint.cache_folder()
-    assert folder == root / smollm2_checkpoint.CACHE_NAME
-    _flip_a_byte(folder / smollm2_checkpoint.WEIGHTS_FILE)
-    name, got, want = smollm2_checkpoint.cache_mismatch(folder)
-    assert (name == smollm2_checkpoint.WEIGHTS_FILE and want == smollm2_checkpoint.CACHE_SHA256[name] and got != want
+    shutil.copytree(checkpoint.cache_folder(), root / checkpoint.CACHE_NAME)
+    monkeypatch.setenv(checkpoint.CACHE_ENV, str(root))
+    folder = checkpoint.cache_folder()
+    assert folder == root / checkpoint.CACHE_NAME
+    _flip_a_byte(folder / checkpoint.WEIGHTS_FILE)
+    name, got, want = checkpoint.cache_mismatch(folder)
+    assert (name == checkpoint.WEIGHTS_FILE and want == checkpoint.CACHE_SHA256[name] and got != want
             and len(got) == 64)
-    (root / f".{smollm2_checkpoint.CACHE_NAME}.new-killed").mkdir()  # what a killed conversion leaves
+    (root / f".{checkpoint.CACHE_NAME}.new-killed").mkdir()  # what a killed conversion leaves
     conversions = []
-    real = smollm2_checkpoint._run_converter
-    monkeypatch.setattr(smollm2_checkpoint, "_run_converter", lambda *args: conversions.append(args) or real(*args))
-    again = smollm2.load_decoder()  # the real conversion, in a child process: it reproduces the pinned files
-    assert len(conversions) == 1 and smollm2_checkpoint.cache_mismatch(folder) is None
-    assert sorted(p.name for p in root.iterdir()) == [smollm2_checkpoint.CACHE_NAME,
-                                                      f"{smollm2_checkpoint.CACHE_NAME}.lock"]
+    real = checkpoint._run_converter
+    monkeypatch.setattr(checkpoint, "_run_converter", lambda *args: conversions.append(args) or real(*args))
+    again = load_decoder()  # the real conversion, in a child process: it reproduces the pinned files
+    assert len(conversions) == 1 and checkpoint.cache_mismatch(folder) is None
+    assert sorted(p.name for p in root.iterdir()) == [checkpoint.CACHE_NAME,
+                                                      f"{checkpoint.CACHE_NAME}.lock"]
     for (name, got), want in zip(again.model.state_dict().items(), decoder.model.state_dict().values()):
         assert torch.equal(got, want), name
-    smollm2.load_decoder()  # a whole cache is used as it is
+    load_decoder()  # a whole cache is used as it is
     assert len(conversions) == 1
     (folder / "extra.json").write_text("{}")  # a file that is not the conversion's is found too
-    assert smollm2_checkpoint.cache_mismatch(folder) == ("extra.json", "unexpected", "")
+    assert checkpoint.cache_mismatch(folder) == ("extra.json", "unexpected", "")
 
 
 def test_a_conversion_that_still_differs_is_refused_and_removed(tmp_path, monkeypatch):
-    monkeypatch.setenv(smollm2_checkpoint.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(checkpoint.CACHE_ENV, str(tmp_path))
 
     def wrong_conversion(path, folder, verify):
         folder.mkdir()
-        for name in smollm2_checkpoint.CACHE_SHA256:
+        for name in checkpoint.CACHE_SHA256:
             (folder / name).write_text("not the model")
-    monkeypatch.setattr(smollm2_checkpoint, "_run_converter", wrong_conversion)
+    monkeypatch.setattr(checkpoint, "_run_converter", wrong_conversion)
     with pytest.raises(InputError) as raised:
-        smollm2.load_decoder()
+        load_decoder()
     assert raised.value.field == "model"
     assert "failed their check right after conversion" in str(raised.value)
-    assert not (tmp_path / smollm2_checkpoint.CACHE_NAME).exists()
+    assert not (tmp_path / checkpoint.CACHE_NAME).exists()
 
 
 def test_a_failing_conversion_says_why(tmp_path):
     with pytest.raises(InputError) as raised:  # a real child process, which fails at once on the missing file
-        smollm2_checkpoint._run_converter(tmp_path / "missing.gguf", tmp_path / smollm2_checkpoint.CACHE_NAME, True)
+        checkpoint._run_converter(tmp_path / "missing.gguf", tmp_path / checkpoint.CACHE_NAME, True)
     assert "Converting the model file missing.gguf" in str(raised.value)
     assert "missing.gguf" in raised.value.message.params["error"] and raised.value.message.params["code"] == 1
-    assert not (tmp_path / smollm2_checkpoint.CACHE_NAME).exists()
+    assert not (tmp_path / checkpoint.CACHE_NAME).exists()
 
 
 def test_an_unwritable_cache_folder_falls_back_to_the_temp_dir(tmp_path, monkeypatch):
     blocker = tmp_path / "a file"
     blocker.write_text("")
-    monkeypatch.setenv(smollm2_checkpoint.CACHE_ENV, str(blocker / "cache"))  # cannot be created: its parent is a file
+    monkeypatch.setenv(checkpoint.CACHE_ENV, str(blocker / "cache"))  # cannot be created: its parent is a file
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    folder = smollm2_checkpoint.cache_folder()
-    assert folder.parent.parent == tmp_path / "tmp" and folder.name == smollm2_checkpoint.CACHE_NAME
+    folder = checkpoint.cache_folder()
+    assert folder.parent.parent == tmp_path / "tmp" and folder.name == checkpoint.CACHE_NAME
     assert folder.parent.name.startswith("attention-explorer-") and folder.parent.is_dir()
     monkeypatch.setattr(tempfile, "tempdir", str(blocker / "tmp"))
     with pytest.raises(InputError) as raised:
-        smollm2_checkpoint.cache_folder()
-    assert smollm2_checkpoint.CACHE_ENV in str(raised.value) and raised.value.field == "model"
+        checkpoint.cache_folder()
+    assert checkpoint.CACHE_ENV in str(raised.value) and raised.value.field == "model"
 
 
 @pytest.mark.parametrize("prompt", PROMPTS)
 @pytest.mark.parametrize("layer, head", [(0, 0), (0, 4), (7, 8), (15, 3), (29, 5)])
 def test_one_head_step_by_step_equals_the_models_attention(decoder, prompt, layer, head):
-    run = smollm2.run_prompt(decoder, prompt)
-    step = smollm2.head_step(decoder, run, layer, head)
+    run = run_prompt(decoder, prompt)
+    step = head_step(decoder, run, layer, head)
     torch.testing.assert_close(step.weights, run.attentions[layer, head], rtol=1e-4, atol=1e-5)
     assert torch.isinf(step.masked_scores.triu(1)[step.masked_scores.triu(1) != 0]).all()
 
@@ -233,8 +241,8 @@ def _layer_attention_output(decoder, run, layer):
 
 @pytest.mark.parametrize("layer", [0, 12])
 def test_the_heads_shares_sum_to_the_layers_attention_output(decoder, layer):
-    run = smollm2.run_prompt(decoder, PROMPTS[0])
-    total = sum(smollm2.head_step(decoder, run, layer, h).projected for h in range(decoder.num_heads))
+    run = run_prompt(decoder, PROMPTS[0])
+    total = sum(head_step(decoder, run, layer, h).projected for h in range(decoder.num_heads))
     torch.testing.assert_close(total, _layer_attention_output(decoder, run, layer), rtol=1e-4, atol=1e-4)
 
 
@@ -250,8 +258,8 @@ def test_each_query_head_reads_the_key_value_head_repeat_kv_gives_it(decoder):
 def test_our_rotation_is_transformers_apply_rotary_pos_emb(decoder):
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
-    run = smollm2.run_prompt(decoder, PROMPTS[1])
-    step = smollm2.head_step(decoder, run, 3, 2)
+    run = run_prompt(decoder, PROMPTS[1])
+    step = head_step(decoder, run, 3, 2)
     positions = torch.arange(len(run.tokens))[None]
     cos, sin = decoder.model.model.rotary_emb(step.query[None, None], positions)
     q, k = apply_rotary_pos_emb(step.query[None, None], step.key[None, None], cos, sin)
@@ -263,27 +271,27 @@ def test_greedy_decoding_of_a_fixed_prompt_is_stable(decoder):
     ids = decoder.tokenizer("The capital of France is", return_tensors="pt")
     out = decoder.model.generate(**ids, max_new_tokens=3, do_sample=False)
     assert decoder.tokenizer.decode(out[0, ids["input_ids"].shape[1]:]) == " Paris.\n"
-    run = smollm2.run_prompt(decoder, "The capital of France is")
+    run = run_prompt(decoder, "The capital of France is")
     assert decoder.tokenizer.decode([int(run.next_token_probs.argmax())]) == " Paris"
 
 
 def test_an_empty_prompt_is_refused_with_its_field(decoder):
     with pytest.raises(InputError) as raised:
-        smollm2.run_prompt(decoder, "")
+        run_prompt(decoder, "")
     assert raised.value.field == "prompt"
 
 
 def test_a_missing_package_and_an_altered_file_say_how_to_install_it(tmp_path):
     with pytest.raises(InputError) as raised:
-        smollm2_checkpoint.model_file("no_such_model_package")
+        checkpoint.model_file("no_such_model_package")
     assert "--no-deps -r requirements-models.txt" in str(raised.value)
-    altered = tmp_path / smollm2_checkpoint.GGUF_FILE
-    shutil.copyfile(smollm2_checkpoint.model_file(), altered)
+    altered = tmp_path / checkpoint.GGUF_FILE
+    shutil.copyfile(checkpoint.model_file(), altered)
     with open(altered, "r+b") as handle:
         handle.seek(1_000_000)
         byte = handle.read(1)
         handle.seek(1_000_000)
         handle.write(bytes([byte[0] ^ 1]))
     with pytest.raises(InputError) as raised:
-        smollm2_checkpoint.verify_model_file(altered)
+        checkpoint.verify_model_file(altered)
     assert "failed its checksum" in str(raised.value)
