@@ -52,6 +52,19 @@ def open_app(page: str = "app_pages/overview.py", preset: str | None = None) -> 
     return at
 
 
+def open_link(page: str, language: str = "en", timeout: float = 300, **params) -> AppTest:
+    """The app opened on ``page`` as a link with these query parameters (``language``, ``prompt``, ...) would open it,
+    with no exception."""
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    at.query_params["language"] = language
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
 def shown(markdown: str) -> str:
     """What a reader sees of Markdown source: the backslash escapes of user text (``ui.widgets.md_escape``) undone."""
     return _ESCAPED.sub(r"\1", markdown)

@@ -15,7 +15,7 @@ import math
 
 import pytest
 import torch
-from conftest import APP, errors, warnings
+from conftest import errors, open_link, warnings
 from streamlit.testing.v1 import AppTest
 from test_stepthrough import result_of
 
@@ -100,14 +100,7 @@ def test_the_page_matches_every_reference_and_every_entry_ends_with_its_panels_n
 
 
 def _open(language: str = "en", **params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.query_params["language"] = language
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()
-    at.switch_page(PAGE).run()
-    assert not at.exception, at.exception
-    return at
+    return open_link(PAGE, language, **params)
 
 
 def test_bad_input_gets_a_message_and_the_page_keeps_running_with_what_was_typed():

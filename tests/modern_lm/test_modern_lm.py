@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import APP, charts, entry_map, errors, picker, warnings
+from conftest import charts, entry_map, errors, open_link, picker, warnings
 from streamlit.testing.v1 import AppTest
 from test_practice import _check_stage
 from test_stepthrough import result_of, step_through_every_stage
@@ -211,14 +211,7 @@ PAGE = "app_pages/modern_lm.py"
 
 
 def _open(language: str = "en", **params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.query_params["language"] = language
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()
-    at.switch_page(PAGE).run()
-    assert not at.exception, at.exception
-    return at
+    return open_link(PAGE, language, **params)
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
