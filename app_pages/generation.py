@@ -14,7 +14,7 @@ from attention_core.transformer.generation_walkthrough import (
     real_cache_rows,
 )
 from attention_core.transformer.toy_model import LETTERS, NUM_LAYERS
-from ui import page_body, state, stepthrough, widgets
+from ui import frames, page_body, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -110,14 +110,14 @@ def page() -> None:
                       "every step recomputes all t rows (and the attention over them grows like t²); with it, one row "
                       "per step (growing like t). The encoder's keys and values for cross-attention are computed once "
                       "with the cache, before step 1."))
-        st.dataframe(pd.DataFrame(cost_rows(walk), columns=[_("step t"), _("without cache"), _("with cache"),
-                                                            _("K and V cache, bytes")]), hide_index=True)
+        st.dataframe(frames.from_rows(cost_rows(walk), [_("step t"), _("without cache"), _("with cache"),
+                                                        _("K and V cache, bytes")]), hide_index=True)
         st.markdown(_("For scale, the same formula (layers × 2 × KV heads × head_dim × bytes per number × tokens) at "
                       "{tokens} tokens, 16-bit numbers, with the sizes the models publish in their config.json:",
                       tokens=REAL_CONTEXT))
-        st.dataframe(pd.DataFrame([(row.model, row.bytes_per_token, row.gib_total) for row in real_cache_rows()],
-                                  columns=[_("model"), _("bytes per token"), _("GiB at {tokens} tokens",
-                                                                                tokens=REAL_CONTEXT)]),
+        st.dataframe(frames.from_rows([(row.model, row.bytes_per_token, row.gib_total) for row in real_cache_rows()],
+                                      [_("model"), _("bytes per token"), _("GiB at {tokens} tokens",
+                                                                           tokens=REAL_CONTEXT)]),
                      hide_index=True)
 
 

@@ -6,7 +6,7 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.modern.gqa_walkthrough import GQA_PAGE, build_gqa_walkthrough
 from attention_core.transformer.generation_walkthrough import real_cache_rows
-from ui import page_body, state, stepthrough, widgets
+from ui import frames, page_body, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -65,8 +65,8 @@ def page() -> None:
     with st.expander(_("The KV cache of real models"), expanded=False):
         st.markdown(_("Bytes per token: layers × 2 (K and V) × key/value heads × head_dim × 2 bytes (16-bit), from the "
                       "sizes the models publish in their config.json."))
-        st.dataframe(pd.DataFrame([(row.model, row.kv_heads, row.bytes_per_token) for row in real_cache_rows()],
-                                  columns=[_("model"), _("key/value heads"), _("bytes per token")]), hide_index=True)
+        st.dataframe(frames.from_rows([(row.model, row.kv_heads, row.bytes_per_token) for row in real_cache_rows()],
+                                      [_("model"), _("key/value heads"), _("bytes per token")]), hide_index=True)
 
 
 page_body.run(page)

@@ -5,7 +5,7 @@ import streamlit as st
 
 from attention_core.errors import N_
 from attention_core.experiments import image
-from ui import charts, experiments, page_body, state, widgets
+from ui import charts, experiments, frames, page_body, state, widgets
 from ui.i18n import _
 
 
@@ -94,7 +94,7 @@ def page() -> None:
         charts.image(trace.image, key="img_heat", selected=(row, col), weights=pixel.attention_map,
                      grayscale=True, size_px=380)
 
-    top_rows = pd.DataFrame({
+    top_rows = frames.table({
         _("pixel (r, c)"): [f"({r}, {c})" for r, c in pixel.top_pixels],
         _("token n"): list(pixel.top_tokens),
         _("colour"): [str(colour) for colour in pixel.top_colours],
@@ -131,7 +131,7 @@ def page() -> None:
     with g2:
         x = trace.x
         flat = trace.token_colours
-        tokens = pd.DataFrame({
+        tokens = frames.table({
             "n": range(trace.token_count),
             "(r, c)": [f"({r}, {c})" for r, c in trace.pixel_coordinates],
             "R": flat[:, 0].tolist(), "G": flat[:, 1].tolist(), "B": flat[:, 2].tolist(),

@@ -177,11 +177,10 @@ def show_run(run: sinks.StreamingRun) -> None:
     parts = []
     for order, (key, title) in enumerate(sinks.CONDITIONS.items()):
         smooth = pd.Series(run.losses[key].numpy()).rolling(32, min_periods=1).mean()  # the last 32 tokens' mean
-        parts.append(pd.DataFrame({"x": smooth.index + 2, "y": smooth.to_numpy(), "series": _(title), "order": order,
-                                   "dashed": False}))  # row i is the loss of token i + 2 (1-based)
-    curves = pd.concat(parts, ignore_index=True)
-    low, high = float(curves["y"].min()), float(curves["y"].max())
-    charts.lines(curves, key="sinks_losses_chart", x_title=_("token predicted"), y_title=_("loss, mean of the last 32"),
+        parts.append({"x": smooth.index + 2, "y": smooth.to_numpy(), "series": _(title), "order": order,
+                      "dashed": False})  # row i is the loss of token i + 2 (1-based)
+    low, high = min(float(part["y"].min()) for part in parts), max(float(part["y"].max()) for part in parts)
+    charts.lines(parts, key="sinks_losses_chart", x_title=_("token predicted"), y_title=_("loss, mean of the last 32"),
                  x_log=False, points=False, height=460, x_format="d", y_format=".3~g",
                  y_range=(max(0.0, low - 0.25), high + 0.25))
     st.caption(_("Measured once on this server in {seconds:.1f} s (three forward passes of {t} tokens, one torch "

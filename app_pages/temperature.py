@@ -65,17 +65,17 @@ def page() -> None:
     st.subheader(_("As τ goes from 0.01 to 100"))
     sweep = view.sweep
     taus, marked = list(sweep.taus), list(view.marked)
-    sweep_df = pd.concat([
-        pd.DataFrame({"x": taus, "y": sweep.mean_entropy.tolist(), "series": _("mean entropy (nats)"), "order": 0,
-                      "dashed": False, "marked": marked}),
-        pd.DataFrame({"x": taus, "y": sweep.mean_max_weight.tolist(), "series": _("mean largest weight"), "order": 1,
-                      "dashed": False, "marked": marked}),
-        pd.DataFrame({"x": taus, "y": list(view.max_entropy_line), "series": f"ln n = {sweep.max_entropy:.3f}",
-                      "order": 2, "dashed": True, "marked": False}),
-    ], ignore_index=True)
+    sweep_lines = [
+        {"x": taus, "y": sweep.mean_entropy.tolist(), "series": _("mean entropy (nats)"), "order": 0,
+         "dashed": False, "marked": marked},
+        {"x": taus, "y": sweep.mean_max_weight.tolist(), "series": _("mean largest weight"), "order": 1,
+         "dashed": False, "marked": marked},
+        {"x": taus, "y": list(view.max_entropy_line), "series": f"ln n = {sweep.max_entropy:.3f}",
+         "order": 2, "dashed": True, "marked": False},
+    ]
     chart_col, limits_col = st.columns([3, 2])
     with chart_col:
-        charts.lines(sweep_df, key="temp_sweep", x_title=_("τ (log scale)"), y_title=_("mean over the query rows"),
+        charts.lines(sweep_lines, key="temp_sweep", x_title=_("τ (log scale)"), y_title=_("mean over the query rows"),
                      x_base=10, marked=True, width=600, height=400)
         st.caption(_("The diamonds mark the current τ. Rows whose best score is shared (a repeated word) keep some "
                      "entropy even at τ → 0: the weight is split between the tied keys."))

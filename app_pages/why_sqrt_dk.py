@@ -5,7 +5,7 @@ import streamlit as st
 
 from attention_core.errors import N_
 from attention_core.experiments import scaling
-from ui import charts, experiments, page_body, state, widgets
+from ui import charts, experiments, frames, page_body, state, widgets
 from ui.i18n import _
 
 
@@ -45,22 +45,22 @@ def page() -> None:
     left, right = st.columns([3, 2])
     with left:
         var, se, scaled = result.variance.tolist(), result.standard_error.tolist(), result.scaled_variance.tolist()
-        df = pd.concat([
-            pd.DataFrame({"x": d, "y": var, "series": _("measured Var(q · k)"), "order": 0, "dashed": False,
-                          "lo": list(summary.variance_low), "hi": list(summary.variance_high)}),
-            pd.DataFrame({"x": d, "y": list(summary.theory_variance), "series": _("theory: Var = d_k"), "order": 1,
-                          "dashed": True}),
-            pd.DataFrame({"x": d, "y": scaled, "series": _("measured Var(q · k / √d_k)"), "order": 2, "dashed": False}),
-            pd.DataFrame({"x": d, "y": list(summary.theory_scaled_variance), "series": _("theory: Var = 1"), "order": 3,
-                          "dashed": True}),
-        ], ignore_index=True)
-        charts.lines(df, key="sqrt_variance", x_title=_("d_k (log scale)"), y_title=_("variance (log scale)"),
+        variance_lines = [
+            {"x": d, "y": var, "series": _("measured Var(q · k)"), "order": 0, "dashed": False,
+             "lo": list(summary.variance_low), "hi": list(summary.variance_high)},
+            {"x": d, "y": list(summary.theory_variance), "series": _("theory: Var = d_k"), "order": 1,
+             "dashed": True},
+            {"x": d, "y": scaled, "series": _("measured Var(q · k / √d_k)"), "order": 2, "dashed": False},
+            {"x": d, "y": list(summary.theory_scaled_variance), "series": _("theory: Var = 1"), "order": 3,
+             "dashed": True},
+        ]
+        charts.lines(variance_lines, key="sqrt_variance", x_title=_("d_k (log scale)"), y_title=_("variance (log scale)"),
                      y_log=True, error_bars=True, height=430)
         st.caption(_("Each point: the sample variance of S = {samples} dot products. Error bars: ± 2 standard "
                      "errors, √((2 d_k² + d_k (κ² − 3)) / S) with κ = E[x⁴] (derived in `attention_core/experiments/scaling.py`).",
                      samples=result.samples))
     with right:
-        table = pd.DataFrame({
+        table = frames.table({
             "d_k": d,
             _("mean of q·k"): [f"{m:+.3f}" for m in result.mean.tolist()],
             "Var(q·k)": [f"{v:.4g}" for v in var],
@@ -80,30 +80,30 @@ def page() -> None:
         rows=result.rows, keys=result.keys,
     ))
     st.latex(scaling.entropy_latex())
-    max_df = pd.concat([
-        pd.DataFrame({"x": d, "y": result.max_weight_raw.tolist(), "series": "softmax(q · k)", "order": 0, "dashed": False}),
-        pd.DataFrame({"x": d, "y": result.max_weight_scaled.tolist(), "series": "softmax(q · k / √d_k)", "order": 1,
-                      "dashed": False}),
-        pd.DataFrame({"x": d, "y": list(summary.uniform_weight_line),
-                      "series": _("uniform: 1/n = {value}", value=f"{summary.uniform_weight:.3g}"),
-                      "order": 2, "dashed": True}),
-    ], ignore_index=True)
-    ent_df = pd.concat([
-        pd.DataFrame({"x": d, "y": result.entropy_raw.tolist(), "series": "softmax(q · k)", "order": 0, "dashed": False}),
-        pd.DataFrame({"x": d, "y": result.entropy_scaled.tolist(), "series": "softmax(q · k / √d_k)", "order": 1,
-                      "dashed": False}),
-        pd.DataFrame({"x": d, "y": list(summary.uniform_entropy_line),
-                      "series": _("uniform: ln n = {value}", value=f"{summary.uniform_entropy:.3g}"),
-                      "order": 2, "dashed": True}),
-    ], ignore_index=True)
+    max_lines = [
+        {"x": d, "y": result.max_weight_raw.tolist(), "series": "softmax(q · k)", "order": 0, "dashed": False},
+        {"x": d, "y": result.max_weight_scaled.tolist(), "series": "softmax(q · k / √d_k)", "order": 1,
+         "dashed": False},
+        {"x": d, "y": list(summary.uniform_weight_line),
+         "series": _("uniform: 1/n = {value}", value=f"{summary.uniform_weight:.3g}"),
+         "order": 2, "dashed": True},
+    ]
+    entropy_lines = [
+        {"x": d, "y": result.entropy_raw.tolist(), "series": "softmax(q · k)", "order": 0, "dashed": False},
+        {"x": d, "y": result.entropy_scaled.tolist(), "series": "softmax(q · k / √d_k)", "order": 1,
+         "dashed": False},
+        {"x": d, "y": list(summary.uniform_entropy_line),
+         "series": _("uniform: ln n = {value}", value=f"{summary.uniform_entropy:.3g}"),
+         "order": 2, "dashed": True},
+    ]
     left, right = st.columns(2)
     with left:
         st.markdown(_("**The largest weight** (mean over the queries)"))
-        charts.lines(max_df, key="sqrt_max_weight", x_title=_("d_k (log scale)"), y_title=_("largest weight"),
+        charts.lines(max_lines, key="sqrt_max_weight", x_title=_("d_k (log scale)"), y_title=_("largest weight"),
                      y_range=(0.0, 1.0), width=480, height=380)
     with right:
         st.markdown(_("**The entropy H of the weights** (nats, mean over the queries)"))
-        charts.lines(ent_df, key="sqrt_entropy", x_title=_("d_k (log scale)"), y_title=_("entropy H"),
+        charts.lines(entropy_lines, key="sqrt_entropy", x_title=_("d_k (log scale)"), y_title=_("entropy H"),
                      y_range=(0.0, summary.entropy_axis_top), width=480, height=380)
     widgets.torch_check(result.torch_max_abs_diff, result.torch_matches,
                         "torch.nn.functional.scaled_dot_product_attention(q, K, I_n)")

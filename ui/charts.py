@@ -1,7 +1,7 @@
 """Charts of the experiment pages: log-scale line plots, a compact heatmap, the pixel image.
 
 Each chart's Vega-Lite spec is built once with Altair (``st.cache_data`` on plain
-arguments) and the numbers are passed per call as a DataFrame, as ``heatmaps.heatmap``
+arguments) and the numbers are passed per call as an Arrow table (:mod:`ui.frames`), as ``heatmaps.heatmap``
 does: building an Altair chart costs tens of milliseconds, a cached spec nothing. In presenter mode each spec is built
 ``presenter.SCALE`` times larger (sizes, strokes, fonts: the fonts are in the spec, out of CSS's reach).
 Nothing here computes attention; pages hand in numbers from ``attention_core``.
@@ -18,9 +18,11 @@ from typing import Callable, Optional, Sequence
 import altair as alt
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import streamlit as st
 
-from . import builds, heatmaps, presenter, state
+from . import builds, frames, heatmaps, presenter, state
 from .i18n import _
 
 AXIS_FONT = 16
@@ -44,8 +46,8 @@ def _finish(chart: alt.TopLevelMixin, scale: float = 1.0) -> dict:
     return heatmaps.layered_spec(chart)
 
 
-def _show(df: pd.DataFrame, spec: dict, key: str, **kwargs) -> None:
-    st.vega_lite_chart(df, spec, key=key, width=kwargs.pop("width", "content"), **kwargs)
+def _show(data: pa.Table | pd.DataFrame, spec: dict, key: str, **kwargs) -> None:
+    st.vega_lite_chart(data, spec, key=key, width=kwargs.pop("width", "content"), **kwargs)
 
 
 # ---------------------------------------------------------------- line charts on log axes
@@ -87,7 +89,7 @@ def _lines_spec(x_title: str, y_title: str, series_title: str, x_log: bool, x_ba
 
 
 def lines(
-    df: pd.DataFrame, *, key: str, x_title: str, y_title: str, x_log: bool = True, x_base: int = 2, y_log: bool = False,
+    series: Sequence[dict], *, key: str, x_title: str, y_title: str, x_log: bool = True, x_base: int = 2, y_log: bool = False,
     y_range: Optional[tuple[float, float]] = None, error_bars: bool = False, marked: bool = False,
     width: int = 560, height: int = 340, points: bool = True, x_format: str = "~g", y_format: str = "~g",
 ) -> None:
@@ -99,23 +101,31 @@ def lines(
 
     The chart fills its column (``width`` is only its size when exported standalone).
 
-    ``df`` columns: x, y, series (legend label), order (legend order), dashed (bool);
-    optional lo, hi (an error bar at each point, when ``error_bars``) and marked (bool:
-    a vertical rule and a big point at the marked x, when ``marked``).
+    ``series``: one dict per line (:func:`ui.frames.stacked` stacks them), each with the columns x, y and the values
+    series (its legend label), order (its place in the legend) and dashed (bool); optional lo, hi (an error bar at each
+    point, when ``error_bars``) and marked (bool: a vertical rule and a big point at the marked x, when ``marked``).
+    A column is a list (or array) of one value per point; a single value stands for every point of its line.
     """
+    data = frames.stacked(series)
     spec = _lines_spec(x_title, y_title, _("series"), x_log, x_base, y_log, y_range[0] if y_range else None,
                        y_range[1] if y_range else None, error_bars, marked, width, height,
                        state.settings().palette == "cvd", points, x_format, presenter.scale(), y_format)
-    names = list(dict.fromkeys(df["series"]))
+    labels = data.column("series").to_pylist()
+    names = list(dict.fromkeys(labels))
+    x_range, y_range_shown = pc.min_max(data.column("x")).as_py(), pc.min_max(data.column("y")).as_py()
     description = _("Line chart: {y} against {x}, {n} series ({names}); {x} from {x0} to {x1}, {y} from {y0} to {y1}.",
                     y=y_title, x=x_title, n=len(names), names=", ".join(str(n) for n in names[:6]),
-                    x0=f"{df['x'].min():.3g}", x1=f"{df['x'].max():.3g}", y0=f"{df['y'].min():.3g}",
-                    y1=f"{df['y'].max():.3g}")
+                    x0=f"{x_range['min']:.3g}", x1=f"{x_range['max']:.3g}", y0=f"{y_range_shown['min']:.3g}",
+                    y1=f"{y_range_shown['max']:.3g}")
     # Fill the column instead of a fixed width, which spilled over narrow columns (1280 px with the sidebar).
-    _show(df, {**spec, "width": "container", "description": description}, key, width="stretch")
-    if state.settings().tables:
-        wide = df.pivot_table(index="x", columns="series", values="y", sort=False)
-        heatmaps.table(wide.to_numpy(), [f"{x:.4g}" for x in wide.index], [str(c) for c in wide.columns], key)
+    _show(data, {**spec, "width": "container", "description": description}, key, width="stretch")
+    if state.settings().tables:  # one row per x (in the order they come), one column per series
+        xs = list(dict.fromkeys(data.column("x").to_pylist()))
+        wide = np.full((len(xs), len(names)), np.nan)
+        row, col = {x: i for i, x in enumerate(xs)}, {n: j for j, n in enumerate(names)}
+        for x, label, y in zip(data.column("x").to_pylist(), labels, data.column("y").to_pylist()):
+            wide[row[x], col[label]] = np.nan if y is None else y
+        heatmaps.table(wide, [f"{x:.4g}" for x in xs], [str(n) for n in names], key)
 
 
 # ---------------------------------------------------------------- bars
@@ -136,7 +146,7 @@ def _bars_spec(x_title: str, y_title: str, width: int, height: int, scale: float
 def bars(values: Sequence[float], labels: Sequence[str], *, key: str, x_title: str, y_title: str,
          limit: float, width: int = 360) -> None:
     """Horizontal bars with their values written beside them and a dashed rule at ``limit``."""
-    df = pd.DataFrame({"i": range(len(values)), "label": list(labels), "value": [float(v) for v in values],
+    df = frames.table({"i": range(len(values)), "label": list(labels), "value": [float(v) for v in values],
                        "limit": float(limit)})
     spec = {**_bars_spec(x_title, y_title, width, max(120, 34 * len(values)), presenter.scale()),
             "description": heatmaps.describe(_("Bar chart"), len(values), 1, y_title, x_title,
@@ -183,7 +193,7 @@ def pattern(matrix, *, key: str, row_title: str, col_title: str, max_width: int 
     cell = int(max(4, min(18, max_width // cols, 520 // rows)) * scale)
     ii, jj = np.indices(m.shape)
     names = np.asarray(list(labels), dtype=object) if labels is not None else None
-    df = pd.DataFrame({"i": ii.ravel() if names is None else names[ii.ravel()],
+    df = frames.table({"i": ii.ravel() if names is None else names[ii.ravel()],
                        "j": jj.ravel() if names is None else names[jj.ravel()], "value": m.ravel()})
     top = float(np.abs(m).max()) or 1.0
     signed = bool((m < 0).any())
@@ -249,7 +259,7 @@ def weights_map(weights, *, key: str, labels: Sequence[str], row_title: str, col
     if framed:
         rows, cols = zip(*framed)
         marked[list(rows), list(cols)] = True
-    df = pd.DataFrame({"i": ii.ravel(), "j": jj.ravel(), "query": names[ii.ravel()], "key": names[jj.ravel()],
+    df = frames.table({"i": ii.ravel(), "j": jj.ravel(), "query": names[ii.ravel()], "key": names[jj.ravel()],
                        "weight": m.ravel(), "framed": marked.ravel()})
     spec = _weights_map_spec(row_title, col_title, _("weight"), map_cell_px(n, scale), scale)
     spec["layer"][0]["encoding"]["color"]["scale"] = heatmaps.weights_scale()
@@ -326,19 +336,21 @@ def image(
     rr, cc = np.indices((h, w))
     gray = (flat @ np.array([0.299, 0.587, 0.114])).round().clip(0, 255).astype(np.uint8)
     shown = np.stack([gray] * 3, axis=1) if grayscale else flat
-    df = pd.DataFrame({
+    colours = [f"({r}, {g}, {b})" for r, g, b in flat.tolist()]
+    columns = {
         "r": rr.ravel(), "c": cc.ravel(), "n": np.arange(h * w),
-        "fill": _hex(shown), "rgb": [f"({r}, {g}, {b})" for r, g, b in flat.tolist()],
+        "fill": _hex(shown), "rgb": colours,
         "dark": gray < 110,
         "selected": (rr.ravel() == selected[0]) & (cc.ravel() == selected[1]) if selected else False,
-    })
+    }
     if weights is not None:
-        df["weight"] = np.asarray(weights, dtype=float).ravel()
+        columns["weight"] = np.asarray(weights, dtype=float).ravel()
         heatmaps.table(np.asarray(weights, dtype=float), [str(r) for r in range(h)], [str(c) for c in range(w)],
                       key)
     else:  # the picture itself: each pixel's colour, row r by column c
-        heatmaps.text_table(np.asarray(df["rgb"], dtype=object).reshape(h, w).tolist(), [str(r) for r in range(h)],
+        heatmaps.text_table(np.asarray(colours, dtype=object).reshape(h, w).tolist(), [str(r) for r in range(h)],
                            [str(c) for c in range(w)], key)
+    df = frames.table(columns)
     scale = presenter.scale()
     cell = int(max(16, min(48, size_px // max(h, w))) * scale)
     spec = {**_image_spec(cell, h, w, on_pixel is not None, weights is not None, numbers, _image_titles(), scale),

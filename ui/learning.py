@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import pandas as pd
 import streamlit as st
 
 from attention_core.backward.backward_walkthrough import TARGETS
@@ -68,8 +67,7 @@ def keep_stepping(walk: Any) -> Callable[[Any], None]:
                    help=_("1 to {high}: each step starts from the weights the last one left, with the same η.",
                           high=MAX_BACKWARD_STEPS))
         losses = descent.losses
-        charts.lines(pd.DataFrame({"x": range(len(losses)), "y": losses, "series": _("loss L"), "order": 0,
-                                   "dashed": False}),
+        charts.lines([{"x": range(len(losses)), "y": losses, "series": _("loss L"), "order": 0, "dashed": False}],
                      key=f"descent_{steps.page.key}", x_title=_("steps taken"), y_title=_("loss L"), x_log=False,
                      x_format="d", y_format=".3~g", height=240)
         st.markdown(_("After {n} steps of η = {eta}: the loss went from **{before}** to **{after}**, and the largest "

@@ -23,13 +23,14 @@ from typing import Callable, Optional, Sequence
 import altair as alt
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import streamlit as st
 import torch
 from PIL import Image
 
 from attention_core.trained_model import head_findings
 
-from . import builds, heatmaps, presenter, stepthrough
+from . import builds, frames, heatmaps, presenter, stepthrough
 from .i18n import _
 
 #: Colour stops of the weights' scale, value in [0, 1] -> RGB, per palette: the scales the heatmaps give numbers
@@ -229,14 +230,14 @@ def map_focus(steps, labels: Sequence[str], row: int, col: int) -> tuple[int, in
 
 
 def map_data(weights: np.ndarray, labels: Sequence[str], rows: tuple[int, int], cols: tuple[int, int],
-             selected: Optional[tuple[int, int]]) -> pd.DataFrame:
+             selected: Optional[tuple[int, int]]) -> pa.Table:
     """The map's marks for rows [r0, r1) and columns [c0, c1) of ``weights``: one per cell, with its global (0-based)
     row i and column j, its tokens, its weight and whether it is the ``selected`` (global) cell."""
     (r0, r1), (c0, c1) = rows, cols
     ii, jj = np.meshgrid(np.arange(r0, r1), np.arange(c0, c1), indexing="ij")
     ii, jj = ii.ravel(), jj.ravel()
     labels_arr = np.asarray(labels, dtype=object)
-    return pd.DataFrame({
+    return frames.table({
         "i": ii, "j": jj, "query": labels_arr[ii], "key": labels_arr[jj],
         "weight": np.asarray(weights, dtype=float)[ii, jj],
         "selected": (ii == selected[0]) & (jj == selected[1]) if selected else np.zeros(ii.shape, bool),

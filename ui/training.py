@@ -108,21 +108,20 @@ def curves(trainer: Trainer, marked: Optional[int], key: str,
     over blocks of updates (:func:`watch.curve`)."""
     steps, losses, accuracies = watch.curve(trainer)
     snapshots = [float(s.step) for s in trainer.snapshots]
-    loss = pd.DataFrame({"x": steps, "y": losses, "series": _("loss (nats)"), "order": 0, "dashed": False})
-    frames = [pd.DataFrame({"x": steps, "y": accuracies, "series": _("accuracy"), "order": 0, "dashed": False})]
+    loss = [{"x": list(steps), "y": losses, "series": _("loss (nats)"), "order": 0, "dashed": False}]
+    share = [{"x": list(steps), "y": accuracies, "series": _("accuracy"), "order": 0, "dashed": False}]
     if shares is not None:
-        frames.append(pd.DataFrame({"x": [float(s) for s in shares.steps], "y": shares.shares, "order": 1,
-                                    "series": _("the pattern's share, {n} new sequences", n=formation.HELD_OUT),
-                                    "dashed": False}))
-    frames.append(pd.DataFrame({"x": snapshots, "y": [s.score for s in trainer.snapshots], "order": 2,
-                                "series": _("the pattern's share, the maps' sequence"), "dashed": False}))
-    share = pd.concat(frames, ignore_index=True)
+        share.append({"x": [float(s) for s in shares.steps], "y": shares.shares, "order": 1,
+                      "series": _("the pattern's share, {n} new sequences", n=formation.HELD_OUT), "dashed": False})
+    share.append({"x": snapshots, "y": [s.score for s in trainer.snapshots], "order": 2,
+                  "series": _("the pattern's share, the maps' sequence"), "dashed": False})
     # heights with their legends (one line each, above the plot): plots of about 190 px each
-    for df, suffix, title, y_range, height in ((loss, "", _("loss (nats)"), None, 260),
-                                               (share, "_shares", _("accuracy, share"), (0.0, 1.0), 330)):
-        if marked is not None:
-            df["marked"] = df["x"] == min(df["x"], key=lambda s: abs(s - marked))
-        charts.lines(df, key=key + suffix, x_title=_("step (updates)"), y_title=title, x_log=False,
+    for lines, suffix, title, y_range, height in ((loss, "", _("loss (nats)"), None, 260),
+                                                  (share, "_shares", _("accuracy, share"), (0.0, 1.0), 330)):
+        if marked is not None:  # the chart's x nearest the snapshot, on every line of the chart
+            nearest = min((x for line in lines for x in line["x"]), key=lambda s: abs(s - marked))
+            lines = [{**line, "marked": [x == nearest for x in line["x"]]} for line in lines]
+        charts.lines(lines, key=key + suffix, x_title=_("step (updates)"), y_title=title, x_log=False,
                      marked=marked is not None, height=height, points=False, x_format="d", y_range=y_range)
 
 

@@ -21,7 +21,7 @@ from attention_core.self_attention.formulas import Entry, entry_latex
 from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough
 from attention_core.settings import EDITABLE, MAX_ABS_VALUE
 
-from . import builds, heatmaps, state
+from . import builds, frames, heatmaps, state
 from .i18n import _
 
 T = TypeVar("T")
@@ -264,9 +264,9 @@ def vector_pair(before: tuple[float, float], after: tuple[float, float], labels:
     ``labels`` name the two arrows; ``title`` goes above the chart.
     """
     reach = max(1e-9, *(abs(v) for v in before + after)) * 1.15
-    rows = []
-    for name, (x, y) in zip(labels, (before, after)):
-        rows += [{"arrow": name, "x": 0.0, "y": 0.0, "order": 0}, {"arrow": name, "x": x, "y": y, "order": 1}]
+    (a, b), (x0, y0), (x1, y1) = labels, before, after
+    arrows = frames.table({"arrow": [a, a, b, b], "x": [0.0, float(x0), 0.0, float(x1)],  # each from the origin
+                           "y": [0.0, float(y0), 0.0, float(y1)], "order": [0, 1, 0, 1]})
     st.markdown(f"**{title}**")
     spec = _vector_pair_spec(tuple(labels), state.settings().palette == "cvd")
     for layer in spec["layer"]:
@@ -275,5 +275,5 @@ def vector_pair(before: tuple[float, float], after: tuple[float, float], labels:
     spec["description"] = _("Two arrows from the origin: {a} to ({ax}, {ay}) and {b} to ({bx}, {by}).", a=labels[0],
                             ax=f"{before[0]:.3g}", ay=f"{before[1]:.3g}", b=labels[1], bx=f"{after[0]:.3g}",
                             by=f"{after[1]:.3g}")
-    st.vega_lite_chart(pd.DataFrame(rows), spec, width="content")
+    st.vega_lite_chart(arrows, spec, width="content")
     heatmaps.table(np.array([before, after], dtype=float), list(labels), ["x", "y"], "vector_pair")

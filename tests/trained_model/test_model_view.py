@@ -69,15 +69,15 @@ def test_the_map_data_of_a_window_holds_its_cells_of_the_full_matrix_by_their_gl
     weights = rng.random((n, n))
     labels = [f"{i + 1} t{i}" for i in range(n)]
     rows, cols = model_view.map_window(n, 300, 5)
-    data = model_view.map_data(weights, labels, rows, cols, selected=(300, 5))
+    data = model_view.map_data(weights, labels, rows, cols, selected=(300, 5)).to_pandas()
     assert len(data) == 64 * 64
     assert (data["i"].min(), data["i"].max(), data["j"].min(), data["j"].max()) == (256, 319, 0, 63)
     np.testing.assert_array_equal(data["weight"].to_numpy(), weights[data["i"], data["j"]])  # each cell's own weight
     assert list(data["query"][:2]) == ["257 t256", "257 t256"] and list(data["key"][:2]) == ["1 t0", "2 t1"]
     (chosen,) = data.index[data["selected"]]
     assert (data["i"][chosen], data["j"][chosen]) == (300, 5)
-    assert not model_view.map_data(weights, labels, rows, cols, selected=None)["selected"].any()
-    whole = model_view.map_data(weights[:13, :13], labels[:13], (0, 13), (0, 13), selected=None)
+    assert not model_view.map_data(weights, labels, rows, cols, selected=None).to_pandas()["selected"].any()
+    whole = model_view.map_data(weights[:13, :13], labels[:13], (0, 13), (0, 13), selected=None).to_pandas()
     np.testing.assert_array_equal(whole["weight"].to_numpy().reshape(13, 13), weights[:13, :13])
 
 
