@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,10 +97,7 @@ class _SettingsMethods:
         Raises:
             AttributeError: no such field.
         """
-        if "." not in path:
-            return getattr(self, path)
-        group, name = path.split(".", 1)
-        return getattr(getattr(self, group), name)
+        return _getter(path)(self)
 
     def set(self, **values: Any) -> "Settings":
         """A copy with ``values`` by field path, as given (not validated: see :meth:`replace`).
@@ -123,6 +121,12 @@ class _SettingsMethods:
     def paths(cls) -> tuple[str, ...]:
         """Every field path, in order: the shared fields, then each page's own (``"alibi.num_heads"``)."""
         return _paths()
+
+
+@functools.lru_cache(maxsize=None)
+def _getter(path: str) -> operator.attrgetter:
+    """``path``'s reader (``attrgetter("alibi.num_heads")``: one C call per read, on the hot path of every click)."""
+    return operator.attrgetter(path)
 
 
 @functools.lru_cache(maxsize=None)

@@ -23,6 +23,8 @@ from babel.messages.pofile import read_po
 
 from attention_core.errors import Message
 
+from . import state
+
 LOCALES = Path(__file__).resolve().parent.parent / "locales"
 _MISSING = "i18n_missing"
 #: Settings language code -> catalog folder.
@@ -46,8 +48,7 @@ def catalog(language: str) -> dict[str, str]:
 
 def language() -> str:
     """The current interface language code ("en" or "zh")."""
-    settings = st.session_state.get("settings")
-    return getattr(settings, "language", "en")
+    return getattr(state.stored(), "language", "en")
 
 
 def translate(lang: str, text: str, **params: Any) -> str:

@@ -10,10 +10,12 @@ render on the last run).
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Optional
 
 import streamlit as st
 from streamlit.errors import StreamlitWidgetAlreadyInstantiatedError
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attention_core.classroom import share
 from attention_core.fields import FloatRange, IntRange
@@ -26,12 +28,39 @@ _EDITS = "edits"  # {preset: {matrix name: {(row, col): value}}}
 _VERSIONS = "editor_versions"  # {matrix name: int}, bumped to give an editor a fresh widget
 
 
+#: The settings this thread's script run last read or wrote, with the run's context: a run reads them hundreds of
+#: times (every translated text asks for the language), and session state's own lookup (its lock, its widget
+#: mapping) costs ~10 µs a read on the thread every student of a class shares. Streamlit runs a session's script (and
+#: its widgets' callbacks) in a thread of its own, and only this module stores the settings, so a run's cache is
+#: current; another thread (a run's worker) reads session state.
+_RUN = threading.local()
+
+
+def stored() -> Optional[Settings]:
+    """The session's settings, or None before anything made them (:func:`settings` makes them)."""
+    ctx = get_script_run_ctx(suppress_warning=True)
+    cached = getattr(_RUN, "settings", None)
+    if cached is not None and ctx is not None and cached[0] is ctx:
+        return cached[1]
+    current = st.session_state.get(_SETTINGS)
+    if current is not None:
+        _RUN.settings = (ctx, current)
+    return current
+
+
 def settings() -> Settings:
     """The current settings (created with the defaults on first use)."""
-    current = st.session_state.get(_SETTINGS)
+    current = stored()
     if current is None:  # not setdefault: it would build a default Settings (every page's group) on every call
-        current = st.session_state[_SETTINGS] = Settings()
+        current = Settings()
+        _store(current)
     return current
+
+
+def _store(new: Settings) -> None:
+    """Make ``new`` the session's settings (the one place they are written)."""
+    st.session_state[_SETTINGS] = new
+    _RUN.settings = (get_script_run_ctx(suppress_warning=True), new)
 
 
 def widget_key(field: str, variant: str = "") -> str:
@@ -59,13 +88,16 @@ def update(**changes: Any) -> None:
         st.session_state[_ENTRY_CHOSEN] = True
     old = settings()
     new, messages = old.replace(**{k: v for k, v in changes.items() if k not in fixed})
-    st.session_state[_SETTINGS] = new
+    _store(new)
     st.session_state[_MESSAGES] = messages
     if not router_ran() and any(old.get(f) != new.get(f) for f in ROUTER_FIELDS):
         st.session_state[_ROUTER_STALE] = True  # the page's body reruns the whole app instead (ui/page_body.py)
-    bound = [k for k in st.session_state if isinstance(k, str) and k.startswith("setting_")]
     shown_stale = False
-    for key in bound:
+    # the keys bind() seeded (not a walk over all of session state, which reads every widget's value)
+    for key in list(st.session_state.get(_BOUND_KEYS, ())):
+        if key not in st.session_state:  # its widget was not drawn on the last run: Streamlit dropped its state
+            st.session_state[_BOUND_KEYS].discard(key)
+            continue
         field = key.removeprefix("setting_").split("__")[0]
         if field in _PATHS and st.session_state[key] != new.get(field):
             try:
@@ -144,6 +176,7 @@ def locked() -> frozenset[str]:
     return frozenset(text.split(",")) if text else frozenset()
 
 
+_BOUND_KEYS = "bound_widget_keys"  # every widget key bind() seeded in this session (update() keeps them in step)
 _BOUND = "bound_fields"  # {field: widget label} of this page, for the teacher's panel (ui/teacher.py)
 
 
@@ -172,6 +205,7 @@ def bind(widget: Callable[..., Any], label: str, field: str, *, variant: str = "
         kwargs["disabled"] = True
         kwargs["help"] = _("Fixed by your teacher's link.") + (f" {kwargs['help']}" if kwargs.get("help") else "")
     key = widget_key(field, variant)
+    st.session_state.setdefault(_BOUND_KEYS, set()).add(key)
     # Always seed the widget from the settings, not only when its key is new: another page may have left an entry
     # under the same key from a widget of another label or kind (another identity), which Streamlit would not
     # carry over, so the new widget would start at its own default while the page computes with the setting.
@@ -285,7 +319,7 @@ def apply_link(params: dict[str, str]) -> None:
     """Take a link's settings and edits (its query parameters, without the class's) into this session."""
     st.session_state[_ENTRY_CHOSEN] = True  # a link opens the numbers it was made with, its entry included
     linked, linked_edits, link_messages = share.decode(params)
-    st.session_state[_SETTINGS] = linked
+    _store(linked)
     store = st.session_state.setdefault(_EDITS, {}).setdefault(linked.preset, {})
     for name, cells in linked_edits.items():
         store[name] = dict(cells)
@@ -307,7 +341,8 @@ def snapshot() -> Snapshot:
 
 def restore(saved: Snapshot) -> None:
     """Put back what :func:`snapshot` saved: the settings and the edits, the editors showing them."""
-    st.session_state[_SETTINGS], st.session_state[_EDITS] = saved
+    _store(saved[0])
+    st.session_state[_EDITS] = saved[1]
     versions = st.session_state.setdefault(_VERSIONS, {})
     for name in {name for matrices in saved[1].values() for name in matrices} | set(versions):
         versions[name] = versions.get(name, 0) + 1

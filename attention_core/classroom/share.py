@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from typing import Any, Mapping, Optional
 
 from attention_core.errors import N_, Message, quote, quote_list
@@ -54,6 +55,12 @@ def _preset_defaults(preset: str) -> Settings:
     return Settings.for_preset(preset)
 
 
+@functools.lru_cache(maxsize=None)
+def _readers() -> tuple[tuple[str, operator.attrgetter], ...]:
+    """Every settings path with its reader (``attrgetter``): a link compares ~130 fields on every click."""
+    return tuple((path, operator.attrgetter(path)) for path in Settings.paths())
+
+
 def encode(settings: Settings, edits: Mapping[str, Mapping[tuple[int, int], Optional[float]]]) -> tuple[dict[str, str], bool]:
     """Query parameters for ``settings`` and the current example's ``edits``.
 
@@ -64,11 +71,10 @@ def encode(settings: Settings, edits: Mapping[str, Mapping[tuple[int, int], Opti
     # Only what differs from the example's own defaults: a preset's link stays short.
     default = _preset_defaults(settings.preset)
     params = {"preset": settings.preset}
-    params.update({
-        path: _format_value(settings.get(path))
-        for path in Settings.paths()
-        if settings.get(path) != default.get(path)
-    })
+    for path, read in _readers():
+        value = read(settings)
+        if value != read(default):
+            params[path] = _format_value(value)
     edit_params = {
         f"{EDIT_PREFIX}{name}": _format_cells(cells)
         for name, cells in edits.items()
