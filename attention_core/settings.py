@@ -16,8 +16,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
+import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Collection, Optional
 
 from attention_core import reads, registry
 from attention_core.errors import N_, Message, quote_list
@@ -89,7 +90,10 @@ class _SettingsMethods:
         Raises:
             TypeError: a change that is not a field of :class:`Settings`.
         """
-        return validate_settings(self.set(**changes))
+        changed = self.set(**changes)
+        if _VALIDATED.get(id(self)) is self:  # self came out of validate_settings: only the changes need checking
+            return validate_settings(changed, changes.keys())
+        return validate_settings(changed)
 
     def get(self, path: str) -> Any:
         """The value of a field path: a shared field (``"d_k"``) or a page's own (``"alibi.num_heads"``).
@@ -263,7 +267,12 @@ def preset_defaults(preset: str | None) -> Settings:
     return Settings() if preset is None else Settings(**_preset_values(PRESETS[preset]))
 
 
-def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
+#: The settings objects :func:`validate_settings` returned (by id, held weakly): :meth:`Settings.replace` on one of them
+#: checks only the fields it changes (a click changes one of ~130; each row checks its own value only).
+_VALIDATED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def validate_settings(settings: Settings, changed: Optional[Collection[str]] = None) -> tuple[Settings, list[str]]:
     """Check and repair every field; the one place settings are validated.
 
     Each field is checked by its row of :data:`FIELDS`, in one loop: a value out of range is
@@ -274,6 +283,10 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
 
     Args:
         settings: any :class:`Settings`, each field of any type (e.g. straight from a link).
+        changed: the field paths in which ``settings`` differs from settings this function returned (what
+            :meth:`Settings.replace` changes), or None (check every field). Only those rows are checked (and the
+            rule across fields), since every row checks its own value against its own limits; a change of the
+            preset checks every field.
 
     Returns:
         (valid settings, messages for the user: :class:`Message` s, English text that the UI
@@ -287,8 +300,16 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
     """
     messages: list[str] = []
     fixed: dict[str, Any] = {}
-    default = preset_defaults(None)  # the fallbacks until the preset is checked: the default preset's
+    if changed is not None and "preset" not in changed:
+        shared = {path for path in changed if "." not in path}
+        groups = {path.split(".", 1)[0] for path in changed if "." in path}
+        default = preset_defaults(settings.preset)  # valid: it did not change
+    else:
+        shared, groups = None, None
+        default = preset_defaults(None)  # the fallbacks until the preset is checked: the default preset's
     for field in FIELDS:
+        if shared is not None and field.name not in shared:
+            continue
         value, problems = field.check(getattr(settings, field.name), getattr(default, field.name))
         fixed[field.name] = value
         messages += problems
@@ -297,6 +318,8 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
             default = preset_defaults(value)
 
     for key, rows in PAGE_ROWS.items():
+        if groups is not None and key not in groups:
+            continue
         group, defaults = getattr(settings, key), getattr(default, key)
         changes: dict[str, Any] = {}
         for row in rows:
@@ -304,9 +327,12 @@ def validate_settings(settings: Settings) -> tuple[Settings, list[str]]:
             messages += problems
         fixed[key] = dataclasses.replace(group, **changes)
 
-    fixed["d_model"], problems = _embedding_width(PRESETS[fixed["preset"]], fixed["d_model"])
+    fixed["d_model"], problems = _embedding_width(PRESETS[fixed.get("preset", settings.preset)],
+                                                  fixed.get("d_model", settings.d_model))
     messages += problems
-    return dataclasses.replace(settings, **fixed), messages
+    valid = dataclasses.replace(settings, **fixed)
+    _VALIDATED[id(valid)] = valid
+    return valid, messages
 
 
 def _embedding_width(preset: Preset, d_model: int) -> tuple[int, list[Message]]:
