@@ -1,6 +1,5 @@
 """Generating token by token: a trained toy encoder-decoder reverses a word; every attention of every step, and the KV cache."""
 
-import pandas as pd
 import streamlit as st
 
 from attention_core.errors import N_, Message

@@ -1,6 +1,5 @@
 """Grouped-query and multi-query attention: h query heads share fewer key/value heads; the KV cache shrinks."""
 
-import pandas as pd
 import streamlit as st
 
 from attention_core.errors import N_

@@ -1,6 +1,5 @@
 """Self-attention over an image: every pixel a token (H × W × D -> N × D); pick a pixel, see where it looks."""
 
-import pandas as pd
 import streamlit as st
 
 from attention_core.errors import N_

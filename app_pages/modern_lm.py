@@ -160,14 +160,14 @@ def page() -> None:
 
     grid = modern_lm_data.pictures(own.prompt, own.chat_template, state.settings().palette)
     l0, l1 = model_view.layer_block(model.num_layers, own.layer, key="lm_grid_layers")
-    shown = grid[(grid["layer"] > l0) & (grid["layer"] <= l1)]
     group_columns = st.columns(model.num_kv_heads)
     for group, column in enumerate(group_columns):
         with column:
             st.markdown(_("**Key/value head {g}**: query heads {first}–{last}", g=group + 1,
                           first=group * 3 + 1, last=group * 3 + 3))
-            model_view.head_grid(shown[shown["kv_head"] == group + 1], (own.layer, own.head), key=f"lm_grid_{group}",
-                                 on_pick=open_head, focus=run.focus[l0:l1, group * 3:group * 3 + 3])
+            model_view.head_grid(model_view.pictures_of(grid, (l0, l1), group + 1), (own.layer, own.head),
+                                 key=f"lm_grid_{group}", on_pick=open_head,
+                                 focus=run.focus[l0:l1, group * 3:group * 3 + 3])
 
     # ---------------------------------------------------------------- findings
     st.subheader(_("What the heads do on your prompt"))

@@ -1,6 +1,5 @@
 """Why divide by √d_k: sample q and k, watch Var(q · k) grow like d_k and the softmax saturate; derive it with sympy."""
 
-import pandas as pd
 import streamlit as st
 
 from attention_core.errors import N_

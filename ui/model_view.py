@@ -22,7 +22,6 @@ from typing import Callable, Optional, Sequence
 
 import altair as alt
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import streamlit as st
 import torch
@@ -70,7 +69,7 @@ def _png_data_url(weights: np.ndarray, palette: str = "classic") -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def head_pictures(attentions: np.ndarray, side: int = PICTURE, palette: str = "classic") -> pd.DataFrame:
+def head_pictures(attentions: np.ndarray, side: int = PICTURE, palette: str = "classic") -> pa.Table:
     """One row per head: layer and head (1-based) and the picture of its weights, at most ``side`` pixels a side
     (block means of longer texts: :func:`pool`), in the ``palette``'s colours of weights.
 
@@ -79,11 +78,22 @@ def head_pictures(attentions: np.ndarray, side: int = PICTURE, palette: str = "c
     """
     layers, heads = attentions.shape[:2]
     small = pool(attentions, side)  # (L, H, ≤ side, ≤ side), all heads at once
-    rows = [
-        {"layer": layer + 1, "head": head + 1, "url": _png_data_url(small[layer, head], palette)}
-        for layer in range(layers) for head in range(heads)
-    ]
-    return pd.DataFrame(rows)
+    return frames.table({
+        "layer": [layer + 1 for layer in range(layers) for _head in range(heads)],
+        "head": [head + 1 for _layer in range(layers) for head in range(heads)],
+        "url": [_png_data_url(small[layer, head], palette) for layer in range(layers) for head in range(heads)],
+    })
+
+
+def pictures_of(pictures: pa.Table, layers: tuple[int, int], kv_head: Optional[int] = None) -> pa.Table:
+    """The rows of :func:`head_pictures` (or a table with its columns) for layers ``layers[0] + 1`` to ``layers[1]``
+    (1-based, as the table counts them), and of key/value head ``kv_head`` (1-based; its ``kv_head`` column) when
+    given."""
+    layer = pictures.column("layer").to_numpy()
+    keep = (layer > layers[0]) & (layer <= layers[1])
+    if kv_head is not None:
+        keep &= pictures.column("kv_head").to_numpy() == kv_head
+    return pictures.filter(pa.array(keep))
 
 
 @builds.spec
@@ -110,7 +120,7 @@ def _grid_spec(head_title: str, layer_title: str, height: int = 6 * GRID_CELL_PX
     return heatmaps.layered_spec(chart)  # the data is passed per call
 
 
-def head_grid(pictures: pd.DataFrame, selected: tuple[int, int], *, key: str,
+def head_grid(pictures: pa.Table, selected: tuple[int, int], *, key: str,
               on_pick: Callable[[int, int], None], focus=None, row_px: int = GRID_CELL_PX) -> None:
     """Every head as a small picture; clicking one calls ``on_pick(layer, head)`` (0-based).
 
@@ -121,9 +131,11 @@ def head_grid(pictures: pd.DataFrame, selected: tuple[int, int], *, key: str,
             table (under it when the *tables* switch is on) and its description.
         row_px: a layer's row height in pixels (the pictures are at most this tall).
     """
-    df = pictures.assign(selected=(pictures["layer"] == selected[0] + 1) & (pictures["head"] == selected[1] + 1))
-    shown_layers = sorted(pictures["layer"].unique())  # all of them, or a block (layer_block)
-    layers, heads = len(shown_layers), pictures["head"].nunique()
+    layer, head = pictures.column("layer").to_numpy(), pictures.column("head").to_numpy()
+    df = pictures.append_column("selected", pa.array((layer == selected[0] + 1) & (head == selected[1] + 1)))
+    shown_layers = sorted(set(layer.tolist()))  # all of them, or a block (layer_block)
+    shown_heads = sorted(set(head.tolist()))
+    layers, heads = len(shown_layers), len(shown_heads)
     spec = {**_grid_spec(_("head"), _("layer"), layers * row_px, presenter.scale()),
             "description": _("Grid of {layers} layers × {heads} heads: each picture is one head's attention weights "
                              "(darker: more weight). Click one to open it.", layers=layers, heads=heads)
@@ -134,7 +146,7 @@ def head_grid(pictures: pd.DataFrame, selected: tuple[int, int], *, key: str,
                        selection_mode="head_pick", width="stretch")
     if focus is not None:
         heatmaps.table(focus, [_("layer {n}", n=n) for n in shown_layers],
-                      [_("head {n}", n=n) for n in sorted(pictures["head"].unique())], key)
+                      [_("head {n}", n=n) for n in shown_heads], key)
 
 
 #: A tall model's grid shows this many layers at a time (SmolLM2's 30 layers at once left each picture ~20 px).

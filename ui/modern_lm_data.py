@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 
-import pandas as pd
+import pyarrow as pa
 import streamlit as st
 
 from attention_core.modern_lm import measure
@@ -89,10 +89,10 @@ def generation(text: str, chat_template: bool, count: int) -> tuple[measure.Gene
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def pictures(text: str, chat_template: bool, palette: str = "classic") -> pd.DataFrame:
+def pictures(text: str, chat_template: bool, palette: str = "classic") -> pa.Table:
     """The grid's picture of every head (``model_view.head_pictures``, in the ``palette``'s colours of weights), with
     its key/value head (1-based)."""
     run = prompt_run(text, chat_template)
     table = model_view.head_pictures(run.pictures.numpy(), palette=palette)
     model = decoder()
-    return table.assign(kv_head=[model.kv_head(h - 1) + 1 for h in table["head"]])
+    return table.append_column("kv_head", pa.array([model.kv_head(h - 1) + 1 for h in table.column("head").to_pylist()]))

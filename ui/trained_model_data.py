@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 import streamlit as st
 import torch
 
@@ -69,7 +69,7 @@ class SentenceData:
 
     run: ModelRun
     findings: tuple[head_findings.Finding, ...]
-    pictures: pd.DataFrame
+    pictures: pa.Table
     focus: torch.Tensor
 
 
@@ -91,7 +91,7 @@ def sentence_data(text: str, padding: int) -> SentenceData:
 
 
 @st.cache_resource(max_entries=TEXTS, show_spinner=False)
-def grid_pictures(text: str, padding: int, palette: str) -> pd.DataFrame:
+def grid_pictures(text: str, padding: int, palette: str) -> pa.Table:
     """The grid's pictures in the session's palette: the text's own (classic), or drawn again in the colour-blind
     safe palette's colours (72 PNGs, ~30 ms, once per text and server)."""
     data = sentence_data(text, padding)

@@ -42,13 +42,13 @@ def test_a_512_token_texts_pictures_are_at_most_64_pixels_and_show_the_block_mea
     attentions = rng.random((2, 3, 512, 512)).astype(np.float32)
     attentions[1, 2] = 0.0
     attentions[1, 2, :, :8] = 1 / 8  # every token on the first 8 keys: the first column of pixels, nothing else
-    table = model_view.head_pictures(attentions)
+    table = model_view.head_pictures(attentions).to_pandas()
     assert list(zip(table["layer"], table["head"])) == [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (2, 3)]
     assert all(_png_side(url) == (64, 64) for url in table["url"])
     pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(table["url"].iloc[5].split(",", 1)[1]))))
     levels = np.rint(np.sqrt(1 / 8) * 255).astype(int)  # the colour of √(1/8), as _png_data_url draws it
     assert (pixels[:, 0] == model_view._LUT[levels]).all() and (pixels[:, 1:] == model_view._LUT[0]).all()
-    assert _png_side(model_view.head_pictures(attentions[:, :, :20, :20])["url"].iloc[0]) == (20, 20)
+    assert _png_side(model_view.head_pictures(attentions[:, :, :20, :20]).column("url")[0].as_py()) == (20, 20)
 
 
 def test_the_map_window_is_the_whole_map_up_to_64_tokens_then_fixed_blocks_around_the_cell():
@@ -87,7 +87,7 @@ def test_the_pictures_take_the_palettes_colours_of_weights():
     attentions = np.zeros((1, 1, 4, 4), dtype=np.float32)
     attentions[0, 0, :, 0] = 1.0
     for palette, zero, one in (("classic", (247, 251, 255), (8, 48, 107)), ("cvd", (68, 1, 84), (253, 231, 37))):
-        url = model_view.head_pictures(attentions, palette=palette)["url"].iloc[0]
+        url = model_view.head_pictures(attentions, palette=palette).column("url")[0].as_py()
         pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))))
         assert tuple(pixels[0, 0]) == one and tuple(pixels[0, 1]) == zero, palette
 
