@@ -11,7 +11,6 @@ from __future__ import annotations
 import collections
 import functools
 import math
-import pickle
 import threading
 from typing import Any, Callable, Optional, Sequence
 
@@ -290,7 +289,8 @@ _FIGURES_LOCK = threading.Lock()
 def _shared_figure(matrix, row_labels: Sequence[str], col_labels: Sequence[str], **options: Any) -> tuple[pa.Table,
                                                                                                            dict]:
     """:func:`heatmap_figure`, or the one made before from the same numbers, labels, options, palette and language:
-    the table is shared (Arrow tables are immutable), the spec a fresh copy (the caller may change it)."""
+    both shared by every session, read and never changed (Arrow tables are immutable; Streamlit copies a spec's top
+    level before it sets anything in it, and :func:`heatmap` hands the spec straight to it)."""
     m = np.asarray(matrix, dtype=float)
     key = (m.tobytes(), m.shape, tuple(row_labels), tuple(col_labels), tuple(sorted(options.items())),
            state.settings().palette, i18n.language())
@@ -300,12 +300,12 @@ def _shared_figure(matrix, row_labels: Sequence[str], col_labels: Sequence[str],
             _FIGURES.move_to_end(key)
     if made is None:
         table, spec = heatmap_figure(m, row_labels, col_labels, **options)
-        made = (table, pickle.dumps(spec, pickle.HIGHEST_PROTOCOL))
+        made = (table, spec)
         with _FIGURES_LOCK:
             _FIGURES[key] = made
             while len(_FIGURES) > SHARED_FIGURES:
                 _FIGURES.popitem(last=False)
-    return made[0], pickle.loads(made[1])
+    return made
 
 
 def heatmap(
