@@ -34,6 +34,23 @@ APP = str(ROOT / "app.py")
 os.environ.setdefault("ATTENTION_EXPLORER_DATA", tempfile.mkdtemp(prefix="attention-test-data-"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _components_scanned_once():
+    """Streamlit's scan for installed custom components, once per test run instead of once per AppTest.
+
+    Every AppTest's first run scans the metadata of every installed distribution for component manifests
+    (``streamlit.components.v2.manifest_scanner``: ~0.3 s here, ~600 distributions), and the suite makes thousands of
+    AppTests; the installed distributions do not change during a run, so the scan's result is kept (the same list the
+    scan gives: the app uses no custom component)."""
+    from streamlit.components.v2 import manifest_scanner
+
+    manifests = manifest_scanner.scan_component_manifests()
+    scan = manifest_scanner.scan_component_manifests
+    manifest_scanner.scan_component_manifests = lambda *args, **kwargs: list(manifests)
+    yield
+    manifest_scanner.scan_component_manifests = scan
+
+
 def page_paths() -> list[str]:
     """Every page of the app, as AppTest opens it (``app_pages/<key>.py``), from the one registry, in its order."""
     from attention_core import registry
