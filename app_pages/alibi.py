@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.modern.alibi_walkthrough import ALIBI_PAGE, build_alibi_walkthrough
+from attention_core.modern.alibi_walkthrough import ALIBI_PAGE
 from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
 
@@ -42,7 +42,7 @@ def page() -> None:
     state.bind(st.toggle, _("Causal mask"), "causal_mask",
                help=_("On, as in the paper's language models: each token sees itself and earlier tokens."))
 
-    walk = widgets.build_or_stop(build_alibi_walkthrough, state.settings(), state.edits())
+    walk = widgets.page_walkthrough_or_stop(ALIBI_PAGE, state.settings(), state.edits())
     stepthrough.live(ALIBI_PAGE, walk, EXPLAIN)
 
 

@@ -13,6 +13,7 @@ A leaf module (imports only ``errors``): concept modules import it to declare th
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
@@ -29,6 +30,10 @@ SECTIONS: dict[str, str] = {
     "trained": N_("A trained model"),
     "learning": N_("How attention learns"),
 }
+
+
+#: TRANSITIONAL (issue 40, step 1): the pages whose builder takes its group already; removed when every builder does.
+_TAKES_GROUP = {"alibi"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,9 +55,14 @@ class Page:
         opening_entry: ``opening_entry(walk)`` -> the explained entry's settings (``{"entry_row": 1, ...}``) for a
             session that has not chosen an entry yet (no link, no pick, no click), where the default entry would
             explain zeros (the backward pages: the target's row), or None.
-        build: a step page's builder, ``build(settings, edits)`` -> its walk-through (every number the page shows;
-            ``build(settings)`` for a page without edits), or None (the model pages build per model and prompt):
-            what the page's body runs, and what the tests step through for every page of the registry.
+        build: a step page's builder -> its walk-through (every number the page shows), or None (the model pages
+            build per model and prompt): what the page's body runs, and what the tests step through for every page
+            of the registry. A page with settings of its own (``settings`` below) has ``build(shared, group, edits)``:
+            the shared settings (read for the shared fields only), its own group ``settings.<key>`` (its own
+            settings are read there, never as ``shared.<key>``; never its ``stage``, a view of the walk-through, not
+            an input) and the edits; a page without has ``build(shared, edits)``; a page without edits leaves them
+            out. No builder reads another page's group. :meth:`walkthrough` calls it from one settings object (and
+            :meth:`build_args` gives its arguments, for a caller that runs it itself, such as the shared build cache).
         steps: a step page's ``steps(walk, stage)`` -> the ``StepThrough`` of that stage of its walk-through
             (:mod:`attention_core.stepthrough`); what the one renderer draws, and the worksheets and exports read.
         settings: the page's own settings, a frozen dataclass with their defaults (``settings.<key>`` in the one
@@ -80,6 +90,40 @@ class Page:
     fields: tuple[Any, ...] = ()
     legacy: Mapping[str, str] = field(default_factory=dict)
     recipe: Optional[Callable[[Any], Any]] = None
+
+    @property
+    def has_own_settings(self) -> bool:
+        """Whether the page declares settings of its own (a group with fields besides the ``stage`` a step page is
+        given): its builder then takes that group as its second argument."""
+        return (self.settings is not None and bool(dataclasses.fields(self.settings))
+                and self.key in _TAKES_GROUP)  # TRANSITIONAL (issue 40): every page with own settings, once all take it
+
+    def build_args(self, settings: Any, edits: Any = None) -> tuple:
+        """The arguments of the page's builder from one settings object: ``(settings, settings.<key>, edits)`` for a
+        page with settings of its own, ``(settings, edits)`` otherwise; ``edits`` is left out when None.
+
+        Args:
+            settings: the composed :class:`attention_core.settings.Settings` (validated).
+            edits: the user's edits (cell overrides by matrix name), or None for none (and for a page without edits).
+        """
+        args = (settings, getattr(settings, self.key)) if self.has_own_settings else (settings,)
+        return args if edits is None else args + (edits,)
+
+    def walkthrough(self, settings: Any, edits: Any = None) -> Any:
+        """The page's walk-through of ``settings`` and ``edits``: its builder called with :meth:`build_args`, the one
+        place a builder is called from a settings object.
+
+        Args:
+            settings: the composed :class:`attention_core.settings.Settings` (validated).
+            edits: the user's edits, or None (none; a page without edits takes none).
+
+        Raises:
+            TypeError: the page has no builder (``build`` is None: the model pages).
+            InputError: what its builder raises on bad input (a bad sentence, a bad edited cell, ...).
+        """
+        if self.build is None:
+            raise TypeError(f"the {self.key} page has no builder")
+        return self.build(*self.build_args(settings, edits))
 
     @property
     def url_path(self) -> str:

@@ -10,25 +10,19 @@ import pytest
 import torch
 
 from attention_core import practice
-from attention_core.backward.backward_multi_head_walkthrough import (
-    backward_multi_head_steps,
-    build_backward_multi_head_walkthrough,
-)
-from attention_core.backward.backward_walkthrough import backward_steps, build_backward_walkthrough
+from attention_core.backward.backward_multi_head_walkthrough import backward_multi_head_steps
+from attention_core.backward.backward_walkthrough import backward_steps
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
 from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps, dropout_steps
-from attention_core.modern.alibi_walkthrough import alibi_steps, build_alibi_walkthrough
-from attention_core.modern.flash_attention_walkthrough import build_flash_attention_walkthrough, flash_attention_steps
-from attention_core.modern.gqa_walkthrough import build_gqa_walkthrough, gqa_steps
-from attention_core.modern.linear_attention_walkthrough import (
-    build_linear_attention_walkthrough,
-    linear_attention_steps,
-)
-from attention_core.modern.mla_walkthrough import build_mla_walkthrough, mla_steps
-from attention_core.modern.rope_walkthrough import build_rope_walkthrough, rope_steps
-from attention_core.modern.sinks_walkthrough import build_sinks_walkthrough, sinks_steps
-from attention_core.modern.sliding_window_walkthrough import build_sliding_window_walkthrough, sliding_window_steps
+from attention_core.modern.alibi_walkthrough import alibi_steps
+from attention_core.modern.flash_attention_walkthrough import flash_attention_steps
+from attention_core.modern.gqa_walkthrough import gqa_steps
+from attention_core.modern.linear_attention_walkthrough import linear_attention_steps
+from attention_core.modern.mla_walkthrough import mla_steps
+from attention_core.modern.rope_walkthrough import rope_steps
+from attention_core.modern.sinks_walkthrough import sinks_steps
+from attention_core.modern.sliding_window_walkthrough import sliding_window_steps
 from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
 from attention_core.multi_head.walkthrough import build_multi_head_walkthrough, multi_head_steps
 from attention_core.registry import BY_KEY
@@ -130,10 +124,12 @@ def trained_steps():
     return [(f"trained_head/{stage}", trained_head_steps(step, stage, labels)) for stage in BY_KEY["trained_model"].stages]
 
 
-def _modern(page: str, build, steps, variants):
+def _modern(page: str, steps, variants):
+    """The page's walk-through of every worked example with each variant (its builder through ``Page.walkthrough``),
+    stepped through by ``steps``."""
     for preset, settings in _preset_settings():
         for changes in variants:
-            walk = build(settings.replace(**changes)[0])
+            walk = BY_KEY[page].walkthrough(settings.replace(**changes)[0])
             for stage in BY_KEY[page].stages:
                 yield f"{page}/{preset}/{changes}/{stage}", steps(walk, stage)
 
@@ -162,31 +158,30 @@ CASES = {
     "cross_attention": lambda: _multi_head("cross_attention"),
     "encoder": _encoder,
     "generation": _generation,
-    "gqa": lambda: _modern("gqa", build_gqa_walkthrough, gqa_steps, [{}, {"gqa.num_kv_heads": 1}, {"causal_mask": False}]),
-    "rope": lambda: _modern("rope", build_rope_walkthrough, rope_steps, [{}, {"rope.head_dim": 6}]),
-    "alibi": lambda: _modern("alibi", build_alibi_walkthrough, alibi_steps, [{}, {"alibi.num_heads": 3}]),
-    "sliding_window": lambda: _modern("sliding_window", build_sliding_window_walkthrough, sliding_window_steps,
+    "gqa": lambda: _modern("gqa", gqa_steps, [{}, {"gqa.num_kv_heads": 1}, {"causal_mask": False}]),
+    "rope": lambda: _modern("rope", rope_steps, [{}, {"rope.head_dim": 6}]),
+    "alibi": lambda: _modern("alibi", alibi_steps, [{}, {"alibi.num_heads": 3}]),
+    "sliding_window": lambda: _modern("sliding_window", sliding_window_steps,
                                       [{}, {"causal_mask": False}]),
-    "flash_attention": lambda: _modern("flash_attention", build_flash_attention_walkthrough, flash_attention_steps,
+    "flash_attention": lambda: _modern("flash_attention", flash_attention_steps,
                              [{"flash_attention.tile": n} for n in range(4)]),
-    "linear_attention": lambda: _modern("linear_attention", build_linear_attention_walkthrough, linear_attention_steps,
+    "linear_attention": lambda: _modern("linear_attention", linear_attention_steps,
                                         [{}, {"linear_attention.step": 5, "linear_attention.beta": 0.8,
                                               "linear_attention.alpha": 0.5}]),
-    "mla": lambda: _modern("mla", build_mla_walkthrough, mla_steps, [{}, {"mla.head": 1, "mla.rope_dim": 4}]),
-    "sinks": lambda: _modern("sinks", build_sinks_walkthrough, sinks_steps,
+    "mla": lambda: _modern("mla", mla_steps, [{}, {"mla.head": 1, "mla.rope_dim": 4}]),
+    "sinks": lambda: _modern("sinks", sinks_steps,
                              [{}, {"sinks.sink_logit": -3.0, "d_k": 5}]),
-    "backward": lambda: _modern("backward", build_backward_walkthrough, backward_steps,
+    "backward": lambda: _modern("backward", backward_steps,
                                 [{"backward.target": "random", "backward.learning_rate": 1.0},
                                  {"causal_mask": False, "backward.learning_rate": 2.0}]),
-    "backward_multi_head": lambda: _modern("backward_multi_head", build_backward_multi_head_walkthrough,
-                                           backward_multi_head_steps,
+    "backward_multi_head": lambda: _modern("backward_multi_head", backward_multi_head_steps,
                                            [{"backward.target": "random", "backward.learning_rate": 1.0},
                                             {"causal_mask": False, "d_out": 6, "num_heads": 3}]),
 }
 #: A step page of the registry without a case above (a new page) is stepped through on every worked example with its
 #: own builder and steps, as its declaration gives them: adding a page edits nothing here.
 _COVERED = {"encoder": "encoder_block"}
-CASES.update({page.key: (lambda page=page: _modern(page.key, page.build, page.steps, [{}]))
+CASES.update({page.key: (lambda page=page: _modern(page.key, page.steps, [{}]))
               for page in BY_KEY.values() if page.build is not None
               and page.key not in CASES and page.key not in _COVERED.values()})
 

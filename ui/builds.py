@@ -4,7 +4,10 @@
 the result of an earlier run: thirty students who opened the same link, or who step back to numbers they had, get it
 without recomputing. A :class:`~attention_core.settings.Settings` argument counts only by the fields the build read
 (recorded while it ran, :mod:`attention_core.reads`), so that the palette, the language, the stage or another page's
-settings rebuild nothing. Results are read, never changed, by the pages. Streamlit is not imported here.
+settings rebuild nothing; so does a page's own group passed beside it (``build(settings, settings.alibi, edits)``,
+:meth:`attention_core.page.Page.build_args`): its reads are recorded as that group's paths (``"alibi.num_heads"``),
+so its stage, which no builder reads, is not part of the key. Results are read, never changed, by the pages.
+Streamlit is not imported here.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import numpy as np
 import torch
 
 from attention_core import reads
-from attention_core.settings import Settings
+from attention_core.settings import GROUPS, Settings
 from attention_core.stepthrough import as_of
 
 T = TypeVar("T")
@@ -46,8 +49,12 @@ def built(build: Callable[..., T], args: tuple, kwargs: dict) -> T:
     """``build(*args, **kwargs)``, or the shared result of an earlier call with the same read values.
 
     Arguments are keyed by value (plain values, bytes, the edits' dict), tensors and arrays by identity (the very
-    same object: one that an earlier shared build made). Other arguments are not shared: built each time. Raises
-    what ``build`` raises (nothing is kept then).
+    same object: one that an earlier shared build made). One :class:`Settings` argument is keyed by the fields the
+    build read; a page's group beside it (positional, equal to that settings object's own group of that key, as
+    :meth:`~attention_core.page.Page.build_args` passes it) counts as part of it: keyed by the fields of it the build
+    read (``"alibi.num_heads"``), and handed to the build as the settings' own. Other arguments (a group that is not
+    the settings' own, or without a Settings argument) are not shared: built each time. Raises what ``build``
+    raises (nothing is kept then).
     """
     positions = [i for i, a in enumerate(args) if isinstance(a, Settings)]
     try:
@@ -55,7 +62,9 @@ def built(build: Callable[..., T], args: tuple, kwargs: dict) -> T:
             return _shared_build(build, _value_key((args, kwargs)))
         where = positions[0]
         settings = args[where]
-        rest = _value_key((args[:where] + (None,) + args[where + 1:], kwargs))
+        groups = _group_slots(settings, args)
+        plain = tuple(None if i == where or i in dict(groups) else a for i, a in enumerate(args))
+        rest = (_value_key((plain, kwargs)), groups)
     except TypeError:  # not plain values: built each time
         BUILDS_RUN[build.__name__] += 1
         return build(*args, **kwargs)
@@ -70,9 +79,13 @@ def built(build: Callable[..., T], args: tuple, kwargs: dict) -> T:
         if result is not _MISSING:
             return as_of(result, settings)
     BUILDS_RUN[build.__name__] += 1
-    fresh_args, fresh_kwargs = _from_key(rest)  # fresh copies: the build may not change what the key holds
+    fresh_args, fresh_kwargs = _from_key(rest[0])  # fresh copies: the build may not change what the key holds
+    fresh_args = list(fresh_args)
+    fresh_args[where] = settings
+    for i, key in rest[1]:
+        fresh_args[i] = getattr(settings, key)  # the settings' own group (equal to the argument given)
     with reads.recording() as read:
-        result = build(*fresh_args[:where], settings, *fresh_args[where + 1:], **fresh_kwargs)
+        result = build(*fresh_args, **fresh_kwargs)
     paths = Settings.paths() if reads.EVERYTHING in read else tuple(sorted(read))
     key = (build, rest, paths, tuple(settings.get(p) for p in paths))
     with _LOCK:
@@ -81,6 +94,26 @@ def built(build: Callable[..., T], args: tuple, kwargs: dict) -> T:
         while len(_BUILDS) > SHARED_BUILDS:
             _BUILDS.popitem(last=False)
     return result
+
+
+#: Each page group's class -> its key in :class:`Settings` (``settings.alibi`` is an instance of ``_GROUP_KEYS``'s
+#: key for "alibi"): a group argument's reads are recorded under that key (``"alibi.num_heads"``).
+_GROUP_KEYS: dict[type, str] = {group: key for key, group in GROUPS.items()}
+
+
+def _group_slots(settings: Any, args: tuple) -> tuple[tuple[int, str], ...]:
+    """((position, key), ...) of the page groups among ``args``: each must be ``settings``' own group of its key
+    (the same values, its stage included), else TypeError (not shared: built each time)."""
+    slots = []
+    for i, arg in enumerate(args):
+        key = _GROUP_KEYS.get(type(arg))
+        if key is None:
+            continue
+        own = getattr(settings, key)
+        if own is not arg and own != arg:
+            raise TypeError(f"a {key} group that is not the settings' own")
+        slots.append((i, key))
+    return tuple(slots)
 
 
 class _Same:

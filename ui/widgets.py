@@ -17,9 +17,10 @@ import streamlit as st
 
 from attention_core.errors import InputError, Message
 from attention_core.inputs.matrix_text import parse_matrix
+from attention_core.page import Page
 from attention_core.self_attention.formulas import Entry, entry_latex
-from attention_core.self_attention.walkthrough import Walkthrough, build_walkthrough
-from attention_core.settings import EDITABLE, MAX_ABS_VALUE
+from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE, Walkthrough
+from attention_core.settings import EDITABLE, MAX_ABS_VALUE, Edits, Settings
 
 from . import builds, frames, heatmaps, state
 from .i18n import _
@@ -101,7 +102,8 @@ def build_or_stop(build: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
     A :class:`Settings` argument counts only by the fields the build read (recorded while it ran,
     :mod:`attention_core.reads`): changing the palette, the language, the stage or another page's settings reuses
-    the result. A result that holds its settings (a walk-through's ``settings``) is handed back as of the current
+    the result; so does a page's own group passed beside it (``settings.alibi``, :meth:`Page.build_args`), by the
+    fields of it the build read (:func:`ui.builds.built`). A result that holds its settings (a walk-through's ``settings``) is handed back as of the current
     ones (``attention_core.stepthrough.as_of``: the same numbers).
     """
     try:
@@ -111,9 +113,23 @@ def build_or_stop(build: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         st.stop()
 
 
+def page_walkthrough_or_stop(page: Page, settings: Settings, edits: Optional[Edits] = None) -> Any:
+    """``page``'s walk-through of ``settings`` and ``edits`` (its builder with :meth:`Page.build_args`: the shared
+    settings, its own group if it has one, the edits), through :func:`build_or_stop` (shared, keyed by what it
+    read); on bad input, its message and the page stops.
+
+    Args:
+        page: a step page (its ``build`` is not None).
+        settings: the current settings (``state.settings()``).
+        edits: the current edits (``state.edits()``), or None for a page without edits.
+    """
+    return build_or_stop(page.build, *page.build_args(settings, edits))
+
+
 def walkthrough_or_stop() -> Walkthrough:
-    """The walk-through of the current settings and edits; on bad input, its message and the page stops."""
-    return build_or_stop(build_walkthrough, state.settings(), state.edits())
+    """The self-attention walk-through of the current settings and edits; on bad input, its message and the page
+    stops."""
+    return page_walkthrough_or_stop(SELF_ATTENTION_PAGE, state.settings(), state.edits())
 
 
 def keep_in_range(**values: Any) -> None:

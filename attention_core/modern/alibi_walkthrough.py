@@ -40,11 +40,13 @@ from attention_core.stepthrough import Panel, Stage, StepThrough, compare, expla
 from attention_core.weights import module_weights
 
 
-def build_alibi_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> AlibiWalkthrough:
+def build_alibi_walkthrough(settings: SharedSettings, alibi: AlibiSettings,
+                            edits: Edits | None = None) -> AlibiWalkthrough:
     """ALiBi with H heads on the settings' sentence, every intermediate, checked against PyTorch and a loop.
 
     Args:
-        settings: validated settings: sentence, d_model, d_k, seed, causal, and the page's own (``alibi``).
+        settings: validated shared settings: sentence, d_model, d_k, seed, causal.
+        alibi: the page's own settings (``settings.alibi``): num_heads H.
         edits: the user's edits of X ("x"); other edits are ignored.
 
     Raises:
@@ -57,9 +59,9 @@ def build_alibi_walkthrough(settings: SharedSettings, edits: Edits | None = None
     query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]
     t = x.shape[0]
     mask = causal_mask(t) if settings.causal_mask else None
-    trace = alibi_attention(query, key, value, settings.alibi.num_heads, mask)
+    trace = alibi_attention(query, key, value, alibi.num_heads, mask)
     float_mask = trace.bias if mask is None else trace.bias.masked_fill(~mask, float("-inf"))
-    h = settings.alibi.num_heads
+    h = alibi.num_heads
     with torch.no_grad():
         reference = F.scaled_dot_product_attention(query.expand(h, t, -1), key.expand(h, t, -1),
                                                    value.expand(h, t, -1), attn_mask=float_mask)

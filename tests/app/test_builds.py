@@ -70,7 +70,7 @@ def test_what_a_build_reads_is_recorded_and_keys_the_shared_result():
         build_walkthrough(Settings(), {})
     assert read == {"preset", "sentence", "d_model", "d_k", "seed"}
     with reads.recording() as read:
-        build_alibi_walkthrough(Settings(), {})
+        build_alibi_walkthrough(Settings(), Settings().alibi, {})
     assert "alibi.num_heads" in read and "palette" not in read and "self_attention.stage" not in read
 
     first = builds.built(build_walkthrough, (Settings(), {}), {})
@@ -125,3 +125,25 @@ def test_the_read_hook_is_on_the_settings_classes_only_while_a_recording_is_unde
     assert "alibi.num_heads" in inner and "seed" not in inner  # a nested recording keeps its own reads
     assert read == {"seed"}
     assert others == [{"d_model"}]
+
+
+def test_a_pages_own_group_beside_the_settings_is_keyed_by_what_the_build_read_of_it(monkeypatch):
+    """``build(settings, settings.alibi, edits)`` (``Page.build_args``): the group's reads key the result, as
+    ``"alibi.num_heads"``; its stage, which the builder does not read, rebuilds nothing; a group that is not the
+    settings' own is not shared (built each time)."""
+    monkeypatch.setattr(builds, "_BUILDS", collections.OrderedDict())
+    from attention_core.modern.alibi_walkthrough import ALIBI_PAGE
+
+    settings = Settings().set(**{"alibi.num_heads": 2})
+    assert ALIBI_PAGE.build_args(settings, {}) == (settings, settings.alibi, {})
+    first = builds.built(build_alibi_walkthrough, ALIBI_PAGE.build_args(settings, {}), {})
+    staged = settings.set(**{"alibi.stage": "weights"})
+    before = collections.Counter(builds.BUILDS_RUN)
+    same = builds.built(build_alibi_walkthrough, ALIBI_PAGE.build_args(staged, {}), {})
+    assert not builds.BUILDS_RUN - before  # the stage is no input of the walk-through
+    assert same.trace is first.trace and same.settings.alibi.stage == "weights"
+    more = settings.set(**{"alibi.num_heads": 3})
+    rebuilt = builds.built(build_alibi_walkthrough, ALIBI_PAGE.build_args(more, {}), {})
+    assert (builds.BUILDS_RUN - before)["build_alibi_walkthrough"] == 1 and rebuilt.trace.bias.shape[0] == 3
+    stranger = builds.built(build_alibi_walkthrough, (settings, more.alibi, {}), {})  # not the settings' own group
+    assert (builds.BUILDS_RUN - before)["build_alibi_walkthrough"] == 2 and stranger.trace.bias.shape[0] == 3

@@ -29,7 +29,7 @@ from attention_core.backward.backward_walkthrough import build_backward_walkthro
 from attention_core.classroom.scripts import script_for
 from attention_core.masking.walkthrough import build_causal_walkthrough
 from attention_core.modern import alibi, rope, sliding
-from attention_core.modern.alibi_walkthrough import build_alibi_walkthrough
+from attention_core.modern.alibi_walkthrough import ALIBI_PAGE
 from attention_core.modern.flash_attention_walkthrough import build_flash_attention_walkthrough
 from attention_core.modern.gqa_walkthrough import build_gqa_walkthrough
 from attention_core.modern.linear_attention_walkthrough import build_linear_attention_walkthrough
@@ -81,7 +81,7 @@ CASES = {
     "rope": (lambda: build_rope_walkthrough(Settings()), "rope"),
     "rope_base_and_shift": (lambda: build_rope_walkthrough(Settings().set(**{"rope.head_dim": 6, "rope.base": 500.0, "rope.shift": 7})),
                             "rope"),
-    "alibi_three_heads": (lambda: build_alibi_walkthrough(Settings().set(**{"alibi.num_heads": 3})), "alibi"),
+    "alibi_three_heads": (lambda: ALIBI_PAGE.walkthrough(Settings().set(**{"alibi.num_heads": 3})), "alibi"),
     "sliding_window": (lambda: build_sliding_window_walkthrough(Settings()), "sliding_window"),
     "sliding_window_both_sides": (
         lambda: build_sliding_window_walkthrough(Settings().set(**{"causal_mask": False}).set(**{"sliding_window.window": 2, "sliding_window.layers": 2})), "sliding_window"),
@@ -125,7 +125,7 @@ def _modern_lm_head():
 CASES["modern_lm_layer_18_head_5"] = (_modern_lm_head, "modern_lm")
 #: A step page of the registry without a case above (a new page): its own builder on the default settings, so that
 #: adding a page edits nothing here.
-CASES.update({page.key: (lambda page=page: page.build(Settings()), page.key) for page in registry.PAGES
+CASES.update({page.key: (lambda page=page: page.walkthrough(Settings()), page.key) for page in registry.PAGES
               if page.build is not None and page.key not in {key for _build, key in CASES.values()}})
 
 
@@ -212,7 +212,7 @@ def test_user_tokens_enter_only_inside_string_literals():
     assert {"a\"\"\"b", "x')+import\\n(os"} <= set(walk.tokens)
     for key in ("self_attention", "causal", "multi_head", "rope", "flash_attention"):
         settings = Settings.for_preset("custom", sentence=NASTY)
-        source = script_for(registry.BY_KEY[key], registry.BY_KEY[key].build(settings))
+        source = script_for(registry.BY_KEY[key], registry.BY_KEY[key].walkthrough(settings))
         tree = ast.parse(source)
         (tokens,) = [node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
                      and getattr(node.targets[0], "id", None) == "tokens"]

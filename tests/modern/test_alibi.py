@@ -51,7 +51,8 @@ def test_a_steeper_head_looks_closer():
 
 
 def test_every_stage_and_entry():
-    walk = build_alibi_walkthrough(Settings().set(**{"alibi.num_heads": 3}))
+    settings = Settings().set(**{"alibi.num_heads": 3})
+    walk = build_alibi_walkthrough(settings, settings.alibi)
     assert all(c.matches for c in walk.checks)
     for stage in ALIBI_PAGE.stages:
         steps = alibi_steps(walk, stage)
