@@ -6,7 +6,6 @@ from attention_core.errors import N_
 from attention_core.limits import MAX_TOKENS
 from attention_core.modern.flash_attention_walkthrough import (
     FLASH_ATTENTION,
-    build_flash_attention_walkthrough,
     tile_names,
 )
 from ui import page_body, state, stepthrough, widgets
@@ -52,7 +51,7 @@ def page() -> None:
         state.bind(st.number_input, _("Seed of W"), "seed", step=1)
     state.bind(st.toggle, _("Causal mask"), "causal_mask", help=_("On: tiles above the diagonal are fully masked."))
 
-    walk = widgets.build_or_stop(build_flash_attention_walkthrough, state.settings(), state.edits())
+    walk = widgets.page_walkthrough_or_stop(FLASH_ATTENTION, state.settings(), state.edits())
     widgets.keep_in_range(**{"flash_attention.tile": walk.tile})
     names = {k: _("Tile {k}: query block {qb} (rows {r0}–{r1}) × key block {kb} (keys {c0}–{c1})", k=k + 1, qb=qb, kb=kb,
                   r0=rows.start + 1, r1=rows.stop, c0=cols.start + 1, c1=cols.stop)

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.modern.gqa_walkthrough import GQA_PAGE, build_gqa_walkthrough
+from attention_core.modern.gqa_walkthrough import GQA_PAGE
 from attention_core.transformer.generation_walkthrough import real_cache_rows
 from ui import frames, page_body, state, stepthrough, widgets
 from ui.i18n import _
@@ -52,7 +52,7 @@ def page() -> None:
                                                               "in a language model."))
 
     settings = state.settings()
-    walk = widgets.build_or_stop(build_gqa_walkthrough, settings, state.edits())
+    walk = widgets.page_walkthrough_or_stop(GQA_PAGE, settings, state.edits())
     t = walk.trace
     kind = "MHA" if t.num_kv_heads == t.num_heads else "MQA" if t.num_kv_heads == 1 else "GQA"
     st.markdown(_("**{kind}:** {h} query heads, {kv} key/value heads, {group} query heads per key/value head; "

@@ -6,7 +6,6 @@ from attention_core.errors import N_
 from attention_core.inputs.tokens import token_labels
 from attention_core.modern.linear_attention_walkthrough import (
     LINEAR_ATTENTION,
-    build_linear_attention_walkthrough,
 )
 from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
@@ -58,7 +57,7 @@ def page() -> None:
     with c4:
         state.bind(st.number_input, _("Seed of W"), "seed", step=1)
 
-    walk = widgets.build_or_stop(build_linear_attention_walkthrough, state.settings(), state.edits())
+    walk = widgets.page_walkthrough_or_stop(LINEAR_ATTENTION, state.settings(), state.edits())
     widgets.keep_in_range(**{"linear_attention.step": walk.step})
     names = dict(enumerate(token_labels(walk.tokens)))  # "4 Learning": t = 4, 1-based as on the page
     state.bind(st.selectbox, _("Step t (the recurrent form and the delta rules)"), "linear_attention.step",

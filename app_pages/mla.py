@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.modern.mla_walkthrough import MLA_PAGE, build_mla_walkthrough
+from attention_core.modern.mla_walkthrough import MLA_PAGE
 from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
 
@@ -63,7 +63,7 @@ def page() -> None:
     with c4:
         state.bind(st.number_input, _("Seed of W"), "seed", step=1)
 
-    walk = widgets.build_or_stop(build_mla_walkthrough, state.settings(), state.edits())
+    walk = widgets.page_walkthrough_or_stop(MLA_PAGE, state.settings(), state.edits())
     widgets.keep_in_range(**{"mla.head": walk.head})
     t = walk.trace
     names = {r: _("Head {r}", r=r + 1) for r in range(t.num_heads)}  # a dict: the labels are fixed when drawn

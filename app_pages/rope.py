@@ -6,7 +6,7 @@ import streamlit as st
 
 from attention_core.errors import N_
 from attention_core.limits import MAX_DIM, MAX_ROPE_SHIFT
-from attention_core.modern.rope_walkthrough import ROPE_PAGE, build_rope_walkthrough, pair_vectors
+from attention_core.modern.rope_walkthrough import ROPE_PAGE, pair_vectors
 from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
 
@@ -54,7 +54,7 @@ def page() -> None:
         state.bind(st.number_input, _("Seed of W"), "seed", step=1)
 
     with st.spinner(_("Loading the reference implementation (Hugging Face transformers) for the check…")):
-        walk = widgets.build_or_stop(build_rope_walkthrough, state.settings(), state.edits())
+        walk = widgets.page_walkthrough_or_stop(ROPE_PAGE, state.settings(), state.edits())
 
     def draw_pair(steps) -> None:
         """On the rotation stages, the explained entry's pair of dimensions drawn before and after its rotation."""

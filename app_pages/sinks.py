@@ -12,7 +12,7 @@ from attention_core.limits import (
     SINKS_MAX_CHARS,
     SINKS_MAX_TOKENS,
 )
-from attention_core.modern.sinks_walkthrough import SINKS, build_sinks_walkthrough
+from attention_core.modern.sinks_walkthrough import SINKS
 from attention_core.modern_lm import measure, sinks
 from ui import charts, heatmaps, modern_lm_data, page_body, runtime, sink_data, state, stepthrough, widgets
 from ui.i18n import _
@@ -53,7 +53,7 @@ def page() -> None:
     with c3:
         state.bind(st.number_input, _("Seed of W"), "seed", step=1)
 
-    walk = widgets.build_or_stop(build_sinks_walkthrough, state.settings(), state.edits())
+    walk = widgets.page_walkthrough_or_stop(SINKS, state.settings(), state.edits())
     stepthrough.live(SINKS, walk, EXPLAIN)
     real_model()
 

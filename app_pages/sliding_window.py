@@ -4,7 +4,7 @@ import streamlit as st
 
 from attention_core.errors import N_
 from attention_core.limits import MAX_SLIDING_LAYERS, MAX_TOKENS
-from attention_core.modern.sliding_window_walkthrough import SLIDING_WINDOW, build_sliding_window_walkthrough
+from attention_core.modern.sliding_window_walkthrough import SLIDING_WINDOW
 from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
 
@@ -46,7 +46,7 @@ def page() -> None:
     state.bind(st.toggle, _("Causal mask"), "causal_mask",
                help=_("On: the window looks back only (Mistral). Off: w − 1 tokens on each side (Longformer)."))
 
-    walk = widgets.build_or_stop(build_sliding_window_walkthrough, state.settings(), state.edits())
+    walk = widgets.page_walkthrough_or_stop(SLIDING_WINDOW, state.settings(), state.edits())
     stepthrough.live(SLIDING_WINDOW, walk, EXPLAIN)
 
 

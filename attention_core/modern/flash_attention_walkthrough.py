@@ -41,11 +41,13 @@ from attention_core.stepthrough import Panel, Stage, StepThrough, compare, expla
 from attention_core.weights import module_weights
 
 
-def build_flash_attention_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> FlashWalkthrough:
+def build_flash_attention_walkthrough(settings: SharedSettings, flash: FlashAttentionSettings,
+                                      edits: Edits | None = None) -> FlashWalkthrough:
     """Tiled attention with the online softmax on the settings' sentence, checked against PyTorch.
 
     Args:
-        settings: validated settings: sentence, d_model, d_k, seed, causal, and the page's own (``flash_attention``).
+        settings: validated shared settings: sentence, d_model, d_k, seed, causal.
+        flash: the page's own settings (``settings.flash_attention``): block_q, block_k, the tile shown.
         edits: the user's edits of X ("x"); other edits are ignored.
 
     Raises:
@@ -58,15 +60,14 @@ def build_flash_attention_walkthrough(settings: SharedSettings, edits: Edits | N
     query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]
     t = x.shape[0]
     mask = causal_mask(t) if settings.causal_mask else None
-    own = settings.flash_attention
-    trace = flash_attention(query, key, value, own.block_q, own.block_k, mask)
+    trace = flash_attention(query, key, value, flash.block_q, flash.block_k, mask)
     with torch.no_grad():
         reference = F.scaled_dot_product_attention(query[None], key[None], value[None], is_causal=settings.causal_mask)[0]
     checks = (compare(trace.output, reference,
                       f"F.scaled_dot_product_attention(q, k, v, is_causal={settings.causal_mask})  # the full T × T way",
                       note=Message(N_("the tiled output O / l of every row"))),)
     return FlashWalkthrough(settings=settings, inputs=inputs, tokens=inputs.tokens, query=query, key=key, value=value,
-                            trace=trace, reference=reference, tile=min(own.tile, len(trace.tiles) - 1),
+                            trace=trace, reference=reference, tile=min(flash.tile, len(trace.tiles) - 1),
                             checks=checks)
 
 

@@ -47,11 +47,13 @@ from attention_core.transformer.generation import FLOAT32_BYTES
 from attention_core.weights import module_weights
 
 
-def build_gqa_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> GQAWalkthrough:
+def build_gqa_walkthrough(settings: SharedSettings, gqa: GQASettings,
+                          edits: Edits | None = None) -> GQAWalkthrough:
     """Grouped-query self-attention on the settings' sentence, every intermediate, checked against PyTorch.
 
     Args:
-        settings: validated settings: sentence, d_model, seed, causal, and the page's own (``gqa``).
+        settings: validated shared settings: sentence, d_model, seed, causal.
+        gqa: the page's own settings (``settings.gqa``): num_heads h, num_kv_heads, head_dim.
         edits: the user's edits of X ("x"); other edits are ignored.
 
     Raises:
@@ -61,7 +63,7 @@ def build_gqa_walkthrough(settings: SharedSettings, edits: Edits | None = None) 
     edits = edits or {}
     inputs = build_inputs(settings, edits, edited=("x",))
     x = inputs.x  # (T, D)
-    h, kv, hd = settings.gqa.num_heads, settings.gqa.num_kv_heads, settings.gqa.head_dim
+    h, kv, hd = gqa.num_heads, gqa.num_kv_heads, gqa.head_dim
     kv_head_of(h, kv)  # the message about dividing first
     if h * hd > MAX_DIM:
         raise InputError(N_("num_heads · head_dim = {h} · {hd} = {width} columns do not fit the screen; keep it at "

@@ -61,19 +61,20 @@ from attention_core.weights import module_weights
 TOLERANCE = 1e-5
 
 
-def build_linear_attention_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> LinearWalkthrough:
+def build_linear_attention_walkthrough(settings: SharedSettings, linear: LinearAttentionSettings,
+                                       edits: Edits | None = None) -> LinearWalkthrough:
     """Linear attention and the (gated) delta rule on the settings' sentence, checked against a loop and transformers.
 
     Args:
-        settings: validated settings: sentence, d_model, d_k, seed, and the page's own (``linear_attention``).
+        settings: validated shared settings: sentence, d_model, d_k, seed.
+        linear: the page's own settings (``settings.linear_attention``): beta β, alpha α, the step t shown.
         edits: the user's edits of X ("x"); other edits are ignored.
 
     Raises:
         InputError: a bad sentence or X cell; a query so negative that φ(q) underflows (field ``x``); β or α out of
             range (only when the settings were not validated).
     """
-    own = settings.linear_attention
-    check_gates(own.beta, own.alpha)
+    check_gates(linear.beta, linear.alpha)
     inputs = build_inputs(settings, edits or {}, edited=("x",))
     x = inputs.x
     w = module_weights(x.shape[-1], settings.d_k, settings.seed, out_proj=False)
@@ -82,7 +83,7 @@ def build_linear_attention_walkthrough(settings: SharedSettings, edits: Edits | 
     parallel = linear_attention(query, key, value)
     recurrent = recurrent_linear_attention(query, key, value)
     softmax = scaled_dot_product_attention(query, key, value, attn_mask=causal_mask(t)).weights
-    beta, alpha = torch.full((t,), float(own.beta)), torch.full((t,), float(own.alpha))
+    beta, alpha = torch.full((t,), float(linear.beta)), torch.full((t,), float(linear.alpha))
     delta = gated_delta_rule(query, key, value, beta, torch.ones(t))
     gated = gated_delta_rule(query, key, value, beta, alpha)
 
@@ -115,7 +116,7 @@ def build_linear_attention_walkthrough(settings: SharedSettings, edits: Edits | 
         recurrent=recurrent, softmax=softmax, delta=delta, gated=gated,
         memory=memory_numbers(range(1, t + 1), d, d),
         memory_at_scale=memory_numbers(MODEL_CONTEXTS, MODEL_HEAD_DIM, MODEL_HEAD_DIM),
-        step=min(own.step, t - 1), checks=checks)
+        step=min(linear.step, t - 1), checks=checks)
 
 
 # ---------------------------------------------------------------- panels

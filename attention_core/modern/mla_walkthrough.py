@@ -63,25 +63,27 @@ def v3_cache() -> torch.Tensor:
     return torch.stack([per_layer, per_layer * v3["layers"] * 2 / 1024], dim=1)
 
 
-def build_mla_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> MLAWalkthrough:
+def build_mla_walkthrough(settings: SharedSettings, mla: MLASettings,
+                          edits: Edits | None = None) -> MLAWalkthrough:
     """Multi-head latent attention on the settings' sentence, checked against transformers' ``DeepseekV3Attention``.
 
     Args:
-        settings: validated settings: sentence, d_model, seed, and the page's own (``mla``).
+        settings: validated shared settings: sentence, d_model, seed.
+        mla: the page's own settings (``settings.mla``): num_heads, head_dim d_h, rope_dim d_R, kv_latent d_c,
+            q_latent d_c', the head shown.
         edits: the user's edits of X ("x"); other edits are ignored.
 
     Raises:
         InputError: a bad sentence or X cell; an odd d_R (``mla.rope_dim``). A latent wider than d_model is
             narrowed to d_model with a message (``warnings``), not an error.
     """
-    own = settings.mla
     inputs = build_inputs(settings, edits or {}, edited=("x",))
     x = inputs.x  # (T, D)
-    check_rope_dim(own.rope_dim)
-    kv_latent, q_latent, warnings = fit_latents(x.shape[-1], own.kv_latent, own.q_latent)
-    w = mla_weights(x.shape[-1], own.num_heads, own.head_dim, own.rope_dim, kv_latent, q_latent, settings.seed)
-    trace = multi_head_latent_attention(x, w, num_heads=own.num_heads, head_dim=own.head_dim,
-                                        rope_dim=own.rope_dim)
+    check_rope_dim(mla.rope_dim)
+    kv_latent, q_latent, warnings = fit_latents(x.shape[-1], mla.kv_latent, mla.q_latent)
+    w = mla_weights(x.shape[-1], mla.num_heads, mla.head_dim, mla.rope_dim, kv_latent, q_latent, settings.seed)
+    trace = multi_head_latent_attention(x, w, num_heads=mla.num_heads, head_dim=mla.head_dim,
+                                        rope_dim=mla.rope_dim)
     absorbed = absorbed_scores(trace)
     output_hf, weights_hf = transformers_mla(trace)
     checks = (
@@ -96,11 +98,11 @@ def build_mla_walkthrough(settings: SharedSettings, edits: Edits | None = None) 
         compare(absorbed, trace.attention.scaled_scores, "((q^C W_UKᵀ) c_KVᵀ + q^R k^Rᵀ) / √(d_h + d_R)",
                 note=Message(N_("absorption: the scores from the cache alone, K^C never built")), tolerance=TOLERANCE),
     )
-    gqa = toy_gqa_kv_heads(own.num_heads)
+    gqa = toy_gqa_kv_heads(mla.num_heads)
     return MLAWalkthrough(
-        settings=settings, inputs=inputs, tokens=inputs.tokens, trace=trace, head=min(own.head, own.num_heads - 1),
+        settings=settings, inputs=inputs, tokens=inputs.tokens, trace=trace, head=min(mla.head, mla.num_heads - 1),
         absorbed_query=absorbed_query(trace), absorbed=absorbed, coupled=coupled_rope_scores(trace),
-        gqa_kv_heads=gqa, cache=cache_numbers(own.num_heads, own.head_dim, kv_latent, own.rope_dim, gqa),
+        gqa_kv_heads=gqa, cache=cache_numbers(mla.num_heads, mla.head_dim, kv_latent, mla.rope_dim, gqa),
         cache_v3=v3_cache(), checks=checks, warnings=warnings)
 
 

@@ -60,25 +60,26 @@ def llama_rotation(query: torch.Tensor, key: torch.Tensor, base: float) -> tuple
     return q[0, 0], k[0, 0]
 
 
-def build_rope_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> RopeWalkthrough:
+def build_rope_walkthrough(settings: SharedSettings, rope: RopeSettings,
+                           edits: Edits | None = None) -> RopeWalkthrough:
     """RoPE on one head's queries and keys of the settings' sentence, checked against transformers.
 
     Args:
-        settings: validated settings: sentence, d_model, seed, and the page's own (``rope``).
+        settings: validated shared settings: sentence, d_model, seed.
+        rope: the page's own settings (``settings.rope``): head_dim d, base, shift s.
         edits: the user's edits of X ("x"); other edits are ignored.
 
     Raises:
         InputError: a bad sentence or X cell; an odd head_dim (field ``rope.head_dim``).
     """
     edits = edits or {}
-    own = settings.rope
-    check_head_dim(own.head_dim)
+    check_head_dim(rope.head_dim)
     inputs = build_inputs(settings, edits, edited=("x",))
     x = inputs.x
-    w = module_weights(x.shape[-1], own.head_dim, settings.seed, out_proj=False)
-    trace = rope_scores(x @ w["w_query"], x @ w["w_key"], own.base, own.shift)
+    w = module_weights(x.shape[-1], rope.head_dim, settings.seed, out_proj=False)
+    trace = rope_scores(x @ w["w_query"], x @ w["w_key"], rope.base, rope.shift)
     with torch.no_grad():
-        q, k = llama_rotation(trace.query, trace.key, own.base)
+        q, k = llama_rotation(trace.query, trace.key, rope.base)
     checks = (
         compare(torch.cat([trace.query_rotated, trace.key_rotated]), torch.cat([q, k]),
                 "transformers.models.llama.modeling_llama.apply_rotary_pos_emb(q, k, *LlamaRotaryEmbedding(...))",

@@ -57,17 +57,20 @@ from attention_core.weights import module_weights
 TOLERANCE = 1e-5
 
 
-def build_sinks_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> SinksWalkthrough:
+def build_sinks_walkthrough(settings: SharedSettings, sinks: SinksSettings,
+                            edits: Edits | None = None) -> SinksWalkthrough:
     """Softmax's weights, a query with nothing to find, and gpt-oss's learned sink on the settings' sentence.
 
     Args:
-        settings: validated settings: sentence, d_model, d_k, seed, and the page's own (``sinks``).
+        settings: validated shared settings: sentence, d_model, d_k, seed.
+        sinks: the page's own settings (``settings.sinks``): sink_logit b (its model's settings, the prompt, the
+            window, ..., are the page's, not read here).
         edits: the user's edits of X ("x"); other edits are ignored.
 
     Raises:
         InputError: a bad sentence or X cell; a sink logit out of range (only when the settings were not validated).
     """
-    b = settings.sinks.sink_logit
+    b = sinks.sink_logit
     inputs = build_inputs(settings, edits or {}, edited=("x",))
     x = inputs.x
     w = module_weights(x.shape[-1], settings.d_k, settings.seed, out_proj=False)

@@ -40,11 +40,13 @@ from attention_core.stepthrough import Panel, Stage, StepThrough, compare, expla
 from attention_core.weights import module_weights
 
 
-def build_sliding_window_walkthrough(settings: SharedSettings, edits: Edits | None = None) -> SlidingWalkthrough:
+def build_sliding_window_walkthrough(settings: SharedSettings, sliding_window: SlidingWindowSettings,
+                                     edits: Edits | None = None) -> SlidingWalkthrough:
     """Sliding-window attention on the settings' sentence, checked against PyTorch.
 
     Args:
-        settings: validated settings: sentence, d_model, d_k, seed, causal, and the page's own (``sliding_window``).
+        settings: validated shared settings: sentence, d_model, d_k, seed, causal.
+        sliding_window: the page's own settings (``settings.sliding_window``): window w, layers.
         edits: the user's edits of X ("x"); other edits are ignored.
 
     Raises:
@@ -55,14 +57,14 @@ def build_sliding_window_walkthrough(settings: SharedSettings, edits: Edits | No
     x = inputs.x
     w = module_weights(x.shape[-1], settings.d_k, settings.seed, out_proj=False)
     query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]
-    mask = window_mask(x.shape[0], settings.sliding_window.window, settings.causal_mask)
+    mask = window_mask(x.shape[0], sliding_window.window, settings.causal_mask)
     trace = scaled_dot_product_attention(query, key, value, attn_mask=mask)
     with torch.no_grad():
         reference = F.scaled_dot_product_attention(query[None], key[None], value[None], attn_mask=mask)[0]
     checks = (compare(trace.output, reference, "F.scaled_dot_product_attention(q, k, v, attn_mask=window_mask)",
                       note=Message(N_("the context vectors with the same window mask"))),)
     return SlidingWalkthrough(settings=settings, inputs=inputs, tokens=inputs.tokens, mask=mask, trace=trace,
-                              reach=receptive_field(mask, settings.sliding_window.layers), checks=checks)
+                              reach=receptive_field(mask, sliding_window.layers), checks=checks)
 
 
 # ---------------------------------------------------------------- panels

@@ -30,13 +30,13 @@ from attention_core.classroom.scripts import script_for
 from attention_core.masking.walkthrough import build_causal_walkthrough
 from attention_core.modern import alibi, rope, sliding
 from attention_core.modern.alibi_walkthrough import ALIBI_PAGE
-from attention_core.modern.flash_attention_walkthrough import build_flash_attention_walkthrough
-from attention_core.modern.gqa_walkthrough import build_gqa_walkthrough
-from attention_core.modern.linear_attention_walkthrough import build_linear_attention_walkthrough
-from attention_core.modern.mla_walkthrough import build_mla_walkthrough
-from attention_core.modern.rope_walkthrough import build_rope_walkthrough
-from attention_core.modern.sinks_walkthrough import build_sinks_walkthrough
-from attention_core.modern.sliding_window_walkthrough import build_sliding_window_walkthrough
+from attention_core.modern.flash_attention_walkthrough import FLASH_ATTENTION
+from attention_core.modern.gqa_walkthrough import GQA_PAGE
+from attention_core.modern.linear_attention_walkthrough import LINEAR_ATTENTION
+from attention_core.modern.mla_walkthrough import MLA_PAGE
+from attention_core.modern.rope_walkthrough import ROPE_PAGE
+from attention_core.modern.sinks_walkthrough import SINKS
+from attention_core.modern.sliding_window_walkthrough import SLIDING_WINDOW
 from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
 from attention_core.multi_head.walkthrough import build_multi_head_walkthrough
 from attention_core.self_attention.walkthrough import build_walkthrough
@@ -76,29 +76,29 @@ CASES = {
     "generation_step_3_sampled": (
         lambda: build_generation_walkthrough(Settings(seed=3).set(**{"generation.step": 2, "generation.layer": 0, "generation.temperature": 0.8})),
         "generation"),
-    "gqa": (lambda: build_gqa_walkthrough(Settings()), "gqa"),
-    "mqa_not_causal": (lambda: build_gqa_walkthrough(Settings().set(**{"causal_mask": False}).set(**{"gqa.num_heads": 4, "gqa.num_kv_heads": 1})), "gqa"),
-    "rope": (lambda: build_rope_walkthrough(Settings()), "rope"),
-    "rope_base_and_shift": (lambda: build_rope_walkthrough(Settings().set(**{"rope.head_dim": 6, "rope.base": 500.0, "rope.shift": 7})),
+    "gqa": (lambda: GQA_PAGE.walkthrough(Settings()), "gqa"),
+    "mqa_not_causal": (lambda: GQA_PAGE.walkthrough(Settings().set(**{"causal_mask": False}).set(**{"gqa.num_heads": 4, "gqa.num_kv_heads": 1})), "gqa"),
+    "rope": (lambda: ROPE_PAGE.walkthrough(Settings()), "rope"),
+    "rope_base_and_shift": (lambda: ROPE_PAGE.walkthrough(Settings().set(**{"rope.head_dim": 6, "rope.base": 500.0, "rope.shift": 7})),
                             "rope"),
     "alibi_three_heads": (lambda: ALIBI_PAGE.walkthrough(Settings().set(**{"alibi.num_heads": 3})), "alibi"),
-    "sliding_window": (lambda: build_sliding_window_walkthrough(Settings()), "sliding_window"),
+    "sliding_window": (lambda: SLIDING_WINDOW.walkthrough(Settings()), "sliding_window"),
     "sliding_window_both_sides": (
-        lambda: build_sliding_window_walkthrough(Settings().set(**{"causal_mask": False}).set(**{"sliding_window.window": 2, "sliding_window.layers": 2})), "sliding_window"),
-    "flash_attention": (lambda: build_flash_attention_walkthrough(Settings()), "flash_attention"),
+        lambda: SLIDING_WINDOW.walkthrough(Settings().set(**{"causal_mask": False}).set(**{"sliding_window.window": 2, "sliding_window.layers": 2})), "sliding_window"),
+    "flash_attention": (lambda: FLASH_ATTENTION.walkthrough(Settings()), "flash_attention"),
     "flash_attention_not_causal_last_tile": (
-        lambda: build_flash_attention_walkthrough(Settings().set(**{"causal_mask": False}).set(**{"flash_attention.block_q": 3, "flash_attention.block_k": 2, "flash_attention.tile": 99})),
+        lambda: FLASH_ATTENTION.walkthrough(Settings().set(**{"causal_mask": False}).set(**{"flash_attention.block_q": 3, "flash_attention.block_k": 2, "flash_attention.tile": 99})),
         "flash_attention"),
-    "linear_attention": (lambda: build_linear_attention_walkthrough(Settings()), "linear_attention"),
+    "linear_attention": (lambda: LINEAR_ATTENTION.walkthrough(Settings()), "linear_attention"),
     "linear_attention_last_step_strong_decay": (
-        lambda: build_linear_attention_walkthrough(Settings().set(**{"d_k": 4, "linear_attention.step": 11, "linear_attention.beta": 1.0, "linear_attention.alpha": 0.3})),
+        lambda: LINEAR_ATTENTION.walkthrough(Settings().set(**{"d_k": 4, "linear_attention.step": 11, "linear_attention.beta": 1.0, "linear_attention.alpha": 0.3})),
         "linear_attention"),
-    "mla": (lambda: build_mla_walkthrough(Settings()), "mla"),
+    "mla": (lambda: MLA_PAGE.walkthrough(Settings()), "mla"),
     "mla_odd_head_dim_last_head": (
-        lambda: build_mla_walkthrough(Settings().set(**{"d_model": 6, "mla.num_heads": 3, "mla.head_dim": 3, "mla.rope_dim": 4, "mla.kv_latent": 5, "mla.head": 2})),
+        lambda: MLA_PAGE.walkthrough(Settings().set(**{"d_model": 6, "mla.num_heads": 3, "mla.head_dim": 3, "mla.rope_dim": 4, "mla.kv_latent": 5, "mla.head": 2})),
         "mla"),
     "sinks_strong_sink_odd_width": (
-        lambda: build_sinks_walkthrough(Settings().set(**{"d_k": 5, "sinks.sink_logit": 6.0})), "sinks"),
+        lambda: SINKS.walkthrough(Settings().set(**{"d_k": 5, "sinks.sink_logit": 6.0})), "sinks"),
 }
 
 

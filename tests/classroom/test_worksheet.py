@@ -13,7 +13,7 @@ from attention_core import registry
 from attention_core.classroom import worksheet
 from attention_core.errors import Message
 from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps
-from attention_core.modern.sinks_walkthrough import build_sinks_walkthrough, sinks_steps
+from attention_core.modern.sinks_walkthrough import SINKS, sinks_steps
 from attention_core.multi_head.walkthrough import build_multi_head_walkthrough, multi_head_steps
 from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
 from attention_core.settings import Settings
@@ -83,7 +83,7 @@ def test_a_users_dollar_sign_does_not_break_the_sheet():
     ("causal", lambda: (lambda w: lambda s: causal_steps(w, s))(build_causal_walkthrough(Settings()))),
     ("multi_head", lambda: (lambda w: lambda s: multi_head_steps(w, s))(
         build_multi_head_walkthrough(Settings.for_preset("journey_v1")))),
-    ("sinks", lambda: (lambda w: lambda s: sinks_steps(w, s))(build_sinks_walkthrough(Settings()))),
+    ("sinks", lambda: (lambda w: lambda s: sinks_steps(w, s))(SINKS.walkthrough(Settings()))),
 ])
 def test_every_asked_formula_can_be_typeset(page, steps_for):
     sheet = worksheet.build_worksheet(steps_for(), list(registry.BY_KEY[page].stages), title=page, settings_line="",

@@ -14,7 +14,6 @@ from test_stepthrough import step_through_every_stage
 from attention_core.errors import InputError, Message
 from attention_core.modern.flash_attention_walkthrough import (
     FLASH_ATTENTION,
-    build_flash_attention_walkthrough,
     explain_flash,
     flash_attention_steps,
 )
@@ -62,10 +61,10 @@ def test_block_sizes_outside_1_to_t_are_refused():
 
 def test_every_stage_entry_of_every_tile():
     settings_ = Settings().set(**{"flash_attention.block_q": 3, "flash_attention.block_k": 2})
-    walk = build_flash_attention_walkthrough(settings_)
+    walk = FLASH_ATTENTION.walkthrough(settings_)
     assert all(c.matches for c in walk.checks)
     for tile in range(len(walk.trace.tiles)):
-        walk = build_flash_attention_walkthrough(settings_.set(**{"flash_attention.tile": tile}))
+        walk = FLASH_ATTENTION.walkthrough(settings_.set(**{"flash_attention.tile": tile}))
         for stage in FLASH_ATTENTION.stages:
             steps = flash_attention_steps(walk, stage)
             target = steps.stage.target

@@ -13,7 +13,7 @@ from test_stepthrough import step_through_every_stage
 
 from attention_core.errors import InputError, Message
 from attention_core.modern.gqa import grouped_query_attention, kv_head_of
-from attention_core.modern.gqa_walkthrough import GQA_PAGE, build_gqa_walkthrough, explain_gqa, gqa_steps
+from attention_core.modern.gqa_walkthrough import GQA_PAGE, explain_gqa, gqa_steps
 from attention_core.multi_head.heads import multi_head_attention
 from attention_core.settings import Settings
 
@@ -62,7 +62,7 @@ def test_groups_are_consecutive_query_heads():
 
 def test_every_stage_entry_and_the_checks():
     for kv in (1, 2, 4):
-        walk = build_gqa_walkthrough(Settings().set(**{"gqa.num_kv_heads": kv}))
+        walk = GQA_PAGE.walkthrough(Settings().set(**{"gqa.num_kv_heads": kv}))
         assert all(c.matches for c in walk.checks) and len(walk.checks) == (2 if kv == 4 else 1)
         for stage in GQA_PAGE.stages:
             steps = gqa_steps(walk, stage)
@@ -77,14 +77,14 @@ def test_every_stage_entry_and_the_checks():
 
 
 def test_the_kv_cache_shrinks_by_h_over_num_kv_heads():
-    walk = build_gqa_walkthrough(Settings().set(**{"gqa.num_heads": 8, "gqa.num_kv_heads": 2, "gqa.head_dim": 2}))
+    walk = GQA_PAGE.walkthrough(Settings().set(**{"gqa.num_heads": 8, "gqa.num_kv_heads": 2, "gqa.head_dim": 2}))
     assert walk.cache_rows == (("MHA", 8, 128), ("GQA", 2, 32), ("MQA", 1, 16))
     assert "4 × smaller" in gqa_steps(walk, "kv_cache").stage.remark
 
 
 def test_too_wide_is_refused():
     with pytest.raises(InputError, match="32 columns do not fit"):
-        build_gqa_walkthrough(Settings().set(**{"gqa.num_heads": 8, "gqa.head_dim": 4}))
+        GQA_PAGE.walkthrough(Settings().set(**{"gqa.num_heads": 8, "gqa.head_dim": 4}))
 
 
 def test_the_page_keeps_its_settings_on_a_bad_head_count():

@@ -32,7 +32,6 @@ from attention_core.modern.linear_attention import (
 )
 from attention_core.modern.linear_attention_walkthrough import (
     LINEAR_ATTENTION,
-    build_linear_attention_walkthrough,
     explain_linear,
     linear_attention_steps,
 )
@@ -159,7 +158,7 @@ def test_memory_grows_with_t_for_the_kv_cache_only():
 
 
 def test_the_page_matches_every_reference_and_explains_every_entry():
-    walk = build_linear_attention_walkthrough(Settings())
+    walk = LINEAR_ATTENTION.walkthrough(Settings())
     assert len(walk.checks) == 6 and all(c.matches for c in walk.checks), walk.checks
     assert any("torch_chunk_gated_delta_rule" in c.reference for c in walk.checks)
     assert any("torch_recurrent_gated_delta_rule" in c.reference for c in walk.checks)
@@ -182,14 +181,14 @@ def test_beta_and_alpha_out_of_range_are_repaired_with_a_message_and_the_builder
     assert any("β must be between 0 and 1" in m for m in messages)
     assert any("α = 0 would erase the state" in m for m in messages)
     with pytest.raises(InputError, match="β must be between 0 and 1") as raised:
-        build_linear_attention_walkthrough(Settings().set(**{"linear_attention.beta": 1.5}))
+        LINEAR_ATTENTION.walkthrough(Settings().set(**{"linear_attention.beta": 1.5}))
     assert raised.value.field == "linear_attention.beta"
     with pytest.raises(InputError, match="decay α must be above 0"):
-        build_linear_attention_walkthrough(Settings().set(**{"linear_attention.alpha": 0.0}))
+        LINEAR_ATTENTION.walkthrough(Settings().set(**{"linear_attention.alpha": 0.0}))
 
 
 def test_the_step_is_kept_inside_the_sentence():
-    walk = build_linear_attention_walkthrough(Settings().set(**{"linear_attention.step": 11}))
+    walk = LINEAR_ATTENTION.walkthrough(Settings().set(**{"linear_attention.step": 11}))
     assert walk.step == len(walk.tokens) - 1
 
 

@@ -25,7 +25,7 @@ from attention_core.modern.mla import (
     multi_head_latent_attention,
     transformers_mla,
 )
-from attention_core.modern.mla_walkthrough import MLA_PAGE, build_mla_walkthrough, mla_steps
+from attention_core.modern.mla_walkthrough import MLA_PAGE, mla_steps
 from attention_core.settings import Settings, validate_settings
 
 TOL = 1e-5
@@ -83,17 +83,17 @@ def test_absorption_gives_the_same_scores_and_rope_inside_breaks_it(seed):
 
 
 def test_the_page_shows_the_decoupling_mismatch_by_more_than_the_margin():
-    walk = build_mla_walkthrough(Settings())
+    walk = MLA_PAGE.walkthrough(Settings())
     assert all(c.matches for c in walk.checks), [(c.reference, c.max_abs_diff) for c in walk.checks]
     assert max(c.max_abs_diff for c in walk.checks) < 1e-6
     assert walk.coupled.difference.abs().max() > DECOUPLING_MARGIN
 
 
 def test_with_nothing_rotated_the_decoupling_step_says_so_instead_of_claiming_a_failure():
-    walk = build_mla_walkthrough(Settings().set(**{"mla.head_dim": 1}))
+    walk = MLA_PAGE.walkthrough(Settings().set(**{"mla.head_dim": 1}))
     assert walk.coupled.difference.abs().max() < 1e-6
     assert "happens to stay right: with d_h = 1" in str(mla_steps(walk, "decoupling").stage.remark)
-    walk = build_mla_walkthrough(Settings())
+    walk = MLA_PAGE.walkthrough(Settings())
     assert "largest mismatch is 0.212, at query 7 and key 4" in str(mla_steps(walk, "decoupling").stage.remark)
 
 
@@ -105,7 +105,7 @@ def test_cache_numbers_at_deepseek_v3_sizes():
     assert per_layer == [2 * 128 * 128, 2 * 8 * 128, 2 * 128, 512 + 64] == [32768, 2048, 256, 576]
     all_layers = cache_numbers(128, 128, 512, 64, 8, layers=61).tolist()
     assert all_layers == [32768 * 61, 2048 * 61, 256 * 61, 576 * 61]
-    walk = build_mla_walkthrough(Settings())
+    walk = MLA_PAGE.walkthrough(Settings())
     assert walk.cache.tolist() == [32, 16, 8, 4]  # h 4, d_h 4, GQA 2 heads, d_c 2 + d_R 2
     assert walk.cache_v3[:, 1].tolist() == pytest.approx([32768 * 61 * 2 / 1024, 2048 * 61 * 2 / 1024,
                                                           256 * 61 * 2 / 1024, 576 * 61 * 2 / 1024])
@@ -114,7 +114,7 @@ def test_cache_numbers_at_deepseek_v3_sizes():
 
 
 def test_every_stage_explains_its_entries_with_the_shown_value():
-    walk = build_mla_walkthrough(Settings().set(**{"mla.head": 2, "mla.head_dim": 3}))
+    walk = MLA_PAGE.walkthrough(Settings().set(**{"mla.head": 2, "mla.head_dim": 3}))
     assert walk.head == 2
     for stage in MLA_PAGE.stages:
         step = mla_steps(walk, stage)
@@ -130,16 +130,16 @@ def test_every_stage_explains_its_entries_with_the_shown_value():
 def test_bad_sizes_get_messages_and_the_page_keeps_what_was_typed():
     kv, q, messages = fit_latents(4, 6, 3)
     assert (kv, q) == (4, 3) and len(messages) == 1 and "wider than d_model = 4" in str(messages[0])
-    walk = build_mla_walkthrough(Settings().set(**{"mla.kv_latent": 9, "mla.q_latent": 16}))
+    walk = MLA_PAGE.walkthrough(Settings().set(**{"mla.kv_latent": 9, "mla.q_latent": 16}))
     assert walk.settings.mla.kv_latent == 9 and walk.trace.latent_kv.shape[-1] == walk.trace.x.shape[-1]
     assert len(walk.warnings) == 2
     with pytest.raises(InputError, match="d_R must be even") as raised:
-        build_mla_walkthrough(Settings().set(**{"mla.rope_dim": 3}))
+        MLA_PAGE.walkthrough(Settings().set(**{"mla.rope_dim": 3}))
     assert raised.value.field == "mla.rope_dim"
     fixed, messages = validate_settings(Settings().set(**{"mla.num_heads": 99, "mla.rope_dim": 0, "mla.head_dim": "x"}))
     assert (fixed.mla.num_heads, fixed.mla.rope_dim, fixed.mla.head_dim) == (8, 2, 4)
     assert len(messages) == 3
-    assert build_mla_walkthrough(Settings().set(**{"mla.head": 7, "mla.num_heads": 2})).head == 1
+    assert MLA_PAGE.walkthrough(Settings().set(**{"mla.head": 7, "mla.num_heads": 2})).head == 1
 
 
 def test_bad_input_on_the_page_shows_a_message_and_keeps_running():
@@ -170,7 +170,7 @@ def test_every_stage_of_the_mla_page(language):
 
 
 def test_every_asked_formula_of_the_worksheet_can_be_typeset():
-    walk = build_mla_walkthrough(Settings().set(**{"mla.head": 1}))
+    walk = MLA_PAGE.walkthrough(Settings().set(**{"mla.head": 1}))
     sheet = worksheet.build_worksheet(lambda stage: mla_steps(walk, stage), list(MLA_PAGE.stages), title="mla",
                                       settings_line="", seed_text="mla")
     asked = [stage for stage in sheet.stages if stage.blanks]

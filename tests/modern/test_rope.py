@@ -16,7 +16,6 @@ from attention_core.errors import InputError, Message
 from attention_core.modern.rope import frequencies, rope_scores, rotate
 from attention_core.modern.rope_walkthrough import (
     ROPE_PAGE,
-    build_rope_walkthrough,
     explain_rope,
     llama_rotation,
     rope_steps,
@@ -60,7 +59,7 @@ def test_frequencies_follow_roformer():
 
 
 def test_every_stage_and_entry():
-    walk = build_rope_walkthrough(Settings().set(**{"rope.head_dim": 6, "rope.shift": 7}))
+    walk = ROPE_PAGE.walkthrough(Settings().set(**{"rope.head_dim": 6, "rope.shift": 7}))
     assert all(c.matches for c in walk.checks)
     for stage in ROPE_PAGE.stages:
         steps = rope_steps(walk, stage)
@@ -82,7 +81,7 @@ def test_every_stage_and_entry():
 def test_the_sinusoidal_stage_uses_the_same_angles_and_the_pair_drawing_is_the_rotation():
     from attention_core.modern.rope_walkthrough import pair_vectors
 
-    walk = build_rope_walkthrough(Settings().set(**{"rope.head_dim": 4, "rope.base": 100.0}))
+    walk = ROPE_PAGE.walkthrough(Settings().set(**{"rope.head_dim": 4, "rope.base": 100.0}))
     pe = rope_steps(walk, "sinusoidal").stage.panels[0].matrix
     torch.testing.assert_close(pe[:, 0::2], torch.sin(walk.trace.angles))  # PE's even columns: sin(m θᵢ)
     torch.testing.assert_close(pe[:, 1::2], torch.cos(walk.trace.angles))

@@ -21,7 +21,7 @@ from test_stepthrough import result_of
 
 from attention_core.errors import InputError, Message
 from attention_core.modern.sinks import check_sink_logit, gpt_oss_reference, sink_softmax, uniform_query
-from attention_core.modern.sinks_walkthrough import SINKS, build_sinks_walkthrough, explain_sinks, sinks_steps
+from attention_core.modern.sinks_walkthrough import SINKS, explain_sinks, sinks_steps
 from attention_core.settings import Settings
 
 #: float32 tolerance of every comparison with transformers (rtol = atol).
@@ -75,12 +75,12 @@ def test_a_sink_logit_out_of_range_gets_a_message(b):
         check_sink_logit(b)
     assert raised.value.field == "sinks.sink_logit"
     with pytest.raises(InputError):
-        build_sinks_walkthrough(Settings().set(**{"sinks.sink_logit": b}))  # unvalidated settings
+        SINKS.walkthrough(Settings().set(**{"sinks.sink_logit": b}))  # unvalidated settings
 
 
 @pytest.mark.parametrize("changes", [{}, {"d_k": 7, "sinks.sink_logit": -4.0}, {"sinks.sink_logit": 20.0}])
 def test_the_page_matches_every_reference_and_every_entry_ends_with_its_panels_number(changes):
-    walk = build_sinks_walkthrough(Settings().set(**changes))
+    walk = SINKS.walkthrough(Settings().set(**changes))
     assert len(walk.checks) == 4 and all(c.matches for c in walk.checks), walk.checks
     assert max(c.max_abs_diff for c in walk.checks) < 1e-6
     for stage in SINKS.stages:

@@ -15,7 +15,6 @@ from attention_core.errors import InputError, Message
 from attention_core.modern.sliding import receptive_field, window_mask
 from attention_core.modern.sliding_window_walkthrough import (
     SLIDING_WINDOW,
-    build_sliding_window_walkthrough,
     explain_sliding,
     sliding_window_steps,
 )
@@ -58,7 +57,7 @@ def test_equals_sdpa_with_the_window_mask(t, w, d, causal, seed):
 
 def test_every_stage_and_entry():
     for causal in (True, False):
-        walk = build_sliding_window_walkthrough(Settings().set(**{"causal_mask": causal}).set(**{"sliding_window.window": 2, "sliding_window.layers": 3}))
+        walk = SLIDING_WINDOW.walkthrough(Settings().set(**{"causal_mask": causal}).set(**{"sliding_window.window": 2, "sliding_window.layers": 3}))
         assert all(c.matches for c in walk.checks)
         for stage in SLIDING_WINDOW.stages:
             steps = sliding_window_steps(walk, stage)
@@ -67,7 +66,7 @@ def test_every_stage_and_entry():
                 for col in range(target.matrix.shape[1]):
                     explain_sliding(walk, stage, row, col)
             assert steps.stage.formula(Message)
-    walk = build_sliding_window_walkthrough(Settings().set(**{"sliding_window.window": 2, "sliding_window.layers": 3}))
+    walk = SLIDING_WINDOW.walkthrough(Settings().set(**{"sliding_window.window": 2, "sliding_window.layers": 3}))
     assert r"\le\; L (w - 1) = 3 \cdot 1 = 3" in explain_sliding(walk, "receptive", 4, 1)
     assert "R^{(3)}_{5,1} = 0" in explain_sliding(walk, "receptive", 4, 0)
     assert "depends on 4 input tokens" in sliding_window_steps(walk, "receptive").stage.remark
