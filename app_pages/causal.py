@@ -4,7 +4,7 @@ import streamlit as st
 
 from attention_core.errors import N_
 from attention_core.masking.formulas import header_latex
-from attention_core.masking.walkthrough import CAUSAL_PAGE, build_causal_walkthrough
+from attention_core.masking.walkthrough import CAUSAL_PAGE
 from attention_core.settings import MAX_TOKENS
 from ui import i18n, page_body, state, stepthrough, widgets
 from ui.i18n import _
@@ -49,7 +49,7 @@ def page() -> None:
     with c5:
         state.bind(st.toggle, _("Causal mask on"), "causal_mask", help=_("Off: only padding and your clicked cells mask."))
 
-    walk = widgets.build_or_stop(build_causal_walkthrough, settings, state.edits())
+    walk = widgets.page_walkthrough_or_stop(CAUSAL_PAGE, settings, state.edits())
 
     st.caption(_(
         "**Sentence:** {sentence} — change it on *Tokens & embeddings*. W_q, W_k, W_v ({d_model} × {d_k}) are drawn "

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.multi_head.cross_attention_walkthrough import CROSS_ATTENTION, build_cross_attention_walkthrough
+from attention_core.multi_head.cross_attention_walkthrough import CROSS_ATTENTION
 from attention_core.multi_head.formulas import header_latex
 from attention_core.settings import MAX_TOKENS
 from ui import heads, i18n, page_body, state, stepthrough, widgets
@@ -44,7 +44,7 @@ def page() -> None:
         state.bind(st.number_input, _("context_length"), "context_length", step=1,
                    help=_("Neither sentence may be longer (1 to {max_tokens}).", max_tokens=MAX_TOKENS))
 
-    walk = widgets.build_or_stop(build_cross_attention_walkthrough, settings, state.edits())
+    walk = widgets.page_walkthrough_or_stop(CROSS_ATTENTION, settings, state.edits())
 
     trace = walk.trace
     m, n = len(walk.tokens), len(walk.kv_tokens)

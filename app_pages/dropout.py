@@ -4,7 +4,7 @@ import streamlit as st
 
 from attention_core.errors import N_
 from attention_core.masking.formulas import header_latex
-from attention_core.masking.walkthrough import DROPOUT_PAGE, build_dropout_walkthrough
+from attention_core.masking.walkthrough import DROPOUT_PAGE
 from attention_core.settings import MAX_DROPOUT, MAX_SEED
 from ui import i18n, page_body, state, stepthrough, widgets
 from ui.i18n import _
@@ -42,7 +42,7 @@ def page() -> None:
         state.bind(st.number_input, _("Dropout seed"), "dropout.seed", step=1,
                    help=_("Seeds the generator that draws D (0 to {max_seed}).", max_seed=MAX_SEED))
 
-    walk = widgets.build_or_stop(build_dropout_walkthrough, settings, state.edits())
+    walk = widgets.page_walkthrough_or_stop(DROPOUT_PAGE, settings, state.edits())
 
     mode = _("training") if settings.dropout.training else _("eval")
     m1, m2, m3 = st.columns(3)

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.transformer.walkthrough import ENCODER_BLOCK, build_encoder_walkthrough
+from attention_core.transformer.walkthrough import ENCODER_BLOCK
 from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
 
@@ -65,7 +65,7 @@ def page() -> None:
                    format_func=blocks.get)
 
     settings = state.settings()
-    walk = widgets.build_or_stop(build_encoder_walkthrough, settings, state.edits())
+    walk = widgets.page_walkthrough_or_stop(ENCODER_BLOCK, settings, state.edits())
 
     if own.norm_first:
         st.markdown(_("**Pre-LN:** H = X + MultiHead(LayerNorm₁(X)), then Y = H + FFN(LayerNorm₂(H)). The residual "

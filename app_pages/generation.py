@@ -8,7 +8,6 @@ from attention_core.transformer.generation import cross_attention_alignment
 from attention_core.transformer.generation_walkthrough import (
     GENERATION_PAGE,
     REAL_CONTEXT,
-    build_generation_walkthrough,
     cost_rows,
     real_cache_rows,
 )
@@ -65,7 +64,7 @@ def page() -> None:
         state.bind(st.number_input, _("Seed of the draws"), "seed", step=1, disabled=settings.generation.temperature == 0,
                    help=_("Used when τ > 0: the same seed draws the same tokens."))
 
-    walk = widgets.build_or_stop(build_generation_walkthrough, state.settings())
+    walk = widgets.page_walkthrough_or_stop(GENERATION_PAGE, state.settings())
     gen = walk.generation
 
 

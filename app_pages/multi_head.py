@@ -4,7 +4,7 @@ import streamlit as st
 
 from attention_core.errors import N_
 from attention_core.multi_head.formulas import header_latex
-from attention_core.multi_head.walkthrough import MULTI_HEAD, build_multi_head_walkthrough
+from attention_core.multi_head.walkthrough import MULTI_HEAD
 from ui import heads, i18n, page_body, state, stepthrough, widgets
 from ui.i18n import _
 
@@ -40,7 +40,7 @@ def page() -> None:
         state.bind(st.toggle, _("Causal mask on"), "causal_mask",
                    help=_("The mask of the Causal attention page (with its padding and clicked cells)."))
 
-    walk = widgets.build_or_stop(build_multi_head_walkthrough, settings, state.edits())
+    walk = widgets.page_walkthrough_or_stop(MULTI_HEAD, settings, state.edits())
 
     (b, t, d_out), (_b, _t, h, hd), after = walk.shapes
     st.markdown(_(

@@ -33,7 +33,7 @@ SECTIONS: dict[str, str] = {
 
 
 #: TRANSITIONAL (issue 40, step 1): the pages whose builder takes its group already; removed when every builder does.
-_TAKES_GROUP = {"alibi", "rope", "gqa", "mla", "sinks", "sliding_window", "flash_attention", "linear_attention"}
+_TAKES_GROUP = {"alibi", "rope", "gqa", "mla", "sinks", "sliding_window", "flash_attention", "linear_attention", "encoder_block", "generation", "dropout"}
 
 
 @dataclass(frozen=True, eq=False)

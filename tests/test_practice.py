@@ -14,7 +14,7 @@ from attention_core.backward.backward_multi_head_walkthrough import backward_mul
 from attention_core.backward.backward_walkthrough import backward_steps
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
-from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps, dropout_steps
+from attention_core.masking.walkthrough import DROPOUT_PAGE, build_causal_walkthrough, causal_steps, dropout_steps
 from attention_core.modern.alibi_walkthrough import alibi_steps
 from attention_core.modern.flash_attention_walkthrough import flash_attention_steps
 from attention_core.modern.gqa_walkthrough import gqa_steps
@@ -31,8 +31,11 @@ from attention_core.settings import Settings
 from attention_core.stepthrough import StepThrough, explained_panel
 from attention_core.trained_model.formulas import trained_head_steps
 from attention_core.trained_model.model import head_step, load_model, run_model, tokenize
-from attention_core.transformer.generation_walkthrough import build_generation_walkthrough, generation_steps
-from attention_core.transformer.walkthrough import build_encoder_walkthrough, encoder_steps
+from attention_core.transformer.generation_walkthrough import (
+    GENERATION_PAGE,
+    generation_steps,
+)
+from attention_core.transformer.walkthrough import ENCODER_BLOCK, encoder_steps
 
 # =========================================================================== reading and grading an answer
 
@@ -100,7 +103,7 @@ def _self_attention():
 
 def _causal(page: str):
     for preset, settings in _preset_settings():
-        walk = build_causal_walkthrough(settings.replace(padding=1)[0], dropout=page == "dropout")
+        walk = BY_KEY[page].walkthrough(settings.replace(padding=1)[0])
         for stage in BY_KEY[page].stages:
             yield f"{page}/{preset}/{stage}", BY_KEY[page].steps(walk, stage)
 
@@ -137,7 +140,7 @@ def _modern(page: str, steps, variants):
 def _encoder():
     for preset, settings in _preset_settings():
         for norm_first in (False, True):
-            walk = build_encoder_walkthrough(settings.replace(**{"encoder_block.norm_first": norm_first, "encoder_block.block": 1})[0])
+            walk = ENCODER_BLOCK.walkthrough(settings.replace(**{"encoder_block.norm_first": norm_first, "encoder_block.block": 1})[0])
             for stage in walk.order:
                 yield f"encoder/{'pre' if norm_first else 'post'}-LN/{preset}/{stage}", encoder_steps(walk, stage)
 
@@ -145,7 +148,7 @@ def _encoder():
 def _generation():
     for source, step, layer, temperature in (("beach", 2, 1, 0.0), ("bad", 1, 0, 0.0), ("cab", 3, 1, 0.7)):
         settings = Settings().replace(**{"generation.source": source, "generation.step": step, "generation.layer": layer, "generation.temperature": temperature})[0]
-        walk = build_generation_walkthrough(settings)
+        walk = GENERATION_PAGE.walkthrough(settings)
         for stage in BY_KEY["generation"].stages:
             yield f"generation/{source}/{step}/{stage}", generation_steps(walk, stage)
 
@@ -312,7 +315,7 @@ def test_masked_and_dropout_mistakes_are_the_numbers_they_name():
     assert _mistakes(weights)["no_renormalise"] == pytest.approx(expected, abs=1e-6)
     route = causal_steps(causal, "other_route").stage.exercise(row, col, 0)
     assert _mistakes(route)["no_renormalise"] == pytest.approx(expected, abs=1e-6)
-    dropout = build_causal_walkthrough(settings, dropout=True)
+    dropout = DROPOUT_PAGE.walkthrough(settings)
     datt = dropout.trace.attention
     kept = [(r, c) for r in range(datt.weights.shape[0]) for c in range(r + 1) if dropout.keep[r, c]]
     r, c = max(kept, key=lambda rc: float(datt.weights[rc]))

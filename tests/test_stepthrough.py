@@ -11,7 +11,6 @@ from streamlit.testing.v1 import AppTest
 from attention_core import registry
 from attention_core.errors import Message
 from attention_core.inputs.presets import PRESETS
-from attention_core.masking.walkthrough import build_causal_walkthrough
 from attention_core.multi_head.walkthrough import build_multi_head_walkthrough, multi_head_steps
 from attention_core.settings import Settings
 
@@ -94,7 +93,7 @@ def result_of(latex: str) -> float:
 @pytest.mark.parametrize("page", ["causal", "dropout"])
 def test_every_causal_stage_has_one_explained_panel_and_its_entry_states_the_panels_number(page):
     settings = Settings.for_preset("journey_v1")
-    walk = build_causal_walkthrough(settings, {}, dropout=page == "dropout")
+    walk = registry.BY_KEY[page].walkthrough(settings, {})
     declared = registry.BY_KEY[page]
     for key in declared.stages:
         stage = declared.steps(walk, key).stage

@@ -71,14 +71,15 @@ from attention_core.weights import module_weights
 
 
 def build_causal_walkthrough(settings: SharedSettings, edits: Optional[Edits] = None, *,
-                             dropout: bool = False) -> CausalWalkthrough:
+                             dropout: Optional[DropoutSettings] = None) -> CausalWalkthrough:
     """Causal attention (seed 001's ``CausalAttention``) on the settings' sentence, step by step.
 
     Args:
-        settings: validated settings: sentence, d_model, d_k, seed, context_length,
-            causal, padding; with ``dropout`` also the dropout page's own (``dropout``).
+        settings: validated shared settings: sentence, d_model, d_k, seed, context_length, causal, padding.
         edits: the user's edits: "x" (cells of X) and :data:`MASK_EDITS` (mask cells).
-        dropout: apply dropout to the weights (the dropout page) when training and p > 0.
+        dropout: the dropout page's own settings (``settings.dropout``: dropout_p p, training, seed), to apply
+            dropout to the weights when training and p > 0 (:func:`build_dropout_walkthrough`); None (the causal
+            page): no dropout.
 
     Returns:
         The :class:`CausalWalkthrough`.
@@ -94,8 +95,8 @@ def build_causal_walkthrough(settings: SharedSettings, edits: Optional[Edits] = 
     check_context_length(t, settings.context_length, "sentence")
     w = module_weights(settings.d_model, settings.d_k, settings.seed, out_proj=False)
     mask = build_mask(t, settings, edits.get(MASK_EDITS, {}))
-    p = settings.dropout.dropout_p if dropout and settings.dropout.training else 0.0
-    generator = torch.Generator().manual_seed(settings.dropout.seed)
+    p = dropout.dropout_p if dropout is not None and dropout.training else 0.0
+    generator = torch.Generator().manual_seed(dropout.seed) if dropout is not None else None  # used when p > 0
     trace = self_attention(x, w["w_query"], w["w_key"], w["w_value"], attn_mask=mask.attn_mask,
                            dropout_p=p, generator=generator)
     att = trace.attention
@@ -121,12 +122,12 @@ def build_causal_walkthrough(settings: SharedSettings, edits: Optional[Edits] = 
                                "torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=mask)",
                                Message(N_("weights before dropout, times V"))))
         # nn.Dropout's own draw, bernoulli_(1 - p), made afresh from a generator with the same seed.
-        drawn = torch.empty(t, t).bernoulli_(1.0 - p, generator=torch.Generator().manual_seed(settings.dropout.seed))
+        drawn = torch.empty(t, t).bernoulli_(1.0 - p, generator=torch.Generator().manual_seed(dropout.seed))
         reference = (att.weights * drawn / (1.0 - p)) @ v  # what nn.Dropout(p) does to the weights, then · V
         checks.append(compare(
             att.output, reference,
             f"weights * torch.empty(T, T).bernoulli_(1 - p, generator=torch.Generator().manual_seed("
-            f"{settings.dropout.seed})) / (1 - p) @ V",
+            f"{dropout.seed})) / (1 - p) @ V",
             Message(N_("our output against nn.Dropout's draw made afresh from the same seed"))))
     if settings.padding >= t:
         warnings = (Message(N_("All {t} tokens are padding, so every key is blocked."), t=t),) + warnings
@@ -305,14 +306,24 @@ def causal_steps(walk: CausalWalkthrough, stage: str, page: Optional[Page] = Non
     )
 
 
-def build_dropout_walkthrough(settings: SharedSettings, edits: Optional[Edits] = None) -> CausalWalkthrough:
-    """The dropout page's walk-through: :func:`build_causal_walkthrough` with ``dropout=True`` (its builder in its
-    declaration)."""
-    return build_causal_walkthrough(settings, edits, dropout=True)
+def build_dropout_walkthrough(settings: SharedSettings, dropout: DropoutSettings,
+                              edits: Optional[Edits] = None) -> CausalWalkthrough:
+    """The dropout page's walk-through (its builder in its declaration): :func:`build_causal_walkthrough` with the
+    page's own settings.
+
+    Args:
+        settings: validated shared settings, as :func:`build_causal_walkthrough` reads them.
+        dropout: the page's own settings (``settings.dropout``): dropout_p p, training, seed.
+        edits: the user's edits: "x" (cells of X) and :data:`MASK_EDITS` (mask cells).
+
+    Raises:
+        InputError: as :func:`build_causal_walkthrough`.
+    """
+    return build_causal_walkthrough(settings, edits, dropout=dropout)
 
 
 def dropout_steps(walk: CausalWalkthrough, stage: str) -> StepThrough:
-    """The dropout page's ``stage``: :func:`causal_steps` of its walk-through (built with ``dropout=True``)."""
+    """The dropout page's ``stage``: :func:`causal_steps` of its walk-through (:func:`build_dropout_walkthrough`)."""
     return causal_steps(walk, stage, DROPOUT_PAGE)
 
 

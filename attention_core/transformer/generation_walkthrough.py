@@ -53,23 +53,24 @@ from attention_core.transformer.walks import GenerationWalkthrough
 REAL_CONTEXT = 4096
 
 
-def build_generation_walkthrough(settings: SharedSettings) -> GenerationWalkthrough:
+def build_generation_walkthrough(settings: SharedSettings, generation: GenerationSettings) -> GenerationWalkthrough:
     """The toy model on the settings' word, every step, checked against PyTorch.
 
     Args:
-        settings: validated settings: seed, and the page's own (``generation``).
+        settings: validated shared settings: seed.
+        generation: the page's own settings (``settings.generation``): the word (source), τ (temperature), the step
+            and block shown.
 
     Raises:
         InputError: the word is empty, too long or has letters the model does not know (field ``generation.source``);
             τ outside its range.
     """
-    own = settings.generation
-    source = parse_source(own.source)
-    generation = generate(source, own.temperature, settings.seed)
-    step = min(own.step, len(generation.steps) - 1)
-    layer = min(own.layer, NUM_LAYERS - 1)
-    checks = _checks(source, own.temperature, settings.seed, step, layer)
-    return GenerationWalkthrough(settings=settings, generation=generation, step=step, layer=layer, checks=checks)
+    source = parse_source(generation.source)
+    run = generate(source, generation.temperature, settings.seed)
+    step = min(generation.step, len(run.steps) - 1)
+    layer = min(generation.layer, NUM_LAYERS - 1)
+    checks = _checks(source, generation.temperature, settings.seed, step, layer)
+    return GenerationWalkthrough(settings=settings, generation=run, step=step, layer=layer, checks=checks)
 
 
 @lru_cache(maxsize=256)

@@ -60,13 +60,16 @@ def check_heads(d_model: int, num_heads: int) -> None:
             field="encoder_block.num_heads", d_model=d_model, num_heads=num_heads, fits=", ".join(map(str, fits)))
 
 
-def build_encoder_walkthrough(settings: SharedSettings, edits: Optional[Edits] = None) -> EncoderWalkthrough:
+def build_encoder_walkthrough(settings: SharedSettings, encoder_block: EncoderBlockSettings,
+                              edits: Optional[Edits] = None) -> EncoderWalkthrough:
     """N encoder blocks on the settings' sentence, every intermediate, checked against PyTorch.
 
     Block ℓ (0-based) draws its weights with :func:`block_weights` from seed ``settings.seed + ℓ``.
 
     Args:
-        settings: validated settings: sentence, d_model, seed, and the page's own (``encoder_block``).
+        settings: validated shared settings: sentence, d_model, seed.
+        encoder_block: the page's own settings (``settings.encoder_block``): num_heads, dim_feedforward, num_layers
+            N, norm_first, the block shown.
         edits: the user's edits of X ("x"); other edits are ignored.
 
     Raises:
@@ -76,20 +79,19 @@ def build_encoder_walkthrough(settings: SharedSettings, edits: Optional[Edits] =
     inputs = build_inputs(settings, edits, edited=("x",))
     x = inputs.x  # (T, D)
     d_model = x.shape[-1]
-    own = settings.encoder_block
-    check_heads(d_model, own.num_heads)
-    weights = tuple(block_weights(d_model, own.dim_feedforward, settings.seed + layer) for layer in range(own.num_layers))
-    blocks = encoder_stack(x, weights, own.num_heads, own.norm_first)
-    block = min(own.block, len(blocks) - 1)
-    checks = _torch_checks(x, blocks, weights, block, settings)
+    check_heads(d_model, encoder_block.num_heads)
+    weights = tuple(block_weights(d_model, encoder_block.dim_feedforward, settings.seed + layer)
+                    for layer in range(encoder_block.num_layers))
+    blocks = encoder_stack(x, weights, encoder_block.num_heads, encoder_block.norm_first)
+    block = min(encoder_block.block, len(blocks) - 1)
+    checks = _torch_checks(x, blocks, weights, block, encoder_block)
     return EncoderWalkthrough(settings=settings, inputs=inputs, tokens=inputs.tokens, x=x, blocks=blocks, block=block,
                               checks=checks)
 
 
 def _torch_checks(x: torch.Tensor, blocks: tuple[EncoderBlockTrace, ...], weights: tuple[BlockWeights, ...],
-                  block: int, settings: SharedSettings) -> tuple[Check, ...]:
-    own = settings.encoder_block
-    h, nf, f = own.num_heads, own.norm_first, own.dim_feedforward
+                  block: int, encoder_block: EncoderBlockSettings) -> tuple[Check, ...]:
+    h, nf, f = encoder_block.num_heads, encoder_block.norm_first, encoder_block.dim_feedforward
     layer_call = (f"torch.nn.TransformerEncoderLayer({x.shape[-1]}, nhead={h}, dim_feedforward={f}, dropout=0.0, "
                   f"batch_first=True, norm_first={nf})")
     shown = blocks[block]

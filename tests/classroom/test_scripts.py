@@ -27,7 +27,7 @@ from attention_core import registry
 from attention_core.backward.backward_multi_head_walkthrough import build_backward_multi_head_walkthrough
 from attention_core.backward.backward_walkthrough import build_backward_walkthrough
 from attention_core.classroom.scripts import script_for
-from attention_core.masking.walkthrough import build_causal_walkthrough
+from attention_core.masking.walkthrough import DROPOUT_PAGE, build_causal_walkthrough
 from attention_core.modern import alibi, rope, sliding
 from attention_core.modern.alibi_walkthrough import ALIBI_PAGE
 from attention_core.modern.flash_attention_walkthrough import FLASH_ATTENTION
@@ -41,8 +41,8 @@ from attention_core.multi_head.cross_attention_walkthrough import build_cross_at
 from attention_core.multi_head.walkthrough import build_multi_head_walkthrough
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
-from attention_core.transformer.generation_walkthrough import build_generation_walkthrough
-from attention_core.transformer.walkthrough import build_encoder_walkthrough
+from attention_core.transformer.generation_walkthrough import GENERATION_PAGE
+from attention_core.transformer.walkthrough import ENCODER_BLOCK
 
 #: The user's text that must stay inside string literals: a quote of each kind, a backslash, a newline escape.
 NASTY = "it's a\"\"\"b x')+import\\n(os"
@@ -62,19 +62,19 @@ CASES = {
             **{"backward.target": "random", "backward.learning_rate": 1.0})), "backward_multi_head"),
     "causal_padding_and_a_blocked_row": (
         lambda: build_causal_walkthrough(Settings(padding=2), {"mask": {(0, 0): 0.0, (3, 5): 1.0}}), "causal"),
-    "dropout_eval": (lambda: build_causal_walkthrough(Settings(), dropout=True), "dropout"),
-    "dropout_p_0_5": (lambda: build_causal_walkthrough(Settings().set(**{"dropout.dropout_p": 0.5, "dropout.training": True}), dropout=True),
+    "dropout_eval": (lambda: DROPOUT_PAGE.walkthrough(Settings()), "dropout"),
+    "dropout_p_0_5": (lambda: DROPOUT_PAGE.walkthrough(Settings().set(**{"dropout.dropout_p": 0.5, "dropout.training": True})),
                       "dropout"),
     "multi_head_two_heads": (lambda: build_multi_head_walkthrough(Settings.for_preset("journey_v1")), "multi_head"),
     "multi_head_four_heads_padding": (
         lambda: build_multi_head_walkthrough(Settings(d_out=4, num_heads=4, padding=1)), "multi_head"),
     "cross_attention": (lambda: build_cross_attention_walkthrough(Settings()), "cross_attention"),
-    "encoder_post_ln": (lambda: build_encoder_walkthrough(Settings().set(**{"encoder_block.num_layers": 2})), "encoder_block"),
-    "encoder_pre_ln": (lambda: build_encoder_walkthrough(Settings().set(**{"encoder_block.norm_first": True, "encoder_block.num_layers": 3, "encoder_block.block": 1})),
+    "encoder_post_ln": (lambda: ENCODER_BLOCK.walkthrough(Settings().set(**{"encoder_block.num_layers": 2})), "encoder_block"),
+    "encoder_pre_ln": (lambda: ENCODER_BLOCK.walkthrough(Settings().set(**{"encoder_block.norm_first": True, "encoder_block.num_layers": 3, "encoder_block.block": 1})),
                        "encoder_block"),
-    "generation_step_1": (lambda: build_generation_walkthrough(Settings().set(**{"generation.step": 0})), "generation"),
+    "generation_step_1": (lambda: GENERATION_PAGE.walkthrough(Settings().set(**{"generation.step": 0})), "generation"),
     "generation_step_3_sampled": (
-        lambda: build_generation_walkthrough(Settings(seed=3).set(**{"generation.step": 2, "generation.layer": 0, "generation.temperature": 0.8})),
+        lambda: GENERATION_PAGE.walkthrough(Settings(seed=3).set(**{"generation.step": 2, "generation.layer": 0, "generation.temperature": 0.8})),
         "generation"),
     "gqa": (lambda: GQA_PAGE.walkthrough(Settings()), "gqa"),
     "mqa_not_causal": (lambda: GQA_PAGE.walkthrough(Settings().set(**{"causal_mask": False}).set(**{"gqa.num_heads": 4, "gqa.num_kv_heads": 1})), "gqa"),

@@ -22,7 +22,7 @@ from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
 from attention_core.masking import formulas as fm
 from attention_core.masking.user_mask import MASK_EDITS
-from attention_core.masking.walkthrough import build_causal_walkthrough, causal_panels, explain_causal
+from attention_core.masking.walkthrough import DROPOUT_PAGE, build_causal_walkthrough, causal_panels, explain_causal
 from attention_core.multi_head import formulas as formulas_multi_head
 from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
 from attention_core.multi_head.modules import MultiHeadAttention
@@ -96,7 +96,7 @@ def test_module_weights_equal_multi_head_attention_after_manual_seed(d_in, d_out
 def test_building_the_pages_never_touches_the_global_generator():
     before = torch.random.get_rng_state()
     s = Settings.for_preset("custom", **{"dropout.dropout_p": 0.3})
-    build_causal_walkthrough(s, dropout=True)
+    DROPOUT_PAGE.walkthrough(s)
     build_multi_head_walkthrough(s)
     build_cross_attention_walkthrough(s)
     assert torch.equal(before, torch.random.get_rng_state())
@@ -131,7 +131,7 @@ def test_journey_v2_masked_weights_and_dropout_reproduce_ch03():
         torch.manual_seed(789)
         sa = SelfAttentionV2(3, 2)
     assert torch.equal(walk.weights["w_key"], sa.W_key.weight.detach().T)
-    dropped = build_causal_walkthrough(s, dropout=True)
+    dropped = DROPOUT_PAGE.walkthrough(s)
     assert torch.allclose(dropped.trace.attention.dropped_weights, DROPPED_V2_PRINTED, atol=1e-4)
     assert dropped.row_sums[1] == 0  # row 2 lost both its weights
     assert all(c.matches for c in dropped.checks)
@@ -143,7 +143,7 @@ def test_journey_v2_masked_weights_and_dropout_reproduce_ch03():
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_every_preset_passes_every_check(preset):
     s = Settings.for_preset(preset)
-    for walk in (build_causal_walkthrough(s), build_causal_walkthrough(s, dropout=True),
+    for walk in (build_causal_walkthrough(s), DROPOUT_PAGE.walkthrough(s),
                  build_multi_head_walkthrough(s), build_cross_attention_walkthrough(s)):
         assert walk.checks and all(c.matches for c in walk.checks), walk.checks
 
@@ -219,7 +219,7 @@ def test_dropout_eval_mode_and_p_zero_change_nothing():
     base = build_causal_walkthrough(Settings.for_preset("seed000"))
     for s in (Settings.for_preset("seed000", **{"dropout.training": False, "dropout.dropout_p": 0.5}),
               Settings.for_preset("seed000", **{"dropout.training": True, "dropout.dropout_p": 0.0})):
-        walk = build_causal_walkthrough(s, dropout=True)
+        walk = DROPOUT_PAGE.walkthrough(s)
         assert walk.dropout_p == 0.0 and walk.scale == 1.0 and bool(walk.keep.all())
         assert torch.equal(walk.trace.output, base.trace.output)
         assert torch.allclose(walk.row_sums, torch.ones(len(walk.tokens)))
@@ -229,7 +229,7 @@ def test_dropout_eval_mode_and_p_zero_change_nothing():
 @pytest.mark.parametrize("p, seed", [(0.5, 123), (0.2, 7), (0.9, 0)])
 def test_dropout_mask_is_nn_dropouts_and_rows_stop_summing_to_one(p, seed):
     s = Settings.for_preset("custom", **{"dropout.dropout_p": p, "dropout.seed": seed})
-    walk = build_causal_walkthrough(s, dropout=True)
+    walk = DROPOUT_PAGE.walkthrough(s)
     att = walk.trace.attention
     with torch.random.fork_rng():
         torch.manual_seed(seed)
@@ -327,7 +327,7 @@ def _walks():
     edits = {MASK_EDITS: {(3, 1): 0.0}}
     return (
         [("causal", build_causal_walkthrough(s, edits), list(registry.BY_KEY["causal"].stages))],
-        [("dropout", build_causal_walkthrough(s, edits, dropout=True), list(registry.BY_KEY["dropout"].stages))],
+        [("dropout", DROPOUT_PAGE.walkthrough(s, edits), list(registry.BY_KEY["dropout"].stages))],
         [("multi_head", build_multi_head_walkthrough(s, edits), list(registry.BY_KEY["multi_head"].stages))],
         [("cross_attention", build_cross_attention_walkthrough(s), list(registry.BY_KEY["cross_attention"].stages))],
     )

@@ -21,7 +21,7 @@ from attention_core.transformer.encoder import (
 )
 from attention_core.transformer.walks import ENCODER_POST_LN, ENCODER_PRE_LN
 from attention_core.transformer.walkthrough import (
-    build_encoder_walkthrough,
+    ENCODER_BLOCK,
     encoder_steps,
     explain_encoder,
 )
@@ -91,7 +91,7 @@ def test_the_weights_are_drawn_from_a_local_generator():
 def test_a_head_count_that_does_not_divide_d_model_names_the_ones_that_do():
     settings = Settings.for_preset("journey_v1", **{"encoder_block.num_heads": 2})  # d_model = 3
     with pytest.raises(InputError) as error:
-        build_encoder_walkthrough(settings)
+        ENCODER_BLOCK.walkthrough(settings)
     assert error.value.field == "encoder_block.num_heads"
     assert "1, 3" in str(error.value.message)
 
@@ -99,7 +99,7 @@ def test_a_head_count_that_does_not_divide_d_model_names_the_ones_that_do():
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_every_stage_explains_its_panels_number_and_the_checks_hold(norm_first):
     settings = Settings.for_preset("seed000", **{"encoder_block.num_heads": 2, "encoder_block.num_layers": 3, "encoder_block.block": 1, "encoder_block.norm_first": norm_first})
-    walk = build_encoder_walkthrough(settings)
+    walk = ENCODER_BLOCK.walkthrough(settings)
     assert walk.block == 1 and len(walk.blocks) == 3
     assert all(check.matches for check in walk.checks), walk.checks
     assert len(walk.checks) == 3

@@ -34,7 +34,6 @@ from attention_core.transformer.generation import (
 )
 from attention_core.transformer.generation_walkthrough import (
     GENERATION_PAGE,
-    build_generation_walkthrough,
     cost_rows,
     explain_generation,
     generation_steps,
@@ -251,7 +250,7 @@ def test_kv_cache_bytes_of_the_toy_model_and_real_models():
 # ---------------------------------------------------------------- the walkthrough
 
 def test_every_stage_and_entry_has_its_numbers():
-    walk = build_generation_walkthrough(Settings().set(**{"generation.source": "cafe", "generation.step": 3}))
+    walk = GENERATION_PAGE.walkthrough(Settings().set(**{"generation.source": "cafe", "generation.step": 3}))
     assert walk.output_tokens == ("e", "f", "a", "c", "END") == walk.expected
     assert all(c.matches for c in walk.checks), walk.checks
     for stage in GENERATION_PAGE.stages:
@@ -272,7 +271,7 @@ def test_every_stage_and_entry_has_its_numbers():
 
 
 def test_an_explained_entry_shows_the_value_it_explains():
-    walk = build_generation_walkthrough(Settings().set(**{"generation.source": "beach", "generation.step": 2}))
+    walk = GENERATION_PAGE.walkthrough(Settings().set(**{"generation.source": "beach", "generation.step": 2}))
     probs = walk.current.probabilities
     chosen = walk.current.chosen
     text = explain_generation(walk, "probabilities", 0, chosen)
@@ -282,12 +281,12 @@ def test_an_explained_entry_shows_the_value_it_explains():
 
 
 def test_the_step_shown_moves_back_when_the_word_gets_shorter():
-    walk = build_generation_walkthrough(Settings().set(**{"generation.source": "ab", "generation.step": 8}))
+    walk = GENERATION_PAGE.walkthrough(Settings().set(**{"generation.source": "ab", "generation.step": 8}))
     assert walk.step == 2 and walk.current.chosen == END
 
 
 def test_cost_rows_follow_the_steps():
-    walk = build_generation_walkthrough(Settings().set(**{"generation.source": "abc"}))
+    walk = GENERATION_PAGE.walkthrough(Settings().set(**{"generation.source": "abc"}))
     rows = cost_rows(walk)
     assert [r[0] for r in rows] == [1, 2, 3, 4]
     assert all(cached < uncached for _, uncached, cached, _ in rows)
@@ -357,7 +356,7 @@ def test_a_draw_that_never_ends_and_a_wrong_draw_are_explained():
 
 
 def test_the_encoder_attention_has_no_mask_and_the_decoder_s_is_causal():
-    walk = build_generation_walkthrough(Settings().set(**{"generation.source": "beach", "generation.step": 4, "generation.layer": 0}))
+    walk = GENERATION_PAGE.walkthrough(Settings().set(**{"generation.source": "beach", "generation.step": 4, "generation.layer": 0}))
     encoder = generation_steps(walk, "encoder_attention").stage.panels
     decoder = generation_steps(walk, "self_attention").stage.panels
     assert all(tuple(p.matrix.shape) == (5, 5) and float(p.matrix.min()) > 0 for p in encoder)
