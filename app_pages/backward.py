@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from attention_core.backward.backward_walkthrough import BACKWARD, backward_target, build_backward_walkthrough
+from attention_core.backward.backward_walkthrough import BACKWARD, backward_target
 from attention_core.errors import N_
 from attention_core.limits import MAX_TOKENS
 from ui import learning, page_body, state, stepthrough, widgets
@@ -54,7 +54,7 @@ def page() -> None:
                    help=_("On: blocked scores get no gradient."))
     learning.target_editor("backward_show_target", "target", backward_target, "c")
 
-    walk = widgets.build_or_stop(build_backward_walkthrough, state.settings(), state.edits())
+    walk = widgets.page_walkthrough_or_stop(BACKWARD, state.settings(), state.edits())
     stepthrough.live(BACKWARD, walk, EXPLAIN, after_checks=learning.keep_stepping(walk))
 
 

@@ -32,10 +32,6 @@ SECTIONS: dict[str, str] = {
 }
 
 
-#: TRANSITIONAL (issue 40, step 1): the pages whose builder takes its group already; removed when every builder does.
-_TAKES_GROUP = {"alibi", "rope", "gqa", "mla", "sinks", "sliding_window", "flash_attention", "linear_attention", "encoder_block", "generation", "dropout"}
-
-
 @dataclass(frozen=True, eq=False)
 class Page:
     """One page of the app (equal only to itself: each is declared once).
@@ -60,9 +56,11 @@ class Page:
             of the registry. A page with settings of its own (``settings`` below) has ``build(shared, group, edits)``:
             the shared settings (read for the shared fields only), its own group ``settings.<key>`` (its own
             settings are read there, never as ``shared.<key>``; never its ``stage``, a view of the walk-through, not
-            an input) and the edits; a page without has ``build(shared, edits)``; a page without edits leaves them
-            out. No builder reads another page's group. :meth:`walkthrough` calls it from one settings object (and
-            :meth:`build_args` gives its arguments, for a caller that runs it itself, such as the shared build cache).
+            an input) and the edits; a page that shares another page's settings (``settings_of``) is given that
+            page's group the same way; any other page has ``build(shared, edits)``; a page without edits leaves them
+            out. No builder reads a page's group from ``shared``. :meth:`walkthrough` calls it from one settings
+            object (and :meth:`build_args` gives its arguments, for a caller that runs it itself, such as the shared
+            build cache).
         steps: a step page's ``steps(walk, stage)`` -> the ``StepThrough`` of that stage of its walk-through
             (:mod:`attention_core.stepthrough`); what the one renderer draws, and the worksheets and exports read.
         settings: the page's own settings, a frozen dataclass with their defaults (``settings.<key>`` in the one
@@ -73,6 +71,9 @@ class Page:
             then still opens the same numbers.
         recipe: a step page's export recipe, ``recipe(walk)`` -> :class:`attention_core.recipe.Recipe` (how the
             self-checking script recomputes every panel), declared beside its walk-through.
+        settings_of: the key of another page whose settings this page shares and its builder takes (the multi-head
+            backward page: the backward page's target, η and steps, bound on both pages), or "" (a page declares
+            either this or ``settings``).
     """
 
     key: str
@@ -90,23 +91,34 @@ class Page:
     fields: tuple[Any, ...] = ()
     legacy: Mapping[str, str] = field(default_factory=dict)
     recipe: Optional[Callable[[Any], Any]] = None
+    settings_of: str = ""
+
+    def __post_init__(self) -> None:
+        if self.settings_of and self.settings is not None:
+            raise ValueError(f"the {self.key} page declares both settings and settings_of")
 
     @property
     def has_own_settings(self) -> bool:
         """Whether the page declares settings of its own (a group with fields besides the ``stage`` a step page is
         given): its builder then takes that group as its second argument."""
-        return (self.settings is not None and bool(dataclasses.fields(self.settings))
-                and self.key in _TAKES_GROUP)  # TRANSITIONAL (issue 40): every page with own settings, once all take it
+        return self.settings is not None and bool(dataclasses.fields(self.settings))
+
+    @property
+    def group_key(self) -> str:
+        """The key of the settings group the page's builder takes: its own key (a page with settings of its own),
+        the page's it shares (``settings_of``), or "" (none: ``build(shared, edits)``)."""
+        return self.settings_of or (self.key if self.has_own_settings else "")
 
     def build_args(self, settings: Any, edits: Any = None) -> tuple:
-        """The arguments of the page's builder from one settings object: ``(settings, settings.<key>, edits)`` for a
-        page with settings of its own, ``(settings, edits)`` otherwise; ``edits`` is left out when None.
+        """The arguments of the page's builder from one settings object: ``(settings, settings.<group_key>, edits)``
+        for a page with a group (:attr:`group_key`: its own, or the one it shares), ``(settings, edits)`` otherwise;
+        ``edits`` is left out when None.
 
         Args:
             settings: the composed :class:`attention_core.settings.Settings` (validated).
             edits: the user's edits (cell overrides by matrix name), or None for none (and for a page without edits).
         """
-        args = (settings, getattr(settings, self.key)) if self.has_own_settings else (settings,)
+        args = (settings, getattr(settings, self.group_key)) if self.group_key else (settings,)
         return args if edits is None else args + (edits,)
 
     def walkthrough(self, settings: Any, edits: Any = None) -> Any:

@@ -45,10 +45,12 @@ def learning_rate() -> None:
 
 def target_editor(toggle_key: str, edits_name: str, build_target: Callable, column_prefix: str) -> None:
     """Behind a toggle, the target T cell by cell (edits kept under ``edits_name``); ``build_target(settings,
-    edits)`` -> (tokens, the target before the edits). A bad sentence or cell stops here with its message."""
+    settings.backward, edits)`` -> (tokens, the target before the edits). A bad sentence or cell stops here with its
+    message."""
     if st.toggle(_("Show and edit the target T"), key=toggle_key,
                  help=_("Any cell: the loss pulls the output toward it. Your cells stay when the sentence changes.")):
-        tokens, base = widgets.build_or_stop(build_target, state.settings(), state.edits())
+        settings = state.settings()
+        tokens, base = widgets.build_or_stop(build_target, settings, settings.backward, state.edits())
         widgets.matrix_editor(edits_name, base, token_labels(tokens), dim_labels(column_prefix, base.shape[1]))
 
 

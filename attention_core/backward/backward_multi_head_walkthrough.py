@@ -31,6 +31,7 @@ from attention_core.backward.backward_walkthrough import (
     QUERY,
     TOKEN,
     UNIT,
+    BackwardSettings,
     against_autograd,
     loss_remark,
     opening_entry,
@@ -111,7 +112,7 @@ class BackwardMultiHeadWalkthrough:
         return formulas.HeadView.of(self.trace, head)
 
 
-def _forward(settings: SharedSettings, edits: Optional[Edits]):
+def _forward(settings: SharedSettings, backward: BackwardSettings, edits: Optional[Edits]):
     """The tokens and X (with the user's X edits), the weights of seed 001's MultiHeadAttention, and the target."""
     inputs = build_inputs(settings, edits, edited=("x",))
     x = inputs.x
@@ -121,27 +122,34 @@ def _forward(settings: SharedSettings, edits: Optional[Edits]):
     forward = multi_head_attention(x, x, w["w_query"], w["w_key"], w["w_value"], w["w_out"], b_out=w["b_out"],
                                    num_heads=settings.num_heads, attn_mask=mask)
     # "token i copies token j": row i becomes v_j W_O + b_O, the output if every head looked only at token j
-    return inputs, w, target_for(settings, forward.output, forward.value @ w["w_out"] + w["b_out"])
+    return inputs, w, target_for(backward, forward.output, forward.value @ w["w_out"] + w["b_out"])
 
 
-def backward_multi_head_target(settings: SharedSettings,
+def backward_multi_head_target(settings: SharedSettings, backward: BackwardSettings,
                                edits: Optional[Edits] = None) -> tuple[tuple[str, ...], torch.Tensor]:
     """(the tokens, the target T (T, d_out)) the settings choose (:func:`target_for`), before the user's edits.
+
+    Args:
+        settings: validated shared settings, as :func:`build_backward_multi_head_walkthrough` reads them.
+        backward: the backward pages' settings (``settings.backward``, the group this page shares): the target.
+        edits: the user's edits of X.
 
     Raises:
         InputError: a bad sentence or cell of X, or num_heads not dividing d_out.
     """
-    inputs, _w, target = _forward(settings, edits)
+    inputs, _w, target = _forward(settings, backward, edits)
     return tuple(inputs.tokens), target
 
 
-def build_backward_multi_head_walkthrough(settings: SharedSettings,
+def build_backward_multi_head_walkthrough(settings: SharedSettings, backward: BackwardSettings,
                                           edits: Optional[Edits] = None) -> BackwardMultiHeadWalkthrough:
     """The backward pass of the multi-head page's numbers against the settings' target, checked.
 
     Args:
-        settings: validated settings: sentence, d_model, seed, d_out, num_heads, causal_mask, and the backward
-            page's target and η (``backward``).
+        settings: validated shared settings: sentence, d_model, seed, d_out, num_heads, causal_mask.
+        backward: the backward pages' settings, which this page shares with *The backward pass* (``settings.backward``,
+            its declaration's ``group``): the target (which, its token pair or seed), η, the steps "Keep stepping"
+            takes.
         edits: the user's edits of X ("x") and of this page's target (:data:`TARGET_EDITS`; cells outside today's
             T × d_out are kept but not applied).
 
@@ -150,15 +158,15 @@ def build_backward_multi_head_walkthrough(settings: SharedSettings,
             fit), an empty, non-numeric, NaN, ±inf or too large cell of the target (naming the cell).
     """
     edits = edits or {}
-    inputs, w, target = _forward(settings, edits)
+    inputs, w, target = _forward(settings, backward, edits)
     target = apply_edits(TARGET_EDITS, target, edits.get(TARGET_EDITS, {}))
     trace = multi_head_backward_trace(inputs.x, w["w_query"], w["w_key"], w["w_value"], w["w_out"],
                                       w["b_out"], target, settings.num_heads, causal=settings.causal_mask)
-    step = multi_head_gradient_step(trace, settings.backward.learning_rate)
+    step = multi_head_gradient_step(trace, backward.learning_rate)
     return BackwardMultiHeadWalkthrough(
         settings=settings, inputs=inputs, tokens=tuple(inputs.tokens), trace=trace,
         columns=head_columns(settings.d_out, settings.num_heads), step=step,
-        descent=descend(step, settings.backward.steps, multi_head_gradient_step), checks=autograd_checks(trace))
+        descent=descend(step, backward.steps, multi_head_gradient_step), checks=autograd_checks(trace))
 
 
 def autograd_checks(trace: MultiHeadBackwardTrace) -> tuple[Check, ...]:
@@ -324,4 +332,5 @@ BACKWARD_MULTI_HEAD = Page(
         "step": N_("One gradient-descent step"),
     },
     build=build_backward_multi_head_walkthrough, steps=backward_multi_head_steps, recipe=backward_multi_head_recipe, opening_entry=opening_entry,
+    settings_of="backward",  # the target, η and steps are the backward page's: both pages bind them (ui.learning)
 )

@@ -118,25 +118,26 @@ def opening_entry(walk) -> dict[str, int]:
     return {"entry_row": min(walk.settings.backward.copy_query, len(walk.tokens)) - 1, "entry_col": 0}
 
 
-def target_for(settings: SharedSettings, output: torch.Tensor, copied: torch.Tensor) -> torch.Tensor:
-    """The target T (T, d_o) the settings choose for this forward pass's ``output`` O (T, d_o).
+def target_for(backward: BackwardSettings, output: torch.Tensor, copied: torch.Tensor) -> torch.Tensor:
+    """The target T (T, d_o) the backward pages' settings (``settings.backward``) choose for this forward pass's
+    ``output`` O (T, d_o).
 
     "copy": O with row i replaced by row j of ``copied`` (T, d_o), what token i's output would be if it attended
     only to token j (the single-head page: V; the multi-head page: V W_O + b_O). The other rows are already right,
     so only row i is pulled. "random": N(0, 1) drawn with ``torch.Generator().manual_seed(target_seed)``. i and j
     are clamped to T.
     """
-    own = settings.backward
-    if own.target == "random":
-        return torch.randn(output.shape, generator=torch.Generator().manual_seed(own.target_seed))
+    if backward.target == "random":
+        return torch.randn(output.shape, generator=torch.Generator().manual_seed(backward.target_seed))
     rows = output.shape[0]
-    i, j = min(own.copy_query, rows) - 1, min(own.copy_key, rows) - 1
+    i, j = min(backward.copy_query, rows) - 1, min(backward.copy_key, rows) - 1
     target = output.clone()
     target[i] = copied[j]
     return target
 
 
-def _forward(settings: SharedSettings, edits: Optional[Edits]) -> tuple[Inputs, torch.Tensor]:
+def _forward(settings: SharedSettings, backward: BackwardSettings,
+             edits: Optional[Edits]) -> tuple[Inputs, torch.Tensor]:
     """The input stage (X and W with their edits; the target's edits are applied later) and the target the
     settings choose for it: :func:`target_for` on this page's forward pass, which has the causal mask when it is on."""
     inputs = build_inputs(settings, edits)
@@ -144,24 +145,33 @@ def _forward(settings: SharedSettings, edits: Optional[Edits]) -> tuple[Inputs, 
     query, key, value = m["x"] @ m["w_query"], m["x"] @ m["w_key"], m["x"] @ m["w_value"]
     mask = causal_mask(query.shape[0]) if settings.causal_mask else None
     output = scaled_dot_product_attention(query, key, value, attn_mask=mask).output
-    return inputs, target_for(settings, output, value)
+    return inputs, target_for(backward, output, value)
 
 
-def backward_target(settings: SharedSettings, edits: Optional[Edits] = None) -> tuple[tuple[str, ...], torch.Tensor]:
+def backward_target(settings: SharedSettings, backward: BackwardSettings,
+                    edits: Optional[Edits] = None) -> tuple[tuple[str, ...], torch.Tensor]:
     """(the tokens, the target T (T, d_v)) the settings choose (:func:`target_for`), before the user's edits of T.
+
+    Args:
+        settings: validated shared settings, as :func:`build_backward_walkthrough` reads them.
+        backward: the page's own settings (``settings.backward``): the target.
+        edits: the user's edits of X and W.
 
     Raises:
         InputError: a bad sentence or cell of X or W (as on the self-attention page).
     """
-    inputs, target = _forward(settings, edits)
+    inputs, target = _forward(settings, backward, edits)
     return tuple(inputs.tokens), target
 
 
-def build_backward_walkthrough(settings: SharedSettings, edits: Optional[Edits] = None) -> BackwardWalkthrough:
+def build_backward_walkthrough(settings: SharedSettings, backward: BackwardSettings,
+                               edits: Optional[Edits] = None) -> BackwardWalkthrough:
     """The backward pass of the self-attention page's numbers against the settings' target, checked.
 
     Args:
-        settings: validated settings: sentence, d_model, d_k, seed, causal_mask, and the page's own (``backward``).
+        settings: validated shared settings: sentence, d_model, d_k, seed, causal_mask.
+        backward: the page's own settings (``settings.backward``): the target (which, its token pair or seed), the
+            learning rate η, the steps "Keep stepping" takes.
         edits: the user's edits of X, W ("x", "w_query", "w_key", "w_value") and of the target ("target"; cells
             outside today's T × d_v are kept but not applied, as for X).
 
@@ -170,14 +180,14 @@ def build_backward_walkthrough(settings: SharedSettings, edits: Optional[Edits] 
             too large cell of the target (field "target", naming the cell).
     """
     edits = edits or {}
-    inputs, target = _forward(settings, edits)
+    inputs, target = _forward(settings, backward, edits)
     m = inputs.matrices
     target = apply_edits("target", target, edits.get("target", {}))
     trace = backward_trace(m["x"], m["w_query"], m["w_key"], m["w_value"], target, causal=settings.causal_mask)
-    step = gradient_step(trace, settings.backward.learning_rate)
+    step = gradient_step(trace, backward.learning_rate)
     return BackwardWalkthrough(settings=settings, inputs=inputs, tokens=tuple(inputs.tokens), trace=trace,
                                flash=flash_shortcut(trace), step=step,
-                               descent=descend(step, settings.backward.steps, gradient_step),
+                               descent=descend(step, backward.steps, gradient_step),
                                checks=autograd_checks(trace))
 
 

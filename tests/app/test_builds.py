@@ -14,7 +14,7 @@ import torch
 from conftest import APP, page_paths
 from streamlit.testing.v1 import AppTest
 
-from attention_core import reads
+from attention_core import reads, registry
 from attention_core.modern.alibi_walkthrough import build_alibi_walkthrough
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
@@ -147,3 +147,15 @@ def test_a_pages_own_group_beside_the_settings_is_keyed_by_what_the_build_read_o
     assert (builds.BUILDS_RUN - before)["build_alibi_walkthrough"] == 1 and rebuilt.trace.bias.shape[0] == 3
     stranger = builds.built(build_alibi_walkthrough, (settings, more.alibi, {}), {})  # not the settings' own group
     assert (builds.BUILDS_RUN - before)["build_alibi_walkthrough"] == 2 and stranger.trace.bias.shape[0] == 3
+
+
+@pytest.mark.parametrize("page", [page for page in registry.PAGES if page.build is not None], ids=lambda page: page.key)
+def test_a_builder_reads_no_other_pages_group_and_not_its_stage(page):
+    """Each builder reads the shared fields and its one group (its own, or the one it shares: ``Page.group_key``),
+    never another page's, never the stage (a view of the walk-through, not an input), never the settings whole."""
+    with reads.recording() as read:
+        page.walkthrough(Settings())
+    assert reads.EVERYTHING not in read
+    groups = {path.split(".")[0] for path in read if "." in path}
+    assert groups <= ({page.group_key} if page.group_key else set()), (page.key, sorted(read))
+    assert f"{page.group_key}.stage" not in read and f"{page.key}.stage" not in read

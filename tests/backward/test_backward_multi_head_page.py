@@ -14,9 +14,8 @@ from attention_core.backward.backward_multi_head_walkthrough import (
     BACKWARD_MULTI_HEAD,
     STAGE_CHECKS,
     TARGET_EDITS,
-    build_backward_multi_head_walkthrough,
 )
-from attention_core.backward.backward_walkthrough import EPSILON, build_backward_walkthrough
+from attention_core.backward.backward_walkthrough import BACKWARD, EPSILON
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
 from attention_core.settings import Settings
@@ -32,7 +31,7 @@ CASES = [(preset, causal, target) for preset in PRESETS for causal in (False, Tr
 
 @pytest.mark.parametrize("preset, causal, target", CASES)
 def test_every_gradient_equals_autograds_on_every_worked_example(preset, causal, target):
-    walk = build_backward_multi_head_walkthrough(_settings(preset, causal, target))
+    walk = BACKWARD_MULTI_HEAD.walkthrough(_settings(preset, causal, target))
     assert len(walk.checks) == 13
     for check in walk.checks:
         assert check.matches and check.max_abs_diff <= 1e-5, (check.reference, check.max_abs_diff)
@@ -51,7 +50,7 @@ def test_every_gradient_equals_autograds_on_every_worked_example(preset, causal,
 def test_the_gradients_equal_those_of_torch_multihead_attention_with_the_pages_weights(d_out, num_heads, causal):
     settings = Settings.for_preset("custom", d_model=d_out, d_out=d_out, num_heads=num_heads).set(
         **{"causal_mask": causal, "backward.target": "random"})
-    walk = build_backward_multi_head_walkthrough(settings)
+    walk = BACKWARD_MULTI_HEAD.walkthrough(settings)
     t = walk.trace
     w = module_weights(settings.d_model, d_out, settings.seed, out_proj=True)
     torch.testing.assert_close(t.w_query, w["w_query"])  # the multi-head page's W (seed 001's draw)
@@ -74,7 +73,7 @@ def test_the_gradients_equal_those_of_torch_multihead_attention_with_the_pages_w
 
 
 def test_each_heads_panels_are_its_slice_and_its_columns_of_the_whole():
-    walk = build_backward_multi_head_walkthrough(Settings(d_out=6, num_heads=3))
+    walk = BACKWARD_MULTI_HEAD.walkthrough(Settings(d_out=6, num_heads=3))
     t = walk.trace
     for stage, name in (("d_value", "d_value_heads"), ("d_query", "d_query_heads"), ("d_key", "d_key_heads")):
         panels = [p for p in BACKWARD_MULTI_HEAD.steps(walk, stage).stage.panels if p.head is not None]
@@ -90,15 +89,15 @@ def test_each_heads_panels_are_its_slice_and_its_columns_of_the_whole():
 
 def test_one_head_is_the_single_head_pass_through_W_O():
     settings = Settings(d_out=3, num_heads=1, d_k=3)
-    multi = build_backward_multi_head_walkthrough(settings).trace
+    multi = BACKWARD_MULTI_HEAD.walkthrough(settings).trace
     # with W_O the loss's gradient reaches the head as dC = dO W_O^T; the head's own pass is the single-head one
-    single = build_backward_walkthrough(settings)
+    single = BACKWARD.walkthrough(settings)
     assert multi.head_dim == single.trace.query.shape[-1] == 3
     torch.testing.assert_close(multi.d_head_outputs[0], multi.d_output @ multi.w_out.T)
 
 
 def test_the_copy_target_pulls_one_row_and_a_step_lowers_the_loss():
-    walk = build_backward_multi_head_walkthrough(Settings())  # token 2 should copy token 1
+    walk = BACKWARD_MULTI_HEAD.walkthrough(Settings())  # token 2 should copy token 1
     t, s = walk.trace, walk.step
     assert torch.count_nonzero(t.d_output.abs().sum(-1)) == 1 and float(t.d_output[1].abs().sum()) > 0
     torch.testing.assert_close(t.target[1], t.value[0] @ t.w_out + t.b_out)
@@ -113,7 +112,7 @@ def test_the_copy_target_pulls_one_row_and_a_step_lowers_the_loss():
 @pytest.mark.parametrize("stage, which", [("d_w_query", "w_query"), ("d_w_key", "w_key"), ("d_w_value", "w_value"),
                                           ("d_w_out", "w_out")])
 def test_the_finite_difference_of_the_explained_weight_moves_the_loss_by_eps_times_its_gradient(stage, which):
-    walk = build_backward_multi_head_walkthrough(_settings("journey_v1", True, "random", d_out=4))
+    walk = BACKWARD_MULTI_HEAD.walkthrough(_settings("journey_v1", True, "random", d_out=4))
     for row, col in ((0, 0), (1, 1), (2, 0)):
         fd = walk.finite_difference(which, row, col)
         assert fd.predicted_change == pytest.approx(EPSILON * walk.explained(stage, row, col), rel=1e-4)
@@ -135,7 +134,7 @@ def _mistake(walk, stage: str, key: str, head: int = 0):
 
 
 def test_the_mistakes_are_the_wrong_formulas_they_name():
-    walk = build_backward_multi_head_walkthrough(_settings("seed000", True, "random", d_out=8, num_heads=2).set(
+    walk = BACKWARD_MULTI_HEAD.walkthrough(_settings("seed000", True, "random", d_out=8, num_heads=2).set(
         **{"backward.learning_rate": 1.0}))
     t, head = walk.trace, 1
     row, col, value = _mistake(walk, "d_concat", "w_out_not_transposed")
@@ -155,7 +154,7 @@ def test_the_mistakes_are_the_wrong_formulas_they_name():
 
 
 def test_every_stage_shows_the_checks_of_its_own_gradients():
-    walk = build_backward_multi_head_walkthrough(Settings())
+    walk = BACKWARD_MULTI_HEAD.walkthrough(Settings())
     for stage, names in STAGE_CHECKS.items():
         references = [c.reference for c in BACKWARD_MULTI_HEAD.steps(walk, stage).checks]
         assert len(references) == len(names) and all(r.startswith("torch.autograd: ") for r in references), stage
@@ -165,7 +164,7 @@ def test_every_stage_shows_the_checks_of_its_own_gradients():
 
 def test_heads_that_do_not_divide_d_out_get_the_multi_head_pages_message():
     with pytest.raises(InputError) as raised:
-        build_backward_multi_head_walkthrough(Settings(d_out=6, num_heads=4))
+        BACKWARD_MULTI_HEAD.walkthrough(Settings(d_out=6, num_heads=4))
     assert raised.value.field == "num_heads" and "1, 2, 3, 6" in str(raised.value)
 
 
@@ -173,16 +172,16 @@ def test_heads_that_do_not_divide_d_out_get_the_multi_head_pages_message():
                                           (float("inf"), "values must lie between"), (1e7, "values must lie between")])
 def test_a_bad_cell_of_the_target_is_named_in_the_message(value, words):
     with pytest.raises(InputError) as raised:
-        build_backward_multi_head_walkthrough(Settings(), {TARGET_EDITS: {(1, 0): value}})
+        BACKWARD_MULTI_HEAD.walkthrough(Settings(), {TARGET_EDITS: {(1, 0): value}})
     assert raised.value.field == TARGET_EDITS and words in str(raised.value)
 
 
 def test_the_target_edits_are_this_pages_own_and_cells_outside_are_kept_not_applied():
     edits = {TARGET_EDITS: {(1, 0): 0.5, (11, 5): 3.0}}
-    walk = build_backward_multi_head_walkthrough(Settings(), edits)
+    walk = BACKWARD_MULTI_HEAD.walkthrough(Settings(), edits)
     assert float(walk.trace.target[1, 0]) == 0.5 and all(c.matches for c in walk.checks)
     # the single-head page's target (d_k wide) is not touched by them
-    assert build_backward_walkthrough(Settings(), edits).trace.target.equal(build_backward_walkthrough(Settings()).trace.target)
+    assert BACKWARD.walkthrough(Settings(), edits).trace.target.equal(BACKWARD.walkthrough(Settings()).trace.target)
 
 
 def test_the_page_says_which_target_cell_is_bad_and_keeps_the_editor():
@@ -211,8 +210,8 @@ def test_each_backward_walk_through_has_every_member_its_protocol_names():
     from attention_core.backward import walks
 
     settings = Settings()
-    for walk, protocol in ((build_backward_walkthrough(settings), walks.BackwardWalk),
-                           (build_backward_multi_head_walkthrough(settings), walks.BackwardMultiHeadWalk)):
+    for walk, protocol in ((BACKWARD.walkthrough(settings), walks.BackwardWalk),
+                           (BACKWARD_MULTI_HEAD.walkthrough(settings), walks.BackwardMultiHeadWalk)):
         members = set(typing.get_type_hints(protocol)) | {
             name for name in vars(protocol) if not name.startswith("_")}
         assert members >= {"tokens", "trace", "step", "jacobian_at", "explained", "head_view", "finite_difference"}

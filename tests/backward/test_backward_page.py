@@ -10,8 +10,7 @@ import pytest
 import torch
 
 from attention_core import practice, registry
-from attention_core.backward.backward_multi_head_walkthrough import build_backward_multi_head_walkthrough
-from attention_core.backward.backward_walkthrough import BACKWARD, EPSILON, build_backward_walkthrough, explained
+from attention_core.backward.backward_walkthrough import BACKWARD, EPSILON, explained
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
 from attention_core.settings import Settings
@@ -27,7 +26,7 @@ CASES = [(preset, causal, target) for preset in PRESETS for causal in (False, Tr
 
 @pytest.mark.parametrize("preset, causal, target", CASES)
 def test_every_gradient_equals_autograds_on_every_worked_example(preset, causal, target):
-    walk = build_backward_walkthrough(_settings(preset, causal, target))
+    walk = BACKWARD.walkthrough(_settings(preset, causal, target))
     assert len(walk.checks) == 10
     for check in walk.checks:
         assert check.matches and check.max_abs_diff <= 1e-5, (check.reference, check.max_abs_diff)
@@ -43,7 +42,7 @@ def test_every_gradient_equals_autograds_on_every_worked_example(preset, causal,
 
 
 def test_the_copy_target_pulls_one_row_and_a_step_moves_its_attention_toward_the_copied_token():
-    walk = build_backward_walkthrough(Settings())  # token 2 should copy token 1's value
+    walk = BACKWARD.walkthrough(Settings())  # token 2 should copy token 1's value
     t, s = walk.trace, walk.step
     assert torch.count_nonzero(t.d_output.abs().sum(-1)) == 1 and float(t.d_output[1].abs().sum()) > 0
     assert s.loss_after < s.loss_before
@@ -53,7 +52,7 @@ def test_the_copy_target_pulls_one_row_and_a_step_moves_its_attention_toward_the
 
 @pytest.mark.parametrize("stage", ["d_w_query", "d_w_key", "d_w_value"])
 def test_the_finite_difference_of_the_explained_weight_moves_the_loss_by_eps_times_its_gradient(stage):
-    walk = build_backward_walkthrough(Settings.for_preset("journey_v1"))
+    walk = BACKWARD.walkthrough(Settings.for_preset("journey_v1"))
     for row, col in ((0, 0), (1, 1), (2, 0)):
         fd = walk.finite_difference({"d_w_query": "w_query", "d_w_key": "w_key", "d_w_value": "w_value"}[stage],
                                     row, col)
@@ -72,7 +71,7 @@ HINTS = {"d_value": "p_not_transposed", "d_scores": "softmax_diagonal_only", "d_
 @pytest.mark.parametrize("causal", [False, True])
 def test_every_hint_fires_on_its_own_mistake_and_never_on_the_right_answer(causal):
     # η = 1: the update's sign mistake (W + η dW) is then far enough from the answer to be told apart
-    walk = build_backward_walkthrough(_settings("journey_v1", causal, "random").set(**{"backward.learning_rate": 1.0}))
+    walk = BACKWARD.walkthrough(_settings("journey_v1", causal, "random").set(**{"backward.learning_rate": 1.0}))
     fired = set()
     for stage in EXERCISED:
         steps = BACKWARD.steps(walk, stage)
@@ -104,7 +103,7 @@ def _first_mistake(walk, stage: str, key: str):
 
 
 def test_the_mistakes_are_the_wrong_formulas_they_name():
-    walk = build_backward_walkthrough(Settings.for_preset("journey_v1").set(**{"backward.target": "random",
+    walk = BACKWARD.walkthrough(Settings.for_preset("journey_v1").set(**{"backward.target": "random",
                                                                                "backward.learning_rate": 1.0}))
     t = walk.trace
     row, col, value = _first_mistake(walk, "d_scores", "softmax_diagonal_only")
@@ -123,31 +122,31 @@ def test_the_mistakes_are_the_wrong_formulas_they_name():
 def test_a_learning_rate_out_of_range_is_repaired_with_a_message(eta, expected):
     settings, messages = Settings().replace(**{"backward.learning_rate": eta})
     assert settings.backward.learning_rate == expected and messages
-    assert math.isfinite(build_backward_walkthrough(settings).step.loss_after)
+    assert math.isfinite(BACKWARD.walkthrough(settings).step.loss_after)
 
 
 def test_a_copy_index_beyond_the_sentence_is_clamped_to_its_last_token():
     settings = Settings().set(**{"backward.copy_query": 40, "backward.copy_key": 40})
-    walk = build_backward_walkthrough(settings)
+    walk = BACKWARD.walkthrough(settings)
     last = walk.trace.value.shape[0] - 1
     torch.testing.assert_close(walk.trace.target[last], walk.trace.value[last])
 
 
 def test_a_bad_sentence_gives_the_self_attention_pages_message():
     with pytest.raises(InputError):
-        build_backward_walkthrough(Settings.for_preset("custom", sentence="   "))
+        BACKWARD.walkthrough(Settings.for_preset("custom", sentence="   "))
 
 
 @pytest.mark.parametrize("value, words", [(None, "is empty"), (float("nan"), "is empty"), ("abc", "not a number"),
                                           (float("inf"), "values must lie between"), (1e7, "values must lie between")])
 def test_a_bad_cell_of_the_target_is_named_in_the_message(value, words):
     with pytest.raises(InputError) as raised:
-        build_backward_walkthrough(Settings(), {"target": {(1, 0): value}})
+        BACKWARD.walkthrough(Settings(), {"target": {(1, 0): value}})
     assert raised.value.field == "target" and words in str(raised.value)
 
 
 def test_the_target_edits_apply_and_cells_outside_a_shorter_sentence_are_kept_not_applied():
-    walk = build_backward_walkthrough(Settings(), {"target": {(1, 0): 0.5, (11, 2): 3.0}})
+    walk = BACKWARD.walkthrough(Settings(), {"target": {(1, 0): 0.5, (11, 2): 3.0}})
     assert float(walk.trace.target[1, 0]) == 0.5
     assert float(walk.trace.d_output[1, 0]) == pytest.approx(float(walk.trace.output[1, 0]) - 0.5)
     assert all(c.matches for c in walk.checks)
@@ -180,8 +179,7 @@ def test_a_new_session_opens_on_the_targets_row_where_every_step_explains_a_numb
     assert (settings(at).entry_row, settings(at).entry_col) == (1, 0)
     key = "backward_multi_head" if "multi_head" in page_file else "backward"
     page = registry.BY_KEY[key]
-    walk = (build_backward_multi_head_walkthrough if "multi_head" in page_file else build_backward_walkthrough)(
-        settings(at))
+    walk = page.walkthrough(settings(at))
     zeros = [stage for stage in page.stages if stage not in ("flash", "step")  # (D: one column; the step: W itself)
              if explained_value(page.steps(walk, stage).stage.panels, 1, 0, settings(at).head) == 0]
     assert not zeros, f"the opening entry explains 0 on {zeros}"
@@ -210,7 +208,7 @@ def test_keep_stepping_shows_the_loss_after_each_step_and_how_far_attention_move
     from conftest import charts, open_app, settings
 
     key = "backward_multi_head" if "multi_head" in page_file else "backward"
-    build = build_backward_multi_head_walkthrough if "multi_head" in page_file else build_backward_walkthrough
+    build = registry.BY_KEY[key].walkthrough
     at = open_app(page_file)
     at.selectbox(key=f"setting_{key}.stage").set_value("step").run()
     assert "Keep stepping" in [h.value for h in at.subheader]

@@ -21,6 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+from attention_core.backward.backward_multi_head_walkthrough import BACKWARD_MULTI_HEAD
+from attention_core.backward.backward_walkthrough import BACKWARD
 from attention_core.backward.gradients import (
     BackwardTrace,
     backward_trace,
@@ -500,13 +502,11 @@ def test_the_jacobian_helpers_refuse_a_row_that_is_not_there():
 def test_several_steps_are_the_one_step_repeated_and_attention_visibly_moves():
     """descend: step k + 1 starts from the weights step k left, with the same η; twenty steps of η = 0.01 on the
     default example lower the loss every step and move P by ~0.1 where one step moved it by ~1e-5."""
-    from attention_core.backward.backward_multi_head_walkthrough import build_backward_multi_head_walkthrough
-    from attention_core.backward.backward_walkthrough import build_backward_walkthrough
     from attention_core.backward.gradients import descend, gradient_step
     from attention_core.backward.multi_head_gradients import multi_head_gradient_step
     from attention_core.settings import Settings
 
-    walk = build_backward_walkthrough(Settings())
+    walk = BACKWARD.walkthrough(Settings())
     assert walk.descent.steps == 20 and walk.descent.losses[:2] == (walk.step.loss_before, walk.step.loss_after)
     trace, losses = walk.trace, [walk.trace.loss]
     for _ in range(20):  # by hand: the same update, 20 times
@@ -519,7 +519,7 @@ def test_several_steps_are_the_one_step_repeated_and_attention_visibly_moves():
     assert float((walk.step.weights_after - walk.step.weights_before).abs().max()) < 1e-3 < 0.05 < (
         walk.descent.largest_change)
     assert descend(walk.step, 10 ** 6, gradient_step).steps == MAX_BACKWARD_STEPS and descend(walk.step, 0, gradient_step).steps == 1
-    multi = build_backward_multi_head_walkthrough(Settings())
+    multi = BACKWARD_MULTI_HEAD.walkthrough(Settings())
     assert multi.descent.weights_after.shape == multi.step.weights_after.shape  # (h, T, T)
     again = descend(multi.step, 3, multi_head_gradient_step)
     assert again.losses == multi.descent.losses[:4]

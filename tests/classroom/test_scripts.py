@@ -24,8 +24,10 @@ from conftest import APP
 from streamlit.testing.v1 import AppTest
 
 from attention_core import registry
-from attention_core.backward.backward_multi_head_walkthrough import build_backward_multi_head_walkthrough
-from attention_core.backward.backward_walkthrough import build_backward_walkthrough
+from attention_core.backward.backward_multi_head_walkthrough import (
+    BACKWARD_MULTI_HEAD,
+)
+from attention_core.backward.backward_walkthrough import BACKWARD
 from attention_core.classroom.scripts import script_for
 from attention_core.masking.walkthrough import DROPOUT_PAGE, build_causal_walkthrough
 from attention_core.modern import alibi, rope, sliding
@@ -53,12 +55,12 @@ CASES = {
     "self_attention_nasty_tokens": (lambda: build_walkthrough(Settings.for_preset("custom", sentence=NASTY)),
                                     "self_attention"),
     "causal": (lambda: build_causal_walkthrough(Settings()), "causal"),
-    "backward_copy_causal": (lambda: build_backward_walkthrough(Settings()), "backward"),
-    "backward_random_not_causal": (lambda: build_backward_walkthrough(Settings().set(**{"causal_mask": False, "backward.target": "random", "backward.learning_rate": 1.0})), "backward"),
-    "backward_multi_head_two_heads_causal": (lambda: build_backward_multi_head_walkthrough(Settings()),
+    "backward_copy_causal": (lambda: BACKWARD.walkthrough(Settings()), "backward"),
+    "backward_random_not_causal": (lambda: BACKWARD.walkthrough(Settings().set(**{"causal_mask": False, "backward.target": "random", "backward.learning_rate": 1.0})), "backward"),
+    "backward_multi_head_two_heads_causal": (lambda: BACKWARD_MULTI_HEAD.walkthrough(Settings()),
                                              "backward_multi_head"),
     "backward_multi_head_four_heads_random": (
-        lambda: build_backward_multi_head_walkthrough(Settings(d_out=8, num_heads=4, causal_mask=False, head=3).set(
+        lambda: BACKWARD_MULTI_HEAD.walkthrough(Settings(d_out=8, num_heads=4, causal_mask=False, head=3).set(
             **{"backward.target": "random", "backward.learning_rate": 1.0})), "backward_multi_head"),
     "causal_padding_and_a_blocked_row": (
         lambda: build_causal_walkthrough(Settings(padding=2), {"mask": {(0, 0): 0.0, (3, 5): 1.0}}), "causal"),

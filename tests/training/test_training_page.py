@@ -12,7 +12,7 @@ import torch
 from conftest import APP, charts, errors, latex
 from streamlit.testing.v1 import AppTest
 
-from attention_core.backward.backward_walkthrough import build_backward_walkthrough
+from attention_core.backward.backward_walkthrough import BACKWARD
 from attention_core.errors import InputError
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
@@ -39,7 +39,7 @@ def test_a_learned_head_opened_on_the_self_attention_pages_has_the_models_number
     settings, messages = Settings().replace(**opened.changes)
     assert messages == [] and settings.d_model == settings.d_k == 16
     # the backward page masks as the model does: its P is the snapshot's pattern
-    back = build_backward_walkthrough(settings, opened.edits)
+    back = BACKWARD.walkthrough(settings, opened.edits)
     torch.testing.assert_close(back.trace.weights, snapshot.weights[0, 0], rtol=1e-5, atol=1e-5)
     # the self-attention page has no mask: its scaled scores are the model's, its last row sees everything anyway
     walk = build_walkthrough(settings, opened.edits)
