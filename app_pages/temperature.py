@@ -54,7 +54,7 @@ def page() -> None:
         st.markdown(_("**Weights at τ = {tau}** (click a row to write its numbers out below)", tau=f"{tau:g}"))
         heatmaps.heatmap(trace.weights, rows, rows, key=f"temp_weights_{len(rows)}", clickable=True,
                         selected=(row, view.row_favourite),
-                        row_title=_("query token"), col_title=_("key token"),
+                        row_title=_("query token"), col_title=_("key token"), legend=False,
                         on_cell=lambda r, c: state.update(**{"temperature.row": r}))
     with entropy_col:
         st.markdown(_("**Entropy of each row** (dashed: ln n = {value}, uniform)", value=f"{trace.max_entropy:.3f}"))
