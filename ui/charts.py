@@ -299,8 +299,10 @@ def _image_spec(cell: int, height: int, width: int, clickable: bool, overlay: bo
     if overlay:
         layers.append(base.mark_rect(color="#e8000b").encode(
             opacity=alt.Opacity("weight:Q", scale=alt.Scale(range=[0.0, 0.85], zero=True),
-                                legend=alt.Legend(title=weight_t, orient="right", format=".3f", columns=1,
-                                                  symbolType="square", symbolSize=260 * scale ** 2)),
+                                # under the image, not beside it: beside, in the page's half-width column, the
+                                # legend fell outside the column and was cut off (seen at 1400 px)
+                                legend=alt.Legend(title=weight_t, orient="bottom", direction="horizontal",
+                                                  format=".3f", symbolType="square", symbolSize=260 * scale ** 2)),
             tooltip=tooltip))
     if numbers:
         # presenter mode: at least presenter.MIN_FONT_PX when it fits ("143" is about 1.5 em wide)
