@@ -79,22 +79,17 @@ def page() -> None:
         rows=result.rows, keys=result.keys,
     ))
     st.latex(scaling.entropy_latex())
-    max_lines = [
-        {"x": d, "y": result.max_weight_raw.tolist(), "series": "softmax(q · k)", "order": 0, "dashed": False},
-        {"x": d, "y": result.max_weight_scaled.tolist(), "series": "softmax(q · k / √d_k)", "order": 1,
-         "dashed": False},
-        {"x": d, "y": list(summary.uniform_weight_line),
-         "series": _("uniform: 1/n = {value}", value=f"{summary.uniform_weight:.3g}"),
-         "order": 2, "dashed": True},
-    ]
-    entropy_lines = [
-        {"x": d, "y": result.entropy_raw.tolist(), "series": "softmax(q · k)", "order": 0, "dashed": False},
-        {"x": d, "y": result.entropy_scaled.tolist(), "series": "softmax(q · k / √d_k)", "order": 1,
-         "dashed": False},
-        {"x": d, "y": list(summary.uniform_entropy_line),
-         "series": _("uniform: ln n = {value}", value=f"{summary.uniform_entropy:.3g}"),
-         "order": 2, "dashed": True},
-    ]
+
+    def softmax_lines(raw, scaled, uniform: list, uniform_name: str) -> list[dict]:
+        """One measure of the weights, without and with ÷ √d_k, and its value for uniform weights (dashed)."""
+        return [{"x": d, "y": raw.tolist(), "series": "softmax(q · k)", "order": 0, "dashed": False},
+                {"x": d, "y": scaled.tolist(), "series": "softmax(q · k / √d_k)", "order": 1, "dashed": False},
+                {"x": d, "y": uniform, "series": uniform_name, "order": 2, "dashed": True}]
+
+    max_lines = softmax_lines(result.max_weight_raw, result.max_weight_scaled, list(summary.uniform_weight_line),
+                              _("uniform: 1/n = {value}", value=f"{summary.uniform_weight:.3g}"))
+    entropy_lines = softmax_lines(result.entropy_raw, result.entropy_scaled, list(summary.uniform_entropy_line),
+                                  _("uniform: ln n = {value}", value=f"{summary.uniform_entropy:.3g}"))
     left, right = st.columns(2)
     with left:
         st.markdown(_("**The largest weight** (mean over the queries)"))

@@ -24,9 +24,8 @@ def _values(value: Any) -> list:
     return value.tolist() if isinstance(value, np.ndarray) else list(value)
 
 
-def table(columns: Mapping[str, Any]) -> pa.Table:
-    """An Arrow table of ``columns`` (name -> values), in their order; a single value (a number, a text, a bool) is
-    repeated down its column, as ``pandas.DataFrame`` repeats it.
+def _rows(columns: Mapping[str, Any]) -> int:
+    """How many rows ``columns`` make: the length of its columns (1 when every value is single).
 
     Raises:
         ValueError: two columns of different lengths.
@@ -34,7 +33,17 @@ def table(columns: Mapping[str, Any]) -> pa.Table:
     lengths = {len(v) for v in columns.values() if _is_column(v)}
     if len(lengths) > 1:
         raise ValueError(f"columns of different lengths: {sorted(lengths)}")
-    rows = lengths.pop() if lengths else 1
+    return lengths.pop() if lengths else 1
+
+
+def table(columns: Mapping[str, Any]) -> pa.Table:
+    """An Arrow table of ``columns`` (name -> values), in their order; a single value (a number, a text, a bool) is
+    repeated down its column, as ``pandas.DataFrame`` repeats it.
+
+    Raises:
+        ValueError: two columns of different lengths.
+    """
+    rows = _rows(columns)
     return pa.table({name: _values(v) if _is_column(v) else [v] * rows for name, v in columns.items()})
 
 
@@ -48,10 +57,7 @@ def stacked(parts: Sequence[Mapping[str, Any]]) -> pa.Table:
     names = list(dict.fromkeys(name for part in parts for name in part))
     columns: dict[str, list] = {name: [] for name in names}
     for part in parts:
-        lengths = {len(v) for v in part.values() if _is_column(v)}
-        if len(lengths) > 1:
-            raise ValueError(f"columns of different lengths: {sorted(lengths)}")
-        rows = lengths.pop() if lengths else 1
+        rows = _rows(part)
         for name in names:
             value = part.get(name)
             columns[name].extend(_values(value) if _is_column(value) else [value] * rows)
