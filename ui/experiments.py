@@ -28,8 +28,10 @@ _UPLOAD_ERROR = "img_upload_error"  # a Message (translated when shown)
 _UPLOADER_VERSION = "img_uploader_version"
 
 
-#: How many scaling experiments the server keeps (a few MB each at the largest sample count), shared by every session.
-SHARED_EXPERIMENTS = 32
+#: How many scaling experiments the server keeps, shared by every session. Each is a dozen G-long tensors (~8 kB, ~4 MB
+#: when full), so every combination a class tries stays kept (with 32, a class walking the page's four widgets missed
+#: again and again; every miss is ~0.1 s of torch).
+SHARED_EXPERIMENTS = 512
 _EXPERIMENTS: collections.OrderedDict = collections.OrderedDict()  # (samples, keys, seed, distribution) -> result
 _EXPERIMENTS_LOCK = threading.Lock()
 

@@ -194,9 +194,13 @@ def run_scaling_experiment(
 #: the two streams never share a seed): changing S then redraws only the variance experiment, changing n only the
 #: softmax experiment.
 SOFTMAX_STREAM = 2**32
+#: How many results of each half the process keeps. A result is a few G-long float32 tensors (~5 kB with Python's and
+#: torch's overhead: ~2.5 MB per half when full), so the combinations of S, n, seed and distribution that a class tries
+#: (a few hundred) all stay kept: a click back to a value seen is free.
+PARTS_KEPT = 512
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=PARTS_KEPT)
 def _variance_part(samples: int, seed: int, distribution: str,
                    grid: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The variance experiment: (mean, variance, scaled variance, standard error), each (G,) float32.
@@ -213,7 +217,7 @@ def _variance_part(samples: int, seed: int, distribution: str,
     return dots.mean(dim=-1), dots.var(dim=-1), (dots / d.sqrt().unsqueeze(-1)).var(dim=-1), standard_error
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=PARTS_KEPT)
 def _softmax_part(rows: int, keys: int, seed: int, distribution: str, grid: tuple[int, ...]) -> tuple[
         torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, float]:
     """The softmax experiment: (max weight raw, scaled, entropy raw, scaled), each (G,) float32, and the largest
@@ -225,13 +229,13 @@ def _softmax_part(rows: int, keys: int, seed: int, distribution: str, grid: tupl
     d_max = grid[-1]
     query = draw_components((rows, 1, 1, d_max), distribution, g)  # (R, 1, 1, D_max): one query per row
     key = draw_components((rows, 1, keys, d_max), distribution, g)  # (R, 1, n, D_max): n keys per row
-    # V = I_n, so the attention output is the weights. (R, 1, ·, ·) and contiguous: PyTorch's fused
-    # CPU kernel takes 4-d inputs only, and is ~30x faster here than its fallback.
-    identity = torch.eye(keys).expand(rows, 1, keys, keys).contiguous()
+    # V = I_n, so the attention output is the weights. Views, broadcast over the rows, never copied: contiguous
+    # copies of each d_k's slices (R × n × d_k floats per grid point) cost more than the function itself.
+    identity = torch.eye(keys).expand(rows, 1, keys, keys)  # (R, 1, n, n)
     stats = {"max_raw": [], "max_scaled": [], "ent_raw": [], "ent_scaled": []}
     worst = 0.0
     for dk in grid:  # over the grid only
-        q_d, k_d = query[..., :dk].contiguous(), key[..., :dk].contiguous()  # (R, 1, 1, d_k), (R, 1, n, d_k)
+        q_d, k_d = query[..., :dk], key[..., :dk]  # views: (R, 1, 1, d_k), (R, 1, n, d_k)
         scores = (q_d @ k_d.transpose(-2, -1))[:, 0, 0]  # (R, 1, 1, d_k) @ (R, 1, d_k, n) -> (R, n)
         raw = torch.softmax(scores, dim=-1)
         scaled = torch.softmax(scores / math.sqrt(dk), dim=-1)
