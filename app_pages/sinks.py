@@ -1,7 +1,7 @@
 """Attention sinks: softmax must put its weight somewhere; where SmolLM2 puts it, what evicting it from a sliding
 KV cache costs (StreamingLLM), and gpt-oss's learned sink."""
 
-import pandas as pd
+import numpy as np
 import streamlit as st
 
 from attention_core.errors import N_, InputError
@@ -176,11 +176,12 @@ def show_run(run: sinks.StreamingRun) -> None:
     st.latex(sinks.streaming_latex(run, _))
     parts = []
     for order, (key, title) in enumerate(sinks.CONDITIONS.items()):
-        smooth = pd.Series(run.losses[key].numpy()).rolling(32, min_periods=1).mean()  # the last 32 tokens' mean
-        parts.append({"x": smooth.index + 2, "y": smooth.to_numpy(), "series": _(title), "order": order,
+        smooth = run.trailing_mean_losses(key).numpy()
+        parts.append({"x": np.arange(2, smooth.size + 2), "y": smooth, "series": _(title), "order": order,
                       "dashed": False})  # row i is the loss of token i + 2 (1-based)
     low, high = min(float(part["y"].min()) for part in parts), max(float(part["y"].max()) for part in parts)
-    charts.lines(parts, key="sinks_losses_chart", x_title=_("token predicted"), y_title=_("loss, mean of the last 32"),
+    charts.lines(parts, key="sinks_losses_chart", x_title=_("token predicted"),
+                 y_title=_("loss, mean of the last {n}", n=sinks.SMOOTHING_TOKENS),
                  x_log=False, points=False, height=460, x_format="d", y_format=".3~g",
                  y_range=(max(0.0, low - 0.25), high + 0.25))
     st.caption(_("Measured once on this server in {seconds:.1f} s (three forward passes of {t} tokens, one torch "

@@ -52,6 +52,8 @@ CONDITIONS: dict[str, str] = {
 }
 #: The rows whose logits go through the 49152-wide lm_head at once (128 × 49152 float32: 25 MB, not 150 MB at 768).
 LOGIT_ROWS = 128
+#: The loss chart's smoothing: each point is the mean loss of the last this many tokens predicted.
+SMOOTHING_TOKENS = 32
 
 
 def bundled_text() -> str:
@@ -111,6 +113,21 @@ class StreamingRun:
     def loss_after_window(self, key: str) -> float:
         """The mean loss of the tokens predicted once the window is full (tokens w + 1 …): where the caches differ."""
         return float(self.losses[key][self.window:].double().mean())
+
+    def trailing_mean_losses(self, key: str, span: int = SMOOTHING_TOKENS) -> torch.Tensor:
+        """The loss of each token predicted, averaged with the ones before it: point i is the mean of ``losses[key]``
+        over rows max(0, i − span + 1) … i (fewer at the start). (T − 1,) float64, nats; row i is token i + 1.
+
+        A running sum, no loop: mean_i = (c_i − c_{i−span}) / min(i + 1, span) with c the cumulative sum.
+        Raises ValueError for ``span`` < 1.
+        """
+        if span < 1:
+            raise ValueError(f"span must be at least 1, got {span}")
+        losses = self.losses[key].double()  # (T − 1,)
+        total = torch.cat([torch.zeros(1, dtype=torch.float64), losses.cumsum(0)])  # (T,): c_{-1} = 0, c_0, …
+        index = torch.arange(losses.numel())
+        start = (index - span + 1).clamp(min=0)
+        return (total[index + 1] - total[start]) / (index + 1 - start)
 
 
 def encode_text(decoder: SmolLM2Decoder, text: str, max_tokens: int) -> tuple[torch.Tensor, int]:

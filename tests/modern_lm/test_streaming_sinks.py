@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 import torch
 
@@ -93,3 +94,18 @@ def test_every_heads_weight_on_the_first_token_is_the_modern_lm_pages_summary(de
     assert 0.3 < profile.share < 1.0  # most heads, not all, park more than half there (measured 0.65)
     latex = sinks.first_token_latex(profile, 18, 6)
     assert latex.endswith(f"{float(profile.mean[18, 6]):.4g} \\end{{aligned}}") and r"\cdots" in latex
+
+
+@pytest.mark.parametrize("span", [1, 5, sinks.SMOOTHING_TOKENS, 400])
+def test_the_loss_charts_trailing_mean_is_pandas_rolling_mean(span):
+    """The chart's smoothing against pandas' own rolling mean (``min_periods=1``: fewer tokens at the start), float64;
+    a span longer than the text averages everything so far."""
+    losses = torch.rand(300, generator=torch.Generator().manual_seed(3), dtype=torch.float64).float() * 8
+    run = sinks.StreamingRun(tokens=301, window=64, sinks=4, losses={"full": losses}, seconds=0.0)
+    ours = run.trailing_mean_losses("full", span)
+    reference = pd.Series(losses.double().numpy()).rolling(span, min_periods=1).mean().to_numpy()
+    assert ours.shape == (300,) and ours.dtype == torch.float64
+    assert torch.allclose(ours, torch.tensor(reference), rtol=0, atol=1e-12)
+    assert ours[0] == losses[0].double() and math.isclose(float(ours[-1]), float(losses[-span:].double().mean()))
+    with pytest.raises(ValueError):
+        run.trailing_mean_losses("full", 0)
