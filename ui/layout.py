@@ -1,4 +1,5 @@
-"""Styles every page gets: wide content scrolls sideways instead of being cut off (a 390 px phone).
+"""Styles every page gets: wide content scrolls sideways instead of being cut off (a 390 px phone); on a desktop
+screen a chart slightly wider than its column is drawn to fit it.
 
 Streamlit draws a heatmap at its own width (16 columns are about 700 px) inside a container that clips what
 does not fit; on a phone the right-hand columns were unreachable. Each chart's frame scrolls horizontally
@@ -28,6 +29,12 @@ FADE = "2rem"
 _CSS = """
 <style>
 [data-testid="stFullScreenFrame"]:has([data-testid="stVegaLiteChart"]) { overflow-x: auto; overflow-y: hidden; }
+/* On a desktop screen a chart a little wider than its column (side by side at 1280 px: by up to a quarter) is drawn
+   smaller to fit it instead, its numbers and legend whole; its SVG keeps its proportions (Vega writes a viewBox) and
+   clicks still pick the mark under the pointer (the SVG renderer finds it from the event's target). */
+@media (min-width: 1024px) {
+  [data-testid="stVegaLiteChart"] > svg.marks { max-width: 100%; height: auto; }
+}
 /* 2 px of end padding: KaTeX's subscripts end in a 2 px spacer that a negative margin leaves out of the formula's
    width, so a formula in a box of its own width (st.latex beside a chart) scrolled by those 2 px of nothing */
 .katex-display { overflow-x: auto; overflow-y: hidden; padding-right: 2px; }
