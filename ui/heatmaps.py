@@ -31,6 +31,8 @@ MIN_CELL_PX, FIT_PX = 40, 680
 PRESENTER_FIT_PX = 16 * 84
 #: The heatmap's font sizes in normal mode: the numbers in the cells (in narrow cells), axis labels, the legend.
 NUMBER_FONT, NARROW_NUMBER_FONT, AXIS_FONT, LEGEND_FONT = 15, 11, 15, 13
+#: About how wide a colour legend's title ("value") and its padding are, left of a legend under a heatmap.
+LEGEND_TITLE_PX = 50
 
 
 def cell_px(columns: int, scale: float = 1.0) -> int:
@@ -266,9 +268,11 @@ def heatmap_figure(
                                    float(finite.max()) if finite.size else 0.0, int(blocked.sum()))
     spec["layer"][0]["encoding"]["color"]["legend"]["title"] = _("value")
     if not legend:  # side by side: the legend goes under the heatmap (its own scale), not beside it (width)
+        # its title stands left of the bar: the bar is that much shorter than the cells' width, so that the legend
+        # ends about where the heatmap does and does not make the chart wider than its matrix
         spec["layer"][0]["encoding"]["color"]["legend"].update(
             orient="bottom", direction="horizontal",
-            gradientLength=max(80 * scale, min(240 * scale, cell * m.shape[-1])),
+            gradientLength=max(80 * scale, min(240 * scale, cell * m.shape[-1] - LEGEND_TITLE_PX * scale)),
             titleOrient="left")
     if not row_axis:
         for layer in spec["layer"]:

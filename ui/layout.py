@@ -32,7 +32,7 @@ _CSS = """
 /* On a desktop screen a chart a little wider than its column (side by side at 1280 px: by up to a quarter) is drawn
    smaller to fit it instead, its numbers and legend whole; its SVG keeps its proportions (Vega writes a viewBox) and
    clicks still pick the mark under the pointer (the SVG renderer finds it from the event's target). */
-@media (min-width: 1024px) {
+@media (min-width: 1200px) {
   [data-testid="stVegaLiteChart"] > svg.marks { max-width: 100%; height: auto; }
 }
 /* 2 px of end padding: KaTeX's subscripts end in a 2 px spacer that a negative margin leaves out of the formula's
