@@ -31,13 +31,13 @@ def page() -> None:
     widgets.keep_in_range(**{"temperature.row": view.row})  # a sentence that got shorter
     trace, row = view.trace, view.row
 
-    slider, presets = st.columns([3, 2], vertical_alignment="bottom")
+    slider, presets = st.columns([1, 1], vertical_alignment="bottom")
     with slider:
         state.bind(st.select_slider, _("Temperature τ (log scale)"), "temperature.tau",
                    options=list(temperature.TEMPERATURE_GRID),
                    format_func=lambda t: f"{t:g}")
     with presets:
-        b1, b2, b3 = st.columns(3)
+        b1, b2, b3 = st.columns([4, 3, 4])  # "τ = 1" is the shortest label
         b1.button(_("Cold: τ = 0.01"), key="temp_cold", on_click=state.update, kwargs={"temperature.tau": 0.01}, width="stretch")
         b2.button("τ = 1", key="temp_one", on_click=state.update, kwargs={"temperature.tau": 1.0}, width="stretch")
         b3.button(_("Hot: τ = 100"), key="temp_hot", on_click=state.update, kwargs={"temperature.tau": 100.0}, width="stretch")
