@@ -32,7 +32,7 @@ def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
-    c1, c2, c3, c4, c5 = st.columns(5)
+    c1, c2, c3, c4, c5 = st.columns([4, 4, 4, 4, 5])  # the toggle with its label and help needs the most
     with c1:
         state.bind(st.number_input, _("d_k (width of q, k, v)"), "d_k", step=1,
                    help=state.range_help("d_k", N_("{low} to {high}.")))

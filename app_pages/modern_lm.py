@@ -64,7 +64,7 @@ def page() -> None:
                 icon=":material/power_off:")
         st.stop()
 
-    text_col, template_col = st.columns([4, 1])
+    text_col, template_col = st.columns([3, 1])
     with text_col:
         state.bind(st.text_area, _("Your prompt (any language, emoji too)"), "modern_lm.prompt",
                    max_chars=MODERN_LM_MAX_CHARS, height=80,
@@ -120,7 +120,7 @@ def page() -> None:
 
     st.markdown(_("**Generate, one token at a time.** The model reads the prompt once; then each new token is fed "
                   "alone, its query attending the keys and values of every earlier token, kept in the **KV cache**."))
-    b1, b2, _space = st.columns([1, 1, 2])
+    b1, b2, _space = st.columns([4, 3, 3])  # "Generate the next token" is the longer label
     b1.button(_("Generate the next token"), key="lm_generate", icon=":material/add:", width="stretch",
               disabled=own.generated >= MODERN_LM_MAX_NEW_TOKENS,
               on_click=state.update, kwargs={"modern_lm.generated": min(own.generated + 1, MODERN_LM_MAX_NEW_TOKENS)})

@@ -53,7 +53,7 @@ def page() -> None:
     current = state.settings().preset
     for key, preset in PRESETS.items():
         with st.container(border=True):
-            text, button = st.columns([5, 1], vertical_alignment="center")
+            text, button = st.columns([4, 1], vertical_alignment="center")
             text.markdown(f"**{_(preset.title)}**  \n{_(preset.note)}  \n*{_('Source: {source}', source=_(preset.source))}*")
             button.button(
                 _("In use") if key == current else _("Use this example"),

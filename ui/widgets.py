@@ -230,7 +230,7 @@ def stepper(stages: dict[str, str], current: str, field: str = "stage",
     if extra is None:
         left, middle, right = st.columns([1, 3, 1], vertical_alignment="bottom")
     else:
-        left, middle, right, last = st.columns([1, 3, 1, 1.2], vertical_alignment="bottom")
+        left, middle, right, last = st.columns([1, 3, 1, 1.6], vertical_alignment="bottom")
     left.button(_("◀ Previous"), key="step_prev", disabled=index == 0 or fixed, width="stretch",
                 on_click=state.update, kwargs={field: keys[max(index - 1, 0)]})
     with middle:

@@ -304,6 +304,19 @@ def assert_every_chart_fits_its_column(page: Page) -> None:
         assert chart["drawing"]["right"] <= limit + 1 and chart["hidden"] <= 1, f"cut at its column's edge: {chart}"
 
 
+#: The main area's button texts and widget labels that their box cuts (an ellipsis, "Use this exam…").
+CUT_LABELS_JS = """() => [...document.querySelectorAll(
+    '[data-testid="stMain"] button, [data-testid="stMain"] [data-testid="stWidgetLabel"]')]
+  .filter(box => [box, ...box.querySelectorAll('*')].some(e => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1))
+  .map(box => box.innerText.trim())"""
+
+
+def assert_no_label_is_cut(page: Page) -> None:
+    """Every button's text and widget's label reads whole (at 1280 px with the sidebar, "Use this example" read
+    "Use this exam…" and "Causal mask on" "Causal mask…")."""
+    assert not page.evaluate(CUT_LABELS_JS), page.evaluate(CUT_LABELS_JS)
+
+
 @pytest.mark.parametrize(("path", "title"), PAGES, ids=[p.strip("/") or "overview" for p, _ in PAGES])
 def test_page_renders(page: Page, app_url: str, path: str, title: str):
     open_registered_page(page, app_url, path, title)
@@ -311,6 +324,7 @@ def test_page_renders(page: Page, app_url: str, path: str, title: str):
     assert_charts_and_formulas_render(page)
     assert_every_number_fits_its_cell(page)
     assert_every_chart_fits_its_column(page)
+    assert_no_label_is_cut(page)
     assert_nothing_fails_behind_the_screen(page, app_url, path)
     assert save_screenshot(page, "page-" + (path.strip("/") or "overview")).stat().st_size > 0
 
