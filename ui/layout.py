@@ -29,7 +29,7 @@ FADE = "2rem"
 _CSS = """
 <style>
 [data-testid="stFullScreenFrame"]:has([data-testid="stVegaLiteChart"]) { overflow-x: auto; overflow-y: hidden; }
-/* On a desktop screen a chart a little wider than its column (side by side at 1280 px: by up to a quarter) is drawn
+/* On a desktop screen a chart a little wider than its column (side by side at 1200 px: by up to a quarter) is drawn
    smaller to fit it instead, its numbers and legend whole; its SVG keeps its proportions (Vega writes a viewBox) and
    clicks still pick the mark under the pointer (the SVG renderer finds it from the event's target). */
 @media (min-width: 1200px) {
