@@ -126,11 +126,22 @@ class _SettingsMethods:
         """Every field path, in order: the shared fields, then each page's own (``"alibi.num_heads"``)."""
         return _paths()
 
+    @classmethod
+    def readers(cls) -> tuple[tuple[str, operator.attrgetter], ...]:
+        """Every field path (:meth:`paths`) with its reader, ``reader(settings)`` = ``settings.get(path)``: for a
+        caller that reads every field of a settings object (the link compares ~130 on every click)."""
+        return _readers()
+
 
 @functools.lru_cache(maxsize=None)
 def _getter(path: str) -> operator.attrgetter:
     """``path``'s reader (``attrgetter("alibi.num_heads")``: one C call per read, on the hot path of every click)."""
     return operator.attrgetter(path)
+
+
+@functools.lru_cache(maxsize=None)
+def _readers() -> tuple[tuple[str, operator.attrgetter], ...]:
+    return tuple((path, _getter(path)) for path in _paths())
 
 
 @functools.lru_cache(maxsize=None)

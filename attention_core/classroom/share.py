@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import math
-import operator
 from typing import Any, Mapping, Optional
 
 from attention_core.errors import N_, Message, quote, quote_list
@@ -55,12 +54,6 @@ def _preset_defaults(preset: str) -> Settings:
     return Settings.for_preset(preset)
 
 
-@functools.lru_cache(maxsize=None)
-def _readers() -> tuple[tuple[str, operator.attrgetter], ...]:
-    """Every settings path with its reader (``attrgetter``): a link compares ~130 fields on every click."""
-    return tuple((path, operator.attrgetter(path)) for path in Settings.paths())
-
-
 def encode(settings: Settings, edits: Mapping[str, Mapping[tuple[int, int], Optional[float]]]) -> tuple[dict[str, str], bool]:
     """Query parameters for ``settings`` and the current example's ``edits``.
 
@@ -71,7 +64,7 @@ def encode(settings: Settings, edits: Mapping[str, Mapping[tuple[int, int], Opti
     # Only what differs from the example's own defaults: a preset's link stays short.
     default = _preset_defaults(settings.preset)
     params = {"preset": settings.preset}
-    for path, read in _readers():
+    for path, read in Settings.readers():
         value = read(settings)
         if value != read(default):
             params[path] = _format_value(value)
