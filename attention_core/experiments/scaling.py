@@ -78,9 +78,10 @@ def draw_components(shape: tuple[int, ...], distribution: str, generator: torch.
     if distribution == "normal":
         return torch.randn(shape, generator=generator)
     if distribution == "uniform":
-        return (torch.rand(shape, generator=generator) * 2.0 - 1.0) * math.sqrt(3.0)  # U(−√3, √3): variance 1
+        # U(−√3, √3): variance 1; in place (the same operations in the same order: the same numbers, fewer passes)
+        return torch.rand(shape, generator=generator).mul_(2.0).sub_(1.0).mul_(math.sqrt(3.0))
     if distribution == "rademacher":
-        return torch.empty(shape).bernoulli_(0.5, generator=generator) * 2.0 - 1.0
+        return torch.empty(shape).bernoulli_(0.5, generator=generator).mul_(2.0).sub_(1.0)
     raise InputError(N_("Unknown distribution “{distribution}”; pick one of {choices}."),
                      field="why_sqrt_dk.distribution", distribution=distribution, choices=", ".join(DISTRIBUTIONS))
 
