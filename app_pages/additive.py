@@ -10,7 +10,8 @@ from ui import experiments, heatmaps, page_body, state, widgets
 from ui.i18n import _
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Additive vs dot-product scoring"))
     st.markdown(_(
         "Attention needs a score a(q, k) for every query–key pair. There are two classic choices (seed 003 §1.3): "
@@ -18,6 +19,9 @@ def page() -> None:
         "2015), a tiny one-hidden-layer network with its own weights. Both run here on the same queries and keys: "
         "Q and K of the self-attention page."
     ))
+
+
+def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
@@ -134,7 +138,11 @@ def page() -> None:
                              "max |difference| = {diff}", diff=f"{view.loop_max_abs_diff:.1e}"), view.loop_matches)
     widgets.torch_check(walk.torch_max_abs_diff, walk.torch_matches,
                         "torch.nn.functional.scaled_dot_product_attention(Q, K, V)")
+
+
+def footer() -> None:
+    """The code behind the page, the same on every click (``page_body.run``)."""
     experiments.show_code(additive.additive_attention)
 
 
-page_body.run(page)
+page_body.run(page, header=header, footer=footer)

@@ -21,13 +21,17 @@ EXPLAIN = {
 }
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("ALiBi: attention with linear biases"))
     st.markdown(_(
         "ALiBi (Press et al. 2022; used by BLOOM and MPT) gives attention a sense of distance without any position "
         "embedding: every score is lowered in proportion to how far the key is from the query, with a different slope "
         "per head."
     ))
+
+
+def page() -> None:
     widgets.show_messages()
 
     c1, c2, c3 = st.columns(3)
@@ -46,4 +50,4 @@ def page() -> None:
     stepthrough.live(ALIBI_PAGE, walk, EXPLAIN)
 
 
-page_body.run(page)
+page_body.run(page, header=header)

@@ -34,12 +34,16 @@ EXPLAIN = {
 }
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("The backward pass: how attention learns"))
     st.markdown(_(
         "Self-attention learns only its three matrices W_q, W_k, W_v (seed 003, §1.3). Here the self-attention page's "
         "numbers go forward to a loss against a target you choose, and the gradient of that loss goes **back**, one "
         "product at a time, to dW_q, dW_k and dW_v. Every gradient is checked against `torch.autograd`."))
+
+
+def page() -> None:
     widgets.show_messages()
 
     learning.target_controls(_("1 to {high}: row i of the target is token j's value v_j.", high=MAX_TOKENS))
@@ -58,4 +62,4 @@ def page() -> None:
     stepthrough.live(BACKWARD, walk, EXPLAIN, after_checks=learning.keep_stepping(walk))
 
 
-page_body.run(page)
+page_body.run(page, header=header)

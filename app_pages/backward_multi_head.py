@@ -39,12 +39,16 @@ EXPLAIN = {
 }
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("The backward pass, multi-head"))
     st.markdown(_(
         "The multi-head page's numbers go forward to a loss against a target, and the gradient goes **back**: through "
         "W_O, split between the heads by the columns each one wrote, through every head alone (as on *The backward "
         "pass*), and side by side into dW_q, dW_k and dW_v. Every gradient is checked against `torch.autograd`."))
+
+
+def page() -> None:
     widgets.show_messages()
 
     learning.target_controls(_("1 to {high}: row i of the target is v_j W_O + b_O, the output if every head looked "
@@ -64,4 +68,4 @@ def page() -> None:
     stepthrough.live(BACKWARD_MULTI_HEAD, walk, EXPLAIN, after_checks=learning.keep_stepping(walk))
 
 
-page_body.run(page)
+page_body.run(page, header=header)

@@ -25,10 +25,14 @@ EXPLAIN = {
 }
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Causal attention: no peeking at the future"))
     st.latex(header_latex("causal", i18n.translator()))
     st.caption(_("Vaswani et al. 2017, sec. 3.2.3 (masking in the decoder); seed 001 and seed 004 (after rasbt's ch03)."))
+
+
+def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
@@ -62,4 +66,4 @@ def page() -> None:
     stepthrough.live(CAUSAL_PAGE, walk, EXPLAIN)
 
 
-page_body.run(page)
+page_body.run(page, header=header)

@@ -23,11 +23,15 @@ EXPLAIN = {
 }
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Dropout on the attention weights"))
     st.latex(header_latex("dropout", i18n.translator()))
     st.caption(_("Seed 004 and seed 001 (nn.Dropout on the attention weights, after rasbt's ch03); a usual p is 0.1 "
                  "to 0.2."))
+
+
+def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
@@ -60,4 +64,4 @@ def page() -> None:
     stepthrough.live(DROPOUT_PAGE, walk, EXPLAIN)
 
 
-page_body.run(page)
+page_body.run(page, header=header)

@@ -28,13 +28,17 @@ EXPLAIN = {
 }
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("The encoder block: attention inside a Transformer"))
     st.markdown(_(
         "Attention is one part of a **Transformer block**. Around it: a **residual connection** (add the input back), "
         "**layer normalisation**, and a per-token **feed-forward** layer, then residual and normalisation again. "
         "An encoder stacks N blocks. *(Vaswani et al. 2017, sec. 3.1 and 3.3; seed 003, §2.)*"
     ))
+
+
+def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
@@ -86,4 +90,4 @@ def page() -> None:
     stepthrough.live(ENCODER_BLOCK, walk, EXPLAIN)
 
 
-page_body.run(page)
+page_body.run(page, header=header)

@@ -27,7 +27,8 @@ EXPLAIN = {
 }
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("FlashAttention: the online softmax, tile by tile"))
     st.markdown(_(
         "Standard attention writes the whole T × T matrix of scores, then of weights, to memory. FlashAttention (Dao "
@@ -35,6 +36,9 @@ def page() -> None:
         "a running maximum m, a running sum l and a running output O (the online softmax of Milakov & Gimelshein "
         "2018). Step through the tiles and watch m, l and O change."
     ))
+
+
+def page() -> None:
     widgets.show_messages()
 
     c1, c2, c3, c4 = st.columns(4)
@@ -61,4 +65,4 @@ def page() -> None:
     stepthrough.live(FLASH_ATTENTION, walk, EXPLAIN)
 
 
-page_body.run(page)
+page_body.run(page, header=header)

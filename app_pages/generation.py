@@ -39,7 +39,8 @@ EXPLAIN = {
 }
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Generating token by token: the decoder and its KV cache"))
     st.markdown(_(
         "A small Transformer (an encoder and a decoder, {n} blocks each, d_model = 16, 2 heads) was **trained to "
@@ -47,6 +48,9 @@ def page() -> None:
         "attending to what it has produced (masked self-attention) and to the encoder's output (cross-attention). "
         "*(Seed 003, §2; Vaswani et al. 2017, sec. 3.)*", n=NUM_LAYERS,
     ))
+
+
+def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
@@ -119,4 +123,4 @@ def page() -> None:
                      hide_index=True)
 
 
-page_body.run(page)
+page_body.run(page, header=header)

@@ -26,7 +26,8 @@ EXPLAIN = {
 }
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Grouped-query attention: fewer key/value heads"))
     st.markdown(_(
         "Multi-head attention gives every head its own queries, keys and values. **Multi-query attention** (Shazeer "
@@ -34,6 +35,9 @@ def page() -> None:
         "70B, Llama 3, Mistral) shares each key/value head among a group of query heads. Same output shape, a much "
         "smaller KV cache."
     ))
+
+
+def page() -> None:
     widgets.show_messages()
 
     c1, c2, c3, c4 = st.columns(4)
@@ -68,4 +72,4 @@ def page() -> None:
                                       [_("model"), _("key/value heads"), _("bytes per token")]), hide_index=True)
 
 
-page_body.run(page)
+page_body.run(page, header=header)

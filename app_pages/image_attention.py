@@ -8,13 +8,17 @@ from ui import charts, experiments, frames, page_body, state, widgets
 from ui.i18n import _
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Self-attention over an image"))
     st.markdown(_(
         "Self-attention does not need words. Take an image, make **every pixel a token** — its colour is a "
         "3-number vector (R, G, B) — and let every pixel attend to every other pixel. *(Seed 003 §1.6: an "
         "H × W × D feature map read as N = H W vectors.)*"
     ))
+
+
+def page() -> None:
     widgets.show_messages()
 
     upload = experiments.uploaded_image()
@@ -146,7 +150,11 @@ def page() -> None:
 
     widgets.torch_check(trace.torch_max_abs_diff, trace.torch_matches,
                         "torch.nn.functional.scaled_dot_product_attention(Q, K, V)")
+
+
+def footer() -> None:
+    """The code behind the page, the same on every click (``page_body.run``)."""
     experiments.show_code(image.flatten_image, image.image_attention)
 
 
-page_body.run(page)
+page_body.run(page, header=header, footer=footer)

@@ -29,7 +29,8 @@ EXPLAIN = {
 }
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Linear attention and the delta rule: a state of fixed size"))
     st.markdown(_(
         "Softmax attention compares each new token with every token before it, so its cost per token and its KV cache "
@@ -38,6 +39,9 @@ def page() -> None:
         "rule** (DeltaNet, Yang et al. 2024) writes into S only what it does not already predict, and its **gated** "
         "form (Gated DeltaNet 2025, used in Qwen3-Next and Kimi Linear) also lets it forget."
     ))
+
+
+def page() -> None:
     widgets.show_messages()
 
     c1, c2, c3, c4 = st.columns(4)
@@ -66,4 +70,4 @@ def page() -> None:
     stepthrough.live(LINEAR_ATTENTION, walk, EXPLAIN)
 
 
-page_body.run(page)
+page_body.run(page, header=header)

@@ -31,7 +31,8 @@ EXPLAIN = {
 }
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Multi-head latent attention: a KV cache of latents"))
     st.markdown(_(
         "Multi-head attention caches every head's key and value for every token. **Multi-head latent attention** "
@@ -40,6 +41,9 @@ def page() -> None:
         "cache shrinks by an order of magnitude, and **weight absorption** scores the queries against the latents "
         "directly."
     ))
+
+
+def page() -> None:
     widgets.show_messages()
 
     c1, c2, c3, c4 = st.columns(4)
@@ -76,4 +80,4 @@ def page() -> None:
     stepthrough.live(MLA_PAGE, walk, EXPLAIN)
 
 
-page_body.run(page)
+page_body.run(page, header=header)

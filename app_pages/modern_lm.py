@@ -45,7 +45,8 @@ EXPLAIN = {
 }
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Inside a modern language model"))
     st.markdown(_(
         "A real decoder of today's design reads your prompt: **SmolLM2-135M-Instruct** (Hugging Face, 2024), built "
@@ -54,6 +55,9 @@ def page() -> None:
         "one of its 270 heads on your prompt, then any head's math step by step **with the model's own weights**, "
         "checked against the model's own code."
     ))
+
+
+def page() -> None:
     widgets.show_messages()
     settings = state.settings()
     own = settings.modern_lm
@@ -249,4 +253,4 @@ def page() -> None:
                  version=checkpoint.VERSION))
 
 
-page_body.run(page)
+page_body.run(page, header=header)

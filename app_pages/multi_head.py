@@ -26,11 +26,15 @@ EXPLAIN = {
 }
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Multi-head attention: several heads side by side"))
     st.latex(header_latex("multi_head", i18n.translator()))
     st.caption(_("Vaswani et al. 2017, sec. 3.2.2; seed 001's MultiHeadAttention (after rasbt's ch03). "
                  "d_head = head_dim = d_out / h."))
+
+
+def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
@@ -65,4 +69,4 @@ def page() -> None:
     stepthrough.live(MULTI_HEAD, walk, EXPLAIN)
 
 
-page_body.run(page)
+page_body.run(page, header=header)

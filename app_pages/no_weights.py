@@ -13,7 +13,8 @@ def _steps(x: tuple, tokens: tuple, query_index: int):
     return formulas.weightless_steps(x, tokens, query_index)
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Attention without trainable weights"))
     st.markdown(_(
         "Before any learned weights: take the embeddings themselves as queries, keys and values "
@@ -21,6 +22,9 @@ def page() -> None:
         "embeddings, the **weights** are the softmax of the scores, and the **context vector** is the "
         "weighted sum of the embeddings. (From seed 004; no ÷ √d_k yet.)"
     ))
+
+
+def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
@@ -70,4 +74,4 @@ def page() -> None:
     )
 
 
-page_body.run(page)
+page_body.run(page, header=header)

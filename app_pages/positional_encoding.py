@@ -11,13 +11,17 @@ from ui import charts, experiments, heatmaps, page_body, state, widgets
 from ui.i18n import _
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Positional encoding: giving attention a sense of order"))
     st.markdown(_(
         "Self-attention compares every token with every other token, but nothing in it says **where** a token "
         "stands. Shuffle the words and each word's output stays exactly the same — only the rows move. "
         "Adding a position vector to each embedding fixes that. *(Seed 003 §1.5; Vaswani et al. 2017 §3.5.)*"
     ))
+
+
+def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
@@ -140,7 +144,11 @@ def page() -> None:
                      "encoding.", diff=diff_text), icon=":material/swap_vert:")
     st.latex(positional.equivariance_steps()[5])
 
+
+
+def footer() -> None:
+    """The code behind the page, the same on every click (``page_body.run``)."""
     experiments.show_code(sinusoidal_encoding, positional.equivariance)
 
 
-page_body.run(page)
+page_body.run(page, header=header, footer=footer)

@@ -31,13 +31,17 @@ EXPLAIN = {
 }
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("RoPE: rotary position embedding"))
     st.markdown(_(
         "Most current language models (Llama, Mistral, Qwen, GPT-NeoX) give attention the order of the tokens by "
         "**rotating** each query and key by an angle proportional to its position (Su et al. 2021, RoFormer). "
         "Pairs of dimensions turn like clock hands at different speeds."
     ))
+
+
+def page() -> None:
     widgets.show_messages()
 
     c1, c2, c3, c4 = st.columns(4)
@@ -71,4 +75,4 @@ def page() -> None:
     stepthrough.live(ROPE_PAGE, walk, EXPLAIN, after_entry=draw_pair)
 
 
-page_body.run(page)
+page_body.run(page, header=header)

@@ -24,9 +24,13 @@ EXPLAIN = {
 }
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Scaled dot-product self-attention, step by step"))
     st.latex(header_latex())
+
+
+def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
@@ -57,4 +61,4 @@ def page() -> None:
     stepthrough.live(SELF_ATTENTION_PAGE, walk, EXPLAIN, layout="beside")
 
 
-page_body.run(page)
+page_body.run(page, header=header)

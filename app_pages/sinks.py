@@ -31,7 +31,8 @@ EXPLAIN = {
 }
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Attention sinks: where softmax puts attention it has no use for"))
     st.markdown(_(
         "Softmax's weights sum to 1, so a head always attends to something. Trained language models park the weight "
@@ -40,6 +41,9 @@ def page() -> None:
         "a sliding-window KV cache evicts the first tokens; and **gpt-oss**'s fix (OpenAI 2025): a learned sink "
         "logit in every head's softmax."
     ))
+
+
+def page() -> None:
     widgets.show_messages()
 
     c1, c2, c3 = st.columns(3)
@@ -188,4 +192,4 @@ def show_run(run: sinks.StreamingRun) -> None:
                  "thread), then shared by every session.", seconds=run.seconds, t=run.tokens))
 
 
-page_body.run(page)
+page_body.run(page, header=header)

@@ -22,13 +22,17 @@ EXPLAIN = {
 }
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Sliding-window attention: a fixed window per token"))
     st.markdown(_(
         "Full attention scores every pair of tokens: T² scores. **Sliding-window** (local) attention (Longformer, "
         "Beltagy et al. 2020; Mistral 7B, Jiang et al. 2023, w = 4096) lets each token look only at the w tokens "
         "before it, so the work grows like T · w, and stacks layers to see further."
     ))
+
+
+def page() -> None:
     widgets.show_messages()
 
     c1, c2, c3, c4 = st.columns(4)
@@ -50,4 +54,4 @@ def page() -> None:
     stepthrough.live(SLIDING_WINDOW, walk, EXPLAIN)
 
 
-page_body.run(page)
+page_body.run(page, header=header)

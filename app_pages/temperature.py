@@ -9,7 +9,8 @@ from ui import charts, experiments, heatmaps, page_body, state, widgets
 from ui.i18n import _
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Temperature: how sharp is the softmax?"))
     st.markdown(_(
         "Divide the scores by a **temperature τ** before the softmax. τ = 1 is ordinary attention. A cold softmax "
@@ -20,6 +21,9 @@ def page() -> None:
     left, right = st.columns(2)
     left.latex(weight_latex)
     right.latex(entropy_latex)
+
+
+def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
@@ -105,7 +109,11 @@ def page() -> None:
 
     widgets.torch_check(trace.torch_max_abs_diff, trace.torch_matches,
                         f"torch.nn.functional.scaled_dot_product_attention(Q, K, V, scale={trace.scale:.4g})")
+
+
+def footer() -> None:
+    """The code behind the page, the same on every click (``page_body.run``)."""
     experiments.show_code(temperature.temperature_attention)
 
 
-page_body.run(page)
+page_body.run(page, header=header, footer=footer)

@@ -11,7 +11,8 @@ from ui import heatmaps, page_body, state, widgets
 from ui.i18n import _
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Tokens & embeddings"))
     st.markdown(_(
         "A sentence is split into **tokens** (here: words, split at spaces), each token is looked up in a "
@@ -19,6 +20,9 @@ def page() -> None:
         "Stacking those rows gives the matrix **X** that attention works on: one row per token, "
         "d_model columns."
     ))
+
+
+def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
@@ -79,4 +83,4 @@ def page() -> None:
     heatmaps.heatmap(walk.trace.x, rows, cols, key="tokens_heatmap", row_title=_("token"), col_title=_("dimension"))
 
 
-page_body.run(page)
+page_body.run(page, header=header)

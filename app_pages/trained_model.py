@@ -31,7 +31,8 @@ EXPLAIN = {
 }
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Inside a trained model"))
     st.markdown(_(
         "A real pretrained Transformer reads your text: **all-MiniLM-L6-v2**, a BERT encoder with 6 layers of "
@@ -39,6 +40,9 @@ def page() -> None:
         "of its 72 heads on your text, then any head's math step by step **with the model's own weights**, "
         "checked against the attention the model itself reports."
     ))
+
+
+def page() -> None:
     widgets.show_messages()
     settings = state.settings()
     own = settings.trained_model  # the page's own settings
@@ -198,4 +202,4 @@ def page() -> None:
                  package=PACKAGE))
 
 
-page_body.run(page)
+page_body.run(page, header=header)

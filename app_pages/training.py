@@ -13,7 +13,8 @@ from ui.i18n import _
 training.follow_open()  # a click on "Open this head on the Self-attention page" goes there
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Watch attention learn"))
     st.markdown(_(
         "Every other page shows weights that were drawn at random, typed in or trained elsewhere. Here the server "
@@ -22,6 +23,9 @@ def page() -> None:
         "model's loss drops suddenly when a previous-token head and an induction head appear "
         "*(Olsson et al. 2022, “In-context learning and induction heads”)*."
     ))
+
+
+def page() -> None:
     widgets.show_messages()
     settings = state.settings()
     own = settings.training
@@ -133,4 +137,4 @@ def page() -> None:
     training.update(training.explained(key, index, own.which, own.layer, own.row, own.col), trainer)
 
 
-page_body.run(page)
+page_body.run(page, header=header)

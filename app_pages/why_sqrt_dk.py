@@ -8,7 +8,8 @@ from ui import charts, experiments, frames, page_body, state, widgets
 from ui.i18n import _
 
 
-def page() -> None:
+def header() -> None:
+    """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Why divide by √d_k?"))
     st.markdown(_(
         "The scores are dot products q · k of d_k-long vectors. If every component of q and k is an independent "
@@ -17,6 +18,9 @@ def page() -> None:
         "on one key. Dividing by √d_k brings the variance back to 1. Sample it, then derive it. "
         "*(Vaswani et al. 2017, §3.2.1 and footnote 4; seed 002.)*"
     ))
+
+
+def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
@@ -104,6 +108,9 @@ def page() -> None:
     st.caption(_("With V = I_n (the identity), attention's output is the weights themselves: so PyTorch's function "
                  "gives the scaled weights to compare with, at every d_k."))
 
+
+def footer() -> None:
+    """The derivation, the same for every sample: drawn once per whole-app run, under the body (``page_body.run``)."""
     st.header(_("3. The derivation, with sympy"))
     st.markdown(_("Take one score s = q · k with independent components, E[q_l] = E[k_l] = μ and Var = σ². "
                   "sympy does the algebra, then puts in μ = 0, σ = 1:"))
@@ -120,4 +127,4 @@ def page() -> None:
     experiments.show_code(scaling.run_scaling_experiment, scaling.variance_derivation)
 
 
-page_body.run(page)
+page_body.run(page, header=header, footer=footer)

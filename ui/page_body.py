@@ -1,6 +1,7 @@
 """A page's body as a fragment: a click on one of the page's own settings reruns the page, not the whole app.
 
-A page file declares its body as one function and hands it to :func:`run` (``page_body.run(page)``). On a whole-app
+A page file declares its body as one function and hands it to :func:`run` (``page_body.run(page, header=header)``,
+with the title and introduction above it, which a click inside the body does not send again). On a whole-app
 run (a page switch, a link, the sidebar) it is drawn in place like any code of the page; a click on a widget inside
 it (the page's d_k, seed, heads, …) then reruns only the body, as an ``st.fragment``: not the router, the
 navigation, the page config, the styles and the sidebar, which that click cannot change. Measured on the real server
@@ -16,7 +17,7 @@ top.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 import streamlit as st
 
@@ -24,9 +25,22 @@ from . import runtime, state
 from .i18n import _
 
 
-def run(body: Callable[[], None]) -> None:
-    """Draw the page's ``body`` as a fragment (see the module's docstring)."""
+def run(body: Callable[[], None], *, header: Optional[Callable[[], None]] = None,
+        footer: Optional[Callable[[], None]] = None) -> None:
+    """Draw the page: its ``header`` (title, introduction), its ``body`` as a fragment (see the module's docstring),
+    its ``footer``.
+
+    The header and the footer are drawn on whole-app runs only and stay on the page while the body reruns, so what
+    they show must not depend on anything a click inside the body changes (the settings but those of
+    ``ui.state.ROUTER_FIELDS``, which rerun the whole app): a page's title and introduction, a derivation that is the
+    same for every input. A click inside the body then sends none of their elements again (the messages, and the
+    browser's markdown and KaTeX, that every click paid for before).
+    """
+    if header is not None:
+        header()
     _fragment(body)
+    if footer is not None:
+        footer()
 
 
 @st.fragment

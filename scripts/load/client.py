@@ -91,6 +91,7 @@ class Student:
         self.query = ""
         self.app_pages: tuple[str, ...] = ()  # the URL paths of the pages the app's navigation lists
         self.run_messages = 0  # ForwardMsgs of the last run (its new_session, deltas, ... script_finished)
+        self.run_headings: list[str] = []  # the titles and headers (st.title, st.header, ...) the last run drew
         self.run_bytes = 0  # and their serialised bytes: what the server sent the browser for it
 
     def _get_cookie(self) -> None:
@@ -144,6 +145,7 @@ class Student:
         progress: Optional[str] = None
         deadline = time.monotonic() + RUN_TIMEOUT_S
         self.run_messages = self.run_bytes = 0
+        self.run_headings = []
         while True:
             try:
                 data = await asyncio.wait_for(self.ws.recv(), timeout=max(0.1, deadline - time.monotonic()))
@@ -181,6 +183,8 @@ class Student:
                     self.progress.append(progress)
                 elif etype == "metric":
                     self.metrics[element.metric.label] = element.metric.body
+                elif etype == "heading":
+                    self.run_headings.append(element.heading.body)
                 elif etype in ("number_input", "selectbox", "button", "text_input", "checkbox"):
                     proto = getattr(element, etype)
                     key = proto.id.split("-", 2)[-1]

@@ -372,11 +372,38 @@ def test_a_page_setting_reruns_the_page_body_and_what_it_no_longer_draws_is_gone
     wait_for_app_run(page)
     expect(page.get_by_role("button", name="Next ▶")).to_have_count(0)
     expect(page).to_have_url(re.compile(r"gqa\.num_kv_heads=3"))  # the body wrote the link
+    # the page's header (title, introduction) is drawn outside the body: it stays, once
+    expect(page.get_by_role("heading", name="Grouped-query attention: fewer key/value heads")).to_have_count(1)
+    expect(page.get_by_text("Multi-query attention", exact=False)).to_have_count(1)
     kv.fill("2")
     kv.press("Enter")
     expect(page.get_by_role("button", name="Next ▶")).to_be_visible(timeout=APP_RUN_MS)
     wait_for_app_run(page)
     expect(page.get_by_text("must divide num_heads")).to_have_count(0)
+    expect(page.get_by_role("heading", name="Grouped-query attention: fewer key/value heads")).to_have_count(1)
+    assert_no_exception(page)
+
+
+def test_a_page_setting_leaves_the_header_and_footer_in_place(page: Page, app_url: str):
+    """The √d_k page's title and introduction (its header) and its derivation (its footer) are drawn outside the
+    page's body (ui/page_body.py), which a click on the page's own settings reruns alone: after the click they are
+    on the screen once each, in their places, and the body's charts are drawn again for the new n."""
+    open_page(page, app_url, "/why-sqrt-dk", "Why divide by √d_k?")
+    derivation = page.get_by_role("heading", name="3. The derivation, with sympy")
+    expect(derivation).to_have_count(1)
+    keys = page.get_by_role("spinbutton", name="Keys n per query", exact=True)
+    keys.fill("9")
+    keys.press("Enter")
+    expect(page.get_by_text("meets n = 9 random keys")).to_be_visible(timeout=APP_RUN_MS)
+    wait_for_app_run(page)
+    expect(page).to_have_url(re.compile(r"why_sqrt_dk\.keys=9"))
+    expect(page.get_by_role("heading", name="Why divide by √d_k?")).to_have_count(1)
+    expect(derivation).to_have_count(1)
+    expect(page.locator(".katex-display")).not_to_have_count(0)
+    # in their places: the title above the body's first header, the derivation under its last
+    title_y = page.get_by_role("heading", name="Why divide by √d_k?").bounding_box()["y"]
+    softmax_y = page.get_by_role("heading", name="2. What that does to the softmax").bounding_box()["y"]
+    assert title_y < softmax_y < derivation.bounding_box()["y"]
     assert_no_exception(page)
 
 

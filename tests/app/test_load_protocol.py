@@ -109,6 +109,32 @@ def test_a_click_inside_the_step_through_reruns_only_its_fragment(server):
     assert asyncio.run(visit()) == (True, True, True, [])
 
 
+def test_a_click_inside_the_body_does_not_send_the_header_and_footer_again(server):
+    """A page's title and introduction (its header) and the √d_k page's derivation (its footer) are drawn outside the
+    page's body (ui/page_body.py): a whole-page run draws them, a click on one of the page's own settings reruns the
+    body alone and sends none of them again (they stay on the screen: test_browser.py); the body's own headers are
+    drawn again."""
+
+    async def visit():
+        student = Student(server.url, "t")
+        await student.connect()
+        try:
+            await student.open_page("why-sqrt-dk")
+            opened, opened_messages = list(student.run_headings), student.run_messages
+            await student.interact(("setting_why_sqrt_dk.keys",))
+            clicked, clicked_messages = list(student.run_headings), student.run_messages
+        finally:
+            await student.close()
+        return opened, clicked, opened_messages, clicked_messages, student.last_fragment, student.exceptions
+
+    opened, clicked, opened_messages, clicked_messages, fragment, exceptions = asyncio.run(visit())
+    assert opened == ["Why divide by √d_k?", "1. The variance of q · k grows like d_k", "2. What that does to the softmax",
+                      "3. The derivation, with sympy"]
+    assert clicked == ["1. The variance of q · k grows like d_k", "2. What that does to the softmax"]
+    assert fragment and exceptions == []
+    assert clicked_messages < opened_messages / 2  # the derivation's rows were most of the page's elements
+
+
 def test_a_router_setting_changed_inside_a_page_reruns_the_whole_app(server):
     """The overview's *Use this example* is inside the page's body, but the example is drawn by the router (the
     sidebar's picker and its note): the click reruns the whole app (ui.state.ROUTER_FIELDS), and the sidebar shows
