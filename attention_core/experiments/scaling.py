@@ -25,6 +25,7 @@ Var[s²] / S; its square root is the standard error. The sample mean's is √(d_
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
@@ -157,7 +158,8 @@ def run_scaling_experiment(
     an honest sample on its own, and neighbouring points are correlated (a smooth curve).
     The only Python loops run over the grid (11 values), never over samples. The two experiments draw from
     their own generators (``seed`` and ``seed + SOFTMAX_STREAM``) and are kept per their own arguments, so a
-    click that changes S or n redraws only the experiment that depends on it.
+    click that changes S or n redraws only the experiment that depends on it; when both are drawn (a new seed or
+    distribution) they are drawn at once, the softmax experiment on a worker thread (the same numbers).
 
     Args:
         samples: S, in [MIN_SAMPLES, MAX_SAMPLES].
@@ -180,9 +182,13 @@ def run_scaling_experiment(
                          field="why_sqrt_dk.keys", low=MIN_KEYS, high=MAX_KEYS, keys=keys)
     if not grid or any(d < 1 for d in grid) or list(grid) != sorted(set(grid)):
         raise InputError(N_("The d_k grid must be increasing whole numbers, each at least 1."), field="grid")
-    mean, variance, scaled_variance, standard_error = _variance_part(samples, seed, distribution, tuple(grid))
     rows = min(samples, SOFTMAX_ROWS)
-    max_raw, max_scaled, ent_raw, ent_scaled, worst = _softmax_part(rows, keys, seed, distribution, tuple(grid))
+    # The two halves at once when neither is kept (a new seed or distribution): the softmax half on a worker thread,
+    # the variance half here. Each draws from its own generator, so the numbers are those of one after the other;
+    # torch lets go of Python's lock while it draws, so a first draw waits for the longer half, not for both.
+    softmax = _HALVES.submit(_softmax_part, rows, keys, seed, distribution, tuple(grid))
+    mean, variance, scaled_variance, standard_error = _variance_part(samples, seed, distribution, tuple(grid))
+    max_raw, max_scaled, ent_raw, ent_scaled, worst = softmax.result()
     return ScalingExperiment(
         d_k=tuple(grid), samples=samples, keys=keys, rows=rows, distribution=distribution, seed=seed,
         mean=mean, variance=variance, scaled_variance=scaled_variance, standard_error=standard_error,
@@ -199,6 +205,9 @@ SOFTMAX_STREAM = 2**32
 #: torch's overhead: ~2.5 MB per half when full), so the combinations of S, n, seed and distribution that a class tries
 #: (a few hundred) all stay kept: a click back to a value seen is free.
 PARTS_KEPT = 512
+#: The worker threads the softmax half runs on (:func:`run_scaling_experiment`): two, so that two sessions' first draws
+#: do not queue behind each other.
+_HALVES = ThreadPoolExecutor(max_workers=2, thread_name_prefix="scaling-softmax")
 
 
 @lru_cache(maxsize=PARTS_KEPT)

@@ -139,6 +139,33 @@ def test_a_change_of_s_redraws_only_the_variance_experiment_and_of_n_only_the_so
     assert float(weights.max(dim=-1).values.mean()) == pytest.approx(float(base.max_weight_raw[0]), rel=1e-6)
 
 
+def test_the_halves_drawn_at_once_are_the_halves_drawn_one_after_the_other():
+    """run_scaling_experiment draws the softmax half on a worker thread while it draws the variance half: each from
+    its own generator, so the numbers are those of the two drawn in turn here (uncached), for every distribution,
+    and eight sessions' first draws at once (threads) get the same numbers as one alone."""
+    import concurrent.futures
+
+    grid = scaling.D_K_GRID
+    cases = [(600, 5, seed, distribution) for seed in (11, 12) for distribution in scaling.DISTRIBUTIONS]
+    for samples, keys, seed, distribution in cases:
+        result = scaling.run_scaling_experiment(samples, keys, seed, distribution)
+        variance = scaling._variance_part.__wrapped__(samples, seed, distribution, grid)
+        softmax = scaling._softmax_part.__wrapped__(min(samples, scaling.SOFTMAX_ROWS), keys, seed, distribution, grid)
+        assert all(torch.equal(a, b) for a, b in zip(
+            (result.mean, result.variance, result.scaled_variance, result.standard_error), variance))
+        assert all(torch.equal(a, b) for a, b in zip(
+            (result.max_weight_raw, result.max_weight_scaled, result.entropy_raw, result.entropy_scaled), softmax[:4]))
+        assert result.torch_max_abs_diff == softmax[4]
+    scaling._variance_part.cache_clear()
+    scaling._softmax_part.cache_clear()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        at_once = list(pool.map(lambda case: scaling.run_scaling_experiment(*case), cases + cases[:2]))
+    for case, result in zip(cases + cases[:2], at_once):
+        alone = scaling._softmax_part.__wrapped__(min(case[0], scaling.SOFTMAX_ROWS), case[1], case[2], case[3], grid)
+        assert torch.equal(result.entropy_raw, alone[2])
+        assert torch.equal(result.variance, scaling._variance_part.__wrapped__(case[0], case[2], case[3], grid)[1])
+
+
 @pytest.mark.parametrize("kwargs", [
     {"samples": 10, "keys": 4, "seed": 0},
     {"samples": 10**6, "keys": 4, "seed": 0},
