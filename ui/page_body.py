@@ -38,9 +38,15 @@ def run(body: Callable[[], None], *, header: Optional[Callable[[], None]] = None
     """
     if header is not None:
         header()
-    _fragment(body)
-    if footer is not None:
-        footer()
+    if footer is None:
+        _fragment(body)
+        return
+    # The footer is drawn before the body, under the place kept for it: a body that stops on bad input (st.stop, which
+    # ends the run at the next element) leaves it there, so a body rerun that fixes the input finds it in place.
+    place = st.container()
+    footer()
+    with place:
+        _fragment(body)
 
 
 @st.fragment

@@ -128,8 +128,10 @@ def test_a_click_inside_the_body_does_not_send_the_header_and_footer_again(serve
         return opened, clicked, opened_messages, clicked_messages, student.last_fragment, student.exceptions
 
     opened, clicked, opened_messages, clicked_messages, fragment, exceptions = asyncio.run(visit())
-    assert opened == ["Why divide by √d_k?", "1. The variance of q · k grows like d_k", "2. What that does to the softmax",
-                      "3. The derivation, with sympy"]
+    # sent in this order: the footer goes out before the body, into its place under the body's (on the screen it is
+    # under the body: test_browser.py), so that a body that stops on bad input leaves it there
+    assert opened == ["Why divide by √d_k?", "3. The derivation, with sympy", "1. The variance of q · k grows like d_k",
+                      "2. What that does to the softmax"]
     assert clicked == ["1. The variance of q · k grows like d_k", "2. What that does to the softmax"]
     assert fragment and exceptions == []
     assert clicked_messages < opened_messages / 2  # the derivation's rows were most of the page's elements

@@ -101,3 +101,36 @@ def test_build_or_stop_shares_what_it_built_for_equal_plain_values():
     for _ in range(2):  # not a plain value nor a tensor: built every time
         widgets.build_or_stop(objects.append, object())
     assert len(objects) == 2
+
+
+def _page_script():
+    import streamlit as st
+
+    from ui import page_body
+
+    def body():
+        st.markdown("body")
+        if st.session_state.get("stop"):
+            st.error("bad input")
+            st.stop()
+        st.markdown("end of body")
+
+    page_body.run(body, header=lambda: st.markdown("header"), footer=lambda: st.markdown("footer"))
+    st.markdown("after the page")
+
+
+def test_a_page_draws_its_header_body_and_footer_in_order():
+    at = AppTest.from_function(_page_script, default_timeout=60).run()
+    assert not at.exception and not at.error
+    assert [m.value for m in at.markdown] == ["header", "body", "end of body", "footer", "after the page"]
+
+
+def test_a_body_that_stops_keeps_its_footer_under_its_message():
+    """The footer is drawn once per whole-app run and stays while the body reruns alone (ui/page_body.py): drawn under
+    a body that stopped on bad input too, so that a body rerun that fixes the input finds it there; the page stops."""
+    at = AppTest.from_function(_page_script, default_timeout=60)
+    at.session_state["stop"] = True
+    at.run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["bad input"]
+    assert [m.value for m in at.markdown] == ["header", "body", "footer"]
