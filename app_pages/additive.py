@@ -142,7 +142,7 @@ def page() -> None:
 
 def footer() -> None:
     """The code behind the page, the same on every click (``page_body.run``)."""
-    experiments.show_code(additive.additive_attention)
+    widgets.show_code((additive.additive_attention,), key="page_code")
 
 
 page_body.run(page, header=header, footer=footer)

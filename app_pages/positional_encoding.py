@@ -148,7 +148,7 @@ def page() -> None:
 
 def footer() -> None:
     """The code behind the page, the same on every click (``page_body.run``)."""
-    experiments.show_code(sinusoidal_encoding, positional.equivariance)
+    widgets.show_code((sinusoidal_encoding, positional.equivariance), key="page_code")
 
 
 page_body.run(page, header=header, footer=footer)

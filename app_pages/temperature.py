@@ -5,7 +5,7 @@ import streamlit as st
 
 from attention_core.experiments import temperature
 from attention_core.inputs.tokens import token_labels
-from ui import charts, experiments, heatmaps, page_body, state, widgets
+from ui import charts, heatmaps, page_body, state, widgets
 from ui.i18n import _
 
 
@@ -113,7 +113,7 @@ def page() -> None:
 
 def footer() -> None:
     """The code behind the page, the same on every click (``page_body.run``)."""
-    experiments.show_code(temperature.temperature_attention)
+    widgets.show_code((temperature.temperature_attention,), key="page_code")
 
 
 page_body.run(page, header=header, footer=footer)

@@ -124,7 +124,7 @@ def footer() -> None:
     st.caption(_("Seed 002 says the variance of the dot product is “n”; with its q, k ∈ {space} the width is k: "
                  "it is d_k, as derived above.", space="ℝ^{1×k}"))
 
-    experiments.show_code(scaling.run_scaling_experiment, scaling.variance_derivation)
+    widgets.show_code((scaling.run_scaling_experiment, scaling.variance_derivation), key="page_code")
 
 
 page_body.run(page, header=header, footer=footer)

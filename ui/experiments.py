@@ -8,10 +8,8 @@ only as its small decoded array (at most 16 × 16 × 3 numbers), never as the fi
 from __future__ import annotations
 
 import collections
-import functools
-import inspect
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import streamlit as st
 import torch
@@ -76,18 +74,6 @@ def image_attention(pixels: bytes, height: int, width: int, features: str, d_k: 
 def sinusoidal_pattern(positions: int, width: int) -> positional.SinusoidalPattern:
     """``positional.sinusoidal_pattern`` (the table, checked against the math.sin/cos loop), cached."""
     return positional.sinusoidal_pattern(positions, width)
-
-
-@functools.lru_cache(maxsize=None)
-def _source(function: Callable[..., Any]) -> str:
-    return inspect.getsource(function)  # constant while the server runs: read the file once
-
-
-def show_code(*functions: Callable[..., Any]) -> None:
-    """The real source of the attention_core functions a page uses, behind an expander."""
-    with st.expander(_("Show the code")):
-        for function in functions:
-            st.code(_source(function), language="python")
 
 
 #: The width of the main area that panels side by side may fill (a 1400 px screen with the sidebar).

@@ -10,7 +10,6 @@ Nothing here computes attention.
 from __future__ import annotations
 
 import functools
-import inspect
 import zlib
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -124,9 +123,7 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
     if walk is not None:
         _downloads(steps, walk)
     if stage.code:
-        with st.expander(_("Show the code")):
-            for function in stage.code:
-                st.code(_source(function), language="python")
+        widgets.show_code(stage.code, key="stage_code")
 
 
 def opened_at(steps: StepThrough) -> None:
@@ -284,12 +281,6 @@ def window(total: int, index: int, size: int = WINDOW) -> tuple[int, int]:
         return 0, total
     start = (min(max(index, 0), total - 1) // size) * size
     return start, min(start + size, total)
-
-
-@functools.lru_cache(maxsize=64)
-def _source(function) -> str:
-    """The source of a function of attention_core (read once per server: the files do not change)."""
-    return inspect.getsource(function)
 
 
 def entry(steps: StepThrough) -> tuple[int, int, int]:

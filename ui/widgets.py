@@ -7,6 +7,8 @@ attention; the step-through of a formula is drawn by ``ui.stepthrough``.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
@@ -253,6 +255,29 @@ def torch_check(max_abs_diff: float, matches: bool, reference: str) -> None:
     else:
         st.error(_("Checked against PyTorch: max |ours − `{reference}`| = {diff} — they disagree.",
                    reference=reference, diff=f"{max_abs_diff:.2e}"), icon=":material/cancel:")
+
+
+# ---------------------------------------------------------------- the code behind what is shown
+
+@functools.lru_cache(maxsize=None)
+def _source(function: Callable[..., Any]) -> str:
+    """The source of a function of attention_core (read once per server: the files do not change)."""
+    return inspect.getsource(function)
+
+
+def show_code(functions: Sequence[Callable[..., Any]], *, key: str) -> None:
+    """The real source of the attention_core functions behind what the page shows, in a "Show the code" expander.
+
+    The expander opens closed and its code is drawn only while it is open (``on_change="rerun"``: opening it reruns
+    the fragment or the page it stands in, and it stays open from click to click until it is closed). Closed, it
+    costs a click one element instead of the code blocks that the browser would highlight again on every rerun.
+    ``key``: the expander's, one per place on a page (it keeps the open state).
+    """
+    box = st.expander(_("Show the code"), key=key, on_change="rerun")
+    if box.open:
+        with box:
+            for function in functions:
+                st.code(_source(function), language="python")
 
 
 # ---------------------------------------------------------------- a 2-d rotation

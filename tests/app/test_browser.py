@@ -407,6 +407,31 @@ def test_a_page_setting_leaves_the_header_and_footer_in_place(page: Page, app_ur
     assert_no_exception(page)
 
 
+def test_show_the_code_is_drawn_when_opened_and_stays_open_from_step_to_step(page: Page, app_url: str):
+    """A step's "Show the code" is sent only while it is open (ui/widgets.show_code): closed, the page has no code
+    block; opened, the stage's functions are shown; Next keeps it open on the next stage's code. The footer's on the
+    √d_k page opens the same way."""
+    open_page(page, app_url, "/causal", "Causal attention: no peeking at the future")
+    blocks = page.get_by_test_id("stCode")
+    expect(blocks).to_have_count(0)
+    page.get_by_text("Show the code", exact=True).click()
+    expect(blocks.first).to_contain_text("def ", timeout=APP_RUN_MS)
+    wait_for_app_run(page)
+    page.get_by_role("button", name="Next ▶").click()
+    expect(page.get_by_role("combobox", name="Step", exact=True)).to_have_value(re.compile(r"^4 / 6"))
+    wait_for_app_run(page)
+    expect(blocks.first).to_contain_text("def ")
+    expect(blocks.first).to_be_visible()
+    assert_no_exception(page)
+
+    open_page(page, app_url, "/why-sqrt-dk", "Why divide by √d_k?")
+    expect(blocks).to_have_count(0)
+    page.get_by_text("Show the code", exact=True).click()
+    expect(blocks.first).to_contain_text("def run_scaling_experiment", timeout=APP_RUN_MS)
+    wait_for_app_run(page)
+    assert_no_exception(page)
+
+
 def test_an_example_chosen_inside_a_page_shows_in_the_sidebar(page: Page, app_url: str):
     """*Use this example* is inside the overview's body, but the sidebar's picker and its note are the router's: the
     click reruns the whole app, and the sidebar shows the example."""

@@ -134,3 +134,33 @@ def test_a_body_that_stops_keeps_its_footer_under_its_message():
     assert not at.exception
     assert [e.value for e in at.error] == ["bad input"]
     assert [m.value for m in at.markdown] == ["header", "body", "footer"]
+
+
+def _code_script():
+    import streamlit as st
+
+    from attention_core.self_attention import formulas
+    from ui import widgets
+
+    widgets.show_code((formulas.entry_latex,), key="code")
+    st.markdown("after the code")
+
+
+def test_show_the_code_sends_the_source_only_while_it_is_open():
+    """Closed (as it opens), the expander holds nothing and the page goes on; opened, it holds the function's source
+    as a Python code block; closed again, nothing again."""
+    import inspect
+
+    from attention_core.self_attention import formulas
+
+    at = AppTest.from_function(_code_script, default_timeout=60).run()
+    assert not at.exception
+    assert [e.label for e in at.expander] == ["Show the code"] and len(at.code) == 0
+    assert [m.value for m in at.markdown] == ["after the code"]
+    at.session_state["code"] = True
+    at.run()
+    assert [c.value for c in at.code] == [inspect.getsource(formulas.entry_latex).rstrip("\n")]  # (st.code strips it)
+    assert at.code[0].language == "python"
+    at.session_state["code"] = False
+    at.run()
+    assert len(at.code) == 0
