@@ -52,16 +52,17 @@ def page() -> None:
     st.caption(_("Every example comes from one of the tutorials this app teaches from; you can change all of it later."))
     current = state.settings().preset
     for key, preset in PRESETS.items():
-        with st.container(border=True):
-            text, button = st.columns([4, 1], vertical_alignment="center")
-            text.markdown(f"**{_(preset.title)}**  \n{_(preset.note)}  \n*{_('Source: {source}', source=_(preset.source))}*")
-            button.button(
+        # one row that wraps (the button under the text on a phone, ui/layout.py): three elements a card, not six
+        with st.container(border=True, horizontal=True, vertical_alignment="center", gap="medium", key=f"card_{key}"):
+            st.markdown(f"**{_(preset.title)}**  \n{_(preset.note)}  \n*{_('Source: {source}', source=_(preset.source))}*",
+                        width="stretch")
+            st.button(
                 _("In use") if key == current else _("Use this example"),
                 key=f"overview_use_{key}",
                 disabled=key == current,
                 on_click=state.choose_preset,
                 args=(key,),
-                width="stretch",
+                width="content",  # its label whole in every language and in presenter mode
             )
 
     st.subheader(_("Where to go next"))

@@ -76,6 +76,10 @@ _CSS = """
 @media (hover: none) {
   [data-testid="stElementContainer"]:has([data-testid="stDataFrame"]) { margin-top: 2.75rem; }
 }
+/* A card of a row that wraps (the overview's examples, key "card_..."): its first element, the text, takes the row but
+   starts from 16rem, so on a phone what follows it (a button) goes under it instead of squeezing it into a narrow
+   column, and on a wider screen stays beside it */
+[class*="st-key-card_"] > [data-testid="stElementContainer"]:first-child { flex: 1 1 16rem; min-width: 0; }
 </style>
 """
 

@@ -432,6 +432,26 @@ def test_show_the_code_is_drawn_when_opened_and_stays_open_from_step_to_step(pag
     assert_no_exception(page)
 
 
+@pytest.mark.parametrize(("width", "beside"), [(1280, True), (390, False)])
+def test_an_example_cards_button_stands_beside_its_text_and_under_it_on_a_phone(browser: Browser, app_url: str,
+                                                                                 width: int, beside: bool):
+    """The overview's example cards are rows that wrap (ui/layout.py, "card_"): at 1280 px every button stands
+    right of its card's text, within its height; at 390 px under it, the text keeping the card's width."""
+    with new_page(browser, width, 844, phone=not beside) as page:
+        open_page(page, app_url, "/", "Attention Explorer")
+        cards = page.locator('[class*="st-key-card_"]')
+        expect(cards).to_have_count(5)
+        for card in cards.all():
+            text = card.get_by_test_id("stMarkdown").bounding_box()
+            button = card.get_by_role("button").bounding_box()
+            if beside:
+                assert button["x"] >= text["x"] + text["width"]
+                assert text["y"] <= button["y"] and button["y"] + button["height"] <= text["y"] + text["height"] + 1
+            else:
+                assert button["y"] >= text["y"] + text["height"]
+                assert text["width"] >= card.bounding_box()["width"] - 40
+
+
 def test_an_example_chosen_inside_a_page_shows_in_the_sidebar(page: Page, app_url: str):
     """*Use this example* is inside the overview's body, but the sidebar's picker and its note are the router's: the
     click reruns the whole app, and the sidebar shows the example."""
