@@ -12,7 +12,10 @@ from ui.i18n import _
 HERE = Path(__file__).resolve().parent  # the other pages, wherever the entry point is
 
 
-def page() -> None:
+def header() -> None:
+    """The whole page, drawn as its header (``page_body.run``): its only widgets choose the example, which the router
+    draws, so each of their clicks reruns the whole app. Outside the body's fragment that is one run; inside it, a
+    fragment run that then reran the app."""
     st.title(_("Attention Explorer"))
     st.markdown(_(
         "Attention lets every token of a sentence **look at the other tokens and take what it needs from them**. "
@@ -66,9 +69,13 @@ def page() -> None:
             )
 
     st.subheader(_("Where to go next"))
-    for page in registry.PAGES:
-        if page.summary:
-            st.page_link(HERE / page.file, label=_(page.summary), icon=page.icon)
+    for listed in registry.PAGES:
+        if listed.summary:
+            st.page_link(HERE / listed.file, label=_(listed.summary), icon=listed.icon)
 
 
-page_body.run(page)
+def page() -> None:
+    """Nothing of its own: the body writes the link."""
+
+
+page_body.run(page, header=header)

@@ -137,10 +137,11 @@ def test_a_click_inside_the_body_does_not_send_the_header_and_footer_again(serve
     assert clicked_messages < opened_messages / 2  # the derivation's rows were most of the page's elements
 
 
-def test_a_router_setting_changed_inside_a_page_reruns_the_whole_app(server):
-    """The overview's *Use this example* is inside the page's body, but the example is drawn by the router (the
-    sidebar's picker and its note): the click reruns the whole app (ui.state.ROUTER_FIELDS), and the sidebar shows
-    the new example."""
+def test_choosing_an_example_on_the_overview_reruns_the_whole_app_once(server):
+    """The example is drawn by the router (the sidebar's picker and its note), so the overview, whose only widgets
+    choose it, is drawn as its header, outside the page's body (ui/page_body.py): *Use this example* names no
+    fragment, its click is one whole-app run (not a fragment run that then reran the app), and the sidebar shows the
+    new example."""
 
     async def visit():
         student = Student(server.url, "t")
@@ -150,7 +151,7 @@ def test_a_router_setting_changed_inside_a_page_reruns_the_whole_app(server):
             from streamlit.proto.WidgetStates_pb2 import WidgetState
 
             _etype, proto, fragment_id = student.widgets["overview_use_hello"]
-            assert fragment_id  # inside the page's fragment
+            assert fragment_id == ""  # outside the page's fragment
             await student.change(WidgetState(id=proto.id, trigger_value=True), fragment_id)
             shown = student.widgets["setting_preset"][1]
         finally:
