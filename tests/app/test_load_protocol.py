@@ -161,6 +161,40 @@ def test_choosing_an_example_on_the_overview_reruns_the_whole_app_once(server):
     assert asyncio.run(visit()) == ("Hello shiny sun! (seed 004)", [])  # the sidebar picker shows it
 
 
+def test_a_router_setting_changed_inside_a_pages_body_reruns_the_whole_app():
+    """A click inside a page's body (its fragment) that changes what the router draws (the example) reruns the whole
+    app, so the router's picker shows the new example (ui/page_body.py, ui.state.router_stale): on a one-page app
+    whose body does that (tests/app/data/router_field_app.py), since no page of the app does now."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    app = Path(__file__).parent / "data" / "router_field_app.py"
+    srv = Server(app, env={"PYTHONPATH": str(ROOT)})
+
+    async def visit():
+        student = Student(srv.url, "t")
+        await student.connect()
+        try:
+            await student.open_page("")
+            before = student.widgets["setting_preset"][1]
+            _etype, proto, fragment_id = student.widgets["choose_hello"]
+            assert fragment_id  # inside the page's body
+            await student.change(WidgetState(id=proto.id, trigger_value=True), fragment_id)
+            after = student.widgets["setting_preset"][1]
+        finally:
+            await student.close()
+        return (*(shown.raw_value if shown.HasField("raw_value") else None for shown in (before, after)),
+                student.exceptions)
+
+    try:
+        before, after, exceptions = asyncio.run(visit())
+    finally:
+        srv.stop()
+    from attention_core.settings import Settings
+
+    assert (before, exceptions) == (Settings().preset, []) and before != "hello"
+    assert after == "hello"  # the sidebar's picker, drawn only by a whole-app run, shows it
+
+
 def test_a_learner_trains_and_the_progress_reruns_on_its_timer_as_in_the_browser(server):
     """Train on "Watch attention learn" (the training scenario's Student): the progress fragment's run_every timer is
     armed by the server's auto_rerun message, and the Student reruns the fragment on it, as the browser does, until
