@@ -164,10 +164,10 @@ def test_choosing_an_example_on_the_overview_reruns_the_whole_app_once(server):
 def test_a_router_setting_changed_inside_a_pages_body_reruns_the_whole_app():
     """A click inside a page's body (its fragment) that changes what the router draws (the example) reruns the whole
     app, so the router's picker shows the new example (ui/page_body.py, ui.state.router_stale): on a one-page app
-    whose body does that (tests/app/data/router_field_app.py), since no page of the app does now."""
+    whose body does that (tests/app/router_field_app.py), since no page of the app does now."""
     from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-    app = Path(__file__).parent / "data" / "router_field_app.py"
+    app = Path(__file__).parent / "router_field_app.py"
     srv = Server(app, env={"PYTHONPATH": str(ROOT)})
 
     async def visit():
