@@ -145,8 +145,30 @@ def _heatmap_spec(clickable: bool, row_title: str, col_title: str, scheme: str =
 
 @builds.spec
 def _heatmap_template(clickable: bool, scheme: str = "redblue", reverse: bool = True, scale: float = 1.0) -> dict:
-    """The Vega-Lite spec of a heatmap, built once with Altair per kind (its axis titles are put in per call, by
-    :func:`_heatmap_spec`); the data is passed per call.
+    """The Vega-Lite spec of a heatmap of this kind (its axis titles are put in per call, by :func:`_heatmap_spec`);
+    the data is passed per call.
+
+    One Altair build per ``scale`` (:func:`_clickable_heatmap`, 30–50 ms) serves every kind: the kinds differ only in
+    the colour scheme, and a heatmap that takes no clicks has no selection parameter (nor the view name that names
+    its layer). Building each kind with Altair cost a server's first students 30–50 ms a kind on their first
+    heatmaps (tests/app/test_heatmaps.py checks that each kind equals :func:`_altair_heatmap`'s own).
+    """
+    spec = _clickable_heatmap(scale)
+    spec["layer"][0]["encoding"]["color"]["scale"].update(scheme=scheme, reverse=reverse)
+    if not clickable:
+        del spec["params"]
+        del spec["layer"][0]["name"]
+    return spec
+
+
+@builds.spec
+def _clickable_heatmap(scale: float) -> dict:
+    """:func:`_altair_heatmap` of a clickable heatmap in the default colours, built once per ``scale``."""
+    return _altair_heatmap(True, "redblue", True, scale)
+
+
+def _altair_heatmap(clickable: bool, scheme: str, reverse: bool, scale: float) -> dict:
+    """A heatmap's Vega-Lite spec as Altair builds it (see :func:`_heatmap_template`).
 
     Everything that changes with the numbers (colour domain, text colour, the selected
     cell) is a column of the data, so one spec serves every matrix. ``scale``: cells, numbers, labels and legend
