@@ -112,41 +112,41 @@ def _formula(stage: str, per_head: bool = False) -> tuple[str, ...]:
         return sp.Pow(_matrix(name), top, evaluate=False)
 
     def mat(lhs: str, *factors) -> str:
-        return expr_latex(sp.Eq(_matrix(lhs), sp.Mul(*factors)))
+        return expr_latex(sp.Eq(_matrix(lhs), sp.Mul(*factors), evaluate=False))
     if stage == "loss":
         diff = sp.Add(o[_i, _j], -t[_i, _j], evaluate=False)
         loss = sp.Eq(sp.Symbol("L"), sp.Mul(sp.Rational(1, 2), sp.Sum(diff ** 2, (_i, 1, _T), (_j, 1, sp.Symbol("d_v"))),
-                                            evaluate=False))
-        return expr_latex(loss), expr_latex(sp.Eq(do[_i, _j], diff))
+                                            evaluate=False), evaluate=False)
+        return expr_latex(loss), expr_latex(sp.Eq(do[_i, _j], diff, evaluate=False))
     if stage == "d_value":
-        return (mat("dV", tr_("P"), _matrix("dO")), expr_latex(sp.Eq(dv[_j, _c], sp.Sum(product(p[_l, _j], do[_l, _c]), (_l, 1, _T)))))
+        return (mat("dV", tr_("P"), _matrix("dO")), expr_latex(sp.Eq(dv[_j, _c], sp.Sum(product(p[_l, _j], do[_l, _c]), (_l, 1, _T)), evaluate=False)))
     if stage == "d_weights":
-        return (mat("dP", _matrix("dO"), tr_("V")), expr_latex(sp.Eq(dp[_i, _j], sp.Sum(product(do[_i, _c], v[_j, _c]), (_c, 1, sp.Symbol("d_v"))))))
+        return (mat("dP", _matrix("dO"), tr_("V")), expr_latex(sp.Eq(dp[_i, _j], sp.Sum(product(do[_i, _c], v[_j, _c]), (_c, 1, sp.Symbol("d_v"))), evaluate=False)))
     if stage == "d_scores":
         inner = sp.Sum(product(p[_i, _k], dp[_i, _k]), (_k, 1, _T))
-        element = sp.Eq(ds[_i, _j], product(p[_i, _j], sp.Add(dp[_i, _j], -inner, evaluate=False)))
+        element = sp.Eq(ds[_i, _j], product(p[_i, _j], sp.Add(dp[_i, _j], -inner, evaluate=False)), evaluate=False)
         return (rf"dS{sup}_{{i\cdot}} = J_i\, dP{sup}_{{i\cdot}},\qquad J_i = \operatorname{{diag}}(p_i) - p_i\, p_i^{{\top}}",
                 expr_latex(element))
     if stage == "flash":
-        d_i = sp.Eq(_ix("D")[_i], sp.Sum(product(do[_i, _c], o[_i, _c]), (_c, 1, sp.Symbol("d_v"))))
+        d_i = sp.Eq(_ix("D")[_i], sp.Sum(product(do[_i, _c], o[_i, _c]), (_c, 1, sp.Symbol("d_v"))), evaluate=False)
         return (rf"D{sup} = \operatorname{{rowsum}}(dO{sup} \odot O{sup})", expr_latex(d_i),
-                expr_latex(sp.Eq(ds[_i, _j], product(p[_i, _j], sp.Add(dp[_i, _j], -_ix("D")[_i], evaluate=False)))))
+                expr_latex(sp.Eq(ds[_i, _j], product(p[_i, _j], sp.Add(dp[_i, _j], -_ix("D")[_i], evaluate=False)), evaluate=False)))
     if stage == "d_query":
         return (mat("dQ", _matrix("dS"), _matrix("K"), 1 / sp.sqrt(_dk)),
-                expr_latex(sp.Eq(dq[_i, _c], sp.Sum(product(ds[_i, _j], kk[_j, _c]), (_j, 1, _T)) / sp.sqrt(_dk))))
+                expr_latex(sp.Eq(dq[_i, _c], sp.Sum(product(ds[_i, _j], kk[_j, _c]), (_j, 1, _T)) / sp.sqrt(_dk), evaluate=False)))
     if stage == "d_key":
         return (mat("dK", tr_("dS"), _matrix("Q"), 1 / sp.sqrt(_dk)),
-                expr_latex(sp.Eq(dkey[_j, _c], sp.Sum(product(ds[_i, _j], q[_i, _c]), (_i, 1, _T)) / sp.sqrt(_dk))))
+                expr_latex(sp.Eq(dkey[_j, _c], sp.Sum(product(ds[_i, _j], q[_i, _c]), (_i, 1, _T)) / sp.sqrt(_dk), evaluate=False)))
     if stage in ("d_w_query", "d_w_key", "d_w_value"):
         letter = {"d_w_query": "q", "d_w_key": "k", "d_w_value": "v"}[stage]
         upstream = _ix(f"d{letter.upper()}")
         return (mat(f"dW_{letter}", tr_("X"), _matrix(f"d{letter.upper()}")),
-                expr_latex(sp.Eq(_ix(f"dW^{{{letter}}}")[_d, _c], sp.Sum(product(x[_i, _d], upstream[_i, _c]), (_i, 1, _T)))))
+                expr_latex(sp.Eq(_ix(f"dW^{{{letter}}}")[_d, _c], sp.Sum(product(x[_i, _d], upstream[_i, _c]), (_i, 1, _T)), evaluate=False)))
     if stage == "d_x":
-        return (expr_latex(sp.Eq(_matrix("dX"), sp.Add(*(sp.Mul(_matrix(g), tr_(w)) for g, w in (("dQ", "W_q"), ("dK", "W_k"), ("dV", "W_v"))), evaluate=False))),)
+        return (expr_latex(sp.Eq(_matrix("dX"), sp.Add(*(sp.Mul(_matrix(g), tr_(w)) for g, w in (("dQ", "W_q"), ("dK", "W_k"), ("dV", "W_v"))), evaluate=False), evaluate=False)),)
     if stage == "step":
         w, dw = _ix("W"), _ix("dW")
-        return (r"W \leftarrow W - \eta\, dW", expr_latex(sp.Eq(_ix("W'")[_d, _c], sp.Add(w[_d, _c], -product(_eta, dw[_d, _c]), evaluate=False))))
+        return (r"W \leftarrow W - \eta\, dW", expr_latex(sp.Eq(_ix("W'")[_d, _c], sp.Add(w[_d, _c], -product(_eta, dw[_d, _c]), evaluate=False), evaluate=False)))
     raise KeyError(stage)
 
 

@@ -43,15 +43,15 @@ def _own(stage: str) -> tuple[str, ...]:
     c, do, w_o, dc = sp.IndexedBase("C"), sp.IndexedBase("dO"), sp.IndexedBase("W^O"), sp.IndexedBase("dC")
     d_o = sp.Symbol("d_o")
     if stage == "loss":
-        return (expr_latex(sp.Eq(matrix_symbol("O"), sp.Add(sp.Mul(matrix_symbol("C"), matrix_symbol("W_O")), matrix_symbol("b_O"), evaluate=False))),
+        return (expr_latex(sp.Eq(matrix_symbol("O"), sp.Add(sp.Mul(matrix_symbol("C"), matrix_symbol("W_O")), matrix_symbol("b_O"), evaluate=False), evaluate=False)),
                 *formulas.backward_formula("loss"))
     if stage == "d_w_out":
-        return (expr_latex(sp.Eq(matrix_symbol("dW_O"), sp.Mul(_t("C"), matrix_symbol("dO")))),
-                expr_latex(sp.Eq(sp.IndexedBase("dW^O")[_a, _c], sp.Sum(product(c[_i, _a], do[_i, _c]), (_i, 1, _T)))),
-                expr_latex(sp.Eq(sp.IndexedBase("db^O")[_c], sp.Sum(do[_i, _c], (_i, 1, _T)))))
+        return (expr_latex(sp.Eq(matrix_symbol("dW_O"), sp.Mul(_t("C"), matrix_symbol("dO")), evaluate=False)),
+                expr_latex(sp.Eq(sp.IndexedBase("dW^O")[_a, _c], sp.Sum(product(c[_i, _a], do[_i, _c]), (_i, 1, _T)), evaluate=False)),
+                expr_latex(sp.Eq(sp.IndexedBase("db^O")[_c], sp.Sum(do[_i, _c], (_i, 1, _T)), evaluate=False)))
     if stage == "d_concat":
-        return (expr_latex(sp.Eq(matrix_symbol("dC"), sp.Mul(matrix_symbol("dO"), _t("W_O")))),
-                expr_latex(sp.Eq(dc[_i, _a], sp.Sum(product(do[_i, _c], w_o[_a, _c]), (_c, 1, d_o)))),
+        return (expr_latex(sp.Eq(matrix_symbol("dC"), sp.Mul(matrix_symbol("dO"), _t("W_O")), evaluate=False)),
+                expr_latex(sp.Eq(dc[_i, _a], sp.Sum(product(do[_i, _c], w_o[_a, _c]), (_c, 1, d_o)), evaluate=False)),
                 r"dO^{(r)} = dC_{:,\,(r-1)\,d_{head}+1 \,\dots\, r\,d_{head}}")
     if stage in formulas.W_STAGES:
         letter = {"d_w_query": "q", "d_w_key": "k", "d_w_value": "v"}[stage]

@@ -269,10 +269,10 @@ def additive_latex() -> tuple[str, str]:
     Wq, Wk = sp.Symbol(r"\mathbf{W}_q", commutative=False), sp.Symbol(r"\mathbf{W}_k", commutative=False)
     wvt = sp.Symbol(r"\mathbf{w}_v^{\top}", commutative=False)
     vector = sp.Eq(_a(q, k), sp.Mul(wvt, sp.tanh(sp.Add(sp.Mul(Wq, q), sp.Mul(Wk, k), evaluate=False)),
-                                    evaluate=False))
+                                    evaluate=False), evaluate=False)
     inner = sp.Add(sp.Sum(_mul(_Wq[_l, _c], _q[_i, _c]), (_c, 1, _dq)),
                    sp.Sum(_mul(_Wk[_l, _c], _k[_j, _c]), (_c, 1, _dk)), evaluate=False)
-    element = sp.Eq(sp.IndexedBase("a")[_i, _j], sp.Sum(_mul(_w[_l], sp.tanh(inner)), (_l, 1, _h)))
+    element = sp.Eq(sp.IndexedBase("a")[_i, _j], sp.Sum(_mul(_w[_l], sp.tanh(inner)), (_l, 1, _h)), evaluate=False)
     return sp.latex(vector, order="none"), sp.latex(element, order="none")
 
 
@@ -280,8 +280,8 @@ def additive_latex() -> tuple[str, str]:
 def dot_product_latex() -> tuple[str, str]:
     """(the vector form, the element form) of the scaled dot-product score, as LaTeX."""
     q, k = sp.Symbol(r"\mathbf{q}", commutative=False), sp.Symbol(r"\mathbf{k}^{\top}", commutative=False)
-    vector = sp.Eq(_a(sp.Symbol(r"\mathbf{q}"), sp.Symbol(r"\mathbf{k}")), sp.Mul(q, k) / sp.sqrt(_dk))
-    element = sp.Eq(sp.IndexedBase("a")[_i, _j], sp.Sum(_mul(_q[_i, _c], _k[_j, _c]), (_c, 1, _dk)) / sp.sqrt(_dk))
+    vector = sp.Eq(_a(sp.Symbol(r"\mathbf{q}"), sp.Symbol(r"\mathbf{k}")), sp.Mul(q, k) / sp.sqrt(_dk), evaluate=False)
+    element = sp.Eq(sp.IndexedBase("a")[_i, _j], sp.Sum(_mul(_q[_i, _c], _k[_j, _c]), (_c, 1, _dk)) / sp.sqrt(_dk), evaluate=False)
     return sp.latex(vector, order="none"), sp.latex(element, order="none")
 
 

@@ -290,8 +290,8 @@ def _angle(pos, i, d):
 @lru_cache(maxsize=None)
 def sinusoidal_latex() -> tuple[str, str]:
     """The two rows of the sinusoidal encoding's definition, as LaTeX (Vaswani et al. §3.5)."""
-    even = sp.Eq(_PE(_pos, 2 * _i), sp.sin(_angle(_pos, _i, _d)))
-    odd = sp.Eq(_PE(_pos, 2 * _i + 1), sp.cos(_angle(_pos, _i, _d)))
+    even = sp.Eq(_PE(_pos, 2 * _i), sp.sin(_angle(_pos, _i, _d)), evaluate=False)
+    odd = sp.Eq(_PE(_pos, 2 * _i + 1), sp.cos(_angle(_pos, _i, _d)), evaluate=False)
     return sp.latex(even), sp.latex(odd)
 
 
@@ -337,11 +337,11 @@ def equivariance_steps() -> tuple[str, ...]:
     d_k = sp.Symbol("d_k", positive=True)
     pe = sp.Symbol(r"\mathrm{PE}", commutative=False)
     lines = [
-        sp.Eq(sp.Mul(sp.Mul(P, X), nc["W_q"]), sp.Mul(P, Q)),
-        sp.Eq(sp.Mul(sp.Mul(P, Q), sp.Mul(K, Pt, evaluate=False).subs(K, Kt), evaluate=False), sp.Mul(P, S, Pt)),
-        sp.Eq(softmax(sp.Mul(P, S, Pt) / sp.sqrt(d_k)), sp.Mul(P, softmax(S / sp.sqrt(d_k)), Pt)),
-        sp.Eq(sp.Mul(P, softmax(S / sp.sqrt(d_k)), Pt, P, V, evaluate=False), sp.Mul(P, softmax(S / sp.sqrt(d_k)), V)),
-        sp.Eq(sa(sp.Mul(P, X)), sp.Mul(P, sa(X))),
+        sp.Eq(sp.Mul(sp.Mul(P, X), nc["W_q"]), sp.Mul(P, Q), evaluate=False),
+        sp.Eq(sp.Mul(sp.Mul(P, Q), sp.Mul(K, Pt, evaluate=False).subs(K, Kt), evaluate=False), sp.Mul(P, S, Pt), evaluate=False),
+        sp.Eq(softmax(sp.Mul(P, S, Pt) / sp.sqrt(d_k)), sp.Mul(P, softmax(S / sp.sqrt(d_k)), Pt), evaluate=False),
+        sp.Eq(sp.Mul(P, softmax(S / sp.sqrt(d_k)), Pt, P, V, evaluate=False), sp.Mul(P, softmax(S / sp.sqrt(d_k)), V), evaluate=False),
+        sp.Eq(sa(sp.Mul(P, X)), sp.Mul(P, sa(X)), evaluate=False),
         sp.Ne(sa(sp.Add(sp.Mul(P, X), pe, evaluate=False)), sp.Mul(P, sa(sp.Add(X, pe, evaluate=False)))),
     ]
     return tuple(sp.latex(line, order="none") for line in lines)

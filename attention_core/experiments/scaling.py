@@ -445,7 +445,7 @@ def entropy_latex() -> str:
     """The entropy of a row of n weights α, as LaTeX (0 for one-hot, ln n for uniform weights)."""
     j, n = sp.Symbol("j", integer=True, positive=True), sp.Symbol("n", integer=True, positive=True)
     alpha = sp.IndexedBase(r"\alpha")
-    h = sp.Eq(sp.Symbol("H"), -sp.Sum(_mul(alpha[j], sp.log(alpha[j])), (j, 1, n)))
+    h = sp.Eq(sp.Symbol("H"), -sp.Sum(_mul(alpha[j], sp.log(alpha[j])), (j, 1, n)), evaluate=False)
     return sp.latex(h, order="none", ln_notation=True) + r"\qquad 0 \le H \le \ln n"
 
 

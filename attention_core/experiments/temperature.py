@@ -228,9 +228,9 @@ def temperature_latex() -> tuple[str, str]:
     """(the weights with a temperature, the entropy of a row), as LaTeX."""
     exp = sp.Function(r"\exp")  # printed exp(s / (τ √d_k)): a fraction in a superscript is too small to read
     weight = sp.Eq(_alpha[_i, _j], exp(_s[_i, _j] / (_tau * sp.sqrt(_d_k)))
-                   / sp.Sum(exp(_s[_i, _l] / (_tau * sp.sqrt(_d_k))), (_l, 1, _n)))
+                   / sp.Sum(exp(_s[_i, _l] / (_tau * sp.sqrt(_d_k))), (_l, 1, _n)), evaluate=False)
     h = sp.Eq(sp.IndexedBase("H")[_i], -sp.Sum(sp.Mul(_alpha[_i, _j], sp.log(_alpha[_i, _j]), evaluate=False),
-                                                (_j, 1, _n)))
+                                                (_j, 1, _n)), evaluate=False)
     # \dfrac: a plain \frac inside exp( ) inside the big fraction is set too small to read on a projector.
     weight_text = sp.latex(weight).replace(r"\frac{{s}", r"\dfrac{{s}")
     return weight_text, sp.latex(h, order="none", ln_notation=True) + r"\qquad 0 \le H_i \le \ln n"

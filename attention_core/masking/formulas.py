@@ -75,7 +75,7 @@ def _per_head(base: str, r=_r) -> sp.IndexedBase:
 
 def masked_weight_element(i=_i, j=_j, upper=_T, alpha=_alpha, a=_a_masked) -> sp.Expr:
     """alpha_ij = e^{a_ij} / sum_l e^{a_il}: blocked keys (a = -inf) drop out of the sum (e^{-inf} = 0)."""
-    return sp.Eq(alpha[i, j], sp.exp(a[i, j]) / sp.Sum(sp.exp(a[i, _l]), (_l, 1, upper)))
+    return sp.Eq(alpha[i, j], sp.exp(a[i, j]) / sp.Sum(sp.exp(a[i, _l]), (_l, 1, upper)), evaluate=False)
 
 
 @lru_cache(maxsize=None)
@@ -116,38 +116,38 @@ def _masking_formula(page: str, stage: str, words: tuple[tuple[str, str], ...]) 
             element = sp.Symbol(r"M_{i,j} = \begin{cases} 0 & " + w("if_allowed") + r" \\ -\infty & "
                                 + w("if_blocked") + r" \end{cases}")
             causal = sp.Eq(sp.Symbol(w("causal_colon", after=" ") + " M_{i,j}"),
-                           sp.Piecewise((0, sp.Le(_j, _i)), (-sp.oo, True)))
+                           sp.Piecewise((0, sp.Le(_j, _i)), (-sp.oo, True)), evaluate=False)
             return expr_latex(matrix), expr_latex(element), expr_latex(causal)
         if stage == "masked_scores":
-            matrix = sp.Eq(a_prime, sp.Add(scaled, matrix_symbol("M"), evaluate=False))
-            element = sp.Eq(_a_masked[_i, _j], sp.Piecewise((_a[_i, _j], sp.Eq(_M[_i, _j], 0)), (-sp.oo, True)))
+            matrix = sp.Eq(a_prime, sp.Add(scaled, matrix_symbol("M"), evaluate=False), evaluate=False)
+            element = sp.Eq(_a_masked[_i, _j], sp.Piecewise((_a[_i, _j], sp.Eq(_M[_i, _j], 0)), (-sp.oo, True)), evaluate=False)
             return expr_latex(matrix), expr_latex(element)
         if stage == "weights":
-            matrix = sp.Eq(weights, _softmax(sp.Add(scaled, matrix_symbol("M"), evaluate=False)))
+            matrix = sp.Eq(weights, _softmax(sp.Add(scaled, matrix_symbol("M"), evaluate=False)), evaluate=False)
             return expr_latex(matrix), expr_latex(masked_weight_element()), r"e^{-\infty} = 0:\ " + w("drop_out")
         if stage == "other_route":
-            matrix = sp.Eq(matrix_symbol(r"\hat{\mathcal{A}}"), _softmax(scaled))
+            matrix = sp.Eq(matrix_symbol(r"\hat{\mathcal{A}}"), _softmax(scaled), evaluate=False)
             element = sp.Eq(_alpha[_i, _j], product(_alpha_hat[_i, _j], _m[_i, _j])
-                            / sp.Sum(product(_alpha_hat[_i, _l], _m[_i, _l]), (_l, 1, _T)))
+                            / sp.Sum(product(_alpha_hat[_i, _l], _m[_i, _l]), (_l, 1, _T)), evaluate=False)
             remark = "m_{i,j} = 1 " + w("if_allowed", " ", ", ") + " 0 " + w("if_blocked", " ")
             return expr_latex(matrix), expr_latex(element), remark
         if stage == "dropout_mask":
             matrix = sp.Symbol(r"D_{i,j} \sim \operatorname{Bernoulli}(1 - p)")
             element = sp.Eq(_d[_i, _j], sp.Piecewise((1, sp.Symbol(w("kept", after=" ") + " 1 - p")),
-                                                      (0, sp.Symbol(w("dropped", after=" ") + " p"))))
+                                                      (0, sp.Symbol(w("dropped", after=" ") + " p"))), evaluate=False)
             return expr_latex(matrix), expr_latex(element)
         if stage == "dropped_weights":
-            matrix = sp.Eq(tilde, sp.Mul(sp.Symbol(r"\mathcal{A} \odot D"), 1 / (1 - _p), evaluate=False))
-            element = sp.Eq(_alpha_tilde[_i, _j], product(_alpha[_i, _j], _d[_i, _j]) / (1 - _p))
+            matrix = sp.Eq(tilde, sp.Mul(sp.Symbol(r"\mathcal{A} \odot D"), 1 / (1 - _p), evaluate=False), evaluate=False)
+            element = sp.Eq(_alpha_tilde[_i, _j], product(_alpha[_i, _j], _d[_i, _j]) / (1 - _p), evaluate=False)
             sums = sp.Eq(sp.Sum(_alpha_tilde[_i, _j], (_j, 1, _T)),
-                         product(1 / (1 - _p), sp.Sum(product(_alpha[_i, _j], _d[_i, _j]), (_j, 1, _T))))
+                         product(1 / (1 - _p), sp.Sum(product(_alpha[_i, _j], _d[_i, _j]), (_j, 1, _T))), evaluate=False)
             return expr_latex(matrix), expr_latex(element), expr_latex(sums)
         if stage == "output":
             if page == "dropout":
-                return (expr_latex(sp.Eq(matrix_symbol("Z"), sp.Mul(tilde, matrix_symbol("V")))),
-                        expr_latex(sp.Eq(_z[_i, _j], sp.Sum(product(_alpha_tilde[_i, _l], _v[_l, _j]), (_l, 1, _T)))))
-            return (expr_latex(sp.Eq(matrix_symbol("Z"), sp.Mul(weights, matrix_symbol("V")))),
-                    expr_latex(sp.Eq(_z[_i, _j], sp.Sum(product(_alpha[_i, _l], _v[_l, _j]), (_l, 1, _T)))))
+                return (expr_latex(sp.Eq(matrix_symbol("Z"), sp.Mul(tilde, matrix_symbol("V")), evaluate=False)),
+                        expr_latex(sp.Eq(_z[_i, _j], sp.Sum(product(_alpha_tilde[_i, _l], _v[_l, _j]), (_l, 1, _T)), evaluate=False)))
+            return (expr_latex(sp.Eq(matrix_symbol("Z"), sp.Mul(weights, matrix_symbol("V")), evaluate=False)),
+                    expr_latex(sp.Eq(_z[_i, _j], sp.Sum(product(_alpha[_i, _l], _v[_l, _j]), (_l, 1, _T)), evaluate=False)))
 
     raise KeyError(stage)
 
@@ -214,7 +214,7 @@ def header_latex(page: str, tr: Translate = Message) -> str:
         translated = dict(words)
         dropped = masking_formula("dropout", "dropped_weights", tr)[0]
         drawn = masking_formula("dropout", "dropout_mask", tr)[0]
-        evaluated = expr_latex(sp.Eq(matrix_symbol(r"\tilde{\mathcal{A}}"), matrix_symbol(r"\mathcal{A}")))
+        evaluated = expr_latex(sp.Eq(matrix_symbol(r"\tilde{\mathcal{A}}"), matrix_symbol(r"\mathcal{A}"), evaluate=False))
         return (dropped + r",\qquad " + drawn + r"\ " + latex_text(translated["training"]) + r",\qquad "
                 + evaluated + r"\ " + latex_text(translated["eval"]))
     return translate_cases(_header_latex(page, words), tr)
@@ -232,7 +232,7 @@ def _header_latex(page: str, words: tuple[tuple[str, str], ...]) -> str:
     scaled = sp.Mul(matrix_symbol("Q"), kt, 1 / sp.sqrt(_d_k))
     if page == "causal":
         attention = sp.Eq(sp.Function(r"\operatorname{CausalAttention}")(matrix_symbol("Q"), matrix_symbol("K"), matrix_symbol("V")),
-                          sp.Mul(_softmax(sp.Add(scaled, matrix_symbol("M"), evaluate=False)), matrix_symbol("V")))
-        mask = sp.Eq(_M[_i, _j], sp.Piecewise((0, sp.Le(_j, _i)), (-sp.oo, True)))
+                          sp.Mul(_softmax(sp.Add(scaled, matrix_symbol("M"), evaluate=False)), matrix_symbol("V")), evaluate=False)
+        mask = sp.Eq(_M[_i, _j], sp.Piecewise((0, sp.Le(_j, _i)), (-sp.oo, True)), evaluate=False)
         return expr_latex(attention) + r",\quad " + expr_latex(mask)  # the cases' words: translate_cases
     raise KeyError(page)

@@ -120,17 +120,17 @@ def alibi_formula(stage: str, causal: bool) -> tuple[str, ...]:
     big_h, d = sp.symbols("H d", positive=True)
     m, b, a, alpha, q, k = (sp.IndexedBase(s) for s in ("m", "b", "a", r"\alpha", "q", "k"))
     if stage == "slopes":
-        return (sp.latex(sp.Eq(m[h], 2 ** (-8 * h / big_h))) + r", \quad h = 1, \ldots, H",)
+        return (sp.latex(sp.Eq(m[h], 2 ** (-8 * h / big_h), evaluate=False)) + r", \quad h = 1, \ldots, H",)
     if stage == "distance":
-        return (sp.latex(sp.Eq(sp.Symbol("d_{i,j}"), sp.Abs(i - j))),)
+        return (sp.latex(sp.Eq(sp.Symbol("d_{i,j}"), sp.Abs(i - j), evaluate=False)),)
     if stage == "bias":
-        return (sp.latex(sp.Eq(b[i, j], -m[h] * sp.Abs(i - j))),)
+        return (sp.latex(sp.Eq(b[i, j], -m[h] * sp.Abs(i - j), evaluate=False)),)
     if stage == "biased_scores":
-        line = sp.latex(sp.Eq(a[i, j], sp.Sum(q[i, l_] * k[j, l_], (l_, 1, d)) / sp.sqrt(d) + b[i, j]))
+        line = sp.latex(sp.Eq(a[i, j], sp.Sum(q[i, l_] * k[j, l_], (l_, 1, d)) / sp.sqrt(d) + b[i, j], evaluate=False))
         return (line, r"a_{i,j} = -\infty \quad (j > i)") if causal else (line,)
     if stage == "weights":
         upper = i if causal else sp.Symbol("T")
-        return (sp.latex(sp.Eq(alpha[i, j], sp.exp(a[i, j]) / sp.Sum(sp.exp(a[i, l_]), (l_, 1, upper)))),)
+        return (sp.latex(sp.Eq(alpha[i, j], sp.exp(a[i, j]) / sp.Sum(sp.exp(a[i, l_]), (l_, 1, upper)), evaluate=False)),)
     raise KeyError(stage)
 
 

@@ -144,14 +144,14 @@ def flash_formula(stage: str) -> tuple[str, ...]:
     if stage == "tile_scores":
         return (r"S = Q_i K_j^{\top} / \sqrt{d} \in \mathbb{R}^{B_q \times B_k}",)
     if stage == "running_max":
-        return (sp.latex(sp.Eq(mn[i], sp.Max(m[i], sp.Symbol(r"\max_j S_{i,j}")))) + r", \quad m^{(0)}_i = -\infty, "
+        return (sp.latex(sp.Eq(mn[i], sp.Max(m[i], sp.Symbol(r"\max_j S_{i,j}")), evaluate=False)) + r", \quad m^{(0)}_i = -\infty, "
                 r"\ l^{(0)}_i = 0,\ O^{(0)} = 0",)
     if stage == "running_sum":
-        return (sp.latex(sp.Eq(p[i, j], sp.exp(s[i, j] - mn[i]))),
-                sp.latex(sp.Eq(ln[i], sp.exp(m[i] - mn[i]) * l_[i] + sp.Sum(p[i, j], (j, 1, sp.Symbol("B_k"))))))
+        return (sp.latex(sp.Eq(p[i, j], sp.exp(s[i, j] - mn[i]), evaluate=False)),
+                sp.latex(sp.Eq(ln[i], sp.exp(m[i] - mn[i]) * l_[i] + sp.Sum(p[i, j], (j, 1, sp.Symbol("B_k"))), evaluate=False)))
     if stage == "partial_output":
         return (sp.latex(sp.Eq(on[i, c], sp.exp(m[i] - mn[i]) * o[i, c]
-                               + sp.Sum(p[i, j] * v[j, c], (j, 1, sp.Symbol("B_k"))))),)
+                               + sp.Sum(p[i, j] * v[j, c], (j, 1, sp.Symbol("B_k"))), evaluate=False)),)
     if stage == "final":
         return (r"\mathrm{output}_{i,c} = \frac{O_{i,c}}{l_i} = \sum_j \frac{e^{S_{i,j} - m_i}}{\sum_k e^{S_{i,k} - m_i}}"
                 r"\, v_{j,c} = \left(\operatorname{softmax}(S) V\right)_{i,c}",)

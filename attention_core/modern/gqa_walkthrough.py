@@ -165,20 +165,20 @@ def gqa_formula(stage: str, causal: bool) -> tuple[str, ...]:
     if stage == "projections":
         return (r"Q = X W_q \in \mathbb{R}^{T \times h\, d_{head}}, \quad K = X W_k,\ V = X W_v \in "
                 r"\mathbb{R}^{T \times n_{kv}\, d_{head}}",
-                sp.latex(sp.Eq(k[i, j], sp.Sum(x[i, m] * w[m, j], (m, 1, sp.Symbol("D"))))))
+                sp.latex(sp.Eq(k[i, j], sp.Sum(x[i, m] * w[m, j], (m, 1, sp.Symbol("D"))), evaluate=False)))
     if stage == "groups":
-        return (sp.latex(sp.Eq(g(r), sp.floor((r - 1) * kv / h) + 1)) + r", \quad r = 1, \ldots, h",)
+        return (sp.latex(sp.Eq(g(r), sp.floor((r - 1) * kv / h) + 1, evaluate=False)) + r", \quad r = 1, \ldots, h",)
     if stage == "repeat":
         return (r"K^{(r)} = K_{g(r)}, \quad V^{(r)} = V_{g(r)} \qquad (\texttt{repeat\_interleave})",)
     if stage == "weights":
         upper = i if causal else sp.Symbol("T")
-        return (sp.latex(sp.Eq(a[i, j], sp.Sum(q[i, m] * k[j, m], (m, 1, hd)) / sp.sqrt(hd))),
-                sp.latex(sp.Eq(alpha[i, j], sp.exp(a[i, j]) / sp.Sum(sp.exp(a[i, m]), (m, 1, upper)))),
+        return (sp.latex(sp.Eq(a[i, j], sp.Sum(q[i, m] * k[j, m], (m, 1, hd)) / sp.sqrt(hd), evaluate=False)),
+                sp.latex(sp.Eq(alpha[i, j], sp.exp(a[i, j]) / sp.Sum(sp.exp(a[i, m]), (m, 1, upper)), evaluate=False)),
                 r"q = Q^{(r)},\quad k = K_{g(r)}")
     if stage == "output":
         return (r"O = \operatorname{Concat}(\mathrm{head}_1, \ldots, \mathrm{head}_h)\, W^{O} + b^{O}",)
     if stage == "kv_cache":
-        return (sp.latex(sp.Eq(sp.Symbol(r"B_{\mathrm{token}}"), big_l * 2 * kv * hd * b)),
+        return (sp.latex(sp.Eq(sp.Symbol(r"B_{\mathrm{token}}"), big_l * 2 * kv * hd * b, evaluate=False)),
                 r"\text{MHA: } n_{kv} = h, \quad \text{GQA: } 1 < n_{kv} < h, \quad \text{MQA: } n_{kv} = 1")
     raise KeyError(stage)
 

@@ -165,26 +165,26 @@ def rope_formula(stage: str) -> tuple[str, ...]:
     qr, kr = sp.IndexedBase("q'"), sp.IndexedBase("k'")
     half = d / 2
     if stage == "projections":
-        return (sp.latex(sp.Eq(q[m, j], sp.Sum(x[m, l_] * w[l_, j], (l_, 1, sp.Symbol("D"))))),)
+        return (sp.latex(sp.Eq(q[m, j], sp.Sum(x[m, l_] * w[l_, j], (l_, 1, sp.Symbol("D"))), evaluate=False)),)
     if stage == "sinusoidal":
         return (r"PE_{m,2i} = \sin(m\,\theta_i),\quad PE_{m,2i+1} = \cos(m\,\theta_i) \qquad "
                 r"x_m + PE_m \quad\longleftrightarrow\quad R_{m\theta}\, q_m",)
     if stage == "angles":
-        return (sp.latex(sp.Eq(theta[i], base ** (-2 * i / d))) + r", \quad i = 0, \ldots, \tfrac{d}{2} - 1",
-                sp.latex(sp.Eq(sp.Symbol(r"\varphi_{m,i}"), m * theta[i])))
+        return (sp.latex(sp.Eq(theta[i], base ** (-2 * i / d), evaluate=False)) + r", \quad i = 0, \ldots, \tfrac{d}{2} - 1",
+                sp.latex(sp.Eq(sp.Symbol(r"\varphi_{m,i}"), m * theta[i], evaluate=False)))
     if stage in ("rotate_query", "rotate_key"):
         v, vr = (q, qr) if stage == "rotate_query" else (k, kr)
         phi = m * theta[i]
         rot = sp.Matrix([[sp.cos(phi), -sp.sin(phi)], [sp.sin(phi), sp.cos(phi)]])
         return (sp.latex(sp.Eq(sp.Matrix([vr[m, i], vr[m, i + half]]),
-                               sp.MatMul(rot, sp.Matrix([v[m, i], v[m, i + half]])))),)
+                               sp.MatMul(rot, sp.Matrix([v[m, i], v[m, i + half]])), evaluate=False)),)
     if stage == "scores":
-        return (sp.latex(sp.Eq(sp.Symbol("s_{m,n}"), sp.Sum(qr[m, l_] * kr[n, l_], (l_, 1, d)) / sp.sqrt(d))),
+        return (sp.latex(sp.Eq(sp.Symbol("s_{m,n}"), sp.Sum(qr[m, l_] * kr[n, l_], (l_, 1, d)) / sp.sqrt(d), evaluate=False)),
                 r"q'_m \cdot k'_n = q_m^{\top} R_{(n - m)\theta}\, k_n")
     if stage == "relative":
         return (r"q'_{m+s} \cdot k'_{n+s} = q_m^{\top} R_{(n + s - m - s)\theta}\, k_n = q'_m \cdot k'_n",)
     if stage == "base":
-        return (sp.latex(sp.Eq(theta[i], base ** (-2 * i / d))),
+        return (sp.latex(sp.Eq(theta[i], base ** (-2 * i / d), evaluate=False)),
                 r"\lambda_i = \frac{2\pi}{\theta_i}")
     raise KeyError(stage)
 

@@ -30,19 +30,19 @@ def sinks_formula(stage: str, tr: Translate) -> tuple[str, ...]:
     s, w, v, o = (sp.IndexedBase(n) for n in ("s", "w", "v", "o"))
     if stage == "weights":
         weight = sp.exp(s[_i, _j]) / sp.Sum(sp.exp(s[_i, _l]), (_l, 1, _i))
-        return (expr_latex(sp.Eq(w[_i, _j], weight)),
-                expr_latex(sp.Eq(sp.Sum(w[_i, _j], (_j, 1, _i)), 1)) + r", \quad w_{ij} > 0")
+        return (expr_latex(sp.Eq(w[_i, _j], weight, evaluate=False)),
+                expr_latex(sp.Eq(sp.Sum(w[_i, _j], (_j, 1, _i)), 1, evaluate=False)) + r", \quad w_{ij} > 0")
     if stage == "nothing":
         mean = sp.Sum(v[_j, _c], (_j, 1, _i)) / _i
-        return (expr_latex(sp.Eq(s[_i, _j], 0)) + r" \;\Rightarrow\; " + expr_latex(sp.Eq(w[_i, _j], 1 / _i)),
-                expr_latex(sp.Eq(o[_i, _c], mean)) + r" \neq 0")
+        return (expr_latex(sp.Eq(s[_i, _j], 0, evaluate=False)) + r" \;\Rightarrow\; " + expr_latex(sp.Eq(w[_i, _j], 1 / _i, evaluate=False)),
+                expr_latex(sp.Eq(o[_i, _c], mean, evaluate=False)) + r" \neq 0")
     if stage == "sink_weights":
         denominator = sp.Add(sp.Sum(sp.exp(s[_i, _l]), (_l, 1, _i)), sp.exp(_b), evaluate=False)
         share = sp.Symbol(r"\mathrm{sink}_i")
-        return (expr_latex(sp.Eq(w[_i, _j], sp.exp(s[_i, _j]) / denominator)),
-                expr_latex(sp.Eq(share, sp.exp(_b) / denominator)),
+        return (expr_latex(sp.Eq(w[_i, _j], sp.exp(s[_i, _j]) / denominator, evaluate=False)),
+                expr_latex(sp.Eq(share, sp.exp(_b) / denominator, evaluate=False)),
                 r"\sum_{j \le i} w_{ij} = 1 - \mathrm{sink}_i < 1")
     if stage == "sink_output":
-        return (expr_latex(sp.Eq(o[_i, _c], sp.Sum(product(w[_i, _j], v[_j, _c]), (_j, 1, _i)))),
+        return (expr_latex(sp.Eq(o[_i, _c], sp.Sum(product(w[_i, _j], v[_j, _c]), (_j, 1, _i)), evaluate=False)),
                 latex_text(str(tr(N_("the sink has no value: its share adds nothing to the output")))))
     raise KeyError(stage)

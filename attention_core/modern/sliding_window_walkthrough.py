@@ -112,14 +112,14 @@ def sliding_formula(stage: str, causal: bool) -> tuple[str, ...]:
     m, a, alpha = sp.IndexedBase("M"), sp.IndexedBase("a'"), sp.IndexedBase(r"\alpha")
     inside = sp.And(i - w < j, j <= i) if causal else sp.Abs(i - j) < w
     if stage == "mask":
-        return (sp.latex(sp.Eq(m[i, j], sp.Piecewise((0, inside), (-sp.oo, True)))),)
+        return (sp.latex(sp.Eq(m[i, j], sp.Piecewise((0, inside), (-sp.oo, True)), evaluate=False)),)
     if stage == "masked_scores":
-        return (sp.latex(sp.Eq(a[i, j], sp.Symbol("a_{i,j}") + m[i, j])),)
+        return (sp.latex(sp.Eq(a[i, j], sp.Symbol("a_{i,j}") + m[i, j], evaluate=False)),)
     if stage == "weights":
         # the keys in the window: back to i − w + 1 and, with the causal switch off, on to i + w − 1 (at most T)
         last = i if causal else sp.Min(sp.Symbol("T", integer=True, positive=True), i + w - 1)
         return (sp.latex(sp.Eq(alpha[i, j], sp.exp(a[i, j]) / sp.Sum(sp.exp(a[i, l_]), (l_, sp.Max(1, i - w + 1),
-                                                                                         last)))),)
+                                                                                         last)), evaluate=False)),)
     if stage == "receptive":
         reach = sp.And(0 <= i - j, i - j <= big_l * (w - 1)) if causal else sp.Abs(i - j) <= big_l * (w - 1)
         return (r"R^{(L)} = R^{(L-1)} \circ M", sp.latex(reach))

@@ -82,15 +82,15 @@ def stage_formula(stage: str) -> tuple[str, ...]:
     """
     rms = sp.sqrt(sp.Sum(_x[_i, _l] ** 2, (_l, 1, _D)) / _D + _eps)
     if stage == "inputs":
-        return (sp.latex(sp.Eq(_X, sp.Symbol(r"H^{(\ell - 1)}", commutative=False))),
+        return (sp.latex(sp.Eq(_X, sp.Symbol(r"H^{(\ell - 1)}", commutative=False), evaluate=False)),
                 sp.latex(sp.Eq(_x[_i, _j], _h[_i, _j], evaluate=False)))
     if stage == "rmsnorm":
-        return (sp.latex(sp.Eq(_Xn, sp.Function(r"\operatorname{RMSNorm}")(_X))),
+        return (sp.latex(sp.Eq(_Xn, sp.Function(r"\operatorname{RMSNorm}")(_X), evaluate=False)),
                 sp.latex(sp.Eq(_xn[_i, _j], sp.Mul(_x[_i, _j] / rms, _g[_j], evaluate=False), evaluate=False)))
     if stage in _W:
         big = sp.Symbol(stage[0].upper(), commutative=False)
         which = "r" if stage == "query" else "g"
-        matrix = sp.Eq(big, sp.Mul(_Xn, sp.Symbol(f"W_{stage[0]}^{{({which})}}", commutative=False)))
+        matrix = sp.Eq(big, sp.Mul(_Xn, sp.Symbol(f"W_{stage[0]}^{{({which})}}", commutative=False)), evaluate=False)
         element = sp.Eq(_LETTER[stage][_i, _j], sp.Sum(sp.Mul(_xn[_i, _l], _W[stage][_l, _j], evaluate=False),
                                                        (_l, 1, _D)), evaluate=False)
         return sp.latex(matrix), sp.latex(element)
@@ -101,27 +101,27 @@ def stage_formula(stage: str) -> tuple[str, ...]:
         phi = m * theta[ci]
         rot = sp.Matrix([[sp.cos(phi), -sp.sin(phi)], [sp.sin(phi), sp.cos(phi)]])
         return (sp.latex(sp.Eq(sp.Matrix([vr[m, ci], vr[m, ci + _d / 2]]),
-                               sp.MatMul(rot, sp.Matrix([v[m, ci], v[m, ci + _d / 2]])))),
-                sp.latex(sp.Eq(theta[ci], sp.Symbol("b") ** (-2 * ci / _d))) + r",\quad b = 100000,\ m = i - 1")
+                               sp.MatMul(rot, sp.Matrix([v[m, ci], v[m, ci + _d / 2]])), evaluate=False)),
+                sp.latex(sp.Eq(theta[ci], sp.Symbol("b") ** (-2 * ci / _d), evaluate=False)) + r",\quad b = 100000,\ m = i - 1")
     if stage == "scaled_scores":
-        return (sp.latex(sp.Eq(sp.Symbol("A", commutative=False), _scaled())),
+        return (sp.latex(sp.Eq(sp.Symbol("A", commutative=False), _scaled(), evaluate=False)),
                 sp.latex(sp.Eq(_a[_i, _j], sp.Sum(_qr[_i, _c] * _kr[_j, _c], (_c, 1, _d)) / sp.sqrt(_d),
                                evaluate=False)))
     if stage == "masked_scores":
-        return (sp.latex(sp.Eq(sp.Symbol(r"\tilde{A}", commutative=False), sp.Add(_scaled(), _M, evaluate=False))),
+        return (sp.latex(sp.Eq(sp.Symbol(r"\tilde{A}", commutative=False), sp.Add(_scaled(), _M, evaluate=False), evaluate=False)),
                 sp.latex(sp.Eq(_mask[_i, _j], sp.Piecewise((0, _j <= _i), (-sp.oo, True)), evaluate=False)))
     if stage == "weights":
         return (sp.latex(sp.Eq(sp.Symbol(r"\mathcal{A}", commutative=False),
-                               _softmax(sp.Add(_scaled(), _M, evaluate=False)))),
+                               _softmax(sp.Add(_scaled(), _M, evaluate=False)), evaluate=False)),
                 sp.latex(sp.Eq(_alpha[_i, _j], sp.exp(_at[_i, _j]) / sp.Sum(sp.exp(_at[_i, _l]), (_l, 1, _i)),
                                evaluate=False)))
     if stage == "output":
-        return (sp.latex(sp.Eq(_Z, sp.Mul(sp.Symbol(r"\mathcal{A}", commutative=False), _V))),
+        return (sp.latex(sp.Eq(_Z, sp.Mul(sp.Symbol(r"\mathcal{A}", commutative=False), _V), evaluate=False)),
                 sp.latex(sp.Eq(_z[_i, _j], sp.Sum(sp.Mul(_alpha[_i, _l], _v[_l, _j], evaluate=False), (_l, 1, _i)),
                                evaluate=False)))
     if stage == "projected":
         return (sp.latex(sp.Eq(sp.Symbol("O^{(r)}", commutative=False),
-                               sp.Mul(_Z, sp.Symbol("W_O^{(r)}", commutative=False)))),
+                               sp.Mul(_Z, sp.Symbol("W_O^{(r)}", commutative=False)), evaluate=False)),
                 sp.latex(sp.Eq(_o[_i, _j], sp.Sum(sp.Mul(_z[_i, _c], _WO[_c, _j], evaluate=False), (_c, 1, _d)),
                                evaluate=False)))
     raise KeyError(stage)

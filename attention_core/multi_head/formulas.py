@@ -64,20 +64,20 @@ def _per_head(base: str, r=_r) -> sp.IndexedBase:
 def _matrix_formula(stage: str) -> sp.Expr:
     scaled = sp.Mul(matrix_symbol("Q"), sp.Pow(matrix_symbol("K"), _TOP, evaluate=False), 1 / sp.sqrt(sp.Symbol("d_k")))
     if stage == "masked_scores":
-        return sp.Eq(matrix_symbol("A'"), sp.Add(scaled, matrix_symbol("M"), evaluate=False))
+        return sp.Eq(matrix_symbol("A'"), sp.Add(scaled, matrix_symbol("M"), evaluate=False), evaluate=False)
     if stage == "split":
-        return sp.Eq(_head("Q"), sp.Symbol(r"Q_{:,\ (r-1)\,d_{head}+1\,:\,r\,d_{head}}"))
+        return sp.Eq(_head("Q"), sp.Symbol(r"Q_{:,\ (r-1)\,d_{head}+1\,:\,r\,d_{head}}"), evaluate=False)
     if stage == "head":
         inner = sp.Add(
             sp.Mul(_head("Q"), sp.Pow(_head("K"), _TOP, evaluate=False), 1 / sp.sqrt(_d_head)),
             matrix_symbol("M"), evaluate=False,
         )
-        return sp.Eq(_head(r"\mathrm{head}"), sp.Mul(_softmax(inner), _head("V")))
+        return sp.Eq(_head(r"\mathrm{head}"), sp.Mul(_softmax(inner), _head("V")), evaluate=False)
     if stage == "concat":
         heads = (_head(r"\mathrm{head}", 1), sp.Symbol(r"\dots"), _head(r"\mathrm{head}", _h))
-        return sp.Eq(matrix_symbol("C"), _concat(*heads))
+        return sp.Eq(matrix_symbol("C"), _concat(*heads), evaluate=False)
     if stage == "output":
-        return sp.Eq(matrix_symbol("O"), sp.Add(sp.Mul(matrix_symbol("C"), matrix_symbol("W_O")), matrix_symbol("b_O"), evaluate=False))
+        return sp.Eq(matrix_symbol("O"), sp.Add(sp.Mul(matrix_symbol("C"), matrix_symbol("W_O")), matrix_symbol("b_O"), evaluate=False), evaluate=False)
     raise KeyError(stage)
 
 
@@ -89,17 +89,17 @@ def _element_formula(stage: str, i=_i, j=_j, r=_r) -> sp.Expr:
 
     if stage == "masked_scores":
         # Seed 001's causal mask: M_ij = 0 for j <= i, -inf for j > i.
-        return sp.Eq(_a_masked[i, j], sp.Piecewise((_a[i, j], sp.Le(_j, _i)), (-sp.oo, True)))
+        return sp.Eq(_a_masked[i, j], sp.Piecewise((_a[i, j], sp.Le(_j, _i)), (-sp.oo, True)), evaluate=False)
     if stage == "split":
-        return sp.Eq(_per_head("q", r)[i, _c], _q[i, _column(r)])
+        return sp.Eq(_per_head("q", r)[i, _c], _q[i, _column(r)], evaluate=False)
     if stage == "head":
         alpha, v, z = _per_head(r"\alpha", r), _per_head("v", r), _per_head("z", r)
-        return sp.Eq(z[i, _c], sp.Sum(prod(alpha[i, _l], v[_l, _c]), (_l, 1, _n)))
+        return sp.Eq(z[i, _c], sp.Sum(prod(alpha[i, _l], v[_l, _c]), (_l, 1, _n)), evaluate=False)
     if stage == "concat":
-        return sp.Eq(_c_base[i, _column(r)], _per_head("z", r)[i, _c])
+        return sp.Eq(_c_base[i, _column(r)], _per_head("z", r)[i, _c], evaluate=False)
     if stage == "output":
         return sp.Eq(_o[i, j], sp.Add(sp.Sum(prod(_c_base[i, _l], _w_o[_l, j]), (_l, 1, _d_out)),
-                                      _b_o[j], evaluate=False))
+                                      _b_o[j], evaluate=False), evaluate=False)
     raise KeyError(stage)
 
 
@@ -154,10 +154,10 @@ def multi_head_entry_latex(trace: MultiHeadTrace, stage: str, row: int, col: int
 
     if stage == "masked_scores":
         allowed = att.attn_mask is None or bool(att.attn_mask[row, col])
-        general = sp.Eq(_a_masked[i, j], _a[i, j]) if allowed else _a_masked[i, j]
+        general = sp.Eq(_a_masked[i, j], _a[i, j], evaluate=False) if allowed else _a_masked[i, j]
         numbers = None
     elif stage == "split":
-        general = sp.Eq(_per_head("q", r)[i, j], _q[i, head * trace.head_dim + j])
+        general = sp.Eq(_per_head("q", r)[i, j], _q[i, head * trace.head_dim + j], evaluate=False)
         numbers = None
     elif stage == "head":
         general = _element_formula(stage, i, r=r).subs(_c, j)
@@ -167,12 +167,12 @@ def multi_head_entry_latex(trace: MultiHeadTrace, stage: str, row: int, col: int
     elif stage == "concat":
         r_of = next(k for k, cols in enumerate(head_columns(trace.concat.shape[-1], trace.num_heads)) if col in cols)
         c = col - r_of * trace.head_dim + 1
-        general = sp.Eq(_c_base[i, j], _per_head("z", r_of + 1)[i, c])
+        general = sp.Eq(_c_base[i, j], _per_head("z", r_of + 1)[i, c], evaluate=False)
         numbers = None
     elif stage == "output":
         general = _element_formula(stage, i, j)
         if trace.w_out is None:
-            general, numbers = sp.Eq(_o[i, j], _c_base[i, j]), None
+            general, numbers = sp.Eq(_o[i, j], _c_base[i, j], evaluate=False), None
         else:
             terms = [sp.Mul(number_expr(a), number_expr(b), evaluate=False)
                      for a, b in zip(trace.concat[row].tolist(), trace.w_out[:, col].tolist())]
@@ -229,7 +229,7 @@ def _page_formula(page: str, stage: str, words: tuple[tuple[str, str], ...]) -> 
     a_r, a_masked_r, alpha_r = _per_head("a"), _per_head("a'"), _per_head(r"\alpha")
     upper = _n if page == "cross_attention" else _T
     if stage == "head" and page == "cross_attention":  # no mask: every query may look at every encoder token
-        matrix = sp.Eq(matrix_symbol(r"\mathrm{head}_{r}"), sp.Mul(_softmax(head_scaled), matrix_symbol("V_{r}")))
+        matrix = sp.Eq(matrix_symbol(r"\mathrm{head}_{r}"), sp.Mul(_softmax(head_scaled), matrix_symbol("V_{r}")), evaluate=False)
         return expr_latex(matrix), multi_head_formula(stage)[1]
     if stage in ("head", "concat", "output", "split"):
         return multi_head_formula(stage)
@@ -237,34 +237,34 @@ def _page_formula(page: str, stage: str, words: tuple[tuple[str, str], ...]) -> 
         if page == "multi_head":
             return self_attention_formulas.self_attention_formula("inputs")
         return (expr_latex(sp.Eq(matrix_symbol(r"X_{dec}"), sp.Symbol(r"\mathrm{Embedding}(" + w("decoder_ids")
-                                                         + r") \in \mathbb{R}^{m \times D}"))),
+                                                         + r") \in \mathbb{R}^{m \times D}"), evaluate=False)),
                 expr_latex(sp.Eq(matrix_symbol(r"X_{enc}"), sp.Symbol(r"\mathrm{Embedding}(" + w("encoder_ids")
-                                                         + r") \in \mathbb{R}^{n \times D}"))))
+                                                         + r") \in \mathbb{R}^{n \times D}"), evaluate=False)))
     if stage in ("projections", "query", "key", "value"):
         rows = {"query": "dec", "key": "enc", "value": "enc"}
         lines = []
         for name in (("query", "key", "value") if stage == "projections" else (stage,)):
             letter = name[0]
             x_name = "X" if page == "multi_head" else f"X_{{{rows[name]}}}"
-            lines.append(expr_latex(sp.Eq(matrix_symbol(letter.upper()), sp.Mul(matrix_symbol(x_name), matrix_symbol(f"W_{letter}")))))
+            lines.append(expr_latex(sp.Eq(matrix_symbol(letter.upper()), sp.Mul(matrix_symbol(x_name), matrix_symbol(f"W_{letter}")), evaluate=False)))
         x_base = _x if page == "multi_head" else sp.IndexedBase(f"x^{{{rows.get(stage, 'dec')}}}")
         letter = "q" if stage == "projections" else stage[0]
         element = sp.Eq(sp.IndexedBase(letter)[_i, _j],
-                        sp.Sum(product(x_base[_i, _l], sp.IndexedBase(f"W^{{{letter}}}")[_l, _j]), (_l, 1, _D)))
+                        sp.Sum(product(x_base[_i, _l], sp.IndexedBase(f"W^{{{letter}}}")[_l, _j]), (_l, 1, _D)), evaluate=False)
         return (*lines, expr_latex(element))
     if stage == "scaled_scores":
-        matrix = sp.Eq(matrix_symbol("A_{r}"), head_scaled)
+        matrix = sp.Eq(matrix_symbol("A_{r}"), head_scaled, evaluate=False)
         element = sp.Eq(a_r[_i, _j], sp.Sum(product(_per_head("q")[_i, _c], _per_head("k")[_j, _c]), (_c, 1, _d_head))
-                        / sp.sqrt(_d_head))
+                        / sp.sqrt(_d_head), evaluate=False)
         note = r"d_{head} = d_{out} / h \quad (" + w("not", after=" ") + r" \sqrt{d_{out}})"
         return expr_latex(matrix), expr_latex(element), note
     if stage == "masked_scores":
-        matrix = sp.Eq(matrix_symbol("A'_{r}"), sp.Add(head_scaled, matrix_symbol("M"), evaluate=False))
-        element = sp.Eq(a_masked_r[_i, _j], sp.Piecewise((a_r[_i, _j], sp.Eq(_M[_i, _j], 0)), (-sp.oo, True)))
+        matrix = sp.Eq(matrix_symbol("A'_{r}"), sp.Add(head_scaled, matrix_symbol("M"), evaluate=False), evaluate=False)
+        element = sp.Eq(a_masked_r[_i, _j], sp.Piecewise((a_r[_i, _j], sp.Eq(_M[_i, _j], 0)), (-sp.oo, True)), evaluate=False)
         return expr_latex(matrix), expr_latex(element)
     if stage == "weights":
         inner = sp.Add(head_scaled, matrix_symbol("M"), evaluate=False) if page == "multi_head" else head_scaled
-        matrix = sp.Eq(matrix_symbol(r"\mathcal{A}_{r}"), _softmax(inner))
+        matrix = sp.Eq(matrix_symbol(r"\mathcal{A}_{r}"), _softmax(inner), evaluate=False)
         a = a_masked_r if page == "multi_head" else a_r
         return expr_latex(matrix), expr_latex(masking_formulas.masked_weight_element(upper=upper, alpha=alpha_r, a=a))
     raise KeyError(stage)
@@ -290,14 +290,14 @@ def _header_latex(page: str, words: tuple[tuple[str, str], ...]) -> str:
         heads = (sp.Symbol(r"\mathrm{head}_{1}"), sp.Symbol(r"\dots"), sp.Symbol(r"\mathrm{head}_{h}"))
         multi_head = sp.Eq(sp.Symbol(r"\operatorname{MultiHead}"),
                           sp.Add(sp.Mul(sp.Function(r"\operatorname{Concat}")(*heads), matrix_symbol("W_O")), matrix_symbol("b_O"),
-                                 evaluate=False))
+                                 evaluate=False), evaluate=False)
         return head + r",\qquad " + expr_latex(multi_head)
     if page == "cross_attention":
         x_dec, x_enc = matrix_symbol("X_{dec}"), matrix_symbol("X_{enc}")
         q, k = sp.Mul(x_dec, matrix_symbol("W_q")), sp.Mul(x_enc, matrix_symbol("W_k"))
         scores = sp.Mul(q, sp.Pow(k, _TOP, evaluate=False), 1 / sp.sqrt(_d_head), evaluate=False)
         cross = sp.Eq(sp.Function(r"\operatorname{CrossAttention}")(x_dec, x_enc),
-                      sp.Mul(_softmax(scores), x_enc, matrix_symbol("W_v")))
+                      sp.Mul(_softmax(scores), x_enc, matrix_symbol("W_v")), evaluate=False)
         concat = sp.Add(sp.Mul(sp.Symbol(r"\operatorname{Concat}"), matrix_symbol("W_O"), evaluate=False), matrix_symbol("b_O"),
                         evaluate=False)
         return expr_latex(cross) + r"\quad" + latex_text(translated["per_head"] + " ") + " " + expr_latex(concat)

@@ -42,20 +42,20 @@ _elem = {"query": _q, "key": _k, "value": _v}
 
 def _matrix_formula(stage: str) -> sp.Expr:
     if stage == "inputs":
-        return sp.Eq(_X, sp.Symbol(r"\mathrm{Embedding}(\mathrm{ids})"))
+        return sp.Eq(_X, sp.Symbol(r"\mathrm{Embedding}(\mathrm{ids})"), evaluate=False)
     if stage in _W:
-        return sp.Eq(sp.Symbol(stage[0].upper(), commutative=False), sp.Mul(_X, _W[stage]))
+        return sp.Eq(sp.Symbol(stage[0].upper(), commutative=False), sp.Mul(_X, _W[stage]), evaluate=False)
     kt = sp.Pow(_K, _TOP, evaluate=False)
     if stage == "scores":
-        return sp.Eq(sp.Symbol("S", commutative=False), sp.Mul(_Q, kt))
+        return sp.Eq(sp.Symbol("S", commutative=False), sp.Mul(_Q, kt), evaluate=False)
     if stage == "scaled_scores":
-        return sp.Eq(sp.Symbol("A", commutative=False), sp.Mul(_Q, kt, 1 / sp.sqrt(_d_k)))
+        return sp.Eq(sp.Symbol("A", commutative=False), sp.Mul(_Q, kt, 1 / sp.sqrt(_d_k)), evaluate=False)
     if stage == "weights":
         return sp.Eq(sp.Symbol(r"\mathcal{A}", commutative=False),
-                     _softmax(sp.Mul(_Q, kt, 1 / sp.sqrt(_d_k))))
+                     _softmax(sp.Mul(_Q, kt, 1 / sp.sqrt(_d_k))), evaluate=False)
     if stage == "output":
         return sp.Eq(sp.Symbol("Z", commutative=False),
-                     sp.Mul(_softmax(sp.Mul(_Q, kt, 1 / sp.sqrt(_d_k))), _V))
+                     sp.Mul(_softmax(sp.Mul(_Q, kt, 1 / sp.sqrt(_d_k))), _V), evaluate=False)
     raise KeyError(stage)
 
 
@@ -295,7 +295,7 @@ def weightless_softmax_latex() -> str:
     """
     q, j, key = sp.symbols("q j l")  # key: the summed index l
     omega, alpha = sp.IndexedBase(r"\omega"), sp.IndexedBase(r"\alpha")
-    return sp.latex(sp.Eq(alpha[q, j], sp.exp(omega[q, j]) / _SumOverIndex(sp.exp(omega[q, key]), key)))
+    return sp.latex(sp.Eq(alpha[q, j], sp.exp(omega[q, j]) / _SumOverIndex(sp.exp(omega[q, key]), key), evaluate=False))
 
 
 @dataclass(frozen=True)
@@ -397,5 +397,5 @@ def header_latex() -> str:
     """The self-attention page's header: Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V (Vaswani et al. 2017, eq. 1)."""
     kt = sp.Pow(_K, _TOP, evaluate=False)
     attention = sp.Eq(sp.Function(r"\operatorname{Attention}")(_Q, _K, _V),
-                      sp.Mul(_softmax(sp.Mul(_Q, kt, 1 / sp.sqrt(_d_k))), _V))
+                      sp.Mul(_softmax(sp.Mul(_Q, kt, 1 / sp.sqrt(_d_k))), _V), evaluate=False)
     return sp.latex(attention) + r"\qquad" + latex_text("(Vaswani et al. 2017, eq. 1)")

@@ -76,18 +76,18 @@ def _scaled(kt) -> sp.Expr:
 def _matrix_formula(stage: str) -> sp.Expr:
     kt = sp.Pow(_K, _TOP, evaluate=False)
     if stage == "inputs":
-        return sp.Eq(_X, _H)
+        return sp.Eq(_X, _H, evaluate=False)
     if stage in _W:
-        return sp.Eq(sp.Symbol(stage[0].upper(), commutative=False), sp.Add(sp.Mul(_X, _W[stage]), _B[stage], evaluate=False))
+        return sp.Eq(sp.Symbol(stage[0].upper(), commutative=False), sp.Add(sp.Mul(_X, _W[stage]), _B[stage], evaluate=False), evaluate=False)
     if stage == "mask":
-        return sp.Eq(_M, sp.Symbol(r"\mathrm{mask}(\text{[PAD]})", commutative=False))
+        return sp.Eq(_M, sp.Symbol(r"\mathrm{mask}(\text{[PAD]})", commutative=False), evaluate=False)
     if stage == "masked_scores":
-        return sp.Eq(sp.Symbol(r"\tilde{A}", commutative=False), sp.Add(_scaled(kt), _M, evaluate=False))
+        return sp.Eq(sp.Symbol(r"\tilde{A}", commutative=False), sp.Add(_scaled(kt), _M, evaluate=False), evaluate=False)
     if stage == "weights":
-        return sp.Eq(sp.Symbol(r"\mathcal{A}", commutative=False), _softmax(sp.Add(_scaled(kt), _M, evaluate=False)))
+        return sp.Eq(sp.Symbol(r"\mathcal{A}", commutative=False), _softmax(sp.Add(_scaled(kt), _M, evaluate=False)), evaluate=False)
     if stage == "output":
         return sp.Eq(sp.Symbol("Z", commutative=False),
-                     sp.Mul(_softmax(sp.Add(_scaled(kt), _M, evaluate=False)), _V))
+                     sp.Mul(_softmax(sp.Add(_scaled(kt), _M, evaluate=False)), _V), evaluate=False)
     raise KeyError(stage)
 
 

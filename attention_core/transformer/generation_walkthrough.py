@@ -182,12 +182,12 @@ def generation_formula(stage: str, sampled: bool) -> tuple[str, ...]:
     s_i = sp.Symbol("s_i")
     d_head, tau = sp.Symbol(r"d_{\mathrm{head}}", positive=True), sp.Symbol(r"\tau", positive=True)
     if stage in ("source", "decoder_input"):
-        return (sp.latex(sp.Eq(x[_i, _j], sp.sqrt(_D) * e[s_i, _j] + pe[_i, _j])),
+        return (sp.latex(sp.Eq(x[_i, _j], sp.sqrt(_D) * e[s_i, _j] + pe[_i, _j], evaluate=False)),
                 r"\sqrt{D} = \sqrt{16} = 4")
     if stage in _ATTENTION:
         upper = _i if stage == "self_attention" else _S
-        score = sp.Eq(a[_i, _j], sp.Sum(q[_i, _l] * k[_j, _l], (_l, 1, d_head)) / sp.sqrt(d_head))
-        weight = sp.Eq(alpha[_i, _j], sp.exp(a[_i, _j]) / sp.Sum(sp.exp(a[_i, _l]), (_l, 1, upper)))
+        score = sp.Eq(a[_i, _j], sp.Sum(q[_i, _l] * k[_j, _l], (_l, 1, d_head)) / sp.sqrt(d_head), evaluate=False)
+        weight = sp.Eq(alpha[_i, _j], sp.exp(a[_i, _j]) / sp.Sum(sp.exp(a[_i, _l]), (_l, 1, upper)), evaluate=False)
         source = {"encoder_attention": r"Q = X W^{Q},\ K = X W^{K},\ V = X W^{V}",
                   "self_attention": r"Q = H W^{Q},\ K = H W^{K},\ V = H W^{V}",
                   "cross_attention": r"Q = H W^{Q},\ K = M W^{K},\ V = M W^{V}"}[stage]
@@ -195,11 +195,11 @@ def generation_formula(stage: str, sampled: bool) -> tuple[str, ...]:
     if stage == "kv_cache":
         return (r"K_t = \begin{bmatrix} K_{t-1} \\ y_t W^{K} + b^{K} \end{bmatrix}, \quad "
                 r"V_t = \begin{bmatrix} V_{t-1} \\ y_t W^{V} + b^{V} \end{bmatrix}",
-                sp.latex(sp.Eq(k[_t, _j], sp.Sum(y[_t, _l] * w[_l, _j], (_l, 1, _D)) + b[_j])))
+                sp.latex(sp.Eq(k[_t, _j], sp.Sum(y[_t, _l] * w[_l, _j], (_l, 1, _D)) + b[_j], evaluate=False)))
     if stage == "logits":
-        return (sp.latex(sp.Eq(z[_v], sp.Sum(h[_t, _l] * w[_l, _v], (_l, 1, _D)) + b[_v])),)
+        return (sp.latex(sp.Eq(z[_v], sp.Sum(h[_t, _l] * w[_l, _v], (_l, 1, _D)) + b[_v], evaluate=False)),)
     if stage == "probabilities":
-        prob = sp.Eq(p[_v], sp.exp(z[_v] / tau) / sp.Sum(sp.exp(z[_u] / tau), (_u, 1, _V)))
+        prob = sp.Eq(p[_v], sp.exp(z[_v] / tau) / sp.Sum(sp.exp(z[_u] / tau), (_u, 1, _V)), evaluate=False)
         choice = (r"y_t \sim p \quad (\text{a draw})" if sampled
                   else r"y_t = \operatorname{argmax}_v\, p_v \quad (\tau = 1 \text{ shown; greedy})")
         return (sp.latex(prob), choice)

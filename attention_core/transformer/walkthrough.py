@@ -214,7 +214,7 @@ def encoder_formula(stage: str, norm_first: bool) -> tuple[str, ...]:
                                                     r"\operatorname{LayerNorm}_1", r"\operatorname{LayerNorm}_2"))
     relu = sp.Function(r"\operatorname{ReLU}")
     if stage == "inputs":
-        return (sp.latex(sp.Eq(sp.Symbol(r"X^{(1)}"), X)),
+        return (sp.latex(sp.Eq(sp.Symbol(r"X^{(1)}"), X, evaluate=False)),
                 r"X \in \mathbb{R}^{T \times D}, \quad Y^{(\ell)} = X^{(\ell + 1)}")
     if stage in ("norm_1", "norm_2"):
         which = ln1 if stage == "norm_1" else ln2
@@ -224,33 +224,33 @@ def encoder_formula(stage: str, norm_first: bool) -> tuple[str, ...]:
             arg = X + mha(X) if stage == "norm_1" else H + ffn(H)
         return (
             sp.latex(which(sp.Symbol("z"))) + r", \quad z = " + sp.latex(arg),
-            sp.latex(sp.Eq(mu[_i], sp.Sum(z[_i, _l], (_l, 1, _D)) / _D)) + r", \quad "
-            + sp.latex(sp.Eq(var[_i], sp.Sum((z[_i, _l] - mu[_i]) ** 2, (_l, 1, _D)) / _D)),
-            sp.latex(sp.Eq(zh[_i, _j], (z[_i, _j] - mu[_i]) / sp.sqrt(var[_i] + _eps))) + r", \quad "
-            + sp.latex(sp.Eq(y[_i, _j], gamma[_j] * zh[_i, _j] + beta[_j])),
+            sp.latex(sp.Eq(mu[_i], sp.Sum(z[_i, _l], (_l, 1, _D)) / _D, evaluate=False)) + r", \quad "
+            + sp.latex(sp.Eq(var[_i], sp.Sum((z[_i, _l] - mu[_i]) ** 2, (_l, 1, _D)) / _D, evaluate=False)),
+            sp.latex(sp.Eq(zh[_i, _j], (z[_i, _j] - mu[_i]) / sp.sqrt(var[_i] + _eps), evaluate=False)) + r", \quad "
+            + sp.latex(sp.Eq(y[_i, _j], gamma[_j] * zh[_i, _j] + beta[_j], evaluate=False)),
         )
     if stage == "attention":
         arg = ln1(X) if norm_first else X
-        return (sp.latex(sp.Eq(sp.Symbol("A"), mha(arg, arg, arg))),
+        return (sp.latex(sp.Eq(sp.Symbol("A"), mha(arg, arg, arg), evaluate=False)),
                 r"\operatorname{MultiHead}(Q, K, V) = \operatorname{Concat}(\mathrm{head}_1, \ldots, "
                 r"\mathrm{head}_h)\, W^{O} + b^{O}")
     if stage == "residual_1":
         arg = ln1(X) if norm_first else X
         lhs = sp.Symbol("H") if norm_first else sp.Symbol("R_1")
-        return (sp.latex(sp.Eq(lhs, X + mha(arg))),
-                sp.latex(sp.Eq(r[_i, _j], x[_i, _j] + a[_i, _j])))
+        return (sp.latex(sp.Eq(lhs, X + mha(arg), evaluate=False)),
+                sp.latex(sp.Eq(r[_i, _j], x[_i, _j] + a[_i, _j], evaluate=False)))
     if stage == "ffn_hidden":
         arg = ln2(H) if norm_first else H
-        return (sp.latex(sp.Eq(U, relu(arg * W1 + B1))),
-                sp.latex(sp.Eq(hid[_i, _j], sp.Max(0, sp.Sum(h[_i, _l] * w1[_l, _j], (_l, 1, _D)) + b1[_j]))))
+        return (sp.latex(sp.Eq(U, relu(arg * W1 + B1), evaluate=False)),
+                sp.latex(sp.Eq(hid[_i, _j], sp.Max(0, sp.Sum(h[_i, _l] * w1[_l, _j], (_l, 1, _D)) + b1[_j]), evaluate=False)))
     if stage == "ffn_output":
-        return (sp.latex(sp.Eq(ffn(Z), U * W2 + B2)),
-                sp.latex(sp.Eq(f[_i, _j], sp.Sum(hid[_i, _l] * w2[_l, _j], (_l, 1, _F)) + b2[_j])))
+        return (sp.latex(sp.Eq(ffn(Z), U * W2 + B2, evaluate=False)),
+                sp.latex(sp.Eq(f[_i, _j], sp.Sum(hid[_i, _l] * w2[_l, _j], (_l, 1, _F)) + b2[_j], evaluate=False)))
     if stage == "residual_2":
         arg = ln2(H) if norm_first else H
         lhs = sp.Symbol("Y") if norm_first else sp.Symbol("R_2")
-        return (sp.latex(sp.Eq(lhs, H + ffn(arg))),
-                sp.latex(sp.Eq(r[_i, _j], h[_i, _j] + f[_i, _j])))
+        return (sp.latex(sp.Eq(lhs, H + ffn(arg), evaluate=False)),
+                sp.latex(sp.Eq(r[_i, _j], h[_i, _j] + f[_i, _j], evaluate=False)))
     if stage == "stack":
         return (r"X^{(\ell + 1)} = \operatorname{Block}_{\ell}\!\left(X^{(\ell)}\right), \quad \ell = 1, \ldots, N",)
     raise KeyError(stage)
