@@ -356,7 +356,9 @@ def test_the_profile_says_where_a_click_goes(capsys):
     import re
 
     profile = importlib.import_module("load.profile")
-    args = argparse.Namespace(against=None, only=["self-attention"], clicks=3, rate=200, top=8)
+    # 1000 Hz over 6 clicks: ~10 ms of server CPU a click gave 200 Hz over 3 clicks two or three samples, at times
+    # none in the script thread (CI, 2026-11-27: no function of ours listed)
+    args = argparse.Namespace(against=None, only=["self-attention"], clicks=6, rate=1000, top=8)
     assert profile.run_profile(args) is True
     out = capsys.readouterr().out
     assert re.search(r"^-- self-attention: median \d+ ms, server CPU \d+ ms, \d+ messages", out, re.M), out
