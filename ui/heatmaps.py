@@ -151,7 +151,7 @@ def _heatmap_template(clickable: bool, scheme: str = "redblue", reverse: bool = 
     One Altair build per ``scale`` (:func:`_clickable_heatmap`, 30–50 ms) serves every kind: the kinds differ only in
     the colour scheme, and a heatmap that takes no clicks has no selection parameter (nor the view name that names
     its layer). Building each kind with Altair cost a server's first students 30–50 ms a kind on their first
-    heatmaps (tests/app/test_heatmaps.py checks that each kind equals :func:`_altair_heatmap`'s own).
+    heatmaps (tests/app/test_heatmap_specs.py checks that each kind equals :func:`_altair_heatmap`'s own).
     """
     spec = _clickable_heatmap(scale)
     spec["layer"][0]["encoding"]["color"]["scale"].update(scheme=scheme, reverse=reverse)
