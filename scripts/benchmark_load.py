@@ -34,9 +34,10 @@ Scenarios:
   runs a shell command (e.g. kill a replica) ``--fault-at`` seconds in.
 - ``browser``: Debian's Chromium (Playwright) on self-attention, causal, multi-head, positional encoding and the
   backward pass (:data:`BROWSER_PAGES`; ``--browser-page`` for fewer): click *Next* and a number input's + button, and
-  time, on the page's own clock, click -> the app's script state has gone to running and back (the frontend applied
-  the run's ``script_finished``) -> the step picker (the number's input) shows the new value -> two animation frames
-  (the repaint). Budget: every click's median < ``--browser-budget-ms`` (200).
+  time, on the page's own clock, click -> the run's ``script_finished`` reaches the page (read off the app's websocket)
+  -> the step picker (the number's input) shows the new value -> two animation frames (the repaint). The floor beside
+  them: the one-widget app (``load_floor_app.py``) in the same browser, its number's + clicked as often. Budget: every
+  click's median < ``--browser-budget-ms`` (200).
 - ``training`` (not in the default run: it takes 2-3 minutes): ``--students`` sessions open *Watch attention
   learn* (/training) within the same second, each types its own seed (its index: as many different runs, which
   queue on the server's one training worker) and clicks *Train*. Then, for ``--duration`` s (150), half of them
