@@ -233,8 +233,9 @@ def test_a_learner_trains_and_the_progress_reruns_on_its_timer_as_in_the_browser
 
 @pytest.mark.browser
 def test_the_browser_scenario_times_every_click_it_makes(capsys):
-    """The benchmark's Chromium scenario runs end to end: every click is answered and timed (no budget here:
-    speed is measured on an idle machine, not by tests)."""
+    """The benchmark's Chromium scenario runs end to end: every click is answered and timed, the first time (no click
+    made again), with the one-widget app's click beside them (no budget here: speed is measured on an idle machine,
+    not by tests)."""
     import argparse
     import os
     import re
@@ -244,9 +245,13 @@ def test_the_browser_scenario_times_every_click_it_makes(capsys):
     assert run_browser(argparse.Namespace(url=None, clicks=3, browser_budget_ms=1e9,
                                           browser_pages=["self-attention", "positional-encoding"])) is True
     out = capsys.readouterr().out
+    floor = re.search(r"^floor: a one-number_input app, \+\s+(\d+)\s+(\d+)\s+(\d+)\s+1\.00\s+\(floor\)", out, re.M)
+    assert floor and 0 < int(floor[1]) <= int(floor[3]), out
     for click in ("self-attention: Next", "self-attention: d_k +", "positional-encoding: experiment_seed +"):
-        row = re.search(rf"^{re.escape(click)}\s+(\d+)\s+(\d+)\s+(\d+)\s+ok", out, re.M)
+        row = re.search(rf"^{re.escape(click)}\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+\.\d\d)\s+ok", out, re.M)
         assert row and 0 < int(row[1]) <= int(row[3]), out
+        assert abs(float(row[4]) - int(row[1]) / int(floor[1])) < 0.05 + 1 / int(floor[1]), out  # x floor
+    assert "made again" not in out  # every click's run was seen to end (none waited for until the timeout)
     assert "positional-encoding: Next" not in out  # not a step page
 
 
