@@ -278,8 +278,18 @@ def test_the_page_says_when_the_head_formed_against_the_loss_with_the_runs_numbe
             f"{formed.loss_level:.2f}) between step {loss.before} and step {loss.after};") in shown, shown
     assert f"the pattern's share of the weight passed 0.5 between step {share.before} and step {share.after};" in shown
     assert f"the accuracy passed 0.5 between step {accuracy.before} and step {accuracy.after}." in shown
-    assert formed.gap == 0 and ("In this run the loss fell as the head formed: the pattern's share passed 0.5 in the "
-                                "same 25 steps as the loss passed halfway.") in shown
+    # The head forms as the loss falls: within two snapshots of each other. Which snapshot each passes at depends on
+    # the machine's float arithmetic (the same in a gap of 0 on one machine, 25 steps apart on another), so the
+    # sentence is the one for this run's gap.
+    gap = formed.gap
+    assert gap is not None and abs(gap) <= 2 * formed.every, gap
+    if gap == 0:
+        said = (f"In this run the loss fell as the head formed: the pattern's share passed 0.5 in the same "
+                f"{formed.every} steps as the loss passed halfway.")
+    else:
+        said = (f"In this run the pattern's share passed 0.5 about {abs(gap)} steps "
+                f"{'before' if gap < 0 else 'after'} the loss got halfway down.")
+    assert said in shown, shown
     probe = formed.probe_share
     assert f"there it passed 0.5 between step {probe.before} and step {probe.after}" in shown
     # the chart of the shares: the held-out share at every snapshot, beside the accuracy and the maps' share
