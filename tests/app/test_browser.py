@@ -441,15 +441,26 @@ def test_an_example_cards_button_stands_beside_its_text_and_under_it_on_a_phone(
         open_page(page, app_url, "/", "Attention Explorer")
         cards = page.locator('[class*="st-key-card_"]')
         expect(cards).to_have_count(5)
-        for card in cards.all():
-            text = card.get_by_test_id("stMarkdown").bounding_box()
-            button = card.get_by_role("button").bounding_box()
+        expect(cards.get_by_role("button")).to_have_count(5)
+        expect(cards.get_by_test_id("stMarkdown")).to_have_count(5)
+        wait_for_app_run(page)
+        # Every box read in one frame: read one by one, a scrollbar appearing between two reads moved the text's
+        # right edge by its width (a button 13 px "inside" the text it stood beside, once).
+        boxes = page.evaluate("""() => [...document.querySelectorAll('[class*="st-key-card_"]')].map((card) => {
+            const box = (element) => { const r = element.getBoundingClientRect();
+                                       return {x: r.x, y: r.y, width: r.width, height: r.height}; };
+            return {card: box(card), text: box(card.querySelector('[data-testid="stMarkdown"]')),
+                    button: box(card.querySelector('button'))};
+        })""")
+        assert len(boxes) == 5
+        for one in boxes:
+            text, button = one["text"], one["button"]
             if beside:
-                assert button["x"] >= text["x"] + text["width"]
-                assert text["y"] <= button["y"] and button["y"] + button["height"] <= text["y"] + text["height"] + 1
+                assert button["x"] >= text["x"] + text["width"], one
+                assert text["y"] <= button["y"] and button["y"] + button["height"] <= text["y"] + text["height"] + 1, one
             else:
-                assert button["y"] >= text["y"] + text["height"]
-                assert text["width"] >= card.bounding_box()["width"] - 40
+                assert button["y"] >= text["y"] + text["height"], one
+                assert text["width"] >= one["card"]["width"] - 40, one
 
 
 def test_an_example_chosen_inside_a_page_shows_in_the_sidebar(page: Page, app_url: str):
