@@ -159,6 +159,13 @@ def _browser_clicks(page, clicks: int, stage: Optional[str], number: str, result
         server_part[name] = to_finished
 
 
+def _timed_page(browser):
+    """A new tab (1280 × 900) whose clicks ``_click`` can time: ``_COUNT_RUN_ENDS`` runs in it before the app."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.add_init_script(_COUNT_RUN_ENDS)
+    return page
+
+
 #: The floor's row: the one-widget app (``scripts/load_floor_app.py``) in the same Chromium, its number's + clicked.
 FLOOR = "floor: a one-number_input app, +"
 
@@ -167,8 +174,7 @@ def _floor_clicks(browser, clicks: int, results: dict, server_part: dict, lost: 
     """The framework's floor in this browser, in the same run: the one-widget app's number + clicked ``clicks``
     times after a warm-up, timed as the pages' clicks are. What a page costs beyond it is ours."""
     server = Server(FLOOR_APP)
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page.add_init_script(_COUNT_RUN_ENDS)
+    page = _timed_page(browser)
     try:
         page.goto(server.url)
         page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(timeout=120_000)
@@ -203,8 +209,7 @@ def run_browser(args: argparse.Namespace) -> bool:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             _floor_clicks(browser, args.clicks, results, server_part, lost)
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.add_init_script(_COUNT_RUN_ENDS)
+            page = _timed_page(browser)
             for path, stage, number in pages:
                 page.goto(f"{url}/{path}")
                 page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(timeout=120_000)
