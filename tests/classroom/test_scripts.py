@@ -10,6 +10,7 @@ import ast
 import contextlib
 import inspect
 import io
+import json
 import math
 import re
 import runpy
@@ -137,6 +138,48 @@ def run(source: str, tmp_path, name: str = "export.py") -> subprocess.CompletedP
     return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=180)
 
 
+#: Runs each script given as ``python -c RUN_EACH a.py b.py ...`` in turn, as ``__main__`` in a namespace of its own
+#: (runpy), with its own stdout and stderr, and prints one JSON line per script: its exit code (0, SystemExit's code,
+#: or 1 and the traceback on stderr for an exception, as ``python script.py`` would exit), stdout and stderr.
+RUN_EACH = """
+import contextlib, io, json, runpy, sys, traceback
+for path in sys.argv[1:]:
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            runpy.run_path(path, run_name="__main__")
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+    print(json.dumps({"path": path, "returncode": code, "stdout": out.getvalue(), "stderr": err.getvalue()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def exported_runs(tmp_path_factory) -> dict[str, tuple[object, str, subprocess.CompletedProcess]]:
+    """case -> (its walk-through, its exported script, the script's run as :func:`run` gives it), every case's
+    script run in one fresh interpreter, one after the other: a fresh interpreter per script cost 2-8 s of importing
+    torch (and transformers) again, over a minute of the suite, for scripts that run in 0.01-0.7 s. Each script still
+    runs from its own file as ``__main__`` in a namespace of its own, so a name it forgot to import is a NameError as
+    in its own interpreter; the scripts set their own seeds and draw from their own generators (the tampered copies
+    below run in the test's own process for the same reason)."""
+    folder = tmp_path_factory.mktemp("exported")
+    built = {}
+    for case, (build, key) in CASES.items():
+        walk = build()
+        built[case] = (walk, script_for(registry.BY_KEY[key], walk), folder / f"{case}.py")
+        built[case][2].write_text(built[case][1], encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", RUN_EACH, *(str(path) for _, _, path in built.values())],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = {line["path"]: subprocess.CompletedProcess(line["path"], line["returncode"], line["stdout"], line["stderr"])
+            for line in map(json.loads, done.stdout.splitlines())}
+    assert set(runs) == {str(path) for _, _, path in built.values()}, "every script ran"
+    return {case: (walk, source, runs[str(path)]) for case, (walk, source, path) in built.items()}
+
+
 def every_panel(walk, page):
     """[(stage, panel index, panel)] of every stage of the page (in this walk-through's order), from its declaration."""
     order = page.steps(walk, next(iter(page.stages))).titles
@@ -156,10 +199,9 @@ def checked_literals(source: str) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_the_script_recomputes_every_number_and_a_wrong_one_fails(case, tmp_path):
-    build, key = CASES[case]
-    walk, page = build(), registry.BY_KEY[key]
-    source = script_for(page, walk)
+def test_the_script_recomputes_every_number_and_a_wrong_one_fails(case, tmp_path, exported_runs):
+    walk, source, result = exported_runs[case]  # the script, and its run in a fresh interpreter
+    page = registry.BY_KEY[CASES[case][1]]
     order, panels = every_panel(walk, page)
 
     # it holds exactly the app's numbers, every panel of every stage
@@ -172,7 +214,6 @@ def test_the_script_recomputes_every_number_and_a_wrong_one_fails(case, tmp_path
         assert ours.shape == app.shape, (stage, n)
         assert torch.equal(ours, app), (stage, n)  # the same float32 numbers, ±inf included
 
-    result = run(source, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     for stage, n, _panel in panels:
         assert f"{stage} {n + 1}/{counts[stage]} " in result.stdout, (stage, n, result.stdout)
