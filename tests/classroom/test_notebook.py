@@ -3,8 +3,9 @@ Markdown cell per stage with its title and formulas above a code cell that check
 top to bottom in a fresh kernel (this interpreter's, with ipykernel), naming every matrix; a copy with one of the
 app's numbers off by 0.01 fails with CellExecutionError at that stage's cell. Tokens stay out of the Markdown.
 
-One kernel per page: it runs the page's notebook from a fresh start, then the tampered copy after ``%reset -f``
-(nothing left from the first run but the imported modules, which saves importing torch twice).
+One kernel for every page, in turn: each notebook and its tampered copy run after ``%reset -f`` (nothing left from
+the notebook before but the imported modules: a name a notebook forgot to import is still a NameError). A kernel per
+page cost 3-20 s of importing torch, transformers and the models again for notebooks that run in seconds.
 """
 
 from __future__ import annotations
@@ -35,14 +36,19 @@ for _build, _key in CASES.values():
 
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory):
-    """A ``python3`` kernelspec that runs this interpreter (the venv's), found before any other Jupyter knows of."""
+    """A notebook client with a running ``python3`` kernel of this interpreter (the venv's, its kernelspec found
+    before any other Jupyter knows of), shared by the module's notebooks: a test sets ``client.nb`` and runs its
+    cells. Shut down afterwards."""
     root = tmp_path_factory.mktemp("jupyter")
     kernelspec.install(prefix=str(root))  # argv[0] = sys.executable
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("JUPYTER_PATH", str(root / "share" / "jupyter"))  # searched first
         patch.setenv("JUPYTER_RUNTIME_DIR", str(root / "runtime"))  # connection files here, not in $HOME
         assert KernelSpecManager().get_kernel_spec("python3").argv[0] == sys.executable
-        yield root
+        client = NotebookClient(v4.new_notebook(), timeout=300, kernel_name="python3",
+                                resources={"metadata": {"path": str(tmp_path_factory.mktemp("notebooks"))}})
+        with client.setup_kernel():
+            yield client
 
 
 def check_names(walk, page) -> list[str]:
@@ -79,7 +85,7 @@ def printed(nb) -> str:
 
 
 @pytest.mark.parametrize("key", list(PAGES))
-def test_the_notebook_runs_top_to_bottom_and_a_tampered_copy_fails(key, kernel, tmp_path):
+def test_the_notebook_runs_top_to_bottom_and_a_tampered_copy_fails(key, kernel):
     walk, page = PAGES[key](), registry.BY_KEY[key]
     nb = nbformat.reads(notebook_for(page, walk), as_version=4)
     nbformat.validate(nb)
@@ -95,22 +101,23 @@ def test_the_notebook_runs_top_to_bottom_and_a_tampered_copy_fails(key, kernel, 
         assert checks.startswith(f"check('{stage} 1/")
     assert sum(cell.source.count("check('") for cell in nb.cells if cell.cell_type == "code") == len(names)
 
-    client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
-    with client.setup_kernel():
-        for index, cell in enumerate(nb.cells):
-            client.execute_cell(cell, index)
-        out = printed(nb)
-        assert out.count("matches the app") == len(names)
-        assert all(f"{name} " in out for name in names), out
-        assert out.count("matches ") > len(names)  # and at least one check against PyTorch's reference
-        assert out.rstrip().endswith("Every number matches.")
+    client = kernel
+    broken, changed, name = tampered(nb, walk, page)
+    nb.cells.insert(0, v4.new_code_cell("%reset -f", id="reset"))  # the notebooks before: gone
+    client.nb = nb
+    for index, cell in enumerate(nb.cells):
+        client.execute_cell(cell, index)
+    out = printed(nb)
+    assert out.count("matches the app") == len(names)
+    assert all(f"{name} " in out for name in names), out
+    assert out.count("matches ") > len(names)  # and at least one check against PyTorch's reference
+    assert out.rstrip().endswith("Every number matches.")
 
-        broken, changed, name = tampered(nb, walk, page)
-        client.nb = broken
-        with pytest.raises(CellExecutionError, match=re.escape(f"{name} differs from the app")) as error:
-            for index, cell in enumerate(broken.cells):
-                client.execute_cell(cell, index)
-        assert index == changed and "AssertionError" in str(error.value)
+    client.nb = broken
+    with pytest.raises(CellExecutionError, match=re.escape(f"{name} differs from the app")) as error:
+        for index, cell in enumerate(broken.cells):
+            client.execute_cell(cell, index)
+    assert index == changed and "AssertionError" in str(error.value)
 
 
 def test_the_markdown_holds_no_token_and_the_code_holds_them_as_literals():
