@@ -26,7 +26,6 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 pytestmark = pytest.mark.browser
 
@@ -40,7 +39,9 @@ CHROMIUM_ARGS = [
 ]
 SERVER_START_S = 90  # streamlit start-up; the first page run then imports torch
 APP_RUN_MS = 60_000  # one script run, seen from the browser (the first one imports torch)
-
+# What an `expect` waits for when it names no timeout (Playwright's own is 5 s): a selectbox's options took longer to
+# open once with the suite on two workers beside this browser. A check that holds passes as soon as it holds.
+expect.set_options(timeout=20_000)
 
 
 def _registered_pages() -> list[tuple[str, str]]:
@@ -315,18 +316,6 @@ def assert_no_label_is_cut(page: Page) -> None:
     """Every button's text and widget's label reads whole (at 1280 px with the sidebar, "Use this example" read
     "Use this exam…" and "Causal mask on" "Causal mask…")."""
     assert not page.evaluate(CUT_LABELS_JS), page.evaluate(CUT_LABELS_JS)
-
-
-@pytest.mark.parametrize(("path", "title"), PAGES, ids=[p.strip("/") or "overview" for p, _ in PAGES])
-def test_page_renders(page: Page, app_url: str, path: str, title: str):
-    open_registered_page(page, app_url, path, title)
-    assert_no_exception(page)
-    assert_charts_and_formulas_render(page)
-    assert_every_number_fits_its_cell(page)
-    assert_every_chart_fits_its_column(page)
-    assert_no_label_is_cut(page)
-    assert_nothing_fails_behind_the_screen(page, app_url, path)
-    assert save_screenshot(page, "page-" + (path.strip("/") or "overview")).stat().st_size > 0
 
 
 def test_self_attention_next_advances_the_step(page: Page, app_url: str):
@@ -737,78 +726,6 @@ _PHONE_CHECK = """() => {
 }"""
 
 
-# A formula wider than its box says so (ui/layout.py): "scroll →" under it and its right edge fading out, while it is
-# scrolled to its start; a formula that fits has neither. The cue is the box's ::after, the fade its mask's
-# --cut-right. Boxes in a closed expander are skipped.
-_FORMULA_CUES = """() => [...document.querySelectorAll('.katex-display')]
-  .filter(box => box.getBoundingClientRect().width > 0 && box.scrollLeft === 0)
-  .map(box => {
-    const cue = getComputedStyle(box, '::after');
-    return {formula: box.querySelector('annotation')?.textContent.slice(0, 60) || box.innerText.slice(0, 60),
-            wider: box.scrollWidth > box.clientWidth, cue: cue.content, cue_height: parseFloat(cue.height) || 0,
-            cue_opacity: parseFloat(cue.opacity),
-            fade: parseFloat(getComputedStyle(box).getPropertyValue('--cut-right')) || 0};
-  })"""
-
-# On a touch screen Streamlit shows a table's toolbar all the time, above the table: what text it covers (a caption,
-# a label, a line of Markdown outside its own table). Only text one sees counts: a closed expander's content keeps a
-# box there at times (the Tokens page's vocabulary, 195 px tall) but shows nothing.
-_TOOLBAR_OVER_TEXT = """() => {
-  const covered = [];
-  const texts = [...document.querySelectorAll('[data-testid="stMain"] :is([data-testid="stMarkdownContainer"],'
-                 + ' [data-testid="stCaptionContainer"], [data-testid="stWidgetLabel"], h1, h2, h3)')]
-    .filter(text => text.innerText.trim() && text.checkVisibility({opacityProperty: true, visibilityProperty: true}));
-  for (const table of document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')) {
-    const bar = table.closest('[data-testid="stElementContainer"]').querySelector('[data-testid="stElementToolbar"]');
-    if (!bar || parseFloat(getComputedStyle(bar).opacity) === 0) continue;
-    const b = bar.getBoundingClientRect();
-    for (const text of texts) {
-      const t = text.getBoundingClientRect();
-      if (t.width && t.height && t.bottom > b.top + 1 && t.top < b.bottom - 1 && t.right > b.left + 1
-          && t.left < b.right - 1) covered.push(text.innerText.slice(0, 60));
-    }
-  }
-  return covered;
-}"""
-
-
-@pytest.mark.parametrize(("path", "title"), PAGES, ids=[p.strip("/") or "overview" for p, _ in PAGES])
-def test_every_page_is_usable_on_a_phone(browser: Browser, app_url: str, path: str, title: str):
-    """At 390 px on a touch screen: nothing is cut off without a way to scroll to it, a formula wider than its box
-    shows that it scrolls, no table's toolbar covers text, and the stepper and the explained entry are there. Each
-    page's phone screenshot goes to test-artifacts/phone-*.png."""
-    with new_page(browser, 390, 844, phone=True) as page:
-        page.goto(app_url + path)
-        wait_for_app_run(page)
-        expect(page.locator('[data-testid="stSidebarNavLink"][aria-current="page"]')).to_contain_text(title)
-        expect(page.locator("h1").first).to_be_visible()
-        if page.locator('[data-testid="stVegaLiteChart"]').count():
-            expect(page.locator(".vega-embed").first).to_be_attached()
-        result = page.evaluate(_PHONE_CHECK)
-        assert result["cut"] == [], f"{path}: cut off at 390 px with no way to scroll: {result['cut']}"
-        assert result["page"] <= 1, f"{path}: the page scrolls sideways by {result['page']} px"
-        page.wait_for_load_state("networkidle")  # the tables' and the charts' code is loaded and drawn
-        # a scroll timeline follows a box's new width (a late font, a chart drawn above) on the next frame: wait until
-        # every box agrees with its width, for a few seconds, then check and name the ones that do not
-        with contextlib.suppress(PlaywrightTimeoutError):
-            page.wait_for_function(f"() => ({_FORMULA_CUES})().every(f => f.wider === (f.cue_height > 0))",
-                                   timeout=5000)
-        for formula in page.evaluate(_FORMULA_CUES):
-            shows_cue = "scroll →" in formula["cue"] and formula["cue_height"] > 0 and formula["cue_opacity"] > 0
-            if formula["wider"]:
-                assert shows_cue and formula["fade"] > 0, f"{path}: a formula cut with no cue: {formula}"
-            else:
-                assert formula["cue_height"] == 0 and formula["fade"] == 0, \
-                    f"{path}: a cue on a formula that fits: {formula}"
-        covered = page.evaluate(_TOOLBAR_OVER_TEXT)
-        assert not covered, f"{path}: a table's toolbar covers {covered}"
-        if page.get_by_role("button", name="Next ▶").count():
-            expect(page.get_by_role("button", name="Next ▶")).to_be_visible()
-            expect(page.get_by_text("Explain this entry").first).to_be_attached()
-        assert_no_exception(page)
-        save_screenshot(page, f"phone-{path.strip('/') or 'overview'}", width=390)
-
-
 # ---------------------------------------------------------------- issue 24: what a new user tried
 
 
@@ -1150,70 +1067,6 @@ def test_presenter_mode_keeps_the_changed_matrix_on_the_projector_after_next(bro
     assert where["chart"]["top"] < where["height"] / 2, where
     if whole:
         assert where["chart"]["bottom"] <= where["height"], where
-
-
-def _fragment_pages() -> list[tuple[str, str]]:
-    """(URL path, title) of every page whose step-through reruns alone (the model pages rerun whole)."""
-    from attention_core import registry
-
-    return [("/" + p.url_path, p.title) for p in registry.PAGES
-            if p.stages and p.key not in ("trained_model", "modern_lm")]
-
-
-#: What the step-through shows: the main area's text and every chart's text (numbers, labels, titles, legends).
-_SHOWN_TEXT = """() => {
-  const main = document.querySelector('[data-testid="stMain"]');
-  const charts = [...main.querySelectorAll('.vega-embed svg')].map(svg => svg.textContent);
-  return main.innerText + '\\n' + charts.join('\\n');
-}"""
-
-
-def _settled_text(page: Page, attempts: int = 20) -> str:
-    """:data:`_SHOWN_TEXT` once two captures a few animation frames apart agree (Vega draws its charts after the
-    app's script has finished)."""
-    frames = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done())))"
-    text = page.evaluate(_SHOWN_TEXT)
-    for _attempt in range(attempts):
-        page.evaluate(frames)
-        again = page.evaluate(_SHOWN_TEXT)
-        if again == text:
-            return text
-        text = again
-    return text
-
-
-@pytest.mark.parametrize(("path", "title"), _fragment_pages(), ids=[p.strip("/") for p, _ in _fragment_pages()])
-def test_after_picking_an_entry_every_panel_is_what_the_link_opens(page: Page, app_url: str, path: str, title: str):
-    """Picking another row reruns only the step-through's fragment, with the walk-through built before the pick.
-    Whatever it draws must be what a whole page opened from the same link draws: every panel, formula and number
-    (the backward pages' softmax Jacobian stayed on the old row)."""
-    open_registered_page(page, app_url, path, title)
-    row = page.get_by_role("combobox", name="Row", exact=True)
-    for _step in range(8):  # to the first step with an explained entry
-        if row.count():
-            break
-        page.get_by_role("button", name="Next ▶").click()
-        wait_for_app_run(page)
-    before, url = row.input_value(), page.url
-    row.click()
-    row.press("ArrowDown")
-    options = page.get_by_role("option")
-    expect(options.nth(1)).to_be_visible()
-    options.nth(0 if options.nth(1).inner_text() == before else 1).click()
-    expect(row).not_to_have_value(before)
-    page.wait_for_url(lambda now: now != url)  # the fragment run writes the entry into the link last
-    wait_for_app_run(page)
-    chosen, link = row.input_value(), page.url
-    charts = page.locator('[data-testid="stMain"] .vega-embed svg')
-    drawn = charts.count()
-    picked = _settled_text(page)
-    page.goto(link)  # a new session from the link the pick wrote: the whole page, built for that entry
-    wait_for_app_run(page)
-    expect(row).to_have_value(chosen)
-    expect(charts).to_have_count(drawn)
-    wait_for_app_run(page)
-    assert_no_exception(page)
-    assert _settled_text(page) == picked
 
 
 # ---------------------------------------------------------------- A class, live (issue 38)
