@@ -127,8 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=2000, help="training steps of 128 words (default 2000)")
     parser.add_argument("--out", type=Path, default=WEIGHTS_FILE, help="where to write the weights")
     parser.add_argument("--evaluate", action="store_true", help="only measure the weights in --out")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="torch's threads (default 2, as the committed weights were trained; the same count gives "
+                             "the same weights)")
     args = parser.parse_args(argv)
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     torch.use_deterministic_algorithms(True)
     if args.evaluate:
         model = load_toy_model(args.out)

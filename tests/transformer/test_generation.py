@@ -296,12 +296,13 @@ def test_cost_rows_follow_the_steps():
 # ---------------------------------------------------------------- the training script
 
 def test_training_is_deterministic(tmp_path):
-    """Two short runs of the training script write the same weights (the committed ones took 2000 steps)."""
+    """Two short runs of the training script write the same weights (the committed ones took 2000 steps). On one
+    thread: the suite runs on a worker per core, and two threads beside another worker took twice as long."""
     outputs = []
     for k in range(2):
         out = tmp_path / f"w{k}.safetensors"
         result = subprocess.run([sys.executable, str(ROOT / "scripts" / "train_toy_reverser.py"), "--steps", "8",
-                                 "--out", str(out)], capture_output=True, text=True, timeout=300)
+                                 "--threads", "1", "--out", str(out)], capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, result.stderr
         assert "held-out words" in result.stdout
         outputs.append(out.read_bytes())
