@@ -164,10 +164,17 @@ def test_after_picking_an_entry_every_panel_is_what_the_link_opens(page: Page, a
         page.get_by_role("button", name="Next ▶").click()
         wait_for_app_run(page)
     before, url = row.input_value(), page.url
-    row.click()
-    row.press("ArrowDown")  # opens the list
     options = page.get_by_role("option")
-    expect(options.nth(1)).to_be_attached()
+    for attempt in range(3):  # a click and ArrowDown open the list; once in a run on two workers they did not
+        row.click()
+        row.press("ArrowDown")
+        try:
+            expect(options.nth(1)).to_be_attached(timeout=10_000)
+            break
+        except AssertionError:
+            if attempt == 2:
+                raise
+            row.press("Escape")
     texts = options.all_inner_texts()
     other = next(text for text in texts if text != before)
     # the click's event, wherever the list is drawn: a click at the option's place failed for a minute under load,
