@@ -33,10 +33,10 @@ APP = str(ROOT / "app.py")
 # tests start inherit it); tests of a store of their own give its URL (ATTENTION_EXPLORER_CLASS_STORE).
 os.environ.setdefault("ATTENTION_EXPLORER_DATA", tempfile.mkdtemp(prefix="attention-test-data-"))
 
-# With TEST_WORKERS=N the test command runs the suite in worker processes (pytest-xdist, scripts/test.sh): each worker gets
-# a data folder of its own (not the one it inherits from the process that started it), and torch's OpenMP threads
-# sleep when they wait instead of spinning (OMP_WAIT_POLICY=PASSIVE, before torch is imported here or in a process the
-# tests start): two processes spinning on two cores took 4 times as long for the toy model's training.
+# With TEST_WORKERS=N the test command runs the suite in worker processes (pytest-xdist, scripts/test.sh): each
+# worker gets a data folder of its own (not the one it inherits from the process that started it), and torch's OpenMP
+# threads sleep when they wait instead of spinning (OMP_WAIT_POLICY=PASSIVE, before torch is imported here or in a
+# process the tests start): two processes spinning on two cores took 4 times as long for the toy model's training.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     if Path(os.environ["ATTENTION_EXPLORER_DATA"]).name.startswith("attention-test-data-"):
         os.environ["ATTENTION_EXPLORER_DATA"] = tempfile.mkdtemp(

@@ -35,7 +35,7 @@ for _build, _key in CASES.values():
 
 
 @pytest.fixture(scope="module")
-def kernel(tmp_path_factory):
+def notebook_client(tmp_path_factory):
     """A notebook client with a running ``python3`` kernel of this interpreter (the venv's, its kernelspec found
     before any other Jupyter knows of), shared by the module's notebooks: a test sets ``client.nb`` and runs its
     cells. Shut down afterwards."""
@@ -85,7 +85,7 @@ def printed(nb) -> str:
 
 
 @pytest.mark.parametrize("key", list(PAGES))
-def test_the_notebook_runs_top_to_bottom_and_a_tampered_copy_fails(key, kernel):
+def test_the_notebook_runs_top_to_bottom_and_a_tampered_copy_fails(key, notebook_client):
     walk, page = PAGES[key](), registry.BY_KEY[key]
     nb = nbformat.reads(notebook_for(page, walk), as_version=4)
     nbformat.validate(nb)
@@ -101,7 +101,7 @@ def test_the_notebook_runs_top_to_bottom_and_a_tampered_copy_fails(key, kernel):
         assert checks.startswith(f"check('{stage} 1/")
     assert sum(cell.source.count("check('") for cell in nb.cells if cell.cell_type == "code") == len(names)
 
-    client = kernel
+    client = notebook_client
     broken, changed, name = tampered(nb, walk, page)
     nb.cells.insert(0, v4.new_code_cell("%reset -f", id="reset"))  # the notebooks before: gone
     client.nb = nb
