@@ -31,7 +31,10 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 APP = str(ROOT / "app.py")
 # The class store's default SQLite file goes to a folder of this test run, never to the checkout's data/ (servers the
 # tests start inherit it); tests of a store of their own give its URL (ATTENTION_EXPLORER_CLASS_STORE).
-os.environ.setdefault("ATTENTION_EXPLORER_DATA", tempfile.mkdtemp(prefix="attention-test-data-"))
+# The folder is this process's own (removed when the session finishes) unless the environment named one.
+_OWN_DATA: str | None = None
+if "ATTENTION_EXPLORER_DATA" not in os.environ:
+    _OWN_DATA = os.environ["ATTENTION_EXPLORER_DATA"] = tempfile.mkdtemp(prefix="attention-test-data-")
 
 # With TEST_WORKERS=N the test command runs the suite in worker processes (pytest-xdist, scripts/test.sh): each
 # worker gets a data folder of its own (not the one it inherits from the process that started it), and torch's OpenMP
@@ -39,9 +42,15 @@ os.environ.setdefault("ATTENTION_EXPLORER_DATA", tempfile.mkdtemp(prefix="attent
 # process the tests start): two processes spinning on two cores took 4 times as long for the toy model's training.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     if Path(os.environ["ATTENTION_EXPLORER_DATA"]).name.startswith("attention-test-data-"):
-        os.environ["ATTENTION_EXPLORER_DATA"] = tempfile.mkdtemp(
+        _OWN_DATA = os.environ["ATTENTION_EXPLORER_DATA"] = tempfile.mkdtemp(
             prefix=f"attention-test-data-{os.environ['PYTEST_XDIST_WORKER']}-")
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The run's data folder goes when the run ends (every server the tests started has stopped by then)."""
+    if _OWN_DATA is not None:
+        shutil.rmtree(_OWN_DATA, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True, scope="session")
