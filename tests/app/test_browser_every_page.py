@@ -24,6 +24,7 @@ from test_browser import (
     assert_no_exception,
     assert_no_label_is_cut,
     assert_nothing_fails_behind_the_screen,
+    held_for_frames,
     new_page,
     open_registered_page,
     save_screenshot,
@@ -60,6 +61,10 @@ _FORMULA_CUES = """() => [...document.querySelectorAll('.katex-display')]
             cue_opacity: parseFloat(cue.opacity),
             fade: parseFloat(getComputedStyle(box).getPropertyValue('--cut-right')) || 0};
   })"""
+
+#: A formula of :data:`_FORMULA_CUES` (``f``) whose cue and fade are what the test below asks of it.
+_CUE_AGREES = ("(f.wider ? f.cue.includes('scroll →') && f.cue_height > 0 && f.cue_opacity > 0 && f.fade > 0"
+               " : f.cue_height === 0 && f.fade === 0)")
 
 # On a touch screen Streamlit shows a table's toolbar all the time, above the table: what text it covers (a caption,
 # a label, a line of Markdown outside its own table). Only text one sees counts: a closed expander's content keeps a
@@ -100,11 +105,10 @@ def test_every_page_is_usable_on_a_phone(browser: Browser, app_url: str, path: s
         assert result["page"] <= 1, f"{path}: the page scrolls sideways by {result['page']} px"
         page.wait_for_load_state("networkidle")  # the tables' and the charts' code is loaded and drawn
         # a scroll timeline follows a box's new width (a late font, a chart drawn above) on the next frame: wait until
-        # every box agrees with its width, for up to 20 s (5 s were too few once, with the suite on two workers beside
-        # this browser), then check and name the ones that do not
+        # every box agrees with its width on three frames in a row, for up to 20 s (5 s were too few once, with the
+        # suite on two workers beside this browser), then check and name the ones that do not
         with contextlib.suppress(PlaywrightTimeoutError):
-            page.wait_for_function(f"() => ({_FORMULA_CUES})().every(f => f.wider === (f.cue_height > 0))",
-                                   timeout=20_000)
+            page.wait_for_function(held_for_frames(f"({_FORMULA_CUES})().every(f => {_CUE_AGREES})"), timeout=20_000)
         for formula in page.evaluate(_FORMULA_CUES):
             shows_cue = "scroll →" in formula["cue"] and formula["cue_height"] > 0 and formula["cue_opacity"] > 0
             if formula["wider"]:
