@@ -28,6 +28,8 @@ FADE = "2rem"
 
 _CSS = """
 <style>
+/* the containers of the app's style sheets (style_sheet below): their styles apply, they take no room */
+[class*="st-key-style_sheet_"] { display: none; }
 [data-testid="stFullScreenFrame"]:has([data-testid="stVegaLiteChart"]) { overflow-x: auto; overflow-y: hidden; }
 /* On a desktop screen a chart a little wider than its column (side by side at 1200 px: by up to a quarter) is drawn
    smaller to fit it instead, its numbers and legend whole; its SVG keeps its proportions (Vega writes a viewBox) and
@@ -90,6 +92,18 @@ def _css_string(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\a ").replace("<", "\\3c ")
 
 
+def style_sheet(css: str, name: str) -> None:
+    """Add the style element ``css`` (``<style>...</style>``) to this run, in the main area's flow, in a container
+    keyed ``style_sheet_<name>`` that :data:`_CSS` hides (no gap in the page).
+
+    In the flow, not with ``st.html``: Streamlit sends a style-only ``st.html`` to its event container, which the
+    browser drew up to 0.6 s after the formulas and charts it styles on this machine (longer under load: a formula
+    without its scroll cue, a chart wider than its column until then); a Markdown element is drawn in the same commit as
+    the elements after it."""
+    with st.container(key=f"style_sheet_{name}"):
+        st.markdown(css, unsafe_allow_html=True)
+
+
 def apply() -> None:
-    """Add the styles to this run (one element, invisible)."""
-    st.html(_CSS.replace("FADE", FADE).replace("CUE", _css_string(_("scroll →"))))
+    """Add the styles to this run (one element, hidden)."""
+    style_sheet(_CSS.replace("FADE", FADE).replace("CUE", _css_string(_("scroll →"))), "layout")

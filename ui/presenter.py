@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import state
+from . import layout, state
 from .i18n import _
 
 #: How much larger presenter mode draws the charts (cells, numbers, axis labels, legends) than normal mode. Their font
@@ -57,7 +57,7 @@ def apply() -> None:
     """In presenter mode: restyle the page and offer the way back (the sidebar is hidden)."""
     if not state.settings().presenter:
         return
-    st.html(_PRESENTER_CSS)
+    layout.style_sheet(_PRESENTER_CSS, "presenter")
     st.button(_("Exit presenter mode"), key="presenter_exit", icon=":material/close_fullscreen:",
               on_click=state.update, kwargs={"presenter": False})
 

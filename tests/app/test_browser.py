@@ -782,6 +782,34 @@ def test_a_shared_link_then_another_page_opens_without_a_traceback(page: Page, a
     expect(page.get_by_role("spinbutton", name="Seed of W", exact=True)).to_have_value("12")
 
 
+#: Installed before the app's scripts: notes, when the first displayed formula and the first chart are drawn, whether
+#: the app's layout style sheet (ui/layout.py, the formulas' scroll cue) was already in the page.
+_STYLED_WHEN_DRAWN = """(() => {
+  window.__styledWhenDrawn = {};
+  const styled = () => [...document.querySelectorAll('style')].some(s => s.textContent.includes('--formula-scroll'));
+  new MutationObserver(() => {
+    for (const [name, selector] of [['formula', '.katex-display'], ['chart', '.vega-embed']])
+      if (!(name in window.__styledWhenDrawn) && document.querySelector(selector))
+        window.__styledWhenDrawn[name] = styled();
+  }).observe(document, {childList: true, subtree: true});
+})();"""
+
+
+@pytest.mark.parametrize("path", ["/causal", "/cross-attention", "/sliding-window"])
+def test_the_layout_styles_are_in_the_page_when_its_formulas_and_charts_are_drawn(browser: Browser, app_url: str,
+                                                                                   path: str):
+    """Drawn with them, not after: as a style-only ``st.html`` (Streamlit's event container) the styles came up to
+    0.6 s after the formulas here (these 3 pages: 2 or 3 of them a run), and under load a phone showed a cut formula
+    with no cue and a desktop a chart wider than its column until they came."""
+    with new_page(browser, 390, 844, phone=True) as page:
+        page.add_init_script(_STYLED_WHEN_DRAWN)
+        page.goto(app_url + path)
+        wait_for_app_run(page)
+        expect(page.locator(".katex-display").first).to_be_attached()
+        expect(page.locator(".vega-embed").first).to_be_attached()
+        assert page.evaluate("window.__styledWhenDrawn") == {"formula": True, "chart": True}
+
+
 def test_typed_markdown_and_latex_show_as_typed(page: Page, app_url: str):
     """The one-token message quoted "a**x**a" as bold; the vocabulary message typeset x$y^2$x."""
     open_page(page, app_url, "/tokens?preset=custom&sentence=a**x**a", "Tokens & embeddings")

@@ -65,10 +65,10 @@ def test_tampered_links_never_crash(params):
 def test_presenter_mode_hides_the_sidebar_and_offers_the_way_back():
     at = open_link({"presenter": "1"}, "app_pages/self_attention.py")
     assert at.session_state["settings"].presenter
-    assert any("stSidebar" in h.value for h in at.get("html"))
+    assert any("[data-testid=\"stSidebar\"]" in m.value for m in at.markdown)
     at.button(key="presenter_exit").click().run()
     assert not at.session_state["settings"].presenter
-    assert not any("stSidebar" in h.value for h in at.get("html"))
+    assert not any("[data-testid=\"stSidebar\"]" in m.value for m in at.markdown)
 
 
 def test_edits_too_large_for_a_link_are_said():
