@@ -1149,8 +1149,18 @@ def start_class(teacher: Page, base_url: str) -> str:
     """The teacher starts a class from the sidebar; its code (from the teacher's address)."""
     open_page(teacher, base_url, "/?preset=seed000", "Attention Explorer")
     open_class_panel(teacher)
-    teacher.get_by_role("button", name="Start a class").click()
-    shows(teacher.get_by_text(re.compile(r"Class [A-Z2-9]{8}: you are its teacher")))
+    start = teacher.get_by_role("button", name="Start a class")
+    started = teacher.get_by_text(re.compile(r"Class [A-Z2-9]{8}: you are its teacher"))
+    # clicked once more if, 30 s on, nothing started and the button is still there: on two test workers a first click
+    # was lost once in six whole runs (60 s, the button still shown; not seen in one process, nor in 3 runs under load)
+    for attempt in range(2):
+        start.click()
+        try:
+            shows(started, timeout=30_000)
+            break
+        except AssertionError:
+            if attempt or not start.is_visible():
+                raise
     expect(teacher).to_have_url(re.compile(r"[?&]teacher="), timeout=APP_RUN_MS)
     return urllib.parse.parse_qs(urllib.parse.urlsplit(teacher.url).query)["class"][0]
 
