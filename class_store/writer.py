@@ -85,6 +85,7 @@ class Writer:
         self._presence: dict[tuple[str, str], Presence] = {}
         self._uncounted: dict[str, list[int]] = {}  # code -> [dropped, rate-limited], not yet in the store
         self._dropped = self._written = 0
+        self._passes = 0  # write passes that succeeded
         self._unreachable_since: Optional[float] = None
         self._reason = ""
         self._wake = threading.Event()
@@ -143,9 +144,11 @@ class Writer:
         deadline = time.monotonic() + timeout_s
         with self._lock:
             target = self._written + len(self._queue)
+            # counts and presence noted since the last pass: wait for a pass that starts after this call
+            counts_after = self._passes + (1 if self._busy else 0) if (self._uncounted or self._presence) else -1
         self._wake.set()
         with self._idle:
-            while self._written < target or self._busy or self._queue:
+            while self._written < target or self._busy or self._queue or self._passes <= counts_after:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -201,6 +204,7 @@ class Writer:
             return False
         with self._idle:
             self._written += len(batch)
+            self._passes += 1
             self._unreachable_since, self._reason = None, ""
             self._busy = False
             self._idle.notify_all()

@@ -214,6 +214,20 @@ def test_a_full_sqlite_disk_is_a_store_error_and_the_writer_keeps_the_events(tmp
     assert store.dashboard(code).events == 3000
 
 
+def test_flush_waits_for_counts_noted_after_the_last_events_were_written(store):
+    """A flush after the events are written still writes the counts noted since (a class page's flood of answers:
+    3 events written on the writer's own pass, then 5 cut off; the flush returned before counting them)."""
+    code, _ = store.create_class()
+    writer = Writer(store, interval_s=3600).start()  # the writer's own passes: only when woken
+    writer.put(answer(code, "s1", CORRECT))
+    assert writer.flush() and store.info(code).rate_limited == 0
+    for _ in range(5):
+        writer.rate_limited(code)
+    assert writer.flush()
+    assert store.info(code).rate_limited == 5
+    writer.stop()
+
+
 def test_the_writer_batches_bounds_and_counts(store):
     code, _ = store.create_class()
     writer = Writer(store, bound=100, interval_s=0.05).start()
