@@ -12,8 +12,9 @@
 #      and Debian's fonts-noto-cjk, the Chinese font of the worksheet PDFs (tests/classroom/test_worksheet.py);
 #   3. pytest, with any extra arguments passed through; in this process by default. TEST_WORKERS=N (at most 4) runs
 #      it on N worker processes (pytest-xdist), each test file on one worker (its servers and browser started once):
-#      1010-1070 s against 1716 s on a 2-core machine, but two browser layout checks still fail now and then on two
-#      workers, so one process stays the default until they hold. Exits with pytest's status.
+#      1010-1094 s against 1716 s on a 2-core machine, but 5 of 6 fresh-clone runs on two workers failed once or
+#      twice, each time another test, so one process stays the default until fresh clones pass.
+#      Exits with pytest's status.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
