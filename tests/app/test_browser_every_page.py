@@ -51,20 +51,19 @@ def test_page_renders(page: Page, app_url: str, path: str, title: str):
 
 # A formula wider than its box says so (ui/layout.py): "scroll →" under it and its right edge fading out, while it is
 # scrolled to its start; a formula that fits has neither. The cue is the box's ::after, the fade its mask's
-# --cut-right. Boxes in a closed expander are skipped.
+# --cut-right. Boxes in a closed expander are skipped. ``agrees``: the box shows what its width asks for.
 _FORMULA_CUES = """() => [...document.querySelectorAll('.katex-display')]
   .filter(box => box.getBoundingClientRect().width > 0 && box.scrollLeft === 0)
   .map(box => {
     const cue = getComputedStyle(box, '::after');
-    return {formula: box.querySelector('annotation')?.textContent.slice(0, 60) || box.innerText.slice(0, 60),
-            wider: box.scrollWidth > box.clientWidth, cue: cue.content, cue_height: parseFloat(cue.height) || 0,
-            cue_opacity: parseFloat(cue.opacity),
-            fade: parseFloat(getComputedStyle(box).getPropertyValue('--cut-right')) || 0};
+    const f = {formula: box.querySelector('annotation')?.textContent.slice(0, 60) || box.innerText.slice(0, 60),
+               wider: box.scrollWidth > box.clientWidth, cue: cue.content, cue_height: parseFloat(cue.height) || 0,
+               cue_opacity: parseFloat(cue.opacity),
+               fade: parseFloat(getComputedStyle(box).getPropertyValue('--cut-right')) || 0};
+    f.agrees = f.wider ? f.cue.includes('scroll →') && f.cue_height > 0 && f.cue_opacity > 0 && f.fade > 0
+                       : f.cue_height === 0 && f.fade === 0;
+    return f;
   })"""
-
-#: A formula of :data:`_FORMULA_CUES` (``f``) whose cue and fade are what the test below asks of it.
-_CUE_AGREES = ("(f.wider ? f.cue.includes('scroll →') && f.cue_height > 0 && f.cue_opacity > 0 && f.fade > 0"
-               " : f.cue_height === 0 && f.fade === 0)")
 
 # On a touch screen Streamlit shows a table's toolbar all the time, above the table: what text it covers (a caption,
 # a label, a line of Markdown outside its own table). Only text one sees counts: a closed expander's content keeps a
@@ -108,14 +107,10 @@ def test_every_page_is_usable_on_a_phone(browser: Browser, app_url: str, path: s
         # every box agrees with its width on three frames in a row, for up to 20 s (5 s were too few once, with the
         # suite on two workers beside this browser), then check and name the ones that do not
         with contextlib.suppress(PlaywrightTimeoutError):
-            page.wait_for_function(held_for_frames(f"({_FORMULA_CUES})().every(f => {_CUE_AGREES})"), timeout=20_000)
+            page.wait_for_function(held_for_frames(f"({_FORMULA_CUES})().every(f => f.agrees)"), timeout=20_000)
         for formula in page.evaluate(_FORMULA_CUES):
-            shows_cue = "scroll →" in formula["cue"] and formula["cue_height"] > 0 and formula["cue_opacity"] > 0
-            if formula["wider"]:
-                assert shows_cue and formula["fade"] > 0, f"{path}: a formula cut with no cue: {formula}"
-            else:
-                assert formula["cue_height"] == 0 and formula["fade"] == 0, \
-                    f"{path}: a cue on a formula that fits: {formula}"
+            assert formula["agrees"], f"{path}: " + ("a formula cut with no cue" if formula["wider"]
+                                                     else "a cue on a formula that fits") + f": {formula}"
         covered = page.evaluate(_TOOLBAR_OVER_TEXT)
         assert not covered, f"{path}: a table's toolbar covers {covered}"
         if page.get_by_role("button", name="Next ▶").count():
