@@ -51,9 +51,11 @@ def test_page_renders(page: Page, app_url: str, path: str, title: str):
 
 # A formula wider than its box says so (ui/layout.py): "scroll →" under it and its right edge fading out, while it is
 # scrolled to its start; a formula that fits has neither. The cue is the box's ::after, the fade its mask's
-# --cut-right. Boxes in a closed expander are skipped. ``agrees``: the box shows what its width asks for.
+# --cut-right. Boxes in a closed expander are skipped: Chromium lays them out (a width, at times wider than their box)
+# but does not show them, so their scroll timeline is inactive (checkVisibility() is false; the width alone let one
+# through once, on two workers). ``agrees``: the box shows what its width asks for.
 _FORMULA_CUES = """() => [...document.querySelectorAll('.katex-display')]
-  .filter(box => box.getBoundingClientRect().width > 0 && box.scrollLeft === 0)
+  .filter(box => box.checkVisibility() && box.getBoundingClientRect().width > 0 && box.scrollLeft === 0)
   .map(box => {
     const cue = getComputedStyle(box, '::after');
     const f = {formula: box.querySelector('annotation')?.textContent.slice(0, 60) || box.innerText.slice(0, 60),
