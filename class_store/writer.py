@@ -144,11 +144,12 @@ class Writer:
         deadline = time.monotonic() + timeout_s
         with self._lock:
             target = self._written + len(self._queue)
-            # counts and presence noted since the last pass: wait for a pass that starts after this call
-            counts_after = self._passes + (1 if self._busy else 0) if (self._uncounted or self._presence) else -1
+            # counts and presence noted since the last pass are written by a pass that starts after this call: the
+            # one under way (if any) does not count
+            passes_needed = self._passes + 1 + int(self._busy) if (self._uncounted or self._presence) else 0
         self._wake.set()
         with self._idle:
-            while self._written < target or self._busy or self._queue or self._passes <= counts_after:
+            while self._written < target or self._busy or self._queue or self._passes < passes_needed:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
