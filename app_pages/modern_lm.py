@@ -5,6 +5,8 @@ The model (30 layers × 9 query heads sharing 3 key/value heads) is loaded on th
 server (``ui.modern_lm_data``); the other pages never import transformers.
 """
 
+import functools
+
 import streamlit as st
 
 from attention_core.errors import N_, InputError
@@ -149,6 +151,21 @@ def page() -> None:
                  layers=model.num_layers, kv=model.num_kv_heads, d=model.head_dim,
                  per=f"{measure.decoder_kv_cache_bytes(model, 1) / 1024:g}", h=model.num_heads))
 
+    # Every head, the open head and its step-through: a click on one of these (another head, step or entry) reruns
+    # this part alone, not the prompt's tokens and the next token above it (ui.page_body.part).
+    page_body.part("modern_lm_heads", functools.partial(heads, model, run, labels), fields=HEAD_FIELDS)
+
+
+#: The settings a click in the heads' part changes: the open head, its step and its explained entry.
+HEAD_FIELDS = ("modern_lm.layer", "modern_lm.head", "modern_lm.stage", "modern_lm.entry_row", "modern_lm.entry_col",
+               "practice")
+
+
+def heads(model, run, labels: list[str]) -> None:
+    """Every head of every layer, what they do, and the open head step by step (the model and the prompt's run as
+    of the body's last run: a click in this part changes neither)."""
+    own = state.settings().modern_lm
+    prompt = run.prompt
     # ---------------------------------------------------------------- every head
     st.subheader(_("Every head of every layer"))
     st.caption(_("Each picture is one head's weights: row = the token attending (query), column = the token attended "

@@ -13,13 +13,19 @@ reruns the whole app: ``ui.state.update`` notes it when the router did not run (
 asks before and after it draws (``ui.state.router_stale``). The link
 is written at the end of every run of the body, and the note that the edits are too large for a link stands at its
 top.
+
+Inside the body, :func:`part` draws a part of it (a model page's open head and its step-through) as a fragment of its
+own: a click inside the part that changed only the part's own settings reruns the part alone, any other change the
+whole app (as the step-through's fragment does, ``ui.stepthrough.live``).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional, Sequence
 
 import streamlit as st
+
+from attention_core.settings import Settings, preset_defaults
 
 from . import runtime, state
 from .i18n import _
@@ -61,3 +67,47 @@ def _fragment(body: Callable[[], None]) -> None:
         if state.router_stale():  # the body itself changed it
             st.rerun()
         state.write_link()  # what the body changed (an entry moved into range, a stage) is in the link too
+
+
+def outer_fingerprint(settings: Settings, edits: Mapping, fragment_fields: Sequence[str]) -> tuple:
+    """What a page's whole-page run depends on: every setting except the fragment's own, and the edits.
+
+    Two runs with the same fingerprint draw the same page around the fragment, so a click that
+    changed only ``fragment_fields`` (the stage, the explained entry) needs only the fragment rerun.
+    """
+    defaults = preset_defaults(None)
+    kept = settings.set(**{f: defaults.get(f) for f in fragment_fields})
+    cells = tuple(sorted((name, tuple(sorted(values.items()))) for name, values in edits.items()))
+    return kept, cells
+
+
+_PART_FULL = "page_body_part_full"  # set by part() on a run of the body, taken by the part's fragment that follows
+_PART_OUTER = "page_body_part_outer"  # {part: the fingerprint of what the body drew around it, as of that run}
+
+
+def part(name: str, draw: Callable[[], None], *, fields: Sequence[str]) -> None:
+    """Draw ``draw``, a part of a page's body, as a fragment of its own (nested in the body's).
+
+    A click on a widget inside it reruns the part alone when it changed only ``fields`` (settings' dotted names, e.g.
+    ``"modern_lm.layer"``): what the body drew around the part did not change. A click that changed any other setting
+    or an edit reruns the whole app, and so does a change of what the router draws (``ui.state.router_stale``). The
+    link is written at the end of every run of the part. ``name``: the part's name in the session (one per page).
+    """
+    st.session_state[_PART_FULL] = name
+    _part(name, draw, tuple(fields))
+
+
+@st.fragment
+def _part(name: str, draw: Callable[[], None], fields: tuple[str, ...]) -> None:
+    with runtime.one_run_at_a_time():  # re-entrant: a run of the body holds it already
+        fingerprint = outer_fingerprint(state.settings(), state.edits(), fields)
+        outer = st.session_state.setdefault(_PART_OUTER, {})
+        if st.session_state.get(_PART_FULL) == name:
+            del st.session_state[_PART_FULL]
+            outer[name] = fingerprint
+        elif outer.get(name) != fingerprint or state.router_stale():
+            st.rerun(scope="app")  # the click changed what the body around the part shows
+        draw()
+        if state.router_stale():
+            st.rerun(scope="app")
+        state.write_link()

@@ -17,11 +17,11 @@ import streamlit as st
 
 from attention_core.classroom import notebook, scripts
 from attention_core.page import Page
-from attention_core.settings import Settings, preset_defaults
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, as_of, clamp_entry
 
 from . import class_live, heatmaps, i18n, masking, practice, presenter, runtime, state, widgets, worksheet
 from .i18n import _, app_text
+from .page_body import outer_fingerprint
 
 
 def _labels(labels: Sequence[str]) -> list[str]:
@@ -157,18 +157,6 @@ _OUTER = "stepthrough_outer"  # what the page drew around the fragment from, as 
 _TITLES = "stepthrough_titles"  # the stages, in order, of the last step-through drawn (for the worksheet after it)
 _SHOWN_STAGE = "stepthrough_shown_stage"  # (page key, stage key) the step-through drew last
 _MOVES = "stepthrough_moves"  # how many times this session moved to another stage of a page (a fresh script each)
-
-
-def outer_fingerprint(settings: Settings, edits: Mapping, fragment_fields: Sequence[str]) -> tuple:
-    """What a page's whole-page run depends on: every setting except the fragment's own, and the edits.
-
-    Two runs with the same fingerprint draw the same page around the step-through, so a click that
-    changed only ``fragment_fields`` (the stage, the explained entry) needs only the fragment rerun.
-    """
-    defaults = preset_defaults(None)
-    kept = settings.set(**{f: defaults.get(f) for f in fragment_fields})
-    cells = tuple(sorted((name, tuple(sorted(values.items()))) for name, values in edits.items()))
-    return kept, cells
 
 
 def live(page: Page, walk: Any, explain: Mapping[str, str], *,

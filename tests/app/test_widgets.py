@@ -49,10 +49,10 @@ def test_build_or_stop_lets_other_exceptions_through():
 
 
 def test_the_step_through_fragment_reruns_alone_only_when_nothing_outside_it_changed():
-    """``stepthrough.outer_fingerprint``: the stage and the explained entry are the fragment's own;
+    """``page_body.outer_fingerprint``: the stage and the explained entry are the fragment's own;
     any other setting, or an edit (a flipped mask cell), changes what the whole page draws."""
     from attention_core.settings import Settings
-    from ui.stepthrough import outer_fingerprint
+    from ui.page_body import outer_fingerprint
 
     own = ["causal.stage", "entry_row", "entry_col"]
     base = outer_fingerprint(Settings(), {}, own)
