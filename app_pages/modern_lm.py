@@ -231,7 +231,19 @@ def heads(model, run, labels: list[str]) -> None:
 
     with st.spinner(_("Recomputing the head…")), runtime.step_aside():
         step = modern_lm_data.head(own.prompt, own.chat_template, layer, head)
-    stage = own.stage
+    # The open head's map and step-through: another step or entry reruns them alone (their own part).
+    page_body.part("modern_lm_open_head", functools.partial(the_open_head, step, labels), fields=STEP_FIELDS)
+
+
+#: The settings a click on the open head's map or step-through changes: its step and its explained entry.
+STEP_FIELDS = ("modern_lm.stage", "modern_lm.entry_row", "modern_lm.entry_col", "practice")
+
+
+def the_open_head(step, labels: list[str]) -> None:
+    """The open head's weights as a map, its checks against the model's own code, and its math step by step (the
+    head as of the heads' part's last run: a click here changes neither the head nor the prompt)."""
+    own = state.settings().modern_lm
+    layer, head, stage = own.layer, own.head, own.stage
     steps = modern_lm_steps(step, stage)
 
     st.subheader(_("Layer {layer}, head {head} (key/value head {g})", layer=layer + 1, head=head + 1,

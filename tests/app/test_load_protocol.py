@@ -137,6 +137,42 @@ def test_a_click_inside_the_body_does_not_send_the_header_and_footer_again(serve
     assert clicked_messages < opened_messages / 2  # the derivation's rows were most of the page's elements
 
 
+def test_a_click_on_the_open_head_reruns_only_its_part_of_the_modern_lm_page(server):
+    """*Inside a modern language model* draws every head and the open head as a part of its own (ui.page_body.part),
+    and the open head's map and step-through as a part inside that: another head reruns the heads' part, not the
+    prompt's tokens and next token above it; another entry reruns only the open head's part. Each shows the head and
+    entry clicked."""
+
+    async def visit():
+        student = Student(server.url, "t")
+        await student.connect()
+        try:
+            await student.open_page("modern-lm")
+            opened, opened_messages = list(student.run_headings), student.run_messages
+            body, heads, steps = (student.widgets[key][2] for key in
+                                  ("lm_generate", "setting_modern_lm.layer", "setting_modern_lm.entry_row"))
+            await student.change(*student.choose("setting_modern_lm.layer", 1))  # layer 2
+            layer_headings, layer_messages = list(student.run_headings), student.run_messages
+            await student.change(*student.choose("setting_modern_lm.entry_row", 2))  # row 3
+            row_headings, row_messages = list(student.run_headings), student.run_messages
+            row = student.widgets["setting_modern_lm.entry_row"][1]
+        finally:
+            await student.close()
+        return (opened, layer_headings, row_headings, (opened_messages, layer_messages, row_messages),
+                (body, heads, steps), row.raw_value if row.HasField("raw_value") else None, student.exceptions)
+
+    opened, layer_headings, row_headings, messages, fragments, row, exceptions = asyncio.run(visit())
+    body, heads, steps = fragments
+    assert body and heads and steps and len({body, heads, steps}) == 3, fragments  # three nested fragments
+    assert opened[:2] == ["Inside a modern language model", "5 tokens"] and "The next token" in opened, opened
+    assert layer_headings[0] == "Every head of every layer" and "The next token" not in layer_headings
+    assert "Layer 2, head 1 (key/value head 1)" in layer_headings, layer_headings
+    assert row_headings == ["Layer 2, head 1 (key/value head 1)", "Layer 2, head 1, step by step", "Explain this entry"]
+    assert row == "3 ␣of", row  # "The capital of France is": its third token
+    assert messages[0] > messages[1] > messages[2], messages
+    assert exceptions == []
+
+
 def test_choosing_an_example_on_the_overview_reruns_the_whole_app_once(server):
     """The example is drawn by the router (the sidebar's picker and its note), so the overview, whose only widgets
     choose it, is drawn as its header, outside the page's body (ui/page_body.py): *Use this example* names no
