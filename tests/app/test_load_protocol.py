@@ -8,10 +8,12 @@ asserted: speed is measured by `scripts/benchmark_load.py`, on an idle machine, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import sys
 import time
 from pathlib import Path
+from typing import AsyncIterator
 
 import pytest
 
@@ -33,6 +35,23 @@ def server():
     srv.stop()
 
 
+@contextlib.asynccontextmanager
+async def on_page(url: str, page: str) -> AsyncIterator[Student]:
+    """A student connected to the server at ``url`` with ``page`` open (its first run read); closed afterwards."""
+    student = Student(url, "t")
+    await student.connect()
+    try:
+        await student.open_page(page)
+        yield student
+    finally:
+        await student.close()
+
+
+def last_run(student: Student) -> tuple[list[str], int]:
+    """The headings the student's last run drew, in order, and how many messages it sent."""
+    return list(student.run_headings), student.run_messages
+
+
 def test_the_load_benchmark_covers_every_page_of_the_app():
     from attention_core import registry
 
@@ -42,17 +61,12 @@ def test_the_load_benchmark_covers_every_page_of_the_app():
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.path)
 def test_every_page_renders_and_takes_changes_over_the_protocol(server, page):
     async def visit():
-        student = Student(server.url, "t")
-        await student.connect()
-        try:
-            await student.open_page(page.path)
+        async with on_page(server.url, page.path) as student:
             assert student.session_id, "the server sent no new_session"
             mine = page.widgets or student.page_widgets()
             assert mine and all(key in student.main_keys for key in mine), sorted(student.widgets)
             for _ in range(len(mine) + 1):  # every widget of the page changed at least once
                 await student.interact(page.widgets)
-        finally:
-            await student.close()
         return student.exceptions
 
     assert asyncio.run(visit()) == []
@@ -88,10 +102,7 @@ def test_a_click_inside_the_step_through_reruns_only_its_fragment(server):
     widgets stay as they were, and a page setting redraws the step-through inside the page."""
 
     async def visit():
-        student = Student(server.url, "t")
-        await student.connect()
-        try:
-            await student.open_page("causal")
+        async with on_page(server.url, "causal") as student:
             stage_fragment = student.widgets["setting_causal.stage"][2]
             page_fragment = student.widgets["setting_padding"][2]
             assert stage_fragment and page_fragment and stage_fragment != page_fragment
@@ -102,8 +113,6 @@ def test_a_click_inside_the_step_through_reruns_only_its_fragment(server):
             outside, outside_messages = student.last_fragment, student.run_messages
             assert "setting_padding" in student.widgets and "setting_preset" in student.widgets
             assert "setting_causal.stage" in student.widgets  # drawn again inside the page's body
-        finally:
-            await student.close()
         return inside, outside, inside_messages < outside_messages, student.exceptions
 
     assert asyncio.run(visit()) == (True, True, True, [])
@@ -116,15 +125,10 @@ def test_a_click_inside_the_body_does_not_send_the_header_and_footer_again(serve
     drawn again."""
 
     async def visit():
-        student = Student(server.url, "t")
-        await student.connect()
-        try:
-            await student.open_page("why-sqrt-dk")
-            opened, opened_messages = list(student.run_headings), student.run_messages
+        async with on_page(server.url, "why-sqrt-dk") as student:
+            opened, opened_messages = last_run(student)
             await student.interact(("setting_why_sqrt_dk.keys",))
-            clicked, clicked_messages = list(student.run_headings), student.run_messages
-        finally:
-            await student.close()
+            clicked, clicked_messages = last_run(student)
         return opened, clicked, opened_messages, clicked_messages, student.last_fragment, student.exceptions
 
     opened, clicked, opened_messages, clicked_messages, fragment, exceptions = asyncio.run(visit())
@@ -144,20 +148,15 @@ def test_a_click_on_the_open_head_reruns_only_its_part_of_the_modern_lm_page(ser
     entry clicked."""
 
     async def visit():
-        student = Student(server.url, "t")
-        await student.connect()
-        try:
-            await student.open_page("modern-lm")
-            opened, opened_messages = list(student.run_headings), student.run_messages
+        async with on_page(server.url, "modern-lm") as student:
+            opened, opened_messages = last_run(student)
             body, heads, steps = (student.widgets[key][2] for key in
                                   ("lm_generate", "setting_modern_lm.layer", "setting_modern_lm.entry_row"))
             await student.change(*student.choose("setting_modern_lm.layer", 1))  # layer 2
-            layer_headings, layer_messages = list(student.run_headings), student.run_messages
+            layer_headings, layer_messages = last_run(student)
             await student.change(*student.choose("setting_modern_lm.entry_row", 2))  # row 3
-            row_headings, row_messages = list(student.run_headings), student.run_messages
+            row_headings, row_messages = last_run(student)
             row = student.widgets["setting_modern_lm.entry_row"][1]
-        finally:
-            await student.close()
         return (opened, layer_headings, row_headings, (opened_messages, layer_messages, row_messages),
                 (body, heads, steps), row.raw_value if row.HasField("raw_value") else None, student.exceptions)
 
