@@ -91,7 +91,8 @@ def part(name: str, draw: Callable[[], None], *, fields: Sequence[str]) -> None:
     A click on a widget inside it reruns the part alone when it changed only ``fields`` (settings' dotted names, e.g.
     ``"modern_lm.layer"``): what the body drew around the part did not change. A click that changed any other setting
     or an edit reruns the whole app, and so does a change of what the router draws (``ui.state.router_stale``). The
-    link is written at the end of every run of the part. ``name``: the part's name in the session (one per page).
+    link is written at the end of every run of the part. ``name``: the part's name in the session, one for each
+    part of a page (parts may nest: the modern LM page's open head is a part inside its heads' part).
     """
     st.session_state[_PART_FULL] = name
     _part(name, draw, tuple(fields))
