@@ -156,9 +156,12 @@ def page() -> None:
     page_body.part("modern_lm_heads", functools.partial(heads, model, run, labels), fields=HEAD_FIELDS)
 
 
-#: The settings a click in the heads' part changes: the open head, its step and its explained entry.
-HEAD_FIELDS = ("modern_lm.layer", "modern_lm.head", "modern_lm.stage", "modern_lm.entry_row", "modern_lm.entry_col",
-               "practice")
+
+
+#: The settings a click on the open head's map or step-through changes: its step and its explained entry.
+STEP_FIELDS = ("modern_lm.stage", "modern_lm.entry_row", "modern_lm.entry_col", "practice")
+#: The settings a click in the heads' part changes: the open head, and what the open head's part changes.
+HEAD_FIELDS = ("modern_lm.layer", "modern_lm.head", *STEP_FIELDS)
 
 
 def heads(model, run, labels: list[str]) -> None:
@@ -235,8 +238,6 @@ def heads(model, run, labels: list[str]) -> None:
     page_body.part("modern_lm_open_head", functools.partial(the_open_head, step, labels), fields=STEP_FIELDS)
 
 
-#: The settings a click on the open head's map or step-through changes: its step and its explained entry.
-STEP_FIELDS = ("modern_lm.stage", "modern_lm.entry_row", "modern_lm.entry_col", "practice")
 
 
 def the_open_head(step, labels: list[str]) -> None:
