@@ -54,15 +54,20 @@ def test_page_renders(page: Page, app_url: str, path: str, title: str):
 # scrolled to its start; a formula that fits has neither. The cue is the box's ::after, the fade its mask's
 # --cut-right. Boxes in a closed expander are skipped: Chromium lays them out (a width, at times wider than their box)
 # but does not show them, so their scroll timeline is inactive (checkVisibility() is false; the width alone let one
-# through once, on two workers). ``agrees``: the box shows what its width asks for.
+# through once, on two workers). ``agrees``: the box shows what its width asks for. ``animations``: what a box that
+# disagrees says of itself (each scroll-driven animation's state and progress, its timeline's source), which names
+# the cause: no animation, or one whose timeline stayed inactive (progress null) although the box scrolls.
 _FORMULA_CUES = """() => [...document.querySelectorAll('.katex-display')]
   .filter(box => box.checkVisibility() && box.getBoundingClientRect().width > 0 && box.scrollLeft === 0)
   .map(box => {
     const cue = getComputedStyle(box, '::after');
     const f = {formula: box.querySelector('annotation')?.textContent.slice(0, 60) || box.innerText.slice(0, 60),
-               wider: box.scrollWidth > box.clientWidth, cue: cue.content, cue_height: parseFloat(cue.height) || 0,
-               cue_opacity: parseFloat(cue.opacity),
-               fade: parseFloat(getComputedStyle(box).getPropertyValue('--cut-right')) || 0};
+               wider: box.scrollWidth > box.clientWidth, widths: [box.scrollWidth, box.clientWidth],
+               cue: cue.content, cue_height: parseFloat(cue.height) || 0, cue_opacity: parseFloat(cue.opacity),
+               fade: parseFloat(getComputedStyle(box).getPropertyValue('--cut-right')) || 0,
+               animations: document.getAnimations().filter(a => a.effect?.target === box).map(a =>
+                 `${a.animationName}${a.effect.pseudoElement || ''} ${a.playState} at ${a.effect.getComputedTiming().progress}`
+                 + ` on ${a.timeline?.source === box ? 'its own scroll' : a.timeline?.constructor.name}`)};
     f.agrees = f.wider ? f.cue.includes('scroll →') && f.cue_height > 0 && f.cue_opacity > 0 && f.fade > 0
                        : f.cue_height === 0 && f.fade === 0;
     return f;
