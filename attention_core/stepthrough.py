@@ -136,6 +136,11 @@ class Stage:
         return any(p.head is not None for p in self.panels)
 
 
+#: The settings fields of the explained entry (row, column) and head on the step pages: a :class:`StepThrough`'s
+#: defaults, and ``HEAD_FIELD`` on the pages with heads. The model pages name fields of their own.
+ROW_FIELD, COL_FIELD, HEAD_FIELD = "entry_row", "entry_col", "head"
+
+
 @dataclass(frozen=True)
 class StepThrough:
     """A step page's current stage, with the page's checks and messages.
@@ -159,8 +164,8 @@ class StepThrough:
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     num_heads: int = 0
-    row_field: str = "entry_row"
-    col_field: str = "entry_col"
+    row_field: str = ROW_FIELD
+    col_field: str = COL_FIELD
     head_field: Optional[str] = None
     check_caption: Optional[str] = None
     order: Optional[Mapping[str, str]] = None

@@ -17,11 +17,20 @@ import streamlit as st
 
 from attention_core.classroom import notebook, scripts
 from attention_core.page import Page
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, as_of, clamp_entry
+from attention_core.stepthrough import (
+    COL_FIELD,
+    HEAD_FIELD,
+    ROW_FIELD,
+    Check,
+    Panel,
+    Stage,
+    StepThrough,
+    as_of,
+    clamp_entry,
+)
 
-from . import class_live, heatmaps, i18n, masking, practice, presenter, runtime, state, widgets, worksheet
+from . import class_live, heatmaps, i18n, masking, page_body, practice, presenter, state, widgets, worksheet
 from .i18n import _, app_text
-from .page_body import outer_fingerprint
 
 
 def _labels(labels: Sequence[str]) -> list[str]:
@@ -150,10 +159,8 @@ def _exports(page: Page, walk: Any) -> dict[str, Callable[[], str]]:
             "notebook": functools.partial(notebook.notebook_for, page, walk, i18n.translator())}
 
 
-# ---------------------------------------------------------------- the step-through as a fragment
+# ---------------------------------------------------------------- the step-through as a part of the page
 
-_FULL_RUN = "stepthrough_full_run"  # set by live() on a whole-page run, taken by the fragment that follows
-_OUTER = "stepthrough_outer"  # what the page drew around the fragment from, as of the last whole-page run
 _TITLES = "stepthrough_titles"  # the stages, in order, of the last step-through drawn (for the worksheet after it)
 _SHOWN_STAGE = "stepthrough_shown_stage"  # (page key, stage key) the step-through drew last
 _MOVES = "stepthrough_moves"  # how many times this session moved to another stage of a page (a fresh script each)
@@ -163,32 +170,33 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *,
          after_panels: Optional[Callable[[StepThrough], None]] = None,
          after_entry: Optional[Callable[[StepThrough], None]] = None,
          after_checks: Optional[Callable[[StepThrough], None]] = None, **options) -> None:
-    """A step page, wired once: its declaration and its walk-through. :func:`show` of the current stage, as a
-    fragment: Previous / Next, the step picker, the entry pickers and a click on a cell rerun only the
-    step-through, not the whole page (the router, the sidebar, the page's settings).
+    """A step page, wired once: its declaration and its walk-through. :func:`show` of the current stage, as a part
+    of the page's body (``ui.page_body.part``): Previous / Next, the step picker, the entry pickers, the head picker,
+    practice mode and a click on a cell rerun only the step-through, not the rest of the page (its settings, the
+    weights) nor the router and the sidebar.
 
-    The stage shown is ``page.steps(walk, <the settings' page.stage_field>)``, built again on each fragment rerun
-    with the page's walk-through of the last whole-page run as of the current settings (its explained entry). A click
-    inside the fragment that changed anything else (a mask cell, which is an edit) reruns the whole page instead. A
+    The stage shown is ``page.steps(walk, <the settings' page.stage_field>)``, built again on each rerun of the part
+    with the page's walk-through of the last run of the body as of the current settings (its explained entry). A click
+    inside the step-through that changed anything else (a mask cell, which is an edit) reruns the whole app instead. A
     session that has not chosen an entry opens at the page's ``opening_entry`` (where the default entry would explain
-    zeros). The callbacks get the StepThrough;
-    ``options`` go to :func:`show`. The link is written on every fragment run. Under it, the page's printable
-    worksheet of every stage and its answer key, every step as Markdown, the self-checking script and notebook
-    (``attention_core.classroom.scripts``, ``notebook``, from the page's recipe) and any heatmap (``ui.worksheet``).
+    zeros). The callbacks get the StepThrough; ``options`` go to :func:`show`. The link is written on every run of the
+    part. Under it, the page's printable worksheet of every stage and its answer key, every step as Markdown, the
+    self-checking script and notebook (``attention_core.classroom.scripts``, ``notebook``, from the page's recipe) and
+    any heatmap (``ui.worksheet``).
     """
-    st.session_state[_FULL_RUN] = True
     if page.opening_entry is not None:
         state.open_at_entry(dict(page.opening_entry(walk)))
-    build = functools.partial(_current_steps, page, walk)
-    _live(build, explain, after_panels, after_entry, after_checks, options)
-    # outside the fragment: a click on Next does not send it again
+    draw = functools.partial(_draw_live, functools.partial(_current_steps, page, walk), explain, after_panels,
+                             after_entry, after_checks, options)
+    page_body.part("stepthrough", draw, fields=(page.stage_field, ROW_FIELD, COL_FIELD, HEAD_FIELD, "practice"))
+    # outside the part: a click on Next does not send it again
     worksheet.downloads(page, st.session_state[_TITLES], functools.partial(page.steps, walk),
                         **_exports(page, walk))
 
 
 def _current_steps(page: Page, walk: Any) -> StepThrough:
-    """The current stage of ``walk`` as of the current settings (``attention_core.stepthrough.as_of``): on a fragment
-    rerun the explained entry may have moved since ``walk`` was built."""
+    """The current stage of ``walk`` as of the current settings (``attention_core.stepthrough.as_of``): on a rerun of
+    the part the explained entry may have moved since ``walk`` was built."""
     settings = state.settings()
     return page.steps(as_of(walk, settings), settings.get(page.stage_field))
 
@@ -197,21 +205,9 @@ def _call(callback: Optional[Callable[[StepThrough], None]], steps: StepThrough)
     return None if callback is None else functools.partial(callback, steps)
 
 
-@st.fragment
-def _live(build, explain, after_panels, after_entry, after_checks, options) -> None:
-    with runtime.one_run_at_a_time():  # a fragment rerun does not run app.py, which takes the turn otherwise
-        _draw_live(build, explain, after_panels, after_entry, after_checks, options)
-
-
 def _draw_live(build, explain, after_panels, after_entry, after_checks, options) -> None:
     steps = build()
     st.session_state[_TITLES] = steps.titles
-    fields = [steps.field, steps.row_field, steps.col_field, "practice"] + ([steps.head_field] if steps.head_field else [])
-    fingerprint = outer_fingerprint(state.settings(), state.edits(), fields)
-    if st.session_state.pop(_FULL_RUN, False):
-        st.session_state[_OUTER] = fingerprint
-    elif st.session_state.get(_OUTER) != fingerprint:
-        st.rerun(scope="app")  # the click changed what the page around the step-through shows
     shown, last = (steps.page.key, steps.stage.key), st.session_state.get(_SHOWN_STAGE)
     moved = last is not None and last[0] == shown[0] and last != shown  # another stage of the same page
     st.session_state[_SHOWN_STAGE] = shown
@@ -221,7 +217,6 @@ def _draw_live(build, explain, after_panels, after_entry, after_checks, options)
     if moved:  # on a projector, bring it into view
         st.session_state[_MOVES] = st.session_state.get(_MOVES, 0) + 1
         presenter.keep_the_step_in_view(st.session_state[_MOVES])
-    state.write_link()  # the stage and the entry are in the link
 
 
 def _single_panel(steps: StepThrough, panel: Panel, entry: tuple[int, int], head: int, *, legend: bool = True) -> None:

@@ -54,7 +54,7 @@ from attention_core.masks import causal_mask
 from attention_core.multi_head.heads import head_columns, head_labels, multi_head_attention
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, explained_value
+from attention_core.stepthrough import HEAD_FIELD, Check, Panel, Stage, StepThrough, explained_value
 from attention_core.weights import module_weights
 
 #: The edits of this page's target (its own: the single-head page's target is d_k wide, this one d_out).
@@ -307,7 +307,7 @@ def backward_multi_head_steps(walk: BackwardMultiHeadWalkthrough, stage: str) ->
                     else (multi_head_backward_trace,),
                     remark=remark, details=details),
         checks=tuple(walk.checks[tuple(mh_formulas.SYMBOLS).index(name)] for name in STAGE_CHECKS[stage]),
-        num_heads=t.num_heads, head_field="head",
+        num_heads=t.num_heads, head_field=HEAD_FIELD,
     )
 
 

@@ -36,7 +36,7 @@ from attention_core.modern.recipes import alibi_recipe
 from attention_core.modern.walks import AlibiWalkthrough
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
+from attention_core.stepthrough import HEAD_FIELD, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
 
 
@@ -218,7 +218,7 @@ def alibi_steps(walk: AlibiWalkthrough, stage: str) -> StepThrough:
                     entry=lambda row, col, head, tr: explain_alibi(walk, stage, row, col, head, tr),
                     exercise=lambda row, col, head: alibi_exercise(walk, stage, row, col, head),
                     code=(alibi_attention, slopes)),
-        checks=walk.checks, num_heads=len(walk.trace.slopes) if per_head else 0, head_field="head",
+        checks=walk.checks, num_heads=len(walk.trace.slopes) if per_head else 0, head_field=HEAD_FIELD,
     )
 
 

@@ -42,7 +42,7 @@ from attention_core.modern.walks import GQAWalkthrough
 from attention_core.multi_head.heads import multi_head_attention
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
+from attention_core.stepthrough import HEAD_FIELD, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.transformer.generation import FLOAT32_BYTES
 from attention_core.weights import module_weights
 
@@ -267,7 +267,7 @@ def gqa_steps(walk: GQAWalkthrough, stage: str) -> StepThrough:
                     entry=lambda row, col, head, tr: explain_gqa(walk, stage, row, col, head, tr),
                     exercise=lambda row, col, head: gqa_exercise(walk, stage, row, col, head),
                     code=(grouped_query_attention, kv_head_of), remark=remark),
-        checks=walk.checks, num_heads=t.num_heads if per_head else 0, head_field="head",
+        checks=walk.checks, num_heads=t.num_heads if per_head else 0, head_field=HEAD_FIELD,
     )
 
 

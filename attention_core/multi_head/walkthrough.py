@@ -44,7 +44,7 @@ from attention_core.multi_head.recipes import multi_head_recipe
 from attention_core.multi_head.walks import MultiHeadWalkthrough
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+from attention_core.stepthrough import HEAD_FIELD, Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
 
 # ---------------------------------------------------------------- multi-head self- and cross-attention
@@ -334,7 +334,7 @@ def multi_head_steps(walk: MultiHeadWalkthrough, stage: str, page: Optional[Page
             code=(multi_head_attention,) if walk.is_cross else (modules.MultiHeadAttention.forward,),
         ),
         checks=walk.checks, warnings=walk.warnings, notes=walk.notes, num_heads=walk.trace.num_heads,
-        head_field="head",
+        head_field=HEAD_FIELD,
     )
 
 

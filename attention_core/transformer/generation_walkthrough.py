@@ -34,7 +34,7 @@ from attention_core.limits import MAX_TOY_TEMPERATURE, TOY_LAYERS, TOY_MAX_OUTPU
 from attention_core.multi_head.heads import MultiHeadTrace
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
+from attention_core.stepthrough import HEAD_FIELD, Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.transformer.decoder import decoder_block, torch_decoder_layer
 from attention_core.transformer.generation import (
     FLOAT32_BYTES,
@@ -365,7 +365,7 @@ def generation_steps(walk: GenerationWalkthrough, stage: str) -> StepThrough:
             code=(generate, decoder_block), remark=remark,
         ),
         checks=walk.checks, num_heads=NUM_HEADS if stage in _ATTENTION else 0,
-        head_field="head",
+        head_field=HEAD_FIELD,
     )
 
 
