@@ -16,12 +16,11 @@
 #      Debian's own cluster on install, which nothing here uses),
 #      and Debian's fonts-noto-cjk, the Chinese font of the worksheet PDFs (tests/classroom/test_worksheet.py);
 #      apt-get runs beside pip (both take minutes on a new machine), its log printed if it fails;
-#   3. pytest, with any extra arguments passed through; in this process by default. TEST_WORKERS=N (at most 4) runs
-#      it on N worker processes (pytest-xdist), each test file on one worker (its servers and browser started once):
-#      1071-1132 s against 1716 s on a 2-core machine, but on two workers 1 of 5 fresh-clone runs on 2026-11-28 failed
-#      the phone test on /backward (a formula's scroll cue never showed), so one process stays the default until
-#      fresh clones hold.
-#      Exits with pytest's status.
+#   3. pytest, with any extra arguments passed through, on one worker process per core (pytest-xdist, at most 4;
+#      TEST_WORKERS=N for N, TEST_WORKERS=1 for this process alone), each test file on one worker (its servers and
+#      browser started once): on a 2-core machine 937-1131 s against 1716 s in one process, which kept the whole
+#      run of a fresh clone over CI's 20 minutes (README, "Test it": the fresh clones of 2026-11-28). Exits with
+#      pytest's status.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -77,7 +76,7 @@ if [[ -n "$APT_PID" ]]; then
     echo "==> installed Debian's ${MISSING[*]}"
 fi
 
-WORKERS="${TEST_WORKERS:-1}"
+WORKERS="${TEST_WORKERS:-$(nproc)}"
 (( WORKERS <= 4 )) || WORKERS=4
 
 # exec: the script's exit status is pytest's.

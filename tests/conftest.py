@@ -36,7 +36,7 @@ _OWN_DATA: str | None = None
 if "ATTENTION_EXPLORER_DATA" not in os.environ:
     _OWN_DATA = os.environ["ATTENTION_EXPLORER_DATA"] = tempfile.mkdtemp(prefix="attention-test-data-")
 
-# With TEST_WORKERS=N the test command runs the suite in worker processes (pytest-xdist, scripts/test.sh): each
+# The test command runs the suite in worker processes (pytest-xdist, one per core, scripts/test.sh): each
 # worker gets a data folder of its own (not the one it inherits from the process that started it), and torch's OpenMP
 # threads sleep when they wait instead of spinning (OMP_WAIT_POLICY=PASSIVE, before torch is imported here or in a
 # process the tests start): two processes spinning on two cores took 4 times as long for the toy model's training.
