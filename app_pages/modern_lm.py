@@ -21,7 +21,18 @@ from attention_core.limits import (
 from attention_core.modern_lm import checkpoint, measure
 from attention_core.modern_lm.model import LICENSE, MODEL_ID
 from attention_core.modern_lm.walkthrough import header_latex, modern_lm_steps
-from ui import heatmaps, model_view, modern_lm_data, page_body, runtime, state, stepthrough, trained_model_data, widgets
+from ui import (
+    heatmaps,
+    model_view,
+    modern_lm_data,
+    page_body,
+    practice,
+    runtime,
+    state,
+    stepthrough,
+    trained_model_data,
+    widgets,
+)
 from ui.i18n import _
 
 EXPLAIN = {
@@ -156,10 +167,8 @@ def page() -> None:
     page_body.part("modern_lm_heads", functools.partial(heads, model, run, labels), fields=HEAD_FIELDS)
 
 
-
-
 #: The settings a click on the open head's map or step-through changes: its step and its explained entry.
-STEP_FIELDS = ("modern_lm.stage", "modern_lm.entry_row", "modern_lm.entry_col", "practice")
+STEP_FIELDS = ("modern_lm.stage", "modern_lm.entry_row", "modern_lm.entry_col", practice.FIELD)
 #: The settings a click in the heads' part changes: the open head, and what the open head's part changes.
 HEAD_FIELDS = ("modern_lm.layer", "modern_lm.head", *STEP_FIELDS)
 
@@ -236,8 +245,6 @@ def heads(model, run, labels: list[str]) -> None:
         step = modern_lm_data.head(own.prompt, own.chat_template, layer, head)
     # The open head's map and step-through: another step or entry reruns them alone (their own part).
     page_body.part("modern_lm_open_head", functools.partial(the_open_head, step, labels), fields=STEP_FIELDS)
-
-
 
 
 def the_open_head(step, labels: list[str]) -> None:

@@ -31,6 +31,8 @@ from .i18n import _
 _STORE = "practice_store"
 #: The most entries remembered per session (revealed, verdicts); older ones are forgotten (the score stays).
 MAX_REMEMBERED = 500
+#: The setting of the practice switch (a click on it reruns only the step-through that holds it: ui.page_body.part).
+FIELD = "practice"
 
 
 def _store() -> dict:
@@ -47,7 +49,7 @@ def entry_key(steps: StepThrough, row: int, col: int, head: int, exercise: Exerc
 
 def switch() -> bool:
     """The practice switch (beside the stepper); whether practice mode is on."""
-    return bool(state.bind(st.toggle, _("Practice mode"), "practice",
+    return bool(state.bind(st.toggle, _("Practice mode"), FIELD,
                            help=_("Each step's entry is hidden until you type its value. A wrong answer gets a hint "
                                   "when it is a common mistake.")))
 

@@ -188,7 +188,7 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *,
         state.open_at_entry(dict(page.opening_entry(walk)))
     draw = functools.partial(_draw_live, functools.partial(_current_steps, page, walk), explain, after_panels,
                              after_entry, after_checks, options)
-    page_body.part("stepthrough", draw, fields=(page.stage_field, ROW_FIELD, COL_FIELD, HEAD_FIELD, "practice"))
+    page_body.part("stepthrough", draw, fields=(page.stage_field, ROW_FIELD, COL_FIELD, HEAD_FIELD, practice.FIELD))
     # outside the part: a click on Next does not send it again
     worksheet.downloads(page, st.session_state[_TITLES], functools.partial(page.steps, walk),
                         **_exports(page, walk))
