@@ -6,12 +6,14 @@ does not fit; on a phone the right-hand columns were unreachable. Each chart's f
 instead, as KaTeX's displayed formulas already do. Selected by Streamlit's test ids (stable across releases,
 used by its own e2e tests).
 
-A formula wider than its box shows that it scrolls: its cut edges fade out and "scroll →" stands under it (on a phone
-the scroll bar is hidden until one scrolls, and a formula cut at "=" looked finished). Pure CSS: a scroll-driven
-animation (``animation-timeline``) on the box's own horizontal scroll. A box with nothing to scroll has an inactive
-timeline, so the animation does nothing there: no fade, no cue. At the start only the right edge fades, in between
-both, at the end only the left one, and the cue goes. Browsers without scroll-driven animations keep the plain
-scrolling box (the rules are inside ``@supports``).
+A formula wider than its box shows that it scrolls: "scroll →" stands under it (on a phone the scroll bar is hidden
+until one scrolls, and a formula cut at "=" looked finished). Pure CSS, by layout alone: the cue is a line under the
+formula whose width is 0 unless the formula's line is wider than the box (sticky, so it stays in view while the formula
+scrolls). Where the browser has scroll-driven animations (``animation-timeline`` on the box's own horizontal scroll),
+the cut edges fade out too (at the start only the right one, in between both, at the end only the left one) and the
+cue goes at the end; a box with nothing to scroll has an inactive timeline, so nothing fades there. The cue does not
+depend on the timeline: Chromium left a box's timeline inactive at times although the box scrolled (twice in about
+twenty runs of the suite), and the formula then had no cue.
 
 On a touch screen Streamlit keeps a table's toolbar (search, download, full screen) always shown, 44 px above the
 table's top edge, over the last lines of what stands above it (a caption, a label): such tables get that room above.
@@ -40,9 +42,27 @@ _CSS = """
 /* 2 px of end padding: KaTeX's subscripts end in a 2 px spacer that a negative margin leaves out of the formula's
    width, so a formula in a box of its own width (st.latex beside a chart) scrolled by those 2 px of nothing */
 .katex-display { overflow-x: auto; overflow-y: hidden; padding-right: 2px; }
+/* The room a formula's box may take, as 100cqw for the cue below: Streamlit draws a formula's box as wide as the
+   formula, up to this element's width (not the box itself: its width comes from its content) */
+[data-testid="stMarkdown"]:has(.katex-display) { container-type: inline-size; }
+/* the formula's line as wide as the formula (at least its box): 100% in the cue */
+.katex-display > .katex > .katex-html { width: max-content; min-width: 100%; }
+/* The cue, by layout alone: a line under the formula, as wide as the room, when the formula is wider than its box by
+   more than half a pixel (its line is wider than the room less the box's 2 px of padding); else 0 px wide and so
+   (aspect-ratio 1, at most 1.5rem) 0 px high. It stays in view while the formula scrolls (sticky). In Streamlit's
+   body font: inside the formula the font is KaTeX's. */
+.katex-display > .katex > .katex-html::after {
+  content: "CUE"; content: "CUE" / "";
+  display: block; position: sticky; left: 0; overflow: hidden;
+  width: clamp(0px, (100% - 100cqw + 1.5px) * 1000, 100cqw); aspect-ratio: 1; max-height: 1.5rem;
+  font: 0.8rem/1.5rem "Source Sans", sans-serif; text-align: right; opacity: 0.65;
+}
 /* '\\3c length>': the type length, its bracket escaped (Streamlit's HTML sanitizer drops a style holding one) */
 @property --cut-left { syntax: '\\3c length>'; inherits: false; initial-value: 0px; }
 @property --cut-right { syntax: '\\3c length>'; inherits: false; initial-value: 0px; }
+/* Where scroll-driven animations run: the cut edges fade out and the cue goes once the formula is scrolled to its end.
+   Only ever less: a timeline that stays inactive (Chromium's did at times, on a box that scrolls) leaves the formula
+   unfaded and the cue shown. */
 @supports (animation-timeline: --formula-scroll) {
   .katex-display {
     scroll-timeline: --formula-scroll x;
@@ -63,16 +83,12 @@ _CSS = """
     92% { --cut-right: FADE; }
     100% { --cut-left: FADE; --cut-right: 0px; }
   }
-  /* the cue: a line under the formula that stays in view (sticky) while the formula scrolls */
-  .katex-display::after {
-    content: "CUE"; content: "CUE" / "";
-    display: block; position: sticky; left: 0; text-align: right; font-size: 0.8rem; line-height: 1.5rem;
-    height: 0; opacity: 0; overflow: hidden;
+  .katex-display > .katex > .katex-html::after {
     animation: formula-cue linear both; animation-timeline: --formula-scroll;
   }
   @keyframes formula-cue {
-    0%, 92% { height: 1.5rem; opacity: 0.65; }
-    100% { height: 1.5rem; opacity: 0; }
+    0%, 92% { opacity: 0.65; }
+    100% { opacity: 0; }
   }
 }
 @media (hover: none) {
