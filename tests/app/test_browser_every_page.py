@@ -1,6 +1,6 @@
 """Real browser, every page of the registry: it renders (charts drawn, formulas typeset, every number in its cell,
-nothing cut, nothing failing behind the screen), it is usable on a 390 px phone, and on every step page a picked
-entry shows what the link it writes opens.
+nothing cut, nothing failing behind the screen) and, on every step page, a picked entry then shows what the link it
+writes opens; it is usable on a 390 px phone.
 
 The same server, browser and helpers as tests/app/test_browser.py (imported from it), started for this file on its
 own: the test command runs test files on one worker process per core (scripts/test.sh), and these per-page tests are
@@ -31,7 +31,14 @@ from test_browser import (
     wait_for_app_run,
 )
 
+from attention_core import registry
+
 pytestmark = pytest.mark.browser
+
+#: The URL paths of the pages whose step-through reruns alone (the model pages rerun whole).
+_FRAGMENT_PATHS = frozenset("/" + p.url_path for p in registry.PAGES
+                            if p.stages and p.key not in ("trained_model", "modern_lm"))
+assert len(_FRAGMENT_PATHS) >= 17 and _FRAGMENT_PATHS <= {path for path, _ in PAGES}, sorted(_FRAGMENT_PATHS)
 
 # This file's own server (module-scoped), browser and page per test: test_browser.py's fixtures.
 app_url, browser, page = test_browser.app_url, test_browser.browser, test_browser.page
@@ -39,6 +46,9 @@ app_url, browser, page = test_browser.app_url, test_browser.browser, test_browse
 
 @pytest.mark.parametrize(("path", "title"), PAGES, ids=[p.strip("/") or "overview" for p, _ in PAGES])
 def test_page_renders(page: Page, app_url: str, path: str, title: str):
+    """The page renders; on a page whose step-through reruns alone, a picked entry then shows what its link opens
+    (:func:`_assert_a_picked_entry_is_what_the_link_opens`, on the page this test opened: one page load less for each
+    of the 17 step pages in the suite's run)."""
     open_registered_page(page, app_url, path, title)
     assert_no_exception(page)
     assert_charts_and_formulas_render(page)
@@ -47,6 +57,8 @@ def test_page_renders(page: Page, app_url: str, path: str, title: str):
     assert_no_label_is_cut(page)
     assert_nothing_fails_behind_the_screen(page, app_url, path)
     assert save_screenshot(page, "page-" + (path.strip("/") or "overview")).stat().st_size > 0
+    if path in _FRAGMENT_PATHS:
+        _assert_a_picked_entry_is_what_the_link_opens(page)
 
 
 # A formula wider than its box says so (ui/layout.py): "scroll →" under it, while it is scrolled to its start; a formula
@@ -132,12 +144,6 @@ def test_every_page_is_usable_on_a_phone(browser: Browser, app_url: str, path: s
         save_screenshot(page, f"phone-{path.strip('/') or 'overview'}", width=390)
 
 
-def _fragment_pages() -> list[tuple[str, str]]:
-    """(URL path, title) of every page whose step-through reruns alone (the model pages rerun whole)."""
-    from attention_core import registry
-
-    return [("/" + p.url_path, p.title) for p in registry.PAGES
-            if p.stages and p.key not in ("trained_model", "modern_lm")]
 
 
 #: What the step-through shows: the main area's text and every chart's text (numbers, labels, titles, legends).
@@ -172,12 +178,10 @@ def _settled_text(page: Page, attempts: int = 20) -> str:
     return text
 
 
-@pytest.mark.parametrize(("path", "title"), _fragment_pages(), ids=[p.strip("/") for p, _ in _fragment_pages()])
-def test_after_picking_an_entry_every_panel_is_what_the_link_opens(page: Page, app_url: str, path: str, title: str):
+def _assert_a_picked_entry_is_what_the_link_opens(page: Page) -> None:
     """Picking another row reruns only the step-through's fragment, with the walk-through built before the pick.
     Whatever it draws must be what a whole page opened from the same link draws: every panel, formula and number
-    (the backward pages' softmax Jacobian stayed on the old row)."""
-    open_registered_page(page, app_url, path, title)
+    (the backward pages' softmax Jacobian stayed on the old row). ``page``: a step page, as opened."""
     row = page.get_by_role("combobox", name="Row", exact=True)
     for _step in range(8):  # to the first step with an explained entry
         if row.count():
