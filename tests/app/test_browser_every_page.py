@@ -61,9 +61,9 @@ def test_page_renders(page: Page, app_url: str, path: str, title: str):
         _assert_a_picked_entry_is_what_the_link_opens(page)
 
 
-# A formula wider than its box says so (ui/layout.py): "scroll →" under it, while it is scrolled to its start; a formula
-# that fits has no cue and no fade. The cue is the ::after of the formula's line, drawn by layout alone; where the
-# box's scroll timeline runs, its right edge fades out too (the mask's --cut-right). A timeline that Chromium left
+# A formula wider than its box says so (ui/layout.py): "scroll →" under it, while it is scrolled to its start; a
+# formula that fits has no cue and no fade. The cue is the ::after of the formula's line, drawn by layout alone; where
+# the box's scroll timeline runs, its right edge fades out too (the mask's --cut-right). A timeline that Chromium left
 # inactive on a box that scrolls (seen twice in ~20 runs of the suite, /backward and /dropout) leaves the formula
 # unfaded: the cue must show all the same, which is what the student needs. Boxes in a closed expander are skipped:
 # Chromium lays them out (a width, at times wider than their box) but does not show them (checkVisibility() is false;
@@ -127,9 +127,9 @@ def test_every_page_is_usable_on_a_phone(browser: Browser, app_url: str, path: s
         assert result["cut"] == [], f"{path}: cut off at 390 px with no way to scroll: {result['cut']}"
         assert result["page"] <= 1, f"{path}: the page scrolls sideways by {result['page']} px"
         page.wait_for_load_state("networkidle")  # the tables' and the charts' code is loaded and drawn
-        # the cue and a scroll timeline follow a box's new width (a late font, a chart drawn above) on the next frame: wait until
-        # every box agrees with its width on three frames in a row, for up to 20 s (5 s were too few once, with the
-        # suite on two workers beside this browser), then check and name the ones that do not
+        # the cue and a scroll timeline follow a box's new width (a late font, a chart drawn above) on the next frame:
+        # wait until every box agrees with its width on three frames in a row, for up to 20 s (5 s were too few once,
+        # with the suite on two workers beside this browser), then check and name the ones that do not
         with contextlib.suppress(PlaywrightTimeoutError):
             page.wait_for_function(held_for_frames(f"({_FORMULA_CUES})().every(f => f.agrees)"), timeout=20_000)
         for formula in page.evaluate(_FORMULA_CUES):
@@ -142,8 +142,6 @@ def test_every_page_is_usable_on_a_phone(browser: Browser, app_url: str, path: s
             expect(page.get_by_text("Explain this entry").first).to_be_attached()
         assert_no_exception(page)
         save_screenshot(page, f"phone-{path.strip('/') or 'overview'}", width=390)
-
-
 
 
 #: What the step-through shows: the main area's text and every chart's text (numbers, labels, titles, legends).
