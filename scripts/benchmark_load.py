@@ -37,7 +37,9 @@ Scenarios:
   time, on the page's own clock, click -> the run's ``script_finished`` reaches the page (read off the app's websocket)
   -> the step picker (the number's input) shows the new value -> two animation frames (the repaint). The floor beside
   them: the one-widget app (``load_floor_app.py``) in the same browser, its number's + clicked as often. Budget: every
-  click's median < ``--browser-budget-ms`` (200).
+  click's median < ``--browser-budget-ms`` (200). ``--browser-profile N``: N more clicks of each under Chromium's
+  sampling profiler, and where the page's main thread spent them: Vega, React, styles (emotion), Markdown and KaTeX,
+  other JavaScript, the browser's own style / layout / paint, garbage collection.
 - ``training`` (not in the default run: it takes 2-3 minutes): ``--students`` sessions open *Watch attention
   learn* (/training) within the same second, each types its own seed (its index: as many different runs, which
   queue on the server's one training worker) and clicks *Train*. Then, for ``--duration`` s (150), half of them
@@ -134,6 +136,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--browser-page", dest="browser_pages", action="append", default=[],
                         choices=[path for path, _stage, _number in BROWSER_PAGES],
                         help="browser: only this page (repeatable; default: all of them)")
+    parser.add_argument("--browser-profile", type=int, default=0, metavar="CLICKS",
+                        help="browser: after the timed clicks, this many more of each under Chromium's sampling "
+                             "profiler, and where the page's main thread spent them (Vega, React, styles, Markdown "
+                             "and KaTeX, other JavaScript, style / layout / paint, garbage collection)")
     parser.add_argument("--pid-file", action="append", default=[],
                         help="with --url: a file holding a server pid whose RSS to sample (repeatable)")
     parser.add_argument("--fault-cmd", help="a shell command to run --fault-at seconds into the class scenario")
@@ -173,9 +179,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         require_loopback(args.url)
     if (not 1 <= args.students <= 300 or not (args.duration is None or 0 < args.duration <= 900)
             or not 1 <= args.clicks <= 200 or not 0 <= args.watch_share <= 1 or not 1 <= args.words <= 5000
-            or not 1 <= args.opens <= 20 or not 1 <= args.rounds <= 4):
+            or not 1 <= args.opens <= 20 or not 1 <= args.rounds <= 4 or not 0 <= args.browser_profile <= 50):
         parser.error("bounded load: 1-300 students, duration up to 900 s, 1-200 clicks, a watch share of 0-1, "
-                     "1-5000 words, 1-20 opens, 1-4 rounds")
+                     "1-5000 words, 1-20 opens, 1-4 rounds, 0-50 profiled browser clicks")
     runners = {"single": run_single, "class": run_class, "browser": run_browser, "training": run_training,
                "long": run_long, "class-live": run_class_live, "profile": run_profile}
     scenarios = args.scenarios or ["single", "class", "browser"]  # training, long, class-live, profile: not by default

@@ -118,8 +118,10 @@ def _key_class(field: str) -> str:
 
 
 def _browser_clicks(page, clicks: int, stage: Optional[str], number: str, results: dict, server_part: dict,
-                    lost: dict, label: str) -> None:
-    """Next (a step page) and ``number``'s + (every 4th click its −), ``clicks`` timed each after a warm-up."""
+                    lost: dict, label: str, profiled: int = 0, parts: Optional[dict] = None) -> None:
+    """Next (a step page) and ``number``'s + (every 4th click its −), ``clicks`` timed each after a warm-up; then,
+    with ``profiled``, that many more under Chromium's sampling profiler (Previous and Next, − and + in turn), their
+    main thread's time by part into ``parts`` (:func:`_profile_parts`)."""
     from playwright.sync_api import expect
 
     up = f'{_key_class(number)} [data-testid="stNumberInputStepUp"]'
@@ -131,32 +133,83 @@ def _browser_clicks(page, clicks: int, stage: Optional[str], number: str, result
         lost[name] = []
         for i in range(clicks + 1):
             selector_now = down if selector == up and i % 4 == 3 else selector
-            timed = _click(page, selector_now, watch, lost[name])
-            if timed is None and selector_now.startswith(".st-key-step_next"):  # the last step: back one (untimed)
-                # Previous can itself be disabled for a frame while a repaint is under way (its click is then
-                # not made, and Next would stay disabled at the last step), and the step picker can show the
-                # new step a frame before Next is enabled again: so each attempt waits until Previous is
-                # enabled, clicks it until a run answers it, then waits for Next (up to 3 attempts).
-                prev = ".st-key-step_prev button"
-                for _attempt in range(3):
-                    expect(page.locator(prev)).to_be_enabled(timeout=RUN_TIMEOUT_S * 1000)
-                    if _click(page, prev, watch, lost[name]) is None:
-                        continue  # disabled again at the click: not made, try again
-                    try:
-                        expect(page.locator(selector_now)).to_be_enabled(timeout=RUN_TIMEOUT_S * 1000 / 3)
-                    except AssertionError:
-                        continue  # still at the last step: go back again
-                    timed = _click(page, selector_now, watch, lost[name])
-                    if timed is not None:
-                        break
-            if timed is None:
-                raise RuntimeError(f"{selector_now} is disabled")
-            total, finished = timed
+            total, finished = _click_or_back(page, selector_now, watch, lost[name])
             if i:  # the first click is a warm-up
                 times.append(total / 1000)
                 to_finished.append(finished / 1000)
         results[name] = times
         server_part[name] = to_finished
+        if profiled and parts is not None:
+            cdp = page.context.new_cdp_session(page)
+            cdp.send("Profiler.enable")
+            cdp.send("Profiler.setSamplingInterval", {"interval": PROFILE_INTERVAL_US})
+            cdp.send("Profiler.start")
+            # single steps both ways, so that no profiled click is two runs (at the last step, Next steps back first)
+            both = (down, up) if selector == up else (".st-key-step_prev button", selector)
+            for i in range(profiled):
+                expect(page.locator(both[i % 2])).to_be_enabled(timeout=RUN_TIMEOUT_S * 1000)
+                if _click(page, both[i % 2], watch, lost[name]) is None:
+                    raise RuntimeError(f"{both[i % 2]} is disabled")
+            parts[name] = _profile_parts(cdp.send("Profiler.stop")["profile"], profiled)
+            cdp.detach()
+
+
+def _click_or_back(page, selector: str, watch: str, lost: list[str]) -> list[float]:
+    """:func:`_click` on ``selector``; on a disabled Next (the last step), one step back first (untimed)."""
+    from playwright.sync_api import expect
+
+    timed = _click(page, selector, watch, lost)
+    if timed is None and selector.startswith(".st-key-step_next"):  # the last step: back one (untimed)
+        # Previous can itself be disabled for a frame while a repaint is under way (its click is then
+        # not made, and Next would stay disabled at the last step), and the step picker can show the
+        # new step a frame before Next is enabled again: so each attempt waits until Previous is
+        # enabled, clicks it until a run answers it, then waits for Next (up to 3 attempts).
+        prev = ".st-key-step_prev button"
+        for _attempt in range(3):
+            expect(page.locator(prev)).to_be_enabled(timeout=RUN_TIMEOUT_S * 1000)
+            if _click(page, prev, watch, lost) is None:
+                continue  # disabled again at the click: not made, try again
+            try:
+                expect(page.locator(selector)).to_be_enabled(timeout=RUN_TIMEOUT_S * 1000 / 3)
+            except AssertionError:
+                continue  # still at the last step: go back again
+            timed = _click(page, selector, watch, lost)
+            if timed is not None:
+                break
+    if timed is None:
+        raise RuntimeError(f"{selector} is disabled")
+    return timed
+
+
+#: ``--browser-profile``: the sampling profiler's interval (µs). Sampling slows the page down, so the profiled clicks
+#: are not the timed ones, and their split, not their sum, is what is read.
+PROFILE_INTERVAL_US = 250
+#: The parts of the page's main thread a profiled click's samples are counted in: a JavaScript sample by the file
+#: (Streamlit's frontend bundles, named by their modules) of its innermost frame, first match; Chromium's own names for
+#: the rest. "(program)" is the browser's native work outside JavaScript: style, layout, paint, parsing.
+PROFILE_PARTS = (
+    ("Vega (charts)", ("embed.", "vega", "ArrowVegaLiteChart")),
+    ("React", ("react-dom", "react.", "scheduler")),
+    ("styles (emotion)", ("emotion", "styled-components")),
+    ("Markdown, KaTeX", ("StreamlitMarkdown", "katex", "markdown", "remark", "rehype", "micromark")),
+    ("browser (style, layout, paint)", ("(program)",)),
+    ("garbage collection", ("(garbage collector)",)),
+)
+
+
+def _profile_parts(profile: dict, clicks: int) -> dict[str, float]:
+    """A Chromium CPU profile (``Profiler.stop``) of ``clicks`` clicks: ms per click by part (:data:`PROFILE_PARTS`,
+    "other JavaScript" for the rest of the app's and Streamlit's scripts); "(idle)" samples are not counted."""
+    nodes = {node["id"]: node["callFrame"] for node in profile["nodes"]}
+    parts: dict[str, float] = {}
+    for sample, delta in zip(profile["samples"], profile["timeDeltas"]):
+        frame = nodes[sample]
+        if frame["functionName"] == "(idle)" or frame["functionName"] == "(root)":
+            continue
+        where = frame["url"].rsplit("/", 1)[-1] or frame["functionName"]
+        part = next((name for name, marks in PROFILE_PARTS if any(mark in where for mark in marks)), "other JavaScript")
+        parts[part] = parts.get(part, 0.0) + delta / 1000 / clicks
+    return parts
 
 
 def _timed_page(browser):
@@ -204,6 +257,7 @@ def run_browser(args: argparse.Namespace) -> bool:
     results: dict[str, list[float]] = {}
     server_part: dict[str, list[float]] = {}  # click -> the page learnt that the run finished
     lost: dict[str, list[str]] = {}  # clicks no run answered (made again)
+    parts: dict[str, dict[str, float]] = {}  # --browser-profile: click -> part -> ms per profiled click
 
     try:
         with sync_playwright() as p:
@@ -214,7 +268,8 @@ def run_browser(args: argparse.Namespace) -> bool:
                 page.goto(f"{url}/{path}")
                 page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(timeout=120_000)
                 page.locator(f'{_key_class(number)} [data-testid="stNumberInputStepUp"]').wait_for(timeout=60_000)
-                _browser_clicks(page, args.clicks, stage, number, results, server_part, lost, path)
+                _browser_clicks(page, args.clicks, stage, number, results, server_part, lost, path,
+                                profiled=args.browser_profile, parts=parts)
             browser.close()
     finally:
         if server:
@@ -231,7 +286,23 @@ def run_browser(args: argparse.Namespace) -> bool:
         shown = f"{1000 * statistics.median(times):>7.0f}" + fmt_ms(times)[7:]
         print(f"{name:<40} {shown} {statistics.median(times) / floor:>7.2f}  {verdict:<10}  "
               f"{fmt_ms(server_part[name])}")
+    if parts:
+        _print_parts(parts, args.browser_profile)
     for name, clicks in lost.items():
         if clicks:
             print(f"{name}: {len(clicks)} click(s) no run answered, made again: {', '.join(clicks)}")
     return ok
+
+
+def _print_parts(parts: dict[str, dict[str, float]], clicks: int) -> None:
+    """The ``--browser-profile`` table: per click, the main thread's busy ms and each part's (:data:`PROFILE_PARTS`)."""
+    names = [name for name, _marks in PROFILE_PARTS[:4]] + ["other JavaScript"] + [n for n, _m in PROFILE_PARTS[4:]]
+    print(f"\nwhere the page's main thread spends a click, in Chromium's sampling profiler ({clicks} more clicks each, "
+          "not the timed ones: profiled clicks are slower, read the split), ms per click (share of the busy time):")
+    short = {"Vega (charts)": "Vega", "styles (emotion)": "styles", "Markdown, KaTeX": "Markdown",
+             "other JavaScript": "other JS", "browser (style, layout, paint)": "browser", "garbage collection": "GC"}
+    print(f"{'click':<40} {'busy':>6} " + " ".join(f"{short.get(n, n):>12}" for n in names))
+    for click, split in parts.items():
+        busy = sum(split.values())
+        print(f"{click:<40} {busy:>6.0f} " + " ".join(
+            f"{split.get(n, 0.0):>5.0f} ({100 * split.get(n, 0.0) / busy:>3.0f} %)" for n in names))

@@ -270,7 +270,7 @@ def test_a_learner_trains_and_the_progress_reruns_on_its_timer_as_in_the_browser
 def test_the_browser_scenario_times_every_click_it_makes(capsys):
     """The benchmark's Chromium scenario runs end to end: every click is answered and timed, the first time (no click
     made again), with the one-widget app's click beside them (no budget here: speed is measured on an idle machine,
-    not by tests)."""
+    not by tests); ``--browser-profile`` splits two more clicks of each by part, the heatmap's Vega among them."""
     import argparse
     import os
     import re
@@ -278,7 +278,8 @@ def test_the_browser_scenario_times_every_click_it_makes(capsys):
     if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
         pytest.skip(f"{CHROMIUM} is missing (bash scripts/test.sh installs it)")
     assert run_browser(argparse.Namespace(url=None, clicks=3, browser_budget_ms=1e9,
-                                          browser_pages=["self-attention", "positional-encoding"])) is True
+                                          browser_pages=["self-attention", "positional-encoding"],
+                                          browser_profile=2)) is True
     out = capsys.readouterr().out
     floor = re.search(r"^floor: a one-number_input app, \+\s+(\d+)\s+(\d+)\s+(\d+)\s+1\.00\s+\(floor\)", out, re.M)
     assert floor and 0 < int(floor[1]) <= int(floor[3]), out
@@ -291,6 +292,16 @@ def test_the_browser_scenario_times_every_click_it_makes(capsys):
         assert (p50 - 0.5) / (floor_p50 + 0.5) - 0.005 <= float(row[4]) <= (p50 + 0.5) / (floor_p50 - 0.5) + 0.005, out
     assert "made again" not in out  # every click's run was seen to end (none waited for until the timeout)
     assert "positional-encoding: Next" not in out  # not a step page
+    # the profile's table: per click its busy ms, then each part's ms and share, in the header's order
+    header = re.search(r"^click\s+busy\s+(.+)$", out, re.M)
+    assert header and header[1].split() == ["Vega", "React", "styles", "Markdown", "other", "JS", "browser", "GC"], out
+    for click in ("self-attention: Next", "self-attention: d_k +", "positional-encoding: experiment_seed +"):
+        row = re.search(rf"^{re.escape(click)}\s+(\d+)((?:\s+\d+ \(\s*\d+ %\)){{7}})$", out, re.M)
+        assert row, out
+        parts = [int(ms) for ms, _share in re.findall(r"(\d+) \(\s*(\d+) %\)", row[2])]
+        assert int(row[1]) > 0 and abs(sum(parts) - int(row[1])) <= 4, out  # the parts (each rounded) make the whole
+        if click == "self-attention: Next":
+            assert parts[0] > 0, out  # the next step's heatmap is drawn by Vega
 
 
 # ---------------------------------------------------------------- the class-live scenario (scripts/load/class_live.py)
