@@ -69,13 +69,27 @@ def test_page_renders(page: Page, app_url: str, path: str, title: str):
 # Chromium lays them out (a width, at times wider than their box) but does not show them (checkVisibility() is false;
 # the width alone let one through once, on two workers). ``agrees``: the box shows what its width asks for.
 # ``animations``: each scroll-driven animation's state and progress (null: an inactive timeline) and its timeline.
+# ``over`` (_OVER): by how much the formula's line and the box's 2 px of end padding exceed the room Streamlit gives the
+# box (its stMarkdown element's content width: 100cqw in ui/layout.py), in the unrounded CSS px the cue is drawn from;
+# the cue shows past 0.5 px. Past 1.5 px the formula is cut: the box must scroll and show the cue. Under -0.5 px it
+# fits: neither a cue nor a fade. Within a pixel of the cue's threshold the box's scroll width, in whole pixels, may
+# round either way, and at most a pixel of blank padding is out of view: either is right there.
+_OVER = """(box) => {
+  const room = box.closest('[data-testid="stMarkdown"]'), edges = getComputedStyle(room);
+  const roomWidth = room.getBoundingClientRect().width - ['paddingLeft', 'paddingRight', 'borderLeftWidth',
+                                                          'borderRightWidth'].reduce((sum, e) => sum + parseFloat(edges[e]), 0);
+  return box.querySelector('.katex-html').getBoundingClientRect().width + 2 - roomWidth;
+}"""
 _FORMULA_CUES = """() => [...document.querySelectorAll('.katex-display')]
   .filter(box => box.checkVisibility() && box.getBoundingClientRect().width > 0 && box.scrollLeft === 0)
   .map(box => {
-    const cue = getComputedStyle(box.querySelector('.katex-html'), '::after');
+    const line = box.querySelector('.katex-html');
+    const cue = getComputedStyle(line, '::after');
     const animations = document.getAnimations().filter(a => a.effect?.target === box);
+    const over = (OVER)(box);
     const f = {formula: box.querySelector('annotation')?.textContent.slice(0, 60) || box.innerText.slice(0, 60),
-               wider: box.scrollWidth > box.clientWidth, widths: [box.scrollWidth, box.clientWidth],
+               over: Math.round(over * 100) / 100, wider: over > 1.5, fits: over < -0.5,
+               widths: [box.scrollWidth, box.clientWidth],
                cue: cue.content, cue_size: [parseFloat(cue.width) || 0, parseFloat(cue.height) || 0],
                cue_opacity: parseFloat(cue.opacity),
                fade: parseFloat(getComputedStyle(box).getPropertyValue('--cut-right')) || 0,
@@ -83,11 +97,21 @@ _FORMULA_CUES = """() => [...document.querySelectorAll('.katex-display')]
                  `${a.animationName}${a.effect.pseudoElement || ''} ${a.playState} at ${a.effect.getComputedTiming().progress}`
                  + ` on ${a.timeline?.source === box ? 'its own scroll' : a.timeline?.constructor.name}`)};
     const timeline_runs = animations.some(a => a.effect.getComputedTiming().progress !== null);
-    f.agrees = f.wider ? f.cue.includes('scroll →') && f.cue_size[0] >= box.clientWidth - 2 && f.cue_size[1] > 0
-                         && f.cue_opacity > 0 && (f.fade > 0 || !timeline_runs)
-                       : f.cue_size[1] === 0 && f.fade === 0;
+    f.agrees = f.wider ? box.scrollWidth > box.clientWidth && f.cue.includes('scroll →')
+                         && f.cue_size[0] >= box.clientWidth - 2 && f.cue_size[1] > 0 && f.cue_opacity > 0
+                         && (f.fade > 0 || !timeline_runs)
+             : f.fits ? f.cue_size[1] === 0 && f.fade === 0 : true;
     return f;
-  })"""
+  })""".replace("OVER", _OVER)
+
+# The formula boxes whose formula overflows them (by more than the cue's 1.5 px) but that do not scroll, laid out
+# again (see test_every_page_is_usable_on_a_phone); how many.
+_RELAY_STALE_BOXES = """() => {
+  const stale = [...document.querySelectorAll('.katex-display')]
+    .filter(box => box.checkVisibility() && box.scrollWidth <= box.clientWidth && (OVER)(box) > 1.5);
+  for (const box of stale) { box.style.display = 'none'; void box.offsetWidth; box.style.display = ''; }
+  return stale.length;
+}""".replace("OVER", _OVER)
 
 # On a touch screen Streamlit shows a table's toolbar all the time, above the table: what text it covers (a caption,
 # a label, a line of Markdown outside its own table). Only text one sees counts: a closed expander's content keeps a
@@ -132,8 +156,15 @@ def test_every_page_is_usable_on_a_phone(browser: Browser, app_url: str, path: s
         # with the suite on two workers beside this browser), then check and name the ones that do not
         with contextlib.suppress(PlaywrightTimeoutError):
             page.wait_for_function(held_for_frames(f"({_FORMULA_CUES})().every(f => f.agrees)"), timeout=20_000)
+        # Once in a fresh clone's run Chromium kept a box's scroll width at its width for the whole 20 s while the
+        # formula inside was 35 px wider (the cue, drawn from the same layout, was right): the box could not be
+        # scrolled. Not seen in 156 loads since, nor with the formula's fonts held back. Such a box is laid out again
+        # once (display none, then back) and must then scroll.
+        if page.evaluate(_RELAY_STALE_BOXES):
+            with contextlib.suppress(PlaywrightTimeoutError):
+                page.wait_for_function(held_for_frames(f"({_FORMULA_CUES})().every(f => f.agrees)"), timeout=5_000)
         for formula in page.evaluate(_FORMULA_CUES):
-            assert formula["agrees"], f"{path}: " + ("a formula cut with no cue" if formula["wider"]
+            assert formula["agrees"], f"{path}: " + ("a formula cut with no cue (or not scrolling)" if formula["wider"]
                                                      else "a cue on a formula that fits") + f": {formula}"
         covered = page.evaluate(_TOOLBAR_OVER_TEXT)
         assert not covered, f"{path}: a table's toolbar covers {covered}"
