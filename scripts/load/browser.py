@@ -184,22 +184,26 @@ def _click_or_back(page, selector: str, watch: str, lost: list[str]) -> list[flo
 #: ``--browser-profile``: the sampling profiler's interval (µs). Sampling slows the page down, so the profiled clicks
 #: are not the timed ones, and their split, not their sum, is what is read.
 PROFILE_INTERVAL_US = 250
-#: The parts of the page's main thread a profiled click's samples are counted in: a JavaScript sample by the file
-#: (Streamlit's frontend bundles, named by their modules) of its innermost frame, first match; Chromium's own names for
-#: the rest. "(program)" is the browser's native work outside JavaScript: style, layout, paint, parsing.
+#: The parts of the page's main thread a profiled click's samples are counted in, in the table's order: (part, its
+#: column's title, marks). A JavaScript sample goes by the file (Streamlit's frontend bundles, named by their modules)
+#: of its innermost frame, to the first part with a mark in that name, else to :data:`OTHER_JS` (no marks of its own);
+#: Chromium's own names for the rest. "(program)" is the browser's native work outside JavaScript: style, layout,
+#: paint, parsing.
+OTHER_JS = "other JavaScript"
 PROFILE_PARTS = (
-    ("Vega (charts)", ("embed.", "vega", "ArrowVegaLiteChart")),
-    ("React", ("react-dom", "react.", "scheduler")),
-    ("styles (emotion)", ("emotion", "styled-components")),
-    ("Markdown, KaTeX", ("StreamlitMarkdown", "katex", "markdown", "remark", "rehype", "micromark")),
-    ("browser (style, layout, paint)", ("(program)",)),
-    ("garbage collection", ("(garbage collector)",)),
+    ("Vega (charts)", "Vega", ("embed.", "vega", "ArrowVegaLiteChart")),
+    ("React", "React", ("react-dom", "react.", "scheduler")),
+    ("styles (emotion)", "styles", ("emotion", "styled-components")),
+    ("Markdown, KaTeX", "Markdown", ("StreamlitMarkdown", "katex", "markdown", "remark", "rehype", "micromark")),
+    (OTHER_JS, "other JS", ()),
+    ("browser (style, layout, paint)", "browser", ("(program)",)),
+    ("garbage collection", "GC", ("(garbage collector)",)),
 )
 
 
 def _profile_parts(profile: dict, clicks: int) -> dict[str, float]:
     """A Chromium CPU profile (``Profiler.stop``) of ``clicks`` clicks: ms per click by part (:data:`PROFILE_PARTS`,
-    "other JavaScript" for the rest of the app's and Streamlit's scripts); "(idle)" samples are not counted."""
+    :data:`OTHER_JS` for the rest of the app's and Streamlit's scripts); "(idle)" samples are not counted."""
     nodes = {node["id"]: node["callFrame"] for node in profile["nodes"]}
     parts: dict[str, float] = {}
     for sample, delta in zip(profile["samples"], profile["timeDeltas"]):
@@ -207,7 +211,7 @@ def _profile_parts(profile: dict, clicks: int) -> dict[str, float]:
         if frame["functionName"] == "(idle)" or frame["functionName"] == "(root)":
             continue
         where = frame["url"].rsplit("/", 1)[-1] or frame["functionName"]
-        part = next((name for name, marks in PROFILE_PARTS if any(mark in where for mark in marks)), "other JavaScript")
+        part = next((name for name, _title, marks in PROFILE_PARTS if any(mark in where for mark in marks)), OTHER_JS)
         parts[part] = parts.get(part, 0.0) + delta / 1000 / clicks
     return parts
 
@@ -296,13 +300,11 @@ def run_browser(args: argparse.Namespace) -> bool:
 
 def _print_parts(parts: dict[str, dict[str, float]], clicks: int) -> None:
     """The ``--browser-profile`` table: per click, the main thread's busy ms and each part's (:data:`PROFILE_PARTS`)."""
-    names = [name for name, _marks in PROFILE_PARTS[:4]] + ["other JavaScript"] + [n for n, _m in PROFILE_PARTS[4:]]
     print(f"\nwhere the page's main thread spends a click, in Chromium's sampling profiler ({clicks} more clicks each, "
           "not the timed ones: profiled clicks are slower, read the split), ms per click (share of the busy time):")
-    short = {"Vega (charts)": "Vega", "styles (emotion)": "styles", "Markdown, KaTeX": "Markdown",
-             "other JavaScript": "other JS", "browser (style, layout, paint)": "browser", "garbage collection": "GC"}
-    print(f"{'click':<40} {'busy':>6} " + " ".join(f"{short.get(n, n):>12}" for n in names))
+    print(f"{'click':<40} {'busy':>6} " + " ".join(f"{title:>12}" for _name, title, _marks in PROFILE_PARTS))
     for click, split in parts.items():
         busy = sum(split.values())
         print(f"{click:<40} {busy:>6.0f} " + " ".join(
-            f"{split.get(n, 0.0):>5.0f} ({100 * split.get(n, 0.0) / busy:>3.0f} %)" for n in names))
+            f"{split.get(name, 0.0):>5.0f} ({100 * split.get(name, 0.0) / busy:>3.0f} %)"
+            for name, _title, _marks in PROFILE_PARTS))

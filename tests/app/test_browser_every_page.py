@@ -104,7 +104,7 @@ _FORMULA_CUES = """() => [...document.querySelectorAll('.katex-display')]
     return f;
   })""".replace("OVER", _OVER)
 
-# The formula boxes whose formula overflows them (by more than the cue's 1.5 px) but that do not scroll, laid out
+# The formula boxes whose formula is cut (``over`` past 1.5 px, as in _FORMULA_CUES) but that do not scroll, laid out
 # again (see test_every_page_is_usable_on_a_phone); how many.
 _RELAY_STALE_BOXES = """() => {
   const stale = [...document.querySelectorAll('.katex-display')]
