@@ -158,11 +158,14 @@ def page(browser: Browser):
 
 
 def wait_for_app_run(page: Page) -> None:
-    """Wait until the app is connected and its script has finished running."""
+    """Wait until the app is connected, its script has finished running and every element it drew is there: an
+    element whose code is loaded on first use (a chart, a table, a formula) stands as a skeleton until then (for
+    ~0.3 s after the run on a page's first load: a check read then found no chart at all)."""
     app = page.locator('[data-testid="stApp"]')
     expect(app).to_have_attribute("data-test-connection-state", "CONNECTED", timeout=APP_RUN_MS)
     expect(app).to_have_attribute("data-test-script-state", "notRunning", timeout=APP_RUN_MS)
     expect(page.locator('[data-testid="stStatusWidget"]')).to_be_hidden(timeout=APP_RUN_MS)
+    expect(page.locator('[data-testid="stSkeleton"]')).to_have_count(0, timeout=APP_RUN_MS)
 
 
 def open_page(page: Page, base_url: str, path: str, title: str) -> None:
@@ -717,7 +720,9 @@ def test_practice_names_a_mistake_then_reveals_the_step_and_the_worksheet_downlo
 
 
 # What is wider than its box on a phone: every chart, formula and table must either fit or sit in its own box
-# that scrolls sideways (overflow-x auto/scroll) on the screen; the page and its main area never pan sideways.
+# that scrolls sideways (overflow-x auto/scroll) on the screen; the page and its main area never pan sideways. A cut
+# element is named with its width and the first box around it that may scroll sideways: its width and scroll width
+# ("in a box 358 px wide, scroll width 358": the box does not scroll).
 _PHONE_CHECK = """() => {
   const vw = document.documentElement.clientWidth;
   const cut = [];
@@ -727,22 +732,60 @@ _PHONE_CHECK = """() => {
     if (r.width === 0 || r.height === 0) continue;  // in a closed expander
     if (r.left >= -1 && r.right <= vw + 1) continue;  // on the screen
     // past the screen's edge: fine only inside a box that scrolls sideways and is itself on the screen
-    let box = el.parentElement, reachable = false;
+    let box = el.parentElement, reachable = false, first = null;
     for (; box && box !== document.body; box = box.parentElement) {
       const style = getComputedStyle(box);
-      if ((style.overflowX === 'auto' || style.overflowX === 'scroll') && box.scrollWidth > box.clientWidth
-          && box.getAttribute('data-testid') !== 'stMain') {
-        const b = box.getBoundingClientRect();
-        reachable = b.left >= -1 && b.right <= vw + 1;
-        break;
+      if ((style.overflowX === 'auto' || style.overflowX === 'scroll') && box.getAttribute('data-testid') !== 'stMain') {
+        first = first || box;
+        if (box.scrollWidth > box.clientWidth) {
+          const b = box.getBoundingClientRect();
+          reachable = b.left >= -1 && b.right <= vw + 1;
+          break;
+        }
       }
     }
-    if (!reachable) cut.push((el.getAttribute('data-testid') || el.className) + ' ' + Math.round(r.width) + ' px');
+    if (!reachable) cut.push((el.getAttribute('data-testid') || el.className) + ' ' + Math.round(r.width) + ' px'
+      + (first ? ` in a box ${first.clientWidth} px wide, scroll width ${first.scrollWidth}` : ' in no box that scrolls'));
   }
   // the main area itself must not pan sideways (the stepper and the text would move with it)
   const main = document.querySelector('[data-testid="stMain"]');
   return {cut, page: Math.max(document.documentElement.scrollWidth - vw, main.scrollWidth - main.clientWidth)};
 }"""
+
+# The boxes that scroll a chart sideways (overflow-x auto, ui/layout.py) around a chart wider than the box, whose scroll
+# width Chromium left at the box's own width (the box cannot be scrolled), laid out again (display none, then back);
+# how many. Once in the suite's runs (2026-11-28, /dropout on a phone: the box 358 px wide, its heatmap 574 px, not seen
+# again in 45 loads since, some beside two busy cores); Chromium did the same once to a formula's box
+# (test_browser_every_page._RELAY_STALE_BOXES).
+RELAY_STALE_CHART_BOXES = """() => {
+  const stale = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
+    .filter(chart => chart.checkVisibility())
+    .map(chart => [chart.closest('[data-testid="stFullScreenFrame"]'), chart])
+    .filter(([box, chart]) => box && getComputedStyle(box).overflowX === 'auto' && box.scrollWidth <= box.clientWidth
+            && chart.getBoundingClientRect().width > box.clientWidth + 1)
+    .map(([box]) => box);
+  for (const box of stale) { box.style.display = 'none'; void box.offsetWidth; box.style.display = ''; }
+  return stale.length;
+}"""
+
+
+def phone_check(page: Page) -> dict:
+    """:data:`_PHONE_CHECK` once the page has settled (after :func:`wait_for_app_run`): the tables' and the charts' code
+    is loaded and every chart shown is drawn, then it waits (up to 20 s) until
+    nothing is cut and the page does not pan sideways on three frames in a row (the charts of a page are drawn one
+    after the other, each at its width, in a box that scrolls once it is laid out); a box that Chromium left
+    unscrollable around a wider chart is laid out again once (:data:`RELAY_STALE_CHART_BOXES`) and given 5 s more.
+    Then reads it: what is still cut is cut."""
+    page.wait_for_load_state("networkidle")
+    charts = page.locator('[data-testid="stVegaLiteChart"]').filter(visible=True)
+    expect(charts.filter(has_not=page.locator("svg.marks, canvas"))).to_have_count(0)
+    settled = held_for_frames(f"(() => {{ const r = ({_PHONE_CHECK})(); return !r.cut.length && r.page <= 1; }})()")
+    with contextlib.suppress(PlaywrightTimeoutError):
+        page.wait_for_function(settled, timeout=20_000)
+    if page.evaluate(_PHONE_CHECK)["cut"] and page.evaluate(RELAY_STALE_CHART_BOXES):
+        with contextlib.suppress(PlaywrightTimeoutError):
+            page.wait_for_function(settled, timeout=5_000)
+    return page.evaluate(_PHONE_CHECK)
 
 
 # ---------------------------------------------------------------- issue 24: what a new user tried
@@ -924,7 +967,7 @@ def test_training_head_maps_read_on_a_projector_and_stack_on_a_phone(browser: Br
             expect(page.locator('[data-testid="stVegaLiteChart"][aria-label*="query (position, token)"] '
                                 'svg g.mark-rect').first).to_be_attached()
             found[width] = page.evaluate(_HEAD_MAPS)
-            phone = page.evaluate(_PHONE_CHECK)
+            phone = phone_check(page)
             assert_no_exception(page)
             save_screenshot(page, f"training-{width}", width=width)
         assert phone["cut"] == [] and phone["page"] <= 1, (width, phone)

@@ -16,7 +16,6 @@ import test_browser
 from playwright.sync_api import Browser, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from test_browser import (
-    _PHONE_CHECK,
     PAGES,
     assert_charts_and_formulas_render,
     assert_every_chart_fits_its_column,
@@ -27,6 +26,7 @@ from test_browser import (
     held_for_frames,
     new_page,
     open_registered_page,
+    phone_check,
     save_screenshot,
     wait_for_app_run,
 )
@@ -145,12 +145,9 @@ def test_every_page_is_usable_on_a_phone(browser: Browser, app_url: str, path: s
         wait_for_app_run(page)
         expect(page.locator('[data-testid="stSidebarNavLink"][aria-current="page"]')).to_contain_text(title)
         expect(page.locator("h1").first).to_be_visible()
-        if page.locator('[data-testid="stVegaLiteChart"]').count():
-            expect(page.locator(".vega-embed").first).to_be_attached()
-        result = page.evaluate(_PHONE_CHECK)
+        result = phone_check(page)  # once the tables' and the charts' code is loaded and every chart is drawn
         assert result["cut"] == [], f"{path}: cut off at 390 px with no way to scroll: {result['cut']}"
         assert result["page"] <= 1, f"{path}: the page scrolls sideways by {result['page']} px"
-        page.wait_for_load_state("networkidle")  # the tables' and the charts' code is loaded and drawn
         # the cue and a scroll timeline follow a box's new width (a late font, a chart drawn above) on the next frame:
         # wait until every box agrees with its width on three frames in a row, for up to 20 s (5 s were too few once,
         # with the suite on two workers beside this browser), then check and name the ones that do not
