@@ -771,11 +771,10 @@ RELAY_STALE_CHART_BOXES = """() => {
 
 def phone_check(page: Page) -> dict:
     """:data:`_PHONE_CHECK` once the page has settled (after :func:`wait_for_app_run`): the tables' and the charts' code
-    is loaded and every chart shown is drawn, then it waits (up to 20 s) until
-    nothing is cut and the page does not pan sideways on three frames in a row (the charts of a page are drawn one
-    after the other, each at its width, in a box that scrolls once it is laid out); a box that Chromium left
-    unscrollable around a wider chart is laid out again once (:data:`RELAY_STALE_CHART_BOXES`) and given 5 s more.
-    Then reads it: what is still cut is cut."""
+    is loaded and every chart shown is drawn, then it waits (up to 20 s) until nothing is cut and the page does not
+    pan sideways on three frames in a row (the charts of a page are drawn one after the other, each at its width, in
+    a box that scrolls once it is laid out); a box that Chromium left unscrollable around a wider chart is laid out
+    again once (:data:`RELAY_STALE_CHART_BOXES`) and given 5 s more. Then reads it: what is still cut is cut."""
     page.wait_for_load_state("networkidle")
     charts = page.locator('[data-testid="stVegaLiteChart"]').filter(visible=True)
     expect(charts.filter(has_not=page.locator("svg.marks, canvas"))).to_have_count(0)
