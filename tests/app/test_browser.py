@@ -752,38 +752,55 @@ _PHONE_CHECK = """() => {
   return {cut, page: Math.max(document.documentElement.scrollWidth - vw, main.scrollWidth - main.clientWidth)};
 }"""
 
-# The boxes that scroll a chart sideways (overflow-x auto, ui/layout.py) around a chart wider than the box, whose scroll
-# width Chromium left at the box's own width (the box cannot be scrolled), laid out again (display none, then back);
-# how many. Once in the suite's runs (2026-11-28, /dropout on a phone: the box 358 px wide, its heatmap 574 px, not seen
-# again in 45 loads since, some beside two busy cores); Chromium did the same once to a formula's box
-# (test_browser_every_page._RELAY_STALE_BOXES).
-RELAY_STALE_CHART_BOXES = """() => {
-  const stale = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
-    .filter(chart => chart.checkVisibility())
-    .map(chart => [chart.closest('[data-testid="stFullScreenFrame"]'), chart])
-    .filter(([box, chart]) => box && getComputedStyle(box).overflowX === 'auto' && box.scrollWidth <= box.clientWidth
-            && chart.getBoundingClientRect().width > box.clientWidth + 1)
-    .map(([box]) => box);
-  for (const box of stale) { box.style.display = 'none'; void box.offsetWidth; box.style.display = ''; }
+def relayout(stale_boxes: str) -> str:
+    """A function for ``page.evaluate`` that lays out again (display none, then back) the boxes the JavaScript function
+    ``stale_boxes`` returns, and says how many: boxes whose scroll width Chromium left at their own width around wider
+    content (the box could not be scrolled), which a new layout mends. See :func:`settle`."""
+    return f"""() => {{
+  const stale = ({stale_boxes})();
+  for (const box of stale) {{ box.style.display = 'none'; void box.offsetWidth; box.style.display = ''; }}
   return stale.length;
-}"""
+}}"""
+
+
+def settle(page: Page, condition: str, stale_boxes: str) -> None:
+    """Wait (up to 20 s) until the JavaScript expression ``condition`` has held on three frames in a row; if it has
+    not, lay out again once the boxes ``stale_boxes`` finds (:func:`relayout`) and wait 5 s more. The caller then
+    reads the page and asserts: what is still wrong is wrong."""
+    held = held_for_frames(condition)
+    try:
+        page.wait_for_function(held, timeout=20_000)
+        return
+    except PlaywrightTimeoutError:
+        pass
+    if page.evaluate(relayout(stale_boxes)):
+        with contextlib.suppress(PlaywrightTimeoutError):
+            page.wait_for_function(held, timeout=5_000)
+
+
+# The boxes that scroll a chart sideways (overflow-x auto, ui/layout.py) around a chart wider than the box, whose scroll
+# width Chromium left at the box's own width. Once in the suite's runs (2026-11-28, /dropout on a phone: the box 358 px
+# wide, its heatmap 574 px, not seen again in 45 loads since, some beside two busy cores); Chromium did the same once
+# to a formula's box (test_browser_every_page._STALE_FORMULA_BOXES).
+_STALE_CHART_BOXES = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
+  .filter(chart => chart.checkVisibility())
+  .map(chart => [chart.closest('[data-testid="stFullScreenFrame"]'), chart])
+  .filter(([box, chart]) => box && getComputedStyle(box).overflowX === 'auto' && box.scrollWidth <= box.clientWidth
+          && chart.getBoundingClientRect().width > box.clientWidth + 1)
+  .map(([box]) => box)"""
 
 
 def phone_check(page: Page) -> dict:
     """:data:`_PHONE_CHECK` once the page has settled (after :func:`wait_for_app_run`): the tables' and the charts' code
-    is loaded and every chart shown is drawn, then it waits (up to 20 s) until nothing is cut and the page does not
-    pan sideways on three frames in a row (the charts of a page are drawn one after the other, each at its width, in
-    a box that scrolls once it is laid out); a box that Chromium left unscrollable around a wider chart is laid out
-    again once (:data:`RELAY_STALE_CHART_BOXES`) and given 5 s more. Then reads it: what is still cut is cut."""
+    is loaded and every chart shown is drawn, then (:func:`settle`) nothing is cut and the page does not pan sideways
+    on three frames in a row (the charts of a page are drawn one after the other, each at its width, in a box that
+    scrolls once it is laid out), a chart's box Chromium left unscrollable laid out once more. Then reads it: what is
+    still cut is cut."""
     page.wait_for_load_state("networkidle")
     charts = page.locator('[data-testid="stVegaLiteChart"]').filter(visible=True)
     expect(charts.filter(has_not=page.locator("svg.marks, canvas"))).to_have_count(0)
-    settled = held_for_frames(f"(() => {{ const r = ({_PHONE_CHECK})(); return !r.cut.length && r.page <= 1; }})()")
-    with contextlib.suppress(PlaywrightTimeoutError):
-        page.wait_for_function(settled, timeout=20_000)
-    if page.evaluate(_PHONE_CHECK)["cut"] and page.evaluate(RELAY_STALE_CHART_BOXES):
-        with contextlib.suppress(PlaywrightTimeoutError):
-            page.wait_for_function(settled, timeout=5_000)
+    settle(page, f"(() => {{ const r = ({_PHONE_CHECK})(); return !r.cut.length && r.page <= 1; }})()",
+           _STALE_CHART_BOXES)
     return page.evaluate(_PHONE_CHECK)
 
 

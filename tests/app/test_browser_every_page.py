@@ -9,8 +9,6 @@ most of the browser's time, so they run beside the rest of the browser tests ins
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 import test_browser
 from playwright.sync_api import Browser, Page, expect
@@ -23,11 +21,11 @@ from test_browser import (
     assert_no_exception,
     assert_no_label_is_cut,
     assert_nothing_fails_behind_the_screen,
-    held_for_frames,
     new_page,
     open_registered_page,
     phone_check,
     save_screenshot,
+    settle,
     wait_for_app_run,
 )
 
@@ -104,14 +102,11 @@ _FORMULA_CUES = """() => [...document.querySelectorAll('.katex-display')]
     return f;
   })""".replace("OVER", _OVER)
 
-# The formula boxes whose formula is cut (``over`` past 1.5 px, as in _FORMULA_CUES) but that do not scroll, laid out
-# again (see test_every_page_is_usable_on_a_phone); how many.
-_RELAY_STALE_BOXES = """() => {
-  const stale = [...document.querySelectorAll('.katex-display')]
-    .filter(box => box.checkVisibility() && box.scrollWidth <= box.clientWidth && (OVER)(box) > 1.5);
-  for (const box of stale) { box.style.display = 'none'; void box.offsetWidth; box.style.display = ''; }
-  return stale.length;
-}""".replace("OVER", _OVER)
+# The formula boxes whose formula is cut (``over`` past 1.5 px, as in _FORMULA_CUES) but that do not scroll (see
+# test_every_page_is_usable_on_a_phone).
+_STALE_FORMULA_BOXES = """() => [...document.querySelectorAll('.katex-display')]
+  .filter(box => box.checkVisibility() && box.scrollWidth <= box.clientWidth && (OVER)(box) > 1.5)""".replace(
+    "OVER", _OVER)
 
 # On a touch screen Streamlit shows a table's toolbar all the time, above the table: what text it covers (a caption,
 # a label, a line of Markdown outside its own table). Only text one sees counts: a closed expander's content keeps a
@@ -150,16 +145,12 @@ def test_every_page_is_usable_on_a_phone(browser: Browser, app_url: str, path: s
         assert result["page"] <= 1, f"{path}: the page scrolls sideways by {result['page']} px"
         # the cue and a scroll timeline follow a box's new width (a late font, a chart drawn above) on the next frame:
         # wait until every box agrees with its width on three frames in a row, for up to 20 s (5 s were too few once,
-        # with the suite on two workers beside this browser), then check and name the ones that do not
-        with contextlib.suppress(PlaywrightTimeoutError):
-            page.wait_for_function(held_for_frames(f"({_FORMULA_CUES})().every(f => f.agrees)"), timeout=20_000)
-        # Once in a fresh clone's run Chromium kept a box's scroll width at its width for the whole 20 s while the
-        # formula inside was 35 px wider (the cue, drawn from the same layout, was right): the box could not be
-        # scrolled. Not seen in 156 loads since, nor with the formula's fonts held back. Such a box is laid out again
-        # once (display none, then back) and must then scroll.
-        if page.evaluate(_RELAY_STALE_BOXES):
-            with contextlib.suppress(PlaywrightTimeoutError):
-                page.wait_for_function(held_for_frames(f"({_FORMULA_CUES})().every(f => f.agrees)"), timeout=5_000)
+        # with the suite on two workers beside this browser), then check and name the ones that do not. Once in a
+        # fresh clone's run Chromium kept a box's scroll width at its width for the whole 20 s while the formula inside
+        # was 35 px wider (the cue, drawn from the same layout, was right): the box could not be scrolled. Not seen in
+        # 156 loads since, nor with the formula's fonts held back. Such a box is laid out again once (display none,
+        # then back) and must then scroll.
+        settle(page, f"({_FORMULA_CUES})().every(f => f.agrees)", _STALE_FORMULA_BOXES)
         for formula in page.evaluate(_FORMULA_CUES):
             assert formula["agrees"], f"{path}: " + ("a formula cut with no cue (or not scrolling)" if formula["wider"]
                                                      else "a cue on a formula that fits") + f": {formula}"
