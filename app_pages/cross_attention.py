@@ -3,9 +3,9 @@
 import streamlit as st
 
 from attention_core.errors import N_
+from attention_core.limits import MAX_SENTENCE_CHARS, MAX_TOKENS
 from attention_core.multi_head.cross_attention_walkthrough import CROSS_ATTENTION
 from attention_core.multi_head.formulas import header_latex
-from attention_core.settings import MAX_TOKENS
 from ui import heads, i18n, page_body, state, stepthrough, widgets
 from ui.i18n import _
 
@@ -37,11 +37,14 @@ def page() -> None:
     settings = state.settings()
     s1, s2 = st.columns(2)
     with s1:
-        state.bind(st.text_input, _("Decoder sentence (queries)"), "sentence", max_chars=400,
-                   help=_("At most {max_tokens} tokens; the same sentence as on the other pages.", max_tokens=MAX_TOKENS))
+        state.bind(st.text_input, _("Decoder sentence (queries)"), "sentence",
+                   help=_("At most {max_tokens} tokens and {max_chars} characters (a longer sentence is cut, with a "
+                          "message); the same sentence as on the other pages.", max_tokens=MAX_TOKENS,
+                          max_chars=MAX_SENTENCE_CHARS))
     with s2:
-        state.bind(st.text_input, _("Encoder sentence (keys and values)"), "encoder_sentence", max_chars=400,
-                   help=_("At most {max_tokens} tokens; words from this example's vocabulary.", max_tokens=MAX_TOKENS))
+        state.bind(st.text_input, _("Encoder sentence (keys and values)"), "encoder_sentence",
+                   help=_("At most {max_tokens} tokens and {max_chars} characters (a longer sentence is cut, with a "
+                          "message).", max_tokens=MAX_TOKENS, max_chars=MAX_SENTENCE_CHARS))
     c1, c2, c3, c4 = st.columns(4)
     heads.shape_inputs(c1, c2, c3, seed_help=None)
     with c4:

@@ -56,7 +56,7 @@ def page() -> None:
     settings = state.settings()
     c1, c2, c3 = st.columns([2, 1, 1])
     with c1:
-        state.bind(st.text_input, _("Word to reverse"), "generation.source", max_chars=40,
+        state.bind(st.text_input, _("Word to reverse"), "generation.source",
                    help=_("1 to {max} letters from {letters}; spaces between them are fine.", max=TOY_MAX_INPUT,
                           letters=", ".join(LETTERS)))
     with c2:

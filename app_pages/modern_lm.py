@@ -84,9 +84,10 @@ def page() -> None:
     text_col, template_col = st.columns([3, 1])
     with text_col:
         state.bind(st.text_area, _("Your prompt (any language, emoji too)"), "modern_lm.prompt",
-                   max_chars=MODERN_LM_MAX_CHARS, height=80,
-                   help=_("Split into byte-level BPE tokens; at most {max} tokens are read. Press Ctrl+Enter to apply.",
-                          max=MODERN_LM_MAX_TOKENS))
+                   height=80,
+                   help=_("Split into byte-level BPE tokens; at most {max} tokens and {chars} characters are read (a "
+                          "longer prompt is cut, with a message). Press Ctrl+Enter to apply.",
+                          max=MODERN_LM_MAX_TOKENS, chars=f"{MODERN_LM_MAX_CHARS:,}"))
     with template_col:
         state.bind(st.toggle, _("Chat template"), "modern_lm.chat_template",
                    help=_("Wrap the prompt as the model was trained to chat: a system turn, your text as the user's "
@@ -106,9 +107,6 @@ def page() -> None:
 
     prompt = run.prompt
     labels = measure.shown_token_labels(prompt.tokens)
-    if prompt.chars_cut:
-        st.warning(_("Your prompt is longer than {max} characters; only its start was read.", max=MODERN_LM_MAX_CHARS),
-                   icon=":material/content_cut:")
     if prompt.cut:
         st.warning(_("Your prompt has {n} tokens; this page feeds the model at most {max} (chat template included), so "
                      "it was cut after its first {kept}.", n=prompt.text_tokens, max=MODERN_LM_MAX_TOKENS,

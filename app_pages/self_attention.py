@@ -42,8 +42,8 @@ def page() -> None:
         state.bind(st.number_input, _("Seed"), "seed", step=1,
                    disabled=settings.preset == "hello", help=_("Seeds the random W_q, W_k, W_v (and embeddings)."))
     with c3:
-        st.markdown(_("**Sentence:** {sentence}  \nd_model = {d}. Change them on *Tokens & embeddings*.",
-                      sentence=widgets.md_escape(settings.sentence), d=settings.d_model))
+        widgets.sentence_box(help_more=_("d_model = {d}; X and d_model are on *Tokens & embeddings*.",
+                                         d=settings.d_model))
 
     walk = widgets.walkthrough_or_stop()
 

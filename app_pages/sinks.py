@@ -71,9 +71,10 @@ def real_model() -> None:
                 icon=":material/power_off:")
         return
     own = state.settings().sinks
-    state.bind(st.text_area, _("SmolLM2's prompt"), "sinks.prompt", max_chars=MODERN_LM_MAX_CHARS, height=80,
-               help=_("Any text; press Ctrl+Enter to apply. The same model as on the page Inside a modern language "
-                      "model."))
+    state.bind(st.text_area, _("SmolLM2's prompt"), "sinks.prompt", height=80,
+               help=_("Any text, at most {chars} characters (a longer one is cut, with a message); press Ctrl+Enter to "
+                      "apply. The same model as on the page Inside a modern language model.",
+                      chars=f"{MODERN_LM_MAX_CHARS:,}"))
     try:
         with st.spinner(_("Loading SmolLM2-135M-Instruct (once per server: a few seconds)…")), runtime.step_aside():
             modern_lm_data.decoder()
@@ -130,7 +131,8 @@ def streaming_llm(own) -> None:
                    help=state.range_help("sinks.sinks", N_("{low} to {high}: the first tokens kept.")))
     if own.own_text:
         state.bind(st.text_area, _("Your text (at most {max} tokens are read)", max=SINKS_MAX_TOKENS), "sinks.text",
-                   max_chars=SINKS_MAX_CHARS, height=150)
+                   height=150, help=_("At most {chars} characters (a longer text is cut, with a message).",
+                                      chars=f"{SINKS_MAX_CHARS:,}"))
         text = own.text
         if not text.strip():
             st.error(_("Paste a text of a few hundred tokens: the losses are measured on it."), icon=":material/error:")

@@ -6,7 +6,6 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.inputs.presets import PRESETS
 from attention_core.inputs.tokens import dim_labels, token_labels
-from attention_core.settings import MAX_TOKENS
 from ui import heatmaps, page_body, state, widgets
 from ui.i18n import _
 
@@ -30,9 +29,7 @@ def page() -> None:
 
     left, right = st.columns([3, 2])
     with left:
-        state.bind(st.text_input, _("Sentence"), "sentence", max_chars=400,
-                   help=_("Words separated by spaces; at most {cap} tokens. Punctuation around words is dropped.",
-                          cap=MAX_TOKENS))
+        widgets.sentence_box(help_more=_("Punctuation around words is dropped."))
     with right:
         a, b = st.columns(2)
         with a:

@@ -50,9 +50,10 @@ def page() -> None:
     text_col, pad_col = st.columns([5, 1])
     with text_col:
         state.bind(st.text_area, _("Your text (any language; English works best)"), "trained_model.sentence",
-                   max_chars=MAX_CHARS, height=80,
+                   height=80,
                    help=_("Split into WordPiece tokens; at most {max} tokens are used, counting [CLS], [SEP] and any "
-                          "[PAD]. Press Ctrl+Enter to apply.", max=MAX_TOKENS))
+                          "[PAD], and at most {chars} characters are read (a longer text is cut, with a message). "
+                          "Press Ctrl+Enter to apply.", max=MAX_TOKENS, chars=f"{MAX_CHARS:,}"))
     with pad_col:
         state.bind(st.number_input, _("[PAD] tokens"), "trained_model.padding", min_value=0, max_value=MAX_PADDING,
                    step=1, help=_("Append padding, as in a batch of texts of different lengths, to see the mask."))
@@ -69,9 +70,6 @@ def page() -> None:
 
     encoding = data.run.encoding
     labels = token_labels(encoding.tokens)
-    if encoding.chars_cut:
-        st.warning(_("Your text is longer than {max} characters; only the start was read.", max=MAX_CHARS),
-                   icon=":material/content_cut:")
     if encoding.truncated:
         st.warning(
             _("Your text has {n} WordPiece tokens; the model here reads at most {max} including [CLS], [SEP] and any "

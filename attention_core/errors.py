@@ -38,9 +38,11 @@ def quote(text: Any, limit: int = QUOTE_CHARS) -> UserText:
     return UserText(text if len(text) <= limit else text[:limit - 1] + "…")
 
 
-def quote_list(texts: list[Any], shown: int = 5) -> UserText:
-    """Up to ``shown`` of the user's texts, each :func:`quote` d, comma-separated; "…" when there are more."""
-    return UserText(", ".join([quote(t) for t in texts[:shown]] + (["…"] if len(texts) > shown else [])))
+def quote_list(texts: list[Any], shown: int = 5, *, marks: bool = False) -> UserText:
+    """Up to ``shown`` of the user's texts, each :func:`quote` d (in quotation marks “…” with ``marks``),
+    comma-separated; "…" when there are more."""
+    quoted = [f"“{quote(t)}”" if marks else quote(t) for t in texts[:shown]]
+    return UserText(", ".join(quoted + (["…"] if len(texts) > shown else [])))
 
 
 class Message(str):

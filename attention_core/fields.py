@@ -3,7 +3,8 @@
 A settings field is declared by one row (:class:`Field`): its name, its kind (a whole number in a range, a real
 number, a switch, text, one of a few keys, ...), its limits and what it is called in a message. The one settings
 object (:mod:`attention_core.settings`) is checked by one loop over its rows: the shared fields' and each page's
-own (declared beside the page, :class:`attention_core.page.Page`). A leaf module (imports ``errors``).
+own (declared beside the page, :class:`attention_core.page.Page`). A floor module (imports ``errors`` and the leaf
+``inputs.text``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
 from attention_core.errors import N_, Message, quote
+from attention_core.inputs.text import cut_message, cut_text
 
 
 def as_float(value: Any) -> Optional[float]:
@@ -215,15 +217,30 @@ class Switch(Field):
 
 @dataclass(frozen=True)
 class Text(Field):
-    """Any ``str``, never altered (a sentence as typed); anything else becomes the fallback with
-    ``template`` (no parameters)."""
+    """Any ``str`` (a sentence as typed), cut at a word boundary to the limits when it is longer, with a message
+    that says how much was cut (:func:`attention_core.inputs.text.cut_text`); anything else becomes the fallback
+    with ``template`` (no parameters).
+
+    Attributes:
+        template: the message of a value that is not text.
+        max_tokens: the most word tokens kept (0: no limit).
+        max_chars: the most characters kept (0: no limit).
+        what: the text's name in the cut's message (``label(N_("Your sentence"))``).
+    """
 
     template: str
+    max_tokens: int = 0
+    max_chars: int = 0
+    what: str = ""
 
     def check(self, raw: Any, fallback: Any) -> Checked:
-        if isinstance(raw, str):
+        if not isinstance(raw, str):
+            return fallback, [Message(self.template)]
+        cut = cut_text(raw, max_tokens=self.max_tokens, max_chars=self.max_chars)
+        if cut is None:
             return raw, []
-        return fallback, [Message(self.template)]
+        return cut.text, [cut_message(self.what or label(N_("The text")), cut, max_tokens=self.max_tokens,
+                                      max_chars=self.max_chars)]
 
 
 

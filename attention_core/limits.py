@@ -19,6 +19,9 @@ import math
 #: The page's cap on sentence length, in tokens (a T × T heatmap with numbers stays
 #: readable on a projector up to about 12).
 MAX_TOKENS = 12
+#: The most characters of a sentence (and of the cross-attention page's encoder sentence): a longer one is cut at a
+#: word boundary, with a message (``attention_core.inputs.text``); 12 long words fit.
+MAX_SENTENCE_CHARS = 400
 #: The widths a user can choose: d_model, d_k, d_out (and the image page's d_k).
 MIN_DIM, MAX_DIM = 1, 16
 #: Seeds are whole numbers in [0, MAX_SEED].
@@ -46,6 +49,9 @@ TOY_MAX_INPUT = 8
 TOY_MAX_OUTPUT = TOY_MAX_INPUT + 1
 #: Its decoder blocks (and encoder blocks).
 TOY_LAYERS = 2
+#: The most characters of the word to reverse (a longer one is cut, with a message; the model reads at most
+#: TOY_MAX_INPUT letters and says so about the rest).
+MAX_SOURCE_CHARS = 40
 #: The largest sampling temperature τ of the generation page (0 = greedy).
 MAX_TOY_TEMPERATURE = 10.0
 #: The smallest τ > 0 it samples with: logits ÷ τ must stay finite in float32 (|logits| ≤ ~3.4e38 · τ), and
@@ -89,6 +95,9 @@ TRAINED_MODEL_LAYERS, TRAINED_MODEL_HEADS, TRAINED_MODEL_WIDTH = 6, 12, 384
 TRAINED_MODEL_MAX_TOKENS = 512
 #: The most [PAD] tokens a user can append to show the padding mask at work (they count in TRAINED_MODEL_MAX_TOKENS).
 TRAINED_MODEL_MAX_PADDING = 8
+#: The most characters of its text that are read (the text box's; a longer text is cut at a word boundary, with a
+#: message): more could never fit in 512 WordPieces, and a pasted book would cost time.
+TRAINED_MODEL_MAX_CHARS = 5000
 
 # ---------------------------------------------------------------- the modern language model (SmolLM2-135M-Instruct)
 

@@ -35,12 +35,14 @@ from attention_core.fields import (
     stage_row,
 )
 from attention_core.inputs.edits import EDITABLE, Edits
-from attention_core.inputs.presets import DEFAULT_PRESET, PRESETS, Preset
+from attention_core.inputs.presets import DEFAULT_PRESET, OWN_SENTENCE_PRESET, PRESETS, Preset
+from attention_core.inputs.text import tokenize
 from attention_core.limits import (
     MAX_ABS_VALUE,
     MAX_DIM,
     MAX_DROPOUT,
     MAX_SEED,
+    MAX_SENTENCE_CHARS,
     MAX_TOKENS,
     MIN_DIM,
     TRAINED_MODEL_HEADS,
@@ -224,8 +226,10 @@ class FieldNames(Field):
 FIELDS: tuple[Field, ...] = (
     Choice("preset", tuple(PRESETS), N_("Unknown example “{key}”; showing “{title}”."), raw_param="key",
            titles={key: preset.title for key, preset in PRESETS.items()}),
-    Text("sentence", N_("The sentence must be text; restored the example's sentence.")),
-    Text("encoder_sentence", N_("The encoder sentence must be text; restored the example's encoder sentence.")),
+    Text("sentence", N_("The sentence must be text; restored the example's sentence."), max_tokens=MAX_TOKENS,
+         max_chars=MAX_SENTENCE_CHARS, what=label(N_("Your sentence"))),
+    Text("encoder_sentence", N_("The encoder sentence must be text; restored the example's encoder sentence."),
+         max_tokens=MAX_TOKENS, max_chars=MAX_SENTENCE_CHARS, what=label(N_("The encoder sentence"))),
     # the walk-through pages
     IntRange("d_model", MIN_DIM, MAX_DIM, "d_model"),
     IntRange("d_k", MIN_DIM, MAX_DIM, "d_k"),
@@ -288,9 +292,11 @@ def validate_settings(settings: Settings, changed: Optional[Collection[str]] = N
 
     Each field is checked by its row of :data:`FIELDS`, in one loop: a value out of range is
     moved to the nearest allowed one, a malformed value (wrong type, NaN, unknown key) is
-    replaced by the preset's default, and each repair is reported. ``sentence``,
-    ``encoder_sentence`` and ``trained_model.sentence`` are never altered, only replaced when they are
-    not text. Then the one rule across fields: a preset with fixed embeddings fixes d_model.
+    replaced by the preset's default, and each repair is reported. A text (``sentence``, ``encoder_sentence``, a
+    model's prompt) longer than its row's limits is cut at a word boundary, with a message; otherwise it is
+    never altered, only replaced when it is not text. Then the rules across fields: a sentence with words
+    outside the preset's fixed vocabulary runs as "Your own sentence" (:func:`_own_sentence`), and a preset with
+    fixed embeddings fixes d_model.
 
     Args:
         settings: any :class:`Settings`, each field of any type (e.g. straight from a link).
@@ -338,12 +344,39 @@ def validate_settings(settings: Settings, changed: Optional[Collection[str]] = N
             messages += problems
         fixed[key] = dataclasses.replace(group, **changes)
 
+    if changed is None or not _OWN_SENTENCE_FIELDS.isdisjoint(changed):
+        fixed["preset"], problems = _own_sentence(PRESETS[fixed.get("preset", settings.preset)],
+                                                  fixed.get("sentence", settings.sentence),
+                                                  fixed.get("encoder_sentence", settings.encoder_sentence))
+        messages += problems
     fixed["d_model"], problems = _embedding_width(PRESETS[fixed.get("preset", settings.preset)],
                                                   fixed.get("d_model", settings.d_model))
     messages += problems
     valid = dataclasses.replace(settings, **fixed)
     _VALIDATED[id(valid)] = valid
     return valid, messages
+
+
+#: The fields :func:`_own_sentence` reads.
+_OWN_SENTENCE_FIELDS = frozenset({"preset", "sentence", "encoder_sentence"})
+
+
+def _own_sentence(preset: Preset, sentence: str, encoder_sentence: str) -> tuple[str, list[Message]]:
+    """The example a sentence runs on: ``preset``, or "Your own sentence" (its vocabulary built from the sentence)
+    when the sentence or the encoder sentence has words outside ``preset``'s fixed vocabulary (seed 000's 23-word
+    dictionary, the articles' word vectors). Every other setting is kept as it is: a learner who typed their own
+    sentence keeps the d_k, seed and widths they chose. Returns (the preset's key, messages)."""
+    vocabulary = preset.fixed_vocabulary
+    if vocabulary is None:
+        return preset.key, []
+    unknown = vocabulary.unknown(tokenize(sentence) + tokenize(encoder_sentence))
+    if not unknown:
+        return preset.key, []
+    return OWN_SENTENCE_PRESET, [Message(
+        N_("Not among the words of the example “{example}”: {words}. So your sentence now runs as “{own}”, whose "
+           "vocabulary is built from your words; d_k, the seed and your other settings are kept. Choose the example "
+           "in the sidebar to go back to it."),
+        example=label(preset.title), words=quote_list(unknown, marks=True), own=label(PRESETS[OWN_SENTENCE_PRESET].title))]
 
 
 def _embedding_width(preset: Preset, d_model: int) -> tuple[int, list[Message]]:

@@ -13,6 +13,7 @@ import pytest
 
 from attention_core import limits, registry, settings
 from attention_core.experiments import additive, image, positional, scaling, temperature
+from attention_core.inputs.text import cut_text
 from attention_core.settings import Settings, validate_settings
 from attention_core.trained_model.model import MAX_PADDING, MAX_TOKENS
 
@@ -310,8 +311,15 @@ def _cases(path: str, row: settings.Field) -> list[tuple[Any, Any, Optional[str]
             (1, True, None), (0, False, None), (1.0, True, None), (True, True, None), (False, False, None),
         ]
     if isinstance(row, settings.Text):
-        return [(None, fallback, row.template), (5, fallback, row.template),
-                ("  Any text, as typed  ", "  Any text, as typed  ", None), ("", "", None)]
+        # words of the default example's dictionary: another word would move the sentence to "Your own sentence"
+        cases = [(None, fallback, row.template), (5, fallback, row.template),
+                 ("  I Like Deep Learning!  ", "  I Like Deep Learning!  ", None), ("", "", None)]
+        if row.max_tokens or row.max_chars:  # a long text is cut at a word boundary, with a message
+            long = "Deep Learning " * 1000
+            cut = cut_text(long, max_tokens=row.max_tokens, max_chars=row.max_chars)
+            assert cut.text.endswith(("Deep", "Learning")) and len(cut.text) <= row.max_chars
+            cases.append((long, cut.text, ANY_MESSAGE))
+        return cases
     if isinstance(row, settings.Choice):
         if path in STAGE_FIELDS:
             page = STAGE_FIELDS[path]
@@ -426,8 +434,8 @@ def test_settings_learns_the_pages_from_the_registry_only():
             project.add(node.module.removeprefix("attention_core."))
         elif isinstance(node, ast.Import):
             assert not any(alias.name.startswith("attention_core") for alias in node.names)
-    assert project == {"errors", "fields", "limits", "inputs.edits", "inputs.presets", "reads", "registry",
-                       "shared_settings"}
+    assert project == {"errors", "fields", "limits", "inputs.edits", "inputs.presets", "inputs.text", "reads",
+                       "registry", "shared_settings"}
 
 
 def test_settings_still_exports_the_limits_others_import_from_it():

@@ -19,7 +19,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attention_core.classroom import share
 from attention_core.fields import FloatRange, IntRange
-from attention_core.settings import PRESET_FIELDS, ROWS, Settings
+from attention_core.settings import EDITABLE, PRESET_FIELDS, ROWS, Settings
 
 _SETTINGS = "settings"
 _PATHS = frozenset(Settings.paths())  # every settings field: a shared one ("d_k") or a page's ("alibi.num_heads")
@@ -163,6 +163,35 @@ def choose_preset(key: str) -> None:
     """
     defaults = Settings.for_preset(key)
     update(**{f: defaults.get(f) for f in PRESET_FIELDS})
+
+
+#: The settings that are a learner's way of working, not the numbers: :func:`reset_all` keeps them.
+_PREFERENCES = ("language", "presenter", "palette", "tables", "locked")
+
+
+def reset_example() -> None:
+    """Back to the current example's own settings (its sentence, widths and seed), its edits forgotten; the other
+    examples' edits and every other setting are kept."""
+    choose_preset(settings().preset)
+    st.session_state.setdefault(_EDITS, {}).pop(settings().preset, None)
+    _fresh_editors()
+
+
+def reset_all() -> None:
+    """Every setting back to the app's defaults and every edit forgotten, but the learner's preferences
+    (:data:`_PREFERENCES`: the language, presenter mode, the colours, the tables switch) and a teacher's locks."""
+    current, defaults = settings(), Settings()
+    update(**{path: defaults.get(path) for path in Settings.paths()
+              if path not in _PREFERENCES and current.get(path) != defaults.get(path)})
+    st.session_state[_EDITS] = {}
+    _fresh_editors()
+
+
+def _fresh_editors() -> None:
+    """Give every matrix editor a fresh widget (it shows the edits as they are now)."""
+    versions = st.session_state.setdefault(_VERSIONS, {})
+    for name in list(versions) + list(EDITABLE):
+        versions[name] = versions.get(name, 0) + 1
 
 
 def messages() -> list[str]:

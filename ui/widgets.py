@@ -17,8 +17,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from attention_core.errors import InputError, Message
+from attention_core.errors import N_, InputError, Message
+from attention_core.inputs.edits import read_cell, refused_cell
 from attention_core.inputs.matrix_text import parse_matrix
+from attention_core.limits import MAX_SENTENCE_CHARS, MAX_TOKENS
 from attention_core.page import Page
 from attention_core.self_attention.formulas import Entry, entry_latex
 from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE, Walkthrough
@@ -112,7 +114,47 @@ def build_or_stop(build: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return builds.built(build, args, kwargs)
     except InputError as error:
         show_error(error)
+        way_back(error.field)
         st.stop()
+
+
+def sentence_box(help_more: str = "") -> None:
+    """The sentence's box, bound to the one sentence every page reads: a step page lets a learner type their own
+    sentence where they are. ``help_more``: what the page adds to the box's help."""
+    state.bind(st.text_input, _("Sentence"), "sentence",
+               help=_("Words separated by spaces; at most {cap} tokens and {chars} characters (a longer sentence is "
+                      "cut, with a message). A word outside this example's vocabulary switches to “Your own "
+                      "sentence”, keeping your other settings.", cap=MAX_TOKENS, chars=MAX_SENTENCE_CHARS)
+               + (" " + help_more if help_more else ""))
+
+
+#: The settings that hold a text a page may fail on: the way back offers their box where the page stopped.
+_TEXT_FIELDS = {"sentence": N_("Sentence"), "encoder_sentence": N_("Encoder sentence (keys and values)")}
+
+
+def way_back(field: str) -> None:
+    """The way back from settings a page cannot build from, right under its message: the box of the text it failed
+    on (unless the page shows it already), the editor's reset of the matrix it failed on, and two buttons that
+    always give a working page: the example's own settings, or every setting's default (the language, presenter
+    mode, the colours and a teacher's locks are kept).
+
+    Args:
+        field: the failing input (``InputError.field``): a settings path or a matrix name ("" for none).
+    """
+    with st.container(border=True, key="way_back"):
+        st.markdown("**" + _("Back to a working page") + "**")
+        if field in _TEXT_FIELDS and field not in state.bound_fields():
+            state.bind(st.text_input, _(_TEXT_FIELDS[field]), field, variant="way_back")
+        if field in EDITABLE and state.edits().get(field):
+            st.button(_("Reset {label}: forget your edits of it", label=EDITABLE[field]), key=f"way_back_reset_{field}",
+                      on_click=reset_matrix, args=(field,), icon=":material/undo:")
+        left, right = st.columns(2)
+        left.button(_("Back to this example's settings"), key="way_back_example", on_click=state.reset_example,
+                    icon=":material/restart_alt:", width="stretch",
+                    help=_("Its sentence, widths and seed, and none of your edits of it."))
+        right.button(_("Reset every setting"), key="way_back_all", on_click=state.reset_all,
+                     icon=":material/settings_backup_restore:", width="stretch",
+                     help=_("The app as it opens, with your language, colours and presenter mode kept."))
 
 
 def page_walkthrough_or_stop(page: Page, settings: Settings, edits: Optional[Edits] = None) -> Any:
@@ -162,28 +204,34 @@ def entry_formula(entry: Entry) -> None:
 def matrix_editor(name: str, base, row_labels: Sequence[str], col_labels: Sequence[str]) -> None:
     """Edit a matrix cell by cell; edits are kept in ``ui.state`` and survive page switches.
 
-    ``base`` is the seeded matrix; the editor shows it with the stored edits on top.
+    ``base`` is the seeded matrix; the editor shows it with the stored edits on top, each number with 4 decimals.
+    The cells are text cells, so that what was typed reaches the server as typed: a cell is read as every number box
+    reads numbers ("0,25", "−0.5"), and an empty, non-numeric, NaN, infinite or too large one is refused with a
+    message under the editor, the cell keeping its last good value (``attention_core.inputs.edits.read_cell``).
     """
     preset = state.settings().preset
     shape = tuple(base.shape)
     cells = state.edits().get(name, {})
     data = base.detach().numpy().astype(float)  # a copy
     for (i, j), value in cells.items():
-        if i < shape[0] and j < shape[1]:
-            data[i, j] = np.nan if value is None else value
-    df = pd.DataFrame(data, index=list(row_labels), columns=list(col_labels))
+        if i < shape[0] and j < shape[1] and value is not None:
+            data[i, j] = value
+    shown = np.char.replace(np.char.mod("%.4f", data), "-", "−")  # the true minus sign, as in the heatmaps
+    df = pd.DataFrame(shown, index=list(row_labels), columns=list(col_labels))
     key = f"editor_{preset}_{name}_{shape[0]}x{shape[1]}_{state.editor_version(name)}"
     st.data_editor(
         df,
         key=key,
         num_rows="fixed",
         on_change=_on_edit,
-        args=(name, key, list(col_labels)),
-        column_config={c: st.column_config.NumberColumn(c, format="%.4f") for c in col_labels},
+        args=(name, key, list(col_labels), data),
+        column_config={c: st.column_config.TextColumn(c, alignment="right") for c in col_labels},
     )
+    for message in st.session_state.get(_refused_key(name), ()):
+        st.error(message_markdown(message), icon=":material/block:")
     label = EDITABLE[name]
     c1, c2 = st.columns([1, 3])
-    c1.button(_("Reset {label}", label=label), key=f"reset_{name}", on_click=state.reset_matrix, args=(name,),
+    c1.button(_("Reset {label}", label=label), key=f"reset_{name}", on_click=reset_matrix, args=(name,),
               disabled=not cells, help=_("Forget your edits of {label} and go back to the seeded values.", label=label))
     with c2.popover(_("Paste {label} as text", label=label)):
         st.caption(_("{rows} lines of {cols} numbers, separated by spaces, tabs, semicolons or commas (with decimal "
@@ -196,14 +244,37 @@ def matrix_editor(name: str, base, row_labels: Sequence[str], col_labels: Sequen
             st.error(message_markdown(error), icon=":material/error:")
 
 
-def _on_edit(name: str, key: str, col_labels: list[str]) -> None:
+def _refused_key(name: str) -> str:
+    return f"refused_cells_{name}"
+
+
+def reset_matrix(name: str) -> None:
+    """Forget a matrix's edits (``ui.state.reset_matrix``) and the messages of its refused cells."""
+    st.session_state.pop(_refused_key(name), None)
+    state.reset_matrix(name)
+
+
+def _on_edit(name: str, key: str, col_labels: list[str], shown: np.ndarray) -> None:
+    """Take an editor's changed cells: each good one is stored, each bad one refused with a message (the cell keeps
+    ``shown``'s value, what the editor showed) and the editor drawn afresh without it."""
     delta = st.session_state[key].get("edited_rows", {})
-    cells = {}
+    cells, refused = {}, []
     for row, changes in delta.items():
-        for col, value in changes.items():
-            if col in col_labels:
-                cells[(int(row), col_labels.index(col))] = None if value is None else float(value)
+        for col, typed in changes.items():
+            if col not in col_labels:
+                continue
+            i, j = int(row), col_labels.index(col)
+            value, problem = read_cell(typed)
+            if problem:
+                refused.append(refused_cell(problem, EDITABLE[name], i, j, typed, kept=float(shown[i, j])))
+            else:
+                cells[(i, j)] = value
     state.set_cells(name, cells)
+    if refused:
+        st.session_state[_refused_key(name)] = refused
+        state.bump_version(name)  # a fresh editor, showing the kept values instead of what was refused
+    else:
+        st.session_state.pop(_refused_key(name), None)
 
 
 def _on_paste(name: str, draft_key: str, shape: tuple[int, int]) -> None:
@@ -213,6 +284,7 @@ def _on_paste(name: str, draft_key: str, shape: tuple[int, int]) -> None:
         st.session_state[f"paste_error_{name}"] = error.message
         return
     st.session_state.pop(f"paste_error_{name}", None)
+    st.session_state.pop(_refused_key(name), None)
     state.reset_matrix(name)
     state.set_cells(name, {(i, j): v for i, row in enumerate(rows) for j, v in enumerate(row)})
 

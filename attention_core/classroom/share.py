@@ -18,8 +18,9 @@ import math
 from typing import Any, Mapping, Optional
 
 from attention_core.errors import N_, Message, quote, quote_list
+from attention_core.inputs.edits import read_cell, refused_cell
 from attention_core.masking.user_mask import MASK_EDITS
-from attention_core.settings import EDITABLE, LEGACY, MAX_ABS_VALUE, Settings, validate_settings
+from attention_core.settings import EDITABLE, LEGACY, Settings, validate_settings
 
 #: The matrices whose edits travel in a link: name -> label.
 SHARED_MATRICES = {**EDITABLE, MASK_EDITS: Message(N_("the attention mask"))}
@@ -96,18 +97,46 @@ def _parse_value(raw: str, like: Any) -> Any:
     return raw
 
 
-def _parse_cells(raw: str) -> Cells:
+#: The most refused cells of one matrix a link's messages name one by one (the rest are counted).
+MAX_NAMED_CELLS = 3
+
+
+def _parse_cells(raw: str, matrix: str) -> tuple[Cells, list[Message]]:
+    """A link's edits of one matrix (``"row,col,value;..."``, 0-based): each good cell kept, each bad one dropped.
+
+    A cell whose value is empty, not a number, NaN, ±inf or beyond ±MAX_ABS_VALUE is checked as a typed cell is
+    (:func:`attention_core.inputs.edits.read_cell`) and dropped with the same message: the page then builds from
+    the example's value there, never from the bad one. An item that is not "row,col,value" with whole numbers
+    in [0, 1024) is dropped too.
+
+    Returns:
+        (the good cells, messages: at most :data:`MAX_NAMED_CELLS` named, then one counting the rest).
+    """
     cells: Cells = {}
+    refused: list[Message] = []
+    unreadable = 0
     for item in filter(None, raw.split(";")):
-        i, j, v = item.split(",")
-        value = None if v == "" else float(v)
-        if value is not None and (not math.isfinite(value) or abs(value) > MAX_ABS_VALUE):
-            raise ValueError(item)
-        row, col = int(i), int(j)
+        try:
+            i, j, typed = item.split(",")
+            row, col = int(i), int(j)
+        except ValueError:
+            unreadable += 1
+            continue
         if not (0 <= row < 1024 and 0 <= col < 1024):
-            raise ValueError(item)
+            unreadable += 1
+            continue
+        value, problem = read_cell(typed)
+        if problem:
+            refused.append(refused_cell(problem, matrix, row, col, typed))
+            continue
         cells[(row, col)] = value
-    return cells
+    messages = [Message(N_("The link's edit was dropped: {problem}"), problem=message)
+                for message in refused[:MAX_NAMED_CELLS]]
+    more = len(refused) - len(messages) + unreadable
+    if more:
+        messages.append(Message(N_("The link's edits of {matrix}: {n} more could not be used and were dropped."),
+                                matrix=matrix, n=more))
+    return cells, messages
 
 
 def decode(params: Mapping[str, str]) -> tuple[Settings, dict[str, Cells], list[str]]:
@@ -131,11 +160,10 @@ def decode(params: Mapping[str, str]) -> tuple[Settings, dict[str, Cells], list[
             continue
         name = key[len(EDIT_PREFIX):]
         if key.startswith(EDIT_PREFIX) and name in SHARED_MATRICES:
-            try:
-                edits[name] = _parse_cells(str(raw))
-            except ValueError:
-                messages.append(Message(N_("The link's edits of {matrix} could not be read; ignored."),
-                                        matrix=SHARED_MATRICES[name]))
+            cells, problems = _parse_cells(str(raw), SHARED_MATRICES[name])
+            if cells:
+                edits[name] = cells
+            messages += problems
             continue
         path = LEGACY.get(key, key)  # a link from before the pages had their own settings
         if path not in fields:

@@ -62,6 +62,16 @@ class Preset:
     num_heads: int = 2
 
     @property
+    def fixed_vocabulary(self) -> Optional[Vocabulary]:
+        """The example's own words (its dictionary, or the words of its fixed vectors), or None when the vocabulary
+        is built from the sentence."""
+        if self.vocabulary is not None:
+            return self.vocabulary
+        if self.table is not None:
+            return Vocabulary({word: i for i, word in enumerate(self.table)})
+        return None
+
+    @property
     def fixed_embeddings(self) -> bool:
         """True when the embeddings are the article's fixed vectors (d_model cannot change)."""
         return self.table is not None
@@ -136,3 +146,6 @@ PRESETS: dict[str, Preset] = {
 }
 
 DEFAULT_PRESET = "seed000"
+#: The example whose vocabulary is built from the sentence: where a sentence with words outside another example's
+#: vocabulary runs (``attention_core.settings.validate_settings``).
+OWN_SENTENCE_PRESET = "custom"

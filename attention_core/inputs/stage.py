@@ -95,12 +95,7 @@ def check_tokens(settings: InputSettings) -> tuple[tuple[str, ...], tuple[int, .
                "Shorten the sentence."),
             field="sentence", n=len(raw), cap=MAX_TOKENS,
         )
-    if preset.vocabulary is not None:
-        vocabulary = preset.vocabulary
-    elif preset.table is not None:
-        vocabulary = Vocabulary({w: i for i, w in enumerate(preset.table)})
-    else:
-        vocabulary = Vocabulary.from_tokens(raw)
+    vocabulary = preset.fixed_vocabulary or Vocabulary.from_tokens(raw)
     words, ids = vocabulary.encode(raw)
     return words, ids, vocabulary
 
@@ -140,7 +135,8 @@ def apply_edits(name: str, base: torch.Tensor, cells: Mapping[tuple[int, int], O
 
     Raises:
         InputError: for an emptied, non-numeric, non-finite or too large cell,
-            naming the matrix and the cell (1-based).
+            naming the matrix and the cell (1-based). The edits the app keeps never have one (each cell is
+            checked where it comes in, ``attention_core.inputs.edits.read_cell``); a caller's own edits may.
     """
     if not cells:
         return base

@@ -20,13 +20,13 @@ the results equal the seed's own ``torch.manual_seed`` code.
 
 from __future__ import annotations
 
-import string
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import torch
 
-from attention_core.errors import N_, InputError
+from attention_core.errors import N_, InputError, quote_list
+from attention_core.inputs.text import tokenize  # noqa: F401  (the input stage reads it from here)
 
 #: Seed 000's dictionary: word -> id, ids 1..23 (id 0 is unused).
 SEED000_DICTIONARY: Mapping[str, int] = {
@@ -36,26 +36,6 @@ SEED000_DICTIONARY: Mapping[str, int] = {
     "Vision": 17, "Tools": 18, "Projects": 19, "Neural": 20, "Knowledge": 21,
     "Automation": 22, "Innovation": 23,
 }
-
-_PUNCTUATION = string.punctuation + "，。！？；：、“”‘’（）"
-
-
-def tokenize(sentence: str) -> tuple[str, ...]:
-    """Split a sentence into word tokens.
-
-    Whitespace tokenisation as in seed 000 (``sentence.split()``), with
-    punctuation stripped from both ends of each word so that ``"sun!"`` is the
-    token ``"sun"`` (seed 004's "Hello shiny sun!"). Words that are only
-    punctuation are dropped.
-
-    Args:
-        sentence: any text.
-
-    Returns:
-        The tokens, in order (possibly empty).
-    """
-    words = (w.strip(_PUNCTUATION) for w in sentence.split())
-    return tuple(w for w in words if w)
 
 
 @dataclass(frozen=True)
@@ -84,23 +64,29 @@ class Vocabulary:
                 ids[tok] = len(ids)
         return cls(ids)
 
+    def unknown(self, tokens: Sequence[str]) -> list[str]:
+        """The tokens that are not in the vocabulary (case-insensitively), each once, in order."""
+        folded = {w.casefold() for w in self.ids}
+        return list(dict.fromkeys(t for t in tokens if t.casefold() not in folded))
+
     def encode(self, tokens: Sequence[str]) -> tuple[tuple[str, ...], tuple[int, ...]]:
-        """Map tokens to (canonical words, ids).
+        """Map tokens to (the tokens as typed, their ids): "the" and "The" are one word, with one id, each shown as
+        it was typed.
 
         Raises:
-            InputError: naming every token that is not in the vocabulary.
+            InputError: naming the tokens that are not in the vocabulary (at most five, quoted; validated settings
+                never have any: a sentence outside a fixed vocabulary runs as "Your own sentence",
+                ``attention_core.settings``).
         """
-        folded = {w.casefold(): w for w in self.ids}
-        unknown = [t for t in tokens if t.casefold() not in folded]
+        unknown = self.unknown(tokens)
         if unknown:
-            shown = ", ".join(f"“{t}”" for t in dict.fromkeys(unknown))
             raise InputError(
                 N_("Not in this example's vocabulary: {words}. "
                    "Use words from the vocabulary list, or pick the “Your own sentence” preset."),
-                field="sentence", words=shown,
+                field="sentence", words=quote_list(unknown, marks=True),
             )
-        words = tuple(folded[t.casefold()] for t in tokens)
-        return words, tuple(self.ids[w] for w in words)
+        folded = {w.casefold(): i for w, i in self.ids.items()}
+        return tuple(tokens), tuple(folded[t.casefold()] for t in tokens)
 
 
 SEED000_VOCABULARY = Vocabulary(SEED000_DICTIONARY)

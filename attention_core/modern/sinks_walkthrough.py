@@ -41,6 +41,8 @@ from attention_core.limits import (
     MIN_SINK_LOGIT,
     MODERN_LM_HEADS,
     MODERN_LM_LAYERS,
+    MODERN_LM_MAX_CHARS,
+    SINKS_MAX_CHARS,
 )
 from attention_core.masks import causal_mask
 from attention_core.modern.recipes import sinks_recipe
@@ -352,9 +354,11 @@ SINKS = Page(
                    out_of_range=N_("The sink logit b must be between {low:g} and {high:g} (beyond, e^b takes all of "
                                    "the weight or none of it); got {b:g}, using {clamped:g}."),
                    clamp_infinite=True),
-        Text("prompt", N_("SmolLM2's prompt must be text; restored the example prompt.")),
+        Text("prompt", N_("SmolLM2's prompt must be text; restored the example prompt."),
+             max_chars=MODERN_LM_MAX_CHARS, what=label(N_("Your prompt"))),
         Switch("own_text", label(N_("The switch for your own text"))),
-        Text("text", N_("The long text must be text; restored an empty one.")),
+        Text("text", N_("The long text must be text; restored an empty one."), max_chars=SINKS_MAX_CHARS,
+             what=label(N_("Your text"))),
         IntRange("window", 1, MAX_STREAM_WINDOW, label(N_("The window w"))),
         IntRange("sinks", 0, MAX_SINKS, label(N_("The number of sink tokens s"))),
         OneBasedIndex("layer", MODERN_LM_LAYERS, N_("The model has layers 1 to {count}; got layer {shown}, using layer "

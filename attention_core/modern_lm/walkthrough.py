@@ -36,6 +36,7 @@ from attention_core.latex import Translate, aligned, factor, latex_text, number
 from attention_core.limits import (
     MODERN_LM_HEADS,
     MODERN_LM_LAYERS,
+    MODERN_LM_MAX_CHARS,
     MODERN_LM_MAX_NEW_TOKENS,
     MODERN_LM_MAX_TOKENS,
     MODERN_LM_WIDTH,
@@ -388,7 +389,8 @@ MODERN_LM = Page(
     steps=modern_lm_steps, default_stage="weights",
     default_stage_why=N_("The weights are what the head's picture above shows; RMSNorm, the projections, RoPE and the scores that make them come before."), recipe=modern_lm_recipe, settings=ModernLMSettings,
     fields=(
-        Text("prompt", N_("The model's prompt must be text; restored the example prompt.")),
+        Text("prompt", N_("The model's prompt must be text; restored the example prompt."),
+             max_chars=MODERN_LM_MAX_CHARS, what=label(N_("Your prompt"))),
         Switch("chat_template", label(N_("The chat template switch"))),
         IntRange("generated", 0, MODERN_LM_MAX_NEW_TOKENS, label(N_("The number of generated tokens"))),
         OneBasedIndex("layer", MODERN_LM_LAYERS,

@@ -37,6 +37,7 @@ from attention_core.latex import Translate, latex_text, number_expr, translate_c
 from attention_core.limits import (
     TRAINED_MODEL_HEADS,
     TRAINED_MODEL_LAYERS,
+    TRAINED_MODEL_MAX_CHARS,
     TRAINED_MODEL_MAX_PADDING,
     TRAINED_MODEL_MAX_TOKENS,
     TRAINED_MODEL_WIDTH,
@@ -429,7 +430,8 @@ TRAINED_MODEL = Page(
     default_stage_why=N_("The weights are what the head's map above shows; the hidden states, projections and scores that make them come before."), recipe=trained_model_recipe,
     settings=TrainedModelSettings,
     fields=(
-        Text("sentence", N_("The model's text must be text; restored the example sentence.")),
+        Text("sentence", N_("The model's text must be text; restored the example sentence."),
+             max_chars=TRAINED_MODEL_MAX_CHARS, what=label(N_("Your text"))),
         IntRange("padding", 0, TRAINED_MODEL_MAX_PADDING, label(N_("The number of [PAD] tokens"))),
         OneBasedIndex("layer", TRAINED_MODEL_LAYERS,
                       N_("The model has layers 1 to {count}; got layer {shown}, using layer 1.")),

@@ -70,8 +70,8 @@ EXPECTED_SHA256: Mapping[str, str] = {
 #: model's 512 positions.
 MAX_TOKENS = limits.TRAINED_MODEL_MAX_TOKENS
 #: Text beyond this many characters is not even tokenised (it could never fit in MAX_TOKENS
-#: WordPieces but a pasted book would cost time); the page says so.
-MAX_CHARS = 5000
+#: WordPieces but a pasted book would cost time); the settings cut a longer text, with a message.
+MAX_CHARS = limits.TRAINED_MODEL_MAX_CHARS
 #: The most [PAD] tokens a user can append to show the padding mask at work.
 MAX_PADDING = limits.TRAINED_MODEL_MAX_PADDING
 

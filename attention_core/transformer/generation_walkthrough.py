@@ -30,7 +30,13 @@ from attention_core.errors import N_, Message
 from attention_core.fields import FloatRange, IntRange, Text, label
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, aligned, factor, latex_text, number, terms_lines
-from attention_core.limits import MAX_TOY_TEMPERATURE, TOY_LAYERS, TOY_MAX_OUTPUT, lowest_sampling_temperature
+from attention_core.limits import (
+    MAX_SOURCE_CHARS,
+    MAX_TOY_TEMPERATURE,
+    TOY_LAYERS,
+    TOY_MAX_OUTPUT,
+    lowest_sampling_temperature,
+)
 from attention_core.multi_head.heads import MultiHeadTrace
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
@@ -406,7 +412,8 @@ GENERATION_PAGE = Page(
     default_stage_why=N_("Cross-attention, the decoder reading the encoder's output, is the step to watch; the encoder and the decoder's input come before."), recipe=generation_recipe,
     settings=GenerationSettings,
     fields=(
-        Text("source", N_("The word to reverse must be text; restored the example word.")),
+        Text("source", N_("The word to reverse must be text; restored the example word."), max_chars=MAX_SOURCE_CHARS,
+             what=label(N_("The word to reverse"))),
         FloatRange("temperature", 0.0, MAX_TOY_TEMPERATURE, "tau",
                    malformed=N_("τ must be a number; got “{raw}”, using {value:g}."),
                    out_of_range=N_("τ must be between {low:g} and {high:g}; got {tau:g}, using {clamped:g}."),

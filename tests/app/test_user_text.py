@@ -8,7 +8,7 @@ and LaTeX payloads, and links carry them in names and values; no rendered source
 from __future__ import annotations
 
 import pytest
-from conftest import APP, open_app, page_paths, settings
+from conftest import APP, open_app, page_paths, settings, shown
 from streamlit.testing.v1 import AppTest
 
 PAGES = page_paths()
@@ -55,7 +55,6 @@ def test_every_page_shows_a_sentence_of_markdown_and_latex_as_typed(page):
 
 @pytest.mark.parametrize("sentence, preset, says", [
     ("a**x**a", "custom", "one token"),  # the one-token message quotes the token
-    ("I x$y^2$x Like b*z*b", "seed000", "vocabulary"),  # the vocabulary message quotes the unknown words
 ])
 def test_the_messages_about_the_sentence_quote_it_as_typed(sentence, preset, says):
     at = open_with({"preset": preset, "sentence": sentence}, "app_pages/tokens.py")
@@ -63,6 +62,12 @@ def test_the_messages_about_the_sentence_quote_it_as_typed(sentence, preset, say
     assert not unescaped(at), unescaped(at)
     at.switch_page("app_pages/self_attention.py").run()
     assert at.error and not unescaped(at), unescaped(at)
+
+
+def test_the_message_that_your_sentence_runs_as_your_own_quotes_its_words_as_typed():
+    at = open_with({"preset": "seed000", "sentence": "I x$y^2$x Like b*z*b"}, "app_pages/tokens.py")
+    assert any("“x$y^2$x”, “b*z*b”" in shown(w.value) for w in at.warning), [w.value for w in at.warning]
+    assert not unescaped(at), unescaped(at)
 
 
 @pytest.mark.parametrize("params", [

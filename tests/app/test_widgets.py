@@ -34,7 +34,9 @@ def test_build_or_stop_shows_the_message_and_stops_the_page():
     at.run()
     assert not at.exception
     assert [e.value for e in at.error] == ["Cannot divide 6 by zero."]
-    assert not at.markdown  # nothing after the failed build ran
+    # under the message, only the way back: nothing after the failed build ran
+    assert [m.value for m in at.markdown] == ["**Back to a working page**"]
+    assert {b.key for b in at.button} == {"way_back_example", "way_back_all"}
 
 
 def _bug():

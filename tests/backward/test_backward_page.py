@@ -152,21 +152,22 @@ def test_the_target_edits_apply_and_cells_outside_a_shorter_sentence_are_kept_no
     assert all(c.matches for c in walk.checks)
 
 
-def test_the_page_says_which_target_cell_is_bad_and_keeps_the_editor():
+def test_a_links_emptied_target_cell_is_dropped_with_a_message_and_the_page_builds():
     from conftest import APP
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(APP, default_timeout=120)
     at.switch_page("app_pages/backward.py")
-    at.query_params["edit_target"] = "1,0,"  # an emptied cell, as a link carries it
+    at.query_params["edit_target"] = "1,0,;0,1,0.5"  # an emptied cell, as a link carries it, and a good one
     at.run()
-    assert not at.exception
-    assert any("is empty" in e.value for e in at.error), [e.value for e in at.error]
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("T row 2, column 1 was left empty, so it keeps its value from the example" in w.value
+               for w in at.warning), [w.value for w in at.warning]
+    assert at.session_state["edits"]["seed000"]["target"] == {(0, 1): 0.5}
     at.toggle(key="backward_show_target").set_value(True).run()
     assert not at.exception
-    assert len(at.dataframe) == 1  # the editor of T is drawn above the message: the cell can be fixed
-    assert at.button(key="reset_target")  # and its edits reset
-    assert any("is empty" in e.value for e in at.error)
+    assert len(at.dataframe) == 1  # the editor of T, with its reset
+    assert at.button(key="reset_target")
 
 
 @pytest.mark.parametrize("page_file", ["app_pages/backward.py", "app_pages/backward_multi_head.py"])

@@ -42,8 +42,12 @@ def test_settings_and_edits_round_trip(settings, x_cells, mask_cells):
     assert all(isinstance(k, str) and isinstance(v, str) for k, v in params.items())
     decoded, edits, messages = decode(params)
     assert decoded == settings
-    assert edits.get("x", {}) == x_cells and edits.get("mask", {}) == mask_cells
-    assert messages == []
+    # an emptied cell never travels: the link's page builds from the example's value there, with a message
+    assert edits.get("x", {}) == {cell: v for cell, v in x_cells.items() if v is not None}
+    assert edits.get("mask", {}) == {cell: v for cell, v in mask_cells.items() if v is not None}
+    emptied = sum(v is None for v in x_cells.values()) + sum(v is None for v in mask_cells.values())
+    assert all("was left empty" in m or "more could not be used" in m for m in messages)
+    assert (messages == []) == (emptied == 0)
 
 
 def test_a_preset_link_is_short():

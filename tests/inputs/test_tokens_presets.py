@@ -68,9 +68,9 @@ def test_seed000_sentence_ids_as_printed():
     assert words == ("I", "Like", "Machine", "Learning", "And", "Deep", "Learning")
 
 
-def test_lookup_is_case_insensitive_and_returns_canonical_words():
+def test_lookup_is_case_insensitive_and_keeps_the_tokens_as_typed():
     words, ids = SEED000_VOCABULARY.encode(tokenize("i LIKE machine learning, ai!"))
-    assert words == ("I", "Like", "Machine", "Learning", "AI")
+    assert words == ("i", "LIKE", "machine", "learning", "ai")
     assert ids == (1, 2, 5, 6, 3)
 
 
@@ -88,7 +88,10 @@ def test_vocabulary_from_tokens():
     voc = Vocabulary.from_tokens(("the", "cat", "The", "mat", "cat"))
     assert dict(voc.ids) == {"the": 0, "cat": 1, "mat": 2}
     assert voc.num_rows == 3
-    assert voc.encode(("THE", "mat", "cat")) == (("the", "mat", "cat"), (0, 2, 1))
+    assert voc.encode(("THE", "mat", "cat")) == (("THE", "mat", "cat"), (0, 2, 1))
+    # a repeated word keeps its own spelling: "the" is not shown as the first one's "The" (one id for both)
+    assert Vocabulary.from_tokens(("The", "cat", "the")).encode(("The", "cat", "the")) == (("The", "cat", "the"),
+                                                                                              (0, 1, 0))
     assert Vocabulary({}).num_rows == 0
 
 

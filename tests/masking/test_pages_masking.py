@@ -243,15 +243,16 @@ def test_cross_attention_with_sequences_of_different_lengths():
     assert_checks_pass(at)
 
 
-@pytest.mark.parametrize("field, message", [("encoder_sentence", "The encoder sentence has"),
-                                            ("sentence", "The sentence has")])
-def test_a_too_long_sentence_gets_a_message_and_is_kept(field, message):
+@pytest.mark.parametrize("field, message", [("encoder_sentence", "The encoder sentence was too long"),
+                                            ("sentence", "Your sentence was too long")])
+def test_a_too_long_sentence_is_cut_with_a_message(field, message):
     at = open_app(CROSS, "custom")
     long = " ".join(f"w{i}" for i in range(MAX_TOKENS + 2))
     at.text_input(key=f"setting_{field}").set_value(long).run()
-    assert message in errors(at) and f"at most {MAX_TOKENS}" in errors(at)
-    assert not at.exception
-    assert settings(at).get(field) == long and at.text_input(key=f"setting_{field}").value == long
+    assert message in warnings(at) and f"at most {MAX_TOKENS} tokens" in warnings(at) and "2 more words" in warnings(at)
+    assert not at.exception and not at.error, errors(at)
+    kept = " ".join(f"w{i}" for i in range(MAX_TOKENS))
+    assert settings(at).get(field) == kept and at.text_input(key=f"setting_{field}").value == kept
 
 
 def test_a_sentence_longer_than_the_context_length_gets_a_message():
@@ -262,10 +263,12 @@ def test_a_sentence_longer_than_the_context_length_gets_a_message():
     assert not at.error
 
 
-def test_encoder_words_outside_a_fixed_vocabulary_are_named():
+def test_encoder_words_outside_a_fixed_vocabulary_run_as_your_own_sentence():
     at = open_app(CROSS, "journey_v1")
     at.text_input(key="setting_encoder_sentence").set_value("one giant step").run()
-    assert "Encoder sentence: Not in this example's vocabulary: “giant”" in errors(at)
+    assert "“giant”. So your sentence now runs as “Your own sentence”" in warnings(at)
+    assert settings(at).preset == "custom" and settings(at).encoder_sentence == "one giant step"
+    assert settings(at).d_model == 3 and not at.error, errors(at)
 
 
 def test_user_tokens_are_escaped_on_the_new_pages():

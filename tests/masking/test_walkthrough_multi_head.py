@@ -309,8 +309,10 @@ def test_cross_attention_embeds_each_word_once():
     ("one small step", "Encoder sentence: Not in this example's vocabulary: “small”"),
 ])
 def test_bad_encoder_sentences_are_input_errors(encoder, message):
+    # the builder's own guards, on settings not validated (validation cuts a long sentence and runs one with new
+    # words as "Your own sentence")
     with pytest.raises(InputError, match=message) as error:
-        build_cross_attention_walkthrough(Settings.for_preset("journey_v1", encoder_sentence=encoder))
+        build_cross_attention_walkthrough(Settings.for_preset("journey_v1").set(encoder_sentence=encoder))
     assert error.value.field == "encoder_sentence"
 
 

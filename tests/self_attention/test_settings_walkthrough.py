@@ -253,7 +253,7 @@ def test_seed000_x_and_qkv_equal_seed_code():
 
 def test_seed000_embeds_innovation():
     walk = build_walkthrough(Settings.for_preset("seed000", sentence="Automation and Innovation"))
-    assert walk.tokens == ("Automation", "And", "Innovation")
+    assert walk.tokens == ("Automation", "and", "Innovation")  # as typed; "and" has the dictionary's id of "And"
     assert walk.token_ids == (22, 4, 23)
     table, *_ = seed000_tables(12, 24, 4, 3)
     assert torch.equal(walk.base["x"][2], table[23])
@@ -358,8 +358,11 @@ def test_single_token():
 
 def test_too_many_tokens():
     words = " ".join(f"w{i}" for i in range(MAX_TOKENS + 1))
+    # validated settings cut the sentence at the 12th token (with a message): the builder's own guard, for settings
+    # that were not validated, still names the count
+    assert Settings.for_preset("custom", sentence=words).sentence == " ".join(f"w{i}" for i in range(MAX_TOKENS))
     with pytest.raises(InputError) as err:
-        build_walkthrough(Settings.for_preset("custom", sentence=words))
+        build_walkthrough(Settings.for_preset("custom").set(sentence=words))
     assert err.value.field == "sentence"
     assert str(MAX_TOKENS + 1) in err.value.message and str(MAX_TOKENS) in err.value.message
     ok = " ".join(f"w{i}" for i in range(MAX_TOKENS))
@@ -367,18 +370,22 @@ def test_too_many_tokens():
 
 
 def test_out_of_vocabulary_words_in_seed000():
+    # validated settings run such a sentence as "Your own sentence"; the builder's own guard names the words
+    assert Settings.for_preset("seed000", sentence="I Like Pizza and Pasta").preset == "custom"
     with pytest.raises(InputError) as err:
-        build_walkthrough(Settings.for_preset("seed000", sentence="I Like Pizza and Pasta"))
+        build_walkthrough(Settings.for_preset("seed000").set(sentence="I Like Pizza and Pasta"))
     assert err.value.field == "sentence"
     assert "Pizza" in err.value.message and "Pasta" in err.value.message
 
 
 def test_out_of_vocabulary_words_in_fixed_table_preset():
     with pytest.raises(InputError) as err:
-        build_walkthrough(Settings.for_preset("hello", sentence="Hello moon"))
+        build_walkthrough(Settings.for_preset("hello").set(sentence="Hello moon"))
     assert "moon" in err.value.message
+    moon = Settings.for_preset("hello", sentence="Hello moon")
+    assert (moon.preset, moon.d_model) == ("custom", 3)  # your own sentence, the example's width kept
     walk = build_walkthrough(Settings.for_preset("hello", sentence="SUN hello"))
-    assert walk.tokens == ("sun", "Hello")
+    assert walk.tokens == ("SUN", "hello")
     torch.testing.assert_close(walk.base["x"], torch.tensor([HELLO["sun"], HELLO["Hello"]]))
 
 
