@@ -41,8 +41,8 @@ def page() -> None:
         state.bind(st.number_input, _("d_k (width of q, k, v)"), "d_k", step=1,
                    help=state.range_help("d_k", N_("{low} to {high}.")))
     with c2:
-        state.bind(st.number_input, _("Seed of W"), "seed", step=1,
-                   help=_("torch.manual_seed before CausalAttention(d_model, d_k, …) draws W_q, W_k, W_v."))
+        state.bind(st.number_input, _("Seed"), "seed", step=1,
+                   help=_("Seeds W_q, W_k, W_v (and the embeddings), as on the Self-attention page."))
     with c3:
         state.bind(st.number_input, _("context_length"), "context_length", step=1,
                    help=_("The size of the module's mask buffer; the sentence may not be longer (1 to {max_tokens}).",
@@ -55,13 +55,8 @@ def page() -> None:
 
     walk = widgets.page_walkthrough_or_stop(CAUSAL_PAGE, settings, state.edits())
 
-    st.caption(_(
-        "**Sentence:** {sentence} — change it on *Tokens & embeddings*. W_q, W_k, W_v ({d_model} × {d_k}) are drawn "
-        "like `{module}` after `{seed_call}` (from a local generator).",
-        sentence=widgets.md_escape(settings.sentence), d_model=settings.d_model, d_k=settings.d_k,
-        module=f"CausalAttention({settings.d_model}, {settings.d_k}, {settings.context_length}, 0.0)",
-        seed_call=f"torch.manual_seed({settings.seed})",
-    ))
+    st.caption(_("**Sentence:** {sentence} — change it on *Tokens & embeddings*.",
+                 sentence=widgets.md_escape(settings.sentence)) + " " + widgets.message_markdown(walk.weights_note))
 
     stepthrough.live(CAUSAL_PAGE, walk, EXPLAIN)
 

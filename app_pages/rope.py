@@ -11,8 +11,9 @@ from ui import page_body, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
-    "projections": N_("One head's queries and keys, as on the self-attention page (no position information yet: "
-                      "the sentence's X has none)."),
+    "projections": N_("One head's queries and keys (no position information yet: the sentence's X has none). RoPE "
+                      "rotates pairs of numbers, so this head is head_dim wide (even) and its W are drawn for it, like "
+                      "nn.Linear after the seed: not the Self-attention page's d_k-wide W."),
     "sinusoidal": N_("The *Positional encoding* page's sinusoidal encoding uses the very same angles m θᵢ (here "
                      "with the same base): its columns are sin and cos of them. It **adds** them to X; RoPE **rotates** "
                      "q and k by them."),

@@ -16,7 +16,8 @@ against PyTorch. :func:`write` turns a recipe and the page's panels into the scr
 
 Tokens (user text) enter the script only inside ``repr`` string literals, never in comments or code.
 
-A floor module (imports only torch, :mod:`attention_core.stepthrough` and :mod:`attention_core.weights`). Shape legend (in the scripts' comments):
+A floor module (imports only torch, :mod:`attention_core.stepthrough`, :mod:`attention_core.weights` and the input
+stage's :class:`attention_core.inputs.stage.Inputs`). Shape legend (in the scripts' comments):
 T tokens (m queries, n keys in cross-attention), D = d_model, d_k the width of q and k, h = num_heads,
 kv = num_kv_heads, F = dim_feedforward, V = vocabulary size. Everything is float32.
 """
@@ -30,6 +31,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
+from attention_core.inputs.stage import Inputs
 from attention_core.stepthrough import StepThrough
 from attention_core.weights import module_weights
 
@@ -203,6 +205,14 @@ def attend(q, k, v, mask=None, bias=None):
         weights = weights.masked_fill(~mask.expand_as(weights).any(dim=-1, keepdim=True), 0.0)
     return scaled_scores, masked_scores, weights, weights @ v
 '''.strip("\n").split("\n")
+
+
+def projection_inputs(inputs: Inputs) -> tuple[tuple[str, Any, str], ...]:
+    """The inputs X, W_q, W_k, W_v of the pages that project X with the self-attention page's weights
+    (``Inputs.projections``), as the page used them (with the learner's edits)."""
+    return (("X", inputs.x, "(T, D)"),) + tuple(
+        (f"W_{name[2]}", weight, "(D, d_k), the self-attention page's (seeded, with any edits)")
+        for name, weight in inputs.projections.items())
 
 
 def drawn_weights(x: torch.Tensor, width: int, seed: int, value: bool = True) -> tuple[tuple[str, Any, str], ...]:

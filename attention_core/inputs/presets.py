@@ -44,6 +44,9 @@ class Preset:
             page (its keys and values); ``sentence`` is the decoder's (queries).
         d_out: the default width of Q, K, V on the multi-head pages (h · head_dim).
         num_heads: the default number of heads h; divides d_out.
+        causal_init: how the causal and dropout pages draw W_q, W_k, W_v when the example's tutorial draws them
+            there otherwise than its self-attention class does (see :data:`WeightInit`), or None: those pages use
+            the self-attention page's W (``Inputs.projections``).
     """
 
     key: str
@@ -60,6 +63,7 @@ class Preset:
     encoder_sentence: str = ""
     d_out: int = 4
     num_heads: int = 2
+    causal_init: Optional[WeightInit] = None
 
     @property
     def fixed_vocabulary(self) -> Optional[Vocabulary]:
@@ -120,7 +124,7 @@ PRESETS: dict[str, Preset] = {
             note=N_("Six 3-d inputs; W_q, W_k, W_v = torch.rand(3, 2) after torch.manual_seed(123). On the masking "
                     "pages: CausalAttention(3, 2, 6, 0.0) and MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)."),
             encoder_sentence="starts with one step",
-            d_out=2, num_heads=2,
+            d_out=2, num_heads=2, causal_init="linear",
         ),
         Preset(
             key="journey_v2",

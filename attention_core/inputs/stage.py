@@ -55,6 +55,14 @@ class Inputs:
         """X with the user's edits, (T, D) float32."""
         return self.matrices["x"]
 
+    @property
+    def projections(self) -> dict[str, torch.Tensor]:
+        """W_q, W_k, W_v with the user's edits, (D, d_k) float32 each, by name ("w_query", "w_key", "w_value"): the
+        self-attention page's weights, which every single-head page that continues its numbers projects X with (the
+        causal, dropout, ALiBi, sliding-window, FlashAttention, linear-attention and sinks pages), so the same
+        settings give the same Q, K, V and scores on each of them."""
+        return {name: self.matrices[name] for name in INPUT_MATRICES[1:]}
+
 
 class InputSettings(Protocol):
     """What the input stage reads of the settings: five of the shared fields

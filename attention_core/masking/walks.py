@@ -14,6 +14,7 @@ from typing import Mapping
 
 import torch
 
+from attention_core.errors import Message
 from attention_core.inputs.stage import Inputs
 from attention_core.masking.user_mask import MaskParts
 from attention_core.masks import MaskAfterSoftmaxTrace
@@ -30,7 +31,9 @@ class CausalWalkthrough:
         settings: the settings it was built from.
         inputs: the input stage that supplies the tokens and X (with the user's X edits).
         tokens: the T tokens.
-        weights: "w_query", "w_key", "w_value", (D, d_k): ``CausalAttention``'s, see :func:`module_weights`.
+        weights: "w_query", "w_key", "w_value", (D, d_k): the self-attention page's, or the example's
+            ``CausalAttention``'s (see ``attention_core.masking.walkthrough.causal_weights``).
+        weights_note: where the weights come from, a sentence for the page.
         mask: the :class:`MaskParts`.
         trace: the traced attention with the mask (and, on the dropout page in
             training, dropout): scores, weights, dropout_mask ... (T, T); output (T, d_k).
@@ -49,6 +52,7 @@ class CausalWalkthrough:
     inputs: Inputs
     tokens: tuple[str, ...]
     weights: Mapping[str, torch.Tensor]
+    weights_note: Message
     mask: MaskParts
     trace: SelfAttentionTrace
     other_route: MaskAfterSoftmaxTrace

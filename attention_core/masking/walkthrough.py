@@ -42,7 +42,8 @@ from attention_core import practice
 from attention_core.errors import N_, Message
 from attention_core.fields import FloatRange, IntRange, Switch, label
 from attention_core.inputs.edits import Edits
-from attention_core.inputs.stage import build_inputs
+from attention_core.inputs.presets import PRESETS
+from attention_core.inputs.stage import Inputs, build_inputs
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, index
 from attention_core.limits import MAX_DROPOUT, MAX_SEED
@@ -70,6 +71,30 @@ from attention_core.weights import module_weights
 # ---------------------------------------------------------------- causal attention and dropout
 
 
+def causal_weights(settings: SharedSettings, inputs: Inputs) -> tuple[dict[str, torch.Tensor], Message]:
+    """W_q, W_k, W_v of the causal and dropout pages, (D, d_k) float32 each, and a sentence for the page saying where
+    they come from.
+
+    The self-attention page's (``Inputs.projections``: seeded by the example's recipe, with the learner's edits), so
+    the scaled scores the mask is added to are that page's; except on an example whose tutorial draws its causal
+    module's weights otherwise (``Preset.causal_init``: "Your journey starts with one step" with SelfAttention_v1,
+    whose chapter follows it with ``CausalAttention`` and nn.Linear after the same ``torch.manual_seed(123)``):
+    there the page draws them as that module does (:func:`attention_core.weights.module_weights`), so the chapter's
+    printed context vectors come out, and says so.
+    """
+    preset = PRESETS[settings.preset]
+    if preset.causal_init == "linear":
+        return module_weights(settings.d_model, settings.d_k, settings.seed, out_proj=False), Message(
+            N_("W_q, W_k, W_v ({d_model} × {d_k}) are drawn as the chapter's `CausalAttention({d_model}, {d_k}, …)` "
+               "draws them: nn.Linear after `torch.manual_seed({seed})`. So its printed context vectors come out "
+               "here; the Self-attention page's SelfAttention_v1 draws torch.rand instead, so its scores differ "
+               "from these."), d_model=settings.d_model, d_k=settings.d_k, seed=settings.seed)
+    return inputs.projections, Message(
+        N_("W_q, W_k, W_v ({d_model} × {d_k}) are the Self-attention page's (seed {seed}, with your edits), so the "
+           "scaled scores the mask is added to are that page's."),
+        d_model=settings.d_model, d_k=settings.d_k, seed=settings.seed)
+
+
 def build_causal_walkthrough(settings: SharedSettings, edits: Optional[Edits] = None, *,
                              dropout: Optional[DropoutSettings] = None) -> CausalWalkthrough:
     """Causal attention (seed 001's ``CausalAttention``) on the settings' sentence, step by step.
@@ -89,11 +114,11 @@ def build_causal_walkthrough(settings: SharedSettings, edits: Optional[Edits] = 
             or more tokens than the context length.
     """
     edits = edits or {}
-    inputs = build_inputs(settings, edits, edited=("x",))
+    inputs = build_inputs(settings, edits)
     tokens, x = inputs.tokens, inputs.x  # x: (T, D)
     t = len(tokens)
     check_context_length(t, settings.context_length, "sentence")
-    w = module_weights(settings.d_model, settings.d_k, settings.seed, out_proj=False)
+    w, weights_note = causal_weights(settings, inputs)
     mask = build_mask(t, settings, edits.get(MASK_EDITS, {}))
     p = dropout.dropout_p if dropout is not None and dropout.training else 0.0
     generator = torch.Generator().manual_seed(dropout.seed) if dropout is not None else None  # used when p > 0
@@ -132,7 +157,8 @@ def build_causal_walkthrough(settings: SharedSettings, edits: Optional[Edits] = 
     if settings.padding >= t:
         warnings = (Message(N_("All {t} tokens are padding, so every key is blocked."), t=t),) + warnings
     return CausalWalkthrough(
-        settings=settings, inputs=inputs, tokens=tokens, weights=w, mask=mask, trace=trace, other_route=other,
+        settings=settings, inputs=inputs, tokens=tokens, weights=w, weights_note=weights_note, mask=mask, trace=trace,
+        other_route=other,
         route_max_abs_diff=route_diff, dropout_p=p, keep=keep, row_sums=att.dropped_weights.sum(dim=-1),
         blocked_rows=blocked_rows, checks=tuple(checks), warnings=warnings, notes=notes,
     )

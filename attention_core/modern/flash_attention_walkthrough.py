@@ -38,7 +38,6 @@ from attention_core.modern.walks import FlashWalkthrough
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
-from attention_core.weights import module_weights
 
 
 def build_flash_attention_walkthrough(settings: SharedSettings, flash: FlashAttentionSettings,
@@ -54,9 +53,9 @@ def build_flash_attention_walkthrough(settings: SharedSettings, flash: FlashAtte
         InputError: a bad sentence or X cell; a block size larger than the sentence (field block_q / block_k).
     """
     edits = edits or {}
-    inputs = build_inputs(settings, edits, edited=("x",))
+    inputs = build_inputs(settings, edits)
     x = inputs.x
-    w = module_weights(x.shape[-1], settings.d_k, settings.seed, out_proj=False)
+    w = inputs.projections  # the self-attention page's W_q, W_k, W_v (D, d_k), with the learner's edits
     query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]
     t = x.shape[0]
     mask = causal_mask(t) if settings.causal_mask else None

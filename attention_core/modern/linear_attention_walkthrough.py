@@ -55,7 +55,6 @@ from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
-from attention_core.weights import module_weights
 
 #: The tolerance of every check on this page (float32; the measured differences are ~1e-7).
 TOLERANCE = 1e-5
@@ -75,9 +74,9 @@ def build_linear_attention_walkthrough(settings: SharedSettings, linear: LinearA
             range (only when the settings were not validated).
     """
     check_gates(linear.beta, linear.alpha)
-    inputs = build_inputs(settings, edits or {}, edited=("x",))
+    inputs = build_inputs(settings, edits or {})
     x = inputs.x
-    w = module_weights(x.shape[-1], settings.d_k, settings.seed, out_proj=False)
+    w = inputs.projections  # the self-attention page's W_q, W_k, W_v (D, d_k), with the learner's edits
     query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]  # (T, d) each
     t, d = query.shape
     parallel = linear_attention(query, key, value)

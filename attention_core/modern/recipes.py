@@ -24,7 +24,7 @@ from attention_core.modern.walks import (
     SinksWalkthrough,
     SlidingWalkthrough,
 )
-from attention_core.recipe import ATTEND, Recipe, drawn_weights, source
+from attention_core.recipe import ATTEND, Recipe, drawn_weights, projection_inputs, source
 
 
 def gqa_recipe(walk: GQAWalkthrough) -> Recipe:
@@ -75,7 +75,7 @@ def alibi_recipe(walk: AlibiWalkthrough) -> Recipe:
                  "m_h = 2^(-8h/H)  (Press et al. 2022, sec. 3)",),
         inputs=(("tokens", walk.tokens, "the rows"), ("H", len(walk.trace.slopes), "num_heads"),
                 ("causal", s.causal_mask, ""),
-                *drawn_weights(walk.inputs.x, s.d_k, s.seed)),
+                *projection_inputs(walk.inputs)),
         code=(*ATTEND, "",
               "Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, d) each",
               "",
@@ -118,7 +118,7 @@ def sliding_window_recipe(walk: SlidingWalkthrough) -> Recipe:
                  "sqrt(d_k) + M) V  (Beltagy et al. 2020; Jiang et al. 2023)",),
         inputs=(("tokens", walk.tokens, "the rows"), ("w", s.sliding_window.window, "the window"),
                 ("layers", s.sliding_window.layers, ""), ("causal", s.causal_mask, ""),
-                *drawn_weights(walk.inputs.x, s.d_k, s.seed)),
+                *projection_inputs(walk.inputs)),
         code=(*ATTEND, "",
               "Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, d_k) each",
               "T = X.shape[0]",
@@ -144,7 +144,7 @@ def flash_attention_recipe(walk: FlashWalkthrough) -> Recipe:
                  "O' = e^(m - m') O + P V_j; output = O / l  (Milakov & Gimelshein 2018; Dao et al. 2022)"),
         inputs=(("tokens", walk.tokens, "the rows"), ("B_q", s.flash_attention.block_q, "query block"),
                 ("B_k", s.flash_attention.block_k, "key block"), ("causal", s.causal_mask, ""), ("shown", walk.tile, "the tile shown"),
-                *drawn_weights(walk.inputs.x, s.d_k, s.seed)),
+                *projection_inputs(walk.inputs)),
         code=("Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, d), (T, d), (T, d_v)",
               "T, d = Q.shape",
               "mask = torch.ones(T, T, dtype=torch.bool).tril() if causal else None",
@@ -245,7 +245,7 @@ def linear_attention_recipe(walk: LinearWalkthrough) -> Recipe:
                  "q / sqrt(d)  (Yang et al. 2024; Yang, Kautz & Hatamizadeh 2025; transformers' Qwen3-Next)"),
         inputs=(("tokens", walk.tokens, "the rows"), ("beta", own.beta, "the share of the error written"),
                 ("alpha", own.alpha, "the decay per step (g = log alpha)"), ("t", walk.step, "the step shown, 0-based"),
-                *drawn_weights(walk.inputs.x, s.d_k, s.seed)),
+                *projection_inputs(walk.inputs)),
         code=(*ATTEND, "",
               "Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, d) each",
               "T, d = Q.shape",
@@ -411,7 +411,7 @@ def sinks_recipe(walk: SinksWalkthrough) -> Recipe:
                  "w_ij = e^(s_ij) / (sum_l e^(s_il) + e^b), sink share = e^b / (...)  (OpenAI 2025, gpt-oss model "
                  "card; transformers' modeling_gpt_oss.eager_attention_forward)"),
         inputs=(("tokens", walk.tokens, "the rows"), ("b", float(s.sinks.sink_logit), "the sink logit"),
-                *drawn_weights(walk.inputs.x, s.d_k, s.seed)),
+                *projection_inputs(walk.inputs)),
         code=(*ATTEND, "",
               "Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, d) each",
               "T, d = Q.shape",

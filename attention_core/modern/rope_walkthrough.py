@@ -1,7 +1,8 @@
 r"""From settings to every number of the *RoPE* page, in the one step-through protocol.
 
-:func:`build_rope_walkthrough` projects the sentence's X to one head's Q and K (the seeded weights of the other
-pages, ``module_weights(d_model, head_dim, seed)``), rotates them with :func:`rope.rope_scores` and checks the
+:func:`build_rope_walkthrough` projects the sentence's X to one head's Q and K with weights of its own,
+``module_weights(d_model, head_dim, seed)`` (RoPE rotates pairs, so the head is head_dim wide, even: not the
+self-attention page's d_k-wide W, and the page says so), rotates them with :func:`rope.rope_scores` and checks the
 rotation against Hugging Face transformers' Llama implementation (``LlamaRotaryEmbedding`` and
 ``apply_rotary_pos_emb``); :func:`rope_steps` puts one stage in a :class:`~attention_core.stepthrough.StepThrough`.
 

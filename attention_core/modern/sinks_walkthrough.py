@@ -53,7 +53,6 @@ from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
-from attention_core.weights import module_weights
 
 #: The tolerance of every check on this page (float32; the measured differences are ~1e-7).
 TOLERANCE = 1e-5
@@ -73,9 +72,9 @@ def build_sinks_walkthrough(settings: SharedSettings, sinks: SinksSettings,
         InputError: a bad sentence or X cell; a sink logit out of range (only when the settings were not validated).
     """
     b = sinks.sink_logit
-    inputs = build_inputs(settings, edits or {}, edited=("x",))
+    inputs = build_inputs(settings, edits or {})
     x = inputs.x
-    w = module_weights(x.shape[-1], settings.d_k, settings.seed, out_proj=False)
+    w = inputs.projections  # the self-attention page's W_q, W_k, W_v (D, d_k), with the learner's edits
     query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]  # (T, d) each
     t, d = query.shape
     trace = scaled_dot_product_attention(query, key, value, attn_mask=causal_mask(t))

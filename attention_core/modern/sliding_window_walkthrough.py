@@ -37,7 +37,6 @@ from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
-from attention_core.weights import module_weights
 
 
 def build_sliding_window_walkthrough(settings: SharedSettings, sliding_window: SlidingWindowSettings,
@@ -53,9 +52,9 @@ def build_sliding_window_walkthrough(settings: SharedSettings, sliding_window: S
         InputError: a bad sentence or X cell; a window below 1.
     """
     edits = edits or {}
-    inputs = build_inputs(settings, edits, edited=("x",))
+    inputs = build_inputs(settings, edits)
     x = inputs.x
-    w = module_weights(x.shape[-1], settings.d_k, settings.seed, out_proj=False)
+    w = inputs.projections  # the self-attention page's W_q, W_k, W_v (D, d_k), with the learner's edits
     query, key, value = x @ w["w_query"], x @ w["w_key"], x @ w["w_value"]
     mask = window_mask(x.shape[0], sliding_window.window, settings.causal_mask)
     trace = scaled_dot_product_attention(query, key, value, attn_mask=mask)

@@ -4,6 +4,10 @@
 for every link, its page's title, the numbers of every formula (st.latex) and every table (each link has
 ``tables=1``, so every chart's numbers are a table too). A link opened today must show the same numbers.
 
+The causal, dropout, ALiBi, sliding-window and FlashAttention links were captured again when those pages took the
+self-attention page's W_q, W_k, W_v instead of drawing their own (issue 60: pages that continue that page's
+numbers use exactly its numbers): such a link made before opens the new numbers, on the same settings.
+
 A matrix editor shows its cells as text with 4 decimals (what a learner sees and types), so its numbers are
 compared to the 4th significant digit.
 
