@@ -107,19 +107,29 @@ class IntRange(Field):
         low, high: the inclusive range.
         label: what the field is called in a message: a code term shown as is (``"d_k"``)
             or a :class:`Message` (translated with the message).
+        one_based: the value is a 0-based index that the page shows counted from 1 (a row, a head, a block): its
+            messages count from 1 too, and say that the page shows the nearest one it has (a page clamps it
+            again to what it draws: 7 rows of a 7-token sentence).
     """
 
     low: int
     high: int
     label: str
+    one_based: bool = False
 
     def check(self, raw: Any, fallback: Any) -> Checked:
         value = as_int(raw)
+        shift = 1 if self.one_based else 0
         if value is None:
             return fallback, [Message(N_("{label} must be a whole number; got “{raw}”, using {value}."),
-                                      label=self.label, raw=quote(raw), value=fallback)]
+                                      label=self.label, raw=quote(raw), value=fallback + shift)]
         if not self.low <= value <= self.high:
             clamped = min(max(value, self.low), self.high)
+            if self.one_based:
+                return clamped, [Message(N_("{label} must be between {low} and {high}; got {value}, so the page "
+                                            "shows the nearest one it has."),
+                                         label=self.label, low=self.low + 1, high=self.high + 1,
+                                         value=quote(value + 1))]
             return clamped, [Message(N_("{label} must be between {low} and {high}; got {value}, using {clamped}."),
                                      label=self.label, low=self.low, high=self.high, value=quote(value),
                                      clamped=clamped)]

@@ -234,14 +234,14 @@ FIELDS: tuple[Field, ...] = (
     IntRange("d_model", MIN_DIM, MAX_DIM, "d_model"),
     IntRange("d_k", MIN_DIM, MAX_DIM, "d_k"),
     IntRange("seed", 0, MAX_SEED, label(N_("The seed"))),
-    IntRange("entry_row", 0, MAX_TOKENS - 1, label(N_("The entry's row"))),
-    IntRange("entry_col", 0, max(MAX_TOKENS, MAX_DIM) - 1, label(N_("The entry's column"))),
+    IntRange("entry_row", 0, MAX_TOKENS - 1, label(N_("The entry's row")), one_based=True),
+    IntRange("entry_col", 0, max(MAX_TOKENS, MAX_DIM) - 1, label(N_("The entry's column")), one_based=True),
     # the masking & heads pages
     IntRange("context_length", 1, MAX_TOKENS, label(N_("The context length"))),
     IntRange("padding", 0, MAX_TOKENS, label(N_("The number of padding tokens"))),
     IntRange("d_out", MIN_DIM, MAX_DIM, "d_out"),
     IntRange("num_heads", 1, MAX_DIM, label(N_("The number of heads"))),
-    IntRange("head", 0, MAX_DIM - 1, label(N_("The head"))),
+    IntRange("head", 0, MAX_DIM - 1, label(N_("The head")), one_based=True),
     # the trained model's page
     # the experiment pages
     IntRange("experiment_seed", 0, MAX_SEED, label(N_("The seed"))),

@@ -264,6 +264,18 @@ def _cases(path: str, row: settings.Field) -> list[tuple[Any, Any, Optional[str]
     """(value given, value after validation, message or None) for ``row`` (of field ``path``): out of range,
     malformed, in range."""
     fallback = DEFAULT.get(path)
+    if isinstance(row, settings.IntRange) and row.one_based:  # an index the page counts from 1: so do its messages
+        low, high, label = row.low, row.high, row.label
+        between = f"{label} must be between {low + 1} and {high + 1}; got {{got}}, so the page shows the nearest one it has."
+        whole = f"{label} must be a whole number; got “{{got}}”, using {fallback + 1}."
+        return [
+            (high + 1, high, between.format(got=high + 2)),
+            (low - 1, low, between.format(got=low)),
+            ("abc", fallback, whole.format(got="abc")),
+            (None, fallback, whole.format(got="None")),
+            (low, low, None),
+            (high, high, None),
+        ]
     if isinstance(row, settings.IntRange):
         low, high, label = INT_RANGES.get(path, (row.low, row.high, row.label))
         between = f"{label} must be between {low} and {high}; got {{got}}, using {{using}}."

@@ -315,7 +315,7 @@ FLASH_ATTENTION = Page(
     fields=(
         IntRange("block_q", 1, MAX_TOKENS, "block_q"),
         IntRange("block_k", 1, MAX_TOKENS, "block_k"),
-        IntRange("tile", 0, MAX_TOKENS * MAX_TOKENS - 1, label(N_("The tile"))),
+        IntRange("tile", 0, MAX_TOKENS * MAX_TOKENS - 1, label(N_("The tile")), one_based=True),
     ),
     legacy={"block_q": "block_q", "block_k": "block_k", "flash_tile": "tile", "flash_stage": "stage"},
 )

@@ -448,6 +448,6 @@ LINEAR_ATTENTION = Page(
                    beyond=(1.0, N_("The decay α must be at most 1: above 1 the state would grow at every step; got "
                                    "{alpha:g}, using {clamped:g}.")),
                    clamp_infinite=True),
-        IntRange("step", 0, MAX_TOKENS - 1, label(N_("The step t"))),
+        IntRange("step", 0, MAX_TOKENS - 1, label(N_("The step t")), one_based=True),
     ),
 )

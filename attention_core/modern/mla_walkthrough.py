@@ -210,6 +210,6 @@ MLA_PAGE = Page(
         IntRange("rope_dim", 2, MAX_MLA_ROPE_DIM, "d_R"),
         IntRange("kv_latent", 1, MAX_DIM, "d_c"),
         IntRange("q_latent", 1, MAX_DIM, "d_c'"),
-        IntRange("head", 0, MAX_MLA_HEADS - 1, label(N_("The head shown"))),
+        IntRange("head", 0, MAX_MLA_HEADS - 1, label(N_("The head shown")), one_based=True),
     ),
 )

@@ -396,7 +396,7 @@ MODERN_LM = Page(
         OneBasedIndex("layer", MODERN_LM_LAYERS,
                       N_("The model has layers 1 to {count}; got layer {shown}, using layer 1.")),
         OneBasedIndex("head", MODERN_LM_HEADS, N_("The model has heads 1 to {count}; got head {shown}, using head 1.")),
-        IntRange("entry_row", 0, MODERN_LM_MAX_TOKENS - 1, label(N_("The entry's row"))),
-        IntRange("entry_col", 0, max(MODERN_LM_MAX_TOKENS, MODERN_LM_WIDTH) - 1, label(N_("The entry's column"))),
+        IntRange("entry_row", 0, MODERN_LM_MAX_TOKENS - 1, label(N_("The entry's row")), one_based=True),
+        IntRange("entry_col", 0, max(MODERN_LM_MAX_TOKENS, MODERN_LM_WIDTH) - 1, label(N_("The entry's column")), one_based=True),
     ),
 )

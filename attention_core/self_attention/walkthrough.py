@@ -146,7 +146,7 @@ NO_WEIGHTS = Page(
     section="self_attention", summary=N_("Attention without trainable weights: one context vector by hand"),
     settings=NoWeightsSettings,
     fields=(
-        IntRange("query_index", 0, MAX_TOKENS - 1, label(N_("The query token"))),
+        IntRange("query_index", 0, MAX_TOKENS - 1, label(N_("The query token")), one_based=True),
     ),
     legacy={"query_index": "query_index"},
 )

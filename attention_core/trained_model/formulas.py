@@ -436,9 +436,9 @@ TRAINED_MODEL = Page(
         OneBasedIndex("layer", TRAINED_MODEL_LAYERS,
                       N_("The model has layers 1 to {count}; got layer {shown}, using layer 1.")),
         OneBasedIndex("head", TRAINED_MODEL_HEADS, N_("The model has heads 1 to {count}; got head {shown}, using head 1.")),
-        IntRange("entry_row", 0, TRAINED_MODEL_MAX_TOKENS - 1, label(N_("The entry's row"))),
+        IntRange("entry_row", 0, TRAINED_MODEL_MAX_TOKENS - 1, label(N_("The entry's row")), one_based=True),
         IntRange("entry_col", 0, max(TRAINED_MODEL_MAX_TOKENS, TRAINED_MODEL_WIDTH) - 1,
-                 label(N_("The entry's column"))),
+                 label(N_("The entry's column")), one_based=True),
     ),
     legacy={"model_sentence": "sentence", "model_padding": "padding", "model_layer": "layer", "model_head": "head", "model_stage": "stage", "model_entry_row": "entry_row", "model_entry_col": "entry_col"},
 )

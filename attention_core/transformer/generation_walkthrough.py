@@ -420,8 +420,8 @@ GENERATION_PAGE = Page(
                    snap=lowest_sampling_temperature,
                    off_grid=N_("τ = {tau:g} is too close to 0 to sample in float32 (logits ÷ τ overflows near 0); using "
                                    "{snapped:g}, the smallest τ that samples. τ = 0 means greedy.")),
-        IntRange("step", 0, TOY_MAX_OUTPUT - 1, label(N_("The generation step"))),
-        IntRange("layer", 0, TOY_LAYERS - 1, label(N_("The block"))),
+        IntRange("step", 0, TOY_MAX_OUTPUT - 1, label(N_("The generation step")), one_based=True),
+        IntRange("layer", 0, TOY_LAYERS - 1, label(N_("The block")), one_based=True),
     ),
     legacy={"toy_source": "source", "toy_temperature": "temperature", "toy_step": "step", "toy_layer": "layer", "generation_stage": "stage"},
 )

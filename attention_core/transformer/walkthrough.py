@@ -413,7 +413,7 @@ ENCODER_BLOCK = Page(
         IntRange("dim_feedforward", 1, MAX_FEEDFORWARD, "dim_feedforward"),
         IntRange("num_layers", 1, MAX_LAYERS, label(N_("The number of blocks"))),
         Switch("norm_first", label(N_("The pre-LN switch"))),
-        IntRange("block", 0, MAX_LAYERS - 1, label(N_("The block"))),
+        IntRange("block", 0, MAX_LAYERS - 1, label(N_("The block")), one_based=True),
     ),
     legacy={"encoder_num_heads": "num_heads", "dim_feedforward": "dim_feedforward", "num_layers": "num_layers",
             "norm_first": "norm_first", "encoder_block": "block", "encoder_stage": "stage"},
