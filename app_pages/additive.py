@@ -136,7 +136,7 @@ def page() -> None:
 
     experiments.check_line(_("Additive scores against a plain Python loop over i, j and the hidden units: "
                              "max |difference| = {diff}", diff=f"{view.loop_max_abs_diff:.1e}"), view.loop_matches)
-    widgets.torch_check(walk.torch_max_abs_diff, walk.torch_matches,
+    widgets.check_line(walk.torch_max_abs_diff, walk.torch_matches,
                         "torch.nn.functional.scaled_dot_product_attention(Q, K, V)")
 
 

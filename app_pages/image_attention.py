@@ -148,7 +148,7 @@ def page() -> None:
         st.caption(_("Row n is pixel n's attention over every pixel (the middle picture above, unrolled)."))
         charts.pattern(trace.weights, key="img_weights", row_title=_("query pixel n"), col_title=_("key pixel n"))
 
-    widgets.torch_check(trace.torch_max_abs_diff, trace.torch_matches,
+    widgets.check_line(trace.torch_max_abs_diff, trace.torch_matches,
                         "torch.nn.functional.scaled_dot_product_attention(Q, K, V)")
 
 

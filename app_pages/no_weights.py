@@ -68,7 +68,7 @@ def page() -> None:
                     row_title=_("query"), col_title=_("key"))
     heatmaps.heatmap(walk.weightless.output, labels, dim_labels("d", walk.trace.x.shape[1]),
                     key="no_weights_context", row_title=_("token"), col_title=_("context vector"))
-    widgets.torch_check(
+    widgets.check_line(
         walk.weightless_torch_diff, walk.weightless_torch_matches,
         "torch.nn.functional.scaled_dot_product_attention(X, X, X, scale=1.0)",
     )

@@ -103,7 +103,7 @@ def page() -> None:
         st.markdown(_("**The entropy H of the weights** (nats, mean over the queries)"))
         charts.lines(entropy_lines, key="sqrt_entropy", x_title=_("d_k (log scale)"), y_title=_("entropy H"),
                      y_range=(0.0, summary.entropy_axis_top), width=480, height=380)
-    widgets.torch_check(result.torch_max_abs_diff, result.torch_matches,
+    widgets.check_line(result.torch_max_abs_diff, result.torch_matches,
                         "torch.nn.functional.scaled_dot_product_attention(q, K, I_n)")
     st.caption(_("With V = I_n (the identity), attention's output is the weights themselves: so PyTorch's function "
                  "gives the scaled weights to compare with, at every d_k."))
