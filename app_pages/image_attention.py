@@ -13,8 +13,8 @@ def header() -> None:
     st.title(_("Self-attention over an image"))
     st.markdown(_(
         "Self-attention does not need words. Take an image, make **every pixel a token** — its colour is a "
-        "3-number vector (R, G, B) — and let every pixel attend to every other pixel. *(Seed 003 §1.6: an "
-        "H × W × D feature map read as N = H W vectors.)*"
+        "3-number vector (R, G, B) — and let every pixel attend to every other pixel. *(Hung-yi Lee's Transformer "
+        "lecture, on self-attention for images: an H × W × D feature map read as N = H W vectors.)*"
     ))
 
 

@@ -291,8 +291,8 @@ def causal_steps(walk: CausalWalkthrough, stage: str, page: Optional[Page] = Non
     if page is DROPOUT_PAGE and walk.dropout_p > 0:
         check_caption = Message(N_(
             "In training, torch's own dropout would draw D from its global generator, so the check recomputes the "
-            "output from our D; tests/self_attention/test_functional.py checks that D equals nn.Dropout's after torch.manual_seed "
-            "with the same seed."))
+            "output from our D. That D is the one nn.Dropout itself draws after torch.manual_seed with the same seed "
+            "(the app's own tests check this)."))
     return StepThrough(
         page=page,
         stage=Stage(
