@@ -14,7 +14,8 @@ def header() -> None:
     """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Additive vs dot-product scoring"))
     st.markdown(_(
-        "Attention needs a score a(q, k) for every query–key pair. There are two classic choices (seed 003 §1.3): "
+        "Attention needs a score a(q, k) for every query–key pair. There are two classic choices (both in Hung-yi "
+        "Lee's Transformer lecture): "
         "the **dot product** (scaled by √d_k, as in the Transformer) and **additive** attention (Bahdanau et al. "
         "2015), a tiny one-hidden-layer network with its own weights. Both run here on the same queries and keys: "
         "Q and K of the self-attention page."
@@ -136,7 +137,7 @@ def page() -> None:
 
     experiments.check_line(_("Additive scores against a plain Python loop over i, j and the hidden units: "
                              "max |difference| = {diff}", diff=f"{view.loop_max_abs_diff:.1e}"), view.loop_matches)
-    widgets.torch_check(walk.torch_max_abs_diff, walk.torch_matches,
+    widgets.check_line(walk.torch_max_abs_diff, walk.torch_matches,
                         "torch.nn.functional.scaled_dot_product_attention(Q, K, V)")
 
 

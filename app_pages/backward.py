@@ -38,7 +38,8 @@ def header() -> None:
     """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("The backward pass: how attention learns"))
     st.markdown(_(
-        "Self-attention learns only its three matrices W_q, W_k, W_v (seed 003, §1.3). Here the self-attention page's "
+        "Self-attention learns only its three matrices W_q, W_k, W_v (Hung-yi Lee's Transformer lecture). Here the "
+        "self-attention page's "
         "numbers go forward to a loss against a target you choose, and the gradient of that loss goes **back**, one "
         "product at a time, to dW_q, dW_k and dW_v. Every gradient is checked against `torch.autograd`."))
 

@@ -18,8 +18,9 @@ EXPLAIN = {
     "masked_scores": N_("Add M: blocked scores become −∞ (grey). Nothing else changes."),
     "weights": N_("Softmax along each row. e^(−∞) = 0, so the blocked keys get weight 0 and each row is "
                   "**renormalised over its past**: it still sums to 1."),
-    "other_route": N_("The seed articles' first attempt: softmax over *all* keys, then zero the future and divide "
-                      "each row by its new sum. The e^(future) terms cancel, so the weights are the same."),
+    "other_route": N_("Raschka's first attempt (*Build a Large Language Model (From Scratch)*, ch. 3): softmax over "
+                      "*all* keys, then zero the future and divide each row by its new sum. The e^(future) terms "
+                      "cancel, so the weights are the same."),
     "output": N_("Each context vector is now a weighted sum of the values of the token itself and the tokens "
                  "before it."),
 }
@@ -29,7 +30,9 @@ def header() -> None:
     """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Causal attention: no peeking at the future"))
     st.latex(header_latex("causal", i18n.translator()))
-    st.caption(_("Vaswani et al. 2017, sec. 3.2.3 (masking in the decoder); seed 001 and seed 004 (after rasbt's ch03)."))
+    st.caption(_("Vaswani et al. 2017, sec. 3.2.3 (masking in the decoder); Raschka, *Build a Large Language Model "
+                 "(From Scratch)*, 2024, ch. 3 (CausalAttention), as a Chinese lesson on coding attention and an "
+                 "Afrikaans tutorial on attention retell it."))
 
 
 def page() -> None:

@@ -27,8 +27,9 @@ def header() -> None:
     """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Cross-attention: the decoder looks at the encoder"))
     st.latex(header_latex("cross_attention", i18n.translator()))
-    st.caption(_("Seed 003: the encoder's output gives k and v, the decoder's input gives q — hence *cross*. "
-                 "Vaswani et al. 2017, sec. 3.2.3 (encoder-decoder attention)."))
+    st.caption(_("Hung-yi Lee's Transformer lecture (National Taiwan University): the encoder's output gives k and "
+                 "v, the decoder's input gives q — hence *cross*. Vaswani et al. 2017, sec. 3.2.3 (encoder-decoder "
+                 "attention)."))
 
 
 def page() -> None:

@@ -27,8 +27,8 @@ def header() -> None:
     """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Dropout on the attention weights"))
     st.latex(header_latex("dropout", i18n.translator()))
-    st.caption(_("Seed 004 and seed 001 (nn.Dropout on the attention weights, after rasbt's ch03); a usual p is 0.1 "
-                 "to 0.2."))
+    st.caption(_("Raschka, *Build a Large Language Model (From Scratch)*, 2024, ch. 3, as an Afrikaans and a Chinese "
+                 "tutorial retell it: nn.Dropout on the attention weights; a usual p is 0.1 to 0.2."))
 
 
 def page() -> None:

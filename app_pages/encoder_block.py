@@ -34,7 +34,8 @@ def header() -> None:
     st.markdown(_(
         "Attention is one part of a **Transformer block**. Around it: a **residual connection** (add the input back), "
         "**layer normalisation**, and a per-token **feed-forward** layer, then residual and normalisation again. "
-        "An encoder stacks N blocks. *(Vaswani et al. 2017, sec. 3.1 and 3.3; seed 003, §2.)*"
+        "An encoder stacks N blocks. *(Vaswani et al. 2017, sec. 3.1 and 3.3; Hung-yi Lee's Transformer lecture, on "
+        "the encoder.)*"
     ))
 
 
@@ -60,8 +61,8 @@ def page() -> None:
     c5, c6 = st.columns([2, 2])
     with c5:
         state.bind(st.toggle, _("Pre-LN (LayerNorm before each sublayer)"), "encoder_block.norm_first",
-                   help=_("Off: post-LN, as in the 2017 paper and seed 003. On: pre-LN, as in GPT-2 and most "
-                          "current models (torch: norm_first=True)."))
+                   help=_("Off: post-LN, as in the 2017 paper and Hung-yi Lee's lecture. On: pre-LN, as in GPT-2 "
+                          "and most current models (torch: norm_first=True)."))
     with c6:
         widgets.keep_in_range(**{"encoder_block.block": min(own.block, own.num_layers - 1)})
         blocks = {b: _("Block {number}", number=b + 1) for b in range(own.num_layers)}  # a plain lookup

@@ -46,7 +46,7 @@ def header() -> None:
         "A small Transformer (an encoder and a decoder, {n} blocks each, d_model = 16, 2 heads) was **trained to "
         "reverse a word**. Type a word: the decoder starts from START and produces one token per step until END, "
         "attending to what it has produced (masked self-attention) and to the encoder's output (cross-attention). "
-        "*(Seed 003, §2; Vaswani et al. 2017, sec. 3.)*", n=NUM_LAYERS,
+        "*(Hung-yi Lee's Transformer lecture, on the decoder; Vaswani et al. 2017, sec. 3.)*", n=NUM_LAYERS,
     ))
 
 

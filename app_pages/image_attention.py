@@ -13,8 +13,8 @@ def header() -> None:
     st.title(_("Self-attention over an image"))
     st.markdown(_(
         "Self-attention does not need words. Take an image, make **every pixel a token** — its colour is a "
-        "3-number vector (R, G, B) — and let every pixel attend to every other pixel. *(Seed 003 §1.6: an "
-        "H × W × D feature map read as N = H W vectors.)*"
+        "3-number vector (R, G, B) — and let every pixel attend to every other pixel. *(Hung-yi Lee's Transformer "
+        "lecture, on self-attention for images: an H × W × D feature map read as N = H W vectors.)*"
     ))
 
 
@@ -148,7 +148,7 @@ def page() -> None:
         st.caption(_("Row n is pixel n's attention over every pixel (the middle picture above, unrolled)."))
         charts.pattern(trace.weights, key="img_weights", row_title=_("query pixel n"), col_title=_("key pixel n"))
 
-    widgets.torch_check(trace.torch_max_abs_diff, trace.torch_matches,
+    widgets.check_line(trace.torch_max_abs_diff, trace.torch_matches,
                         "torch.nn.functional.scaled_dot_product_attention(Q, K, V)")
 
 

@@ -30,7 +30,8 @@ def header() -> None:
     """What the page shows above its settings, the same on every click (``page_body.run``)."""
     st.title(_("Multi-head attention: several heads side by side"))
     st.latex(header_latex("multi_head", i18n.translator()))
-    st.caption(_("Vaswani et al. 2017, sec. 3.2.2; seed 001's MultiHeadAttention (after rasbt's ch03). "
+    st.caption(_("Vaswani et al. 2017, sec. 3.2.2; the MultiHeadAttention class of Raschka, *Build a Large Language "
+                 "Model (From Scratch)*, 2024, ch. 3, as a Chinese lesson on coding attention writes it. "
                  "d_head = head_dim = d_out / h."))
 
 

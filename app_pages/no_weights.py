@@ -20,7 +20,8 @@ def header() -> None:
         "Before any learned weights: take the embeddings themselves as queries, keys and values "
         "(Q = K = V = X). The **score** of token j for the query token is the dot product of their "
         "embeddings, the **weights** are the softmax of the scores, and the **context vector** is the "
-        "weighted sum of the embeddings. (From seed 004; no ÷ √d_k yet.)"
+        "weighted sum of the embeddings. (From an Afrikaans tutorial on attention, after Raschka, *Build a Large "
+        "Language Model (From Scratch)*, 2024, ch. 3; no ÷ √d_k yet.)"
     ))
 
 
@@ -58,8 +59,8 @@ def page() -> None:
 
     if formulas.seed004_rounding_applies(walk.preset.key, query_index, bool(state.edits())):
         st.caption(
-            _("Seed 004 prints [0.3992, 0.3858, 0.8610] for “shiny”: it rounds the weights before the sum, "
-              "so its numbers differ from the exact ones in the fourth decimal.")
+            _("The Afrikaans tutorial prints [0.3992, 0.3858, 0.8610] for “shiny”: it rounds the weights before "
+              "the sum, so its numbers differ from the exact ones in the fourth decimal.")
         )
 
     st.subheader(_("All tokens at once"))
@@ -68,7 +69,7 @@ def page() -> None:
                     row_title=_("query"), col_title=_("key"))
     heatmaps.heatmap(walk.weightless.output, labels, dim_labels("d", walk.trace.x.shape[1]),
                     key="no_weights_context", row_title=_("token"), col_title=_("context vector"))
-    widgets.torch_check(
+    widgets.check_line(
         walk.weightless_torch_diff, walk.weightless_torch_matches,
         "torch.nn.functional.scaled_dot_product_attention(X, X, X, scale=1.0)",
     )

@@ -17,7 +17,8 @@ def header() -> None:
     st.markdown(_(
         "Self-attention compares every token with every other token, but nothing in it says **where** a token "
         "stands. Shuffle the words and each word's output stays exactly the same — only the rows move. "
-        "Adding a position vector to each embedding fixes that. *(Seed 003 §1.5; Vaswani et al. 2017 §3.5.)*"
+        "Adding a position vector to each embedding fixes that. *(Hung-yi Lee's Transformer lecture, on positional "
+        "encoding; Vaswani et al. 2017 §3.5.)*"
     ))
 
 

@@ -16,9 +16,9 @@ EXPLAIN = {
                   "causal switch off, at most 2w − 1: w − 1 on each side and the token itself), however long the "
                   "text."),
     "receptive": N_("One layer sees w tokens, but the next layer attends to outputs that already mixed w tokens "
-                    "each: the receptive field grows by w − 1 per layer, like stacked convolutions. Seed 003 (§1.7): a "
-                    "CNN's receptive field is fixed by its kernel, self-attention's is learned; a window brings the "
-                    "fixed kind back to save work."),
+                    "each: the receptive field grows by w − 1 per layer, like stacked convolutions. Hung-yi Lee's "
+                    "Transformer lecture, comparing self-attention with CNNs: a CNN's receptive field is fixed by its "
+                    "kernel, self-attention's is learned; a window brings the fixed kind back to save work."),
 }
 
 

@@ -107,7 +107,7 @@ def page() -> None:
     st.caption(_("Entropy of this row: {entropy} of at most ln {n} = {max}.", entropy=f"{float(trace.entropy[row]):.4f}",
                  n=len(rows), max=f"{trace.max_entropy:.4f}"))
 
-    widgets.torch_check(trace.torch_max_abs_diff, trace.torch_matches,
+    widgets.check_line(trace.torch_max_abs_diff, trace.torch_matches,
                         f"torch.nn.functional.scaled_dot_product_attention(Q, K, V, scale={trace.scale:.4g})")
 
 

@@ -43,7 +43,8 @@ def page() -> None:
                        help=_("torch.manual_seed for the random embedding table."))
 
     if preset.vocabulary is not None:
-        with st.expander(_("Vocabulary: {n} words (seed 000's dictionary)", n=len(preset.vocabulary.ids))):
+        with st.expander(_("Vocabulary: {n} words (the dictionary of the Chinese tutorial this example comes "
+                           "from)", n=len(preset.vocabulary.ids))):
             st.write(", ".join(f"{w} → {i}" for w, i in preset.vocabulary.ids.items()))
     elif preset.table is not None:
         st.caption(_("Vocabulary: {words} (this example's fixed vectors).", words=", ".join(preset.table)))
@@ -60,9 +61,10 @@ def page() -> None:
     )
     if preset.key == "seed000":
         st.caption(_(
-            "Seed 000 makes its table with nn.Embedding(23, 4) for ids 1..23, so its last word "
-            "(“Innovation”, id 23) would be out of range. Here the table has one more row, drawn after "
-            "the weights, so every dictionary word works and the seed's own numbers are unchanged."
+            "The Chinese tutorial this example comes from makes its table with nn.Embedding(23, 4) for ids "
+            "1..23, so its last word (“Innovation”, id 23) would be out of range. Here the table has one more "
+            "row, drawn after the weights, so every dictionary word works and the tutorial's own numbers are "
+            "unchanged."
         ))
 
     st.subheader(_("The embedding matrix X"))

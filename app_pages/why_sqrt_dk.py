@@ -16,7 +16,8 @@ def header() -> None:
         "random number with mean 0 and variance 1, the dot product has **mean 0 and variance d_k** — so the "
         "wider the vectors, the more spread out the scores, and the softmax over them puts nearly all the weight "
         "on one key. Dividing by √d_k brings the variance back to 1. Sample it, then derive it. "
-        "*(Vaswani et al. 2017, §3.2.1 and footnote 4; seed 002.)*"
+        "*(Vaswani et al. 2017, §3.2.1 and footnote 4; Zhang et al., Dive into Deep Learning, §10.3, as a Chinese "
+        "tutorial retells it.)*"
     ))
 
 
@@ -60,7 +61,8 @@ def page() -> None:
         charts.lines(variance_lines, key="sqrt_variance", x_title=_("d_k (log scale)"), y_title=_("variance (log scale)"),
                      y_log=True, error_bars=True, height=430)
         st.caption(_("Each point: the sample variance of S = {samples} dot products. Error bars: ± 2 standard "
-                     "errors, √((2 d_k² + d_k (κ² − 3)) / S) with κ = E[x⁴] (derived in `attention_core/experiments/scaling.py`).",
+                     "errors, √((2 d_k² + d_k (κ² − 3)) / S) with κ = E[x⁴], the components' fourth moment (3 for "
+                     "a Gaussian): Var[s²] = E[s⁴] − d_k² = 2 d_k² + d_k (κ² − 3), divided by the S samples.",
                      samples=result.samples))
     with right:
         table = frames.table({
@@ -103,7 +105,7 @@ def page() -> None:
         st.markdown(_("**The entropy H of the weights** (nats, mean over the queries)"))
         charts.lines(entropy_lines, key="sqrt_entropy", x_title=_("d_k (log scale)"), y_title=_("entropy H"),
                      y_range=(0.0, summary.entropy_axis_top), width=480, height=380)
-    widgets.torch_check(result.torch_max_abs_diff, result.torch_matches,
+    widgets.check_line(result.torch_max_abs_diff, result.torch_matches,
                         "torch.nn.functional.scaled_dot_product_attention(q, K, I_n)")
     st.caption(_("With V = I_n (the identity), attention's output is the weights themselves: so PyTorch's function "
                  "gives the scaled weights to compare with, at every d_k."))
@@ -121,8 +123,8 @@ def footer() -> None:
     latex, _mean, _var = scaling.gaussian_check(tr=_)
     st.markdown(_("And `sympy.stats` confirms the one-component result for Gaussian q and k:"))
     st.latex(latex)
-    st.caption(_("Seed 002 says the variance of the dot product is “n”; with its q, k ∈ {space} the width is k: "
-                 "it is d_k, as derived above.", space="ℝ^{1×k}"))
+    st.caption(_("The Chinese tutorial after *Dive into Deep Learning* §10.3 says the variance of the dot product is "
+                 "“n”; with its q, k ∈ {space} the width is k: it is d_k, as derived above.", space="ℝ^{1×k}"))
 
     widgets.show_code((scaling.run_scaling_experiment, scaling.variance_derivation), key="page_code")
 

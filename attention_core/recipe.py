@@ -12,7 +12,8 @@ against PyTorch. :func:`write` turns a recipe and the page's panels into the scr
 3. one ``check(...)`` per heatmap of every stage of the page, each holding the app's numbers as a literal: same
    shape, the same ±∞ cells (masks), the rest equal to rtol = atol = 1e-5; it prints one line per matrix and raises
    ``AssertionError`` at the first that differs;
-4. the page's comparisons with PyTorch (``F.scaled_dot_product_attention``, ``nn.MultiheadAttention``, ...).
+4. the page's comparisons with its references (PyTorch's ``F.scaled_dot_product_attention``,
+   ``nn.MultiheadAttention``, ...; transformers' modules where installed; loops in Python floats).
 
 Tokens (user text) enter the script only inside ``repr`` string literals, never in comments or code.
 
@@ -50,7 +51,8 @@ class Recipe:
             dicts of them; written as literals. Comments are ours (shapes), never user text.
         code: the torch lines that compute every named intermediate from the inputs.
         panels: stage key -> one Python expression per panel of that stage, in the page's order.
-        references: lines comparing our numbers with PyTorch's (``same_as(name, ours, reference, tolerance)``).
+        references: lines comparing our numbers with the page's references (``same_as(name, ours, reference,
+            tolerance)``: PyTorch's, transformers', a loop's).
     """
 
     title: str
@@ -107,10 +109,10 @@ def check(name, ours, app, tolerance=TOLERANCE):
 
 
 def same_as(name, ours, reference, tolerance=TOLERANCE):
-    """Assert that our numbers equal PyTorch's reference (rtol = atol = tolerance)."""
+    """Assert that our numbers equal the reference's (PyTorch's, transformers', a loop's; rtol = atol = tolerance)."""
     difference = (ours - reference).abs().max().item() if ours.numel() else 0.0
     assert torch.allclose(ours, reference, rtol=tolerance, atol=tolerance), \\
-        f"{{name}} differs from PyTorch: max |difference| = {{difference:.2e}}"
+        f"{{name}} differs from the reference: max |difference| = {{difference:.2e}}"
     print(f"matches {{name}}: max |difference| = {{difference:.2e}}")
 '''
 
@@ -164,8 +166,8 @@ def write(recipe: Recipe, steps: Sequence[StepThrough]) -> str:
         *recipe.sources,
         "",
         "Every matrix the page shows, on every step, is recomputed below from the inputs and compared with the",
-        "numbers the app showed; then with PyTorch's own implementation, as the page does.",
-        "Run with: python this_file.py  (needs only torch). Any difference raises AssertionError.",
+        "numbers the app showed; then with the references the page checks against.",
+        "Run it as a Python script (it needs only torch): any difference raises AssertionError.",
         '"""',
         header(),
         "",
@@ -179,7 +181,7 @@ def write(recipe: Recipe, steps: Sequence[StepThrough]) -> str:
     for step, checks in stage_checks(recipe, steps):
         lines += ["", f"# {step.titles[step.stage.key]}", *checks]
     if recipe.references:
-        lines += ["", "# ---------------------------------------------------------------- against PyTorch's reference", ""]
+        lines += ["", "# ---------------------------------------------------------------- against the page's references", ""]
         lines += list(recipe.references)
     lines += ["", DONE, ""]
     return "\n".join(lines)

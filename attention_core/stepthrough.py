@@ -11,8 +11,9 @@ to ``ui.stepthrough.show``. A :class:`StepThrough` holds one :class:`Stage`:
 * the functions that computed it (``code``: shown with ``inspect.getsource``, so it never goes stale);
 * its explained entry as an exercise (``exercise(row, col, head)``: practice mode, :mod:`attention_core.practice`);
 
-and the page's checks against PyTorch (:class:`Check`), its warnings and notes. The stage titles and the
-settings field that holds the current stage come from the page's declaration (:class:`attention_core.page.Page`).
+and the page's checks (:class:`Check`: against PyTorch, transformers, a float loop or a second route), its warnings
+and notes. The stage titles and the settings field that holds the current stage come from the page's declaration
+(:class:`attention_core.page.Page`).
 
 Adding a stage to a page: its key and title in the page's declaration (``Page.stages``), its panels and its entry
 formula in the page's builder (one branch each), its general formula beside the torch code that computes it.
@@ -61,33 +62,57 @@ class Panel:
     explained: bool = True
 
 
+#: What a check compares our numbers with (:attr:`Check.against`), each labelled so on the page: PyTorch's own
+#: functions and modules (``torch.nn.functional``, ``torch.nn``, ``torch.autograd``); a module or function of Hugging
+#: Face transformers (a model's layer, Qwen3-Next's kernels); a loop in plain Python floats (float64), entry by entry;
+#: the same numbers computed a second way by our own code (the recurrent against the parallel form, a KV cache
+#: against recomputing everything).
+PYTORCH, TRANSFORMERS, FLOAT_LOOP, OTHER_ROUTE = "pytorch", "transformers", "float_loop", "other_route"
+AGAINST = (PYTORCH, TRANSFORMERS, FLOAT_LOOP, OTHER_ROUTE)
+#: What a check was compared with, as a heading of the exports' checks (marked with ``N_``).
+AGAINST_LABEL = {
+    PYTORCH: N_("Against PyTorch"),
+    TRANSFORMERS: N_("Against Hugging Face transformers"),
+    FLOAT_LOOP: N_("Against a loop in Python floats (float64)"),
+    OTHER_ROUTE: N_("Against a second way of computing it"),
+}
+
+
 @dataclass(frozen=True)
 class Check:
-    """One comparison of our numbers with PyTorch's.
+    """One comparison of our numbers with a reference: PyTorch's, transformers', a float loop's or a second route's.
 
     Attributes:
-        reference: the PyTorch call, as code (shown on the page).
+        reference: the reference's call, as code (shown on the page).
         max_abs_diff: max |ours - reference| over the compared entries (float, same units as the numbers).
         matches: whether they agree to rtol = atol = 1e-5.
         note: what was compared, when not obvious (e.g. rows left out).
+        against: what the reference is, one of :data:`AGAINST` (the page's label for the check says it).
     """
 
     reference: str
     max_abs_diff: float
     matches: bool
     note: str = ""
+    against: str = PYTORCH
+
+    def __post_init__(self) -> None:
+        if self.against not in AGAINST:
+            raise ValueError(f"a check against {self.against!r}: not one of {AGAINST}")
 
 
-def compare(ours: torch.Tensor, reference: torch.Tensor, code: str, note: str = "", tolerance: float = 1e-5) -> Check:
+def compare(ours: torch.Tensor, reference: torch.Tensor, code: str, note: str = "", tolerance: float = 1e-5,
+            against: str = PYTORCH) -> Check:
     """A :class:`Check` of ``ours`` against ``reference`` (same shape), rtol = atol = ``tolerance``; empty tensors pass.
 
     1e-5 suits one layer in float32; a whole model (several layers, torch's fused kernels) may differ a little
-    more, and its check says which tolerance it used in its ``note``.
+    more, and its check says which tolerance it used in its ``note``. ``against``: what ``reference`` is
+    (:data:`AGAINST`; PyTorch's own functions unless said).
     """
     if ours.numel() == 0:
-        return Check(code, 0.0, True, note)
+        return Check(code, 0.0, True, note, against)
     diff = float((ours - reference).abs().max())
-    return Check(code, diff, bool(torch.allclose(ours, reference, rtol=tolerance, atol=tolerance)), note)
+    return Check(code, diff, bool(torch.allclose(ours, reference, rtol=tolerance, atol=tolerance)), note, against)
 
 
 def _no_formula(tr: Translate) -> tuple[str, ...]:
@@ -148,7 +173,7 @@ class StepThrough:
     Attributes:
         page: the page's declaration (:class:`attention_core.page.Page`: its stages and their settings field).
         stage: the current :class:`Stage`.
-        checks: the page's comparisons with PyTorch.
+        checks: the page's comparisons with its references (:class:`Check`).
         warnings: explanations of trouble (e.g. a row with every key blocked); may hold the user's tokens.
         notes: other remarks; may hold the user's tokens.
         num_heads: h on the multi-head pages (a head picker is shown), 0 elsewhere.

@@ -240,7 +240,7 @@ FLOAT_CASES: dict[str, list[tuple[Any, float, Optional[str]]]] = {
 
 #: The message for "nope" in each choice field other than the steps (those are generic, below).
 CHOICE_MESSAGES = {
-    "preset": "Unknown example “nope”; showing “I Like Machine Learning And Deep Learning (seed 000)”.",
+    "preset": "Unknown example “nope”; showing “I Like Machine Learning And Deep Learning (a 23-word dictionary)”.",
     "why_sqrt_dk.distribution": "Unknown distribution “nope”; using “normal”.",
     "positional_encoding.kind": "Unknown positional encoding “nope”; using “sinusoidal”.",
     "positional_encoding.shuffle": "Unknown shuffle “nope”; using “reverse”.",

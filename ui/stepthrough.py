@@ -2,7 +2,7 @@
 
 ``show(steps, explain)`` draws, in order: the stepper (Previous / step picker / Next), what this step does,
 the general formula, the stage's heatmaps (or the clickable mask), the stage's remarks, warnings and notes,
-the explained entry with its pickers, the checks against PyTorch and "Show the code". A click on a heatmap
+the explained entry with its pickers, the checks (each against what it says) and "Show the code". A click on a heatmap
 cell, or the pickers, choose the explained entry; it is clamped to the stage's matrix and kept in the settings.
 Nothing here computes attention.
 """
@@ -49,7 +49,7 @@ def show(steps: StepThrough, explain: Mapping[str, str], *, layout: str = "stack
         explain: stage key -> what this step does (English, marked with N_; translated here).
         layout: "stacked" (the formula above the heatmaps) or "beside" (the formula left of a single heatmap).
         per_row: at most this many heatmaps side by side (0: 3, or 2 to 4 by the number of heads).
-        with_checks: show the checks against PyTorch here (False: the page shows them elsewhere).
+        with_checks: show the page's checks here (False: the page shows them elsewhere).
         after_panels, after_entry, after_checks: draw what the page adds after the heatmaps, after the
             explained entry, after the checks (before "Show the code").
         walk: the page's walk-through (what its declaration's ``steps`` builds every stage from): given, the
@@ -362,9 +362,10 @@ def _variant(labels: Sequence[str]) -> str:
 
 
 def checks(items: Sequence[Check]) -> None:
-    """Each comparison with PyTorch as a success (or error) line, with what was compared."""
+    """Each comparison with its reference (PyTorch, transformers, a float loop, a second route: the line says which)
+    as a success (or error) line, with what was compared."""
     for check in items:
-        widgets.torch_check(check.max_abs_diff, check.matches, check.reference)
+        widgets.check_line(check.max_abs_diff, check.matches, check.reference, check.against)
         if check.note:
             st.caption(_("Compared: {what}.", what=app_text(check.note)))
 

@@ -373,12 +373,12 @@ def update(explained_update: watch.UpdateAtSnapshot, trainer: Trainer) -> None:
     st.caption(_("The largest of the {n} terms (most are near 0: a weight matters where its input is large and the "
                  "loss is sensitive):", n=terms))
     st.dataframe(table, hide_index=True, key="training_terms")
-    widgets.torch_check(explained_update.sum_difference, explained_update.sum_matches, "torch.autograd.grad(loss, W)")
+    widgets.check_line(explained_update.sum_difference, explained_update.sum_matches, "torch.autograd.grad(loss, W)")
     st.markdown(_("**Adam's rule** (Kingma & Ba 2015, Algorithm 1; β₁ = {b1}, β₂ = {b2}, ε = {eps}): m and v are "
                   "running averages of g and g², kept per weight.", b1=u.beta1, b2=u.beta2, eps=u.eps))
     for line in formulas.adam_latex(u):
         st.latex(line)
-    widgets.torch_check(explained_update.step_difference, explained_update.step_matches, "torch.optim.Adam.step()")
+    widgets.check_line(explained_update.step_difference, explained_update.step_matches, "torch.optim.Adam.step()")
     if explained_update.beyond:
         st.caption(_("The run stopped at this snapshot: this is the update it would make next."))
 

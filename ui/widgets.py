@@ -25,6 +25,7 @@ from attention_core.page import Page
 from attention_core.self_attention.formulas import Entry, entry_latex
 from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE, Walkthrough
 from attention_core.settings import EDITABLE, MAX_ABS_VALUE, Edits, Settings
+from attention_core.stepthrough import FLOAT_LOOP, OTHER_ROUTE, PYTORCH, TRANSFORMERS
 
 from . import builds, frames, heatmaps, state
 from .i18n import _
@@ -319,14 +320,31 @@ def stepper(stages: dict[str, str], current: str, field: str = "stage",
     return None
 
 
-def torch_check(max_abs_diff: float, matches: bool, reference: str) -> None:
-    """The line that states our numbers against PyTorch's."""
+#: The line of a check, by what it was compared with (``attention_core.stepthrough.AGAINST``): (it agrees, it does not).
+CHECK_LINES = {
+    PYTORCH: (N_("Checked against PyTorch: max |ours − `{reference}`| = {diff} ✓"),
+              N_("Checked against PyTorch: max |ours − `{reference}`| = {diff} — they disagree.")),
+    TRANSFORMERS: (N_("Checked against Hugging Face transformers: max |ours − `{reference}`| = {diff} ✓"),
+                   N_("Checked against Hugging Face transformers: max |ours − `{reference}`| = {diff} — they "
+                      "disagree.")),
+    FLOAT_LOOP: (N_("Checked against a loop in Python floats (float64): max |ours − `{reference}`| = {diff} ✓"),
+                 N_("Checked against a loop in Python floats (float64): max |ours − `{reference}`| = {diff} — they "
+                    "disagree.")),
+    OTHER_ROUTE: (N_("Checked against a second way of computing it: max |ours − `{reference}`| = {diff} ✓"),
+                  N_("Checked against a second way of computing it: max |ours − `{reference}`| = {diff} — they "
+                     "disagree.")),
+}
+
+
+def check_line(max_abs_diff: float, matches: bool, reference: str, against: str = PYTORCH) -> None:
+    """The line that states our numbers against a reference: PyTorch's own function (``against``, the default),
+    Hugging Face transformers' module, a loop in Python floats or a second way of computing the same numbers
+    (:data:`CHECK_LINES`: each says which)."""
+    agrees, disagrees = CHECK_LINES[against]
     if matches:
-        st.success(_("Checked against PyTorch: max |ours − `{reference}`| = {diff} ✓",
-                     reference=reference, diff=f"{max_abs_diff:.2e}"), icon=":material/check_circle:")
+        st.success(_(agrees, reference=reference, diff=f"{max_abs_diff:.2e}"), icon=":material/check_circle:")
     else:
-        st.error(_("Checked against PyTorch: max |ours − `{reference}`| = {diff} — they disagree.",
-                   reference=reference, diff=f"{max_abs_diff:.2e}"), icon=":material/cancel:")
+        st.error(_(disagrees, reference=reference, diff=f"{max_abs_diff:.2e}"), icon=":material/cancel:")
 
 
 # ---------------------------------------------------------------- the code behind what is shown

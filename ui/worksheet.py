@@ -101,8 +101,8 @@ def downloads(page: Page, titles: Mapping[str, str], steps_for: Callable[[str], 
                            data=class_live.recorded(lambda: _markdown(*args), "export", page.key, "markdown"),
                            file_name=f"walkthrough-{page.key}.md", mime="text/markdown",
                            on_click="ignore",
-                           help=_("Each step's formula (LaTeX) and every matrix with its labels, and the checks "
-                                  "against PyTorch: for notes or a handout."))
+                           help=_("Each step's formula (LaTeX) and every matrix with its labels, and the page's "
+                                  "checks: for notes or a handout."))
         if script is not None or notebook is not None:
             left, right = st.columns(2)
             if script is not None:
@@ -112,7 +112,7 @@ def downloads(page: Page, titles: Mapping[str, str], steps_for: Callable[[str], 
                                      mime="text/x-python", on_click="ignore",
                                      help=_("Needs only torch: holds this page's inputs, recomputes every matrix of "
                                             "every step, asserts that each equals the app's numbers and checks the "
-                                            "result against PyTorch's own functions."))
+                                            "result against the same references as the page."))
             if notebook is not None:
                 right.download_button(_("Download as a Jupyter notebook (.ipynb)"), key="export_steps_notebook",
                                       icon=":material/menu_book:",

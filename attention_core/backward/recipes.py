@@ -88,7 +88,8 @@ def backward_multi_head_recipe(walk: BackwardMultiHeadWalk) -> Recipe:
               "head_dim = d_out // h",
               "mask = torch.ones(T_, T_, dtype=torch.bool).tril() if causal else None",
               "",
-              "def split(M):  # (T, d_out) -> (h, T, head_dim): head r owns columns r * head_dim ... (seed 001's view)",
+              "def split(M):  # (T, d_out) -> (h, T, head_dim): head r owns columns r * head_dim ... "
+              "(MultiHeadAttention's view)",
               "    return M.view(M.shape[0], h, head_dim).transpose(0, 1)",
               "",
               "def merge(M):  # (h, rows, head_dim) -> (rows, d_out): the heads side by side",

@@ -1,5 +1,5 @@
 """Exports of a step page as Markdown with LaTeX: every stage's formula (LaTeX from sympy), every matrix as a
-Markdown table, the checks against PyTorch (:func:`steps_markdown`; :func:`walkthrough_markdown` for the
+Markdown table, the page's checks (:func:`steps_markdown`; :func:`walkthrough_markdown` for the
 self-attention page). Tokens enter the Markdown escaped. The self-checking script of every step page is
 :func:`attention_core.classroom.scripts.script_for`.
 """
@@ -11,11 +11,11 @@ from typing import Sequence
 
 import torch
 
-from attention_core.errors import Message
+from attention_core.errors import N_, Message
 from attention_core.latex import Translate
 from attention_core.self_attention.formulas import self_attention_formula, stage_matrix
 from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE, Walkthrough, stage_labels
-from attention_core.stepthrough import StepThrough
+from attention_core.stepthrough import AGAINST_LABEL, StepThrough
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~])")
 
@@ -73,8 +73,8 @@ def walkthrough_markdown(walk: Walkthrough) -> str:
 
 def steps_markdown(title: str, settings_line: str, steps: Sequence[StepThrough], tr: Translate = Message) -> str:
     """Any step page's walk-through as Markdown, from the step-through protocol: each stage's title, its general
-    formula (``$$...$$``, LaTeX from sympy), every heatmap as a table with its labels, and the checks against
-    PyTorch. ``tr`` translates the app's words (stage and panel titles, labels); tokens are escaped.
+    formula (``$$...$$``, LaTeX from sympy), every heatmap as a table with its labels, and the page's checks, each
+    under what it was compared with (PyTorch, transformers, a float loop, a second route). ``tr`` translates the app's words (stage and panel titles, labels); tokens are escaped.
     """
     def text(value: str) -> str:
         return markdown_text(str(tr(value)) if isinstance(value, Message) else str(value))
@@ -89,7 +89,7 @@ def steps_markdown(title: str, settings_line: str, steps: Sequence[StepThrough],
             lines += [_table(panel.matrix, [text(r) for r in panel.row_labels], [text(c) for c in panel.col_labels]), ""]
     checks = steps[-1].checks if steps else ()
     if checks:
-        lines += ["## PyTorch", ""]
-        lines += [f"- `{c.reference}`: max |difference| = {c.max_abs_diff:.2e} ({'match' if c.matches else 'DO NOT match'})"
-                  for c in checks]
+        lines += [f"## {text(Message(N_('Checks')))}", ""]
+        lines += [f"- {text(Message(AGAINST_LABEL[c.against]))}: `{c.reference}`: max |difference| = "
+                  f"{c.max_abs_diff:.2e} ({'match' if c.matches else 'DO NOT match'})" for c in checks]
     return "\n".join(lines) + "\n"

@@ -25,8 +25,8 @@ def script_for(page: Page, walk: Any) -> str:
 
     Returns:
         The script's text. Running it prints one line per matrix (``"<stage> <k>/<n> ... matches the app"``,
-        every panel of every stage of the page, in this walk-through's order) and per PyTorch check; any number that
-        differs by more than rtol = atol = 1e-5 (the page's tolerance where it states another) raises
+        every panel of every stage of the page, in this walk-through's order) and per check against a reference; any
+        number that differs by more than rtol = atol = 1e-5 (the page's tolerance where it states another) raises
         ``AssertionError``.
 
     Raises:

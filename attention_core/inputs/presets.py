@@ -32,7 +32,8 @@ class Preset:
     Attributes:
         key: short id, used in settings and links.
         title: shown in the preset picker.
-        source: the seed file (and section) it comes from.
+        source: where it comes from, in words a student can follow (the tutorial and the book or paper behind it;
+            never a seed file's name).
         sentence: the default sentence.
         d_model, d_k, seed: defaults.
         weight_init: see :data:`WeightInit`.
@@ -90,13 +91,18 @@ _JOURNEY = {
     "step": (0.05, 0.80, 0.55),
 }
 
+#: Where the two "Your journey" examples come from (shown as "Source: ..."): the book's inputs and classes, as two of
+#: the tutorials quote them (seed 004 the inputs, seed 001 the classes).
+_JOURNEY_SOURCE = N_("Raschka, “Build a Large Language Model (From Scratch)” (2024), ch. 3, as an Afrikaans tutorial on "
+                     "attention and a Chinese lesson on coding attention quote it")
+
 PRESETS: dict[str, Preset] = {
     p.key: p
     for p in (
         Preset(
             key="seed000",
-            title=N_("I Like Machine Learning And Deep Learning (seed 000)"),
-            source=N_("000_9be6d646ed7e85e8.txt"),
+            title=N_("I Like Machine Learning And Deep Learning (a 23-word dictionary)"),
+            source=N_("a Chinese tutorial on scaled dot-product self-attention in PyTorch"),
             sentence="I Like Machine Learning And Deep Learning",
             d_model=4, d_k=3, seed=12, weight_init="randn",
             vocabulary=SEED000_VOCABULARY,
@@ -105,8 +111,9 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             key="hello",
-            title=N_("Hello shiny sun! (seed 004)"),
-            source=N_("004_56c592a3d25bc184.txt"),
+            title=N_("Hello shiny sun! (hand-picked 3-d vectors)"),
+            source=N_("an Afrikaans tutorial on attention mechanisms, after Raschka, “Build a Large Language Model "
+                      "(From Scratch)” (2024), ch. 3"),
             sentence="Hello shiny sun!",
             d_model=3, d_k=3, seed=0, weight_init="identity",
             table={"Hello": (0.34, 0.22, 0.54), "shiny": (0.53, 0.34, 0.98), "sun": (0.29, 0.54, 0.93)},
@@ -117,7 +124,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             key="journey_v1",
             title=N_("Your journey starts with one step, SelfAttention_v1 (seed 123)"),
-            source=N_("004_56c592a3d25bc184.txt and 001_9275b51964da46b3.txt"),
+            source=_JOURNEY_SOURCE,
             sentence="Your journey starts with one step",
             d_model=3, d_k=2, seed=123, weight_init="rand",
             table=_JOURNEY,
@@ -129,7 +136,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             key="journey_v2",
             title=N_("Your journey starts with one step, SelfAttention_v2 (seed 789)"),
-            source=N_("004_56c592a3d25bc184.txt and 001_9275b51964da46b3.txt"),
+            source=_JOURNEY_SOURCE,
             sentence="Your journey starts with one step",
             d_model=3, d_k=2, seed=789, weight_init="linear",
             table=_JOURNEY,

@@ -38,7 +38,8 @@ def _masked_recipe(walk: CausalWalkthrough, dropout: bool) -> Recipe:
         "T = X.shape[0]",
         "M = torch.zeros(T, T).masked_fill(~mask, -inf)  # the additive mask: 0 = may attend, -inf = blocked",
         "scaled_scores, masked_scores, weights, output = attend(Q, K, V, mask)  # softmax(Q K^T / sqrt(d_k) + M) V",
-        "# the other route (seed 004): softmax over all keys, zero the blocked weights, divide by the row sums",
+        "# the other route (Raschka's first attempt): softmax over all keys, zero the blocked weights, divide by the "
+        "row sums",
         "unmasked_weights = torch.softmax(scaled_scores, dim=-1)",
         "zeroed_weights = unmasked_weights.masked_fill(~mask, 0.0)",
         "row_sums = zeroed_weights.sum(dim=-1, keepdim=True)  # (T, 1)",
@@ -46,7 +47,7 @@ def _masked_recipe(walk: CausalWalkthrough, dropout: bool) -> Recipe:
         "route_weights = (zeroed_weights / row_sums.masked_fill(empty, 1.0)).masked_fill(empty, 0.0)",
     ]
     if dropout:
-        code += ["# dropout (seed 004): keep each weight with probability 1 - p, scale the kept ones by 1 / (1 - p)",
+        code += ["# dropout (nn.Dropout): keep each weight with probability 1 - p, scale the kept ones by 1 / (1 - p)",
                  "dropped_weights = weights * keep / (1.0 - p)  # (T, T)",
                  "output = dropped_weights @ V  # (T, d_k)"]
     references = []
@@ -68,8 +69,9 @@ def _masked_recipe(walk: CausalWalkthrough, dropout: bool) -> Recipe:
     return Recipe(
         title="dropout on the attention weights" if dropout else "causal attention",
         sources=("weights = softmax(Q K^T / sqrt(d_k) + M), output = weights V  (Vaswani et al. 2017, eq. 1 and "
-                 "sec. 3.2.3; seed 001's CausalAttention)",
-                 *(("dropout: weights * D / (1 - p), D kept with probability 1 - p (seed 004, nn.Dropout)",)
+                 "sec. 3.2.3; CausalAttention of Raschka, Build a Large Language Model (From Scratch), 2024, ch. 3)",
+                 *(("dropout: weights * D / (1 - p), D kept with probability 1 - p (nn.Dropout, as in Raschka, Build a "
+                    "Large Language Model (From Scratch), 2024, ch. 3)",)
                    if dropout else ())),
         inputs=tuple(inputs), code=tuple(code),
         panels={"scaled_scores": ("scaled_scores",), "mask": ("M",), "masked_scores": ("masked_scores",),

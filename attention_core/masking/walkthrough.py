@@ -85,10 +85,10 @@ def causal_weights(settings: SharedSettings, inputs: Inputs) -> tuple[dict[str, 
     preset = PRESETS[settings.preset]
     if preset.causal_init == "linear":
         return module_weights(settings.d_model, settings.d_k, settings.seed, out_proj=False), Message(
-            N_("W_q, W_k, W_v ({d_model} × {d_k}) are drawn as the chapter's `CausalAttention({d_model}, {d_k}, …)` "
-               "draws them: nn.Linear after `torch.manual_seed({seed})`. So its printed context vectors come out "
-               "here; the Self-attention page's SelfAttention_v1 draws torch.rand instead, so its scores differ "
-               "from these."), d_model=settings.d_model, d_k=settings.d_k, seed=settings.seed)
+            N_("W_q, W_k, W_v ({d_model} × {d_k}) are drawn as `CausalAttention({d_model}, {d_k}, …)` in Raschka's "
+               "chapter 3 draws them: nn.Linear after `torch.manual_seed({seed})`, so the chapter's printed context "
+               "vectors come out here. The Self-attention page's SelfAttention_v1 draws torch.rand instead, so its "
+               "scores differ from these."), d_model=settings.d_model, d_k=settings.d_k, seed=settings.seed)
     return inputs.projections, Message(
         N_("W_q, W_k, W_v ({d_model} × {d_k}) are the Self-attention page's (seed {seed}, with your edits), so the "
            "scaled scores the mask is added to are that page's."),
@@ -317,8 +317,8 @@ def causal_steps(walk: CausalWalkthrough, stage: str, page: Optional[Page] = Non
     if page is DROPOUT_PAGE and walk.dropout_p > 0:
         check_caption = Message(N_(
             "In training, torch's own dropout would draw D from its global generator, so the check recomputes the "
-            "output from our D; tests/self_attention/test_functional.py checks that D equals nn.Dropout's after torch.manual_seed "
-            "with the same seed."))
+            "output from our D. That D is the one nn.Dropout itself draws after torch.manual_seed with the same seed "
+            "(the app's own tests check this)."))
     return StepThrough(
         page=page,
         stage=Stage(

@@ -36,7 +36,7 @@ from attention_core.modern.recipes import alibi_recipe
 from attention_core.modern.walks import AlibiWalkthrough
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import HEAD_FIELD, Panel, Stage, StepThrough, compare, explained_value
+from attention_core.stepthrough import FLOAT_LOOP, HEAD_FIELD, Panel, Stage, StepThrough, compare, explained_value
 
 
 def build_alibi_walkthrough(settings: SharedSettings, alibi: AlibiSettings,
@@ -69,7 +69,7 @@ def build_alibi_walkthrough(settings: SharedSettings, alibi: AlibiSettings,
         compare(trace.attention.output, reference, "F.scaled_dot_product_attention(q, k, v, attn_mask=bias)",
                 note=Message(N_("every head's context vectors, the bias (and −∞ where masked) as a float mask"))),
         compare(trace.attention.weights, loop, "alibi_weights_loop(...)  # math.exp, entry by entry",
-                note=Message(N_("every head's weights against a direct loop"))),
+                note=Message(N_("every head's weights against a direct loop")), against=FLOAT_LOOP),
     )
     return AlibiWalkthrough(settings=settings, inputs=inputs, tokens=inputs.tokens, query=query, key=key, trace=trace,
                             checks=checks)

@@ -42,7 +42,7 @@ from attention_core.modern.walks import GQAWalkthrough
 from attention_core.multi_head.heads import multi_head_attention
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import HEAD_FIELD, Panel, Stage, StepThrough, compare, explained_value
+from attention_core.stepthrough import HEAD_FIELD, OTHER_ROUTE, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.transformer.generation import FLOAT32_BYTES
 from attention_core.weights import module_weights
 
@@ -86,7 +86,8 @@ def build_gqa_walkthrough(settings: SharedSettings, gqa: GQASettings,
         mha = multi_head_attention(x, x, w["w_query"], w["w_key"], w["w_value"], w["w_out"], b_out=w["b_out"],
                                    num_heads=h, attn_mask=mask)
         checks.append(compare(trace.output, mha.output, "multi_head_attention(X, X, W_q, W_k, W_v, W_O, num_heads=h)",
-                              note=Message(N_("num_kv_heads = num_heads: this is multi-head attention"))))
+                              note=Message(N_("num_kv_heads = num_heads: this is multi-head attention")),
+                              against=OTHER_ROUTE))
     return GQAWalkthrough(settings=settings, inputs=inputs, tokens=inputs.tokens, trace=trace, checks=tuple(checks))
 
 

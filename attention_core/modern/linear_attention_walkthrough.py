@@ -54,7 +54,16 @@ from attention_core.modern.walks import LinearWalkthrough
 from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
+from attention_core.stepthrough import (
+    FLOAT_LOOP,
+    OTHER_ROUTE,
+    TRANSFORMERS,
+    Panel,
+    Stage,
+    StepThrough,
+    compare,
+    explained_value,
+)
 
 #: The tolerance of every check on this page (float32; the measured differences are ~1e-7).
 TOLERANCE = 1e-5
@@ -96,19 +105,22 @@ def build_linear_attention_walkthrough(settings: SharedSettings, linear: LinearA
     both = Message(N_("the outputs o_1 … o_T and the last state S_T"))
     checks = (
         compare(recurrent.output, parallel.output, "linear_attention(q, k, v).output  # the parallel form",
-                note=Message(N_("the recurrent form's outputs S_tᵀ φ(q_t) / z_tᵀ φ(q_t)")), tolerance=TOLERANCE),
+                note=Message(N_("the recurrent form's outputs S_tᵀ φ(q_t) / z_tᵀ φ(q_t)")), tolerance=TOLERANCE,
+                against=OTHER_ROUTE),
         compare(parallel.output, torch.tensor(loop_linear_attention(q, k, v)),
                 "loop_linear_attention(q, k, v)  # Python floats and math.exp, entry by entry",
-                note=Message(N_("the parallel form's outputs")), tolerance=TOLERANCE),
+                note=Message(N_("the parallel form's outputs")), tolerance=TOLERANCE, against=FLOAT_LOOP),
         compare(ours, recurrent_hf, "transformers…qwen3_next.torch_recurrent_gated_delta_rule(q, k, v, g=log α, β, "
-                "use_qk_l2norm_in_kernel=True)", note=both, tolerance=TOLERANCE),
+                "use_qk_l2norm_in_kernel=True)", note=both, tolerance=TOLERANCE, against=TRANSFORMERS),
         compare(ours, chunk_hf, "transformers…qwen3_next.torch_chunk_gated_delta_rule(q, k, v, g=log α, β, "
-                "use_qk_l2norm_in_kernel=True)  # chunk_size=64", note=both, tolerance=TOLERANCE),
+                "use_qk_l2norm_in_kernel=True)  # chunk_size=64", note=both, tolerance=TOLERANCE,
+                against=TRANSFORMERS),
         compare(ours, torch.cat([torch.tensor(loop_out), torch.tensor(loop_state)]),
                 "loop_gated_delta_rule(q, k, v, β, α)  # Python floats, entry by entry", note=both,
-                tolerance=TOLERANCE),
+                tolerance=TOLERANCE, against=FLOAT_LOOP),
         compare(ungated, delta_hf, "torch_recurrent_gated_delta_rule(q, k, v, g=0, β, use_qk_l2norm_in_kernel=True)",
-                note=Message(N_("the delta rule (α = 1): the outputs and the last state")), tolerance=TOLERANCE),
+                note=Message(N_("the delta rule (α = 1): the outputs and the last state")), tolerance=TOLERANCE,
+                against=TRANSFORMERS),
     )
     return LinearWalkthrough(
         settings=settings, inputs=inputs, tokens=inputs.tokens, query=query, key=key, value=value, parallel=parallel,

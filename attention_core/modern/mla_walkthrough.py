@@ -49,7 +49,7 @@ from attention_core.modern.rope import rotate
 from attention_core.modern.walks import MLAWalkthrough
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import Stage, StepThrough, compare
+from attention_core.stepthrough import FLOAT_LOOP, OTHER_ROUTE, TRANSFORMERS, Stage, StepThrough, compare
 
 #: The tolerance of every check on this page (float32).
 TOLERANCE = 1e-5
@@ -89,14 +89,15 @@ def build_mla_walkthrough(settings: SharedSettings, mla: MLASettings,
     checks = (
         compare(trace.output, output_hf, "transformers…deepseek_v3.DeepseekV3Attention(config, 0)(X, (cos, sin), "
                 "causal)  # weights copied in, rope_interleave=False, q_a/kv_a_layernorm = Identity",
-                note=Message(N_("the output u = [o_1 … o_h] W_O")), tolerance=TOLERANCE),
+                note=Message(N_("the output u = [o_1 … o_h] W_O")), tolerance=TOLERANCE, against=TRANSFORMERS),
         compare(trace.attention.weights, weights_hf, "DeepseekV3Attention(...)[1]  # eager attention's weights",
-                note=Message(N_("every head's weights")), tolerance=TOLERANCE),
+                note=Message(N_("every head's weights")), tolerance=TOLERANCE, against=TRANSFORMERS),
         compare(trace.attention.scaled_scores, loop_scores(trace),
                 "loop_scores(trace)  # Python floats: K^C = c_KV W_UK, then (q^C · k^C + q^R · k^R) / √(d_h + d_R)",
-                note=Message(N_("every head's scores before the mask")), tolerance=TOLERANCE),
+                note=Message(N_("every head's scores before the mask")), tolerance=TOLERANCE, against=FLOAT_LOOP),
         compare(absorbed, trace.attention.scaled_scores, "((q^C W_UKᵀ) c_KVᵀ + q^R k^Rᵀ) / √(d_h + d_R)",
-                note=Message(N_("absorption: the scores from the cache alone, K^C never built")), tolerance=TOLERANCE),
+                note=Message(N_("absorption: the scores from the cache alone, K^C never built")), tolerance=TOLERANCE,
+                against=OTHER_ROUTE),
     )
     gqa = toy_gqa_kv_heads(mla.num_heads)
     return MLAWalkthrough(

@@ -36,7 +36,7 @@ from attention_core.modern.walks import RopeWalkthrough
 from attention_core.page import Page
 from attention_core.positions import sinusoidal_encoding
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
+from attention_core.stepthrough import TRANSFORMERS, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
 
 
@@ -84,7 +84,7 @@ def build_rope_walkthrough(settings: SharedSettings, rope: RopeSettings,
     checks = (
         compare(torch.cat([trace.query_rotated, trace.key_rotated]), torch.cat([q, k]),
                 "transformers.models.llama.modeling_llama.apply_rotary_pos_emb(q, k, *LlamaRotaryEmbedding(...))",
-                note=Message(N_("the rotated queries and keys"))),
+                note=Message(N_("the rotated queries and keys")), against=TRANSFORMERS),
     )
     return RopeWalkthrough(settings=settings, inputs=inputs, tokens=inputs.tokens, w_query=w["w_query"], trace=trace,
                            checks=checks)

@@ -52,7 +52,7 @@ from attention_core.modern.walks import SinksWalkthrough
 from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
+from attention_core.stepthrough import TRANSFORMERS, Panel, Stage, StepThrough, compare, explained_value
 
 #: The tolerance of every check on this page (float32; the measured differences are ~1e-7).
 TOLERANCE = 1e-5
@@ -91,13 +91,13 @@ def build_sinks_walkthrough(settings: SharedSettings, sinks: SinksSettings,
         compare(sink.weights, reference.module_weights,
                 "transformers GptOssAttention(GptOssConfig(num_attention_heads=1, head_dim=d), sinks=[b])(X)[1]",
                 note=Message(N_("the weights with the sink: W_q, W_k, W_v and b copied into the module, RoPE off")),
-                tolerance=TOLERANCE),
+                tolerance=TOLERANCE, against=TRANSFORMERS),
         compare(sink.weights, reference.eager_weights,
                 "transformers…gpt_oss.eager_attention_forward(module, Q, K, V, causal mask, scaling=1/√d)[1]",
-                note=Message(N_("the weights with the sink")), tolerance=TOLERANCE),
+                note=Message(N_("the weights with the sink")), tolerance=TOLERANCE, against=TRANSFORMERS),
         compare(sink_output, reference.eager_output,
                 "transformers…gpt_oss.eager_attention_forward(module, Q, K, V, causal mask, scaling=1/√d)[0]",
-                note=Message(N_("the output with the sink")), tolerance=TOLERANCE),
+                note=Message(N_("the output with the sink")), tolerance=TOLERANCE, against=TRANSFORMERS),
     )
     return SinksWalkthrough(
         settings=settings, inputs=inputs, tokens=inputs.tokens, query=query, key=key, value=value, scores=scores,

@@ -47,7 +47,7 @@ from attention_core.modern_lm.measure import LmHeadStep, shown_token_labels
 from attention_core.modern_lm.model import head_step
 from attention_core.page import Page
 from attention_core.recipe import Recipe
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
+from attention_core.stepthrough import TRANSFORMERS, Check, Panel, Stage, StepThrough, compare
 
 #: An entry's sum is written out in full up to this many terms, else its first 3, ⋯, its last 2.
 MAX_TERMS = 6
@@ -268,11 +268,12 @@ def model_checks(step: LmHeadStep) -> tuple[Check, ...]:
     summed against the layer's attention output (both from ``measure.layer_reference``)."""
     return (compare(step.weights, step.model_weights,
                     f"model.model.layers[{step.layer}].self_attn(...)[1][0, {step.head}]",
-                    note=Message(N_("the head's weights; tolerance {tol:g}"), tol=TOLERANCE), tolerance=TOLERANCE),
+                    note=Message(N_("the head's weights; tolerance {tol:g}"), tol=TOLERANCE), tolerance=TOLERANCE,
+                    against=TRANSFORMERS),
             compare(step.heads_sum, step.model_output,
                     f"model.model.layers[{step.layer}].self_attn(...)[0]",
                     note=Message(N_("the {h} heads' shares O^(r) summed; tolerance {tol:g}"), h=MODERN_LM_HEADS,
-                                 tol=TOLERANCE), tolerance=TOLERANCE))
+                                 tol=TOLERANCE), tolerance=TOLERANCE, against=TRANSFORMERS))
 
 
 def modern_lm_steps(step: LmHeadStep, stage: str) -> StepThrough:

@@ -33,7 +33,8 @@ def multi_head_recipe(walk: MultiHeadWalkthrough) -> Recipe:
         f"Q, K, V = X @ W_q, {kv} @ W_k, {kv} @ W_v  # (m, d_out), (n, d_out), (n, d_out)",
         "m, n, d_out = Q.shape[0], K.shape[0], Q.shape[1]",
         "head_dim = d_out // h",
-        "# split (seed 001): view(m, h, head_dim), then transpose: head r owns columns r * head_dim ... (r + 1) * head_dim",
+        "# split (as MultiHeadAttention does): view(m, h, head_dim), then transpose: head r owns columns "
+        "r * head_dim ... (r + 1) * head_dim",
         "Q_heads = Q.view(m, h, head_dim).transpose(0, 1)  # (h, m, head_dim)",
         "K_heads = K.view(n, h, head_dim).transpose(0, 1)  # (h, n, head_dim)",
         "V_heads = V.view(n, h, head_dim).transpose(0, 1)",
@@ -74,7 +75,9 @@ def multi_head_recipe(walk: MultiHeadWalkthrough) -> Recipe:
     return Recipe(
         title="cross-attention" if cross else "multi-head attention",
         sources=("head_r = softmax(Q_r K_r^T / sqrt(head_dim) + M) V_r, output = Concat(head_1, ..., head_h) W_O + b_O",
-                 "(Vaswani et al. 2017, sec. 3.2.2; seed 001's MultiHeadAttention"
-                 + ("; seed 003: queries from the decoder, keys and values from the encoder)" if cross else ")")),
+                 "(Vaswani et al. 2017, sec. 3.2.2; MultiHeadAttention of Raschka, Build a Large Language Model (From "
+                 "Scratch), 2024, ch. 3"
+                 + ("; Hung-yi Lee's Transformer lecture: queries from the decoder, keys and values from the encoder)"
+                    if cross else ")")),
         inputs=tuple(inputs), code=tuple(code), panels=panels, references=tuple(references),
     )

@@ -44,7 +44,7 @@ from attention_core.limits import (
 )
 from attention_core.page import Page
 from attention_core.self_attention import formulas
-from attention_core.stepthrough import Check, Panel, Stage, StepThrough
+from attention_core.stepthrough import TRANSFORMERS, Check, Panel, Stage, StepThrough
 from attention_core.trained_model.model import HeadStep, head_step, head_weights
 from attention_core.trained_model.recipes import trained_model_recipe
 
@@ -365,7 +365,8 @@ def trained_head_steps(step: HeadStep, stage: str, labels: Sequence[str]) -> Ste
             exercise=lambda row, col, head: trained_head_exercise(step, stage, row, col),
             code=(head_weights, head_step), details=details,
         ),
-        checks=(Check(f"model(...).attentions[{step.layer}][0, {step.head}]", step.max_abs_diff, step.matches),),
+        checks=(Check(f"model(...).attentions[{step.layer}][0, {step.head}]", step.max_abs_diff, step.matches,
+                       against=TRANSFORMERS),),
         row_field="trained_model.entry_row", col_field="trained_model.entry_col",
     )
 

@@ -58,9 +58,9 @@ def training_script(trainer: Trainer) -> str:
     final = trainer.snapshots[-1]
     return f'''"""Watch attention learn, exported: train the task {trainer.task.key!r} again and check the app's result.
 
-Run: python this_file.py   (needs torch). Seed {trainer.seed}, learning rate {trainer.learning_rate!r}, {trainer.steps}
-updates of Adam on batches of {trainer.batch_size}. Tolerances: final loss ± {LOSS_TOLERANCE} nats, pattern share ±
-{SCORE_TOLERANCE} (another CPU may round a matmul's sums differently).
+Run it as a Python script (it needs torch). Seed {trainer.seed}, learning rate {trainer.learning_rate!r},
+{trainer.steps} updates of Adam on batches of {trainer.batch_size}. Tolerances: final loss ± {LOSS_TOLERANCE} nats,
+pattern share ± {SCORE_TOLERANCE} (another CPU may round a matmul's sums differently).
 """
 from __future__ import annotations
 

@@ -40,7 +40,16 @@ from attention_core.limits import (
 from attention_core.multi_head.heads import MultiHeadTrace
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
-from attention_core.stepthrough import HEAD_FIELD, Check, Panel, Stage, StepThrough, compare, explained_value
+from attention_core.stepthrough import (
+    HEAD_FIELD,
+    OTHER_ROUTE,
+    Check,
+    Panel,
+    Stage,
+    StepThrough,
+    compare,
+    explained_value,
+)
 from attention_core.transformer.decoder import decoder_block, torch_decoder_layer
 from attention_core.transformer.generation import (
     FLOAT32_BYTES,
@@ -100,7 +109,8 @@ def _checks(source: tuple[int, ...], temperature: float, seed: int, step: int, l
                              step=step + 1)),
         compare(torch.cat([c.output for c in shown.cached]), torch.stack([b.output[-1] for b in shown.blocks]),
                 "decoder_block(new row, cache=KV cache)  vs  decoder_block(all rows)",
-                note=Message(N_("with the KV cache against recomputing everything: the new row of every block"))),
+                note=Message(N_("with the KV cache against recomputing everything: the new row of every block")),
+                against=OTHER_ROUTE),
     )
 
 

@@ -150,7 +150,8 @@ def generation_recipe(walk: GenerationWalkthrough) -> Recipe:
     return Recipe(
         title="generating token by token with the trained toy encoder-decoder",
         sources=("X = E[source] sqrt(D) + PE, M = Encoder_N(X); Y = E[START, y_1, ...] sqrt(D) + PE, Z = Decoder_N(Y, M);",
-                 "logits = Z[last] W_vocab + b, p = softmax(logits / tau)  (Vaswani et al. 2017, sec. 3; seed 003 sec. 2)"),
+                 "logits = Z[last] W_vocab + b, p = softmax(logits / tau)  (Vaswani et al. 2017, sec. 3; Hung-yi Lee's "
+                 "Transformer lecture)"),
         inputs=(("vocabulary", list(VOCAB), "token id = index"), ("source", list(g.source), "the word's ids"),
                 ("inputs", list(s.inputs), "START and the tokens chosen before this step"),
                 ("tau", g.temperature, "the temperature (0 = greedy: the softmax at tau = 1 is shown)"),

@@ -552,7 +552,7 @@ def test_trained_model_grid_click_opens_the_head(page: Page, app_url: str):
                      "Layer 3")  # layer 3, head 9
     wait_for_app_run(page)
     expect(page.get_by_role("heading", name="Layer 3, head 9", exact=True)).to_be_visible()
-    expect(page.get_by_text("Checked against PyTorch")).to_be_visible()
+    expect(page.get_by_text("Checked against Hugging Face transformers")).to_be_visible()
     assert_no_exception(page)
     save_screenshot(page, "page-trained-model-after-click")
 
@@ -598,7 +598,7 @@ def test_trained_model_at_512_tokens_a_click_in_the_maps_window_explains_its_cel
     expect(row).to_have_value("267 cat")
     expect(page.get_by_role("combobox", name="Column", exact=True)).to_have_value("21 was")
     wait_for_app_run(page)
-    expect(page.get_by_text("Checked against PyTorch")).to_be_visible()
+    expect(page.get_by_text("Checked against Hugging Face transformers")).to_be_visible()
     assert_no_exception(page)
 
 
@@ -623,7 +623,7 @@ def test_modern_lm_grid_click_opens_the_head_and_generating_grows_the_kv_cache(p
                      "Layer 3")  # layer 3, query head 5
     wait_for_app_run(page)
     expect(page.get_by_role("heading", name="Layer 3, head 5 (key/value head 2)", exact=True)).to_be_visible()
-    expect(page.get_by_text("Checked against PyTorch").first).to_be_visible()
+    expect(page.get_by_text("Checked against Hugging Face transformers").first).to_be_visible()
     expect(page.locator(".katex").filter(has_text="RMSNorm").first).to_be_visible()
     page.get_by_role("button", name="Generate the next token").click()
     wait_for_app_run(page)

@@ -193,7 +193,7 @@ def test_choosing_an_example_on_the_overview_reruns_the_whole_app_once(server):
             await student.close()
         return shown.raw_value if shown.HasField("raw_value") else None, student.exceptions
 
-    assert asyncio.run(visit()) == ("Hello shiny sun! (seed 004)", [])  # the sidebar picker shows it
+    assert asyncio.run(visit()) == ("Hello shiny sun! (hand-picked 3-d vectors)", [])  # the sidebar picker shows it
 
 
 def test_a_router_setting_changed_inside_a_pages_body_reruns_the_whole_app():

@@ -123,5 +123,6 @@ def test_every_step_as_markdown_holds_each_stage_its_formula_and_its_numbers(pag
         for panel in step.stage.panels:
             first = float(panel.matrix.flatten()[0])
             assert f"{first:.6g}" in text or first == float("-inf")
-    assert text.count("\n## ") == len(steps) + 1  # every stage, and the PyTorch checks
-    assert "match" in text.split("## PyTorch")[1]
+    assert text.count("\n## ") == len(steps) + 1  # every stage, and the checks
+    checks = text.split("## Checks")[1]
+    assert "match" in checks and checks.count("- Against PyTorch: `") == len(steps[-1].checks)  # these pages' checks
