@@ -25,6 +25,7 @@ from attention_core.page import Page
 from attention_core.self_attention.formulas import Entry, entry_latex
 from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE, Walkthrough
 from attention_core.settings import EDITABLE, MAX_ABS_VALUE, Edits, Settings
+from attention_core.sources import for_students
 from attention_core.stepthrough import FLOAT_LOOP, OTHER_ROUTE, PYTORCH, TRANSFORMERS
 
 from . import builds, frames, heatmaps, state
@@ -351,8 +352,9 @@ def check_line(max_abs_diff: float, matches: bool, reference: str, against: str 
 
 @functools.lru_cache(maxsize=None)
 def _source(function: Callable[..., Any]) -> str:
-    """The source of a function of attention_core (read once per server: the files do not change)."""
-    return inspect.getsource(function)
+    """The source of a function of attention_core (read once per server: the files do not change), its references
+    to the seed tutorials written as their names (``attention_core.sources.for_students``)."""
+    return for_students(inspect.getsource(function))
 
 
 def show_code(functions: Sequence[Callable[..., Any]], *, key: str) -> None:

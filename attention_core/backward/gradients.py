@@ -217,7 +217,7 @@ def backward_trace(x: torch.Tensor, w_query: torch.Tensor, w_key: torch.Tensor, 
     """The forward pass, the loss ½‖O − T‖² and every gradient, by the formulas (not autograd).
 
     Forward: Vaswani et al. 2017, eq. 1 (:func:`functional.self_attention`). Backward: the module's formulas
-    (Dao et al. 2022, appendix B.2 and Algorithm 3). Equal to ``torch.autograd``'s gradients (tests/backward).
+    (Dao et al. 2022, appendix B.2 and Algorithm 3). Equal to ``torch.autograd``'s gradients (the tests check it).
     No entry is NaN: the causal mask always allows the diagonal, and a row with every key blocked would get
     weights 0 and gradients 0.
 

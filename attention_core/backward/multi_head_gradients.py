@@ -156,7 +156,7 @@ def multi_head_backward_trace(
     backward pass goes through W_O and b_O, splits d_concat into the heads' columns, runs
     :func:`gradients.attention_backward` on all heads at once (scale 1 / sqrt(head_dim)) and puts the heads'
     gradients back side by side. Equal to ``torch.autograd``'s gradients and to those of
-    ``torch.nn.MultiheadAttention`` with the same weights (tests/backward).
+    ``torch.nn.MultiheadAttention`` with the same weights (the tests check it).
 
     Args:
         x: X, (T, D), floating point (float32 in the app).

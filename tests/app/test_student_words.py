@@ -11,6 +11,7 @@ Large Language Model (From Scratch)*, ch. 3". Random seeds ("seed 123", ``torch.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from pathlib import Path
@@ -220,3 +221,49 @@ def test_a_check_against_a_float_loop_says_so_and_not_pytorch(path, loop, with_t
     assert line.startswith(loop_label) and "PyTorch" not in line.split("`")[0], line
     # the page's checks against PyTorch's own functions keep their label
     assert any(other.startswith(torch_label) for other in lines) == with_torch, lines
+
+
+# ---------------------------------------------------------------- "Show the code"
+
+
+def shown_functions() -> set:
+    """Every function a "Show the code" expander shows: every stage's code of every step page (default settings) and
+    the experiment pages' own."""
+    from attention_core.experiments import additive, image, positional, scaling, temperature
+    from attention_core.experiments.positional import sinusoidal_encoding
+
+    functions = {additive.additive_attention, image.flatten_image, image.image_attention, sinusoidal_encoding,
+                 positional.equivariance, temperature.temperature_attention, scaling.run_scaling_experiment,
+                 scaling.variance_derivation}
+    settings = Settings()
+    for page in registry.PAGES:
+        if page.build is None or not page.stages:
+            continue
+        walk = page.walkthrough(settings)
+        for stage in page.stages:
+            functions |= set(page.steps(walk, stage).stage.code)
+    return functions
+
+
+def test_the_code_a_page_shows_names_the_tutorials_not_their_files():
+    """"Show the code" shows the real source of attention_core's functions, whose docstrings cite the seeds for the
+    developers: the student sees each reference as the tutorial's name, and no test's path."""
+    from attention_core.sources import for_students
+
+    found = []
+    for function in sorted(shown_functions(), key=lambda f: f.__qualname__):
+        shown = for_students(inspect.getsource(function))
+        found += [f"{function.__qualname__}: {problem}" for problem in unfollowable(shown)
+                  if not problem.startswith("a source file's path")]  # code may name a module
+    assert not found, "\n".join(found[:20])
+    assert for_students("Seed 003 (``003_734755b2d0b981d3.txt``) §1.7 contrasts") == (
+        "The Chinese notes on Hung-yi Lee's Transformer lecture contrasts")
+
+
+
+def test_show_the_code_writes_the_source_in_those_names():
+    from attention_core.inputs.text import tokenize
+    from ui import widgets
+
+    assert "seed 000" in inspect.getsource(tokenize)  # the developers' citation
+    assert not unfollowable(widgets._source(tokenize))
