@@ -69,7 +69,7 @@ def page() -> None:
 
     st.subheader(_("The embedding matrix X"))
     if preset.fixed_embeddings:
-        st.markdown(_("Each row is the article's hand-made {d}-d vector for that word.", d=settings.d_model))
+        st.markdown(_("Each row is the tutorial's hand-made {d}-d vector for that word.", d=settings.d_model))
     else:
         st.markdown(_(
             "`torch.manual_seed({seed})`, then a table of random numbers from N(0, 1), "

@@ -388,7 +388,7 @@ def _embedding_width(preset: Preset, d_model: int) -> tuple[int, list[Message]]:
     if d_model == width:
         return d_model, []
     return width, [Message(
-        N_("This example's embeddings are the article's fixed {width}-d vectors, so d_model is {width}. "
+        N_("This example's embeddings are the tutorial's fixed {width}-d vectors, so d_model is {width}. "
            "Pick “Your own sentence” to choose d_model."),
         width=width,
     )]
