@@ -192,6 +192,30 @@ def test_a_new_session_opens_on_the_targets_row_where_every_step_explains_a_numb
     assert settings(at).entry_row == 0
 
 
+@pytest.mark.parametrize("page_file", ["app_pages/backward.py", "app_pages/backward_multi_head.py"])
+def test_another_pages_opening_entry_is_no_choice_the_backward_pages_open_on_the_targets_row(page_file):
+    """The attention-sinks page, just above in the navigation, opens on its last row: a session that went there first
+    then opened a backward page on row 7 (its entry counted as chosen), where the default target's dO, and so every
+    gradient of the row, is 0. Only a pick, a click or a link is a choice: the backward page opens on the target's row,
+    and sinks on its own again."""
+    from conftest import open_app, settings
+
+    at = open_app("app_pages/sinks.py")
+    assert not at.exception
+    last = len(registry.BY_KEY["sinks"].walkthrough(settings(at)).tokens) - 1
+    assert (settings(at).entry_row, settings(at).entry_col) == (last, 0)
+    at.switch_page(page_file).run()
+    assert not at.exception
+    assert (settings(at).entry_row, settings(at).entry_col) == (1, 0)
+    key = "backward_multi_head" if "multi_head" in page_file else "backward"
+    page = registry.BY_KEY[key]
+    walk = page.walkthrough(settings(at))
+    assert explained_value(page.steps(walk, page.default_stage or next(iter(page.stages))).stage.panels,
+                           1, 0, settings(at).head) != 0
+    at.switch_page("app_pages/sinks.py").run()
+    assert (settings(at).entry_row, settings(at).entry_col) == (last, 0)
+
+
 def test_a_link_opens_its_own_entry_not_the_opening_one():
     from conftest import APP, settings
     from streamlit.testing.v1 import AppTest
