@@ -241,6 +241,10 @@ def test_every_cells_number_fits_its_cell_on_every_stage_at_the_default_settings
     ([-0.00273, 0.00156, -0.00112], -3, 2, ["−2.73", "1.56", "−1.12"]),  # cells in units of 10⁻³
     ([1234.5, 7.0], 3, 2, ["1.23", "0.01"]),
     ([float("-inf"), 0.25], 0, 3, ["−∞", "0.250"]),
+    ([1.0, 0.0, 1.0, 1.0], 0, 0, ["1", "0", "1", "1"]),  # a dropout mask: whole numbers are written whole
+    ([2.0, 0.0, float("-inf")], 0, 0, ["2", "0", "−∞"]),  # the mask rescaled by 1 / (1 − p) at p = 0.5
+    ([12.0, -3.0], 0, 0, ["12", "−3"]),
+    ([1.0, 0.5], 0, 2, ["1.00", "0.50"]),  # one number not whole: every cell gets the decimals
 ])
 def test_cell_numbers_share_one_format_per_matrix(values, exponent, decimals, written):
     from ui import heatmaps

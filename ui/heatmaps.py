@@ -59,7 +59,8 @@ def cell_number_format(finite: np.ndarray) -> tuple[int, int]:
     """How a matrix's cells write their numbers: (n, d), each number as value / 10ⁿ with d decimals, so that every
     cell of one matrix has the same decimals and the largest |number| gets :data:`CELL_DIGITS` significant digits
     ("0.939", "6.73", "29.3", "293"). Past 0.1 … 1000 the matrix shares a factor 10ⁿ (its title says so) and its
-    cells read "2.73" for 0.00273: "0.00156−0.00112" no longer runs into its neighbour. Exact zeros read "0".
+    cells read "2.73" for 0.00273: "0.00156−0.00112" no longer runs into its neighbour. Exact zeros read "0", and a
+    matrix of whole numbers under 1000 (a 0/1 mask, counts) writes them whole: "1", not "1.00".
 
     Args:
         finite: the matrix's finite numbers (any shape; empty: nothing to write).
@@ -71,6 +72,8 @@ def cell_number_format(finite: np.ndarray) -> tuple[int, int]:
         return 0, 0
     lead = math.floor(math.log10(top))
     exponent = lead if lead < -1 or lead >= CELL_DIGITS else 0
+    if exponent == 0 and np.array_equal(finite, np.round(finite)):
+        return 0, 0
     return exponent, min(CELL_DIGITS, max(0, CELL_DIGITS - 1 - (lead - exponent)))
 
 
