@@ -192,6 +192,38 @@ def test_a_new_session_opens_on_the_targets_row_where_every_step_explains_a_numb
     assert settings(at).entry_row == 0
 
 
+@pytest.mark.parametrize("key", ["backward", "backward_multi_head"])
+def test_T_is_the_target_alone_and_the_sums_run_over_n_tokens(key):
+    """T is the target (L = ½ ‖O − T‖², T_{i,j}, the editor's "T"); the loss summed i from 1 to T beside T_{i,j}. The
+    number of tokens is n in every formula of both backward pages, and no explanation writes T × T for it."""
+    import re
+
+    from attention_core.errors import Message
+
+    page = registry.BY_KEY[key]
+    walk = page.walkthrough(Settings())
+    formulas = {stage: " ".join(page.steps(walk, stage).stage.formula(Message))
+                for stage in page.stages}
+    loss = formulas["loss"]
+    assert "{T}_{i,j}" in loss and r"1 \leq i \leq n" in loss, loss
+    assert (r"\leq d_{o}" if key == "backward_multi_head" else r"\leq d_{v}") in loss, loss  # O's own width
+    for stage, latex in formulas.items():
+        assert not re.search(r"\\leq T\b|\^\{T\}|\{T\}[^_]", latex), (stage, latex)  # T only as T_{i,j}
+    assert r"\sum_{l=1}^{n}" in formulas["d_value"] and r"\sum_{i=1}^{n}" in formulas["d_w_query"]
+    for stage, text in _explanations(key).items():
+        assert not re.search(r"\bT ×|× T\b|\(T,", text), (stage, text)
+
+
+def _explanations(key: str) -> dict[str, str]:
+    """A backward page's EXPLAIN texts, read from its file (importing a page file runs it)."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse((Path(__file__).resolve().parents[2] / "app_pages" / f"{key}.py").read_text())
+    node = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "EXPLAIN")
+    return {ast.literal_eval(k): ast.literal_eval(v.args[0]) for k, v in zip(node.keys, node.values)}
+
+
 @pytest.mark.parametrize("page_file", ["app_pages/backward.py", "app_pages/backward_multi_head.py"])
 def test_another_pages_opening_entry_is_no_choice_the_backward_pages_open_on_the_targets_row(page_file):
     """The attention-sinks page, just above in the navigation, opens on its last row: a session that went there first
