@@ -158,6 +158,20 @@ def _products(left: Sequence[float], right: Sequence[float]) -> list[str]:
     return [f"{factor(a)} \\cdot {factor(b)}" for a, b in zip(left, right)]
 
 
+def shift_reason(top: float, i: int, tr: Translate = Message) -> str:
+    """Why a weight's entry subtracts its row's largest score (``top``) before e^x, as LaTeX lines that end with a
+    line break; "" when the largest score is 0 (nothing is subtracted). Subtracting it makes every exponent at most 0,
+    so no e^x overflows, and the same factor e^(−top) is in the numerator and in every term of the sum: it cancels."""
+    if not top:
+        return ""
+    return (f"{number(top)} = \\max_{{l \\le {i}}} \\tilde{{a}}_{{{i},l}}\\quad"
+            + latex_text(str(tr(N_("(row {i}'s largest score)"), i=i))) + r" \\ "
+            + latex_text(str(tr(N_("Subtracted from every score, it makes each exponent at most 0: no exponential "
+                                   "overflows.")))) + r" \\ "
+            + latex_text(str(tr(N_("The numerator and the sum are divided by the same factor, which cancels: the "
+                                   "weight is unchanged.")))) + r" \\[6pt] ")
+
+
 def entry_latex(step: LmHeadStep, stage: str, row: int, col: int, tr: Translate = Message) -> str:
     """Entry (row, col) of ``stage`` with its numbers in, as LaTeX (1-based indices shown; m = row is RoPE's position).
 
@@ -218,9 +232,9 @@ def entry_latex(step: LmHeadStep, stage: str, row: int, col: int, tr: Translate 
         if col > row:
             return aligned(f"\\alpha_{{{i},{j}}}", [f"\\frac{{e^{{-\\infty}}}}{{\\sum_l e^{{\\tilde{{a}}_{{{i},l}}}}}}",
                                                    "0"])
-        minus = f" - {number(top)}" if top else ""
+        minus = "" if not top else f" - {number(top)}" if top > 0 else f" + {number(-top)}"
         terms = [f"e^{{{number(a - top)}}}" for a in masked]
-        return aligned(f"\\alpha_{{{i},{j}}}", [
+        return shift_reason(top, i, tr) + aligned(f"\\alpha_{{{i},{j}}}", [
             f"\\frac{{e^{{\\tilde{{a}}_{{{i},{j}}}{minus}}}}}{{\\sum_{{l=1}}^{{{i}}} e^{{\\tilde{{a}}_{{{i},l}}{minus}}}}}",
             f"\\frac{{{terms[col]}}}{{{_elided(terms, tr)}}}",
             f"\\frac{{{number(exps[col])}}}{{{number(sum(exps))}}}", number(value)])
