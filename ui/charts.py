@@ -382,7 +382,7 @@ def _on_pixel(key: str, on_pixel: Callable[[int, int], None]) -> None:
 def _over_time_spec(x_title: str, y_title: str, series_title: str, domain: tuple[str, str], start_ms: int,
                     end_ms: int, scale: float = 1.0) -> dict:
     chart = alt.Chart().mark_bar().encode(
-        # each minute's bar from its start to its end, on an axis of at least a quarter of an hour
+        # each minute's bar from its start to its end, on an axis of at least a quarter of an hour (over_time_domain)
         x=alt.X("time:T", title=x_title, scale=alt.Scale(domain=[start_ms, end_ms]),
                 axis=alt.Axis(format="%H:%M", tickCount=6)),
         x2="end:T",
@@ -400,17 +400,29 @@ def _over_time_spec(x_title: str, y_title: str, series_title: str, domain: tuple
 MIN_MINUTES = 15
 
 
+def over_time_domain(minutes: Sequence[int], until: Optional[int] = None) -> tuple[int, int]:
+    """The time axis of :func:`answers_over_time` in epoch milliseconds: from the minute before the first answer to
+    the minute after ``until`` (a minute since the epoch: now, or when the class ended; None: the last answer's), or
+    after the last answer if that is later. It ends there: a class that has just started must not see a quarter of
+    an hour of the future. The axis spans at least MIN_MINUTES (+ 2), the extra minutes before the first answer."""
+    first, last = min(minutes), max(minutes)
+    end = max(last, first if until is None else until) + 1
+    start = min(first - 1, end - MIN_MINUTES - 2)
+    return start * 60_000, end * 60_000
+
+
 def answers_over_time(minutes: Sequence[int], verdicts: Sequence[str], answers: Sequence[int], *, key: str,
-                      x_title: str, y_title: str, series_title: str, domain: tuple[str, str]) -> None:
-    """Stacked bars: answers per minute (``minutes`` since the epoch), right and wrong (``verdicts`` in ``domain``)."""
+                      x_title: str, y_title: str, series_title: str, domain: tuple[str, str],
+                      until: Optional[int] = None) -> None:
+    """Stacked bars: answers per minute (``minutes`` since the epoch), right and wrong (``verdicts`` in ``domain``),
+    on an axis that ends at ``until`` (:func:`over_time_domain`)."""
     # epoch milliseconds: Vega-Lite reads them as instants and writes them in the teacher's own time zone
     df = pd.DataFrame({"time": [int(m) * 60_000 for m in minutes], "end": [int(m) * 60_000 + 55_000 for m in minutes],
                        "verdict": list(verdicts), "answers": [int(a) for a in answers]})
     df = df.assign(order=df["verdict"].map({domain[0]: 0, domain[1]: 1})).sort_values(["time", "order"])
     df["high"] = df.groupby("time")["answers"].cumsum()
     df["low"] = df["high"] - df["answers"]
-    first, last = min(minutes), max(minutes)
-    start, end = (first - 1) * 60_000, (max(last, first + MIN_MINUTES) + 1) * 60_000
+    start, end = over_time_domain(minutes, until)
     _show(df, _over_time_spec(x_title, y_title, series_title, domain, start, end, presenter.scale()), key,
           width="stretch")
     if state.settings().tables:
