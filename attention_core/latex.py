@@ -98,6 +98,15 @@ def aligned(lhs: str, steps: Sequence[str]) -> str:
     return "\\begin{aligned} " + lhs + " &= " + " \\\\ &= ".join(steps) + " \\end{aligned}"
 
 
+def stacked(*blocks: str, gap: str = "6pt") -> str:
+    r"""Blocks of LaTeX one under another in one display formula, ``gap`` apart (each centred): a ``gathered``
+    environment. A ``\\`` at the top level of a display formula is no LaTeX: KaTeX breaks the line all the same but
+    warns "\\ or \newline does nothing in display mode" in the browser's console. One block is returned as is."""
+    if len(blocks) == 1:
+        return blocks[0]
+    return r"\begin{gathered} " + f" \\\\[{gap}] ".join(blocks) + r" \end{gathered}"
+
+
 def index(base: str, i: int, j: int, head: Optional[int] = None) -> str:
     """``base_{i+1,j+1}`` (1-based, as in the seed articles), with ``^{(head+1)}`` for a head."""
     sup = f"^{{({head + 1})}}" if head is not None else ""

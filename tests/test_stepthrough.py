@@ -82,7 +82,7 @@ def test_the_multi_head_weights_entry_of_a_blocked_row_explains_it_instead_of_cr
 
 def result_of(latex: str) -> float:
     r"""The number after the last "=" of an entry's LaTeX (``1.5 \cdot 10^{-5}`` read as 1.5e-5)."""
-    tail = latex.replace(r"\end{aligned}", "").rsplit("=", 1)[-1].strip()
+    tail = latex.replace(r"\end{aligned}", "").replace(r"\end{gathered}", "").rsplit("=", 1)[-1].strip()
     tail = tail.split(r"\qquad")[0].strip()
     if r"\cdot 10^{" in tail:
         mantissa, exponent = tail.split(r"\cdot 10^{")
@@ -210,6 +210,44 @@ def test_a_page_that_opens_past_step_1_says_why_and_only_there(key):
 #: A number's width in the heatmap's font, per character, in em: measured in Chromium on the app's heatmaps (digits,
 #: point and minus of "−0.00582" at 15 px: 56 px, 0.47 em a character), rounded up.
 EM_PER_CHAR = 0.5
+
+
+def _top_level_breaks(latex: str) -> int:
+    r"""How many ``\\`` stand at the top level of a display formula (outside every environment and group)."""
+    import re
+
+    envs = depth = breaks = 0
+    for token in re.findall(r"\\begin\{[^}]*\}|\\end\{[^}]*\}|\\\\|\\[A-Za-z]+|\\.|[{}]|[^\\{}]+", latex):
+        if token.startswith(r"\begin{"):
+            envs += 1
+        elif token.startswith(r"\end{"):
+            envs -= 1
+        elif token == "{":
+            depth += 1
+        elif token == "}":
+            depth -= 1
+        elif token == "\\\\" and not envs and not depth:
+            breaks += 1
+    return breaks
+
+
+@pytest.mark.parametrize("key", FRAGMENT_PAGES)
+def test_no_formula_breaks_a_line_outside_an_environment(key):
+    r"""KaTeX breaks a line at a top-level ``\\`` of a display formula but warns in the browser's console that LaTeX
+    would not ("\\ or \newline does nothing in display mode"): the backward pages' dS, D and dW entries did. Every
+    stage's formula and its entries break lines inside an environment (``attention_core.latex.stacked``)."""
+    assert _top_level_breaks(r"a \\[6pt] \begin{aligned} b &= c \\ &= d \end{aligned}") == 1  # the check itself
+    page, walk = registry.BY_KEY[key], _builders()[key](Settings())
+    for stage in page.stages:
+        shown = page.steps(walk, stage).stage
+        texts = list(shown.formula(Message))
+        for row, col in ((0, 0), (1, 0), (2, 1)):
+            try:
+                texts.append(shown.entry(row, col, 0, Message))
+            except IndexError:
+                pass
+        for text in texts:
+            assert not _top_level_breaks(text), (stage, text)
 
 
 @pytest.mark.parametrize("key", FRAGMENT_PAGES)

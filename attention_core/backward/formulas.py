@@ -28,6 +28,7 @@ from attention_core.latex import (
     matrix_symbol,
     number,
     product,
+    stacked,
     terms_lines,
 )
 from attention_core.practice import Exercise, Mistake
@@ -200,7 +201,7 @@ def explain_head(view: HeadView, stage: str, row: int, col: int, value: float, t
             pairs = list(zip(t.d_output[row].tolist(), t.output[row].tolist()))
             head = sum_of(f"D{h}_{{{i}}}", f"\\sum_c dO{h}_{{{i},c}}\\, O{h}_{{{i},c}}", pairs, d_i)
         dp = float(t.d_weights[row, col])
-        return (head + r" \\[6pt] " + aligned(f"dS{h}_{{{i},{j}}}", [
+        return stacked(head, aligned(f"dS{h}_{{{i},{j}}}", [
             f"P{h}_{{{i},{j}}} (dP{h}_{{{i},{j}}} - D{h}_{{{i}}})",
             f"{number(p_ij)} \\cdot ({number(dp)} - {factor(d_i)})", number(value)]))
     if stage == "d_query":
@@ -244,7 +245,7 @@ def explain_backward(walk: Any, stage: str, row: int, col: int, tr: Translate = 
         pairs = list(zip(t.x[:, row].tolist(), upstream[:, col].tolist()))
         entry = sum_of(f"dW^{{{letter}}}_{{{i},{j}}}", f"\\sum_l X_{{l,{i}}}\\, d{letter.upper()}_{{l,{j}}}",
                         pairs, value)
-        return entry + r" \\[6pt] " + nudged_line(walk, name, f"W_{letter}", f"dW^{{{letter}}}", row, col, tr)
+        return stacked(entry, nudged_line(walk, name, f"W_{letter}", f"dW^{{{letter}}}", row, col, tr))
     if stage == "d_x":
         parts = []
         for grad, w in ((t.d_query, t.w_query), (t.d_key, t.w_key), (t.d_value, t.w_value)):

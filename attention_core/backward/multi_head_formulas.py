@@ -20,7 +20,7 @@ from attention_core import practice
 from attention_core.backward import formulas
 from attention_core.backward.walks import BackwardMultiHeadWalk
 from attention_core.errors import N_, Message
-from attention_core.latex import Translate, expr_latex, matrix_symbol, product
+from attention_core.latex import Translate, expr_latex, matrix_symbol, product, stacked
 from attention_core.practice import Exercise
 
 #: Each gradient's symbol on the multi-head page, as its checks write it (per-head ones for every head at once).
@@ -87,7 +87,7 @@ def explain_multi_head(walk: BackwardMultiHeadWalk, stage: str, row: int, col: i
     if stage == "d_w_out":
         pairs = list(zip(t.concat[:, row].tolist(), t.d_output[:, col].tolist()))
         entry = formulas.sum_of(f"dW^O_{{{i},{j}}}", f"\\sum_l C_{{l,{i}}}\\, dO_{{l,{j}}}", pairs, value)
-        return entry + r" \\[6pt] " + formulas.nudged_line(walk, "w_out", "W_O", "dW^O", row, col, tr)
+        return stacked(entry, formulas.nudged_line(walk, "w_out", "W_O", "dW^O", row, col, tr))
     if stage == "d_concat":
         pairs = list(zip(t.d_output[row].tolist(), t.w_out[col].tolist()))
         r, c = divmod(col, t.head_dim)
