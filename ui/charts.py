@@ -47,7 +47,7 @@ def _finish(chart: alt.TopLevelMixin, scale: float = 1.0) -> dict:
 
 
 def _show(data: pa.Table | pd.DataFrame, spec: dict, key: str, **kwargs) -> None:
-    st.vega_lite_chart(data, spec, key=key, width=kwargs.pop("width", "content"), **kwargs)
+    st.vega_lite_chart(data, heatmaps.drawable(spec, data), key=key, width=kwargs.pop("width", "content"), **kwargs)
 
 
 # ---------------------------------------------------------------- line charts on log axes
@@ -134,8 +134,10 @@ def lines(
 @builds.spec
 def _bars_spec(x_title: str, y_title: str, width: int, height: int, scale: float = 1.0) -> dict:
     y = alt.Y("label:N", sort=alt.EncodingSortField("i"), title=y_title)
+    # one bar per label, not stacked: a stacked layer sorts its labels by the sum of i, the text beside it by the
+    # minimum, and Vega-Lite warned that the union of the two domains had "conflicting sort properties"
     bars = alt.Chart().mark_bar(color="#4c78a8").encode(
-        x=alt.X("value:Q", title=x_title, scale=alt.Scale(domainMin=0)), y=y,
+        x=alt.X("value:Q", title=x_title, scale=alt.Scale(domainMin=0), stack=None), y=y,
         tooltip=[alt.Tooltip("label:N", title=y_title), alt.Tooltip("value:Q", title=x_title, format=".4f")])
     text = alt.Chart().mark_text(align="left", dx=6 * scale, fontSize=presenter.font_px(15, scale)).encode(
         x="value:Q", y=y, text=alt.Text("value:Q", format=".3f"))
@@ -362,7 +364,7 @@ def image(
                        high=f"{np.asarray(weights, dtype=float).max():.3g}")
                if weights is not None else "")}
     if on_pixel is not None:
-        st.vega_lite_chart(df, spec, key=key, on_select=functools.partial(_on_pixel, key, on_pixel),
+        st.vega_lite_chart(df, heatmaps.drawable(spec, df), key=key, on_select=functools.partial(_on_pixel, key, on_pixel),
                            selection_mode="pixel", width="content")
     else:
         _show(df, spec, key)
