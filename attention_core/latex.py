@@ -11,6 +11,7 @@ A general formula is built of :func:`matrix_symbol` (a matrix keeps its place in
 from __future__ import annotations
 
 import math
+import re
 from typing import Callable, Optional, Sequence
 
 import sympy as sp
@@ -122,6 +123,16 @@ _LATEX_SPECIAL = {
 def latex_text(text: str) -> str:
     r"""User text (a token) or a translated word as a safe LaTeX ``\text{...}``: every special character escaped."""
     return r"\text{" + "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text) + "}"
+
+
+def words_and_math(text: str, **math: str) -> str:
+    r"""Translated words with math among them, as LaTeX: ``text`` (translated, its other parameters filled) holds
+    ``{key}`` where each part of ``math`` goes (passed to the translation as ``key="{key}"``); the words go into
+    ``\text`` (:func:`latex_text`), the parts stay math. A symbol such as ε or − inside ``\text`` has no font in
+    KaTeX's text mode (a console warning, and a fallback font)."""
+    pattern = "(" + "|".join(re.escape("{" + key + "}") for key in math) + ")"
+    return "".join(math[part[1:-1]] if part[1:-1] in math and part.startswith("{") else latex_text(part)
+                   for part in re.split(pattern, text) if part)
 
 
 def translate_cases(text: str, tr: Translate) -> str:

@@ -213,47 +213,74 @@ EM_PER_CHAR = 0.5
 
 
 def _top_level_breaks(latex: str) -> int:
-    r"""How many ``\\`` stand at the top level of a display formula (outside every environment and group)."""
+    r"""How many ``\\`` stand outside an environment: at the top level of a display formula, or in a group inside an
+    environment's cell (braces, ``\left … \right``), where KaTeX does not break the line either."""
     import re
 
-    envs = depth = breaks = 0
-    for token in re.findall(r"\\begin\{[^}]*\}|\\end\{[^}]*\}|\\\\|\\[A-Za-z]+|\\.|[{}]|[^\\{}]+", latex):
-        if token.startswith(r"\begin{"):
-            envs += 1
-        elif token.startswith(r"\end{"):
-            envs -= 1
-        elif token == "{":
-            depth += 1
-        elif token == "}":
-            depth -= 1
-        elif token == "\\\\" and not envs and not depth:
+    opened: list[str] = []  # the innermost last: "env" or "group"
+    breaks, previous = 0, ""
+    for token in re.findall(r"\\begin\{[^}]*\}|\\end\{[^}]*\}|\\\\|\\left\b|\\right\b|\\[A-Za-z]+|\\.|[{}]|[^\\{}]+",
+                           latex):
+        if token.startswith(r"\begin{") or (token == "{" and previous == r"\substack"):  # \substack{a \\ b}: rows
+            opened.append("env")
+        elif token in ("{", r"\left"):
+            opened.append("group")
+        elif (token.startswith(r"\end{") or token in ("}", r"\right")) and opened:
+            opened.pop()
+        elif token == "\\\\" and (not opened or opened[-1] != "env"):
             breaks += 1
+        previous = token
     return breaks
 
 
-#: Characters KaTeX has no font metrics for, written where a LaTeX command says the same (a console warning each).
-NOT_IN_KATEX = {"✓": r"\checkmark", "✗": r"\times"}
+def _without_a_font(latex: str) -> set[str]:
+    r"""The characters KaTeX has no font for where they stand (a console warning each, "Unrecognized Unicode
+    character" or "No character metrics", and a fallback font): in ``\text{…}`` anything but ASCII, Latin-1 and CJK
+    (ε, −, ✓), in math anything but ASCII (LaTeX's commands say it: ``\varepsilon``, ``-``, ``\checkmark``)."""
+    import re
+
+    words, math, i = [], [], 0
+    for found in re.finditer(r"\\text\{", latex):
+        if found.start() < i:
+            continue
+        math.append(latex[i:found.start()])
+        i, depth = found.end(), 1
+        while i < len(latex) and depth:
+            depth += {"{": 1, "}": -1}.get(latex[i], 0)
+            i += 2 if latex[i] == "\\" else 1
+        words.append(latex[found.end():i - 1])
+    math.append(latex[i:])
+    fonted = lambda ch: ord(ch) < 0x100 or 0x3000 <= ord(ch) <= 0x9FFF or 0xFF00 <= ord(ch) <= 0xFFEF  # noqa: E731
+    return {ch for text in words for ch in text if not fonted(ch)} | {ch for text in math for ch in text if ord(ch) > 127}
 
 
+@pytest.mark.parametrize("language", ["en", "zh"])
 @pytest.mark.parametrize("key", FRAGMENT_PAGES)
-def test_no_formula_breaks_a_line_outside_an_environment(key):
+def test_every_formula_is_one_katex_draws_without_a_warning(key, language):
     r"""KaTeX breaks a line at a top-level ``\\`` of a display formula but warns in the browser's console that LaTeX
-    would not ("\\ or \newline does nothing in display mode"): the backward pages' dS, D and dW entries did. Every
-    stage's formula and its entries break lines inside an environment (``attention_core.latex.stacked``), and write
-    no character KaTeX has no font for (the sliding-window mask's ✓ and ✗: "Unrecognized Unicode character")."""
-    assert _top_level_breaks(r"a \\[6pt] \begin{aligned} b &= c \\ &= d \end{aligned}") == 1  # the check itself
+    would not ("\\ or \newline does nothing in display mode"): the backward pages' dS, D and dW entries did, and the
+    encoder block's ReLU entry, a sum broken over lines inside ``\left( … \right)``. It warns of a character it has
+    no font for: the sliding-window mask's ✓ and ✗, the backward pages' "nudge by ε", MLA's "depends on j − i". Every
+    stage's formula and its entries break lines inside an environment (``attention_core.latex.stacked``) and write
+    such symbols in math (``attention_core.latex.words_and_math``), in both languages."""
+    from ui.i18n import Translator
+
+    assert _top_level_breaks(r"a \\[6pt] \begin{aligned} b &= c \\ &= d \end{aligned}") == 1  # the checks themselves
+    assert _top_level_breaks(r"\begin{aligned} u &= \max\left(0,\ a \\ &\quad + b\right) \end{aligned}") == 1
+    assert _without_a_font(r"\text{by ε = 1: 词元} \le − \checkmark") == {"ε", "−"}
+    tr = Message if language == "en" else Translator(language)
     page, walk = registry.BY_KEY[key], _builders()[key](Settings())
     for stage in page.stages:
         shown = page.steps(walk, stage).stage
-        texts = list(shown.formula(Message))
+        texts = list(shown.formula(tr))
         for row, col in ((0, 0), (1, 0), (2, 1), (0, 1)):  # (0, 1): a key the causal mask blocks
             try:
-                texts.append(shown.entry(row, col, 0, Message))
+                texts.append(shown.entry(row, col, 0, tr))
             except IndexError:
                 pass
         for text in texts:
             assert not _top_level_breaks(text), (stage, text)
-            assert not set(text) & NOT_IN_KATEX.keys(), (stage, text)
+            assert not _without_a_font(text), (stage, _without_a_font(text), text)
 
 
 @pytest.mark.parametrize("key", FRAGMENT_PAGES)

@@ -30,6 +30,7 @@ from attention_core.latex import (
     product,
     stacked,
     terms_lines,
+    words_and_math,
 )
 from attention_core.practice import Exercise, Mistake
 
@@ -266,8 +267,8 @@ def nudged_line(walk: Any, which: str, name: str, symbol: str, row: int, col: in
     """The finite-difference line of an explained dW entry: the loss's change when W[row, col] moves by ε, and
     ε times the gradient."""
     fd = walk.finite_difference(which, row, col)
-    check = latex_text(tr(N_("nudge {name}[{i}, {j}] by ε = 0.000001: the loss moves by"), name=name, i=row + 1,
-                          j=col + 1))
+    check = words_and_math(str(tr(N_("nudge {name}[{i}, {j}] by {eps}: the loss moves by"), name=name, i=row + 1,
+                                  j=col + 1, eps="{eps}")), eps=r"\ \varepsilon = 0.000001")
     return (check + f"\\ {number(fd.actual_change)} \\approx \\varepsilon \\cdot {symbol}_{{{row + 1},{col + 1}}} = "
             f"{number(fd.predicted_change)}")
 
