@@ -9,8 +9,9 @@ from ui import learning, page_body, state, stepthrough, widgets
 from ui.i18n import _
 
 EXPLAIN = {
-    "loss": N_("How far the output is from the target: L = ½ ‖O − T‖². Its gradient with respect to O is just the "
-               "difference O − T: where the output is too high, dO is positive."),
+    "loss": N_("How far the output is from the target T: L = ½ ‖O − T‖², summed over the n rows (one per token) "
+               "and the d_v columns. Its gradient with respect to O is just the difference O − T: where the output is "
+               "too high, dO is positive."),
     "d_value": N_("V entered as O = P V, so each value row v_j gets the output gradients of every query, weighed by "
                   "how much that query attended to j: dV = Pᵀ dO (column j of P, not row j)."),
     "d_weights": N_("Each weight P_ij multiplied v_j into o_i, so its gradient is how much v_j points along dO_i: "
@@ -19,7 +20,7 @@ EXPLAIN = {
                    "weight of the row, so every dP of the row matters. The Jacobian of the row, diag(p) − p pᵀ, "
                    "couples them: dS_ij = P_ij (dP_ij − Σ_k P_ik dP_ik)."),
     "flash": N_("FlashAttention never stores P, but it keeps O. The row sum Σ_k P_ik dP_ik equals dO_i · o_i, so "
-                "D = rowsum(dO ⊙ O) gives the same dS without the T × T matrices."),
+                "D = rowsum(dO ⊙ O) gives the same dS without the n × n matrices."),
     "d_query": N_("The scores were q_i · k_j / √d_k, so a score's gradient flows to the query through every key it "
                   "was compared with, divided by √d_k again: dQ = dS K / √d_k."),
     "d_key": N_("Key j was scored by every query: dK = dSᵀ Q / √d_k takes column j of dS."),

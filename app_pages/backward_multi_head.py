@@ -14,7 +14,8 @@ from ui.i18n import _
 
 EXPLAIN = {
     "loss": N_("The same loss as on the single-head page, on the multi-head output O = C W_O + b_O (C: the heads' "
-               "outputs side by side). Its gradient is O − T."),
+               "outputs side by side), summed over its n rows (one per token) and d_o = d_out columns. Its gradient "
+               "is O − T."),
     "d_w_out": N_("W_O met C as C W_O, so dW_O = Cᵀ dO: row a of dW_O gathers column a of C (one head's column) "
                   "times dO. b_O was added to every row, so its gradient is the sum of dO's rows."),
     "d_concat": N_("Going back through W_O: dC = dO W_Oᵀ. The concatenation only placed the heads side by side, so "
@@ -27,7 +28,7 @@ EXPLAIN = {
     "d_query": N_("Each head's scores were divided by √head_dim (not √d_out), so its gradient is too: "
                   "dQ = dS K / √head_dim."),
     "d_key": N_("Key j of a head was scored by every query of that head: dK = dSᵀ Q / √head_dim."),
-    "d_w_query": N_("The heads' dQ side by side are dQ (T × d_out), in the columns the split gave them, so "
+    "d_w_query": N_("The heads' dQ side by side are dQ (n × d_out), in the columns the split gave them, so "
                     "dW_q = Xᵀ dQ: head r's columns of dW_q come from head r alone. Check an entry: nudge the weight "
                     "by ε and watch the loss move by about ε · dW."),
     "d_w_key": N_("dW_k = Xᵀ dK, head by head in its columns."),

@@ -1,5 +1,6 @@
 """Overview: what attention does, the pipeline, a preset picker, where to go next."""
 
+import html
 from pathlib import Path
 
 import streamlit as st
@@ -10,6 +11,20 @@ from ui import page_body, state
 from ui.i18n import _
 
 HERE = Path(__file__).resolve().parent  # the other pages, wherever the entry point is
+
+
+def pipeline_html(steps: list[str]) -> str:
+    """The pipeline as a column of rounded boxes joined by arrows, drawn by the page's own HTML: a list that screen
+    readers read in order. (Streamlit's graphviz chart warned in the console on every load: its graph library looks
+    for a web worker script Streamlit does not ship.)"""
+    box = ("list-style: none; margin: 0 auto; padding: 0.45rem 1rem; width: fit-content; max-width: 100%; "
+           "border: 1px solid #333; border-radius: 0.5rem; background: #eef3ff; color: #111; text-align: center; "
+           "font-size: 1.1rem")
+    arrow = ('list-style: none; margin: 0; padding: 0; text-align: center; line-height: 1.6; color: #333; '
+             'font-size: 1.2rem')
+    items = f'<li aria-hidden="true" style="{arrow}">↓</li>'.join(
+        f'<li style="{box}">{html.escape(step)}</li>' for step in steps)
+    return f'<ol style="margin: 0.5rem 0; padding: 0" aria-label="{html.escape(_("The pipeline"))}">{items}</ol>'
 
 
 def header() -> None:
@@ -44,12 +59,9 @@ def header() -> None:
             "W": _("weights = softmax"),
             "Z": _("context vectors = weights · V"),
         }
-        st.graphviz_chart(
-            'digraph { rankdir=TB; node [shape=box, style="rounded,filled", fillcolor="#eef3ff", fontsize=22, '
-            'margin="0.3,0.15"]; '
-            + " ".join(f'{node} [label="{text}"];' for node, text in labels.items())
-            + ' QKV [label="Q = X W_q,  K = X W_k,  V = X W_v"]; tokens -> X -> QKV -> S -> A -> W -> Z; }'
-        )
+        steps = [labels["tokens"], labels["X"], "Q = X W_q,  K = X W_k,  V = X W_v", labels["S"], labels["A"],
+                 labels["W"], labels["Z"]]
+        st.markdown(pipeline_html(steps), unsafe_allow_html=True)
 
     st.subheader(_("Pick a worked example"))
     st.caption(_("Every example comes from one of the tutorials this app teaches from; you can change all of it later."))

@@ -11,6 +11,7 @@ A general formula is built of :func:`matrix_symbol` (a matrix keeps its place in
 from __future__ import annotations
 
 import math
+import re
 from typing import Callable, Optional, Sequence
 
 import sympy as sp
@@ -98,6 +99,15 @@ def aligned(lhs: str, steps: Sequence[str]) -> str:
     return "\\begin{aligned} " + lhs + " &= " + " \\\\ &= ".join(steps) + " \\end{aligned}"
 
 
+def stacked(*blocks: str, gap: str = "6pt") -> str:
+    r"""Blocks of LaTeX one under another in one display formula, ``gap`` apart (each centred): a ``gathered``
+    environment. A ``\\`` at the top level of a display formula is no LaTeX: KaTeX breaks the line all the same but
+    warns "\\ or \newline does nothing in display mode" in the browser's console. One block is returned as is."""
+    if len(blocks) == 1:
+        return blocks[0]
+    return r"\begin{gathered} " + f" \\\\[{gap}] ".join(blocks) + r" \end{gathered}"
+
+
 def index(base: str, i: int, j: int, head: Optional[int] = None) -> str:
     """``base_{i+1,j+1}`` (1-based, as in the seed articles), with ``^{(head+1)}`` for a head."""
     sup = f"^{{({head + 1})}}" if head is not None else ""
@@ -113,6 +123,16 @@ _LATEX_SPECIAL = {
 def latex_text(text: str) -> str:
     r"""User text (a token) or a translated word as a safe LaTeX ``\text{...}``: every special character escaped."""
     return r"\text{" + "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text) + "}"
+
+
+def words_and_math(text: str, **math: str) -> str:
+    r"""Translated words with math among them, as LaTeX: ``text`` (translated, its other parameters filled) holds
+    ``{key}`` where each part of ``math`` goes (passed to the translation as ``key="{key}"``); the words go into
+    ``\text`` (:func:`latex_text`), the parts stay math. A symbol such as ε or − inside ``\text`` has no font in
+    KaTeX's text mode (a console warning, and a fallback font)."""
+    pattern = "(" + "|".join(re.escape("{" + key + "}") for key in math) + ")"
+    return "".join(math[part[1:-1]] if part[1:-1] in math and part.startswith("{") else latex_text(part)
+                   for part in re.split(pattern, text) if part)
 
 
 def translate_cases(text: str, tr: Translate) -> str:

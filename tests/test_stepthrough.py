@@ -82,7 +82,7 @@ def test_the_multi_head_weights_entry_of_a_blocked_row_explains_it_instead_of_cr
 
 def result_of(latex: str) -> float:
     r"""The number after the last "=" of an entry's LaTeX (``1.5 \cdot 10^{-5}`` read as 1.5e-5)."""
-    tail = latex.replace(r"\end{aligned}", "").rsplit("=", 1)[-1].strip()
+    tail = latex.replace(r"\end{aligned}", "").replace(r"\end{gathered}", "").rsplit("=", 1)[-1].strip()
     tail = tail.split(r"\qquad")[0].strip()
     if r"\cdot 10^{" in tail:
         mantissa, exponent = tail.split(r"\cdot 10^{")
@@ -212,6 +212,77 @@ def test_a_page_that_opens_past_step_1_says_why_and_only_there(key):
 EM_PER_CHAR = 0.5
 
 
+def _top_level_breaks(latex: str) -> int:
+    r"""How many ``\\`` stand outside an environment: at the top level of a display formula, or in a group inside an
+    environment's cell (braces, ``\left … \right``), where KaTeX does not break the line either."""
+    import re
+
+    opened: list[str] = []  # the innermost last: "env" or "group"
+    breaks, previous = 0, ""
+    for token in re.findall(r"\\begin\{[^}]*\}|\\end\{[^}]*\}|\\\\|\\left\b|\\right\b|\\[A-Za-z]+|\\.|[{}]|[^\\{}]+",
+                           latex):
+        if token.startswith(r"\begin{") or (token == "{" and previous == r"\substack"):  # \substack{a \\ b}: rows
+            opened.append("env")
+        elif token in ("{", r"\left"):
+            opened.append("group")
+        elif (token.startswith(r"\end{") or token in ("}", r"\right")) and opened:
+            opened.pop()
+        elif token == "\\\\" and (not opened or opened[-1] != "env"):
+            breaks += 1
+        previous = token
+    return breaks
+
+
+def _without_a_font(latex: str) -> set[str]:
+    r"""The characters KaTeX has no font for where they stand (a console warning each, "Unrecognized Unicode
+    character" or "No character metrics", and a fallback font): in ``\text{…}`` anything but ASCII, Latin-1 and CJK
+    (ε, −, ✓), in math anything but ASCII (LaTeX's commands say it: ``\varepsilon``, ``-``, ``\checkmark``)."""
+    import re
+
+    words, math, i = [], [], 0
+    for found in re.finditer(r"\\text\{", latex):
+        if found.start() < i:
+            continue
+        math.append(latex[i:found.start()])
+        i, depth = found.end(), 1
+        while i < len(latex) and depth:
+            depth += {"{": 1, "}": -1}.get(latex[i], 0)
+            i += 2 if latex[i] == "\\" else 1
+        words.append(latex[found.end():i - 1])
+    math.append(latex[i:])
+    fonted = lambda ch: ord(ch) < 0x100 or 0x3000 <= ord(ch) <= 0x9FFF or 0xFF00 <= ord(ch) <= 0xFFEF  # noqa: E731
+    return {ch for text in words for ch in text if not fonted(ch)} | {ch for text in math for ch in text if ord(ch) > 127}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+@pytest.mark.parametrize("key", FRAGMENT_PAGES)
+def test_every_formula_is_one_katex_draws_without_a_warning(key, language):
+    r"""KaTeX breaks a line at a top-level ``\\`` of a display formula but warns in the browser's console that LaTeX
+    would not ("\\ or \newline does nothing in display mode"): the backward pages' dS, D and dW entries did, and the
+    encoder block's ReLU entry, a sum broken over lines inside ``\left( … \right)``. It warns of a character it has
+    no font for: the sliding-window mask's ✓ and ✗, the backward pages' "nudge by ε", MLA's "depends on j − i". Every
+    stage's formula and its entries break lines inside an environment (``attention_core.latex.stacked``) and write
+    such symbols in math (``attention_core.latex.words_and_math``), in both languages."""
+    from ui.i18n import Translator
+
+    assert _top_level_breaks(r"a \\[6pt] \begin{aligned} b &= c \\ &= d \end{aligned}") == 1  # the checks themselves
+    assert _top_level_breaks(r"\begin{aligned} u &= \max\left(0,\ a \\ &\quad + b\right) \end{aligned}") == 1
+    assert _without_a_font(r"\text{by ε = 1: 词元} \le − \checkmark") == {"ε", "−"}
+    tr = Message if language == "en" else Translator(language)
+    page, walk = registry.BY_KEY[key], _builders()[key](Settings())
+    for stage in page.stages:
+        shown = page.steps(walk, stage).stage
+        texts = list(shown.formula(tr))
+        for row, col in ((0, 0), (1, 0), (2, 1), (0, 1)):  # (0, 1): a key the causal mask blocks
+            try:
+                texts.append(shown.entry(row, col, 0, tr))
+            except IndexError:
+                pass
+        for text in texts:
+            assert not _top_level_breaks(text), (stage, text)
+            assert not _without_a_font(text), (stage, _without_a_font(text), text)
+
+
 @pytest.mark.parametrize("key", FRAGMENT_PAGES)
 def test_every_cells_number_fits_its_cell_on_every_stage_at_the_default_settings(key):
     """Each matrix writes its numbers with one format (ui.heatmaps.cell_number_format): the widest fits its cell with
@@ -241,6 +312,10 @@ def test_every_cells_number_fits_its_cell_on_every_stage_at_the_default_settings
     ([-0.00273, 0.00156, -0.00112], -3, 2, ["−2.73", "1.56", "−1.12"]),  # cells in units of 10⁻³
     ([1234.5, 7.0], 3, 2, ["1.23", "0.01"]),
     ([float("-inf"), 0.25], 0, 3, ["−∞", "0.250"]),
+    ([1.0, 0.0, 1.0, 1.0], 0, 0, ["1", "0", "1", "1"]),  # a dropout mask: whole numbers are written whole
+    ([2.0, 0.0, float("-inf")], 0, 0, ["2", "0", "−∞"]),  # the mask rescaled by 1 / (1 − p) at p = 0.5
+    ([12.0, -3.0], 0, 0, ["12", "−3"]),
+    ([1.0, 0.5], 0, 2, ["1.00", "0.50"]),  # one number not whole: every cell gets the decimals
 ])
 def test_cell_numbers_share_one_format_per_matrix(values, exponent, decimals, written):
     from ui import heatmaps

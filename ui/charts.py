@@ -47,7 +47,7 @@ def _finish(chart: alt.TopLevelMixin, scale: float = 1.0) -> dict:
 
 
 def _show(data: pa.Table | pd.DataFrame, spec: dict, key: str, **kwargs) -> None:
-    st.vega_lite_chart(data, spec, key=key, width=kwargs.pop("width", "content"), **kwargs)
+    st.vega_lite_chart(data, heatmaps.drawable(spec, data), key=key, width=kwargs.pop("width", "content"), **kwargs)
 
 
 # ---------------------------------------------------------------- line charts on log axes
@@ -134,8 +134,10 @@ def lines(
 @builds.spec
 def _bars_spec(x_title: str, y_title: str, width: int, height: int, scale: float = 1.0) -> dict:
     y = alt.Y("label:N", sort=alt.EncodingSortField("i"), title=y_title)
+    # one bar per label, not stacked: a stacked layer sorts its labels by the sum of i, the text beside it by the
+    # minimum, and Vega-Lite warned that the union of the two domains had "conflicting sort properties"
     bars = alt.Chart().mark_bar(color="#4c78a8").encode(
-        x=alt.X("value:Q", title=x_title, scale=alt.Scale(domainMin=0)), y=y,
+        x=alt.X("value:Q", title=x_title, scale=alt.Scale(domainMin=0), stack=None), y=y,
         tooltip=[alt.Tooltip("label:N", title=y_title), alt.Tooltip("value:Q", title=x_title, format=".4f")])
     text = alt.Chart().mark_text(align="left", dx=6 * scale, fontSize=presenter.font_px(15, scale)).encode(
         x="value:Q", y=y, text=alt.Text("value:Q", format=".3f"))
@@ -362,7 +364,7 @@ def image(
                        high=f"{np.asarray(weights, dtype=float).max():.3g}")
                if weights is not None else "")}
     if on_pixel is not None:
-        st.vega_lite_chart(df, spec, key=key, on_select=functools.partial(_on_pixel, key, on_pixel),
+        st.vega_lite_chart(df, heatmaps.drawable(spec, df), key=key, on_select=functools.partial(_on_pixel, key, on_pixel),
                            selection_mode="pixel", width="content")
     else:
         _show(df, spec, key)
@@ -382,7 +384,7 @@ def _on_pixel(key: str, on_pixel: Callable[[int, int], None]) -> None:
 def _over_time_spec(x_title: str, y_title: str, series_title: str, domain: tuple[str, str], start_ms: int,
                     end_ms: int, scale: float = 1.0) -> dict:
     chart = alt.Chart().mark_bar().encode(
-        # each minute's bar from its start to its end, on an axis of at least a quarter of an hour
+        # each minute's bar from its start to its end, on an axis of at least a quarter of an hour (over_time_domain)
         x=alt.X("time:T", title=x_title, scale=alt.Scale(domain=[start_ms, end_ms]),
                 axis=alt.Axis(format="%H:%M", tickCount=6)),
         x2="end:T",
@@ -400,17 +402,29 @@ def _over_time_spec(x_title: str, y_title: str, series_title: str, domain: tuple
 MIN_MINUTES = 15
 
 
+def over_time_domain(minutes: Sequence[int], until: Optional[int] = None) -> tuple[int, int]:
+    """The time axis of :func:`answers_over_time` in epoch milliseconds: from the minute before the first answer to
+    the minute after ``until`` (a minute since the epoch: now, or when the class ended; None: the last answer's), or
+    after the last answer if that is later. It ends there: a class that has just started must not see a quarter of
+    an hour of the future. The axis spans at least MIN_MINUTES (+ 2), the extra minutes before the first answer."""
+    first, last = min(minutes), max(minutes)
+    end = max(last, first if until is None else until) + 1
+    start = min(first - 1, end - MIN_MINUTES - 2)
+    return start * 60_000, end * 60_000
+
+
 def answers_over_time(minutes: Sequence[int], verdicts: Sequence[str], answers: Sequence[int], *, key: str,
-                      x_title: str, y_title: str, series_title: str, domain: tuple[str, str]) -> None:
-    """Stacked bars: answers per minute (``minutes`` since the epoch), right and wrong (``verdicts`` in ``domain``)."""
+                      x_title: str, y_title: str, series_title: str, domain: tuple[str, str],
+                      until: Optional[int] = None) -> None:
+    """Stacked bars: answers per minute (``minutes`` since the epoch), right and wrong (``verdicts`` in ``domain``),
+    on an axis that ends at ``until`` (:func:`over_time_domain`)."""
     # epoch milliseconds: Vega-Lite reads them as instants and writes them in the teacher's own time zone
     df = pd.DataFrame({"time": [int(m) * 60_000 for m in minutes], "end": [int(m) * 60_000 + 55_000 for m in minutes],
                        "verdict": list(verdicts), "answers": [int(a) for a in answers]})
     df = df.assign(order=df["verdict"].map({domain[0]: 0, domain[1]: 1})).sort_values(["time", "order"])
     df["high"] = df.groupby("time")["answers"].cumsum()
     df["low"] = df["high"] - df["answers"]
-    first, last = min(minutes), max(minutes)
-    start, end = (first - 1) * 60_000, (max(last, first + MIN_MINUTES) + 1) * 60_000
+    start, end = over_time_domain(minutes, until)
     _show(df, _over_time_spec(x_title, y_title, series_title, domain, start, end, presenter.scale()), key,
           width="stretch")
     if state.settings().tables:

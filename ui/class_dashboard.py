@@ -116,7 +116,7 @@ def _live(code: str) -> None:
     with left:
         _where(dash)
     with right:
-        _over_time(dash)
+        _over_time(dash, info.ended_at if info is not None and info.ended else dash.at)
     _practice(dash)
     st.caption(_("Refreshed at {time}, every {s} s.", time=_clock(dash.at), s=f"{REFRESH_S:g}"))
 
@@ -191,7 +191,9 @@ def _practice(dash: Dashboard) -> None:
     st.dataframe(table, hide_index=True, width="stretch")
 
 
-def _over_time(dash: Dashboard) -> None:
+def _over_time(dash: Dashboard, until: float) -> None:
+    """Answers per minute up to ``until`` (epoch seconds: the dashboard's time, or the class's end), where the time
+    axis ends."""
     st.subheader(_("Answers over time"))
     if not dash.over_time:
         st.caption(_("No answers yet: students answer with **Practice mode** on a step page."))
@@ -200,7 +202,8 @@ def _over_time(dash: Dashboard) -> None:
     charts.answers_over_time([m for m, _v, _n in dash.over_time],
                              [verdicts[0] if v == CORRECT else verdicts[1] for _m, v, _n in dash.over_time],
                              [n for *_rest, n in dash.over_time], key="class_over_time", x_title=_("time"),
-                             y_title=_("answers per minute"), series_title=_("answer"), domain=verdicts)
+                             y_title=_("answers per minute"), series_title=_("answer"), domain=verdicts,
+                             until=int(until // 60) if until else None)
 
 
 def csv_text(dash: Dashboard) -> str:

@@ -3,7 +3,8 @@
 One cell size and number format for every matrix (readable on a projector and a phone; presenter mode larger),
 the palette of the settings (red–blue or colour-blind safe), a description and an optional table of its numbers for
 screen readers, and a click on a cell that picks the explained entry. A heatmap is made once per server from the same
-numbers, labels, options, palette and language and shared (:data:`SHARED_FIGURES`).
+numbers, labels, options, palette and language and shared (:data:`SHARED_FIGURES`). Here too, beside
+:func:`layered_spec`, what every chart of the app is given before Streamlit draws it (:func:`drawable`).
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ def cell_number_format(finite: np.ndarray) -> tuple[int, int]:
     """How a matrix's cells write their numbers: (n, d), each number as value / 10ⁿ with d decimals, so that every
     cell of one matrix has the same decimals and the largest |number| gets :data:`CELL_DIGITS` significant digits
     ("0.939", "6.73", "29.3", "293"). Past 0.1 … 1000 the matrix shares a factor 10ⁿ (its title says so) and its
-    cells read "2.73" for 0.00273: "0.00156−0.00112" no longer runs into its neighbour. Exact zeros read "0".
+    cells read "2.73" for 0.00273: "0.00156−0.00112" no longer runs into its neighbour. Exact zeros read "0", and a
+    matrix of whole numbers under 1000 (a 0/1 mask, counts) writes them whole: "1", not "1.00".
 
     Args:
         finite: the matrix's finite numbers (any shape; empty: nothing to write).
@@ -71,6 +73,8 @@ def cell_number_format(finite: np.ndarray) -> tuple[int, int]:
         return 0, 0
     lead = math.floor(math.log10(top))
     exponent = lead if lead < -1 or lead >= CELL_DIGITS else 0
+    if exponent == 0 and np.array_equal(finite, np.round(finite)):
+        return 0, 0
     return exponent, min(CELL_DIGITS, max(0, CELL_DIGITS - 1 - (lead - exponent)))
 
 
@@ -228,6 +232,120 @@ def layered_spec(chart: alt.TopLevelMixin) -> dict:
     return spec
 
 
+# ---------------------------------------------------------------- what every chart's spec is given
+# What a chart's Vega-Lite spec is given before Streamlit draws it: every call of ``st.vega_lite_chart`` in the app
+# (the heatmaps here, ui/charts.py, ui/model_view.py, ui/widgets.py) passes its spec and data through :func:`drawable`.
+#
+# Streamlit embeds a chart with its data sets empty, runs it once, and only then inserts the data (its
+# ArrowVegaLiteChart). On that first run a scale whose domain Vega computes from the data finds no value: Vega warns
+# "Infinite extent for field …", and on a log scale "Log scale domain includes zero: [Infinity,-Infinity]". So every
+# quantitative scale gets its domain from the data here, with the ``nice`` and ``zero`` Vega-Lite gives a domain it
+# reads from the data itself (an explicit domain turns both off): the chart is drawn as before, and its scales never
+# meet empty data.
+#
+# Streamlit also gives a spec without ``autosize`` the type "fit", which Vega-Lite cannot use on a chart sized in steps
+# (a heatmap's cells): it warns "Dropping "fit" because spec has discrete size" and falls back to "pad" (to "fit-x"
+# or "fit-y" when one size only is in steps). The spec is given that fallback here, so it is what was drawn.
+
+#: The channels whose quantitative scale gets its domain from the data, and the fields that share each one's scale.
+_SCALES = {"x": ("x", "x2"), "y": ("y", "y2"), "color": ("color",), "fill": ("fill",), "opacity": ("opacity",),
+           "size": ("size",)}
+#: Marks whose quantitative x or y (without a second one, x2 or y2) Vega-Lite starts at zero.
+_ZERO_BASED = ("bar", "area")
+
+
+def drawable(spec: dict, data: Any) -> dict:
+    """``spec`` as Streamlit should be given it with ``data`` (an Arrow table or a DataFrame; None: the spec as is).
+
+    A copy (the spec's top level, layers and encodings; shared specs stay untouched): ``autosize`` set when the
+    chart is sized in steps, and each quantitative scale without a domain given the data's (see the comment above).
+    """
+    spec = {**spec}
+    if "autosize" not in spec:
+        fallback = _step_autosize(spec)
+        if fallback:
+            spec["autosize"] = {"type": fallback, "contains": "padding"}
+    if data is None:
+        return spec
+    units = _units(spec)
+    for channel, fields in _SCALES.items():
+        defs = [(unit, unit["encoding"][f]) for unit in units for f in fields
+                if isinstance(unit.get("encoding", {}).get(f), dict) and unit["encoding"][f].get("field")]
+        main = [(unit, d) for unit, d in defs if d.get("type") == "quantitative" and "bin" not in d
+                and "aggregate" not in d]
+        if not main or any(d.get("type") not in ("quantitative", None) for _unit, d in defs):
+            continue
+        scales = [d.get("scale") or {} for _unit, d in main]
+        if any(s is None or "domain" in s for s in (d.get("scale", {}) for _unit, d in main)):
+            continue
+        scale_type = next((s["type"] for s in scales if "type" in s), "linear")
+        values = np.concatenate([_numbers(data, d["field"]) for _unit, d in defs]) if defs else np.array([])
+        values = values[np.isfinite(values)]
+        if scale_type == "log":
+            values = values[values > 0]
+        if not values.size:
+            continue
+        domain = [float(values.min()), float(values.max())]
+        added: dict[str, Any] = {"domain": domain}
+        if channel in ("x", "y") and not any("nice" in s for s in scales):
+            added["nice"] = True  # Vega-Lite's for x and y from data; off with an explicit domain
+        if channel in ("x", "y") and scale_type == "linear" and not any("zero" in s for s in scales):
+            added["zero"] = any(_starts_at_zero(unit, channel) for unit, _d in main)
+        for unit, d in main:
+            encoding = unit["encoding"]
+            name = next(f for f in fields if encoding.get(f) is d)
+            if name.endswith("2"):
+                continue  # x2 and y2 take x's and y's scale
+            encoding[name] = {**d, "scale": {**(d.get("scale") or {}), **added}}
+    return spec
+
+
+def _units(spec: dict) -> list[dict]:
+    """The spec's unit specs (itself, or its layers), each copied with its encoding, so that they can be changed."""
+    if "layer" in spec:
+        spec["layer"] = [{**layer, "encoding": {**layer.get("encoding", {})}} for layer in spec["layer"]]
+        if "encoding" in spec:  # a layered chart's shared encoding
+            spec["encoding"] = {**spec["encoding"]}
+            return [spec, *spec["layer"]]
+        return spec["layer"]
+    if "encoding" in spec:
+        spec["encoding"] = {**spec["encoding"]}
+        return [spec]
+    return []
+
+
+def _numbers(data: Any, field: str) -> np.ndarray:
+    """A column of ``data`` as float numbers (nulls and what is no number as NaN; a missing column: none)."""
+    if isinstance(data, pa.Table) and field in data.column_names:
+        column = data.column(field).to_pandas()
+    elif isinstance(data, pd.DataFrame) and field in data.columns:
+        column = data[field]
+    else:
+        return np.array([])
+    return pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+
+
+def _starts_at_zero(unit: dict, channel: str) -> bool:
+    """Whether Vega-Lite's default takes zero into a linear x or y scale from this unit's data: a bar or area
+    without x2 / y2 always, another mark unless it is a line sorted along that channel's axis (a line's y), where
+    Vega-Lite's scale config (zero: true) holds."""
+    mark = unit.get("mark")
+    kind = mark.get("type") if isinstance(mark, dict) else mark
+    other = unit.get("encoding", {})
+    if kind in _ZERO_BASED:
+        return (channel + "2") not in other
+    if kind in ("line", "trail"):
+        return channel != "y"
+    return True
+
+
+def _step_autosize(spec: dict) -> str:
+    """The autosize type Vega-Lite falls back to from Streamlit's "fit" for a chart sized in steps: "pad" when both
+    its width and height are steps, "fit-y" or "fit-x" when one is, "" when neither is."""
+    width, height = (isinstance(spec.get(s), dict) and "step" in spec[s] for s in ("width", "height"))
+    return "pad" if width and height else "fit-y" if width else "fit-x" if height else ""
+
+
 def heatmap_figure(
     matrix,
     row_labels: Sequence[str],
@@ -362,6 +480,7 @@ def heatmap(
     df, spec = _shared_figure(matrix, row_labels, col_labels, selected=selected, clickable=clickable,
                               row_title=row_title, col_title=col_title, legend=legend, row_axis=row_axis,
                               scale_max=scale_max, scale=presenter.scale())
+    spec = drawable(spec, df)
     if clickable:
         st.vega_lite_chart(df, spec, key=key, on_select=functools.partial(_on_cell_click, key, on_cell),
                            selection_mode="cell", width="content")

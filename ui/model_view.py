@@ -141,7 +141,7 @@ def head_grid(pictures: pa.Table, selected: tuple[int, int], *, key: str,
                              "(darker: more weight). Click one to open it.", layers=layers, heads=heads)
             + ("" if focus is None else " " + _("Its table gives each head's focus: the mean over the tokens of the "
                                                  "largest weight (1: each token looks at one token)."))}
-    st.vega_lite_chart(df, spec, key=key,
+    st.vega_lite_chart(df, heatmaps.drawable(spec, df), key=key,
                        on_select=functools.partial(_on_pick, key, on_pick),
                        selection_mode="head_pick", width="stretch")
     if focus is not None:
@@ -284,7 +284,8 @@ def attention_map(weights: np.ndarray, labels: Sequence[str], *, key: str,
         _block_pickers(n, focus, (r0, c0), key, on_cell)
     spec = {**_map_spec(cell, cell >= 40 * scale, titles, scale), "description": description}
     chart_key = key if (r1 - r0, c1 - c0) == (n, n) else f"{key}_{r0}_{c0}"  # a fresh chart per block
-    st.vega_lite_chart(map_data(weights, labels, (r0, r1), (c0, c1), selected), spec, key=chart_key,
+    data = map_data(weights, labels, (r0, r1), (c0, c1), selected)
+    st.vega_lite_chart(data, heatmaps.drawable(spec, data), key=chart_key,
                        on_select=functools.partial(_on_entry, chart_key, on_cell),
                        selection_mode="entry_pick", width="content")
     heatmaps.table(shown, labels[r0:r1], labels[c0:c1], chart_key)

@@ -139,21 +139,25 @@ def router_ran() -> bool:
     return st.session_state.get(_ROUTER_RAN, False)
 
 
-#: The explained entry's shared fields; once one changes (a pick, a click, a page's opening entry) or a link sets the
-#: settings, the session has chosen its entry and no page moves it to its own opening entry.
+#: The explained entry's shared fields; once one changes by a pick or a click, or a link sets the settings, the
+#: session has chosen its entry and no page moves it to its own opening entry. A page's opening entry is no choice:
+#: the next page opens on its own (the attention-sinks page's last row, kept, put the backward pages on a row whose
+#: gradients are all 0).
 ENTRY_FIELDS = frozenset({"entry_row", "entry_col"})
 _ENTRY_CHOSEN = "entry_chosen"
 
 
 def entry_chosen() -> bool:
-    """Whether this session's explained entry was chosen (by the learner, a link, or a page's opening entry)."""
+    """Whether this session's explained entry was chosen (by the learner or a link; not by a page's opening entry)."""
     return st.session_state.get(_ENTRY_CHOSEN, False)
 
 
 def open_at_entry(changes: dict[str, int]) -> None:
-    """Move the explained entry to a page's opening entry (``Page.opening_entry``) unless the session chose one."""
+    """Move the explained entry to a page's opening entry (``Page.opening_entry``) unless the session chose one;
+    the move is no choice (:func:`entry_chosen` stays false)."""
     if not entry_chosen():
         update(**changes)
+        st.session_state[_ENTRY_CHOSEN] = False
 
 
 def choose_preset(key: str) -> None:

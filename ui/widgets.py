@@ -408,5 +408,5 @@ def vector_pair(before: tuple[float, float], after: tuple[float, float], labels:
     spec["description"] = _("Two arrows from the origin: {a} to ({ax}, {ay}) and {b} to ({bx}, {by}).", a=labels[0],
                             ax=f"{before[0]:.3g}", ay=f"{before[1]:.3g}", b=labels[1], bx=f"{after[0]:.3g}",
                             by=f"{after[1]:.3g}")
-    st.vega_lite_chart(arrows, spec, width="content")
+    st.vega_lite_chart(arrows, heatmaps.drawable(spec, arrows), width="content")
     heatmaps.table(np.array([before, after], dtype=float), list(labels), ["x", "y"], "vector_pair")

@@ -8,7 +8,8 @@ then every head alone, then the heads' gradients side by side into dW_q, dW_k, d
 ``torch.autograd``, a finite difference and one gradient-descent step. :func:`backward_multi_head_steps` puts a stage
 in a :class:`~attention_core.stepthrough.StepThrough`.
 
-Shape legend: T tokens, D = d_model, h = num_heads, head_dim = d_out // h, d_o = d_out (W_O is square). Float32.
+Shape legend: n tokens (T is the target), D = d_model, h = num_heads, head_dim = d_out // h, d_o = d_out (W_O is
+square). Float32.
 
 Sources: Vaswani et al. 2017, sec. 3.2.2 and eq. 1; seed 001 (``001_9275b51964da46b3.txt``): MultiHeadAttention;
 seed 003 (``003_734755b2d0b981d3.txt``) §1.3: the W matrices are what attention learns by back-propagation.
@@ -127,7 +128,7 @@ def _forward(settings: SharedSettings, backward: BackwardSettings, edits: Option
 
 def backward_multi_head_target(settings: SharedSettings, backward: BackwardSettings,
                                edits: Optional[Edits] = None) -> tuple[tuple[str, ...], torch.Tensor]:
-    """(the tokens, the target T (T, d_out)) the settings choose (:func:`target_for`), before the user's edits.
+    """(the tokens, the target T (n, d_out)) the settings choose (:func:`target_for`), before the user's edits.
 
     Args:
         settings: validated shared settings, as :func:`build_backward_multi_head_walkthrough` reads them.
@@ -176,7 +177,7 @@ def autograd_checks(trace: MultiHeadBackwardTrace) -> tuple[Check, ...]:
     x = leaves["x"]
     tokens, h, hd = x.shape[0], trace.num_heads, trace.head_dim
 
-    def split(m: torch.Tensor) -> torch.Tensor:  # (T, d_out) -> (h, T, head_dim), as seed 001's view + transpose
+    def split(m: torch.Tensor) -> torch.Tensor:  # (n, d_out) -> (h, n, head_dim), as seed 001's view + transpose
         return m.view(tokens, h, hd).transpose(0, 1)
     q, k, v = (split(x @ leaves[name]) for name in ("w_query", "w_key", "w_value"))
     scores = q @ k.transpose(-2, -1) * trace.scale

@@ -6,7 +6,7 @@ matrix), and works out every gradient of L = ½ ‖O − T‖² by hand (:mod:`a
 each against ``torch.autograd``, a finite difference and one gradient-descent step; :func:`backward_steps` puts a
 stage in a :class:`~attention_core.stepthrough.StepThrough`.
 
-Shape legend: T tokens, D = d_model, d_k = d_v (the self-attention page's width). Float32.
+Shape legend: n tokens (T is the target), D = d_model, d_k = d_v (the self-attention page's width). Float32.
 
 Sources: seed 003 (``003_734755b2d0b981d3.txt``) §1.3: W_q, W_k, W_v are what self-attention learns by
 back-propagation; Vaswani et al. 2017, eq. 1; Dao et al. 2022 (FlashAttention), sec. 3.1 and appendix B.2 for
@@ -119,10 +119,10 @@ def opening_entry(walk) -> dict[str, int]:
 
 
 def target_for(backward: BackwardSettings, output: torch.Tensor, copied: torch.Tensor) -> torch.Tensor:
-    """The target T (T, d_o) the backward pages' settings (``settings.backward``) choose for this forward pass's
-    ``output`` O (T, d_o).
+    """The target T (n, d_o) the backward pages' settings (``settings.backward``) choose for this forward pass's
+    ``output`` O (n, d_o).
 
-    "copy": O with row i replaced by row j of ``copied`` (T, d_o), what token i's output would be if it attended
+    "copy": O with row i replaced by row j of ``copied`` (n, d_o), what token i's output would be if it attended
     only to token j (the single-head page: V; the multi-head page: V W_O + b_O). The other rows are already right,
     so only row i is pulled. "random": N(0, 1) drawn with ``torch.Generator().manual_seed(target_seed)``. i and j
     are clamped to T.
@@ -150,7 +150,7 @@ def _forward(settings: SharedSettings, backward: BackwardSettings,
 
 def backward_target(settings: SharedSettings, backward: BackwardSettings,
                     edits: Optional[Edits] = None) -> tuple[tuple[str, ...], torch.Tensor]:
-    """(the tokens, the target T (T, d_v)) the settings choose (:func:`target_for`), before the user's edits of T.
+    """(the tokens, the target T (n, d_v)) the settings choose (:func:`target_for`), before the user's edits of T.
 
     Args:
         settings: validated shared settings, as :func:`build_backward_walkthrough` reads them.

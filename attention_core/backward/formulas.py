@@ -28,7 +28,9 @@ from attention_core.latex import (
     matrix_symbol,
     number,
     product,
+    stacked,
     terms_lines,
+    words_and_math,
 )
 from attention_core.practice import Exercise, Mistake
 
@@ -46,13 +48,14 @@ class HeadView:
     """One head's forward and backward tensors, as the per-head formulas read them: the whole trace of the
     single-head page, or head r's slice of the multi-head page's.
 
-    Shapes: T tokens, d_k the head's query/key width (head_dim on the multi-head page), d_v its value width.
+    Shapes: n tokens (T is the target), d_k the head's query/key width (head_dim on the multi-head page), d_v its
+    value width.
 
     Attributes:
-        query, key: Q, K (T, d_k). value: V (T, d_v). weights: P (T, T). output: O = P V (T, d_v).
-        d_output: dO (T, d_v) (the head's columns of dConcat on the multi-head page). d_value: dV (T, d_v).
-        d_weights: dP (T, T). row_dot: D (T,). d_scores: dS (T, T). d_query, d_key: dQ, dK (T, d_k).
-        scale: 1 / sqrt(d_k). mask: bool (T, T), True = may attend, or None.
+        query, key: Q, K (n, d_k). value: V (n, d_v). weights: P (n, n). output: O = P V (n, d_v).
+        d_output: dO (n, d_v) (the head's columns of dConcat on the multi-head page). d_value: dV (n, d_v).
+        d_weights: dP (n, n). row_dot: D (n,). d_scores: dS (n, n). d_query, d_key: dQ, dK (n, d_k).
+        scale: 1 / sqrt(d_k). mask: bool (n, n), True = may attend, or None.
         sup: the LaTeX superscript naming the head ("" on the single-head page, "^{(2)}" for head 2).
         width: the LaTeX name of d_k ("d_k", or "d_{head}" per head).
     """
@@ -88,13 +91,16 @@ class HeadView:
                    sup=f"^{{({head + 1})}}", width="d_{head}")
 
 _i, _j, _k, _l, _c, _d = sp.symbols("i j k l c d", integer=True, positive=True)
-_T = sp.Symbol("T")
+#: The number of tokens, n: T is the target (L = ½ ‖O − T‖², T_{i,j}), one letter for one thing on the page.
+TOKENS = sp.Symbol("n", integer=True, positive=True)
+_n = TOKENS
 _eta = sp.Symbol(r"\eta", positive=True)
 
 
 @lru_cache(maxsize=None)
-def _formula(stage: str, per_head: bool = False) -> tuple[str, ...]:
-    """``per_head``: head r's names (dV^{(r)}, ...) and √d_head, for the multi-head page's per-head stages."""
+def _formula(stage: str, per_head: bool = False, out_width: str = "d_v") -> tuple[str, ...]:
+    """``per_head``: head r's names (dV^{(r)}, ...) and √d_head, for the multi-head page's per-head stages;
+    ``out_width``: the width of O in the loss (the multi-head page's O = C W_O + b_O is d_o wide)."""
     sup = "^{(r)}" if per_head else ""
     _dk = sp.Symbol("d_{head}" if per_head else "d_k", positive=True)
     head_names = {"O", "dO", "P", "V", "dV", "dP", "dS", "Q", "K", "dQ", "dK", "D"}
@@ -115,15 +121,15 @@ def _formula(stage: str, per_head: bool = False) -> tuple[str, ...]:
         return expr_latex(sp.Eq(_matrix(lhs), sp.Mul(*factors), evaluate=False))
     if stage == "loss":
         diff = sp.Add(o[_i, _j], -t[_i, _j], evaluate=False)
-        loss = sp.Eq(sp.Symbol("L"), sp.Mul(sp.Rational(1, 2), sp.Sum(diff ** 2, (_i, 1, _T), (_j, 1, sp.Symbol("d_v"))),
+        loss = sp.Eq(sp.Symbol("L"), sp.Mul(sp.Rational(1, 2), sp.Sum(diff ** 2, (_i, 1, _n), (_j, 1, sp.Symbol(out_width))),
                                             evaluate=False), evaluate=False)
         return expr_latex(loss), expr_latex(sp.Eq(do[_i, _j], diff, evaluate=False))
     if stage == "d_value":
-        return (mat("dV", tr_("P"), _matrix("dO")), expr_latex(sp.Eq(dv[_j, _c], sp.Sum(product(p[_l, _j], do[_l, _c]), (_l, 1, _T)), evaluate=False)))
+        return (mat("dV", tr_("P"), _matrix("dO")), expr_latex(sp.Eq(dv[_j, _c], sp.Sum(product(p[_l, _j], do[_l, _c]), (_l, 1, _n)), evaluate=False)))
     if stage == "d_weights":
         return (mat("dP", _matrix("dO"), tr_("V")), expr_latex(sp.Eq(dp[_i, _j], sp.Sum(product(do[_i, _c], v[_j, _c]), (_c, 1, sp.Symbol("d_v"))), evaluate=False)))
     if stage == "d_scores":
-        inner = sp.Sum(product(p[_i, _k], dp[_i, _k]), (_k, 1, _T))
+        inner = sp.Sum(product(p[_i, _k], dp[_i, _k]), (_k, 1, _n))
         element = sp.Eq(ds[_i, _j], product(p[_i, _j], sp.Add(dp[_i, _j], -inner, evaluate=False)), evaluate=False)
         return (rf"dS{sup}_{{i\cdot}} = J_i\, dP{sup}_{{i\cdot}},\qquad J_i = \operatorname{{diag}}(p_i) - p_i\, p_i^{{\top}}",
                 expr_latex(element))
@@ -133,15 +139,15 @@ def _formula(stage: str, per_head: bool = False) -> tuple[str, ...]:
                 expr_latex(sp.Eq(ds[_i, _j], product(p[_i, _j], sp.Add(dp[_i, _j], -_ix("D")[_i], evaluate=False)), evaluate=False)))
     if stage == "d_query":
         return (mat("dQ", _matrix("dS"), _matrix("K"), 1 / sp.sqrt(_dk)),
-                expr_latex(sp.Eq(dq[_i, _c], sp.Sum(product(ds[_i, _j], kk[_j, _c]), (_j, 1, _T)) / sp.sqrt(_dk), evaluate=False)))
+                expr_latex(sp.Eq(dq[_i, _c], sp.Sum(product(ds[_i, _j], kk[_j, _c]), (_j, 1, _n)) / sp.sqrt(_dk), evaluate=False)))
     if stage == "d_key":
         return (mat("dK", tr_("dS"), _matrix("Q"), 1 / sp.sqrt(_dk)),
-                expr_latex(sp.Eq(dkey[_j, _c], sp.Sum(product(ds[_i, _j], q[_i, _c]), (_i, 1, _T)) / sp.sqrt(_dk), evaluate=False)))
+                expr_latex(sp.Eq(dkey[_j, _c], sp.Sum(product(ds[_i, _j], q[_i, _c]), (_i, 1, _n)) / sp.sqrt(_dk), evaluate=False)))
     if stage in ("d_w_query", "d_w_key", "d_w_value"):
         letter = {"d_w_query": "q", "d_w_key": "k", "d_w_value": "v"}[stage]
         upstream = _ix(f"d{letter.upper()}")
         return (mat(f"dW_{letter}", tr_("X"), _matrix(f"d{letter.upper()}")),
-                expr_latex(sp.Eq(_ix(f"dW^{{{letter}}}")[_d, _c], sp.Sum(product(x[_i, _d], upstream[_i, _c]), (_i, 1, _T)), evaluate=False)))
+                expr_latex(sp.Eq(_ix(f"dW^{{{letter}}}")[_d, _c], sp.Sum(product(x[_i, _d], upstream[_i, _c]), (_i, 1, _n)), evaluate=False)))
     if stage == "d_x":
         return (expr_latex(sp.Eq(_matrix("dX"), sp.Add(*(sp.Mul(_matrix(g), tr_(w)) for g, w in (("dQ", "W_q"), ("dK", "W_k"), ("dV", "W_v"))), evaluate=False), evaluate=False)),)
     if stage == "step":
@@ -151,11 +157,13 @@ def _formula(stage: str, per_head: bool = False) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=None)
-def backward_formula(stage: str, tr: Translate = Message, per_head: bool = False) -> tuple[str, ...]:
+def backward_formula(stage: str, tr: Translate = Message, per_head: bool = False,
+                     out_width: str = "d_v") -> tuple[str, ...]:
     """The matrix form and the element form of ``stage``, as LaTeX lines (sympy); ``per_head``: head r's
-    (dV^{(r)} = P^{(r)ᵀ} dO^{(r)}, ÷ √d_head), for the multi-head page. Raises KeyError."""
+    (dV^{(r)} = P^{(r)ᵀ} dO^{(r)}, ÷ √d_head), for the multi-head page; ``out_width``: O's width in the loss (the
+    multi-head page's: d_o). The sums run over the n tokens (T is the target). Raises KeyError."""
     del tr  # no words inside these formulas
-    return _formula(stage, per_head)
+    return _formula(stage, per_head, out_width)
 
 
 # ---------------------------------------------------------------- one entry, numbers in
@@ -194,7 +202,7 @@ def explain_head(view: HeadView, stage: str, row: int, col: int, value: float, t
             pairs = list(zip(t.d_output[row].tolist(), t.output[row].tolist()))
             head = sum_of(f"D{h}_{{{i}}}", f"\\sum_c dO{h}_{{{i},c}}\\, O{h}_{{{i},c}}", pairs, d_i)
         dp = float(t.d_weights[row, col])
-        return (head + r" \\[6pt] " + aligned(f"dS{h}_{{{i},{j}}}", [
+        return stacked(head, aligned(f"dS{h}_{{{i},{j}}}", [
             f"P{h}_{{{i},{j}}} (dP{h}_{{{i},{j}}} - D{h}_{{{i}}})",
             f"{number(p_ij)} \\cdot ({number(dp)} - {factor(d_i)})", number(value)]))
     if stage == "d_query":
@@ -209,7 +217,7 @@ def explain_head(view: HeadView, stage: str, row: int, col: int, value: float, t
 
 
 def _w_stage(trace: Any, stage: str) -> tuple[str, str, Any]:
-    """A W stage's matrix ("w_query"), its letter ("q") and the gradient it is made of (dQ, (T, width))."""
+    """A W stage's matrix ("w_query"), its letter ("q") and the gradient it is made of (dQ, (n, width))."""
     name = W_STAGES[stage][0]
     letter = name[2]
     return name, letter, {"q": trace.d_query, "k": trace.d_key, "v": trace.d_value}[letter]
@@ -238,7 +246,7 @@ def explain_backward(walk: Any, stage: str, row: int, col: int, tr: Translate = 
         pairs = list(zip(t.x[:, row].tolist(), upstream[:, col].tolist()))
         entry = sum_of(f"dW^{{{letter}}}_{{{i},{j}}}", f"\\sum_l X_{{l,{i}}}\\, d{letter.upper()}_{{l,{j}}}",
                         pairs, value)
-        return entry + r" \\[6pt] " + nudged_line(walk, name, f"W_{letter}", f"dW^{{{letter}}}", row, col, tr)
+        return stacked(entry, nudged_line(walk, name, f"W_{letter}", f"dW^{{{letter}}}", row, col, tr))
     if stage == "d_x":
         parts = []
         for grad, w in ((t.d_query, t.w_query), (t.d_key, t.w_key), (t.d_value, t.w_value)):
@@ -259,8 +267,8 @@ def nudged_line(walk: Any, which: str, name: str, symbol: str, row: int, col: in
     """The finite-difference line of an explained dW entry: the loss's change when W[row, col] moves by ε, and
     ε times the gradient."""
     fd = walk.finite_difference(which, row, col)
-    check = latex_text(tr(N_("nudge {name}[{i}, {j}] by ε = 0.000001: the loss moves by"), name=name, i=row + 1,
-                          j=col + 1))
+    check = words_and_math(str(tr(N_("nudge {name}[{i}, {j}] by {eps}: the loss moves by"), name=name, i=row + 1,
+                                  j=col + 1, eps="{eps}")), eps=r"\ \varepsilon = 0.000001")
     return (check + f"\\ {number(fd.actual_change)} \\approx \\varepsilon \\cdot {symbol}_{{{row + 1},{col + 1}}} = "
             f"{number(fd.predicted_change)}")
 

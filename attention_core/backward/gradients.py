@@ -1,7 +1,7 @@
 r"""The backward pass through one attention head: every gradient of a squared-error loss, worked out by hand.
 
-Shape legend: T tokens, D = d_model, d_k query/key width, d_v value width, ``...`` any leading dims (the heads of
-:mod:`multi_head_gradients`). dA is ∂L/∂A, of A's shape.
+Shape legend: n tokens (T is the target), D = d_model, d_k query/key width, d_v value width, ``...`` any leading
+dims (the heads of :mod:`multi_head_gradients`). dA is ∂L/∂A, of A's shape.
 
 Forward (Vaswani et al. 2017, eq. 1), one sequence, M the causal mask (0 or −∞):
 
@@ -51,9 +51,9 @@ NUDGEABLE = {"w_query": "W_q", "w_key": "W_k", "w_value": "W_v"}
 
 
 def check_inputs(x, **matrices) -> None:
-    """X must be a (T, D) table, T, D >= 1, and each matrix 2-d; InputError (field "x" or "W_q", ...) if not."""
+    """X must be a (n, D) table, n, D >= 1, and each matrix 2-d; InputError (field "x" or "W_q", ...) if not."""
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or 0 in x.shape:
-        raise InputError(N_("X must be a table of tokens (T, d_model) with at least one entry; got shape {shape}."),
+        raise InputError(N_("X must be a table of tokens (n, d_model) with at least one entry; got shape {shape}."),
                          field="x", shape=tuple(x.shape) if isinstance(x, torch.Tensor) else quote(type(x).__name__))
     for name, w in matrices.items():
         if not isinstance(w, torch.Tensor) or w.dim() != 2:
@@ -111,12 +111,12 @@ class AttentionGradients:
     Same dtype as the inputs. Shapes (``...`` any leading dims, e.g. heads):
 
     Attributes:
-        d_value: dV = Pᵀ dO, (..., T, d_v).
-        d_weights: dP = dO Vᵀ, (..., T, T); finite everywhere, also where the mask blocks (unused there).
-        row_dot: D_i = Σ_j P_ij dP_ij, (..., T).
-        d_scores: dS = P ⊙ (dP − D), (..., T, T); exactly 0 where the mask blocks.
-        d_query: dQ = dS K · scale, (..., T, d_k).
-        d_key: dK = dSᵀ Q · scale, (..., T, d_k).
+        d_value: dV = Pᵀ dO, (..., n, d_v).
+        d_weights: dP = dO Vᵀ, (..., n, n); finite everywhere, also where the mask blocks (unused there).
+        row_dot: D_i = Σ_j P_ij dP_ij, (..., n).
+        d_scores: dS = P ⊙ (dP − D), (..., n, n); exactly 0 where the mask blocks.
+        d_query: dQ = dS K · scale, (..., n, d_k).
+        d_key: dK = dSᵀ Q · scale, (..., n, d_k).
     """
 
     d_value: torch.Tensor
@@ -135,22 +135,22 @@ def attention_backward(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
     P_ij (dP_ij − D_i) with D_i = Σ_k P_ik dP_ik. A row whose keys are all blocked has weights 0 and so dS 0.
 
     Args:
-        query: Q, (..., T, d_k). key: K, (..., T, d_k). value: V, (..., T, d_v). One floating dtype.
-        weights: P, (..., T, T), the softmax of the masked scaled scores (rows of blocked keys all 0).
-        d_output: dO, (..., T, d_v). scale: the scores' factor, 1 / sqrt(d_k).
-        mask: optional bool, broadcastable to (..., T, T), True = may attend.
+        query: Q, (..., n, d_k). key: K, (..., n, d_k). value: V, (..., n, d_v). One floating dtype.
+        weights: P, (..., n, n), the softmax of the masked scaled scores (rows of blocked keys all 0).
+        d_output: dO, (..., n, d_v). scale: the scores' factor, 1 / sqrt(d_k).
+        mask: optional bool, broadcastable to (..., n, n), True = may attend.
 
     Returns:
         The :class:`AttentionGradients`.
     """
-    d_value = weights.transpose(-2, -1) @ d_output  # (..., T, T)ᵀ @ (..., T, d_v) -> (..., T, d_v)
-    d_weights = d_output @ value.transpose(-2, -1)  # (..., T, d_v) @ (..., d_v, T) -> (..., T, T)
-    row_dot = (weights * d_weights).sum(dim=-1)  # Σ_k P_ik dP_ik, (..., T)
+    d_value = weights.transpose(-2, -1) @ d_output  # (..., n, n)ᵀ @ (..., n, d_v) -> (..., n, d_v)
+    d_weights = d_output @ value.transpose(-2, -1)  # (..., n, d_v) @ (..., d_v, n) -> (..., n, n)
+    row_dot = (weights * d_weights).sum(dim=-1)  # Σ_k P_ik dP_ik, (..., n)
     d_scores = weights * (d_weights - row_dot.unsqueeze(-1))  # (diag(p) − p pᵀ) dP, row by row
     if mask is not None:
         d_scores = d_scores.masked_fill(~mask, 0.0)  # already 0 · finite there; written +0 exactly
-    d_query = (d_scores @ key) * scale  # (..., T, T) @ (..., T, d_k) -> (..., T, d_k)
-    d_key = (d_scores.transpose(-2, -1) @ query) * scale  # (..., T, T)ᵀ @ (..., T, d_k) -> (..., T, d_k)
+    d_query = (d_scores @ key) * scale  # (..., n, n) @ (..., n, d_k) -> (..., n, d_k)
+    d_key = (d_scores.transpose(-2, -1) @ query) * scale  # (..., n, n)ᵀ @ (..., n, d_k) -> (..., n, d_k)
     return AttentionGradients(d_value=d_value, d_weights=d_weights, row_dot=row_dot, d_scores=d_scores,
                               d_query=d_query, d_key=d_key)
 
@@ -162,22 +162,22 @@ class BackwardTrace:
     All tensors have the inputs' dtype (float32 in the app; float64 in :func:`finite_difference`). Shapes:
 
     Attributes:
-        x: X, (T, D). w_query, w_key: (D, d_k). w_value: (D, d_v). target: T, (T, d_v).
-        query: Q = X W_q, (T, d_k). key: K = X W_k, (T, d_k). value: V = X W_v, (T, d_v).
+        x: X, (n, D). w_query, w_key: (D, d_k). w_value: (D, d_v). target: T, (n, d_v).
+        query: Q = X W_q, (n, d_k). key: K = X W_k, (n, d_k). value: V = X W_v, (n, d_v).
         scale: 1 / sqrt(d_k).
-        scores: S = Q Kᵀ · scale, (T, T), −inf where the causal mask blocks (before the softmax).
-        weights: P = softmax(S) row by row, (T, T) (after the softmax; 0 where blocked).
-        output: O = P V, (T, d_v).
+        scores: S = Q Kᵀ · scale, (n, n), −inf where the causal mask blocks (before the softmax).
+        weights: P = softmax(S) row by row, (n, n) (after the softmax; 0 where blocked).
+        output: O = P V, (n, d_v).
         loss: L = ½ ‖O − T‖², summed over every entry (a python float).
-        d_output: dO = O − T, (T, d_v).
-        d_value: dV = Pᵀ dO, (T, d_v).
-        d_weights: dP = dO Vᵀ, (T, T); finite everywhere.
-        d_scores: dS = P ⊙ (dP − D), (T, T); exactly 0 where blocked.
-        row_dot: D_i = Σ_j P_ij dP_ij, (T,); equal to rowsum(dO ⊙ O) (:func:`flash_shortcut`).
-        d_query: dQ = dS K / sqrt(d_k), (T, d_k). d_key: dK = dSᵀ Q / sqrt(d_k), (T, d_k).
+        d_output: dO = O − T, (n, d_v).
+        d_value: dV = Pᵀ dO, (n, d_v).
+        d_weights: dP = dO Vᵀ, (n, n); finite everywhere.
+        d_scores: dS = P ⊙ (dP − D), (n, n); exactly 0 where blocked.
+        row_dot: D_i = Σ_j P_ij dP_ij, (n,); equal to rowsum(dO ⊙ O) (:func:`flash_shortcut`).
+        d_query: dQ = dS K / sqrt(d_k), (n, d_k). d_key: dK = dSᵀ Q / sqrt(d_k), (n, d_k).
         d_w_query: Xᵀ dQ, (D, d_k). d_w_key: Xᵀ dK, (D, d_k). d_w_value: Xᵀ dV, (D, d_v).
-        d_x: dQ W_qᵀ + dK W_kᵀ + dV W_vᵀ, (T, D): X feeds all three projections.
-        mask: bool (T, T), True = may attend (the causal mask), or None.
+        d_x: dQ W_qᵀ + dK W_kᵀ + dV W_vᵀ, (n, D): X feeds all three projections.
+        mask: bool (n, n), True = may attend (the causal mask), or None.
     """
 
     x: torch.Tensor
@@ -222,9 +222,9 @@ def backward_trace(x: torch.Tensor, w_query: torch.Tensor, w_key: torch.Tensor, 
     weights 0 and gradients 0.
 
     Args:
-        x: X, (T, D), floating point (float32 in the app).
+        x: X, (n, D), floating point (float32 in the app).
         w_query, w_key: (D, d_k). w_value: (D, d_v). The same dtype. Applied as X @ W.
-        target: T, (T, d_v), finite, every |value| <= 1e6.
+        target: T, (n, d_v), finite, every |value| <= 1e6.
         causal: apply the causal mask (query i attends to keys j <= i).
 
     Returns:
@@ -240,16 +240,16 @@ def backward_trace(x: torch.Tensor, w_query: torch.Tensor, w_key: torch.Tensor, 
     forward = self_attention(x, w_query, w_key, w_value, attn_mask=mask).attention
     target = check_target(target, forward.output.shape).to(forward.output.dtype)
 
-    d_output = forward.output - target  # ∂(½‖O − T‖²)/∂O, (T, d_v)
+    d_output = forward.output - target  # ∂(½‖O − T‖²)/∂O, (n, d_v)
     loss = 0.5 * float((d_output * d_output).sum())
     grads = attention_backward(forward.query, forward.key, forward.value, forward.weights, d_output,
                                forward.scale, mask)
-    d_w_query = x.transpose(-2, -1) @ grads.d_query  # (D, T) @ (T, d_k) -> (D, d_k)
-    d_w_key = x.transpose(-2, -1) @ grads.d_key  # (D, T) @ (T, d_k) -> (D, d_k)
-    d_w_value = x.transpose(-2, -1) @ grads.d_value  # (D, T) @ (T, d_v) -> (D, d_v)
+    d_w_query = x.transpose(-2, -1) @ grads.d_query  # (D, n) @ (n, d_k) -> (D, d_k)
+    d_w_key = x.transpose(-2, -1) @ grads.d_key  # (D, n) @ (n, d_k) -> (D, d_k)
+    d_w_value = x.transpose(-2, -1) @ grads.d_value  # (D, n) @ (n, d_v) -> (D, d_v)
     # X reaches the loss along three paths (Q, K and V): their gradients add up.
     d_x = (grads.d_query @ w_query.transpose(-2, -1) + grads.d_key @ w_key.transpose(-2, -1)
-           + grads.d_value @ w_value.transpose(-2, -1))  # (T, d_k) @ (d_k, D) + ... -> (T, D)
+           + grads.d_value @ w_value.transpose(-2, -1))  # (n, d_k) @ (d_k, D) + ... -> (n, D)
     return BackwardTrace(
         x=x, w_query=w_query, w_key=w_key, w_value=w_value, target=target,
         query=forward.query, key=forward.key, value=forward.value, scale=forward.scale,
@@ -281,10 +281,10 @@ class JacobianRow:
 
     Attributes:
         row: i, from 0.
-        jacobian: J_i = diag(p_i) − p_i p_iᵀ, (T, T).
-        d_weights_row: dP_i, (T,).
-        product: J_i dP_i, (T,).
-        d_scores_row: the trace's dS_i = P_i ⊙ (dP_i − D_i), (T,).
+        jacobian: J_i = diag(p_i) − p_i p_iᵀ, (n, n).
+        d_weights_row: dP_i, (n,).
+        product: J_i dP_i, (n,).
+        d_scores_row: the trace's dS_i = P_i ⊙ (dP_i − D_i), (n,).
     """
 
     row: int
@@ -303,20 +303,20 @@ def jacobian_row(trace: BackwardTrace, row: int) -> JacobianRow:
     """Row i of a :class:`BackwardTrace`'s dS as J_i dP_i (the chain rule through one row's softmax), beside dS_i.
 
     Raises:
-        InputError: if row is not a whole number in [0, T) (field "backward.row").
+        InputError: if row is not a whole number in [0, n) (field "backward.row").
     """
     tokens = trace.weights.shape[0]
     if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < tokens:
         raise InputError(N_("The row must be a whole number from 0 to {last}; got {row}."), field="backward.row",
                          last=tokens - 1, row=quote(repr(row)))
     jacobian = softmax_jacobian(trace.weights[row])
-    product = jacobian @ trace.d_weights[row]  # (T, T) @ (T,) -> (T,)
+    product = jacobian @ trace.d_weights[row]  # (n, n) @ (n,) -> (n,)
     return JacobianRow(row=row, jacobian=jacobian, d_weights_row=trace.d_weights[row], product=product,
                        d_scores_row=trace.d_scores[row])
 
 
 class FlashShortcut(NamedTuple):
-    """FlashAttention's way to dS: D from dO and O alone. row_dot: D, (T,); d_scores: dS, (T, T)."""
+    """FlashAttention's way to dS: D from dO and O alone. row_dot: D, (n,); d_scores: dS, (n, n)."""
 
     row_dot: torch.Tensor
     d_scores: torch.Tensor
@@ -328,10 +328,10 @@ def flash_shortcut(trace: BackwardTrace) -> FlashShortcut:
     D_i = Σ_j P_ij dP_ij = Σ_j P_ij (dO_i · v_j) = dO_i · (Σ_j P_ij v_j) = dO_i · o_i: a dot product of two
     d_v-vectors instead of a T-long sum over P, which FlashAttention never stores. Equal to the trace's
     ``row_dot`` and ``d_scores`` (the Jacobian form) up to rounding. Reads a :class:`BackwardTrace`'s d_output,
-    output, weights and d_weights; returns the :class:`FlashShortcut` (row_dot (T,), d_scores (T, T)).
+    output, weights and d_weights; returns the :class:`FlashShortcut` (row_dot (n,), d_scores (n, n)).
     """
-    row_dot = (trace.d_output * trace.output).sum(dim=-1)  # rowsum(dO ⊙ O), (T,)
-    d_scores = trace.weights * (trace.d_weights - row_dot.unsqueeze(-1))  # (T, T)
+    row_dot = (trace.d_output * trace.output).sum(dim=-1)  # rowsum(dO ⊙ O), (n,)
+    d_scores = trace.weights * (trace.d_weights - row_dot.unsqueeze(-1))  # (n, n)
     return FlashShortcut(row_dot=row_dot, d_scores=d_scores)
 
 
@@ -415,8 +415,8 @@ class StepResult:
         before: the :class:`BackwardTrace` the step started from.
         after: the :class:`BackwardTrace` at the new weights (its w_query, w_key, w_value are the stepped ones).
         loss_before, loss_after: L before and after (python floats).
-        weights_before, weights_after: the attention weights P before and after, (T, T).
-        weights_change: sign(weights_after − weights_before), int8 (T, T): +1 grew, −1 shrank, 0 unchanged
+        weights_before, weights_after: the attention weights P before and after, (n, n).
+        weights_change: sign(weights_after − weights_before), int8 (n, n): +1 grew, −1 shrank, 0 unchanged
             (blocked entries stay 0).
     """
 
@@ -459,7 +459,7 @@ class Descent:
     Attributes:
         learning_rate: η of every step.
         losses: L before the first step and after each step (steps + 1 python floats).
-        weights_before: P at the start, (T, T) or (h, T, T). weights_after: P after the last step, the same shape.
+        weights_before: P at the start, (n, n) or (h, n, n). weights_after: P after the last step, the same shape.
     """
 
     learning_rate: float

@@ -2,8 +2,8 @@ r"""The formulas of *The backward pass, multi-head*: each stage's general formul
 in, and the entry as a practice exercise; the stages one head runs alone are the single-head page's
 (:mod:`attention_core.backward.formulas`) with head r's names (dV^{(r)}, ..., ÷ √d_head).
 
-Index legend: i query rows (tokens), a a column of the concatenation C (d_out wide: head r owns columns
-(r − 1) · head_dim + 1 ... r · head_dim), c a column of the output O (d_o wide), d a column of X.
+Index legend: i query rows (the n tokens; T is the target), a a column of the concatenation C (d_out wide: head r
+owns columns (r − 1) · head_dim + 1 ... r · head_dim), c a column of the output O (d_o wide), d a column of X.
 Numbers with 4 significant digits (``attention_core.latex.number``); no user text enters.
 Sources: Vaswani et al. 2017, sec. 3.2.2 (O = Concat(head_1, ..., head_h) W_O) and eq. 1; the chain rule.
 """
@@ -20,7 +20,7 @@ from attention_core import practice
 from attention_core.backward import formulas
 from attention_core.backward.walks import BackwardMultiHeadWalk
 from attention_core.errors import N_, Message
-from attention_core.latex import Translate, expr_latex, matrix_symbol, product
+from attention_core.latex import Translate, expr_latex, matrix_symbol, product, stacked
 from attention_core.practice import Exercise
 
 #: Each gradient's symbol on the multi-head page, as its checks write it (per-head ones for every head at once).
@@ -30,7 +30,7 @@ SYMBOLS = {"d_output": "dO", "d_w_out": "dW_O", "d_b_out": "db_O", "d_concat": "
            "d_w_key": "dW_k", "d_w_value": "dW_v", "d_x": "dX"}
 
 _i, _a, _c = sp.symbols("i a c", integer=True, positive=True)
-_T = sp.Symbol("T")
+_n = formulas.TOKENS  # the number of tokens (T is the target)
 
 
 def _t(name: str) -> sp.Expr:  # Aᵀ
@@ -44,11 +44,11 @@ def _own(stage: str) -> tuple[str, ...]:
     d_o = sp.Symbol("d_o")
     if stage == "loss":
         return (expr_latex(sp.Eq(matrix_symbol("O"), sp.Add(sp.Mul(matrix_symbol("C"), matrix_symbol("W_O")), matrix_symbol("b_O"), evaluate=False), evaluate=False)),
-                *formulas.backward_formula("loss"))
+                *formulas.backward_formula("loss", out_width="d_o"))
     if stage == "d_w_out":
         return (expr_latex(sp.Eq(matrix_symbol("dW_O"), sp.Mul(_t("C"), matrix_symbol("dO")), evaluate=False)),
-                expr_latex(sp.Eq(sp.IndexedBase("dW^O")[_a, _c], sp.Sum(product(c[_i, _a], do[_i, _c]), (_i, 1, _T)), evaluate=False)),
-                expr_latex(sp.Eq(sp.IndexedBase("db^O")[_c], sp.Sum(do[_i, _c], (_i, 1, _T)), evaluate=False)))
+                expr_latex(sp.Eq(sp.IndexedBase("dW^O")[_a, _c], sp.Sum(product(c[_i, _a], do[_i, _c]), (_i, 1, _n)), evaluate=False)),
+                expr_latex(sp.Eq(sp.IndexedBase("db^O")[_c], sp.Sum(do[_i, _c], (_i, 1, _n)), evaluate=False)))
     if stage == "d_concat":
         return (expr_latex(sp.Eq(matrix_symbol("dC"), sp.Mul(matrix_symbol("dO"), _t("W_O")), evaluate=False)),
                 expr_latex(sp.Eq(dc[_i, _a], sp.Sum(product(do[_i, _c], w_o[_a, _c]), (_c, 1, d_o)), evaluate=False)),
@@ -87,7 +87,7 @@ def explain_multi_head(walk: BackwardMultiHeadWalk, stage: str, row: int, col: i
     if stage == "d_w_out":
         pairs = list(zip(t.concat[:, row].tolist(), t.d_output[:, col].tolist()))
         entry = formulas.sum_of(f"dW^O_{{{i},{j}}}", f"\\sum_l C_{{l,{i}}}\\, dO_{{l,{j}}}", pairs, value)
-        return entry + r" \\[6pt] " + formulas.nudged_line(walk, "w_out", "W_O", "dW^O", row, col, tr)
+        return stacked(entry, formulas.nudged_line(walk, "w_out", "W_O", "dW^O", row, col, tr))
     if stage == "d_concat":
         pairs = list(zip(t.d_output[row].tolist(), t.w_out[col].tolist()))
         r, c = divmod(col, t.head_dim)

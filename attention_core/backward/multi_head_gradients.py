@@ -1,7 +1,8 @@
 r"""The backward pass through multi-head attention: back through W_O and the concatenation, then every head alone.
 
-Shape legend: T tokens, D = d_model, h = num_heads, head_dim = d_out // h (so d_out = h · head_dim), d_o the
-output width (W_O is (d_out, d_o); d_o = d_out in the usual square W_O). dA is ∂L/∂A, of A's shape.
+Shape legend: n tokens (T is the target), D = d_model, h = num_heads, head_dim = d_out // h (so
+d_out = h · head_dim), d_o the output width (W_O is (d_out, d_o); d_o = d_out in the usual square W_O). dA is ∂L/∂A,
+of A's shape.
 
 Forward (Vaswani et al. 2017, sec. 3.2.2 and eq. 1), one sequence, M the causal mask (0 or −∞), head r owning
 the columns ``head_columns(d_out, h)[r]`` = r · head_dim ... (r + 1) · head_dim − 1 of Q, K and V:
@@ -60,32 +61,32 @@ class MultiHeadBackwardTrace:
     head_dim − 1. Shapes:
 
     Attributes:
-        x: X, (T, D). w_query, w_key, w_value: (D, d_out). w_out: W_O, (d_out, d_o). b_out: b_O, (d_o,).
-        target: T, (T, d_o).
+        x: X, (n, D). w_query, w_key, w_value: (D, d_out). w_out: W_O, (d_out, d_o). b_out: b_O, (d_o,).
+        target: T, (n, d_o).
         num_heads: h. head_dim: d_out // h. scale: 1 / sqrt(head_dim), every head's.
-        query, key, value: Q = X W_q, K = X W_k, V = X W_v, (T, d_out).
-        query_heads, key_heads, value_heads: Q_r, K_r, V_r, (h, T, head_dim).
-        scores: S_r = Q_r K_rᵀ · scale, (h, T, T), −inf where the causal mask blocks (before the softmax).
-        weights: P_r = softmax(S_r) row by row, (h, T, T) (after the softmax).
-        head_outputs: head_r = P_r V_r, (h, T, head_dim).
-        concat: the heads side by side, (T, d_out).
-        output: O = concat W_O + b_O, (T, d_o).
+        query, key, value: Q = X W_q, K = X W_k, V = X W_v, (n, d_out).
+        query_heads, key_heads, value_heads: Q_r, K_r, V_r, (h, n, head_dim).
+        scores: S_r = Q_r K_rᵀ · scale, (h, n, n), −inf where the causal mask blocks (before the softmax).
+        weights: P_r = softmax(S_r) row by row, (h, n, n) (after the softmax).
+        head_outputs: head_r = P_r V_r, (h, n, head_dim).
+        concat: the heads side by side, (n, d_out).
+        output: O = concat W_O + b_O, (n, d_o).
         loss: L = ½ ‖O − T‖², summed over every entry (a python float).
-        d_output: dO = O − T, (T, d_o).
+        d_output: dO = O − T, (n, d_o).
         d_w_out: concatᵀ dO, (d_out, d_o). d_b_out: dO's column sums, (d_o,).
-        d_concat: dO W_Oᵀ, (T, d_out).
-        d_head_outputs: d_concat's column blocks, one per head, (h, T, head_dim).
-        d_value_heads: dV_r = P_rᵀ d_head_r, (h, T, head_dim).
-        d_weights: dP_r = d_head_r V_rᵀ, (h, T, T); finite everywhere.
-        row_dot: D_r,i = Σ_j P_r,ij dP_r,ij = d_head_r,i · head_r,i, (h, T).
-        d_scores: dS_r = P_r ⊙ (dP_r − D_r), (h, T, T); exactly 0 where blocked.
-        d_query_heads: dQ_r = dS_r K_r · scale, (h, T, head_dim). d_key_heads: dK_r = dS_rᵀ Q_r · scale, (h, T, head_dim).
+        d_concat: dO W_Oᵀ, (n, d_out).
+        d_head_outputs: d_concat's column blocks, one per head, (h, n, head_dim).
+        d_value_heads: dV_r = P_rᵀ d_head_r, (h, n, head_dim).
+        d_weights: dP_r = d_head_r V_rᵀ, (h, n, n); finite everywhere.
+        row_dot: D_r,i = Σ_j P_r,ij dP_r,ij = d_head_r,i · head_r,i, (h, n).
+        d_scores: dS_r = P_r ⊙ (dP_r − D_r), (h, n, n); exactly 0 where blocked.
+        d_query_heads: dQ_r = dS_r K_r · scale, (h, n, head_dim). d_key_heads: dK_r = dS_rᵀ Q_r · scale, (h, n, head_dim).
         d_w_query_heads, d_w_key_heads, d_w_value_heads: Xᵀ dQ_r, Xᵀ dK_r, Xᵀ dV_r, (h, D, head_dim): head r's
             columns of dW_q, dW_k, dW_v.
-        d_query, d_key, d_value: the heads' dQ_r, dK_r, dV_r side by side, (T, d_out).
+        d_query, d_key, d_value: the heads' dQ_r, dK_r, dV_r side by side, (n, d_out).
         d_w_query, d_w_key, d_w_value: Xᵀ dQ, Xᵀ dK, Xᵀ dV, (D, d_out) (the per-head blocks side by side).
-        d_x: dQ W_qᵀ + dK W_kᵀ + dV W_vᵀ, (T, D).
-        mask: bool (T, T), True = may attend (the causal mask, the same for every head), or None.
+        d_x: dQ W_qᵀ + dK W_kᵀ + dV W_vᵀ, (n, D).
+        mask: bool (n, n), True = may attend (the causal mask, the same for every head), or None.
     """
 
     x: torch.Tensor
@@ -159,9 +160,9 @@ def multi_head_backward_trace(
     ``torch.nn.MultiheadAttention`` with the same weights (the tests check it).
 
     Args:
-        x: X, (T, D), floating point (float32 in the app).
+        x: X, (n, D), floating point (float32 in the app).
         w_query, w_key, w_value: (D, d_out). w_out: W_O, (d_out, d_o). b_out: b_O, (d_o,). One dtype; x @ W.
-        target: T, (T, d_o), finite, every |value| <= 1e6.
+        target: T, (n, d_o), finite, every |value| <= 1e6.
         num_heads: h, a whole number that divides d_out.
         causal: apply the causal mask (query i attends to keys j <= i) in every head.
 
@@ -183,31 +184,31 @@ def multi_head_backward_trace(
     mask = causal_mask(tokens) if causal else None
     forward = multi_head_attention(x, x, w_query, w_key, w_value, w_out, b_out=b_out, num_heads=num_heads,
                                    attn_mask=mask)
-    att = forward.attention  # every head at once: scores, weights (h, T, T); output (h, T, head_dim)
+    att = forward.attention  # every head at once: scores, weights (h, n, n); output (h, n, head_dim)
     d_out, head_dim = forward.query.shape[-1], forward.head_dim
     target = check_target(target, forward.output.shape).to(forward.output.dtype)
 
-    d_output = forward.output - target  # ∂(½‖O − T‖²)/∂O, (T, d_o)
+    d_output = forward.output - target  # ∂(½‖O − T‖²)/∂O, (n, d_o)
     loss = 0.5 * float((d_output * d_output).sum())
-    d_w_out = forward.concat.transpose(-2, -1) @ d_output  # (d_out, T) @ (T, d_o) -> (d_out, d_o)
-    d_b_out = d_output.sum(dim=0)  # b_O is added to every row: (T, d_o) -> (d_o,)
-    d_concat = d_output @ w_out.transpose(-2, -1)  # (T, d_o) @ (d_o, d_out) -> (T, d_out)
+    d_w_out = forward.concat.transpose(-2, -1) @ d_output  # (d_out, n) @ (n, d_o) -> (d_out, d_o)
+    d_b_out = d_output.sum(dim=0)  # b_O is added to every row: (n, d_o) -> (d_o,)
+    d_concat = d_output @ w_out.transpose(-2, -1)  # (n, d_o) @ (d_o, d_out) -> (n, d_out)
     # Head r wrote columns r * head_dim ... (r + 1) * head_dim - 1 of the concatenation: it gets those back.
-    d_head_outputs = d_concat.view(tokens, num_heads, head_dim).transpose(0, 1)  # (T, h, hd) -> (h, T, hd)
+    d_head_outputs = d_concat.view(tokens, num_heads, head_dim).transpose(0, 1)  # (n, h, hd) -> (h, n, hd)
     grads = attention_backward(att.query, att.key, att.value, att.weights, d_head_outputs, att.scale, mask)
 
     def side_by_side(per_head: torch.Tensor) -> torch.Tensor:
         """(h, rows, head_dim) -> (rows, d_out): head r's block in its columns (the inverse of the split)."""
         return per_head.transpose(0, 1).reshape(per_head.shape[1], d_out)  # (rows, h, hd) -> (rows, d_out)
 
-    x_t = x.transpose(-2, -1)  # (D, T)
-    d_w_query_heads = x_t @ grads.d_query  # (D, T) @ (h, T, hd) -> (h, D, hd)
+    x_t = x.transpose(-2, -1)  # (D, n)
+    d_w_query_heads = x_t @ grads.d_query  # (D, n) @ (h, n, hd) -> (h, D, hd)
     d_w_key_heads = x_t @ grads.d_key
     d_w_value_heads = x_t @ grads.d_value
     d_query, d_key, d_value = (side_by_side(g) for g in (grads.d_query, grads.d_key, grads.d_value))
     # X reaches the loss along three paths (Q, K and V): their gradients add up.
     d_x = (d_query @ w_query.transpose(-2, -1) + d_key @ w_key.transpose(-2, -1)
-           + d_value @ w_value.transpose(-2, -1))  # (T, d_out) @ (d_out, D) + ... -> (T, D)
+           + d_value @ w_value.transpose(-2, -1))  # (n, d_out) @ (d_out, D) + ... -> (n, D)
     return MultiHeadBackwardTrace(
         x=x, w_query=w_query, w_key=w_key, w_value=w_value, w_out=w_out, b_out=b_out, target=target,
         num_heads=num_heads, head_dim=head_dim, scale=att.scale,
@@ -275,8 +276,8 @@ class MultiHeadStepResult:
         before: the :class:`MultiHeadBackwardTrace` the step started from.
         after: the one at the stepped weights.
         loss_before, loss_after: L before and after (python floats).
-        weights_before, weights_after: every head's attention weights P_r before and after, (h, T, T).
-        weights_change: sign(weights_after − weights_before), int8 (h, T, T): +1 grew, −1 shrank, 0 unchanged.
+        weights_before, weights_after: every head's attention weights P_r before and after, (h, n, n).
+        weights_change: sign(weights_after − weights_before), int8 (h, n, n): +1 grew, −1 shrank, 0 unchanged.
     """
 
     learning_rate: float

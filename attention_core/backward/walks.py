@@ -6,7 +6,8 @@ their builders, which import the formulas and the recipes (their pages name them
 builders' panels. Typed here by what is read, the formulas and recipes import nothing above them: no circle. Each
 walk-through has every member of its protocol (checked in ``tests/backward``).
 
-Shape legend: T tokens, D = d_model, d_k = d_v, h heads; float32 (float64 where the gradients are checked).
+Shape legend: n tokens (T is the target), D = d_model, d_k = d_v, h heads; float32 (float64 where the gradients
+are checked).
 """
 
 from __future__ import annotations

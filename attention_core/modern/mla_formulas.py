@@ -16,7 +16,7 @@ from functools import lru_cache
 import sympy as sp
 
 from attention_core.errors import N_
-from attention_core.latex import Translate, expr_latex, latex_text, product, translate_cases
+from attention_core.latex import Translate, expr_latex, latex_text, product, translate_cases, words_and_math
 
 _i, _j, _l, _a, _b, _c = sp.symbols("i j l a b c", integer=True, positive=True)
 _d_model, _d_c, _d_cq, _d_h, _d_r, _h = sp.symbols("D d_c d_c' d_h d_R h", integer=True, positive=True)
@@ -90,6 +90,6 @@ def mla_formula(stage: str, tr: Translate) -> tuple[str, ...]:
     if stage == "decoupling":
         return (r"(R_i\, q^{C}_i) \cdot (R_j\, W_{UK}^{\top} c^{KV}_j) = q^{C\top}_i\, R_{j-i}\, W_{UK}^{\top}"
                 r" c^{KV}_j \ne (W_{UK} R_i\, q^{C}_i) \cdot c^{KV}_j",
-                latex_text(str(tr(N_("The matrix between q and c depends on j − i: there is no fixed matrix to "
-                                     "absorb.")))))
+                words_and_math(str(tr(N_("The matrix between q and c depends on {gap}: there is no fixed matrix to "
+                                         "absorb."), gap="{gap}")), gap=r"\ j - i"))
     raise KeyError(stage)

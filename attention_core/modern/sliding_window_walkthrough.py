@@ -139,7 +139,8 @@ def explain_sliding(walk: SlidingWalkthrough, stage: str, row: int, col: int, tr
     allowed = bool(walk.mask[row, col])
     if stage == "mask":
         test = f"0 \\le {i} - {j} < {w}" if walk.settings.causal_mask else f"|{i} - {j}| < {w}"
-        holds = r"\text{" + ("✓" if allowed else "✗") + "}"
+        # KaTeX's own symbols: ✓ and ✗ in \text have no font metrics in KaTeX (a console warning, and a fallback font)
+        holds = r"\checkmark" if allowed else r"\times"
         value = "0" if allowed else r"-\infty"
         return f"{test}\\ {holds} \\quad\\Rightarrow\\quad M_{{{i},{j}}} = {value}"
     if stage == "masked_scores":

@@ -42,7 +42,7 @@ from attention_core.latex import Translate, latex_text, number, terms_lines
 from attention_core.modern_lm.model import SmolLM2Decoder
 
 #: The bundled long text: the first pages of Lewis Carroll, "Alice's Adventures in Wonderland" (1865), chapter I,
-#: public domain (Project Gutenberg eBook #11), 747 tokens for SmolLM2.
+#: public domain (Project Gutenberg eBook #11), 784 tokens for SmolLM2.
 TEXT_FILE = Path(__file__).with_name("texts") / "alice_chapter_1.txt"
 #: The conditions of the experiment, in order: key -> title (marked for translation).
 CONDITIONS: dict[str, str] = {

@@ -32,7 +32,7 @@ from attention_core import practice
 from attention_core.entry_formulas import masked_score_entry_latex
 from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, OneBasedIndex, Switch, Text, label
-from attention_core.latex import Translate, aligned, factor, latex_text, number
+from attention_core.latex import Translate, aligned, factor, latex_text, number, stacked
 from attention_core.limits import (
     MODERN_LM_HEADS,
     MODERN_LM_LAYERS,
@@ -159,6 +159,18 @@ def _products(left: Sequence[float], right: Sequence[float]) -> list[str]:
     return [f"{factor(a)} \\cdot {factor(b)}" for a, b in zip(left, right)]
 
 
+def shift_reason(top: float, i: int, tr: Translate = Message) -> list[str]:
+    """Why a weight's entry subtracts its row's largest score (``top``) before e^x, as LaTeX lines (none when the
+    largest score is 0: nothing is subtracted). Subtracting it makes every exponent at most 0, so no e^x overflows,
+    and the same factor e^(−top) divides the numerator and every term of the sum: it cancels."""
+    if not top:
+        return []
+    return [f"{number(top)} = \\max_{{l \\le {i}}} \\tilde{{a}}_{{{i},l}}\\quad"
+            + latex_text(str(tr(N_("(row {i}'s largest score)"), i=i))),
+            latex_text(str(tr(N_("Subtracting it keeps every exponent at most 0: no overflow.")))),
+            latex_text(str(tr(N_("Numerator and sum scale by the same factor: the ratio is unchanged."))))]
+
+
 def entry_latex(step: LmHeadStep, stage: str, row: int, col: int, tr: Translate = Message) -> str:
     """Entry (row, col) of ``stage`` with its numbers in, as LaTeX (1-based indices shown; m = row is RoPE's position).
 
@@ -219,12 +231,13 @@ def entry_latex(step: LmHeadStep, stage: str, row: int, col: int, tr: Translate 
         if col > row:
             return aligned(f"\\alpha_{{{i},{j}}}", [f"\\frac{{e^{{-\\infty}}}}{{\\sum_l e^{{\\tilde{{a}}_{{{i},l}}}}}}",
                                                    "0"])
-        minus = f" - {number(top)}" if top else ""
+        minus = "" if not top else f" - {number(top)}" if top > 0 else f" + {number(-top)}"
         terms = [f"e^{{{number(a - top)}}}" for a in masked]
-        return aligned(f"\\alpha_{{{i},{j}}}", [
+        reason = shift_reason(top, i, tr)
+        return stacked(*([stacked(*reason, gap="2pt")] if reason else []), aligned(f"\\alpha_{{{i},{j}}}", [
             f"\\frac{{e^{{\\tilde{{a}}_{{{i},{j}}}{minus}}}}}{{\\sum_{{l=1}}^{{{i}}} e^{{\\tilde{{a}}_{{{i},l}}{minus}}}}}",
             f"\\frac{{{terms[col]}}}{{{_elided(terms, tr)}}}",
-            f"\\frac{{{number(exps[col])}}}{{{number(sum(exps))}}}", number(value)])
+            f"\\frac{{{number(exps[col])}}}{{{number(sum(exps))}}}", number(value)]))
     if stage == "output":
         weights, values = step.weights[row].tolist()[:row + 1], step.value[:row + 1, col].tolist()
         return aligned(f"z_{{{i},{j}}}", [f"\\sum_{{l=1}}^{{{i}}} \\alpha_{{{i},l}}\\, v_{{l,{j}}}",

@@ -307,8 +307,10 @@ def explain_encoder(walk: EncoderWalkthrough, stage: str, row: int, col: int, tr
     if stage == "ffn_hidden":
         terms = _sum_of_products(t.ffn_input[row].tolist(), t.weights.w_1[:, col].tolist())
         pre = float(t.ffn_pre_activation[row, col])
-        return aligned(f"u_{{{i},{j}}}", [r"\max\left(0,\ " + terms_lines(terms + [factor(float(t.weights.b_1[col]))])
-                                          + r"\right)", r"\max\left(0,\ " + number(pre) + r"\right)", number(value)])
+        # \bigl( … \bigr), not \left( … \right): the sum breaks over lines, and a line break inside \left … \right
+        # is none (KaTeX warned "\\ or \newline does nothing in display mode" and drew one long line)
+        return aligned(f"u_{{{i},{j}}}", [r"\max\bigl(0,\ " + terms_lines(terms + [factor(float(t.weights.b_1[col]))])
+                                          + r"\bigr)", r"\max\left(0,\ " + number(pre) + r"\right)", number(value)])
     if stage == "ffn_output":
         terms = _sum_of_products(t.ffn_hidden[row].tolist(), t.weights.w_2[:, col].tolist())
         return aligned(f"f_{{{i},{j}}}", [terms_lines(terms + [factor(float(t.weights.b_2[col]))]), number(value)])

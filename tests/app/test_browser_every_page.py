@@ -44,9 +44,10 @@ app_url, browser, page = test_browser.app_url, test_browser.browser, test_browse
 
 @pytest.mark.parametrize(("path", "title"), PAGES, ids=[p.strip("/") or "overview" for p, _ in PAGES])
 def test_page_renders(page: Page, app_url: str, path: str, title: str):
-    """The page renders; on a page whose step-through reruns alone, a picked entry then shows what its link opens
-    (:func:`_assert_a_picked_entry_is_what_the_link_opens`, on the page this test opened: one page load less for each
-    of the 17 step pages in the suite's run)."""
+    """The page renders, with nothing in the browser's console but Streamlit's deep-link 404s (no error, no warning:
+    :func:`assert_nothing_fails_behind_the_screen`); on a page whose step-through reruns alone, a picked entry then
+    shows what its link opens (:func:`_assert_a_picked_entry_is_what_the_link_opens`, on the page this test opened:
+    one page load less for each of the 17 step pages in the suite's run), and the console stays quiet."""
     open_registered_page(page, app_url, path, title)
     assert_no_exception(page)
     assert_charts_and_formulas_render(page)
@@ -57,6 +58,7 @@ def test_page_renders(page: Page, app_url: str, path: str, title: str):
     assert save_screenshot(page, "page-" + (path.strip("/") or "overview")).stat().st_size > 0
     if path in _FRAGMENT_PATHS:
         _assert_a_picked_entry_is_what_the_link_opens(page)
+        assert_nothing_fails_behind_the_screen(page, app_url, path)  # the pick's run and the link's page too
 
 
 # A formula wider than its box says so (ui/layout.py): "scroll →" under it, while it is scrolled to its start; a

@@ -23,6 +23,22 @@ def test_every_page_renders_on_every_preset(page, preset):
     assert at.title, "every page has a title"
 
 
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_overviews_pipeline_is_a_list_of_its_steps_in_order(language):
+    """The pipeline is the page's own HTML, an ordered list of its seven steps: Streamlit's graphviz chart warned in
+    the browser's console on every load (its graph library looks for a web worker script Streamlit does not ship)."""
+    import re
+
+    at = open_app()
+    if language == "zh":
+        at.radio(key="setting_language").set_value("zh").run()
+    assert not at.get("graphviz_chart")
+    (pipeline,) = [m.value for m in at.markdown if m.value.startswith("<ol")]
+    steps = re.findall(r'<li style="[^"]*">([^<]*)</li>', pipeline)
+    assert len(steps) == 7 and steps[2] == "Q = X W_q,  K = X W_k,  V = X W_v", steps
+    assert steps[0] == {"en": "tokens", "zh": "词元"}[language] and pipeline.count("↓") == 6
+
+
 @pytest.mark.parametrize("preset", [p for p in PRESETS if p != "hello"])
 def test_self_attention_states_a_passing_torch_check(preset):
     at = open_app("app_pages/self_attention.py", preset)

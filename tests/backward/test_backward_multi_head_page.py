@@ -118,7 +118,7 @@ def test_the_finite_difference_of_the_explained_weight_moves_the_loss_by_eps_tim
         assert fd.predicted_change == pytest.approx(EPSILON * walk.explained(stage, row, col), rel=1e-4)
         assert fd.actual_change == pytest.approx(fd.predicted_change, rel=1e-3, abs=1e-12)
         text = BACKWARD_MULTI_HEAD.steps(walk, stage).stage.entry(row, col, 0, lambda s, **k: str(s).format(**k))
-        assert "ε = 0.000001" in text and "approx" in text
+        assert r"\varepsilon = 0.000001" in text and "approx" in text  # ε in math: KaTeX has no ε in \text
 
 
 def _mistake(walk, stage: str, key: str, head: int = 0):

@@ -59,7 +59,7 @@ def test_the_finite_difference_of_the_explained_weight_moves_the_loss_by_eps_tim
         assert fd.predicted_change == pytest.approx(EPSILON * explained(walk, stage, row, col), rel=1e-4)
         assert fd.actual_change == pytest.approx(fd.predicted_change, rel=1e-3, abs=1e-12)
         text = BACKWARD.steps(walk, stage).stage.entry(row, col, 0, lambda s, **k: str(s).format(**k))
-        assert "ε = 0.000001" in text and "approx" in text
+        assert r"\varepsilon = 0.000001" in text and "approx" in text  # ε in math: KaTeX has no ε in \text
 
 
 EXERCISED = ("loss", "d_value", "d_weights", "d_scores", "d_query", "d_key", "d_w_query", "d_w_key", "d_w_value",
@@ -191,6 +191,62 @@ def test_a_new_session_opens_on_the_targets_row_where_every_step_explains_a_numb
     at.switch_page("app_pages/self_attention.py").run()
     at.switch_page(page_file).run()
     assert settings(at).entry_row == 0
+
+
+@pytest.mark.parametrize("key", ["backward", "backward_multi_head"])
+def test_T_is_the_target_alone_and_the_sums_run_over_n_tokens(key):
+    """T is the target (L = ½ ‖O − T‖², T_{i,j}, the editor's "T"); the loss summed i from 1 to T beside T_{i,j}. The
+    number of tokens is n in every formula of both backward pages, and no explanation writes T × T for it."""
+    import re
+
+    from attention_core.errors import Message
+
+    page = registry.BY_KEY[key]
+    walk = page.walkthrough(Settings())
+    formulas = {stage: " ".join(page.steps(walk, stage).stage.formula(Message))
+                for stage in page.stages}
+    loss = formulas["loss"]
+    assert "{T}_{i,j}" in loss and r"1 \leq i \leq n" in loss, loss
+    assert (r"\leq d_{o}" if key == "backward_multi_head" else r"\leq d_{v}") in loss, loss  # O's own width
+    for stage, latex in formulas.items():
+        assert not re.search(r"\\leq T\b|\^\{T\}|\{T\}[^_]", latex), (stage, latex)  # T only as T_{i,j}
+    assert r"\sum_{l=1}^{n}" in formulas["d_value"] and r"\sum_{i=1}^{n}" in formulas["d_w_query"]
+    for stage, text in _explanations(key).items():
+        assert not re.search(r"\bT ×|× T\b|\(T,", text), (stage, text)
+
+
+def _explanations(key: str) -> dict[str, str]:
+    """A backward page's EXPLAIN texts, read from its file (importing a page file runs it)."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse((Path(__file__).resolve().parents[2] / "app_pages" / f"{key}.py").read_text())
+    node = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "EXPLAIN")
+    return {ast.literal_eval(k): ast.literal_eval(v.args[0]) for k, v in zip(node.keys, node.values)}
+
+
+@pytest.mark.parametrize("page_file", ["app_pages/backward.py", "app_pages/backward_multi_head.py"])
+def test_another_pages_opening_entry_is_no_choice_the_backward_pages_open_on_the_targets_row(page_file):
+    """The attention-sinks page, just above in the navigation, opens on its last row: a session that went there first
+    then opened a backward page on row 7 (its entry counted as chosen), where the default target's dO, and so every
+    gradient of the row, is 0. Only a pick, a click or a link is a choice: the backward page opens on the target's row,
+    and sinks on its own again."""
+    from conftest import open_app, settings
+
+    at = open_app("app_pages/sinks.py")
+    assert not at.exception
+    last = len(registry.BY_KEY["sinks"].walkthrough(settings(at)).tokens) - 1
+    assert (settings(at).entry_row, settings(at).entry_col) == (last, 0)
+    at.switch_page(page_file).run()
+    assert not at.exception
+    assert (settings(at).entry_row, settings(at).entry_col) == (1, 0)
+    key = "backward_multi_head" if "multi_head" in page_file else "backward"
+    page = registry.BY_KEY[key]
+    walk = page.walkthrough(settings(at))
+    assert explained_value(page.steps(walk, page.default_stage or next(iter(page.stages))).stage.panels,
+                           1, 0, settings(at).head) != 0
+    at.switch_page("app_pages/sinks.py").run()
+    assert (settings(at).entry_row, settings(at).entry_col) == (last, 0)
 
 
 def test_a_link_opens_its_own_entry_not_the_opening_one():

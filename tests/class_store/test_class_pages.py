@@ -5,6 +5,9 @@ is down)."""
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 from conftest import APP, shown
 from streamlit.testing.v1 import AppTest
@@ -13,7 +16,7 @@ from attention_core import practice
 from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
 from class_store.store import Store
 from class_store.writer import RateLimit
-from ui import class_live
+from ui import charts, class_live
 
 SELF_ATTENTION = "app_pages/self_attention.py"
 
@@ -101,6 +104,23 @@ def test_a_teacher_sees_the_class_answers_and_its_named_mistakes(url):
     assert dash.mistakes == [("self_attention", "scaled_scores", "no_scale", 2)]
     assert ("self_attention", 3) in dash.reached
     assert any(kind for kind in at.get("vega_lite_chart"))  # the mistakes ranked, where the class is, over time
+    # the answers over time: the axis ends at the minute after now, not a quarter of an hour after the first answer
+    over_time = next(json.loads(c.proto.spec) for c in at.get("vega_lite_chart") if '"time:T"' in c.proto.spec
+                     or '"field": "time"' in c.proto.spec)
+    start, end = over_time["encoding"]["x"]["scale"]["domain"]
+    now = int(time.time() // 60)
+    assert (now - 1) * 60_000 <= end <= (now + 1) * 60_000 and end - start >= charts.MIN_MINUTES * 60_000
+
+
+def test_the_answers_over_time_axis_ends_now_or_at_the_classs_end():
+    """The axis was at least a quarter of an hour from the first answer on: a class that had just started saw 15
+    minutes of the future. It ends at the minute after ``until`` (now, or the class's end), or after the last answer
+    if later, and reaches back for the quarter of an hour."""
+    minute = 60_000
+    assert charts.over_time_domain([1000, 1002], until=1003) == (987 * minute, 1004 * minute)
+    assert charts.over_time_domain([1000, 1030], until=1031) == (999 * minute, 1032 * minute)
+    assert charts.over_time_domain([1000, 1030], until=1010) == (999 * minute, 1031 * minute)  # an answer came late
+    assert charts.over_time_domain([1000], until=None) == (984 * minute, 1001 * minute)  # no clock: the last answer
 
 
 def test_the_teachers_page_in_chinese(url):

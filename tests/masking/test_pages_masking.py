@@ -170,6 +170,23 @@ def test_dropout_train_and_eval():
     assert "eval mode" in latex(at)
 
 
+def test_dropout_mask_writes_its_ones_and_zeros_whole():
+    """The mask D is 0 or 1: its heatmap writes "1" and "0", not "1.00" beside "0" (ui.heatmaps.cell_number_format,
+    whose decimals the chart's Vega expression and ui.heatmaps.cell_labels both take)."""
+    from conftest import charts
+
+    from ui import heatmaps
+
+    at = open_app(DROPOUT, "journey_v2")
+    at.selectbox(key="setting_dropout.stage").set_value("dropout_mask").run()
+    masks = [(spec, data) for spec, data in charts(at)
+             if "value" in data and set(data["value"].dropna()) == {0.0, 1.0}]
+    assert masks, "no heatmap of the 0/1 mask on the dropout_mask step"
+    for spec, data in masks:
+        assert "'.0f'" in spec["layer"][1]["transform"][0]["calculate"], spec["layer"][1]["transform"]
+        assert set(heatmaps.cell_labels(data["value"].to_numpy(), 0, 0)) == {"0", "1"}
+
+
 def test_dropout_seed_changes_the_mask():
     at = open_app(DROPOUT, "seed000")
     before = [m.value for m in at.metric]

@@ -108,6 +108,24 @@ def test_every_stage_explains_its_entries_ending_with_the_panels_number(decoder,
             entry_latex(step, stage, t, 0)
 
 
+def test_a_weights_entry_says_why_it_subtracts_the_rows_largest_score(decoder, runs):
+    """The softmax entry writes e^(ã − 2.703): it names 2.703 as the row's largest score and says why it is
+    subtracted (no e^x overflows) and why the weight is the same (the factor cancels in the ratio)."""
+    from attention_core.latex import number
+
+    step = measure.head(decoder, runs[PROMPTS[0]], 12, 6)
+    row = len(step.tokens) - 1
+    top = float(step.masked_scores[row].max())
+    assert top != 0
+    text = entry_latex(step, "weights", row, 0, Message)
+    shift = f"{number(top)} = \\max_{{l \\le {row + 1}}}"
+    assert shift in text.split(r"\alpha")[0] and "largest score" in text, text  # said before the entry's lines
+    assert r"\begin{gathered}" in text  # lines one under another, inside an environment (KaTeX warned of \\ outside)
+    assert "overflow" in text and "same factor" in text, text
+    assert result_of(text) == pytest.approx(float(step.weights[row, 0]), rel=1e-3, abs=1e-4)
+    assert "largest score" not in entry_latex(step, "weights", 0, 1, Message)  # a blocked key: 0, no e^x at all
+
+
 def test_the_exercises_grade_answers_and_name_mistakes(decoder, runs):
     step = measure.head(decoder, runs[PROMPTS[0]], 2, 2)
     seen: dict[str, int] = {}
