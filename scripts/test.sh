@@ -16,7 +16,10 @@
 #      Debian's own cluster on install, which nothing here uses),
 #      and Debian's fonts-noto-cjk, the Chinese font of the worksheet PDFs (tests/classroom/test_worksheet.py);
 #      apt-get runs beside pip (both take minutes on a new machine), its log printed if it fails;
-#   3. pytest, with any extra arguments passed through, on one worker process per core (pytest-xdist, at most 4;
+#   3. npm ci in frontend/: the pinned KaTeX from the npm registry, checked by npm against package-lock.json's
+#      integrity hash, so that tests/app/test_frontend.py can compare the copies the app serves (static/katex/)
+#      with the package byte for byte (the app itself needs no npm: it serves the committed copies);
+#   4. pytest, with any extra arguments passed through, on one worker process per core (pytest-xdist, at most 4;
 #      TEST_WORKERS=N for N, TEST_WORKERS=1 for this process alone), each test file on one worker (its servers and
 #      browser started once): on a 2-core machine 937-1131 s against 1716 s in one process, which kept the whole
 #      run of a fresh clone over CI's 20 minutes (README, "Test it": the fresh clones of 2026-11-28). Exits with
@@ -75,6 +78,9 @@ if [[ -n "$APT_PID" ]]; then
     APT_PID=""
     echo "==> installed Debian's ${MISSING[*]}"
 fi
+
+echo "==> npm ci in frontend/"
+npm ci --prefix frontend --no-audit --no-fund --loglevel=error
 
 WORKERS="${TEST_WORKERS:-$(nproc)}"
 (( WORKERS <= 4 )) || WORKERS=4
