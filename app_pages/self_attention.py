@@ -6,7 +6,7 @@ from attention_core.errors import N_
 from attention_core.inputs.tokens import dim_labels
 from attention_core.self_attention.formulas import header_latex
 from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE
-from ui import page_body, state, stepthrough, widgets
+from ui import page_body, state, stepper, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -58,7 +58,7 @@ def page() -> None:
                 widgets.matrix_editor(name, walk.base[name], dim_labels("d", settings.d_model),
                                       dim_labels("c", settings.d_k))
 
-    stepthrough.live(SELF_ATTENTION_PAGE, walk, EXPLAIN, layout="beside")
+    stepper.live(SELF_ATTENTION_PAGE, walk, EXPLAIN, layout="beside")
 
 
 page_body.run(page, header=header)

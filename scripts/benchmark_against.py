@@ -254,3 +254,47 @@ def run_class_against(args: argparse.Namespace) -> bool:
     print(f"\nbudget per page: p95 <= 3 x floor ({3000 * floor:.0f} ms) and <= {old}'s p95 in the same run; "
           f"exceptions and failed sessions 0 -> {'ok' if ok and not failures['this'] else 'NOT MET'}")
     return ok and not failures["this"]
+
+
+def run_browser_against(args: argparse.Namespace) -> bool:
+    """``browser --against REF``: the browser scenario (scripts/load/browser.py) on REF's server and on this
+    checkout's, in the same Chromium settings (``--throttle``), each with its floor, ``--rounds`` rounds in turn;
+    one table: each click's p50 on REF and on this checkout, the floor's, and the messages the page sent per click."""
+    from load.browser import FLOOR, measure_browser, print_browser
+    from load.server import APP
+
+    both = versions(args)
+    pooled: dict[str, dict[str, list[float]]] = {label: {} for label, _ in both}
+    sent: dict[str, dict[str, list[int]]] = {label: {} for label, _ in both}
+    throttle = getattr(args, "throttle", 1.0)
+    print(f"== browser against {args.against}: Chromium{f', CPU throttled {throttle:g}x' if throttle > 1 else ''}, "
+          f"{args.clicks} clicks of each kind, {args.rounds} round(s)\n")
+    ok = True
+    for index in range(args.rounds):
+        for label, root in round_order(both, index):
+            server = Server(root / APP.name, root=root)
+            try:
+                out = measure_browser(args, url=server.url)
+            finally:
+                server.stop()
+            if out is None:
+                return False
+            print(f"-- {label} (round {index + 1})")
+            ok &= print_browser(out, args) or label != "this"
+            print()
+            for name, times in out["results"].items():
+                pooled[label].setdefault(name, []).extend(times)
+                sent[label].setdefault(name, []).extend(out["sent"].get(name, []))
+    old = args.against[:9]
+    floor = statistics.median(pooled["this"][FLOOR] + pooled[args.against][FLOOR])
+    print(f"{'click':<46} {old + ' p50':>10} {'this p50':>9} {'floor':>7} {old + ' sent':>11} {'this sent':>10}")
+    names = list(pooled[args.against]) + [n for n in pooled["this"] if n not in pooled[args.against]]
+    for name in names:
+        cells = []
+        for label in (args.against, "this"):
+            times = pooled[label].get(name)
+            cells.append(f"{1000 * statistics.median(times):.0f} ms" if times else "—")
+        counts = [f"{statistics.median(sent[label][name]):.0f}" if sent[label].get(name) else "—"
+                  for label in (args.against, "this")]
+        print(f"{name:<46} {cells[0]:>10} {cells[1]:>9} {1000 * floor:>5.0f} ms {counts[0]:>11} {counts[1]:>10}")
+    return ok

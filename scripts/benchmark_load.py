@@ -95,7 +95,7 @@ import os
 import sys
 from typing import Optional
 
-from benchmark_against import run_class_against, run_single_against
+from benchmark_against import run_browser_against, run_class_against, run_single_against
 from load.browser import BROWSER_PAGES, run_browser
 from load.class_live import run_class_live
 from load.classroom import run_class
@@ -106,7 +106,7 @@ from load.single import run_single
 from load.training import run_training
 
 #: The scenarios that ``--against REF`` measures beside that commit (scripts/benchmark_against.py).
-AGAINST = {"single": run_single_against, "class": run_class_against}
+AGAINST = {"single": run_single_against, "class": run_class_against, "browser": run_browser_against}
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -133,6 +133,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="per server process (each replica); default 1400 (class, training)")
     parser.add_argument("--browser-budget-ms", type=float, default=200.0,
                         help="browser: every click's median from the click to the repaint under this")
+    parser.add_argument("--throttle", type=float, default=1.0, metavar="N",
+                        help="browser: Chromium's main thread N times slower (CDP CPU throttling; 4: a low-end laptop)")
     parser.add_argument("--browser-page", dest="browser_pages", action="append", default=[],
                         choices=[path for path, _stage, _number in BROWSER_PAGES],
                         help="browser: only this page (repeatable; default: all of them)")
@@ -163,7 +165,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--class-store-url",
                         help="class-live: the class store's SQLAlchemy URL (needed with --url: the one that server uses)")
     parser.add_argument("--against", metavar="REF",
-                        help="single, class: measure the commit REF too (e.g. 7d7d826), back to back with this checkout "
+                        help="single, class, browser: measure the commit REF too (e.g. 7d7d826), back to back with this checkout "
                              "in the same run, with the floor beside them (scripts/benchmark_against.py)")
     parser.add_argument("--common-pages", action="store_true",
                         help="class --against: spread the students over the pages both versions have")
@@ -179,9 +181,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         require_loopback(args.url)
     if (not 1 <= args.students <= 300 or not (args.duration is None or 0 < args.duration <= 900)
             or not 1 <= args.clicks <= 200 or not 0 <= args.watch_share <= 1 or not 1 <= args.words <= 5000
-            or not 1 <= args.opens <= 20 or not 1 <= args.rounds <= 4 or not 0 <= args.browser_profile <= 50):
+            or not 1 <= args.opens <= 20 or not 1 <= args.rounds <= 4 or not 0 <= args.browser_profile <= 50
+            or not 1 <= args.throttle <= 20):
         parser.error("bounded load: 1-300 students, duration up to 900 s, 1-200 clicks, a watch share of 0-1, "
-                     "1-5000 words, 1-20 opens, 1-4 rounds, 0-50 profiled browser clicks")
+                     "1-5000 words, 1-20 opens, 1-4 rounds, 0-50 profiled browser clicks, a throttle of 1-20")
     runners = {"single": run_single, "class": run_class, "browser": run_browser, "training": run_training,
                "long": run_long, "class-live": run_class_live, "profile": run_profile}
     scenarios = args.scenarios or ["single", "class", "browser"]  # training, long, class-live, profile: not by default

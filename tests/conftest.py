@@ -196,6 +196,53 @@ def settings(at: AppTest):
     return at.session_state["settings"]
 
 
+# ---------------------------------------------------------------- the step-through element (ui/stepper.py)
+# A page whose step-through is the browser element sends its whole walk-through as the element's data; AppTest sees
+# that data (what the element will show) but cannot click inside it: its clicks are the browser tests' and Node's.
+
+
+def element(at: AppTest) -> dict:
+    """The data of the page's step-through element: every stage's formula, matrices and (loaded) entries, the
+    checks, the position."""
+    (found,) = [e for e in at.get("bidi_component") if e.proto.component_name == "attention_explorer.stepper"]
+    return json.loads(found.proto.json)
+
+
+def has_element(at: AppTest) -> bool:
+    return any(e.proto.component_name == "attention_explorer.stepper" for e in at.get("bidi_component"))
+
+
+def element_step(at: AppTest, **changes) -> AppTest:
+    """Move the element's position as the server does on purpose (a link, the teacher): the settings' stage / entry
+    fields (``self_attention.stage=...``, ``entry_row=...``) changed, then the page's run; the element takes it."""
+    at.session_state["settings"] = settings(at).replace(**changes)[0]
+    at.session_state["position_token"] = at.session_state["position_token"] + 1 if "position_token" in \
+        at.session_state else 1
+    return at.run()
+
+
+def element_latex(at: AppTest) -> str:
+    """What the page typesets at the element's position, one formula a line: the page's own formulas (its header),
+    the stage's formula and the explained entry (when its entries were sent)."""
+    data = element(at)
+    pos = data["position"]
+    stage = data["stages"][pos["stage"]]
+    entry = (stage["entries"] or {}).get(f"{pos['row']},{pos['col']},{pos['head']}")
+    return "\n".join([latex(at), *stage["formula"], *([entry] if entry else [])])
+
+
+def element_entry(at: AppTest) -> str:
+    """The explained entry at the element's position (LaTeX)."""
+    data = element(at)
+    pos = data["position"]
+    return data["stages"][pos["stage"]]["entries"][f"{pos['row']},{pos['col']},{pos['head']}"]
+
+
+def element_checks(at: AppTest) -> list[str]:
+    """The element's check lines, as text (its HTML without tags)."""
+    return [re.sub(r"<[^>]+>", "", check["html"]) for check in element(at)["checks_html"]]
+
+
 def charts(at: AppTest) -> list[tuple[dict, pd.DataFrame]]:
     """Every Vega-Lite chart on the page: its spec and its data (one row per mark's datum), in page order."""
     from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df

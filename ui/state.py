@@ -73,7 +73,7 @@ def widget_key(field: str, variant: str = "") -> str:
     return f"setting_{field}__{variant}" if variant else f"setting_{field}"
 
 
-def update(**changes: Any) -> None:
+def update(*, own_position: bool = False, **changes: Any) -> None:
     """Validate and store changed settings; keep bound widgets in step.
 
     Call from widget callbacks, or in a page before the bound widgets of the
@@ -82,12 +82,17 @@ def update(**changes: Any) -> None:
     that no widget shows a value the page does not compute with.
     Changes to the settings a teacher's link fixed (:func:`locked`) are dropped: their widgets are disabled,
     and a click elsewhere (a heatmap cell, Next) must not move them either.
+
+    A change of the position shown (a step page's stage, the explained entry, the head) moves the step-through
+    element to it (:func:`position_token`), unless ``own_position``: the element's own report of where it is.
     """
     fixed = locked()
     if ENTRY_FIELDS & changes.keys():
         st.session_state[_ENTRY_CHOSEN] = True
     old = settings()
     new, messages = old.replace(**{k: v for k, v in changes.items() if k not in fixed})
+    if not own_position and any(_is_position(f) and old.get(f) != new.get(f) for f in changes):
+        _move_position()
     _store(new)
     st.session_state[_MESSAGES] = messages
     if not router_ran() and any(old.get(f) != new.get(f) for f in ROUTER_FIELDS):
@@ -137,6 +142,25 @@ def router_done() -> None:
 def router_ran() -> bool:
     """Whether this is a whole-app run (False: a fragment's run alone, or a widget's callback before any run)."""
     return st.session_state.get(_ROUTER_RAN, False)
+
+
+_POSITION_TOKEN = "position_token"  # how many times the server moved the position shown (ui/stepper.py)
+
+
+def _is_position(field: str) -> bool:
+    """Whether a settings path is part of the position a step page shows: its stage, the entry, the head."""
+    return field.endswith(".stage") or field in ENTRY_FIELDS or field == "head"
+
+
+def _move_position() -> None:
+    st.session_state[_POSITION_TOKEN] = st.session_state.get(_POSITION_TOKEN, 0) + 1
+
+
+def position_token() -> int:
+    """A number that changes whenever the server moves the position a step page shows (a link, the teacher, a page's
+    opening entry, a reset, the old renderer's clicks): the step-through element then shows the server's position;
+    otherwise it keeps the one the learner stepped to in the browser (``ui/stepper.py``)."""
+    return st.session_state.get(_POSITION_TOKEN, 0)
 
 
 #: The explained entry's shared fields; once one changes by a pick or a click, or a link sets the settings, the
@@ -352,6 +376,7 @@ def apply_link(params: dict[str, str]) -> None:
     """Take a link's settings and edits (its query parameters, without the class's) into this session."""
     st.session_state[_ENTRY_CHOSEN] = True  # a link opens the numbers it was made with, its entry included
     linked, linked_edits, link_messages = share.decode(params)
+    _move_position()  # the link's step and entry, not the element's
     _store(linked)
     store = st.session_state.setdefault(_EDITS, {}).setdefault(linked.preset, {})
     for name, cells in linked_edits.items():

@@ -351,7 +351,7 @@ def check_line(max_abs_diff: float, matches: bool, reference: str, against: str 
 # ---------------------------------------------------------------- the code behind what is shown
 
 @functools.lru_cache(maxsize=None)
-def _source(function: Callable[..., Any]) -> str:
+def source(function: Callable[..., Any]) -> str:
     """The source of a function of attention_core (read once per server: the files do not change), its references
     to the seed tutorials written as their names (``attention_core.sources.for_students``)."""
     return for_students(inspect.getsource(function))
@@ -369,7 +369,7 @@ def show_code(functions: Sequence[Callable[..., Any]], *, key: str) -> None:
     if box.open:
         with box:
             for function in functions:
-                st.code(_source(function), language="python")
+                st.code(source(function), language="python")
 
 
 # ---------------------------------------------------------------- a 2-d rotation

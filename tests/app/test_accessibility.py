@@ -7,13 +7,15 @@ import json
 
 import numpy as np
 import pytest
-from conftest import APP, errors, settings, train_and_wait
+from conftest import APP, element, errors, has_element, settings, train_and_wait
 from streamlit.testing.v1 import AppTest
 
 from attention_core import registry
 from attention_core.experiments import image as image_patterns
+from attention_core.masking.walkthrough import CAUSAL_PAGE
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
+from ui import heatmaps
 
 #: the pages without a chart; every other page of the registry has charts (on the step it opens on)
 NO_CHARTS = {"app_pages/overview.py", "app_pages/no_weights.py"}
@@ -60,8 +62,13 @@ def test_every_chart_has_a_description_and_a_table_and_no_red_blue_in_the_safe_p
         at = _open(path, palette="cvd", tables="1", **({page.stage_field: stage} if stage else {}))
         if stage:
             assert settings(at).get(page.stage_field) == stage, (path, stage)
+        if has_element(at):  # the browser's step-through: each matrix an HTML table with its caption and labels
+            for panel in element(at)["stages"][stage]["panels"]:
+                assert panel["caption_html"] and len(panel["rows"]) == len(panel["text"]), (path, stage)
+                assert all(len(row) == len(panel["cols"]) for row in panel["text"]), (path, stage)
+                assert panel["scheme"] in ("blueorange", "viridis"), (path, stage, panel["scheme"])
         specs = _specs(at)
-        if stage in (None, page.first_stage):  # some later steps show formulas only
+        if stage in (None, page.first_stage) and not has_element(at):  # some later steps show formulas only
             assert specs or path in NO_CHARTS, (path, stage)
         missing = [f"chart {i} of {len(specs)}" for i, spec in enumerate(specs, 1) if not spec.get("description")]
         assert not missing, (path, stage, "charts without a description", missing)
@@ -118,28 +125,47 @@ def test_the_head_grid_and_the_image_have_tables_of_their_own():
 
 
 def test_the_palette_follows_the_numbers_and_stays_in_the_link():
+    """On the self-attention page's step-through element (its tables take the heatmaps' colours) and on a page of
+    heatmaps."""
     at = _open("app_pages/self_attention.py", palette="cvd", stage="scaled_scores")
-    assert _schemes(_specs(at)[0]) == {"blueorange"}  # signed scores: diverging around 0
-    at.selectbox(key="setting_self_attention.stage").set_value("weights").run()
-    (spec,) = _specs(at)
-    assert _schemes(spec) == {"viridis"} and spec["layer"][0]["encoding"]["color"]["scale"]["domain"][0] == 0.0
+    (scaled,) = element(at)["stages"]["scaled_scores"]["panels"]
+    assert scaled["scheme"] == "blueorange" and scaled["domain"][0] == -scaled["domain"][1]  # signed: around 0
+    (weights,) = element(at)["stages"]["weights"]["panels"]
+    assert weights["scheme"] == "viridis" and weights["domain"][0] == 0.0
     assert at.query_params["palette"] == ["cvd"] or at.query_params["palette"] == "cvd"
     at.radio(key="setting_palette").set_value("classic").run()
-    (spec,) = _specs(at)  # weights >= 0: one sequential scale, white to blue from 0 (as the heads' grids), not red-blue
-    assert _schemes(spec) == {"blues"} and spec["layer"][0]["encoding"]["color"]["scale"]["domain"][0] == 0.0
-    at.selectbox(key="setting_self_attention.stage").set_value("scaled_scores").run()
-    assert _schemes(_specs(at)[0]) == {"redblue"}  # signed: diverging around 0
+    (weights,) = element(at)["stages"]["weights"]["panels"]  # >= 0: white to blue from 0 (as the heads' grids)
+    assert weights["scheme"] == "blues" and weights["domain"][0] == 0.0
+    assert element(at)["stages"]["scaled_scores"]["panels"][0]["scheme"] == "redblue"  # signed: diverging around 0
+    at = _open("app_pages/causal.py", palette="cvd", causal_stage="weights")
+    (spec,) = _specs(at)
+    assert _schemes(spec) == {"viridis"} and spec["layer"][0]["encoding"]["color"]["scale"]["domain"][0] == 0.0
+    at.radio(key="setting_palette").set_value("classic").run()
+    (spec,) = _specs(at)
+    assert _schemes(spec) == {"blues"}
 
 
 def test_the_description_states_the_shape_and_range_and_the_table_the_same_numbers():
-    at = _open("app_pages/self_attention.py", stage="weights", tables="1")
-    weights = build_walkthrough(Settings()).trace.attention.weights.numpy()
+    at = _open("app_pages/causal.py", causal_stage="weights", tables="1")
+    weights = CAUSAL_PAGE.walkthrough(Settings()).trace.attention.weights.numpy()
     (spec,) = _specs(at)
     low, high = float(weights.min()), float(weights.max())
     assert spec["description"] == (f"Heatmap: 7 × 7 numbers (query token × key token), from {low:.3g} to {high:.3g}.")
     (frame,) = at.dataframe
     np.testing.assert_allclose(frame.value.to_numpy(), weights, rtol=1e-6)
     assert list(frame.value.index)[:2] == ["1 I", "2 Like"]
+
+
+def test_the_elements_matrix_is_a_table_with_its_caption_labels_and_numbers():
+    """The step-through element's matrix is the table a screen reader reads: its caption (the stage and its shape),
+    the token labels of its rows and columns, each number as the heatmaps write it."""
+    at = _open("app_pages/self_attention.py", stage="weights")
+    weights = build_walkthrough(Settings()).trace.attention.weights.numpy()
+    (panel,) = element(at)["stages"]["weights"]["panels"]
+    assert panel["caption_html"].startswith("<strong>Weights") and "7 × 7" in panel["caption_html"]
+    assert panel["rows"][:2] == ["1 I", "2 Like"] and panel["cols"] == panel["rows"]
+    exponent, decimals = heatmaps.cell_number_format(weights)
+    assert panel["text"] == heatmaps.cell_labels(weights, exponent, decimals).tolist()
 
 
 def test_a_masked_heatmap_says_how_many_cells_are_blocked():

@@ -349,25 +349,6 @@ def assert_no_label_is_cut(page: Page) -> None:
     assert not page.evaluate(CUT_LABELS_JS), page.evaluate(CUT_LABELS_JS)
 
 
-def test_self_attention_next_advances_the_step(page: Page, app_url: str):
-    open_page(page, app_url, "/self-attention", "Scaled dot-product self-attention, step by step")
-    step = page.get_by_role("combobox", name="Step", exact=True)  # the selectbox's input holds the choice
-    expect(step).to_have_count(1)
-    before = step.input_value()
-    number = re.search(r"(\d+) / (\d+)", before)
-    assert number, f"no 'n / N' in the Step selectbox: {before!r}"
-
-    page.get_by_role("button", name="Next ▶").click()
-    expect(step).not_to_have_value(before)
-    wait_for_app_run(page)
-
-    after = step.input_value()
-    moved = re.search(r"(\d+) / (\d+)", after)
-    assert moved and int(moved[1]) == int(number[1]) + 1, f"Next moved the step from {before!r} to {after!r}"
-    assert_no_exception(page)
-    save_screenshot(page, "page-self-attention-after-next")
-
-
 def test_next_reruns_only_the_step_through_and_the_link_follows(page: Page, app_url: str):
     """Next is inside the step-through's st.fragment: the stage moves, the link holds it, the page around stays."""
     open_page(page, app_url, "/causal", "Causal attention: no peeking at the future")
@@ -514,8 +495,9 @@ def test_flipping_a_mask_cell_inside_the_fragment_reruns_the_whole_page(page: Pa
 
 
 def test_clicking_a_heatmap_cell_explains_that_entry(page: Page, app_url: str):
-    """The heatmap's click selection (what AppTest cannot drive) sets the explained entry."""
-    open_page(page, app_url, "/self-attention", "Scaled dot-product self-attention, step by step")
+    """The heatmap's click selection (what AppTest cannot drive) sets the explained entry, on a page the server's
+    renderer draws (the self-attention page's element: tests/app/test_browser_stepper.py)."""
+    open_page(page, app_url, "/causal", "Causal attention: no peeking at the future")
     row = page.get_by_role("combobox", name="Row", exact=True)
     column = page.get_by_role("combobox", name="Column", exact=True)
     expect(row).to_have_value("1 I")
@@ -525,7 +507,7 @@ def test_clicking_a_heatmap_cell_explains_that_entry(page: Page, app_url: str):
     click_mark_until(cells.nth(2 * 7 + 1), row, "3 Machine")  # query "3 Machine", key "2 Like"
     expect(column).to_have_value("2 Like")
     wait_for_app_run(page)
-    expect(page.locator(".katex").filter(has_text="s3,2").first).to_be_visible()
+    expect(page.locator(".katex").filter(has_text=re.compile(r"3,2")).first).to_be_visible()
     assert_no_exception(page)
 
 
@@ -1114,9 +1096,9 @@ def _open_in_mode(page: Page, base_url: str, path: str, title: str, presenter: b
 
 
 @pytest.mark.parametrize(("path", "title", "widgets"), [
-    ("/self-attention", "Scaled dot-product self-attention, step by step", 5),  # d_k, seed, step, row, column
+    ("/causal", "Causal attention: no peeking at the future", 5),  # d_k, seed, context_length, padding, step
     ("/temperature", "Temperature: how sharp is the softmax?", 2),  # the slider's τ, the query row
-], ids=["self-attention", "temperature"])
+], ids=["causal", "temperature"])
 def test_presenter_mode_numbers_are_at_least_22_px_on_a_1920_projector(browser: Browser, app_url: str, path: str,
                                                                         title: str, widgets: int):
     """At 1920 × 1080 in presenter mode every number in the charts (heatmap cells, axes, legends, bar values) and in
@@ -1137,37 +1119,6 @@ def test_presenter_mode_numbers_are_at_least_22_px_on_a_1920_projector(browser: 
     assert max(normal["marks"]) < PROJECTOR_MIN_PX and max(normal["values"]) < PROJECTOR_MIN_PX, normal
 
 
-# Where the self-attention heatmap (its SVG, with the axes and the colour legend) stands against its column (the one
-# beside the formula), the chart's frame and the window; and whether the frame has to scroll sideways to show it.
-_HEATMAP_BOX = """() => {
-  const chart = document.querySelector('[data-testid="stMain"] [data-testid="stVegaLiteChart"]');
-  const box = el => { const r = el.getBoundingClientRect(); return {left: r.left, right: r.right}; };
-  const frame = chart.closest('[data-testid="stFullScreenFrame"]');
-  const column = chart.closest('[data-testid="stColumn"]');
-  return {svg: box(chart.querySelector('svg')), legend: box(chart.querySelector('svg g.role-legend')),
-          column: column && box(column), frame: box(frame), hidden: frame.scrollWidth - frame.clientWidth,
-          viewport: document.documentElement.clientWidth};
-}"""
-
-
-@pytest.mark.parametrize("width", [1280, 1400])
-def test_self_attention_heatmap_and_its_legend_fit_beside_the_formula(browser: Browser, app_url: str, width: int):
-    """At 1280–1400 px, with the sidebar, the 7 × 7 heatmap beside the formula showed its 7th column and colour legend
-    cut at the right edge (its frame scrolled by 93 and 21 px). Now the whole chart fits its column and the window."""
-    with new_page(browser, width, 900) as page:
-        open_page(page, app_url, "/self-attention", "Scaled dot-product self-attention, step by step")
-        expect(page.locator(".vega-embed svg g.mark-rect").first.locator("path")).to_have_count(49)
-        expect(page.locator(".vega-embed svg g.role-legend").first).to_be_visible()
-        wait_for_app_run(page)
-        box = page.evaluate(_HEATMAP_BOX)
-        save_screenshot(page, f"self-attention-{width}", width=width)
-    assert box["column"] is not None, "the heatmap is not beside the formula"
-    assert box["hidden"] <= 1, f"{width} px: the chart's frame hides {box['hidden']} px of it: {box}"
-    for part in ("svg", "legend"):
-        assert box[part]["left"] >= box["column"]["left"] - 1, (part, box)
-        assert box[part]["right"] <= min(box["column"]["right"], box["frame"]["right"], box["viewport"]) + 1, (part, box)
-
-
 #: Where the step-through's Previous / Next row and the first chart under it stand in the window.
 _STEP_IN_VIEW = """() => {
   const stepper = document.querySelector('.st-key-step_prev').getBoundingClientRect();
@@ -1179,7 +1130,7 @@ _STEP_IN_VIEW = """() => {
 
 
 @pytest.mark.parametrize(("path", "title", "whole"), [
-    ("/self-attention", "Scaled dot-product self-attention, step by step", True),
+    ("/causal", "Causal attention: no peeking at the future", False),
     ("/backward", "The backward pass: how attention learns", False),
 ])
 def test_presenter_mode_keeps_the_changed_matrix_on_the_projector_after_next(browser: Browser, app_url: str,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import element_checks
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,7 +16,8 @@ def test_cloud_entry_point_runs_every_page():
     assert at.title[0].value == "Attention Explorer"
     at.switch_page("../app_pages/self_attention.py").run()
     assert not at.exception, at.exception
-    assert any("scaled_dot_product_attention" in s.value for s in at.success)
+    assert any("scaled_dot_product_attention" in check for check in element_checks(at))
+    assert (ROOT / "deploy" / "static" / "katex" / "katex.min.js").is_file()  # the app's static files, served there too
 
 
 def test_cloud_requirements_pin_the_cpu_build_on_top_of_the_app_requirements():

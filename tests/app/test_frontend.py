@@ -1,4 +1,4 @@
-"""The KaTeX the app serves itself, for the formulas typeset in the browser.
+"""The browser side: the step-through element's own tests under Node, and the KaTeX the app serves itself.
 
 KaTeX comes from npm, pinned exactly in ``frontend/package.json`` with npm's integrity hash in
 ``frontend/package-lock.json``; ``scripts/vendor_katex.py`` copies what the browser needs into ``static/katex/`` and
@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,15 @@ def sums() -> tuple[str, str, dict[str, str]]:
     first, *lines = (KATEX / "SHA256SUMS").read_text().splitlines()
     _hash, _name, version, integrity = first.split()
     return version, integrity, {name: digest for digest, name in (line.split("  ", 1) for line in lines)}
+
+
+def test_the_elements_own_tests_pass_under_node():
+    node = shutil.which("node")
+    assert node, "Node is needed for the browser code's tests (the machine has Node 20)"
+    run = subprocess.run([node, "--test", "stepper/"], cwd=FRONTEND, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    passed = re.search(r"^# pass (\d+)", run.stdout, re.M)
+    assert passed and int(passed.group(1)) >= 7, run.stdout
 
 
 def test_katex_is_pinned_exactly_and_its_licence_is_served_with_it():
@@ -58,3 +69,9 @@ def test_the_served_copies_are_npms_package_byte_for_byte():
     for name in sums()[2]:
         source = package / ("LICENSE" if name == "LICENSE" else f"dist/{name}")
         assert source.read_bytes() == (KATEX / name).read_bytes(), name
+
+
+def test_the_element_loads_katex_from_the_app_and_nothing_from_elsewhere():
+    script = (FRONTEND / "stepper" / "stepper.js").read_text()
+    assert "katex/katex.min.js" in script and "katex/katex.min.css" in script
+    assert not re.search(r"https?://", script), "the element fetches nothing from another site (a class may be offline)"

@@ -270,7 +270,8 @@ def test_a_learner_trains_and_the_progress_reruns_on_its_timer_as_in_the_browser
 def test_the_browser_scenario_times_every_click_it_makes(capsys):
     """The benchmark's Chromium scenario runs end to end: every click is answered and timed, the first time (no click
     made again), with the one-widget app's click beside them (no budget here: speed is measured on an idle machine,
-    not by tests); ``--browser-profile`` splits two more clicks of each by part, the heatmap's Vega among them."""
+    not by tests); ``--browser-profile`` splits two more clicks of each by part. The self-attention page's
+    step-through is the browser element: its Next and its cells are timed and send no message."""
     import argparse
     import os
     import re
@@ -283,25 +284,33 @@ def test_the_browser_scenario_times_every_click_it_makes(capsys):
     out = capsys.readouterr().out
     floor = re.search(r"^floor: a one-number_input app, \+\s+(\d+)\s+(\d+)\s+(\d+)\s+1\.00\s+\(floor\)", out, re.M)
     assert floor and 0 < int(floor[1]) <= int(floor[3]), out
-    for click in ("self-attention: Next", "self-attention: d_k +", "positional-encoding: experiment_seed +"):
-        row = re.search(rf"^{re.escape(click)}\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+\.\d\d)\s+ok", out, re.M)
+    clicks = ("self-attention: Next / Previous", "self-attention: an entry (a cell)", "self-attention: d_k +",
+              "positional-encoding: experiment_seed +")
+    sent = {}
+    for click in clicks:
+        row = re.search(rf"^{re.escape(click)}\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+\.\d\d)\s+(\d+)\s+ok", out, re.M)
         assert row and 0 < int(row[1]) <= int(row[3]), out
+        sent[click] = int(row[5])
         # x floor is the two unrounded medians' ratio; each median is printed rounded to the ms (+-0.5), the ratio to
         # 0.01 (+-0.005): it lies between the ratios of the printed medians' ends.
         p50, floor_p50 = int(row[1]), int(floor[1])
         assert (p50 - 0.5) / (floor_p50 + 0.5) - 0.005 <= float(row[4]) <= (p50 + 0.5) / (floor_p50 - 0.5) + 0.005, out
+    # the step-through element steps in the browser: its Next and its cells send nothing; a setting is one message
+    assert sent["self-attention: Next / Previous"] == sent["self-attention: an entry (a cell)"] == 0, out
+    assert sent["self-attention: d_k +"] >= 1 and sent["positional-encoding: experiment_seed +"] >= 1, out
+    assert re.search(r"^self-attention: first visit of a step\s+\d+.*\(once\)", out, re.M), out
     assert "made again" not in out  # every click's run was seen to end (none waited for until the timeout)
     assert "positional-encoding: Next" not in out  # not a step page
     # the profile's table: per click its busy ms, then each part's ms and share, in the header's order
     header = re.search(r"^click\s+busy\s+(.+)$", out, re.M)
     assert header and header[1].split() == ["Vega", "React", "styles", "Markdown", "other", "JS", "browser", "GC"], out
-    for click in ("self-attention: Next", "self-attention: d_k +", "positional-encoding: experiment_seed +"):
+    for click in ("self-attention: d_k +", "positional-encoding: experiment_seed +"):
         row = re.search(rf"^{re.escape(click)}\s+(\d+)((?:\s+\d+ \(\s*\d+ %\)){{7}})$", out, re.M)
         assert row, out
         parts = [int(ms) for ms, _share in re.findall(r"(\d+) \(\s*(\d+) %\)", row[2])]
         assert int(row[1]) > 0 and abs(sum(parts) - int(row[1])) <= 4, out  # the parts (each rounded) make the whole
-        if click == "self-attention: Next":
-            assert parts[0] > 0, out  # the next step's heatmap is drawn by Vega
+        if click == "positional-encoding: experiment_seed +":
+            assert parts[1] > 0, out  # Streamlit's React redraws the page's charts and tables
 
 
 # ---------------------------------------------------------------- the class-live scenario (scripts/load/class_live.py)

@@ -7,7 +7,7 @@ The cell typed into the editor's grid is a browser test (tests/app/test_browser.
 from __future__ import annotations
 
 import pytest
-from conftest import errors, open_app, open_link, picker, settings, warnings
+from conftest import element, errors, open_app, open_link, settings, warnings
 
 from attention_core.inputs.edits import EMPTY, NOT_A_NUMBER, OUT_OF_RANGE, read_cell, refused_cell
 from attention_core.inputs.text import cut_text, tokenize
@@ -174,5 +174,4 @@ def test_a_links_entry_out_of_range_is_counted_from_1_as_the_page_counts():
     at = open_link("app_pages/self_attention.py", entry_row="99", stage="weights")
     assert ("The entry's row must be between 1 and 12; got 100, so the page shows the nearest one it has."
             in warnings(at))
-    assert picker(at, "Row").value == 6  # the 7th (last) row of the 7 tokens' matrix
-    assert at.session_state["settings"].entry_row == 6
+    assert element(at)["position"]["row"] == 6  # the 7th (last) row of the 7 tokens' matrix

@@ -20,13 +20,14 @@ suite passes on any machine of our kind. Text that is not a number (a title, a t
 from __future__ import annotations
 
 import json
+import math
 import re
 import urllib.parse
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import APP, FLOAT32_ATOL, FLOAT32_RTOL, differing_numbers
+from conftest import APP, FLOAT32_ATOL, FLOAT32_RTOL, differing_numbers, element, element_latex, has_element
 from streamlit.testing.v1 import AppTest
 
 CAPTURED = json.loads((Path(__file__).parent / "data" / "old_links.json").read_text())
@@ -49,6 +50,11 @@ def test_an_old_link_opens_the_same_numbers(link):
     assert not at.error, [e.value for e in at.error]
     before = CAPTURED[link]
     assert at.title[0].value == before["title"]
+    if has_element(at):  # the step-through in the browser: its formulas and matrices are the element's data
+        assert_same_numbers([NUMBER.findall(line) for line in element_latex(at).split("\n") if line.strip("$ ")],
+                            before["latex"], "formula", digits=4)
+        assert_shown_numbers(at, before["tables"])
+        return
     assert_same_numbers([NUMBER.findall(e.value) for e in at.latex], before["latex"], "formula", digits=4)
     frames = [d.value for d in at.dataframe]
     assert len(frames) == len(before["tables"]), f"{len(frames)} tables, captured {len(before['tables'])}"
@@ -60,6 +66,22 @@ def test_an_old_link_opens_the_same_numbers(link):
             differ = [(i, a, b) for i, (a, b) in enumerate(zip(ours, captured))
                       if abs(float(a) - float(b)) > 0.5e-4 + FLOAT32_ATOL + FLOAT32_RTOL * abs(float(b))]
             assert len(ours) == len(captured) and not differ, f"table {n + 1}: {differ[:5]}"
+
+
+def assert_shown_numbers(at: AppTest, captured: list[list[str]]) -> None:
+    """The element's matrices at its position hold the captured tables' numbers, as a heatmap's cells write them
+    (3 significant digits, or a shared factor 10ⁿ its caption states): within half a unit of the last digit written."""
+    data = element(at)
+    panels = data["stages"][data["position"]["stage"]]["panels"]
+    assert len(panels) == len(captured), f"{len(panels)} matrices, captured {len(captured)} tables"
+    for n, (panel, numbers) in enumerate(zip(panels, captured)):
+        units = re.search(r"10([⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)", panel["caption_html"])
+        factor = 10.0 ** int(units.group(1).translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789"))) if units else 1.0
+        cells = [text.replace("−", "-") for row in panel["text"] for text in row]
+        differ = [(i, a, b) for i, (a, b) in enumerate(zip(cells, numbers)) if not (
+            a == "-∞" and float(b) == -math.inf or abs(float(a) * factor - float(b)) <= factor * (
+                0.5 * 10.0 ** -(len(a.split(".")[1]) if "." in a else 0)) + FLOAT32_ATOL + FLOAT32_RTOL * abs(float(b)))]
+        assert len(cells) == len(numbers) and not differ, f"matrix {n + 1}: {differ[:5]}"
 
 
 def is_number(text: str) -> bool:

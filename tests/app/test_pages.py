@@ -6,7 +6,21 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import APP, errors, latex, open_app, picker, settings, shows_number, warnings  # noqa: F401
+from conftest import (  # noqa: F401
+    APP,
+    element,
+    element_checks,
+    element_entry,
+    element_latex,
+    element_step,
+    errors,
+    latex,
+    open_app,
+    picker,
+    settings,
+    shows_number,
+    warnings,
+)
 
 from attention_core.inputs.presets import PRESETS
 
@@ -42,7 +56,7 @@ def test_the_overviews_pipeline_is_a_list_of_its_steps_in_order(language):
 @pytest.mark.parametrize("preset", [p for p in PRESETS if p != "hello"])
 def test_self_attention_states_a_passing_torch_check(preset):
     at = open_app("app_pages/self_attention.py", preset)
-    (check,) = [s.value for s in at.success]
+    (check,) = element_checks(at)
     assert "torch.nn.functional.scaled_dot_product_attention" in check
     diff = float(check.split("= ")[-1].split(" ")[0])
     assert diff < 1e-5
@@ -72,39 +86,32 @@ def test_changing_the_sentence_changes_the_tokens_and_is_shared():
 
 
 def test_stepping_through_the_stages_shows_each_formula():
+    """The element's stages in order, each with its formula and, once shown, its explained entries (its Next and
+    Previous are the browser's: tests/app/test_browser_stepper.py, frontend/stepper/stepper.test.js)."""
     at = open_app("app_pages/self_attention.py")
-    at.selectbox(key="setting_self_attention.stage").set_value("inputs").run()
-    seen = []
-    for _ in range(8):
-        seen.append(settings(at).self_attention.stage)
+    assert element(at)["order"] == ["inputs", "query", "key", "value", "scores", "scaled_scores", "weights", "output"]
+    for stage in element(at)["order"]:
+        element_step(at, **{"self_attention.stage": stage})
         assert not at.exception
-        assert len(at.latex) >= 4  # title formula, matrix form, element form, the explained entry
-        next_button = at.button(key="step_next")
-        if next_button.disabled:
-            break
-        next_button.click().run()
-    assert seen == ["inputs", "query", "key", "value", "scores", "scaled_scores", "weights", "output"]
-    at.button(key="step_prev").click().run()
-    assert settings(at).self_attention.stage == "weights"
-    assert r"\operatorname{softmax}" in latex(at)
+        assert len(element_latex(at).splitlines()) >= 4  # title formula, matrix form, element form, the entry
+    element_step(at, **{"self_attention.stage": "weights"})
+    assert r"\operatorname{softmax}" in element_latex(at)
 
 
 def test_explain_entry_uses_the_chosen_cell_and_its_real_numbers():
     at = open_app("app_pages/self_attention.py", "journey_v1")
-    at.selectbox(key="setting_self_attention.stage").set_value("output").run()
-    at.selectbox(key="setting_entry_row").set_value(1).run()
-    picker(at, "Column").set_value(1).run()
+    element_step(at, **{"self_attention.stage": "output", "entry_row": 1, "entry_col": 1})
     # rasbt ch03 / seed 004: SelfAttention_v1 with seed 123, context vector of "journey" = [0.3061, 0.8210]
-    assert "{z}_{2,2}" in latex(at)
-    assert shows_number(latex(at), 0.8210, before="= ")
+    assert "{z}_{2,2}" in element_entry(at)
+    assert shows_number(element_entry(at), 0.8210, before="= ")
 
 
 def test_changing_d_k_changes_the_numbers_shown():
     at = open_app("app_pages/self_attention.py")
-    before = latex(at)
+    before = element_latex(at)
     at.number_input(key="setting_d_k").set_value(2).run()
     assert settings(at).d_k == 2
-    assert latex(at) != before
+    assert element_latex(at) != before
     assert not at.error
 
 
@@ -180,12 +187,12 @@ def test_huge_values_keep_the_softmax_finite():
     at = open_app("app_pages/self_attention.py")
     at.session_state["edits"] = {"seed000": {"x": {(0, 0): 1e6, (0, 1): -1e6}}}
     at.run()
-    at.selectbox(key="setting_self_attention.stage").set_value("weights").run()
+    element_step(at, **{"self_attention.stage": "weights"})
     assert not at.error, errors(at)
-    assert "one-hot" in " ".join(i.value for i in at.info)
-    (check,) = [s.value for s in at.success]
+    assert "one-hot" in " ".join(element(at)["notes_html"])
+    (check,) = element_checks(at)
     assert "scaled_dot_product_attention" in check
-    assert "nan" not in latex(at).lower() and "infty" not in latex(at)
+    assert "nan" not in element_latex(at).lower() and "infty" not in element_latex(at)
 
 
 def test_pasted_matrix_with_a_word_gets_a_message_and_keeps_the_text():
@@ -245,15 +252,15 @@ def test_user_tokens_are_escaped_in_markdown_and_latex():
 
 def test_weights_can_be_edited_and_the_edits_survive_hiding_and_page_switches():
     at = open_app("app_pages/self_attention.py", "journey_v1")
-    at.selectbox(key="setting_self_attention.stage").set_value("query").run()
+    element_step(at, **{"self_attention.stage": "query"})
     at.toggle(key="sa_show_weights").set_value(True).run()
     at.text_area(key="paste_w_query").set_value("1 0\n0 1\n0 0").run()
     at.button(key="paste_apply_w_query").click().run()
     assert not at.error, errors(at)
     # W_q keeps the first two dims of x: q_{1,1} = x_{1,1} = 0.43 ("Your")
-    assert "{q}_{1,1}" in latex(at) and latex(at).rstrip("$\n ").endswith("= 0.43")
+    assert "{q}_{1,1}" in element_entry(at) and element_entry(at).rstrip("$\n ").endswith("= 0.43")
     at.toggle(key="sa_show_weights").set_value(False).run()
     at.switch_page("app_pages/tokens.py").run()
     at.switch_page("app_pages/self_attention.py").run()
-    assert latex(at).rstrip("$\n ").endswith("= 0.43")
+    assert element_entry(at).rstrip("$\n ").endswith("= 0.43")
     assert at.session_state["edits"]["journey_v1"]["w_query"][(2, 1)] == 0.0

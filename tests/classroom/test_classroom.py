@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import shows_number
+from conftest import element, element_entry, element_latex, shows_number
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -31,7 +31,8 @@ def test_a_link_reproduces_the_numbers():
                    "app_pages/self_attention.py")
     s = at.session_state["settings"]
     assert (s.preset, s.self_attention.stage, s.entry_row, s.entry_col) == ("journey_v1", "output", 1, 1)
-    assert "{z}_{2,2}" in latex(at) and shows_number(latex(at), 0.8210, before="= ")
+    assert "{z}_{2,2}" in element_entry(at) and shows_number(element_entry(at), 0.8210, before="= ")
+    assert element(at)["position"] == {"stage": "output", "row": 1, "col": 1, "head": 0}
 
 
 def test_the_url_follows_the_state_and_round_trips_with_edits():
@@ -41,11 +42,11 @@ def test_the_url_follows_the_state_and_round_trips_with_edits():
     at.run()
     params = dict(at.query_params)
     assert params["d_k"] == "2" and params["edit_x"] == "0,0,0.5"
-    shown = latex(at)
+    shown = element_latex(at)
     student = open_link(params, "app_pages/self_attention.py")
     assert student.session_state["settings"] == at.session_state["settings"]
     assert student.session_state["edits"]["seed000"]["x"] == {(0, 0): 0.5}
-    assert latex(student) == shown
+    assert element_latex(student) == shown
 
 
 @pytest.mark.parametrize("params", [
@@ -88,7 +89,7 @@ def _font_sizes(node) -> list[float]:
     return []
 
 
-@pytest.mark.parametrize("page", ["app_pages/self_attention.py", "app_pages/temperature.py",
+@pytest.mark.parametrize("page", ["app_pages/causal.py", "app_pages/temperature.py",
                                   "app_pages/why_sqrt_dk.py"])
 def test_presenter_mode_draws_the_charts_with_numbers_of_at_least_22_px(page):
     """The charts' fonts are in their Vega-Lite specs (CSS cannot reach them): presenter mode builds them larger,

@@ -1,0 +1,421 @@
+// The step-through element: a step page's whole walk-through (every stage's formula, matrices and explained
+// entries, built by the server from attention_core's step-through protocol) stepped in the browser. Next,
+// Previous, the step picker, a cell, the row / column / head pickers and the arrow keys repaint here, with no
+// server rerun; the position goes into the page's link (history.replaceState) so that a reload or a shared link
+// opens it. What needs the server goes there after the paint: a stage's entries the first time it is shown
+// (when the page sent only the current stage's), and in a class the step reached, at most once every few seconds.
+//
+// Loaded by Streamlit's Components v2 (ui/stepper.py passes this file's text as the component's js): its default
+// export is called with {data, parentElement, setTriggerValue} on every script run that draws the element. The pure
+// functions are exported too, for node --test (stepper.test.js). Formulas are typeset by KaTeX, pinned and served
+// by the app (static/katex, scripts/vendor_katex.py).
+
+/** HTML-escape a text (every text from the server that is not already HTML: labels, tokens, numbers). */
+export function escapeHtml(text) {
+  return String(text)
+    .replaceAll("&", "&amp;")
+    .replaceAll("<", "&lt;")
+    .replaceAll(">", "&gt;")
+    .replaceAll('"', "&quot;")
+    .replaceAll("'", "&#39;");
+}
+
+/** The stage `delta` steps from `key` in `order` (kept inside it). */
+export function moveStage(order, key, delta) {
+  const index = Math.max(0, order.indexOf(key));
+  return order[Math.min(order.length - 1, Math.max(0, index + delta))];
+}
+
+/** The explained panel of a stage for a head (a per-head stage has one per head), or null. */
+export function explainedPanel(stage, head) {
+  return stage.panels.find((p) => p.explained && (p.head === null || p.head === head)) ?? null;
+}
+
+/** (row, col, head) moved inside the stage's explained panel and its heads, as the server's clamp_entry does. */
+export function clampPosition(stage, row, col, head, numHeads) {
+  const h = Math.min(Math.max(head, 0), Math.max(numHeads, 1) - 1);
+  const panel = explainedPanel(stage, h);
+  if (!panel) return { row, col, head: h };
+  const clamp = (v, n) => Math.min(Math.max(v, 0), n - 1);
+  return { row: clamp(row, panel.rows.length), col: clamp(col, panel.cols.length), head: h };
+}
+
+/** The key of an entry in a stage's `entries`: "row,col,head". */
+export function entryKey(row, col, head) {
+  return `${row},${col},${head}`;
+}
+
+/** `href` with the position in its query: the stage field, the entry's row and column (and head), others kept. */
+export function withPosition(href, fields, position) {
+  const url = new URL(href);
+  url.searchParams.set(fields.stage, position.stage);
+  url.searchParams.set(fields.row, String(position.row));
+  url.searchParams.set(fields.col, String(position.col));
+  if (fields.head) url.searchParams.set(fields.head, String(position.head));
+  return url.toString();
+}
+
+/** What a key press does in the element: ["stage", ±1], ["row" | "col", ±1], or null (not ours). */
+export function keyAction(event) {
+  if (event.altKey || event.ctrlKey || event.metaKey) return null;
+  switch (event.key) {
+    case "ArrowUp": return ["row", -1];
+    case "ArrowDown": return ["row", 1];
+    case "ArrowLeft": return ["col", -1];
+    case "ArrowRight": return ["col", 1];
+    case "PageUp": case "[": return ["stage", -1];
+    case "PageDown": case "]": return ["stage", 1];
+    default: return null;
+  }
+}
+
+/** What the element must ask the server for at `position` of `stage`: null when its entries are there, else the
+ * stage's key (a stage sent whole on request) or "stage:row" (a large stage, sent a row at a time: `by_row`). */
+export function askFor(stage, position) {
+  if (!stage.has_entry || (stage.entries !== null && !stage.partial)) return null;
+  if (!stage.by_row) return position.stage;
+  if ((stage.rows_loaded ?? []).includes(position.row)) return null;
+  return `${position.stage}:${position.row}`;
+}
+
+/** A formula "a = b = c" cut at its top-level equals signs (not inside braces or \left … \right): ["a", "b", "c"].
+ * An entry too wide for its box is shown a part a line, so that its result stays in sight on a phone. */
+export function equationParts(latex) {
+  const parts = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < latex.length; i++) {
+    const c = latex[i];
+    if (c === "\\") {
+      if (latex.startsWith("\\left", i)) depth++;
+      else if (latex.startsWith("\\right", i)) depth--;
+      i++;  // an escaped character (\{, \}) is no brace
+    } else if (c === "{") depth++;
+    else if (c === "}") depth--;
+    else if (c === "=" && depth === 0) {
+      parts.push(latex.slice(start, i).trim());
+      start = i + 1;
+    }
+  }
+  parts.push(latex.slice(start).trim());
+  return parts.filter((part) => part !== "");
+}
+
+/** The position to show when new data arrives: the server's when it moved it on purpose (a new token: a link, the
+ * teacher, a reset), else the one the learner stepped to (kept inside the new stages' matrices). */
+export function nextPosition(data, current) {
+  const order = data.order;
+  const own = current && current.token === data.token && order.includes(current.stage) ? current : null;
+  const wanted = own ?? data.position;
+  const stage = order.includes(wanted.stage) ? wanted.stage : data.position.stage;
+  const clamped = clampPosition(data.stages[stage], wanted.row, wanted.col, wanted.head ?? 0, data.num_heads);
+  return { stage, ...clamped, token: data.token };
+}
+
+/** One matrix as an HTML table: its caption, column and row labels (headers), a number and a colour per cell; the
+ * explained panel's cells are buttons, the explained one framed (aria-pressed). */
+export function tableHtml(panel, position, labels) {
+  const chosen = panel.explained && (panel.head === null || panel.head === position.head);
+  const head = panel.cols.map((c) => `<th scope="col">${escapeHtml(c)}</th>`).join("");
+  const body = panel.rows.map((rowLabel, i) => {
+    const cells = panel.cols.map((_c, j) => {
+      const text = escapeHtml(panel.text[i][j]);
+      const style = `background:${panel.fill[i][j]};color:${panel.dark[i][j] ? "#fff" : "#000"}`;
+      const framed = chosen && i === position.row && j === position.col;
+      if (!panel.explained) return `<td style="${style}">${text}</td>`;
+      const name = escapeHtml(`${labels.row} ${rowLabel}, ${labels.column} ${panel.cols[j]}: ${panel.text[i][j]}`);
+      return `<td style="${style}"${framed ? ' class="framed"' : ""}><button type="button" class="cell" ` +
+        `data-row="${i}" data-col="${j}" data-head="${panel.head ?? 0}" aria-label="${name}" ` +
+        `aria-pressed="${framed}" tabindex="${framed ? 0 : -1}">${text}</button></td>`;
+    }).join("");
+    return `<tr><th scope="row">${escapeHtml(rowLabel)}</th>${cells}</tr>`;
+  }).join("");
+  const corner = `<th scope="col" class="corner">${escapeHtml(panel.row_title)} \\ ${escapeHtml(panel.col_title)}</th>`;
+  return `<div class="matrix-scroll" tabindex="0"><table class="matrix">` +
+    `<caption>${panel.caption_html}</caption><thead><tr>${corner}${head}</tr></thead><tbody>${body}</tbody>` +
+    `</table></div>`;
+}
+
+// ---------------------------------------------------------------- the browser side (not run under node --test)
+
+const KATEX = { promise: null, cache: new Map() };
+
+/** Load KaTeX's style sheet and script from the app's static folder, once per page. */
+function loadKatex(base) {
+  if (globalThis.katex) return Promise.resolve(globalThis.katex);
+  if (KATEX.promise) return KATEX.promise;
+  KATEX.promise = new Promise((resolve, reject) => {
+    const css = document.createElement("link");
+    css.rel = "stylesheet";
+    css.href = new URL(`${base}katex/katex.min.css`, document.baseURI).toString();
+    document.head.appendChild(css);
+    const script = document.createElement("script");
+    script.src = new URL(`${base}katex/katex.min.js`, document.baseURI).toString();
+    script.onload = () => resolve(globalThis.katex);
+    script.onerror = () => reject(new Error("KaTeX could not be loaded"));
+    document.head.appendChild(script);
+  });
+  return KATEX.promise;
+}
+
+/** A formula typeset in display mode (cached by its LaTeX: a step back shows it again at once). */
+function typeset(latex) {
+  let html = KATEX.cache.get(latex);
+  if (html === undefined) {
+    html = globalThis.katex.renderToString(latex, { displayMode: true, throwOnError: false, output: "htmlAndMathml" });
+    KATEX.cache.set(latex, html);
+  }
+  return html;
+}
+
+function formulaHtml(lines) {
+  return lines.map((line) => `<div class="formula-line" dir="ltr">${typeset(line)}</div>`).join("");
+}
+
+/** The link is the element's for the position it shows: Streamlit's frontend writes the page's query (the server's
+ * settings) with history.replaceState / pushState on a script run, after the element drew, and the server's copy of
+ * the step may be older than the element's. So every write of the URL is followed by the element's position again
+ * (for the element shown last), and the link a learner copies is always the step they see. */
+const LINK = { owner: null };
+
+function followUrlWrites() {
+  if (LINK.installed || typeof window === "undefined") return;
+  LINK.installed = true;
+  for (const name of ["replaceState", "pushState"]) {
+    const original = window.history[name].bind(window.history);
+    window.history[name] = (state, title, url) => {
+      original(state, title, url);
+      if (LINK.owner && !LINK.writing) LINK.owner();
+    };
+  }
+}
+
+/** The element's state between script runs: one per mounted element (its parent), so that a rerun with new data
+ * keeps where the learner was. */
+const MOUNTED = new WeakMap();
+
+/** The navigation: Previous, the step picker, Next (built once per data; a step only changes its values). */
+function navHtml(data) {
+  const labels = data.labels;
+  const options = data.order.map((key) =>
+    `<option value="${escapeHtml(key)}">${escapeHtml(data.titles[key])}</option>`).join("");
+  return `<nav class="stepper" aria-label="${escapeHtml(labels.step)}">` +
+    `<button type="button" data-move="-1">${escapeHtml(labels.previous)}</button>` +
+    `<label class="step-pick">${escapeHtml(labels.step)}<select data-pick="stage">${options}</select></label>` +
+    `<button type="button" data-move="1">${escapeHtml(labels.next)}</button></nav>`;
+}
+
+/** What a section shows besides its stage: the page's notes and checks (a section is built again when they change). */
+function notesKey(data) {
+  return JSON.stringify([data.notes_html, data.checks_html, data.default_stage, data.layout]);
+}
+
+/** One stage's section: what the step does, the formula, the matrices, the remarks, the explained entry's place,
+ * the checks and the code. Built on the stage's first visit and kept: a step back only shows it again. */
+function stageHtml(data, key, position) {
+  const stage = data.stages[key];
+  const labels = data.labels;
+  const panels = stage.panels.map((p) => `<div class="panel">${tableHtml(p, position, labels)}</div>`).join("");
+  const beside = data.layout === "beside" && stage.panels.length === 1;
+  return (stage.opened_html && key === data.default_stage ? `<p class="opened">${stage.opened_html}</p>` : "") +
+    `<div class="explain">${stage.explain_html}</div>` +
+    `<div class="${beside ? "beside" : "stacked"}"><section class="formula" aria-label="${escapeHtml(labels.formula)}">` +
+    `<h4>${escapeHtml(labels.formula)}</h4>${formulaHtml(stage.formula)}</section>` +
+    `<div class="panels">${panels}</div></div>` +
+    (stage.remark_html ? `<p class="remark">${stage.remark_html}</p>` : "") +
+    (stage.details_html ? `<p class="details">${stage.details_html}</p>` : "") +
+    data.notes_html.map((n) => `<p class="note">${n}</p>`).join("") +
+    (stage.has_entry ? `<section class="entry" aria-live="polite"><h3>${escapeHtml(labels.explain)}</h3>` +
+      `<div class="pickers"></div><div class="entry-formula"></div></section>` : "") +
+    data.checks_html.map((c) => `<p class="check ${c.ok ? "ok" : "bad"}">${c.html}</p>`).join("") +
+    (stage.code.length ? `<details class="code"><summary>${escapeHtml(labels.code)}</summary>` +
+      stage.code.map((source) => `<pre><code>${escapeHtml(source)}</code></pre>`).join("") + `</details>` : "");
+}
+
+/** The pickers of the explained entry (row, column, head) of a stage, showing the position. */
+function pickersHtml(data, stage, position) {
+  const labels = data.labels;
+  const target = explainedPanel(stage, position.head);
+  const pick = (name, values, selected, field) => `<label>${escapeHtml(name)}<select data-pick="${field}">` +
+    values.map((v, k) => `<option value="${k}"${k === selected ? " selected" : ""}>${escapeHtml(v)}</option>`).join("") +
+    `</select></label>`;
+  const heads = data.num_heads && stage.per_head
+    ? pick(labels.head, Array.from({ length: data.num_heads }, (_v, k) => String(k + 1)), position.head, "head") : "";
+  return pick(labels.row, target.rows, position.row, "row") + pick(labels.column, target.cols, position.col, "col") +
+    heads;
+}
+
+/** Show the position: the stage's section (built on its first visit), the framed cell, the pickers, the entry. */
+function show(view, data, position) {
+  const { root } = view;
+  const nav = root.querySelector(".stepper");
+  const index = data.order.indexOf(position.stage);
+  nav.querySelector('[data-move="-1"]').disabled = index === 0;
+  nav.querySelector('[data-move="1"]').disabled = index === data.order.length - 1;
+  nav.querySelector("select").value = position.stage;
+  let section = view.sections.get(position.stage);
+  if (!section) {
+    section = document.createElement("div");
+    section.className = "stage";
+    section.dataset.stage = position.stage;
+    section.dataset.sig = data.stages[position.stage].sig;
+    section.dataset.notes = notesKey(data);
+    section.innerHTML = stageHtml(data, position.stage, position);
+    root.querySelector(".stages").appendChild(section);
+    view.sections.set(position.stage, section);
+  }
+  if (view.shown !== section) {
+    if (view.shown) view.shown.hidden = true;
+    section.hidden = false;
+    view.shown = section;
+  }
+  const stage = data.stages[position.stage];
+  for (const cell of section.querySelectorAll('button.cell[aria-pressed="true"]')) {
+    cell.setAttribute("aria-pressed", "false");
+    cell.tabIndex = -1;
+    cell.parentElement.classList.remove("framed");
+  }
+  const framed = section.querySelector(`button.cell[data-row="${position.row}"][data-col="${position.col}"]` +
+    `[data-head="${position.head}"]`) ?? (explainedPanel(stage, position.head)?.head === null
+    ? section.querySelector(`button.cell[data-row="${position.row}"][data-col="${position.col}"]`) : null);
+  if (framed) {
+    framed.setAttribute("aria-pressed", "true");
+    framed.tabIndex = 0;
+    framed.parentElement.classList.add("framed");
+  }
+  if (stage.has_entry) {
+    const pickers = section.querySelector(".pickers");
+    const key = `${position.row},${position.col},${position.head}`;
+    if (pickers.dataset.shown !== key) {
+      pickers.innerHTML = pickersHtml(data, stage, position);
+      pickers.dataset.shown = key;
+    }
+    const latex = stage.entries ? stage.entries[entryKey(position.row, position.col, position.head)] : undefined;
+    const entry = section.querySelector(".entry-formula");
+    const shown = latex === undefined ? "" : latex;
+    if (entry.dataset.latex !== shown) {
+      entry.innerHTML = latex === undefined ? `<p class="loading">${escapeHtml(data.labels.loading)}</p>`
+        : formulaHtml([latex]);
+      entry.dataset.latex = shown;
+      const line = entry.querySelector(".formula-line");
+      const math = line?.querySelector(".katex-html");
+      if (math && math.getBoundingClientRect().width > line.clientWidth + 1) {  // too wide: a part a line, the result
+        // last and in sight (the box that scrolls may be KaTeX's own, styled by the app's layout)
+        entry.innerHTML = formulaHtml(equationParts(latex).map((part, k) => (k ? `= ${part}` : part)));
+      }
+    }
+  }
+  return framed;
+}
+
+export default function mount(component) {
+  const { data, parentElement, setTriggerValue } = component;
+  const mounted = MOUNTED.get(parentElement) ?? {};
+  MOUNTED.set(parentElement, mounted);
+  let root = parentElement.querySelector(".ae-stepper");
+  if (!root) {
+    root = document.createElement("div");
+    root.className = "ae-stepper";
+    parentElement.appendChild(root);
+  }
+  root.classList.toggle("presenter", Boolean(data.presenter));
+  const fresh = mounted.data !== data;
+  mounted.data = data;
+  mounted.position = nextPosition(data, mounted.position);
+  if (fresh) mounted.asked = new Set();  // new data: a stage it sent in part is asked for again
+  let lastReport = 0;
+
+  const writeLink = () => {
+    const href = withPosition(window.location.href, mounted.data.fields, mounted.position);
+    if (href === window.location.href) return;
+    LINK.writing = true;
+    try {
+      window.history.replaceState(window.history.state, "", href);
+    } finally {
+      LINK.writing = false;
+    }
+  };
+  followUrlWrites();
+  const path = window.location.pathname;  // another page's URL is not this element's to write
+  LINK.owner = () => { if (root.isConnected && window.location.pathname === path) writeLink(); };
+  const report = () => {  // in a class: where the learner is, at most once every few seconds
+    if (!data.report) return;
+    clearTimeout(mounted.reportTimer);
+    const wait = Math.max(0, lastReport + data.report_ms - Date.now());
+    mounted.reportTimer = setTimeout(() => {
+      lastReport = Date.now();
+      const { stage, row, col, head } = mounted.position;
+      setTriggerValue("reached", { stage, row, col, head });
+    }, wait);
+  };
+  const update = (focusCell) => {
+    const stage = mounted.data.stages[mounted.position.stage];
+    const framed = show(mounted.view, mounted.data, mounted.position);
+    writeLink();
+    if (focusCell && framed) framed.focus();
+    const ask = askFor(stage, mounted.position);
+    if (ask && !mounted.asked.has(ask)) {
+      // this stage's entries (a large stage's: this row's), once per data: asked after the paint (one round trip,
+      // no redraw)
+      mounted.asked.add(ask);
+      const { stage: key, row, col, head } = mounted.position;
+      setTimeout(() => setTriggerValue("need", { stage: key, row, col, head }), 0);
+    }
+  };
+  const moveTo = (changes, focusCell = false) => {
+    const d = mounted.data;
+    const next = { ...mounted.position, ...changes };
+    const newStage = next.stage !== mounted.position.stage;
+    mounted.position = { ...next, ...clampPosition(d.stages[next.stage], next.row, next.col, next.head, d.num_heads) };
+    update(focusCell);
+    // on a projector the step's matrix must be on screen: the step-through comes to the top of the window
+    if (newStage && d.presenter) root.scrollIntoView({ block: "start" });
+    report();
+  };
+
+  root.onclick = (event) => {
+    const move = event.target.closest("[data-move]");
+    if (move) return moveTo({ stage: moveStage(mounted.data.order, mounted.position.stage, Number(move.dataset.move)) });
+    const cell = event.target.closest("button.cell");
+    if (cell) moveTo({ row: Number(cell.dataset.row), col: Number(cell.dataset.col), head: Number(cell.dataset.head) },
+      true);
+  };
+  root.onchange = (event) => {
+    const pick = event.target.dataset.pick;
+    if (pick === "stage") moveTo({ stage: event.target.value });
+    else if (pick) moveTo({ [pick]: Number(event.target.value) });
+  };
+  root.onkeydown = (event) => {
+    if (event.target.tagName === "SELECT") return;  // a picker's own arrow keys
+    const action = keyAction(event);
+    if (!action) return;
+    event.preventDefault();
+    const [what, delta] = action;
+    if (what === "stage") moveTo({ stage: moveStage(mounted.data.order, mounted.position.stage, delta) });
+    else moveTo({ [what]: mounted.position[what] + delta }, true);
+  };
+
+  loadKatex(data.static).then(() => {
+    const nav = navHtml(data);
+    if (!mounted.view || mounted.view.nav !== nav) {  // new stages or labels: everything is built again
+      root.innerHTML = nav + `<div class="stages"></div>`;
+      mounted.view = { root, nav, sections: new Map(), shown: null };
+    } else if (fresh) {  // new data: a stage's section is kept while the stage is the same (its sig)
+      for (const [key, section] of mounted.view.sections) {
+        if (!data.stages[key] || section.dataset.sig !== data.stages[key].sig
+            || section.dataset.notes !== notesKey(data)) {
+          section.remove();
+          mounted.view.sections.delete(key);
+          if (mounted.view.shown === section) mounted.view.shown = null;
+        } else {
+          section.querySelector(".entry-formula")?.removeAttribute("data-latex");  // its entries may be new
+          const pickers = section.querySelector(".pickers");
+          if (pickers) pickers.dataset.shown = "";
+        }
+      }
+    }
+    update(false);
+    root.dataset.ready = "true";  // for the browser tests: typeset and wired
+  }).catch((error) => { root.textContent = String(error); });
+  return () => clearTimeout(mounted.reportTimer);
+}

@@ -1,0 +1,267 @@
+"""Real browser: the step-through element (ui/stepper.py, frontend/stepper/) steps in the browser.
+
+What AppTest cannot see: Next, Previous, the step picker, a clicked cell, the pickers and the arrow keys repaint
+inside the element with no message to the server once a stage's entries are there; the link follows; a reload
+opens where the learner was; KaTeX typesets from the app's own copy (nothing leaves the machine); the matrices are
+tables a screen reader reads. Screenshots (desktop, projector 1920 x 1080, 390 px phone) go to test-artifacts/.
+
+The same server, browser and helpers as tests/app/test_browser.py (imported from it), started for this file.
+Every message the page sends to the server is counted in the page itself (WebSocket.send wrapped before Streamlit
+loads): a count read after the element's own "after the paint" turn (two animation frames and a task) holds every
+message a click sent.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+
+import pytest
+import test_browser
+from playwright.sync_api import Browser, Page, expect
+from test_browser import (
+    APP_RUN_MS,
+    ARTIFACTS,
+    assert_no_exception,
+    assert_nothing_fails_behind_the_screen,
+    new_page,
+    save_screenshot,
+    wait_for_app_run,
+)
+
+pytestmark = pytest.mark.browser
+
+app_url, browser = test_browser.app_url, test_browser.browser
+
+TITLE = "Scaled dot-product self-attention, step by step"
+
+COUNT_SENT = """
+window.__sent = 0;
+const send = WebSocket.prototype.send;
+WebSocket.prototype.send = function (...args) { window.__sent += 1; return send.apply(this, args); };
+"""
+
+#: Resolves after the element's work of a click is done: its repaint, and the "need" it would send after the paint.
+AFTER_THE_PAINT = """async () => {
+  for (let k = 0; k < 2; k++) await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+  return window.__sent;
+}"""
+
+
+def open_element(page: Page, path: str = "/self-attention") -> None:
+    page.add_init_script(COUNT_SENT)
+    page.goto(page.base_url + path)
+    wait_for_app_run(page)
+    expect(page.locator("h1").filter(has_text=TITLE)).to_be_visible()
+    expect(page.locator('.ae-stepper[data-ready="true"]')).to_have_count(1, timeout=APP_RUN_MS)
+    settled(page)
+
+
+def settled(page: Page) -> int:
+    """Wait until the element's own messages (a stage's entries asked after the paint) were answered; the count."""
+    sent = page.evaluate(AFTER_THE_PAINT)
+    wait_for_app_run(page)
+    expect(page.locator(".ae-stepper .stage:not([hidden]) .loading")).to_have_count(0, timeout=APP_RUN_MS)
+    return sent
+
+
+def step_title(page: Page) -> str:
+    return page.locator('.ae-stepper select[data-pick="stage"] option:checked').inner_text()
+
+
+def shown(page: Page):
+    return page.locator(".ae-stepper .stage:not([hidden])")
+
+
+def query(page: Page) -> dict[str, str]:
+    return {k: v[0] for k, v in urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query).items()}
+
+
+@pytest.fixture
+def element_page(browser: Browser, app_url: str):
+    with new_page(browser, 1280, 900) as page:
+        page.base_url = app_url
+        yield page
+
+
+def test_next_previous_and_a_cell_repaint_with_no_message_to_the_server(element_page: Page):
+    page = element_page
+    open_element(page)
+    first = step_title(page)
+    number = int(re.match(r"(\d+) / 8", first)[1])
+    next_button = page.get_by_role("button", name="Next ▶")
+    previous = page.get_by_role("button", name="◀ Previous")
+
+    # A first visit to a stage asks for its entries once: the counter sees that message (it can see one).
+    before = page.evaluate("window.__sent")
+    next_button.click()
+    expect(page.locator('.ae-stepper select[data-pick="stage"]')).not_to_have_value(re.compile("^$"))
+    assert step_title(page).startswith(f"{number + 1} / 8")
+    assert settled(page) > before, "the stage's first visit sent its request for the entries"
+
+    # Back and forth over stages already there: repainted in the browser, nothing sent.
+    before = page.evaluate("window.__sent")
+    for button, expected in ((previous, number), (next_button, number + 1), (previous, number)):
+        button.click()
+        assert step_title(page).startswith(f"{expected} / 8")
+        expect(shown(page).locator(".formula .katex").first).to_be_visible()
+    assert page.evaluate(AFTER_THE_PAINT) == before, "Next / Previous over loaded stages sent a message"
+
+    # A cell of the explained matrix: framed, the pickers and the explained entry follow, nothing sent.
+    cells = shown(page).locator("button.cell")
+    target = cells.nth(2 * cells.evaluate_all("cs => new Set(cs.map(c => c.dataset.col)).size") + 1)  # row 3, col 2
+    target.click()
+    expect(target).to_have_attribute("aria-pressed", "true")
+    expect(shown(page).locator('select[data-pick="row"] option:checked')).to_have_text("3 Machine")
+    expect(shown(page).locator('select[data-pick="col"] option:checked')).to_have_text("2 Like")
+    expect(shown(page).locator(".entry-formula .katex").filter(has_text=re.compile(r"3,2"))).to_have_count(1)
+    assert page.evaluate(AFTER_THE_PAINT) == before, "a cell of a loaded stage sent a message"
+
+    # The arrow keys move the framed cell, ] the stage.
+    target.press("ArrowRight")
+    expect(shown(page).locator('select[data-pick="col"] option:checked')).to_have_text("3 Machine")
+    expect(cells.nth(2 * 7 + 2)).to_be_focused()
+    page.keyboard.press("ArrowDown")
+    expect(shown(page).locator('select[data-pick="row"] option:checked')).to_have_text("4 Learning")
+    assert page.evaluate(AFTER_THE_PAINT) == before, "the arrow keys sent a message"
+    assert query(page)["entry_row"] == "3" and query(page)["entry_col"] == "2", page.url  # 0-based in the link
+    assert_no_exception(page)
+    assert not page.js_errors and not page.outside_requests, (page.js_errors, page.outside_requests)
+
+
+def test_the_link_follows_and_a_reload_opens_where_the_learner_was(element_page: Page):
+    page = element_page
+    open_element(page)
+    page.get_by_role("combobox", name="Step", exact=True).select_option("weights")
+    settled(page)
+    assert step_title(page).startswith("7 / 8")
+    cells = shown(page).locator("button.cell")
+    cells.nth(5).click()  # row 1, column 6
+    assert query(page)["self_attention.stage"] == "weights", page.url
+    page.reload()
+    wait_for_app_run(page)
+    expect(page.locator('.ae-stepper[data-ready="true"]')).to_have_count(1, timeout=APP_RUN_MS)
+    assert step_title(page).startswith("7 / 8")
+    expect(shown(page).locator('button.cell[aria-pressed="true"]')).to_have_attribute("data-col", "5")
+
+    # A setting changed keeps the learner's step and cell; the numbers are new.
+    old = shown(page).locator(".panels").inner_text()
+    page.get_by_role("spinbutton", name=re.compile("d_k")).fill("2")
+    page.get_by_role("spinbutton", name=re.compile("d_k")).press("Enter")
+    wait_for_app_run(page)
+    expect(shown(page).locator(".panels")).not_to_have_text(old)
+    assert step_title(page).startswith("7 / 8")
+    expect(shown(page).locator('button.cell[aria-pressed="true"]')).to_have_attribute("data-col", "5")
+    assert_no_exception(page)
+
+
+def test_katex_comes_from_the_app_and_the_matrices_are_tables(element_page: Page):
+    page = element_page
+    katex = []
+    page.on("request", lambda request: "/katex/" in request.url and katex.append(request.url))
+    open_element(page)
+    # the element's KaTeX (its script, style and fonts) from the app's static folder (the header's st.latex uses
+    # Streamlit's own bundle, /static/js/rehype-katex.*.js, also the app's)
+    paths = {urllib.parse.urlsplit(url).path for url in katex}
+    assert {"/app/static/katex/katex.min.js", "/app/static/katex/katex.min.css"} <= paths, paths
+    assert all(path.startswith("/app/static/katex/") for path in paths), paths
+    assert_nothing_fails_behind_the_screen(page, page.base_url, "/self-attention")  # nothing leaves the machine
+    table = shown(page).locator("table.matrix").first
+    expect(table.locator("caption")).to_contain_text("×")
+    expect(table.locator('thead th[scope="col"]')).to_have_count(page.evaluate(
+        "document.querySelector('.ae-stepper .stage:not([hidden]) table.matrix tbody tr').children.length"))
+    expect(table.locator('tbody th[scope="row"]').first).to_have_text("1 I")
+    # what a screen reader is given (Chromium's accessibility tree): a table, its caption, headers on both axes, each
+    # explained cell a button that names its row, column and number
+    tree = table.aria_snapshot()
+    (ARTIFACTS / "stepper-scores-table.aria.yaml").write_text(tree)
+    assert re.search(r'^- \'?table "Scores Q K', tree, re.M), tree
+    assert 'rowheader "1 I"' in tree and 'columnheader "2 Like"' in tree, tree
+    assert re.search(r'button "Row 3 Machine, Column 2 Like: [−\d.]+"', tree), tree
+
+
+@pytest.mark.parametrize(("name", "width", "height", "phone"), [
+    ("desktop", 1280, 900, False), ("projector", 1920, 1080, False), ("phone", 390, 844, True)])
+def test_the_element_reads_on_a_desktop_a_projector_and_a_phone(browser: Browser, app_url: str, name: str,
+                                                                 width: int, height: int, phone: bool):
+    """Nothing sticks out of the page sideways (a wide matrix scrolls in its own box), the numbers fit their cells; the screenshot is for a human to look at."""
+    with new_page(browser, width, height, phone=phone) as page:
+        page.base_url = app_url
+        open_element(page, "/self-attention?self_attention.stage=scores")
+        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 1, f"the page scrolls sideways by {overflow} px"
+        cut = page.evaluate("""() => [...document.querySelectorAll('.ae-stepper .stage:not([hidden]) td')]
+            .filter((td) => td.scrollWidth > td.clientWidth + 1).length""")
+        assert cut == 0, f"{cut} numbers are wider than their cells"
+        # the explained entry's result is in sight: its last line fits its box (a wide entry is a part a line)
+        last = shown(page).locator(".entry-formula .formula-line").last
+        expect(last).to_contain_text("=")
+        hidden = last.evaluate("(line) => line.scrollWidth - line.clientWidth")
+        assert hidden <= 1, f"the entry's last line hides {hidden} px"
+        save_screenshot(page, f"stepper-{name}", width=width)
+        assert_no_exception(page)
+
+
+#: The font size (px) of every piece of text in the element's navigation and shown step, formulas aside (KaTeX sets
+#: its sub- and superscripts smaller on purpose).
+_TEXT_SIZES = """() => {
+  const sizes = [];
+  const parts = document.querySelectorAll('.ae-stepper .stepper, .ae-stepper .stage:not([hidden])');
+  for (const part of parts) {
+    const walker = document.createTreeWalker(part, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const el = node.parentElement;
+      if (!node.textContent.trim() || el.closest('.katex, details:not([open]) > :not(summary), option')) continue;
+      sizes.push([parseFloat(getComputedStyle(el).fontSize), node.textContent.trim().slice(0, 30)]);
+    }
+  }
+  return sizes;
+}"""
+
+PROJECTOR_MIN_PX = test_browser.PROJECTOR_MIN_PX
+
+
+def test_presenter_mode_every_word_is_large_and_next_keeps_the_matrix_on_the_projector(browser: Browser,
+                                                                                        app_url: str):
+    """At 1920 × 1080 in presenter mode every word and number of the element is at least 22 px (in normal mode its
+    numbers stay smaller); after Next the step-through comes to the top and the step's matrix is wholly on screen."""
+    with new_page(browser, 1920, 1080) as page:
+        page.base_url = app_url
+        open_element(page, "/self-attention?presenter=0")
+        normal = page.evaluate(_TEXT_SIZES)
+    with new_page(browser, 1920, 1080) as page:
+        page.base_url = app_url
+        open_element(page, "/self-attention?presenter=1")
+        expect(page.locator('[data-testid="stSidebar"]')).to_be_hidden()
+        presenter = page.evaluate(_TEXT_SIZES)
+        page.get_by_role("button", name="Next ▶").click()
+        settled(page)
+        table = shown(page).locator("table.matrix").first.bounding_box()
+        nav = page.locator(".ae-stepper .stepper").bounding_box()
+        save_screenshot(page, "stepper-presenter-after-next-1920", width=1920)
+    assert len(presenter) > 49, presenter  # the 7 × 7 numbers and more
+    small = sorted({(size, text) for size, text in presenter if size < PROJECTOR_MIN_PX})
+    assert not small, f"smaller than {PROJECTOR_MIN_PX} px in presenter mode: {small[:10]}"
+    assert min(size for size, _text in normal) < PROJECTOR_MIN_PX  # normal mode keeps its sizes
+    assert -2 <= nav["y"] < 120, nav
+    assert table["y"] + table["height"] <= 1080, table
+
+
+@pytest.mark.parametrize("width", [1280, 1400])
+def test_the_matrix_stands_whole_beside_its_formula(browser: Browser, app_url: str, width: int):
+    """At 1280-1400 px with the sidebar, the step's 7 × 7 matrix stands right of its formula and shows its last
+    column without scrolling (the Vega heatmap there once hid its 7th column and legend)."""
+    with new_page(browser, width, 900) as page:
+        page.base_url = app_url
+        open_element(page)
+        box = page.evaluate("""() => {
+          const stage = document.querySelector('.ae-stepper .stage:not([hidden])');
+          const r = (el) => el.getBoundingClientRect();
+          const scroll = stage.querySelector('.matrix-scroll');
+          return {formula: r(stage.querySelector('.beside > .formula')).toJSON(),
+                  table: r(stage.querySelector('table.matrix')).toJSON(),
+                  hidden: scroll.scrollWidth - scroll.clientWidth,
+                  viewport: document.documentElement.clientWidth};
+        }""")
+    assert box["table"]["left"] >= box["formula"]["right"] - 1, f"not beside the formula: {box}"
+    assert box["hidden"] <= 1 and box["table"]["right"] <= box["viewport"], box

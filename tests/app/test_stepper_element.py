@@ -1,0 +1,127 @@
+"""The step-through element's data (ui/stepper.py), read under AppTest: what the browser will show is PyTorch's
+numbers, coloured as the heatmaps colour them, and every entry of a stage once the element asks for it.
+
+The element's clicks (Next, a cell, the keys) are the browser's: tests/app/test_browser_stepper.py and
+frontend/stepper/stepper.test.js.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import element, element_step, open_app, settings, shows_number
+
+from attention_core.self_attention.walkthrough import build_walkthrough
+from ui import stepper
+
+#: float32 against float64 through four matmuls and a softmax of 7 × 7 numbers under 10.
+TOLERANCE = 1e-5
+
+
+def shown_matrix(panel: dict) -> tuple[np.ndarray, float]:
+    """The numbers a panel's cells write, as floats, and half a unit of their last decimal (what rounding allows),
+    in the units of the panel's caption (10ⁿ)."""
+    text = [[cell.replace("−", "-") for cell in row] for row in panel["text"]]
+    decimals = max(len(cell.partition(".")[2]) for row in text for cell in row)
+    return np.array([[float(cell) for cell in row] for row in text]), 0.5 * 10.0 ** -decimals
+
+
+def pytorch(at) -> dict[str, torch.Tensor]:
+    """The page's matrices computed by PyTorch from its X and W (float64): SDPA for the context vectors."""
+    base = {k: torch.as_tensor(np.asarray(v), dtype=torch.float64) for k, v in
+            build_walkthrough(settings(at)).base.items()}
+    q, k, v = (base["x"] @ base[name] for name in ("w_query", "w_key", "w_value"))
+    scores = q @ k.T
+    d_k = q.shape[-1]
+    return {"query": q, "key": k, "value": v, "scores": scores, "scaled_scores": scores / math.sqrt(d_k),
+            "weights": torch.softmax(scores / math.sqrt(d_k), dim=-1),
+            "output": F.scaled_dot_product_attention(q[None], k[None], v[None])[0]}
+
+
+@pytest.mark.parametrize("preset", ["seed000", "journey_v1", "custom"])
+def test_every_stages_matrix_is_pytorchs_as_the_cells_write_it(preset):
+    at = open_app("app_pages/self_attention.py", preset)
+    data, expected = element(at), pytorch(at)
+    assert data["order"] == ["inputs", *expected]
+    for key, want in expected.items():
+        (panel,) = data["stages"][key]["panels"]
+        shown, rounding = shown_matrix(panel)
+        assert shown.shape == tuple(want.shape), key
+        np.testing.assert_allclose(shown, want.numpy(), rtol=0, atol=rounding + TOLERANCE, err_msg=key)
+        assert len(panel["rows"]) == want.shape[0] and panel["rows"][0].startswith("1 ")
+
+
+def test_the_cells_are_coloured_by_the_heatmaps_scale():
+    """The weights are ≥ 0: the one-sided scheme, its darkest end at the row-wise largest weight of the matrix; the
+    scores are signed: the diverging scheme, centred on 0 (a score of 0 would be its middle colour)."""
+    at = open_app("app_pages/self_attention.py")
+    stages = element(at)["stages"]
+    weights, scores = stages["weights"]["panels"][0], stages["scores"]["panels"][0]
+    assert weights["domain"][0] == 0 and scores["domain"][0] == -scores["domain"][1]
+    values = pytorch(at)["weights"].numpy()
+    top = np.unravel_index(values.argmax(), values.shape)
+    assert weights["scheme"] == "blues" and scores["scheme"] == "redblue"  # the classic palette, as the heatmaps
+    assert weights["fill"][top[0]][top[1]] == "#" + stepper.SCHEMES["blues"][-6:]  # its darkest blue
+    zero = stepper.colours(np.array([0.0]), "redblue", True, *scores["domain"])[0]
+    assert zero == "#" + stepper.SCHEMES["redblue"][30:36]  # the middle of the 11 stops: white-ish
+    assert all(c.startswith("#") and len(c) == 7 for row in scores["fill"] for c in row)
+
+
+def test_colours_interpolate_vegas_scheme_between_its_stops():
+    blues = stepper.SCHEMES["blues"]
+    first, last = f"#{blues[:6]}", f"#{blues[-6:]}"
+    got = stepper.colours(np.array([0.0, 1.0, 2.0, -np.inf]), "blues", False, 0.0, 1.0)
+    assert list(got) == [first, last, last, stepper.BLOCKED]  # clamped above, −∞ grey
+    assert list(stepper.colours(np.array([0.0]), "blues", True, 0.0, 1.0)) == [last]  # reversed
+
+
+def test_a_stage_opens_with_its_one_entry_and_sends_all_of_them_once_asked():
+    """The opening stage carries the explained entry alone (a setting changed answers at once); once the element
+    asked for the stage (its "need", after the paint), every entry of its matrix is there, each with its numbers."""
+    at = open_app("app_pages/self_attention.py")
+    stage = element(at)["stages"]["scores"]
+    assert stage["partial"] and list(stage["entries"]) == ["0,0,0"]
+    at.session_state[stepper._LOADED] = {"self_attention": {"scores": {2}}}  # what _need records for the element
+    at.run()
+    entries = element(at)["stages"]["scores"]["entries"]
+    assert sorted(entries) == sorted(f"{i},{j},0" for i in range(7) for j in range(7))
+    scores = pytorch(at)["scores"]
+    for (i, j) in ((0, 0), (2, 1), (6, 6)):
+        entry = entries[f"{i},{j},0"]
+        assert entry.startswith(f"{{s}}_{{{i + 1},{j + 1}}}"), entry
+        assert shows_number(entry.rpartition("=")[2], float(scores[i, j])), (i, j, entry)  # its sum, PyTorch's
+
+
+def test_a_large_stage_is_sent_a_row_at_a_time():
+    """12 tokens and d_k 16: the query stage has 192 entries (seconds of sympy), so the element is sent the rows it
+    asked for, plus the entry shown; a stage of the default example (49 entries at most) is sent whole."""
+    at = open_app("app_pages/self_attention.py")
+    assert not any(stage["by_row"] for stage in element(at)["stages"].values())
+    at.text_input(key="setting_sentence").set_value("the quick brown fox jumps over the lazy dog and then sleeps").run()
+    at.number_input(key="setting_d_k").set_value(16).run()
+    element_step(at, **{"self_attention.stage": "query", "entry_row": 0, "entry_col": 5})
+    assert element(at)["stages"]["query"]["by_row"] and element(at)["stages"]["scores"]["by_row"]
+    at.session_state[stepper._LOADED] = {"self_attention": {"query": {3, 11}}}
+    at.run()
+    query = element(at)["stages"]["query"]
+    assert query["partial"] and query["rows_loaded"] == [3, 11]
+    assert sorted(query["entries"]) == sorted([f"{r},{c},0" for r in (3, 11) for c in range(16)] + ["0,5,0"])
+    assert query["entries"]["11,15,0"].startswith("{q}_{12,16}"), query["entries"]["11,15,0"]
+
+
+def test_a_link_or_the_teacher_moves_the_element_and_a_setting_keeps_the_learners_place():
+    """The position the server sends carries a token: it changes when the server moves the position on purpose (a
+    link, the teacher, a reset), so the element takes it; a setting changed keeps the token (the element keeps the
+    step and cell the learner clicked to)."""
+    at = open_app("app_pages/self_attention.py")
+    token = element(at)["token"]
+    element_step(at, **{"self_attention.stage": "weights", "entry_row": 2, "entry_col": 4})
+    moved = element(at)
+    assert moved["token"] != token
+    assert moved["position"] == {"stage": "weights", "row": 2, "col": 4, "head": 0}
+    at.number_input(key="setting_d_k").set_value(2).run()
+    assert element(at)["token"] == moved["token"]

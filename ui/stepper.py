@@ -1,0 +1,362 @@
+"""The step-through element: a step page's whole walk-through in one Streamlit Components v2 element that steps in
+the browser (issue 61). Beside the renderer of ``ui.stepthrough`` (which reruns the server on every step); the pages
+move over one at a time.
+
+The element is given, once per change of the settings, every stage of the page's walk-through as
+``attention_core`` builds it (the step-through protocol, ``attention_core.stepthrough``): each stage's formula (LaTeX
+from sympy), its matrices with their numbers, colours and token labels, what the step does, the explained entries
+(LaTeX from sympy, with the numbers in) and the page's checks. Next, Previous, the step picker, a cell, the pickers
+and the arrow keys repaint in the browser (``frontend/stepper/stepper.js``): no script run, nothing sent.
+
+What still needs the server: a stage's explained entries. The one shown is sent with the page; the stage's others
+on its first visit (one round trip, no page redraw: every entry of every stage is 0.65-1.3 s of sympy at the
+defaults, one stage's ~0.05-0.4 s), and a stage of more than :data:`ENTRIES_AT_ONCE` (12 tokens: up to 192, seconds
+of sympy) a row at a time, the row of the cell shown (``scripts/benchmark_stepper.py`` measures both); in a class,
+the step reached, at most once every few seconds (:data:`REPORT_MS`). The position (stage, row, column, head) is
+the element's: it writes it into the page's link itself, keeps it when a setting changes, and takes the server's only
+when the server moved it on purpose (a link, the teacher, a reset: :func:`ui.state.position_token`).
+
+Formulas are typeset by KaTeX in the browser, pinned (the version of Streamlit's own ``st.latex``) and served by the
+app (``static/katex``, ``scripts/vendor_katex.py``); matrices are HTML tables coloured as the heatmaps are (Vega's
+schemes, :data:`SCHEMES`), which a screen reader reads as tables.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import json
+import threading
+import zlib
+from pathlib import Path
+from typing import Any, Collection, Mapping, Optional
+
+import numpy as np
+import streamlit as st
+from markdown_it import MarkdownIt
+
+from attention_core.page import Page
+from attention_core.stepthrough import Panel, StepThrough, as_of, clamp_entry, explained_panel
+
+from . import class_live, heatmaps, i18n, practice, state, stepthrough, widgets
+from .i18n import _, app_text
+
+FRONTEND = Path(__file__).resolve().parent.parent / "frontend" / "stepper"
+
+#: In a class, the most often the element reports the step reached (one script run each), in milliseconds.
+REPORT_MS = 4000
+
+#: Vega's continuous colour schemes, as its charts (and so the heatmaps) draw them: the colours Vega interpolates
+#: between, evenly spaced from the low end (vega-scale's scheme table, as bundled by Streamlit's frontend).
+SCHEMES = {
+    "redblue": "8c0d25bf363adf745ef4ae91fbdbc9f2efeed2e5ef9dcae15da2cb2f78b3134b85",
+    "blueorange": "134b852f78b35da2cb9dcae1d2e5eff2f0ebfce0bafbbf74e8932fc5690d994a07",
+    "blues": "cfe1f2bed8eca8cee58fc1de74b2d75ba3cf4592c63181bd206fb2125ca40a4a90",
+    "viridis": "440154470e61481a6c482575472f7d443a834144873d4e8a39568c35608d31688e2d708e2a788e27818e23888e21918d1f"
+               "988b1fa08822a8842ab07f35b77943bf7154c56866cc5d7ad1518fd744a5db36bcdf27d2e21be9e51afde725",
+}
+BLOCKED = "#d0d0d0"  # a −∞ cell, as the heatmaps draw it
+
+_MARKDOWN = MarkdownIt("commonmark", {"html": False})  # raw HTML in a text is shown as text, never run
+
+
+def markdown_html(text: str) -> str:
+    """Markdown (our texts, user text in them already escaped by ``widgets.message_markdown``) as HTML, with the
+    paragraph around a single paragraph dropped."""
+    html = _MARKDOWN.render(text).strip()
+    if html.startswith("<p>") and html.endswith("</p>") and html.count("<p>") == 1:
+        html = html[3:-4]
+    return html
+
+
+def colours(values: np.ndarray, scheme: str, reverse: bool, low: float, high: float) -> np.ndarray:
+    """The fill colour of each value on ``scheme`` over [low, high] (clamped), as "#rrggbb"; −∞ grey.
+
+    Vega interpolates a continuous scheme linearly in RGB between its colours (:data:`SCHEMES`).
+    """
+    stops = SCHEMES[scheme]
+    rgb = np.array([[int(stops[k + n: k + n + 2], 16) for n in (0, 2, 4)] for k in range(0, len(stops), 6)], float)
+    if reverse:
+        rgb = rgb[::-1]
+    finite = np.isfinite(values)
+    t = np.clip((np.where(finite, values, low) - low) / ((high - low) or 1.0), 0.0, 1.0) * (len(rgb) - 1)
+    lower = np.minimum(np.floor(t).astype(int), len(rgb) - 2)
+    frac = (t - lower)[..., None]
+    mixed = np.rint(rgb[lower] * (1 - frac) + rgb[lower + 1] * frac).astype(int)
+    hexes = np.array([f"#{r:02x}{g:02x}{b:02x}" for r, g, b in mixed.reshape(-1, 3)], dtype=object)
+    return np.where(np.isneginf(values).ravel(), BLOCKED, hexes).reshape(values.shape)
+
+
+def panel_data(panel: Panel, stage_title: str, explained_hint: bool) -> dict[str, Any]:
+    """One matrix for the element: labels, the numbers as the heatmaps write them, colours and text colours as they
+    draw them (``ui.heatmaps.heatmap_figure``'s rules), and its caption."""
+    m = np.asarray(panel.matrix, dtype=float)
+    finite = m[np.isfinite(m)]
+    top = float(np.abs(finite).max()) if finite.size else 1.0
+    signed = bool(finite.size and finite.min() < 0)
+    scheme, reverse = heatmaps.palette_scheme(signed)
+    low, high = (-(top or 1.0), top or 1.0) if signed else (0.0, top or 1.0)
+    blocked = np.isneginf(m)
+    if scheme == "viridis":
+        dark = ~blocked & (np.nan_to_num(m) < 0.55 * top)
+    else:
+        dark = ~blocked & (np.abs(np.nan_to_num(m)) > 0.6 * top)
+    exponent, decimals = heatmaps.cell_number_format(finite)
+    rows, cols = m.shape
+    title = app_text(panel.title) if panel.title else stage_title
+    caption = _("**{stage}**: {rows} × {cols}.", stage=widgets.md_escape(title), rows=rows, cols=cols)
+    if exponent:
+        caption += " " + _("cells in units of 10{n}", n=str(exponent).translate(heatmaps._SUPERSCRIPT))
+    if explained_hint and panel.explained:
+        caption += " " + _("Click a cell to explain it.")
+    return {
+        "rows": [app_text(label) for label in panel.row_labels],
+        "cols": [app_text(label) for label in panel.col_labels],
+        "row_title": app_text(panel.row_title), "col_title": app_text(panel.col_title),
+        "text": heatmaps.cell_labels(m, exponent, decimals).tolist(),
+        "fill": colours(m, scheme, reverse, low, high).tolist(),
+        "dark": dark.astype(int).tolist(),
+        "head": panel.head, "explained": panel.explained,
+        "caption_html": markdown_html(caption),
+        "scheme": scheme, "domain": [low, high],  # what the colours were read from (the tests read them too)
+    }
+
+
+#: The most explained entries of a stage sent at once, on the stage's first visit (each is ~3 ms of sympy on a quiet
+#: machine, 10-40 ms on a busy one). A stage with more (12 tokens: 144 scores; 12 × 16: 192 queries) is sent a row at
+#: a time, the row of the cell shown: one round trip of ~16 entries instead of one of several seconds.
+ENTRIES_AT_ONCE = 64
+#: Rows beyond any matrix a step page shows (the model pages' 512 tokens): a request for one is ignored.
+MAX_ROWS = 1024
+
+
+def entry_cells(steps: StepThrough, rows: Optional[Collection[int]] = None) -> list[tuple[int, int, int]]:
+    """(row, col, head) of every explained entry of a stage (of ``rows`` only, when given)."""
+    stage = steps.stage
+    if stage.entry is None or stage.target is None:
+        return []
+    cells = []
+    for head in (range(steps.num_heads or 1) if stage.per_head else (0,)):
+        panel = explained_panel(stage.panels, head)
+        if panel is None:
+            continue
+        n_rows, n_cols = panel.matrix.shape
+        cells += [(row, col, head) for row in range(n_rows) if rows is None or row in rows for col in range(n_cols)]
+    return cells
+
+
+def entries(steps: StepThrough, rows: Optional[Collection[int]] = None) -> dict[str, str]:
+    """The explained entries of a stage (every one, or those of ``rows``), by "row,col,head": the entry formula with
+    its numbers in (LaTeX)."""
+    tr = i18n.translator()
+    return {f"{row},{col},{head}": steps.stage.entry(row, col, head, tr)
+            for row, col, head in entry_cells(steps, rows)}
+
+
+def stage_data(steps: StepThrough, explain: Mapping[str, str]) -> dict[str, Any]:
+    """A stage for the element, without its entries; its ``sig`` changes when anything else of it does (the element
+    keeps the section it built for a stage while its sig is the same)."""
+    stage, tr = steps.stage, i18n.translator()
+    title = _(steps.titles[stage.key])
+    data = {
+        "explain_html": markdown_html(_(explain[stage.key])),
+        "opened_html": markdown_html(_("This page opens at step {n} of {total}. {why} ◀ Previous walks back to step 1.",
+                                       n=list(steps.titles).index(stage.key) + 1, total=len(steps.titles),
+                                       why=_(steps.page.default_stage_why)))
+        if steps.page.default_stage_why else "",
+        "formula": list(stage.formula(tr)),
+        "panels": [panel_data(p, title, True) for p in stage.panels],
+        "remark_html": markdown_html(_(stage.remark)) if stage.remark else "",
+        "details_html": markdown_html("  ".join(_(text) for text in stage.details)) if stage.details else "",
+        "has_entry": stage.entry is not None and stage.target is not None,
+        "by_row": len(entry_cells(steps)) > ENTRIES_AT_ONCE,  # its entries are sent a row at a time
+        "code": [widgets.source(function) for function in stage.code],
+        "per_head": stage.per_head,
+        "entries": None,
+    }
+    data["sig"] = format(zlib.crc32(json.dumps(data, sort_keys=True).encode()), "08x")
+    return data
+
+
+# ---------------------------------------------------------------- built once, shared: per walk-through and view
+
+#: How many stages' parts (and entries) the server keeps, shared by every session (least recently used dropped).
+SHARED_PARTS = 256
+_PARTS: collections.OrderedDict = collections.OrderedDict()
+_PARTS_LOCK = threading.Lock()
+
+
+def same_numbers(walk: Any, other: Any) -> bool:
+    """Whether two walk-throughs are one shared build: the same object, or copies of it that differ in their settings
+    alone (``attention_core.stepthrough.as_of``: the stage or the explained entry moved, no number changed)."""
+    if walk is other:
+        return True
+    if type(walk) is not type(other) or not dataclasses.is_dataclass(walk):
+        return False
+    return all(getattr(walk, f.name) is getattr(other, f.name) for f in dataclasses.fields(walk) if f.name != "settings")
+
+
+def _shared(key: tuple, walk: Any, make) -> Any:
+    """``make()``, kept for ``key`` while ``walk`` is the same shared build (:func:`same_numbers`). What is kept
+    depends on the numbers alone: a page whose matrices follow the explained entry (the backward pages' Jacobian)
+    cannot use the element yet."""
+    with _PARTS_LOCK:
+        hit = _PARTS.get(key)
+        if hit is not None and same_numbers(hit[0], walk):
+            _PARTS.move_to_end(key)
+            return hit[1]
+    value = make()
+    with _PARTS_LOCK:
+        _PARTS[key] = (walk, value)
+        _PARTS.move_to_end(key)
+        while len(_PARTS) > SHARED_PARTS:
+            _PARTS.popitem(last=False)
+    return value
+
+
+def _view() -> tuple:
+    settings = state.settings()
+    return settings.language, settings.palette, settings.presenter
+
+
+def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[str, set[int]]) -> dict[str, Any]:
+    """What the element is given: every stage of ``walk``, with the entries the element asked for (``loaded``: stage
+    -> the rows asked for; a stage of at most :data:`ENTRIES_AT_ONCE` entries is sent whole, a larger one the rows
+    asked for, ``rows_loaded``), and for the current stage the explained entry when it is not among them (the
+    element asks for the rest after its paint); the labels in the interface language, the checks, the position the
+    server knows and its token.
+    """
+    settings = state.settings()
+    stage_key = settings.get(page.stage_field)
+    first = page.steps(as_of(walk, settings), stage_key)
+    order = list(first.titles)
+    view = _view()
+    stages = {}
+    for key in order:
+        steps = page.steps(walk, key)
+        part = _shared((page.key, key, "stage") + view, walk, functools.partial(stage_data, steps, explain))
+        if key in loaded and not part["by_row"]:
+            part = {**part, "entries": _shared((page.key, key, "entries", view[0]), walk,
+                                               functools.partial(entries, steps))}
+        elif key in loaded:
+            rows = sorted(loaded[key])
+            sent: dict[str, str] = {}
+            for row in rows:
+                sent.update(_shared((page.key, key, "entries", view[0], row), walk,
+                                    functools.partial(entries, steps, (row,))))
+            part = {**part, "entries": sent, "partial": True, "rows_loaded": rows}
+        stages[key] = part
+    row, col, head = clamp_entry(first.stage, settings.get(first.row_field), settings.get(first.col_field),
+                                 settings.get(first.head_field) if first.head_field else 0, first.num_heads or 1)
+    shown = f"{row},{col},{head}"
+    if stages[stage_key]["has_entry"] and shown not in (stages[stage_key].get("entries") or {}):
+        # the one entry shown: a setting changed answers at once (the stage's every entry took ~0.1-0.4 s of sympy)
+        stages[stage_key] = {**stages[stage_key], "partial": True,
+                             "entries": {**(stages[stage_key].get("entries") or {}),
+                                         shown: first.stage.entry(row, col, head, i18n.translator())}}
+    check_lines = []
+    for check in first.checks:
+        agrees, disagrees = widgets.CHECK_LINES[check.against]
+        text = _(agrees if check.matches else disagrees, reference=check.reference, diff=f"{check.max_abs_diff:.2e}")
+        if check.note:
+            text += "  \n" + _("Compared: {what}.", what=app_text(check.note))
+        check_lines.append({"ok": check.matches, "html": markdown_html(text)})
+    notes = [markdown_html(widgets.message_markdown(text)) for text in (*first.warnings, *first.notes)]
+    return {
+        "static": "app/static/",
+        "layout": "beside",
+        "presenter": bool(settings.presenter),
+        "order": order,
+        "titles": {key: f"{n} / {len(order)}: {_(first.titles[key])}" for n, key in enumerate(order, start=1)},
+        "default_stage": page.default_stage,
+        "stages": stages,
+        "checks_html": check_lines,
+        "notes_html": notes,
+        "num_heads": first.num_heads,
+        "position": {"stage": stage_key, "row": row, "col": col, "head": head},
+        "token": state.position_token(),
+        "fields": {"stage": page.stage_field, "row": first.row_field, "col": first.col_field,
+                   "head": first.head_field},
+        "report": class_live.member() is not None,
+        "report_ms": REPORT_MS,
+        "labels": {"previous": _("◀ Previous"), "next": _("Next ▶"), "step": _("Step"), "formula": _("Formula"),
+                   "explain": _("Explain this entry"), "row": _("Row"), "column": _("Column"), "head": _("Head"),
+                   "loading": _("Typesetting this step's entries…"), "code": _("Show the code")},
+    }
+
+
+# ---------------------------------------------------------------- the element on the page
+
+_COMPONENT = st.components.v2.component(
+    "attention_explorer.stepper",
+    html="",
+    css=(FRONTEND / "stepper.css").read_text(),
+    js=(FRONTEND / "stepper.js").read_text(),
+    isolate_styles=False,  # in the page's DOM: KaTeX's style sheet (loaded once into the page's head) applies
+)
+
+_LOADED = "stepper_loaded"  # {page key: {stage: the rows whose entries this session's element asked for}}
+_WALK = "stepper_walk"  # {page key: the walk-through those entries are of}
+
+
+def live(page: Page, walk: Any, explain: Mapping[str, str], *, layout: str = "stacked") -> None:
+    """A step page's step-through as the element (see the module's docstring): the page's declaration, its
+    walk-through and what each stage does (stage key -> English text marked with ``N_``); ``layout``: "beside" (a
+    stage's one matrix right of its formula, where the screen is wide enough) or "stacked".
+
+    Practice mode asks each entry before it shows it and grades the answer on the server: with the practice switch
+    on, the page's step-through is the server's renderer (``ui.stepthrough.live``), as before. Under the element,
+    the page's worksheet and exports (``ui.worksheet``).
+    """
+    if state.settings().get(practice.FIELD):
+        stepthrough.live(page, walk, explain, layout=layout)
+        return
+    if page.opening_entry is not None:
+        state.open_at_entry(dict(page.opening_entry(walk)))
+    practice.switch()
+    loaded = st.session_state.setdefault(_LOADED, {}).setdefault(page.key, {})
+    if not same_numbers(st.session_state.get(_WALK, {}).get(page.key), walk):  # new numbers: entries asked again
+        loaded.clear()
+        st.session_state.setdefault(_WALK, {})[page.key] = walk
+    data = payload(page, walk, explain, loaded)
+    data["layout"] = layout
+    _COMPONENT(key=f"stepper_{page.key}", data=data, on_need_change=functools.partial(_need, page),
+               on_reached_change=functools.partial(_reached, page))
+    st.session_state[stepthrough.TITLES] = page.steps(walk, page.default_stage).titles  # the worksheet's, untranslated
+    stepthrough.downloads(page, walk)
+
+
+def _need(page: Page) -> None:
+    """The element showed a stage (a row of a large stage) whose entries it was not sent: send them (with the page's
+    next run). The element's position comes with the request, so the link the server writes on that run is the
+    element's."""
+    position = _position(page, "need")
+    if position is not None:
+        row = position.get("entry_row", 0)
+        if 0 <= row < MAX_ROWS:  # a forged row adds nothing
+            rows = st.session_state.setdefault(_LOADED, {}).setdefault(page.key, {})
+            rows.setdefault(position[page.stage_field], set()).add(row)
+        state.update(**position, own_position=True)
+
+
+def _reached(page: Page) -> None:
+    """In a class: the step the element reached (stage, row, column), into the settings and the class view."""
+    position = _position(page, "reached")
+    if position is not None:
+        state.update(**position, own_position=True)
+        class_live.at_step(page.key, position[page.stage_field])
+
+
+def _position(page: Page, name: str) -> Optional[dict[str, Any]]:
+    """The position the element sent with its trigger ``name``, as settings changes, or None when it is no
+    position of this page (whatever a forged message may hold: only a known stage and whole numbers are taken)."""
+    result = st.session_state.get(f"stepper_{page.key}")
+    sent = result.get(name) if result is not None else None
+    if not isinstance(sent, dict) or sent.get("stage") not in page.stages:
+        return None
+    changes: dict[str, Any] = {page.stage_field: sent["stage"]}
+    for field, part in (("entry_row", "row"), ("entry_col", "col")):
+        if isinstance(sent.get(part), int) and not isinstance(sent.get(part), bool):
+            changes[field] = sent[part]
+    return changes
