@@ -8,10 +8,11 @@ from sympy), its matrices with their numbers, colours and token labels, what the
 (LaTeX from sympy, with the numbers in) and the page's checks. Next, Previous, the step picker, a cell, the pickers
 and the arrow keys repaint in the browser (``frontend/stepper/stepper.js``): no script run, nothing sent.
 
-What still needs the server: a stage's explained entries. The one shown is sent with the page; the stage's others
-on its first visit (one round trip, no page redraw: every entry of every stage is 0.65-1.3 s of sympy at the
-defaults, one stage's ~0.05-0.4 s), and a stage of more than :data:`ENTRIES_AT_ONCE` (12 tokens: up to 192, seconds
-of sympy) a row at a time, the row of the cell shown (``scripts/benchmark_stepper.py`` measures both); in a class,
+What still needs the server: a stage's explained entries. The one shown is sent with the page; the others of the
+stage shown and of its two neighbours after the paint, so that Next and Previous find theirs there (one round trip,
+no page redraw: every entry of every stage is 0.65-1.3 s of sympy at the defaults, one stage's ~0.05-0.4 s); a stage
+of more than :data:`ENTRIES_AT_ONCE` (12 tokens: up to 192, seconds of sympy) a row at a time, the row of the cell
+shown (``scripts/benchmark_stepper.py`` measures both). In a class,
 the step reached, at most once every few seconds (:data:`REPORT_MS`). The position (stage, row, column, head) is
 the element's: it writes it into the page's link itself, keeps it when a setting changes, and takes the server's only
 when the server moved it on purpose (a link, the teacher, a reset: :func:`ui.state.position_token`).
@@ -328,15 +329,20 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *, layout: str = "st
 
 
 def _need(page: Page) -> None:
-    """The element showed a stage (a row of a large stage) whose entries it was not sent: send them (with the page's
-    next run). The element's position comes with the request, so the link the server writes on that run is the
-    element's."""
+    """The element showed a stage (a row of a large stage) whose entries it was not sent: send them, and those of the
+    neighbours it asks for (so that Next and Previous find theirs there), with the page's next run. The element's
+    position comes with the request, so the link the server writes on that run is the element's."""
     position = _position(page, "need")
     if position is not None:
         row = position.get("entry_row", 0)
+        sent = st.session_state[f"stepper_{page.key}"]["need"].get("stages")
+        # the stage shown and the neighbours it asks for (at most 3 known stages: a forged list adds nothing else)
+        stages = {position[page.stage_field]} | ({key for key in sent[:3] if key in page.stages}
+                                                 if isinstance(sent, list) else set())
         if 0 <= row < MAX_ROWS:  # a forged row adds nothing
             rows = st.session_state.setdefault(_LOADED, {}).setdefault(page.key, {})
-            rows.setdefault(position[page.stage_field], set()).add(row)
+            for key in stages:
+                rows.setdefault(key, set()).add(row)
         state.update(**position, own_position=True)
 
 

@@ -101,6 +101,17 @@ export function equationParts(latex) {
   return parts.filter((part) => part !== "");
 }
 
+/** The stages to ask the server for at `position`: the shown one when its entries are not there, and its neighbours
+ * (the next first), so that Next and Previous find theirs already sent; none asked before (`asked`, askFor's keys). */
+export function stagesToAsk(data, position, asked) {
+  const index = data.order.indexOf(position.stage);
+  const keys = [position.stage, data.order[index + 1], data.order[index - 1]].filter((key) => key !== undefined);
+  return keys.filter((key) => {
+    const ask = askFor(data.stages[key], { ...position, stage: key });
+    return ask !== null && !asked.has(ask);
+  });
+}
+
 /** The position to show when new data arrives: the server's when it moved it on purpose (a new token: a link, the
  * teacher, a reset), else the one the learner stepped to (kept inside the new stages' matrices). */
 export function nextPosition(data, current) {
@@ -349,17 +360,16 @@ export default function mount(component) {
     }, wait);
   };
   const update = (focusCell) => {
-    const stage = mounted.data.stages[mounted.position.stage];
     const framed = show(mounted.view, mounted.data, mounted.position);
     writeLink();
     if (focusCell && framed) framed.focus();
-    const ask = askFor(stage, mounted.position);
-    if (ask && !mounted.asked.has(ask)) {
-      // this stage's entries (a large stage's: this row's), once per data: asked after the paint (one round trip,
-      // no redraw)
-      mounted.asked.add(ask);
+    const wanted = stagesToAsk(mounted.data, mounted.position, mounted.asked);
+    if (wanted.length) {
+      // the entries of this stage and its neighbours (a large stage's: this row's), once per data: asked after the
+      // paint (one round trip, no redraw)
+      for (const key of wanted) mounted.asked.add(askFor(mounted.data.stages[key], { ...mounted.position, stage: key }));
       const { stage: key, row, col, head } = mounted.position;
-      setTimeout(() => setTriggerValue("need", { stage: key, row, col, head }), 0);
+      setTimeout(() => setTriggerValue("need", { stage: key, row, col, head, stages: wanted }), 0);
     }
   };
   const moveTo = (changes, focusCell = false) => {

@@ -12,6 +12,7 @@ import {
   keyAction,
   moveStage,
   nextPosition,
+  stagesToAsk,
   tableHtml,
   withPosition,
 } from "./stepper.js";
@@ -120,4 +121,15 @@ test("a wide entry is cut at its top-level equals signs only", () => {
   assert.deepEqual(equationParts("\\left(a = b\\right) = c"), ["\\left(a = b\\right)", "c"]);
   assert.deepEqual(equationParts("\\{x = 1\\} = 2"), ["\\{x", "1\\}", "2"]);  // \\{ is a printed brace, not a group
   assert.deepEqual(equationParts("x"), ["x"]);
+});
+
+test("the shown stage and its neighbours are asked for once: Next and Previous find their entries sent", () => {
+  const stage = (extra = {}) => ({ has_entry: true, entries: null, ...extra });
+  const partial = stage({ entries: { "0,0,0": "x" }, partial: true });
+  const data = { order: ["a", "b", "c", "d"], stages: { a: stage(), b: partial, c: stage(), d: stage({ has_entry: false }) } };
+  const at = { stage: "b", row: 0, col: 0, head: 0 };
+  assert.deepEqual(stagesToAsk(data, at, new Set()), ["b", "c", "a"]);
+  assert.deepEqual(stagesToAsk(data, at, new Set(["b", "c"])), ["a"]);
+  assert.deepEqual(stagesToAsk(data, { ...at, stage: "c" }, new Set()), ["c", "b"]);  // d explains nothing
+  assert.deepEqual(stagesToAsk(data, { ...at, stage: "a" }, new Set()), ["a", "b"]);
 });

@@ -92,12 +92,13 @@ def test_next_previous_and_a_cell_repaint_with_no_message_to_the_server(element_
     next_button = page.get_by_role("button", name="Next ▶")
     previous = page.get_by_role("button", name="◀ Previous")
 
-    # A first visit to a stage asks for its entries once: the counter sees that message (it can see one).
+    # The page asked for its stage's entries and its neighbours'; Next to a neighbour asks for the next one in turn,
+    # once: the counter sees that message (it can see one).
     before = page.evaluate("window.__sent")
     next_button.click()
     expect(page.locator('.ae-stepper select[data-pick="stage"]')).not_to_have_value(re.compile("^$"))
     assert step_title(page).startswith(f"{number + 1} / 8")
-    assert settled(page) > before, "the stage's first visit sent its request for the entries"
+    assert settled(page) > before, "the next stage's entries were asked for"
 
     # Back and forth over stages already there: repainted in the browser, nothing sent.
     before = page.evaluate("window.__sent")
