@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import APP, errors
+from conftest import APP, element, element_entry, element_step, errors, has_element
 from streamlit.testing.v1 import AppTest
 
 from attention_core import registry
@@ -29,8 +29,21 @@ BLOCKED_ROW = {"mask": {(0, 0): 0.0}}
 
 
 def step_through_every_stage(at: AppTest, page: str, context: str) -> list[str]:
-    """From the first stage, Next until the last; each stage renders with no exception and no error."""
+    """From the first stage, Next until the last; each stage renders with no exception and no error. A page whose
+    step-through is the browser element (its Next is the browser's): each stage moved to as a link does, its formula
+    and its explained entry in the element's data."""
     field, titles = registry.BY_KEY[page].stage_field, registry.BY_KEY[page].stages
+    if has_element(at):
+        seen = []
+        for key in titles:
+            element_step(at, **{field: key})
+            seen.append(at.session_state["settings"].get(field))
+            assert not at.exception, (context, seen[-1], at.exception)
+            assert not at.error, (context, seen[-1], errors(at))
+            stage = element(at)["stages"][key]
+            assert stage["formula"], (context, key, "no formula")
+            assert not stage["has_entry"] or element_entry(at), (context, key, "no explained entry")
+        return seen
     at.selectbox(key=f"setting_{field}").set_value(next(iter(titles))).run()
     seen = []
     while True:
@@ -201,6 +214,12 @@ def test_a_page_that_opens_past_step_1_says_why_and_only_there(key):
         return
     at = AppTest.from_file(APP, default_timeout=60).run()
     at.switch_page(f"app_pages/{page.file}").run()
+    if has_element(at):  # the element shows a stage's opened_html on that stage (the page's default) only
+        said = {k: v["opened_html"] for k, v in element(at)["stages"].items() if v["opened_html"]}
+        assert list(said) == [page.default_stage] and element(at)["default_stage"] == page.default_stage, said
+        assert said[page.default_stage].startswith(f"This page opens at step {n} of {total}."), said
+        assert page.default_stage_why.split(";")[0] in said[page.default_stage], said
+        return
     opened = [c.value for c in at.caption if c.value.startswith(f"This page opens at step {n} of {total}.")]
     assert opened and page.default_stage_why in opened[0]
     at.button(key="step_prev").click().run()

@@ -165,7 +165,7 @@ def stage_data(steps: StepThrough, explain: Mapping[str, str]) -> dict[str, Any]
         "opened_html": markdown_html(_("This page opens at step {n} of {total}. {why} ◀ Previous walks back to step 1.",
                                        n=list(steps.titles).index(stage.key) + 1, total=len(steps.titles),
                                        why=_(steps.page.default_stage_why)))
-        if steps.page.default_stage_why else "",
+        if steps.page.default_stage_why and stage.key == steps.page.default_stage else "",  # said there only
         "formula": list(stage.formula(tr)),
         "panels": [panel_data(p, title, True) for p in stage.panels],
         "remark_html": markdown_html(_(stage.remark)) if stage.remark else "",
