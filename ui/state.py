@@ -84,7 +84,9 @@ def update(*, own_position: bool = False, **changes: Any) -> None:
     and a click elsewhere (a heatmap cell, Next) must not move them either.
 
     A change of the position shown (a step page's stage, the explained entry, the head) moves the step-through
-    element to it (:func:`position_token`), unless ``own_position``: the element's own report of where it is.
+    element to it (:func:`position_token`), unless ``own_position``: the element's own report of where it is, which
+    also leaves the page's messages as they were (the element asks for entries right after a setting changed: the
+    message of that change, "your sentence now runs as ...", must stay).
     """
     fixed = locked()
     if ENTRY_FIELDS & changes.keys():
@@ -94,7 +96,8 @@ def update(*, own_position: bool = False, **changes: Any) -> None:
     if not own_position and any(_is_position(f) and old.get(f) != new.get(f) for f in changes):
         _move_position()
     _store(new)
-    st.session_state[_MESSAGES] = messages
+    if messages or not own_position:  # the element's report of where it is keeps the message a setting gave
+        st.session_state[_MESSAGES] = messages
     if not router_ran() and any(old.get(f) != new.get(f) for f in ROUTER_FIELDS):
         st.session_state[_ROUTER_STALE] = True  # the page's body reruns the whole app instead (ui/page_body.py)
     shown_stale = False

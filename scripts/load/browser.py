@@ -78,7 +78,13 @@ _COUNT_RUN_ENDS = """(() => {
 # last messages are applied in one React commit, the attribute never reads "running" (a one-widget app lost 2 to 4
 # of 15 clicks that way, each waited for until the timeout).
 _CLICK_AND_TIME = """async ([selector, watch, timeoutMs]) => {
+  // a widget can be away for a frame while React draws a run (the element's own run after a setting): wait for it
+  const waitFrom = performance.now();
+  while (!document.querySelector(selector) && performance.now() - waitFrom < timeoutMs) {
+    await new Promise((r) => requestAnimationFrame(r));
+  }
   const target = document.querySelector(selector);
+  if (!target) return "lost";
   if (target.disabled) return null;  // a disabled button takes no click: no run would come
   const shown = () => document.querySelector(watch)?.value;
   const before = shown();

@@ -14,6 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import element, element_step, open_app, settings, shows_number
+from streamlit.testing.v1 import AppTest
 
 from attention_core.self_attention.walkthrough import build_walkthrough
 from ui import stepper
@@ -125,3 +126,31 @@ def test_a_link_or_the_teacher_moves_the_element_and_a_setting_keeps_the_learner
     assert moved["position"] == {"stage": "weights", "row": 2, "col": 4, "head": 0}
     at.number_input(key="setting_d_k").set_value(2).run()
     assert element(at)["token"] == moved["token"]
+
+
+def _report_script():
+    import streamlit as st
+
+    from ui import state
+
+    if st.session_state.get("report"):  # the element's report of where it is (its "need" after the new numbers)
+        state.update(own_position=True, **{"self_attention.stage": "weights", "entry_row": 1})
+    elif st.session_state.get("typed"):  # the learner's own sentence on the default example
+        state.update(sentence="attention is all you need")
+    for message in state.messages():
+        st.warning(message)
+    st.markdown(f"stage {state.settings().get('self_attention.stage')}")
+
+
+def test_the_elements_report_of_where_it_is_keeps_the_message_a_setting_gave():
+    """The element asks for entries right after a setting changed (new numbers): that report must not wipe the
+    setting's message ("your sentence now runs as Your own sentence"), seen gone once in Chromium."""
+    at = AppTest.from_function(_report_script, default_timeout=60)
+    at.session_state["typed"] = True
+    at.run()
+    said = [w.value for w in at.warning]
+    assert any("Your own sentence" in text for text in said), said
+    at.session_state["report"] = True
+    at.run()
+    assert [w.value for w in at.warning] == said
+    assert at.markdown[-1].value == "stage weights"
