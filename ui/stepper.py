@@ -258,8 +258,7 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
                                          shown: first.stage.entry(row, col, head, i18n.translator())}}
     check_lines = []
     for check in first.checks:
-        agrees, disagrees = widgets.CHECK_LINES[check.against]
-        text = _(agrees if check.matches else disagrees, reference=check.reference, diff=f"{check.max_abs_diff:.2e}")
+        text = widgets.check_text(check.max_abs_diff, check.matches, check.reference, check.against)
         if check.note:
             text += "  \n" + _("Compared: {what}.", what=app_text(check.note))
         check_lines.append({"ok": check.matches, "html": markdown_html(text)})
@@ -324,8 +323,7 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *, layout: str = "st
     data["layout"] = layout
     _COMPONENT(key=f"stepper_{page.key}", data=data, on_need_change=functools.partial(_need, page),
                on_reached_change=functools.partial(_reached, page))
-    st.session_state[stepthrough.TITLES] = page.steps(walk, page.default_stage).titles  # the worksheet's, untranslated
-    stepthrough.downloads(page, walk)
+    stepthrough.downloads(page, walk, page.stages)
 
 
 def _need(page: Page) -> None:

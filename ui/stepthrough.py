@@ -161,7 +161,7 @@ def _exports(page: Page, walk: Any) -> dict[str, Callable[[], str]]:
 
 # ---------------------------------------------------------------- the step-through as a part of the page
 
-TITLES = "stepthrough_titles"  # the stages, in order, of the last step-through drawn (for the worksheet after it)
+_TITLES = "stepthrough_titles"  # the stages, in order, of the last step-through drawn (for the worksheet after it)
 _SHOWN_STAGE = "stepthrough_shown_stage"  # (page key, stage key) the step-through drew last
 _MOVES = "stepthrough_moves"  # how many times this session moved to another stage of a page (a fresh script each)
 
@@ -190,12 +190,13 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *,
                              after_entry, after_checks, options)
     page_body.part("stepthrough", draw, fields=(page.stage_field, ROW_FIELD, COL_FIELD, HEAD_FIELD, practice.FIELD))
     # outside the part: a click on Next does not send it again
-    downloads(page, walk)
+    downloads(page, walk, st.session_state[_TITLES])
 
 
-def downloads(page: Page, walk: Any) -> None:
-    """The page's worksheet and exports of every stage (``ui.worksheet``), under its step-through."""
-    worksheet.downloads(page, st.session_state[TITLES], functools.partial(page.steps, walk), **_exports(page, walk))
+def downloads(page: Page, walk: Any, titles: Mapping[str, str]) -> None:
+    """The page's worksheet and exports of every stage (``ui.worksheet``), under its step-through: ``titles``, its
+    stages' titles (English, marked for translation)."""
+    worksheet.downloads(page, titles, functools.partial(page.steps, walk), **_exports(page, walk))
 
 
 def _current_steps(page: Page, walk: Any) -> StepThrough:
@@ -211,7 +212,7 @@ def _call(callback: Optional[Callable[[StepThrough], None]], steps: StepThrough)
 
 def _draw_live(build, explain, after_panels, after_entry, after_checks, options) -> None:
     steps = build()
-    st.session_state[TITLES] = steps.titles
+    st.session_state[_TITLES] = steps.titles
     shown, last = (steps.page.key, steps.stage.key), st.session_state.get(_SHOWN_STAGE)
     moved = last is not None and last[0] == shown[0] and last != shown  # another stage of the same page
     st.session_state[_SHOWN_STAGE] = shown

@@ -337,15 +337,21 @@ CHECK_LINES = {
 }
 
 
-def check_line(max_abs_diff: float, matches: bool, reference: str, against: str = PYTORCH) -> None:
-    """The line that states our numbers against a reference: PyTorch's own function (``against``, the default),
+def check_text(max_abs_diff: float, matches: bool, reference: str, against: str = PYTORCH) -> str:
+    """The text that states our numbers against a reference: PyTorch's own function (``against``, the default),
     Hugging Face transformers' module, a loop in Python floats or a second way of computing the same numbers
-    (:data:`CHECK_LINES`: each says which)."""
+    (:data:`CHECK_LINES`: each says which), in the interface language."""
     agrees, disagrees = CHECK_LINES[against]
+    return _(agrees if matches else disagrees, reference=reference, diff=f"{max_abs_diff:.2e}")
+
+
+def check_line(max_abs_diff: float, matches: bool, reference: str, against: str = PYTORCH) -> None:
+    """:func:`check_text` as a success (or error) line."""
+    text = check_text(max_abs_diff, matches, reference, against)
     if matches:
-        st.success(_(agrees, reference=reference, diff=f"{max_abs_diff:.2e}"), icon=":material/check_circle:")
+        st.success(text, icon=":material/check_circle:")
     else:
-        st.error(_(disagrees, reference=reference, diff=f"{max_abs_diff:.2e}"), icon=":material/cancel:")
+        st.error(text, icon=":material/cancel:")
 
 
 # ---------------------------------------------------------------- the code behind what is shown
