@@ -52,6 +52,16 @@ def palette_scheme(signed: bool) -> tuple[str, bool]:
     return ("redblue", True) if signed else ("blues", False)
 
 
+def dark_cells(values: np.ndarray, top: float, scheme: str) -> np.ndarray:
+    """Where a cell of ``values`` (any shape; −∞ blocked) is dark on ``scheme`` over a scale up to ``top``, and so
+    writes its number in white (bool, the same shape)."""
+    blocked = np.isneginf(values)
+    if scheme == "viridis":  # dark at the low end: white numbers there
+        return ~blocked & (np.nan_to_num(values) < 0.55 * top)
+    # diverging, light around 0: white numbers at both ends; sequential (blues): at the high end
+    return ~blocked & (np.abs(np.nan_to_num(values)) > 0.6 * top)
+
+
 #: The most significant digits a heatmap cell writes for its matrix's largest |number| (the others: the same decimals).
 CELL_DIGITS = 3
 
@@ -372,10 +382,7 @@ def heatmap_figure(
         top = float(scale_max)
     signed = bool(finite.size and finite.min() < 0)
     scheme, reverse = palette_scheme(signed)
-    if scheme == "viridis":  # dark at the low end: white numbers there
-        dark = ~blocked & (np.nan_to_num(values) < 0.55 * top)
-    else:  # diverging, light around 0: white numbers at both ends; sequential (blues): at the high end
-        dark = ~blocked & (np.abs(np.nan_to_num(values)) > 0.6 * top)
+    dark = dark_cells(values, top, scheme)
     # A pyarrow table, not a DataFrame: Streamlit sends Arrow as is (a few ms less per heatmap).
     table = pa.table({
         "i": ii,

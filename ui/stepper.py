@@ -98,11 +98,7 @@ def panel_data(panel: Panel, stage_title: str, explained_hint: bool) -> dict[str
     signed = bool(finite.size and finite.min() < 0)
     scheme, reverse = heatmaps.palette_scheme(signed)
     low, high = (-(top or 1.0), top or 1.0) if signed else (0.0, top or 1.0)
-    blocked = np.isneginf(m)
-    if scheme == "viridis":
-        dark = ~blocked & (np.nan_to_num(m) < 0.55 * top)
-    else:
-        dark = ~blocked & (np.abs(np.nan_to_num(m)) > 0.6 * top)
+    dark = heatmaps.dark_cells(m, top, scheme)
     exponent, decimals = heatmaps.cell_number_format(finite)
     rows, cols = m.shape
     title = app_text(panel.title) if panel.title else stage_title
