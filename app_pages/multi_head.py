@@ -5,7 +5,7 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.multi_head.formulas import header_latex
 from attention_core.multi_head.walkthrough import MULTI_HEAD
-from ui import heads, i18n, page_body, state, stepthrough, widgets
+from ui import heads, i18n, page_body, state, stepper, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -67,7 +67,7 @@ def page() -> None:
         seed_call=f"torch.manual_seed({settings.seed})",
     ))
 
-    stepthrough.live(MULTI_HEAD, walk, EXPLAIN)
+    stepper.live(MULTI_HEAD, walk, EXPLAIN)
 
 
 page_body.run(page, header=header)

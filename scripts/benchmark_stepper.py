@@ -66,7 +66,7 @@ def measure(page, settings: Settings, repeat: int) -> dict:
     explain = defaultdict(str)
     stages_s, stages = best(repeat, lambda: {k: stepper.stage_data(page.steps(walk, k), explain)
                                              for k in page.stages})
-    first = page.steps(walk, page.default_stage)
+    first = page.steps(walk, page.default_stage or next(iter(page.stages)))  # "": the first stage
     one_s, one = best(repeat, lambda: first.stage.entry(0, 0, 0, lambda text: text)
                       if first.stage.entry is not None else "")
     per_stage = {}

@@ -8,6 +8,7 @@ Test modules import these helpers with ``from conftest import ...`` (pytest puts
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import os
@@ -185,7 +186,8 @@ def errors(at: AppTest) -> str:
 
 
 def warnings(at: AppTest) -> str:
-    return " ".join(w.value for w in at.warning)
+    """Every warning the page shows (the step-through element's too), one string."""
+    return " ".join(shown_warnings(at))
 
 
 def latex(at: AppTest) -> str:
@@ -213,12 +215,44 @@ def has_element(at: AppTest) -> bool:
 
 
 def element_step(at: AppTest, **changes) -> AppTest:
-    """Move the element's position as the server does on purpose (a link, the teacher): the settings' stage / entry
-    fields (``self_attention.stage=...``, ``entry_row=...``) changed, then the page's run; the element takes it."""
+    """Move the step-through's position as the server does on purpose (a link, the teacher): the settings' stage /
+    entry fields (``self_attention.stage=...``, ``entry_row=...``) changed, then the page's run; the element takes it
+    (a page on the server's renderer draws that stage and entry)."""
     at.session_state["settings"] = settings(at).replace(**changes)[0]
     at.session_state["position_token"] = at.session_state["position_token"] + 1 if "position_token" in \
         at.session_state else 1
     return at.run()
+
+
+def shown_latex(at: AppTest) -> str:
+    """Every formula the page typesets at its step-through's position, one a line: :func:`element_latex` on a page
+    whose step-through is the element, else :func:`latex`."""
+    return element_latex(at) if has_element(at) else latex(at)
+
+
+def _text(html_text: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", html_text))
+
+
+def shown_warnings(at: AppTest) -> list[str]:
+    """The page's warnings, as text: its warning messages and the element's."""
+    return [w.value for w in at.warning] + ([_text(w) for w in element(at)["warnings_html"]] if has_element(at) else [])
+
+
+def shown_notes(at: AppTest) -> list[str]:
+    """The page's notes (info messages), as text: its info messages and the element's."""
+    return [i.value for i in at.info] + ([_text(n) for n in element(at)["notes_html"]] if has_element(at) else [])
+
+
+def shown_checks(at: AppTest) -> list[str]:
+    """The page's check lines and the stage's remark (its success lines), as text: its success messages, and the
+    element's check lines and the remark of the stage it shows."""
+    found = [s.value for s in at.success]
+    if has_element(at):
+        data = element(at)
+        remark = data["stages"][data["position"]["stage"]]["remark_html"]
+        found += element_checks(at) + ([html.unescape(re.sub(r"<[^>]+>", "", remark))] if remark else [])
+    return found
 
 
 def element_latex(at: AppTest) -> str:
@@ -240,7 +274,7 @@ def element_entry(at: AppTest) -> str:
 
 def element_checks(at: AppTest) -> list[str]:
     """The element's check lines, as text (its HTML without tags)."""
-    return [re.sub(r"<[^>]+>", "", check["html"]) for check in element(at)["checks_html"]]
+    return [html.unescape(re.sub(r"<[^>]+>", "", check["html"])) for check in element(at)["checks_html"]]
 
 
 def charts(at: AppTest) -> list[tuple[dict, pd.DataFrame]]:

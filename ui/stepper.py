@@ -258,7 +258,8 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
         if check.note:
             text += "  \n" + _("Compared: {what}.", what=app_text(check.note))
         check_lines.append({"ok": check.matches, "html": markdown_html(text)})
-    notes = [markdown_html(widgets.message_markdown(text)) for text in (*first.warnings, *first.notes)]
+    warnings = [markdown_html(widgets.message_markdown(text)) for text in first.warnings]
+    notes = [markdown_html(widgets.message_markdown(text)) for text in first.notes]
     return {
         "static": "app/static/",
         "layout": "beside",
@@ -268,6 +269,7 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
         "default_stage": page.default_stage,
         "stages": stages,
         "checks_html": check_lines,
+        "warnings_html": warnings,
         "notes_html": notes,
         "num_heads": first.num_heads,
         "position": {"stage": stage_key, "row": row, "col": col, "head": head},
@@ -349,14 +351,19 @@ def _reached(page: Page) -> None:
 
 
 def _position(page: Page, name: str) -> Optional[dict[str, Any]]:
-    """The position the element sent with its trigger ``name``, as settings changes, or None when it is no
-    position of this page (whatever a forged message may hold: only a known stage and whole numbers are taken)."""
+    """The position the element sent with its trigger ``name``, as settings changes (the page's stage field and its
+    step-through's row, column and head fields), or None when it is no position of this page (whatever a forged
+    message may hold: only a known stage and whole numbers are taken)."""
     result = st.session_state.get(f"stepper_{page.key}")
     sent = result.get(name) if result is not None else None
     if not isinstance(sent, dict) or sent.get("stage") not in page.stages:
         return None
+    walk = st.session_state.get(_WALK, {}).get(page.key)
+    if walk is None:  # no element of this page was drawn in this session
+        return None
+    steps = page.steps(walk, sent["stage"])
     changes: dict[str, Any] = {page.stage_field: sent["stage"]}
-    for field, part in (("entry_row", "row"), ("entry_col", "col")):
-        if isinstance(sent.get(part), int) and not isinstance(sent.get(part), bool):
+    for field, part in ((steps.row_field, "row"), (steps.col_field, "col"), (steps.head_field, "head")):
+        if field and isinstance(sent.get(part), int) and not isinstance(sent.get(part), bool):
             changes[field] = sent[part]
     return changes

@@ -218,7 +218,7 @@ function navHtml(data) {
 
 /** What a section shows besides its stage: the page's notes and checks (a section is built again when they change). */
 function notesKey(data) {
-  return JSON.stringify([data.notes_html, data.checks_html, data.default_stage, data.layout]);
+  return JSON.stringify([data.warnings_html, data.notes_html, data.checks_html, data.default_stage, data.layout]);
 }
 
 /** One stage's section: what the step does, the formula, the matrices, the remarks, the explained entry's place,
@@ -232,9 +232,10 @@ function stageHtml(data, key, position) {
     `<div class="explain">${stage.explain_html}</div>` +
     `<div class="${beside ? "beside" : "stacked"}"><section class="formula" aria-label="${escapeHtml(labels.formula)}">` +
     `<h4>${escapeHtml(labels.formula)}</h4>${formulaHtml(stage.formula)}</section>` +
-    `<div class="panels">${panels}</div></div>` +
+    `<div class="panels${stage.panels.length > 1 ? " many" : ""}">${panels}</div></div>` +
     (stage.remark_html ? `<p class="remark">${stage.remark_html}</p>` : "") +
     (stage.details_html ? `<p class="details">${stage.details_html}</p>` : "") +
+    data.warnings_html.map((w) => `<p class="warning" role="alert">${w}</p>`).join("") +
     data.notes_html.map((n) => `<p class="note">${n}</p>`).join("") +
     (stage.has_entry ? `<section class="entry" aria-live="polite"><h3>${escapeHtml(labels.explain)}</h3>` +
       `<div class="pickers"></div><div class="entry-formula"></div></section>` : "") +

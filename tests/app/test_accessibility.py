@@ -85,8 +85,8 @@ def _colour_legends(spec: dict) -> list:
 
 
 @pytest.mark.parametrize("path, params, side_by_side", [
-    ("app_pages/multi_head.py", {"mha_stage": "split"}, True),  # one heatmap per head, side by side
-    ("app_pages/gqa.py", {"gqa.stage": "weights"}, False),  # stacked: too wide to stand side by side
+    ("app_pages/backward_multi_head.py", {"backward_multi_head.stage": "d_query"}, True),  # one per head, side by side
+    ("app_pages/backward_multi_head.py", {"backward_multi_head.stage": "d_scores"}, False),  # three stacked: too wide
     ("app_pages/additive.py", {}, True),
     ("app_pages/positional_encoding.py", {}, True),
 ])

@@ -4,7 +4,7 @@ their widgets, state a passing PyTorch check, and answer bad input with a messag
 from __future__ import annotations
 
 import pytest
-from conftest import errors, latex, open_app, picker, settings, shows_number, warnings
+from conftest import element, element_step, errors, has_element, open_app, settings, shown_checks, shown_latex, shows_number, warnings
 from streamlit.testing.v1 import AppTest
 
 from attention_core import registry
@@ -27,7 +27,7 @@ def plain(markdown: str) -> str:
 
 
 def checks(at: AppTest) -> list[str]:
-    return [s.value for s in at.success if s.value.startswith("Checked against PyTorch")]
+    return [s for s in shown_checks(at) if s.startswith("Checked against PyTorch")]
 
 
 def assert_checks_pass(at: AppTest) -> None:
@@ -52,13 +52,22 @@ def test_every_new_page_renders_on_every_preset(page, preset):
 def test_stepping_through_every_stage(page):
     field, stages = PAGES[page]
     at = open_app(page, "journey_v1")
-    at.selectbox(key=f"setting_{field}").set_value(next(iter(stages))).run()
+    element_step(at, **{field: next(iter(stages))})
+    if has_element(at):  # every stage is in the element's data; its Next is the browser's (tests/app/test_browser_stepper.py)
+        assert element(at)["order"] == list(stages)
+        for key in stages:
+            element_step(at, **{field: key})
+            assert not at.exception and not at.error, (key, errors(at))
+            data = element(at)
+            assert data["position"]["stage"] == key and data["stages"][key]["formula"]
+            assert "nan" not in shown_latex(at).lower()
+        return
     seen = []
     while True:
         seen.append(settings(at).get(field))
         assert not at.exception and not at.error, (seen, errors(at))
         assert len(at.latex) >= 4  # the page's formula, the stage's matrix and element forms, the entry
-        assert "nan" not in latex(at).lower()
+        assert "nan" not in shown_latex(at).lower()
         if at.button(key="step_next").disabled:
             break
         at.button(key="step_next").click().run()
@@ -72,29 +81,29 @@ def test_stepping_through_every_stage(page):
 
 def test_causal_page_reproduces_the_printed_context_vectors_and_the_other_route():
     at = open_app(CAUSAL, "journey_v1")
-    at.selectbox(key="setting_causal.stage").set_value("output").run()
-    at.selectbox(key="setting_entry_row").set_value(1).run()
-    picker(at, "Column").set_value(0).run()
-    assert r"z_{2,1}" in latex(at) and shows_number(latex(at), -0.5874, before="= ")  # CausalAttention(3, 2, 6, 0.0), seed 123
+    element_step(at, **{"causal.stage": "output"})
+    element_step(at, entry_row=1)
+    element_step(at, entry_col=0)
+    assert r"z_{2,1}" in shown_latex(at) and shows_number(shown_latex(at), -0.5874, before="= ")  # CausalAttention(3, 2, 6, 0.0), seed 123
     assert any("is_causal=True" in c for c in checks(at))
-    at.selectbox(key="setting_causal.stage").set_value("other_route").run()
-    (same,) = [s.value for s in at.success if s.value.startswith("Both routes")]
+    element_step(at, **{"causal.stage": "other_route"})
+    (same,) = [s for s in shown_checks(at) if s.startswith("Both routes")]
     assert float(same.split("= ")[-1].rstrip(".")) < 1e-6
 
 
 def test_causal_switch_and_padding_change_the_mask():
     at = open_app(CAUSAL, "hello")
-    at.selectbox(key="setting_causal.stage").set_value("masked_scores").run()
-    at.selectbox(key="setting_entry_row").set_value(0).run()
-    picker(at, "Column").set_value(2).run()
-    assert r"-\infty" in latex(at)
+    element_step(at, **{"causal.stage": "masked_scores"})
+    element_step(at, entry_row=0)
+    element_step(at, entry_col=2)
+    assert r"-\infty" in shown_latex(at)
     at.toggle(key="setting_causal_mask").set_value(False).run()
-    assert r"a'_{1,3} = a_{1,3} + 0" in latex(at)
+    assert r"a'_{1,3} = a_{1,3} + 0" in shown_latex(at)
     assert not any("is_causal=True" in c for c in checks(at))  # the mask is no longer the causal one
     at.number_input(key="setting_padding").set_value(1).run()
-    assert r"-\infty" in latex(at)  # key 3 is padding now
-    at.selectbox(key="setting_causal.stage").set_value("mask").run()
-    assert "key 3 is padding" in latex(at)
+    assert r"-\infty" in shown_latex(at)  # key 3 is padding now
+    element_step(at, **{"causal.stage": "mask"})
+    assert "key 3 is padding" in shown_latex(at)
     assert_checks_pass(at)
 
 
@@ -104,16 +113,16 @@ def test_a_mask_that_blocks_a_whole_row_is_explained_and_kept():
     at.run()
     assert not at.exception and not at.error, errors(at)
     assert "Row 1 (query “I”) has every key blocked" in plain(warnings(at))
-    at.selectbox(key="setting_causal.stage").set_value("weights").run()
-    at.selectbox(key="setting_entry_row").set_value(0).run()
-    assert r"\frac{0}{0}" in latex(at) and "nan" not in latex(at).lower()
+    element_step(at, **{"causal.stage": "weights"})
+    element_step(at, entry_row=0)
+    assert r"\frac{0}{0}" in shown_latex(at) and "nan" not in shown_latex(at).lower()
     assert_checks_pass(at)
     for page in (DROPOUT, MHA):  # the same mask there
         at.switch_page(page).run()
         assert "Row 1 (query “I”)" in plain(warnings(at)) and not at.error
     assert at.session_state["edits"]["seed000"]["mask"] == {(0, 0): 0.0}
     at.switch_page(CAUSAL).run()
-    at.selectbox(key="setting_causal.stage").set_value("mask").run()
+    element_step(at, **{"causal.stage": "mask"})
     at.button(key="mask_reset").click().run()
     assert not at.session_state["edits"]["seed000"].get("mask") and "Row 1" not in warnings(at)
 
@@ -156,7 +165,7 @@ def test_context_length_shorter_than_the_sentence_gets_a_message_and_keeps_the_w
 def test_dropout_train_and_eval():
     at = open_app(DROPOUT, "journey_v2")
     at.number_input(key="setting_dropout.dropout_p").set_value(0.5).run()
-    at.selectbox(key="setting_dropout.stage").set_value("dropped_weights").run()
+    element_step(at, **{"dropout.stage": "dropped_weights"})
     text = " ".join(m.value for m in at.markdown)
     sums = text.split("Row sums of the weights used:** ", 1)[1].split()[:6]  # ch03's dropout(attn_weights)
     assert all(shows_number(shown, printed, digits=3) for shown, printed in zip(sums, (2, 0, 2, 0.985, 0.774, 1.31)))
@@ -166,8 +175,8 @@ def test_dropout_train_and_eval():
     text = " ".join(m.value for m in at.markdown)
     assert "1, 1, 1, 1, 1, 1" in text and "eval mode: every row sums to 1" in text
     assert any("is_causal=True" in c for c in checks(at))
-    at.selectbox(key="setting_dropout.stage").set_value("dropout_mask").run()
-    assert "eval mode" in latex(at)
+    element_step(at, **{"dropout.stage": "dropout_mask"})
+    assert "eval mode" in shown_latex(at)
 
 
 def test_dropout_mask_writes_its_ones_and_zeros_whole():
@@ -178,7 +187,7 @@ def test_dropout_mask_writes_its_ones_and_zeros_whole():
     from ui import heatmaps
 
     at = open_app(DROPOUT, "journey_v2")
-    at.selectbox(key="setting_dropout.stage").set_value("dropout_mask").run()
+    element_step(at, **{"dropout.stage": "dropout_mask"})
     masks = [(spec, data) for spec, data in charts(at)
              if "value" in data and set(data["value"].dropna()) == {0.0, 1.0}]
     assert masks, "no heatmap of the 0/1 mask on the dropout_mask step"
@@ -211,9 +220,9 @@ def test_dropout_p_outside_the_unit_interval_is_clamped_with_a_message(raw, show
 
 def test_multi_head_page_reproduces_the_printed_output_and_states_the_scale():
     at = open_app(MHA, "journey_v1")
-    at.selectbox(key="setting_multi_head.stage").set_value("output").run()
-    picker(at, "Column").set_value(1).run()
-    assert shows_number(latex(at), 0.4858, before="= ")  # MultiHeadAttention(3, 2, 6, 0.0, num_heads=2), seed 123, row 1
+    element_step(at, **{"multi_head.stage": "output"})
+    element_step(at, entry_col=1)
+    assert shows_number(shown_latex(at), 0.4858, before="= ")  # MultiHeadAttention(3, 2, 6, 0.0, num_heads=2), seed 123, row 1
     text = " ".join(m.value for m in at.markdown)
     assert "1/√head_dim = 1/√1 = **1**" in text and "not by 1/√d_out = 1/√2" in text
     assert "(1, 6, 2) →" in text and "(1, 2, 6, 1)" in text
@@ -221,15 +230,15 @@ def test_multi_head_page_reproduces_the_printed_output_and_states_the_scale():
 
 def test_changing_heads_changes_the_split_and_the_checks():
     at = open_app(MHA, "seed000")
-    at.selectbox(key="setting_multi_head.stage").set_value("scaled_scores").run()
-    assert r"\sqrt{2}" in latex(at)
+    element_step(at, **{"multi_head.stage": "scaled_scores"})
+    assert r"\sqrt{2}" in shown_latex(at)
     assert any("nn.MultiheadAttention(4, num_heads=2" in c for c in checks(at))
     at.number_input(key="setting_num_heads").set_value(1).run()
-    assert r"\sqrt{4}" in latex(at)
+    assert r"\sqrt{4}" in shown_latex(at)
     assert any("nn.MultiheadAttention(4, num_heads=1" in c for c in checks(at))
     at.number_input(key="setting_num_heads").set_value(4).run()
-    at.selectbox(key="setting_head").set_value(3).run()
-    assert r"a^{(4)}" in latex(at) and r"\sqrt{1}" in latex(at)
+    element_step(at, head=3)
+    assert r"a^{(4)}" in shown_latex(at) and r"\sqrt{1}" in shown_latex(at)
     assert_checks_pass(at)
 
 
@@ -255,8 +264,8 @@ def test_cross_attention_with_sequences_of_different_lengths():
     at.text_input(key="setting_encoder_sentence").set_value("un chat").run()
     assert not at.error
     assert "m = 6 decoder tokens attend to n = 2 encoder tokens" in infos(at)
-    at.selectbox(key="setting_cross_attention.stage").set_value("key").run()
-    assert "x^{enc}" in latex(at)
+    element_step(at, **{"cross_attention.stage": "key"})
+    assert "x^{enc}" in shown_latex(at)
     assert_checks_pass(at)
 
 
