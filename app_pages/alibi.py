@@ -4,7 +4,7 @@ import streamlit as st
 
 from attention_core.errors import N_
 from attention_core.modern.alibi_walkthrough import ALIBI_PAGE
-from ui import page_body, state, stepthrough, widgets
+from ui import page_body, state, stepper, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -47,7 +47,7 @@ def page() -> None:
                help=_("On, as in the paper's language models: each token sees itself and earlier tokens."))
 
     walk = widgets.page_walkthrough_or_stop(ALIBI_PAGE, state.settings(), state.edits())
-    stepthrough.live(ALIBI_PAGE, walk, EXPLAIN)
+    stepper.live(ALIBI_PAGE, walk, EXPLAIN)
 
 
 page_body.run(page, header=header)

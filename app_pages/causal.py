@@ -6,7 +6,7 @@ from attention_core.errors import N_
 from attention_core.masking.formulas import header_latex
 from attention_core.masking.walkthrough import CAUSAL_PAGE
 from attention_core.settings import MAX_TOKENS
-from ui import i18n, page_body, state, stepthrough, widgets
+from ui import i18n, page_body, state, stepper, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -61,7 +61,7 @@ def page() -> None:
     st.caption(_("**Sentence:** {sentence} — change it on *Tokens & embeddings*.",
                  sentence=widgets.md_escape(settings.sentence)) + " " + widgets.message_markdown(walk.weights_note))
 
-    stepthrough.live(CAUSAL_PAGE, walk, EXPLAIN)
+    stepper.live(CAUSAL_PAGE, walk, EXPLAIN)
 
 
 page_body.run(page, header=header)

@@ -6,7 +6,7 @@ from attention_core.errors import N_
 from attention_core.limits import MAX_SENTENCE_CHARS, MAX_TOKENS
 from attention_core.multi_head.cross_attention_walkthrough import CROSS_ATTENTION
 from attention_core.multi_head.formulas import header_latex
-from ui import heads, i18n, page_body, state, stepthrough, widgets
+from ui import heads, i18n, page_body, state, stepper, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -69,7 +69,7 @@ def page() -> None:
         seed_call=f"torch.manual_seed({settings.seed})",
     ))
 
-    stepthrough.live(CROSS_ATTENTION, walk, EXPLAIN)
+    stepper.live(CROSS_ATTENTION, walk, EXPLAIN)
 
 
 page_body.run(page, header=header)

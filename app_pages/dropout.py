@@ -6,7 +6,7 @@ from attention_core.errors import N_
 from attention_core.masking.formulas import header_latex
 from attention_core.masking.walkthrough import DROPOUT_PAGE
 from attention_core.settings import MAX_DROPOUT, MAX_SEED
-from ui import i18n, page_body, state, stepthrough, widgets
+from ui import i18n, page_body, state, stepper, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -61,7 +61,7 @@ def page() -> None:
         global_call=f"torch.manual_seed({settings.dropout.seed}); nn.Dropout({settings.dropout.dropout_p:g})",
     ))
 
-    stepthrough.live(DROPOUT_PAGE, walk, EXPLAIN)
+    stepper.live(DROPOUT_PAGE, walk, EXPLAIN)
 
 
 page_body.run(page, header=header)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from attention_core.errors import N_
 from attention_core.transformer.walkthrough import ENCODER_BLOCK
-from ui import page_body, state, stepthrough, widgets
+from ui import page_body, state, stepper, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -88,7 +88,7 @@ def page() -> None:
         head_dim=walk.trace.attention.head_dim, f=own.dim_feedforward, n=own.num_layers,
     ))
 
-    stepthrough.live(ENCODER_BLOCK, walk, EXPLAIN)
+    stepper.live(ENCODER_BLOCK, walk, EXPLAIN)
 
 
 page_body.run(page, header=header)

@@ -8,7 +8,7 @@ from attention_core.modern.flash_attention_walkthrough import (
     FLASH_ATTENTION,
     tile_names,
 )
-from ui import page_body, state, stepthrough, widgets
+from ui import page_body, state, stepper, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -62,7 +62,7 @@ def page() -> None:
              for k, (qb, kb, rows, cols) in enumerate(tile_names(walk))}  # a plain lookup
     state.bind(st.selectbox, _("Tile"), "flash_attention.tile", options=list(names), format_func=names.get)
 
-    stepthrough.live(FLASH_ATTENTION, walk, EXPLAIN)
+    stepper.live(FLASH_ATTENTION, walk, EXPLAIN)
 
 
 page_body.run(page, header=header)

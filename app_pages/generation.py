@@ -12,7 +12,7 @@ from attention_core.transformer.generation_walkthrough import (
     real_cache_rows,
 )
 from attention_core.transformer.toy_model import LETTERS, NUM_LAYERS
-from ui import frames, page_body, state, stepthrough, widgets
+from ui import frames, page_body, state, stepper, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -104,7 +104,7 @@ def page() -> None:
                            "written the step before), {elsewhere} look elsewhere. Over 200 random words: 76 % and 22 %."),
                         word="".join(walk.source_tokens), block=NUM_LAYERS, on_next=aligned.on_next, rows=aligned.rows,
                         on_previous=aligned.on_previous, elsewhere=aligned.elsewhere)
-    stepthrough.live(GENERATION_PAGE, walk, {**EXPLAIN, "cross_attention": Message(
+    stepper.live(GENERATION_PAGE, walk, {**EXPLAIN, "cross_attention": Message(
         N_("{explain} {measured}"), explain=Message(EXPLAIN["cross_attention"]), measured=ALIGNMENT)})
 
     with st.expander(_("What the KV cache saves: multiply-adds and memory"), expanded=False):

@@ -5,7 +5,7 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.modern.gqa_walkthrough import GQA_PAGE
 from attention_core.transformer.generation_walkthrough import real_cache_rows
-from ui import frames, page_body, state, stepthrough, widgets
+from ui import frames, page_body, state, stepper, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -63,7 +63,7 @@ def page() -> None:
                   "head_dim = {hd}, scale 1/√{hd}.", kind=kind, h=t.num_heads, kv=t.num_kv_heads,
                   group=t.num_heads // t.num_kv_heads, hd=t.head_dim))
 
-    stepthrough.live(GQA_PAGE, walk, EXPLAIN)
+    stepper.live(GQA_PAGE, walk, EXPLAIN)
 
     with st.expander(_("The KV cache of real models"), expanded=False):
         st.markdown(_("Bytes per token: layers × 2 (K and V) × key/value heads × head_dim × 2 bytes (16-bit), from the "

@@ -7,7 +7,7 @@ from attention_core.inputs.tokens import token_labels
 from attention_core.modern.linear_attention_walkthrough import (
     LINEAR_ATTENTION,
 )
-from ui import page_body, state, stepthrough, widgets
+from ui import page_body, state, stepper, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -67,7 +67,7 @@ def page() -> None:
     state.bind(st.selectbox, _("Step t (the recurrent form and the delta rules)"), "linear_attention.step",
                options=list(names), format_func=names.get)
 
-    stepthrough.live(LINEAR_ATTENTION, walk, EXPLAIN)
+    stepper.live(LINEAR_ATTENTION, walk, EXPLAIN)
 
 
 page_body.run(page, header=header)

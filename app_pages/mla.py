@@ -4,7 +4,7 @@ import streamlit as st
 
 from attention_core.errors import N_
 from attention_core.modern.mla_walkthrough import MLA_PAGE
-from ui import page_body, state, stepthrough, widgets
+from ui import page_body, state, stepper, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -77,7 +77,7 @@ def page() -> None:
                   d_r=t.rope_dim, d_c=t.latent_kv.shape[-1], d_cq=t.latent_q.shape[-1],
                   width=t.head_dim + t.rope_dim))
 
-    stepthrough.live(MLA_PAGE, walk, EXPLAIN)
+    stepper.live(MLA_PAGE, walk, EXPLAIN)
 
 
 page_body.run(page, header=header)

@@ -14,7 +14,7 @@ from attention_core.limits import (
 )
 from attention_core.modern.sinks_walkthrough import SINKS
 from attention_core.modern_lm import measure, sinks
-from ui import charts, heatmaps, modern_lm_data, page_body, runtime, sink_data, state, stepthrough, widgets
+from ui import charts, heatmaps, modern_lm_data, page_body, runtime, sink_data, state, stepper, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -58,7 +58,7 @@ def page() -> None:
         state.bind(st.number_input, _("Seed of W"), "seed", step=1)
 
     walk = widgets.page_walkthrough_or_stop(SINKS, state.settings(), state.edits())
-    stepthrough.live(SINKS, walk, EXPLAIN)
+    stepper.live(SINKS, walk, EXPLAIN)
     real_model()
 
 

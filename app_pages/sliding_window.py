@@ -5,7 +5,7 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.limits import MAX_SLIDING_LAYERS, MAX_TOKENS
 from attention_core.modern.sliding_window_walkthrough import SLIDING_WINDOW
-from ui import page_body, state, stepthrough, widgets
+from ui import page_body, state, stepper, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -51,7 +51,7 @@ def page() -> None:
                help=_("On: the window looks back only (Mistral). Off: w − 1 tokens on each side (Longformer)."))
 
     walk = widgets.page_walkthrough_or_stop(SLIDING_WINDOW, state.settings(), state.edits())
-    stepthrough.live(SLIDING_WINDOW, walk, EXPLAIN)
+    stepper.live(SLIDING_WINDOW, walk, EXPLAIN)
 
 
 page_body.run(page, header=header)

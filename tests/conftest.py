@@ -231,7 +231,8 @@ def shown_latex(at: AppTest) -> str:
 
 
 def _text(html_text: str) -> str:
-    return html.unescape(re.sub(r"<[^>]+>", "", html_text))
+    """An element's HTML as the Markdown text it was made from reads: tags dropped, code in backticks."""
+    return html.unescape(re.sub(r"<[^>]+>", "", re.sub(r"</?code>", "`", html_text)))
 
 
 def shown_warnings(at: AppTest) -> list[str]:
@@ -244,6 +245,17 @@ def shown_notes(at: AppTest) -> list[str]:
     return [i.value for i in at.info] + ([_text(n) for n in element(at)["notes_html"]] if has_element(at) else [])
 
 
+def shown_markdown(at: AppTest) -> str:
+    """The page's Markdown texts and, on a page with the element, what its stage shown says (what the step does, its
+    remark and details), as text, one string."""
+    texts = [m.value for m in at.markdown]
+    if has_element(at):
+        data = element(at)
+        stage = data["stages"][data["position"]["stage"]]
+        texts += [_text(stage[name]) for name in ("opened_html", "explain_html", "remark_html", "details_html")]
+    return " ".join(texts)
+
+
 def shown_checks(at: AppTest) -> list[str]:
     """The page's check lines and the stage's remark (its success lines), as text: its success messages, and the
     element's check lines and the remark of the stage it shows."""
@@ -251,7 +263,7 @@ def shown_checks(at: AppTest) -> list[str]:
     if has_element(at):
         data = element(at)
         remark = data["stages"][data["position"]["stage"]]["remark_html"]
-        found += element_checks(at) + ([html.unescape(re.sub(r"<[^>]+>", "", remark))] if remark else [])
+        found += element_checks(at) + ([_text(remark)] if remark else [])
     return found
 
 
@@ -274,7 +286,7 @@ def element_entry(at: AppTest) -> str:
 
 def element_checks(at: AppTest) -> list[str]:
     """The element's check lines, as text (its HTML without tags)."""
-    return [html.unescape(re.sub(r"<[^>]+>", "", check["html"])) for check in element(at)["checks_html"]]
+    return [_text(check["html"]) for check in element(at)["checks_html"]]
 
 
 def charts(at: AppTest) -> list[tuple[dict, pd.DataFrame]]:

@@ -37,6 +37,7 @@ import numpy as np
 import streamlit as st
 from markdown_it import MarkdownIt
 
+from attention_core.masking.user_mask import MASK_EDITS
 from attention_core.page import Page
 from attention_core.stepthrough import Panel, StepThrough, as_of, clamp_entry, explained_panel
 
@@ -102,9 +103,15 @@ def panel_data(panel: Panel, stage_title: str, explained_hint: bool) -> dict[str
     exponent, decimals = heatmaps.cell_number_format(finite)
     rows, cols = m.shape
     title = app_text(panel.title) if panel.title else stage_title
-    caption = _("**{stage}**: {rows} × {cols}.", stage=widgets.md_escape(title), rows=rows, cols=cols)
+    if title.endswith("."):  # a title that is a sentence (the mask's): the size after it in brackets
+        caption = _("**{stage}** ({rows} × {cols})", stage=widgets.md_escape(title), rows=rows, cols=cols)
+    else:
+        caption = _("**{stage}**: {rows} × {cols}.", stage=widgets.md_escape(title), rows=rows, cols=cols)
     if exponent:
-        caption += " " + _("cells in units of 10{n}", n=str(exponent).translate(heatmaps._SUPERSCRIPT))
+        caption += " " + _("Cells in units of 10{n}.", n=str(exponent).translate(heatmaps._SUPERSCRIPT))
+    blocked = int(np.isneginf(m).sum())
+    if blocked:  # as a heatmap's description says it
+        caption += " " + _("{n} cells are blocked (−∞).", n=blocked)
     if explained_hint and panel.explained:
         caption += " " + _("Click a cell to explain it.")
     return {
@@ -163,7 +170,7 @@ def stage_data(steps: StepThrough, explain: Mapping[str, str]) -> dict[str, Any]
                                        why=_(steps.page.default_stage_why)))
         if steps.page.default_stage_why and stage.key == steps.page.default_stage else "",  # said there only
         "formula": list(stage.formula(tr)),
-        "panels": [panel_data(p, title, True) for p in stage.panels],
+        "panels": [panel_data(p, title, stage.mask is None) for p in stage.panels],
         "remark_html": markdown_html(_(stage.remark)) if stage.remark else "",
         "details_html": markdown_html("  ".join(_(text) for text in stage.details)) if stage.details else "",
         "has_entry": stage.entry is not None and stage.target is not None,
@@ -171,6 +178,14 @@ def stage_data(steps: StepThrough, explain: Mapping[str, str]) -> dict[str, Any]
         "code": [widgets.source(function) for function in stage.code],
         "per_head": stage.per_head,
         "entries": None,
+        # a mask a click edits (the causal page's): a click on a cell flips it on the server (an edit: new numbers)
+        "mask": None if stage.mask is None else {
+            "text": (_("{n} cell(s) flipped by you.", n=len(stage.mask.edited)) if stage.mask.edited else
+                     _("Click any cell to flip it between allowed (0) and blocked (−∞).")),
+            "edited": len(stage.mask.edited),
+            "reset": _("Reset the mask"),
+            "reset_help": _("Forget the cells you flipped; keep the causal and padding masks."),
+        },
     }
     data["sig"] = format(zlib.crc32(json.dumps(data, sort_keys=True).encode()), "08x")
     return data
@@ -269,6 +284,7 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
         "default_stage": page.default_stage,
         "stages": stages,
         "checks_html": check_lines,
+        "check_caption_html": markdown_html(_(first.check_caption)) if first.check_caption else "",
         "warnings_html": warnings,
         "notes_html": notes,
         "num_heads": first.num_heads,
@@ -280,7 +296,8 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
         "report_ms": REPORT_MS,
         "labels": {"previous": _("◀ Previous"), "next": _("Next ▶"), "step": _("Step"), "formula": _("Formula"),
                    "explain": _("Explain this entry"), "row": _("Row"), "column": _("Column"), "head": _("Head"),
-                   "loading": _("Typesetting this step's entries…"), "code": _("Show the code")},
+                   "loading": _("Typesetting this step's entries…"), "code": _("Show the code"),
+                   "scroll": _("scroll →")},
     }
 
 
@@ -320,7 +337,8 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *, layout: str = "st
     data = payload(page, walk, explain, loaded)
     data["layout"] = layout
     _COMPONENT(key=f"stepper_{page.key}", data=data, on_need_change=functools.partial(_need, page),
-               on_reached_change=functools.partial(_reached, page))
+               on_reached_change=functools.partial(_reached, page), on_flip_change=functools.partial(_flip, page),
+               on_reset_mask_change=functools.partial(_reset_mask, page))
     stepthrough.downloads(page, walk, page.stages)
 
 
@@ -348,6 +366,27 @@ def _reached(page: Page) -> None:
     if position is not None:
         state.update(**position, own_position=True)
         class_live.at_step(page.key, position[page.stage_field])
+
+
+def _flip(page: Page) -> None:
+    """A click on a cell of a mask stage (the causal page's): that cell flipped between allowed and blocked (an edit
+    of the mask, ``ui.masking``), and explained."""
+    position = _position(page, "flip")
+    if position is None:
+        return
+    mask = page.steps(st.session_state[_WALK][page.key], position[page.stage_field]).stage.mask
+    row, col = position.get("entry_row"), position.get("entry_col")
+    if mask is None or row is None or col is None or not (0 <= row < mask.attn_mask.shape[0]
+                                                         and 0 <= col < mask.attn_mask.shape[1]):
+        return  # not a mask, or a forged cell
+    state.flip_cell(MASK_EDITS, row, col, bool(mask.attn_mask[row, col]))
+    state.update(**position, own_position=True)
+
+
+def _reset_mask(page: Page) -> None:
+    """The mask stage's "Reset the mask": the cells the learner flipped forgotten."""
+    if _position(page, "reset_mask") is not None:
+        state.reset_matrix(MASK_EDITS)
 
 
 def _position(page: Page, name: str) -> Optional[dict[str, Any]]:

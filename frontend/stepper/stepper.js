@@ -218,7 +218,8 @@ function navHtml(data) {
 
 /** What a section shows besides its stage: the page's notes and checks (a section is built again when they change). */
 function notesKey(data) {
-  return JSON.stringify([data.warnings_html, data.notes_html, data.checks_html, data.default_stage, data.layout]);
+  return JSON.stringify([data.warnings_html, data.notes_html, data.checks_html, data.check_caption_html,
+    data.default_stage, data.layout]);
 }
 
 /** One stage's section: what the step does, the formula, the matrices, the remarks, the explained entry's place,
@@ -226,13 +227,17 @@ function notesKey(data) {
 function stageHtml(data, key, position) {
   const stage = data.stages[key];
   const labels = data.labels;
-  const panels = stage.panels.map((p) => `<div class="panel">${tableHtml(p, position, labels)}</div>`).join("");
+  const panels = stage.panels.map((p) => `<div class="panel">${tableHtml(p, position, labels)}` +
+    `<p class="scroll-cue" aria-hidden="true">${escapeHtml(labels.scroll ?? "")}</p></div>`).join("");
   const beside = data.layout === "beside" && stage.panels.length === 1;
   return (stage.opened_html && key === data.default_stage ? `<p class="opened">${stage.opened_html}</p>` : "") +
     `<div class="explain">${stage.explain_html}</div>` +
     `<div class="${beside ? "beside" : "stacked"}"><section class="formula" aria-label="${escapeHtml(labels.formula)}">` +
     `<h4>${escapeHtml(labels.formula)}</h4>${formulaHtml(stage.formula)}</section>` +
     `<div class="panels${stage.panels.length > 1 ? " many" : ""}">${panels}</div></div>` +
+    (stage.mask ? `<div class="mask-tools"><button type="button" data-reset-mask title="${
+      escapeHtml(stage.mask.reset_help)}"${stage.mask.edited ? "" : " disabled"}>${escapeHtml(stage.mask.reset)}` +
+      `</button><span>${escapeHtml(stage.mask.text)}</span></div>` : "") +
     (stage.remark_html ? `<p class="remark">${stage.remark_html}</p>` : "") +
     (stage.details_html ? `<p class="details">${stage.details_html}</p>` : "") +
     data.warnings_html.map((w) => `<p class="warning" role="alert">${w}</p>`).join("") +
@@ -240,6 +245,7 @@ function stageHtml(data, key, position) {
     (stage.has_entry ? `<section class="entry" aria-live="polite"><h3>${escapeHtml(labels.explain)}</h3>` +
       `<div class="pickers"></div><div class="entry-formula"></div></section>` : "") +
     data.checks_html.map((c) => `<p class="check ${c.ok ? "ok" : "bad"}">${c.html}</p>`).join("") +
+    (data.check_caption_html ? `<p class="details">${data.check_caption_html}</p>` : "") +
     (stage.code.length ? `<details class="code"><summary>${escapeHtml(labels.code)}</summary>` +
       stage.code.map((source) => `<pre><code>${escapeHtml(source)}</code></pre>`).join("") + `</details>` : "");
 }
@@ -255,6 +261,13 @@ function pickersHtml(data, stage, position) {
     ? pick(labels.head, Array.from({ length: data.num_heads }, (_v, k) => String(k + 1)), position.head, "head") : "";
   return pick(labels.row, target.rows, position.row, "row") + pick(labels.column, target.cols, position.col, "col") +
     heads;
+}
+
+/** A matrix wider than its box (a phone) scrolls sideways: its panel says so under it ("scroll →"). */
+function markWider(section) {
+  for (const box of section.querySelectorAll(".matrix-scroll")) {
+    box.parentElement.classList.toggle("wider", box.scrollWidth > box.clientWidth + 1);
+  }
 }
 
 /** Show the position: the stage's section (built on its first visit), the framed cell, the pickers, the entry. */
@@ -280,6 +293,7 @@ function show(view, data, position) {
     if (view.shown) view.shown.hidden = true;
     section.hidden = false;
     view.shown = section;
+    markWider(section);
   }
   const stage = data.stages[position.stage];
   for (const cell of section.querySelectorAll('button.cell[aria-pressed="true"]')) {
@@ -388,8 +402,19 @@ export default function mount(component) {
     const move = event.target.closest("[data-move]");
     if (move) return moveTo({ stage: moveStage(mounted.data.order, mounted.position.stage, Number(move.dataset.move)) });
     const cell = event.target.closest("button.cell");
-    if (cell) moveTo({ row: Number(cell.dataset.row), col: Number(cell.dataset.col), head: Number(cell.dataset.head) },
-      true);
+    if (cell) {
+      moveTo({ row: Number(cell.dataset.row), col: Number(cell.dataset.col), head: Number(cell.dataset.head) }, true);
+      // a mask's cell is an edit: flipped on the server (new numbers come back)
+      if (mounted.data.stages[mounted.position.stage].mask) {
+        const { stage, row, col, head } = mounted.position;
+        setTriggerValue("flip", { stage, row, col, head });
+      }
+      return;
+    }
+    if (event.target.closest("[data-reset-mask]")) {
+      const { stage, row, col, head } = mounted.position;
+      setTriggerValue("reset_mask", { stage, row, col, head });
+    }
   };
   root.onchange = (event) => {
     const pick = event.target.dataset.pick;
@@ -406,6 +431,10 @@ export default function mount(component) {
     else moveTo({ [what]: mounted.position[what] + delta }, true);
   };
 
+  if (!mounted.resize && typeof ResizeObserver !== "undefined") {
+    mounted.resize = new ResizeObserver(() => { if (mounted.view?.shown) markWider(mounted.view.shown); });
+    mounted.resize.observe(root);
+  }
   loadKatex(data.static).then(() => {
     const nav = navHtml(data);
     if (!mounted.view || mounted.view.nav !== nav) {  // new stages or labels: everything is built again

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core import registry
 from attention_core.experiments import image as image_patterns
-from attention_core.masking.walkthrough import CAUSAL_PAGE
+from attention_core.modern.rope_walkthrough import ROPE_PAGE
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 from ui import heatmaps
@@ -137,23 +137,23 @@ def test_the_palette_follows_the_numbers_and_stays_in_the_link():
     (weights,) = element(at)["stages"]["weights"]["panels"]  # >= 0: white to blue from 0 (as the heads' grids)
     assert weights["scheme"] == "blues" and weights["domain"][0] == 0.0
     assert element(at)["stages"]["scaled_scores"]["panels"][0]["scheme"] == "redblue"  # signed: diverging around 0
-    at = _open("app_pages/causal.py", palette="cvd", causal_stage="weights")
-    (spec,) = _specs(at)
+    at = _open("app_pages/backward.py", palette="cvd", **{"backward.stage": "d_scores"})
+    spec = _specs(at)[0]  # P, the weights (the backward pass's heatmaps, on the server's step-through)
     assert _schemes(spec) == {"viridis"} and spec["layer"][0]["encoding"]["color"]["scale"]["domain"][0] == 0.0
     at.radio(key="setting_palette").set_value("classic").run()
-    (spec,) = _specs(at)
-    assert _schemes(spec) == {"blues"}
+    assert _schemes(_specs(at)[0]) == {"blues"}
 
 
 def test_the_description_states_the_shape_and_range_and_the_table_the_same_numbers():
-    at = _open("app_pages/causal.py", causal_stage="weights", tables="1")
-    weights = CAUSAL_PAGE.walkthrough(Settings()).trace.attention.weights.numpy()
+    """On a page of heatmaps (RoPE's scores, on the server's step-through)."""
+    at = _open("app_pages/rope.py", tables="1", **{"rope.stage": "scores"})
+    scores = ROPE_PAGE.steps(ROPE_PAGE.walkthrough(Settings()), "scores").stage.panels[0].matrix.numpy()
     (spec,) = _specs(at)
-    low, high = float(weights.min()), float(weights.max())
+    low, high = float(scores.min()), float(scores.max())
     assert spec["description"] == (f"Heatmap: 7 × 7 numbers (query token × key token), from {low:.3g} to {high:.3g}.")
     (frame,) = at.dataframe
-    np.testing.assert_allclose(frame.value.to_numpy(), weights, rtol=1e-6)
-    assert list(frame.value.index)[:2] == ["1 I", "2 Like"]
+    np.testing.assert_allclose(frame.value.to_numpy(), scores, rtol=1e-6)
+    assert list(frame.value.index)[:2] == ["0 I", "1 Like"]  # RoPE's positions m count from 0
 
 
 def test_the_elements_matrix_is_a_table_with_its_caption_labels_and_numbers():
@@ -168,10 +168,13 @@ def test_the_elements_matrix_is_a_table_with_its_caption_labels_and_numbers():
     assert panel["text"] == heatmaps.cell_labels(weights, exponent, decimals).tolist()
 
 
-def test_a_masked_heatmap_says_how_many_cells_are_blocked():
+def test_a_masked_matrix_says_how_many_cells_are_blocked():
+    """The causal page's masked scores (a table of the step-through element: its caption says it, as a heatmap's
+    description does)."""
     at = _open("app_pages/causal.py", causal_stage="masked_scores")
-    (spec,) = _specs(at)
-    assert "21 cells are blocked (−∞)." in spec["description"]  # 7 tokens: 6 + 5 + … + 1 above the diagonal
+    (panel,) = element(at)["stages"]["masked_scores"]["panels"]
+    assert "21 cells are blocked (−∞)." in panel["caption_html"]  # 7 tokens: 6 + 5 + … + 1 above the diagonal
+    assert sum(text == "−∞" for row in panel["text"] for text in row) == 21
 
 
 def test_tables_are_off_by_default():

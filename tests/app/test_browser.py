@@ -350,12 +350,13 @@ def assert_no_label_is_cut(page: Page) -> None:
 
 
 def test_next_reruns_only_the_step_through_and_the_link_follows(page: Page, app_url: str):
-    """Next is inside the step-through's st.fragment: the stage moves, the link holds it, the page around stays."""
-    open_page(page, app_url, "/causal", "Causal attention: no peeking at the future")
+    """Next is inside the step-through's st.fragment (a page on the server's renderer: the backward pass): the stage
+    moves, the link holds it, the page around stays."""
+    open_page(page, app_url, "/backward", "The backward pass: how attention learns")
     page.get_by_role("button", name="Next ▶").click()
-    expect(page.get_by_role("combobox", name="Step", exact=True)).to_have_value(re.compile(r"^4 / 6"))  # from the default, 3 / 6
+    expect(page.get_by_role("combobox", name="Step", exact=True)).to_have_value(re.compile(r"^2 / 12"))  # from 1 / 12
     wait_for_app_run(page)
-    expect(page).to_have_url(re.compile(r"causal\.stage=weights"))
+    expect(page).to_have_url(re.compile(r"backward\.stage=d_value"))
     expect(page.get_by_role("combobox", name="Worked example", exact=True)).to_be_visible()  # the sidebar stayed
     assert_no_exception(page)
 
@@ -411,15 +412,15 @@ def test_a_page_setting_leaves_the_header_and_footer_in_place(page: Page, app_ur
 def test_show_the_code_is_drawn_when_opened_and_stays_open_from_step_to_step(page: Page, app_url: str):
     """A step's "Show the code" is sent only while it is open (ui/widgets.show_code): closed, the page has no code
     block; opened, the stage's functions are shown; Next keeps it open on the next stage's code. The footer's on the
-    √d_k page opens the same way."""
-    open_page(page, app_url, "/causal", "Causal attention: no peeking at the future")
+    √d_k page opens the same way. (The server's step-through: the backward pass; the element's is its own test.)"""
+    open_page(page, app_url, "/backward", "The backward pass: how attention learns")
     blocks = page.get_by_test_id("stCode")
     expect(blocks).to_have_count(0)
     page.get_by_text("Show the code", exact=True).click()
     expect(blocks.first).to_contain_text("def ", timeout=APP_RUN_MS)
     wait_for_app_run(page)
     page.get_by_role("button", name="Next ▶").click()
-    expect(page.get_by_role("combobox", name="Step", exact=True)).to_have_value(re.compile(r"^4 / 6"))
+    expect(page.get_by_role("combobox", name="Step", exact=True)).to_have_value(re.compile(r"^2 / 12"))
     wait_for_app_run(page)
     expect(blocks.first).to_contain_text("def ")
     expect(blocks.first).to_be_visible()
@@ -477,43 +478,11 @@ def test_an_example_chosen_inside_a_page_shows_in_the_sidebar(page: Page, app_ur
     assert_no_exception(page)
 
 
-def test_flipping_a_mask_cell_inside_the_fragment_reruns_the_whole_page(page: Page, app_url: str):
-    """A mask cell is an edit: the walk-through is built outside the fragment, so the whole page reruns.
-
-    Were only the fragment rerun, it would redraw the mask of the walk-through built before the click
-    (no flipped cell).
-    """
-    open_page(page, app_url, "/causal?preset=seed000&causal_stage=mask", "Causal attention: no peeking at the future")
-    expect(page.get_by_text("Click any cell to flip it between allowed")).to_be_visible()
-    cells = page.locator(".vega-embed svg g.mark-rect").first.locator("path")
-    expect(cells).to_have_count(49)
-    cells.nth(0 * 7 + 3).click()  # query 1 may not look at key 4 (causal): the click allows it
-    expect(page.get_by_text("1 cell(s) flipped by you.")).to_be_visible(timeout=APP_RUN_MS)
-    wait_for_app_run(page)
-    expect(page.get_by_role("button", name="Reset the mask")).to_be_enabled()
-    assert_no_exception(page)
-
-
-def test_clicking_a_heatmap_cell_explains_that_entry(page: Page, app_url: str):
-    """The heatmap's click selection (what AppTest cannot drive) sets the explained entry, on a page the server's
-    renderer draws (the self-attention page's element: tests/app/test_browser_stepper.py)."""
-    open_page(page, app_url, "/causal", "Causal attention: no peeking at the future")
-    row = page.get_by_role("combobox", name="Row", exact=True)
-    column = page.get_by_role("combobox", name="Column", exact=True)
-    expect(row).to_have_value("1 I")
-    # The scores heatmap of seed 000's sentence: 7 x 7 coloured cells, drawn in row-major order.
-    cells = page.locator(".vega-embed svg g.mark-rect").first.locator("path")
-    expect(cells).to_have_count(49)
-    click_mark_until(cells.nth(2 * 7 + 1), row, "3 Machine")  # query "3 Machine", key "2 Like"
-    expect(column).to_have_value("2 Like")
-    wait_for_app_run(page)
-    expect(page.locator(".katex").filter(has_text=re.compile(r"3,2")).first).to_be_visible()
-    assert_no_exception(page)
-
-
 def test_the_backward_pages_jacobian_follows_the_row_picked_and_the_cell_clicked(page: Page, app_url: str):
     """The Row picker and a heatmap click rerun only the step-through's fragment, with the walk-through built before
-    the click: the softmax's Jacobian panel must still be the explained row's (it stayed on row 1 before)."""
+    the click: the softmax's Jacobian panel must still be the explained row's (it stayed on row 1 before). The
+    heatmap's click selection (what AppTest cannot drive) sets the explained entry. (A mask cell's flip and a cell of
+    the step-through element: tests/app/test_browser_stepper.py.)"""
     open_page(page, app_url, "/backward?backward.stage=d_scores&entry_row=0&entry_col=0",
               "The backward pass: how attention learns")
     expect(page.get_by_text("The softmax's Jacobian of row 1:")).to_be_visible()
@@ -857,13 +826,14 @@ _STYLES_DRAWN_AT = """(() => {
 STYLES_LATE_MS = 250
 
 
-@pytest.mark.parametrize("path", ["/causal", "/cross-attention", "/sliding-window"])
+@pytest.mark.parametrize("path", ["/backward", "/rope", "/backward-multi-head"])  # formulas and charts on the server
 def test_the_layout_styles_are_in_the_page_when_its_formulas_and_charts_are_drawn(browser: Browser, app_url: str,
                                                                                    path: str):
     """Drawn in the page's flow with them, not after: as a style-only ``st.html`` (Streamlit's event container) the
-    styles came up to 0.6 s after the formulas here (these 3 pages: 2 or 3 of them a run), and under load a phone
-    showed a cut formula with no cue and a desktop a chart wider than its column until they came. They stand in the
-    main area's flow and come at most :data:`STYLES_LATE_MS` after the first formula and the first chart."""
+    styles came up to 0.6 s after the formulas (on the causal, cross-attention and sliding-window pages, since moved
+    to the element: 2 or 3 of them a run), and under load a phone showed a cut formula with no cue and a desktop a
+    chart wider than its column until they came. They stand in the main area's flow and come at most
+    :data:`STYLES_LATE_MS` after the first formula and the first chart."""
     with new_page(browser, 390, 844, phone=True) as page:
         page.add_init_script(_STYLES_DRAWN_AT)
         page.goto(app_url + path)
@@ -1096,9 +1066,9 @@ def _open_in_mode(page: Page, base_url: str, path: str, title: str, presenter: b
 
 
 @pytest.mark.parametrize(("path", "title", "widgets"), [
-    ("/causal", "Causal attention: no peeking at the future", 5),  # d_k, seed, context_length, padding, step
-    ("/temperature", "Temperature: how sharp is the softmax?", 2),  # the slider's τ, the query row
-], ids=["causal", "temperature"])
+    ("/backward", "The backward pass: how attention learns", 3),  # d_k, seed, step ... (the element's own test:
+    ("/temperature", "Temperature: how sharp is the softmax?", 2),  # tests/app/test_browser_stepper.py)
+], ids=["backward", "temperature"])
 def test_presenter_mode_numbers_are_at_least_22_px_on_a_1920_projector(browser: Browser, app_url: str, path: str,
                                                                         title: str, widgets: int):
     """At 1920 × 1080 in presenter mode every number in the charts (heatmap cells, axes, legends, bar values) and in
@@ -1130,8 +1100,7 @@ _STEP_IN_VIEW = """() => {
 
 
 @pytest.mark.parametrize(("path", "title", "whole"), [
-    ("/causal", "Causal attention: no peeking at the future", False),
-    ("/backward", "The backward pass: how attention learns", False),
+    ("/backward", "The backward pass: how attention learns", False),  # the element's: test_browser_stepper.py
 ])
 def test_presenter_mode_keeps_the_changed_matrix_on_the_projector_after_next(browser: Browser, app_url: str,
                                                                            path: str, title: str, whole: bool):

@@ -48,11 +48,11 @@ AFTER_THE_PAINT = """async () => {
 }"""
 
 
-def open_element(page: Page, path: str = "/self-attention") -> None:
+def open_element(page: Page, path: str = "/self-attention", title: str = TITLE) -> None:
     page.add_init_script(COUNT_SENT)
     page.goto(page.base_url + path)
     wait_for_app_run(page)
-    expect(page.locator("h1").filter(has_text=TITLE)).to_be_visible()
+    expect(page.locator("h1").filter(has_text=title)).to_be_visible()
     expect(page.locator('.ae-stepper[data-ready="true"]')).to_have_count(1, timeout=APP_RUN_MS)
     settled(page)
 
@@ -212,7 +212,8 @@ _TEXT_SIZES = """() => {
     const walker = document.createTreeWalker(part, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
       const el = node.parentElement;
-      if (!node.textContent.trim() || el.closest('.katex, details:not([open]) > :not(summary), option')) continue;
+      if (!node.textContent.trim() || el.closest('.katex, details:not([open]) > :not(summary), option')
+          || !el.checkVisibility()) continue;  // what is shown (a matrix's "scroll →" only where it scrolls)
       sizes.push([parseFloat(getComputedStyle(el).fontSize), node.textContent.trim().slice(0, 30)]);
     }
   }
@@ -266,3 +267,57 @@ def test_the_matrix_stands_whole_beside_its_formula(browser: Browser, app_url: s
         }""")
     assert box["table"]["left"] >= box["formula"]["right"] - 1, f"not beside the formula: {box}"
     assert box["hidden"] <= 1 and box["table"]["right"] <= box["viewport"], box
+
+
+def test_a_mask_cell_flips_on_the_server_and_the_next_steps_use_it(element_page: Page):
+    """The causal page's mask stage: a click on a cell is an edit (the server flips it and sends new numbers), the
+    cell is explained, the link holds the edit, the next stage's numbers use it; "Reset the mask" forgets it."""
+    page = element_page
+    open_element(page, "/causal?causal.stage=mask", "Causal")
+    cell = lambda: shown(page).locator('button.cell[data-row="0"][data-col="1"]')  # noqa: E731 (rebuilt on new data)
+    tools = shown(page).locator(".mask-tools")
+    expect(cell()).to_have_text("−∞")
+    expect(tools.get_by_role("button", name="Reset the mask")).to_be_disabled()
+    cell().click()
+    expect(tools.locator("span")).to_have_text("1 cell(s) flipped by you.", timeout=APP_RUN_MS)
+    expect(cell()).to_have_text("0")
+    expect(cell()).to_have_attribute("aria-pressed", "true")
+    expect(shown(page).locator(".entry-formula")).to_contain_text("you set this cell")
+    assert query(page)["edit_mask"] == "0,1,1.0" and query(page)["causal.stage"] == "mask", page.url
+    page.get_by_role("button", name="Next ▶").click()  # A' = A + M: the first query now sees key 2
+    settled(page)
+    expect(shown(page).locator('button.cell[data-row="0"][data-col="1"]')).not_to_have_text("−∞")
+    page.get_by_role("button", name="◀ Previous").click()
+    tools.get_by_role("button", name="Reset the mask").click()
+    expect(tools.locator("span")).to_have_text("Click any cell to flip it between allowed (0) and blocked (−∞).",
+                                               timeout=APP_RUN_MS)
+    expect(cell()).to_have_text("−∞")
+    assert "edit_mask" not in query(page), page.url
+    assert_no_exception(page)
+    assert not page.js_errors and not page.outside_requests, (page.js_errors, page.outside_requests)
+
+
+def test_the_heads_stand_side_by_side_and_a_cell_of_head_2_explains_head_2(element_page: Page):
+    """The multi-head page: each head's weights a table, side by side at 1280 px; a cell of the second head moves
+    the head picker and the entry to that head, with nothing sent; the link holds the head."""
+    page = element_page
+    open_element(page, "/multi-head?multi_head.stage=weights", "Multi-head")
+    tables = shown(page).locator("table.matrix")
+    expect(tables).to_have_count(2)
+    tops = [box["y"] for box in (tables.nth(0).bounding_box(), tables.nth(1).bounding_box())]
+    assert abs(tops[0] - tops[1]) < 2, f"the heads are not side by side: {tops}"
+    # the stage's 98 entries come a row at a time (the row shown: the first): a cell of that row in head 2
+    before = page.evaluate("window.__sent")
+    target = tables.nth(1).locator('button.cell[data-row="0"][data-col="0"]')
+    target.click()
+    expect(target).to_have_attribute("aria-pressed", "true")
+    expect(shown(page).locator('select[data-pick="head"] option:checked')).to_have_text("2")
+    expect(shown(page).locator(".entry-formula .katex-mathml")).to_contain_text("(2)")
+    assert page.evaluate(AFTER_THE_PAINT) == before, "a cell of a loaded row sent a message"
+    assert (query(page)["head"], query(page)["entry_row"], query(page)["entry_col"]) == ("1", "0", "0"), page.url
+    # a cell of another row: that row's entries are asked for once (one message), then shown
+    tables.nth(1).locator('button.cell[data-row="2"][data-col="1"]').click()
+    assert settled(page) == before + 1, "a new row's entries: one request"
+    expect(shown(page).locator(".entry-formula .katex-mathml")).to_contain_text("3,2")
+    save_screenshot(page, "stepper-multi-head-desktop", width=1280)
+    assert not page.js_errors and not page.outside_requests, (page.js_errors, page.outside_requests)

@@ -154,3 +154,39 @@ def test_the_elements_report_of_where_it_is_keeps_the_message_a_setting_gave():
     at.run()
     assert [w.value for w in at.warning] == said
     assert at.markdown[-1].value == "stage weights"
+
+
+def _mask_script():
+    import streamlit as st
+
+    from attention_core.masking.walkthrough import CAUSAL_PAGE
+    from ui import state, stepper
+
+    walk = CAUSAL_PAGE.walkthrough(state.settings(), state.edits())
+    st.session_state.setdefault(stepper._WALK, {})["causal"] = walk
+    sent = st.session_state.get("sent")
+    if sent is not None:  # what the element's trigger brings (a click on a mask cell, or on "Reset the mask")
+        st.session_state["stepper_causal"] = {sent[0]: sent[1]}
+        (stepper._flip if sent[0] == "flip" else stepper._reset_mask)(CAUSAL_PAGE)
+        st.session_state["sent"] = None
+    st.markdown(f"mask {sorted(state.edits().get('mask', {}).items())} entry {state.settings().entry_row},"
+                f"{state.settings().entry_col} token {state.position_token()}")
+
+
+def test_a_click_on_a_mask_cell_flips_it_and_reset_forgets_it_and_a_forged_cell_changes_nothing():
+    """The causal page's mask stage in the element: a click on a cell is an edit the server makes (the cell
+    flipped, explained; the learner's position kept: no new token); "Reset the mask" forgets the flips; a cell
+    outside the mask or a stage that is no mask changes nothing."""
+    at = AppTest.from_function(_mask_script, default_timeout=60).run()
+    assert at.markdown[-1].value == "mask [] entry 0,0 token 0"
+    at.session_state["sent"] = ("flip", {"stage": "mask", "row": 0, "col": 1, "head": 0})
+    at.run()
+    assert at.markdown[-1].value == "mask [((0, 1), 1.0)] entry 0,1 token 0"  # −∞ -> allowed, explained
+    for forged in ({"stage": "mask", "row": 0, "col": 99, "head": 0}, {"stage": "weights", "row": 1, "col": 0},
+                   {"stage": "mask", "row": "0", "col": True}, {"stage": "nope", "row": 0, "col": 0}):
+        at.session_state["sent"] = ("flip", forged)
+        at.run()
+        assert at.markdown[-1].value.startswith("mask [((0, 1), 1.0)]"), forged
+    at.session_state["sent"] = ("reset_mask", {"stage": "mask", "row": 0, "col": 1, "head": 0})
+    at.run()
+    assert at.markdown[-1].value.startswith("mask []")

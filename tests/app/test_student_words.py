@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from babel.messages.pofile import read_po
-from conftest import APP, element_step, has_element
+from conftest import APP, element_step, has_element, shown_checks
 from google.protobuf.message import Message as Proto
 from streamlit.testing.v1 import AppTest
 
@@ -222,7 +222,7 @@ def test_every_check_of_every_step_page_is_labelled_with_what_it_was_compared_wi
 def test_a_check_against_a_float_loop_says_so_and_not_pytorch(path, loop, with_torch, language, loop_label,
                                                                torch_label):
     at = _open(path, language)
-    lines = [s.value for s in at.success] + [e.value for e in at.error]
+    lines = shown_checks(at) + [e.value for e in at.error]
     (line,) = [line for line in lines if loop in line]
     assert line.startswith(loop_label) and "PyTorch" not in line.split("`")[0], line
     # the page's checks against PyTorch's own functions keep their label

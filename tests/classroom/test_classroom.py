@@ -89,7 +89,7 @@ def _font_sizes(node) -> list[float]:
     return []
 
 
-@pytest.mark.parametrize("page", ["app_pages/causal.py", "app_pages/temperature.py",
+@pytest.mark.parametrize("page", ["app_pages/backward.py", "app_pages/temperature.py",
                                   "app_pages/why_sqrt_dk.py"])
 def test_presenter_mode_draws_the_charts_with_numbers_of_at_least_22_px(page):
     """The charts' fonts are in their Vega-Lite specs (CSS cannot reach them): presenter mode builds them larger,

@@ -9,7 +9,7 @@ import math
 
 import pytest
 import torch
-from conftest import APP, errors
+from conftest import APP, element_step, errors, shown_checks, shown_warnings
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
@@ -196,13 +196,13 @@ def test_changing_beta_and_the_step_changes_the_numbers_and_bad_values_keep_the_
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("app_pages/linear_attention.py").run()
     assert not at.exception and not at.error, errors(at)
-    at.selectbox(key="setting_linear_attention.stage").set_value("delta").run()
+    element_step(at, **{"linear_attention.stage": "delta"})
 
     def shown():
-        return [s.value for s in at.success if "the state predicted" in s.value]
+        return [s for s in shown_checks(at) if "the state predicted" in s]
 
     before = shown()
-    assert before, [s.value for s in at.success]
+    assert before, [s for s in shown_checks(at)]
     at.number_input(key="setting_linear_attention.beta").set_value(0.9).run()
     assert not at.exception and not at.error, errors(at)
     after_beta = shown()
@@ -216,7 +216,7 @@ def test_changing_beta_and_the_step_changes_the_numbers_and_bad_values_keep_the_
     assert not at.exception and not at.error, errors(at)
     own = at.session_state["settings"].linear_attention
     assert (own.beta, own.alpha, own.step) == (1.0, 0.01, 1)
-    assert any("α = 0 would erase the state" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert any("α = 0 would erase the state" in w for w in shown_warnings(at)), shown_warnings(at)
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
@@ -226,6 +226,6 @@ def test_every_stage_of_the_linear_attention_page(language):
     at.run()
     at.switch_page("app_pages/linear_attention.py").run()
     assert step_through_every_stage(at, "linear_attention", f"linear, {language}") == list(LINEAR_ATTENTION.stages)
-    assert any("torch_chunk_gated_delta_rule" in s.value for s in at.success)
+    assert any("torch_chunk_gated_delta_rule" in s for s in shown_checks(at))
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
     assert not missing, f"shown without a translation: {sorted(missing)}"

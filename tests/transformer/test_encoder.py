@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import APP, errors
+from conftest import APP, element, element_entry, element_step, errors, shown_checks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
@@ -124,17 +124,16 @@ def test_the_two_orders_have_the_same_stages():
 # ---------------------------------------------------------------- the page
 
 def step_through(at: AppTest, order: dict[str, str], context: str) -> list[str]:
-    at.selectbox(key="setting_encoder_block.stage").set_value(next(iter(order))).run()
+    """Every stage of the element, in its order, moved to as a link does: its formula there, the page's two checks."""
     seen = []
-    while True:
+    for key in element(at)["order"]:
+        element_step(at, **{"encoder_block.stage": key})
         seen.append(at.session_state["settings"].encoder_block.stage)
         assert not at.exception, (context, seen[-1], at.exception)
         assert not at.error, (context, seen[-1], errors(at))
-        assert at.latex, (context, seen[-1])
-        assert sum("TransformerEncoderLayer" in m.value for m in at.success) == 2, context  # the block, the stack
-        if at.button(key="step_next").disabled:
-            return seen
-        at.button(key="step_next").click().run()
+        assert element(at)["stages"][key]["formula"] and element_entry(at), (context, seen[-1])
+        assert sum("TransformerEncoderLayer" in c for c in shown_checks(at)) == 2, context  # the block, the stack
+    return seen
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import APP, errors
+from conftest import APP, element_step, errors, shown_checks, shown_warnings
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
@@ -183,7 +183,7 @@ def test_temperature_1e_38_typed_or_linked_gets_a_message_not_a_traceback(typed)
     assert not at.exception, at.exception
     assert at.session_state["settings"].generation.temperature == 0.01
     assert at.number_input(key="setting_generation.temperature").value == 0.01
-    assert any("too close to 0" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert any("too close to 0" in w for w in shown_warnings(at)), shown_warnings(at)
 
 
 @pytest.mark.parametrize("text, says", [
@@ -327,7 +327,7 @@ def test_every_stage_of_the_generation_page(language):
         seen = step_through_every_stage(at, "generation", f"generation, {language}, step {step + 1}")
         assert seen == list(GENERATION_PAGE.stages)
         checks = ("ToyReverser(", "torch.nn.TransformerDecoderLayer(", "decoder_block(new row")
-        assert [any(c in m.value for m in at.success) for c in checks] == [True] * 3
+        assert [any(c in m for m in shown_checks(at)) for c in checks] == [True] * 3
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
     assert not missing, f"shown without a translation: {sorted(missing)}"
 
@@ -335,7 +335,7 @@ def test_every_stage_of_the_generation_page(language):
 def test_the_page_shows_the_answer_and_keeps_a_bad_word():
     at = open_page()
     assert any("`h` `c` `a` `e` `b` `END`" in m.value for m in at.markdown)
-    assert any("Correct" in s.value for s in at.success)
+    assert any("Correct" in s for s in shown_checks(at))
     at.text_input(key="setting_generation.source").set_value("bad*x").run()
     assert not at.exception
     assert any("never seen \\*, x" in e.value for e in at.error), errors(at)
@@ -367,8 +367,8 @@ def test_the_encoder_attention_has_no_mask_and_the_decoder_s_is_causal():
 def test_the_page_steps_and_samples():
     at = open_page()
     at.selectbox(key="setting_generation.step").set_value(4).run()
-    at.selectbox(key="setting_generation.stage").set_value("kv_cache").run()
-    assert any("computed 1 row instead of 5" in s.value for s in at.success), [s.value for s in at.success]
+    element_step(at, **{"generation.stage": "kv_cache"})
+    assert any("computed 1 row instead of 5" in s for s in shown_checks(at)), [s for s in shown_checks(at)]
     at.number_input(key="setting_generation.temperature").set_value(2.0).run()
     assert not at.exception and not at.error, errors(at)
     assert at.session_state["settings"].generation.temperature == 2.0
@@ -398,8 +398,8 @@ def test_the_second_blocks_cross_attention_is_what_the_page_says_it_is():
 
 
 def test_the_page_says_what_the_weights_show_on_the_learners_word():
-    from conftest import open_app
+    from conftest import open_app, shown_markdown
 
     at = open_app("app_pages/generation.py")  # the default word, "beach", on the cross-attention stage
-    shown = " ".join(m.value for m in at.markdown)
+    shown = shown_markdown(at)
     assert "On “beach”, block 2's weights" in shown and "in 4 of 5 rows; 1 lag by one" in shown, shown[:2000]
