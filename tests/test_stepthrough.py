@@ -13,6 +13,7 @@ from attention_core.errors import Message
 from attention_core.inputs.presets import PRESETS
 from attention_core.multi_head.walkthrough import build_multi_head_walkthrough, multi_head_steps
 from attention_core.settings import Settings
+from ui.stepper import entry_cells
 
 #: Step pages stepped elsewhere, with what they read: generation reads no example (its own word; stepped in
 #: tests/transformer/test_generation.py), the trained model its own text (below), the modern language model its own
@@ -342,3 +343,26 @@ def test_cell_numbers_share_one_format_per_matrix(values, exponent, decimals, wr
     values = np.array(values)
     assert heatmaps.cell_number_format(values[np.isfinite(values)]) == (exponent, decimals)
     assert heatmaps.cell_labels(values, exponent, decimals).tolist() == written
+
+
+#: The step pages built from the settings alone (the two model pages load a model: their own tests).
+BUILT_FROM_SETTINGS = [p.key for p in registry.PAGES if p.steps is not None and p.key not in ("trained_model",
+                                                                                                 "modern_lm")]
+
+
+@pytest.mark.parametrize("key", BUILT_FROM_SETTINGS)
+def test_every_entry_of_every_stage_explains_when_the_widths_outnumber_the_tokens(key):
+    """The step-through element is sent every explained entry of a stage: each must explain, on the default example
+    and on a 3-token sentence with d_k = d_out = 8 (an output's columns then outnumber the tokens: the causal page
+    read its mask at (row, column) on every stage and raised there)."""
+    page = registry.BY_KEY[key]
+    small, _messages = Settings.for_preset("hello").replace(d_k=8, d_out=8)
+    for settings in (Settings(), small):
+        walk = page.walkthrough(settings)
+        for stage in page.stages:
+            steps = page.steps(walk, stage)
+            cells = entry_cells(steps)
+            assert cells or steps.stage.entry is None or steps.stage.target is None, (key, stage)
+            for row, col, head in cells:
+                text = steps.stage.entry(row, col, head, Message)
+                assert text and "nan" not in text.lower(), (key, stage, row, col, head)

@@ -209,7 +209,8 @@ def explain_causal(walk: CausalWalkthrough, stage: str, row: int, col: int, tr: 
     """
     att = walk.trace.attention
     explained_value(causal_panels(walk, stage), row, col)  # raises outside the explained panel
-    allowed = bool(walk.mask.attn_mask[row, col])
+    # (row, col) is a query and a key only on the T × T stages: the output's columns are d_v's, which may outnumber T
+    allowed = bool(walk.mask.attn_mask[row, col]) if stage in ("mask", "masked_scores") else True
     if stage == "scaled_scores":
         return entries.scaled_score_entry_latex(row, col, att.query[row].tolist(), att.key[col].tolist(),
                                            att.query.shape[-1], float(att.scaled_scores[row, col]))
