@@ -103,8 +103,8 @@ def panel_data(panel: Panel, stage_title: str, explained_hint: bool) -> dict[str
     exponent, decimals = heatmaps.cell_number_format(finite)
     rows, cols = m.shape
     title = app_text(panel.title) if panel.title else stage_title
-    if title.endswith("."):  # a title that is a sentence (the mask's): the size after it in brackets
-        caption = _("**{stage}** ({rows} × {cols})", stage=widgets.md_escape(title), rows=rows, cols=cols)
+    if title.endswith((".", "。")):  # a title that is a sentence (the mask's): the size after it in brackets
+        caption = _("**{stage}** ({rows} × {cols}).", stage=widgets.md_escape(title), rows=rows, cols=cols)
     else:
         caption = _("**{stage}**: {rows} × {cols}.", stage=widgets.md_escape(title), rows=rows, cols=cols)
     if exponent:

@@ -101,18 +101,18 @@ def test_a_click_inside_the_step_through_reruns_only_its_fragment(server):
     clicked, and the server answers with a run of that fragment alone. Neither reruns the router: the sidebar's
     widgets stay as they were, and a page setting redraws the step-through inside the page."""
 
-    async def visit():
-        async with on_page(server.url, "causal") as student:
-            stage_fragment = student.widgets["setting_causal.stage"][2]
-            page_fragment = student.widgets["setting_padding"][2]
+    async def visit():  # the backward pass: a page on the server's step-through (the others step in the browser)
+        async with on_page(server.url, "backward") as student:
+            stage_fragment = student.widgets["setting_backward.stage"][2]
+            page_fragment = student.widgets["setting_d_k"][2]
             assert stage_fragment and page_fragment and stage_fragment != page_fragment
             assert not student.widgets["setting_preset"][2]  # the sidebar: the router's, in no fragment
-            await student.interact(("setting_causal.stage",))
+            await student.interact(("setting_backward.stage",))
             inside, inside_messages = student.last_fragment, student.run_messages
-            await student.interact(("setting_padding",))
+            await student.interact(("setting_d_k",))
             outside, outside_messages = student.last_fragment, student.run_messages
-            assert "setting_padding" in student.widgets and "setting_preset" in student.widgets
-            assert "setting_causal.stage" in student.widgets  # drawn again inside the page's body
+            assert "setting_d_k" in student.widgets and "setting_preset" in student.widgets
+            assert "setting_backward.stage" in student.widgets  # drawn again inside the page's body
         return inside, outside, inside_messages < outside_messages, student.exceptions
 
     assert asyncio.run(visit()) == (True, True, True, [])
