@@ -282,8 +282,7 @@ _SHOWN_STAGE = f"{ELEMENT} .stage:not([hidden])"
 def _element_clicks(page, clicks: int, label: str, results: dict, sent: dict, lost: dict) -> None:
     """On a page whose step-through is the element: every stage shown once (its entries asked for on the first
     visit: "first visit", timed until the entry is typeset), then ``clicks`` steps (Next, and Previous back from the
-    last step) and ``clicks`` entries (a cell of the shown matrix's row shown, another column each time; a stage
-    on the mask is left for the next: its cells are edits), each timed in the page."""
+    last step) and ``clicks`` entries (a cell of the shown matrix, a new row each time), each timed in the page."""
     stage = f"{ELEMENT} select[data-pick=stage]"
     first, first_sent = [], []
     while True:
@@ -311,17 +310,12 @@ def _element_clicks(page, clicks: int, label: str, results: dict, sent: dict, lo
         steps.append(timed[0] / 1000)
         step_sent.append(timed[1])
     results[f"{label}: Next / Previous"], sent[f"{label}: Next / Previous"] = steps[1:], step_sent[1:]
-    if page.locator(f"{_SHOWN_STAGE} .mask-tools").count():  # a mask's cell is an edit (a run), not an entry: step on
-        page.evaluate(_CLICK_IN_PAGE, [f"{ELEMENT} [data-move='1']", stage, RUN_TIMEOUT_S * 1000])
-    # cells of the row shown (a stage of more than 64 entries is sent a row at a time: another row would be a request)
-    framed = page.locator(f"{_SHOWN_STAGE} button.cell[aria-pressed=true]").first
-    row, col = framed.get_attribute("data-row"), int(framed.get_attribute("data-col"))
-    cols = framed.locator("xpath=ancestor::tr").locator("button.cell").count()  # of its own matrix (a head's)
+    rows = page.locator(f"{_SHOWN_STAGE} button.cell[data-col='0']").count()
     entries, entry_sent = [], []
     lost[f"{label}: an entry (a cell)"] = []
     for i in range(clicks + 1):
-        cell = f"{_SHOWN_STAGE} button.cell[data-row='{row}'][data-col='{(col + 1 + i % 2) % cols}']"
-        timed = page.evaluate(_CLICK_IN_PAGE, [cell, f"{_SHOWN_STAGE} select[data-pick=col]", RUN_TIMEOUT_S * 1000])
+        cell = f"{_SHOWN_STAGE} button.cell[data-row='{(i + 1) % rows}'][data-col='{i % 2}']"
+        timed = page.evaluate(_CLICK_IN_PAGE, [cell, f"{_SHOWN_STAGE} select[data-pick=row]", RUN_TIMEOUT_S * 1000])
         if timed in (None, "lost"):
             lost[f"{label}: an entry (a cell)"].append(cell)
             continue
