@@ -415,8 +415,8 @@ def measure_browser(args: argparse.Namespace, url: Optional[str] = None) -> Opti
                 page.goto(f"{url}/{path}")
                 page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(timeout=120_000)
                 page.locator(f'{_key_class(number)} [data-testid="stNumberInputStepUp"]').wait_for(timeout=60_000)
-                page.locator(f"{ELEMENT}[data-ready=true], .st-key-step_next, "
-                             f"{_key_class(number)}").first.wait_for(timeout=60_000)
+                if stage:  # a step page: its step-through drawn, the element's (once ready) or the server's
+                    page.locator(f"{ELEMENT}[data-ready=true], .st-key-step_next").first.wait_for(timeout=60_000)
                 _browser_clicks(page, args.clicks, stage, number, out["results"], out["server_part"], out["lost"],
                                 path, profiled=args.browser_profile, parts=out["parts"], sent=out["sent"])
             browser.close()
