@@ -374,8 +374,9 @@ def _flip(page: Page) -> None:
     position = _position(page, "flip")
     if position is None:
         return
-    mask = page.steps(st.session_state[_WALK][page.key], position[page.stage_field]).stage.mask
-    row, col = position.get("entry_row"), position.get("entry_col")
+    steps = page.steps(st.session_state[_WALK][page.key], position[page.stage_field])
+    mask = steps.stage.mask
+    row, col = position.get(steps.row_field), position.get(steps.col_field)
     if mask is None or row is None or col is None or not (0 <= row < mask.attn_mask.shape[0]
                                                          and 0 <= col < mask.attn_mask.shape[1]):
         return  # not a mask, or a forged cell
