@@ -9,13 +9,14 @@ from sympy), its matrices with their numbers, colours and token labels, what the
 and the arrow keys repaint in the browser (``frontend/stepper/stepper.js``): no script run, nothing sent.
 
 What still needs the server: a stage's explained entries. The one shown is sent with the page; the others of the
-stage shown and of its two neighbours after the paint, so that Next and Previous find theirs there (one round trip,
-no page redraw: every entry of every stage is 0.65-1.3 s of sympy at the defaults, one stage's ~0.05-0.4 s); a stage
-of more than :data:`ENTRIES_AT_ONCE` (12 tokens: up to 192, seconds of sympy) a row at a time, the row of the cell
-shown (``scripts/benchmark_stepper.py`` measures both). In a class,
-the step reached, at most once every few seconds (:data:`REPORT_MS`). The position (stage, row, column, head) is
-the element's: it writes it into the page's link itself, keeps it when a setting changes, and takes the server's only
-when the server moved it on purpose (a link, the teacher, a reset: :func:`ui.state.position_token`).
+stage shown and of its two neighbours when the learner pauses after the paint (``PREFETCH_MS`` in the script: a
+changed setting is one script run), so that Next and Previous find theirs there (one round trip, no page redraw:
+every entry of every stage is 0.65-1.3 s of sympy at the defaults, one stage's ~0.05-0.4 s); a stage of more than
+:data:`ENTRIES_AT_ONCE` (12 tokens: up to 192, seconds of sympy) a row at a time, the row of the cell shown
+(``scripts/benchmark_stepper.py`` measures both). In a class, the step reached, at most once every few seconds
+(:data:`REPORT_MS`). The position (stage, row, column, head) is the element's: it writes it into the page's link
+itself, keeps it when a setting changes, and takes the server's only when the server moved it on purpose (a link,
+the teacher, a reset: :func:`ui.state.position_token`).
 
 Formulas are typeset by KaTeX in the browser, pinned (the version of Streamlit's own ``st.latex``) and served by the
 app (``static/katex``, ``scripts/vendor_katex.py``); matrices are HTML tables coloured as the heatmaps are (Vega's
@@ -348,7 +349,8 @@ def _need(page: Page) -> None:
     position comes with the request, so the link the server writes on that run is the element's."""
     position = _position(page, "need")
     if position is not None:
-        row = position.get("entry_row", 0)
+        steps = page.steps(st.session_state[_WALK][page.key], position[page.stage_field])
+        row = position.get(steps.row_field, 0)
         sent = st.session_state[f"stepper_{page.key}"]["need"].get("stages")
         # the stage shown and the neighbours it asks for (at most 3 known stages: a forged list adds nothing else)
         stages = {position[page.stage_field]} | ({key for key in sent[:3] if key in page.stages}

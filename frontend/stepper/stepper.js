@@ -112,6 +112,19 @@ export function stagesToAsk(data, position, asked) {
   });
 }
 
+/** Whether the entry shown at `position` is missing from what the element was sent (its stage explains entries and
+ * that one is not there): asked for at once. Otherwise what is asked for (the neighbours' entries, the rest of the
+ * stage) can wait until the learner pauses (PREFETCH_MS), so that a changed setting paints with one script run. */
+export function shownMissing(data, position) {
+  const stage = data.stages[position.stage];
+  if (!stage?.has_entry) return false;
+  return !(entryKey(position.row, position.col, position.head) in (stage.entries ?? {}));
+}
+
+/** How long the element waits, after a paint that shows every number it needs, before it asks for the entries of
+ * the stages around (ms): a pause, not a click, so that a setting changed or a step taken is one round trip. */
+export const PREFETCH_MS = 400;
+
 /** The position to show when new data arrives: the server's when it moved it on purpose (a new token: a link, the
  * teacher, a reset), else the one the learner stepped to (kept inside the new stages' matrices). */
 export function nextPosition(data, current) {
@@ -378,14 +391,19 @@ export default function mount(component) {
     const framed = show(mounted.view, mounted.data, mounted.position);
     writeLink();
     if (focusCell && framed) framed.focus();
+    // the entries of this stage and its neighbours (a large stage's: this row's), once per data: asked after the
+    // paint (one round trip, no redraw); at once when the entry shown is missing, else when the learner pauses
+    clearTimeout(mounted.needTimer);
+    root.dataset.prefetch = "waiting";  // for the browser tests: a request may still come
+    mounted.needTimer = setTimeout(ask, shownMissing(mounted.data, mounted.position) ? 0 : PREFETCH_MS);
+  };
+  const ask = () => {
+    delete root.dataset.prefetch;
     const wanted = stagesToAsk(mounted.data, mounted.position, mounted.asked);
-    if (wanted.length) {
-      // the entries of this stage and its neighbours (a large stage's: this row's), once per data: asked after the
-      // paint (one round trip, no redraw)
-      for (const key of wanted) mounted.asked.add(askFor(mounted.data.stages[key], { ...mounted.position, stage: key }));
-      const { stage: key, row, col, head } = mounted.position;
-      setTimeout(() => setTriggerValue("need", { stage: key, row, col, head, stages: wanted }), 0);
-    }
+    if (!wanted.length || !root.isConnected) return;
+    for (const key of wanted) mounted.asked.add(askFor(mounted.data.stages[key], { ...mounted.position, stage: key }));
+    const { stage: key, row, col, head } = mounted.position;
+    setTriggerValue("need", { stage: key, row, col, head, stages: wanted });
   };
   const moveTo = (changes, focusCell = false) => {
     const d = mounted.data;
@@ -457,5 +475,5 @@ export default function mount(component) {
     update(false);
     root.dataset.ready = "true";  // for the browser tests: typeset and wired
   }).catch((error) => { root.textContent = String(error); });
-  return () => clearTimeout(mounted.reportTimer);
+  return () => { clearTimeout(mounted.reportTimer); clearTimeout(mounted.needTimer); };
 }

@@ -12,6 +12,7 @@ import {
   keyAction,
   moveStage,
   nextPosition,
+  shownMissing,
   stagesToAsk,
   tableHtml,
   withPosition,
@@ -132,4 +133,17 @@ test("the shown stage and its neighbours are asked for once: Next and Previous f
   assert.deepEqual(stagesToAsk(data, at, new Set(["b", "c"])), ["a"]);
   assert.deepEqual(stagesToAsk(data, { ...at, stage: "c" }, new Set()), ["c", "b"]);  // d explains nothing
   assert.deepEqual(stagesToAsk(data, { ...at, stage: "a" }, new Set()), ["a", "b"]);
+});
+
+test("only a missing shown entry is asked for at once; the neighbours wait for a pause", () => {
+  const data = { stages: {
+    scores: { has_entry: true, entries: { "1,2,0": "x" }, partial: true },
+    mask: { has_entry: false, entries: null },
+    weights: { has_entry: true, entries: null },
+  } };
+  assert.equal(shownMissing(data, { stage: "scores", row: 1, col: 2, head: 0 }), false);
+  assert.equal(shownMissing(data, { stage: "scores", row: 1, col: 3, head: 0 }), true);
+  assert.equal(shownMissing(data, { stage: "scores", row: 1, col: 2, head: 1 }), true);  // another head's
+  assert.equal(shownMissing(data, { stage: "mask", row: 0, col: 0, head: 0 }), false);  // explains nothing
+  assert.equal(shownMissing(data, { stage: "weights", row: 0, col: 0, head: 0 }), true);
 });

@@ -48,6 +48,21 @@ AFTER_THE_PAINT = """async () => {
 }"""
 
 
+# Click ``selector`` (a setting) and wait, frame by frame, until the step shown shows new numbers: the messages the page
+# sent by then and in the two frames after (read in the page: what the element sends at once is sent by then).
+NEW_NUMBERS = """async (selector) => {
+  const numbers = () => document.querySelector(".ae-stepper .stage:not([hidden]) .panels")?.innerText;
+  const old = numbers();
+  document.querySelector(selector).click();
+  const start = performance.now();
+  while (numbers() === old && performance.now() - start < 30000) {
+    await new Promise((r) => requestAnimationFrame(r));
+  }
+  for (let k = 0; k < 2; k++) await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+  return window.__sent;
+}"""
+
+
 def open_element(page: Page, path: str = "/self-attention", title: str = TITLE) -> None:
     page.add_init_script(COUNT_SENT)
     page.goto(page.base_url + path)
@@ -58,7 +73,9 @@ def open_element(page: Page, path: str = "/self-attention", title: str = TITLE) 
 
 
 def settled(page: Page) -> int:
-    """Wait until the element's own messages (a stage's entries asked after the paint) were answered; the count."""
+    """Wait until the element's own messages (a stage's entries, asked after the paint when the learner pauses) were
+    answered; the count."""
+    expect(page.locator(".ae-stepper[data-prefetch]")).to_have_count(0, timeout=APP_RUN_MS)
     sent = page.evaluate(AFTER_THE_PAINT)
     wait_for_app_run(page)
     expect(page.locator(".ae-stepper .stage:not([hidden]) .loading")).to_have_count(0, timeout=APP_RUN_MS)
@@ -145,12 +162,14 @@ def test_the_link_follows_and_a_reload_opens_where_the_learner_was(element_page:
     assert step_title(page).startswith("7 / 8")
     expect(shown(page).locator('button.cell[aria-pressed="true"]')).to_have_attribute("data-col", "5")
 
-    # A setting changed keeps the learner's step and cell; the numbers are new.
+    # A setting changed keeps the learner's step and cell; the numbers are new, with one script run (the entries
+    # around are asked for when the learner pauses: a second message, after the paint)
+    before = settled(page)
     old = shown(page).locator(".panels").inner_text()
-    page.get_by_role("spinbutton", name=re.compile("d_k")).fill("2")
-    page.get_by_role("spinbutton", name=re.compile("d_k")).press("Enter")
-    wait_for_app_run(page)
+    sent_at_paint = page.evaluate(NEW_NUMBERS, ".st-key-setting_d_k [data-testid=stNumberInputStepDown]")
+    assert sent_at_paint == before + 1, "a setting changed: one message until the new numbers are painted"
     expect(shown(page).locator(".panels")).not_to_have_text(old)
+    assert settled(page) == before + 2, "then the entries around, once, when the learner pauses"
     assert step_title(page).startswith("7 / 8")
     expect(shown(page).locator('button.cell[aria-pressed="true"]')).to_have_attribute("data-col", "5")
     assert_no_exception(page)
