@@ -5,7 +5,7 @@ import streamlit as st
 from attention_core.backward.backward_walkthrough import BACKWARD, backward_target
 from attention_core.errors import N_
 from attention_core.limits import MAX_TOKENS
-from ui import learning, page_body, state, stepthrough, widgets
+from ui import learning, page_body, state, stepper, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -61,7 +61,7 @@ def page() -> None:
     learning.target_editor("backward_show_target", "target", backward_target, "c")
 
     walk = widgets.page_walkthrough_or_stop(BACKWARD, state.settings(), state.edits())
-    stepthrough.live(BACKWARD, walk, EXPLAIN, after_checks=learning.keep_stepping(walk))
+    stepper.live(BACKWARD, walk, EXPLAIN, after_checks=learning.keep_stepping(BACKWARD, walk))
 
 
 page_body.run(page, header=header)

@@ -9,7 +9,7 @@ from attention_core.backward.backward_multi_head_walkthrough import (
 )
 from attention_core.errors import N_
 from attention_core.limits import MAX_TOKENS
-from ui import heads, learning, page_body, state, stepthrough, widgets
+from ui import heads, learning, page_body, state, stepper, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -66,7 +66,7 @@ def page() -> None:
     st.caption(_("d_out = {d_out} = h · head_dim = {h} · {hd}; the mask is the causal switch alone (the Causal page's "
                  "padding and clicked cells are not applied here).", d_out=walk.trace.concat.shape[-1],
                  h=walk.trace.num_heads, hd=walk.trace.head_dim))
-    stepthrough.live(BACKWARD_MULTI_HEAD, walk, EXPLAIN, after_checks=learning.keep_stepping(walk))
+    stepper.live(BACKWARD_MULTI_HEAD, walk, EXPLAIN, after_checks=learning.keep_stepping(BACKWARD_MULTI_HEAD, walk))
 
 
 page_body.run(page, header=header)

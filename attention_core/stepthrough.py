@@ -50,6 +50,11 @@ class Panel:
         row_title, col_title: axis titles.
         head: the head this panel belongs to (clicking selects it), or None.
         explained: whether clicking a cell explains that entry (the stage's explained panel).
+        by_entry: for a panel that follows the explained entry (the backward pages' softmax Jacobian of the explained
+            row): the panel of every entry, ``by_entry[head][row]`` (one tuple per head; a single-head page has one).
+            This panel itself is the one of the entry explained now, as the walk-through's settings say; a renderer
+            that moves the entry without the server (the step-through element) shows ``by_entry``'s. Empty for a
+            panel that depends on the numbers alone.
     """
 
     title: str
@@ -60,6 +65,7 @@ class Panel:
     col_title: str = Message(N_("key token"))
     head: Optional[int] = None
     explained: bool = True
+    by_entry: tuple[tuple["Panel", ...], ...] = ()
 
 
 #: What a check compares our numbers with (:attr:`Check.against`), each labelled so on the page: PyTorch's own

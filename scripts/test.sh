@@ -16,9 +16,10 @@
 #      Debian's own cluster on install, which nothing here uses),
 #      and Debian's fonts-noto-cjk, the Chinese font of the worksheet PDFs (tests/classroom/test_worksheet.py);
 #      apt-get runs beside pip (both take minutes on a new machine), its log printed if it fails;
-#   3. npm ci in frontend/: the pinned KaTeX from the npm registry, checked by npm against package-lock.json's
-#      integrity hash, so that tests/app/test_frontend.py can compare the copies the app serves (static/katex/)
-#      with the package byte for byte (the app itself needs no npm: it serves the committed copies);
+#   3. npm ci in frontend/: the pinned KaTeX, Vega and Vega-Lite from the npm registry, checked by npm against
+#      package-lock.json's integrity hashes, so that tests/app/test_frontend.py can compare the copies the app serves
+#      (static/katex/, static/vega/, static/vega-lite/) with the packages byte for byte (the app itself needs no npm:
+#      it serves the committed copies);
 #   4. pytest, with any extra arguments passed through, on one worker process per core (pytest-xdist, at most 4;
 #      TEST_WORKERS=N for N, TEST_WORKERS=1 for this process alone), each test file on one worker (its servers and
 #      browser started once): on a 2-core machine 937-1131 s against 1716 s in one process, which kept the whole

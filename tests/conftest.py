@@ -218,7 +218,11 @@ def element_step(at: AppTest, **changes) -> AppTest:
     """Move the step-through's position as the server does on purpose (a link, the teacher): the settings' stage /
     entry fields (``self_attention.stage=...``, ``entry_row=...``) changed, then the page's run; the element takes it
     (a page on the server's renderer draws that stage and entry)."""
+    from ui.state import _ENTRY_CHOSEN, ENTRY_FIELDS
+
     at.session_state["settings"] = settings(at).replace(**changes)[0]
+    if ENTRY_FIELDS & changes.keys():  # an entry moved to on purpose is a choice (ui.state.update)
+        at.session_state[_ENTRY_CHOSEN] = True
     at.session_state["position_token"] = at.session_state["position_token"] + 1 if "position_token" in \
         at.session_state else 1
     return at.run()

@@ -13,6 +13,7 @@ import streamlit as st
 from attention_core.backward.backward_walkthrough import TARGETS
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.limits import MAX_BACKWARD_LEARNING_RATE, MAX_BACKWARD_STEPS, MAX_TOKENS
+from attention_core.page import Page
 
 from . import charts, heatmaps, state, widgets
 from .i18n import _
@@ -54,23 +55,29 @@ def target_editor(toggle_key: str, edits_name: str, build_target: Callable, colu
         widgets.matrix_editor(edits_name, base, token_labels(tokens), dim_labels(column_prefix, base.shape[1]))
 
 
-def keep_stepping(walk: Any) -> Callable[[Any], None]:
-    """For ``stepthrough.live(..., after_checks=...)``: on the step stage, after its one step, "Keep stepping": how
+def keep_stepping(page: Page, walk: Any) -> Callable[[Any], None]:
+    """For ``stepthrough.live(..., after_checks=...)`` and ``stepper.live``: on the step stage (under the element: below
+    it, folded, ``steps`` None), after its one step, "Keep stepping": how
     many steps to take, the loss after each (a line), and P after the last step beside P after − P before, every head
     on the multi-head page. One step of η = 0.01 moves P by ~1e-5; twenty move it visibly. ``walk.descent`` depends
     on no setting of the step-through, so the walk-through of the last whole-page run holds it."""
 
     def draw(steps: Any) -> None:
-        if steps.stage.key != "step":
-            return
+        if steps is None:  # under the step-through element, which steps in the browser: whatever the step, folded
+            with st.expander(_("Keep stepping: more steps of gradient descent, after the last step")):
+                body()
+        elif steps.stage.key == "step":
+            st.subheader(_("Keep stepping"))
+            body()
+
+    def body() -> None:
         descent = walk.descent
-        st.subheader(_("Keep stepping"))
         state.bind(st.number_input, _("Steps to take"), "backward.steps", step=1,
                    help=_("1 to {high}: each step starts from the weights the last one left, with the same η.",
                           high=MAX_BACKWARD_STEPS))
         losses = descent.losses
         charts.lines([{"x": range(len(losses)), "y": losses, "series": _("loss L"), "order": 0, "dashed": False}],
-                     key=f"descent_{steps.page.key}", x_title=_("steps taken"), y_title=_("loss L"), x_log=False,
+                     key=f"descent_{page.key}", x_title=_("steps taken"), y_title=_("loss L"), x_log=False,
                      x_format="d", y_format=".3~g", height=240)
         st.markdown(_("After {n} steps of η = {eta}: the loss went from **{before}** to **{after}**, and the largest "
                       "attention weight moved by **{moved}**.", n=descent.steps, eta=f"{descent.learning_rate:g}",
@@ -81,11 +88,11 @@ def keep_stepping(walk: Any) -> Callable[[Any], None]:
             (after[r], before[r], _("head {r}", r=r + 1) + ": ") for r in range(after.shape[0])]
         for head_after, head_before, prefix in heads:  # one under the other, as the stage's own panels
             st.markdown("**" + prefix + _("Weights P after {n} steps", n=descent.steps) + "**")
-            heatmaps.heatmap(head_after.numpy(), labels, labels, key=f"descent_after_{steps.page.key}_{prefix}",
+            heatmaps.heatmap(head_after.numpy(), labels, labels, key=f"descent_after_{page.key}_{prefix}",
                             row_title=_("query token"), col_title=_("key token"))
             st.markdown("**" + prefix + _("P after {n} steps − P before", n=descent.steps) + "**")
             heatmaps.heatmap((head_after - head_before).numpy(), labels, labels,
-                            key=f"descent_change_{steps.page.key}_{prefix}", row_title=_("query token"),
+                            key=f"descent_change_{page.key}_{prefix}", row_title=_("query token"),
                             col_title=_("key token"))
 
     return draw

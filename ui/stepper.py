@@ -19,7 +19,7 @@ itself, keeps it when a setting changes, and takes the server's only when the se
 the teacher, a reset: :func:`ui.state.position_token`).
 
 Formulas are typeset by KaTeX in the browser, pinned (the version of Streamlit's own ``st.latex``) and served by the
-app (``static/katex``, ``scripts/vendor_katex.py``); matrices are HTML tables coloured as the heatmaps are (Vega's
+app (``static/katex``, ``scripts/vendor_frontend.py``); matrices are HTML tables coloured as the heatmaps are (Vega's
 schemes, :data:`SCHEMES`), which a screen reader reads as tables.
 """
 
@@ -32,7 +32,7 @@ import json
 import threading
 import zlib
 from pathlib import Path
-from typing import Any, Collection, Mapping, Optional
+from typing import Any, Callable, Collection, Mapping, Optional
 
 import numpy as np
 import streamlit as st
@@ -93,7 +93,12 @@ def colours(values: np.ndarray, scheme: str, reverse: bool, low: float, high: fl
 
 def panel_data(panel: Panel, stage_title: str, explained_hint: bool) -> dict[str, Any]:
     """One matrix for the element: labels, the numbers as the heatmaps write them, colours and text colours as they
-    draw them (``ui.heatmaps.heatmap_figure``'s rules), and its caption."""
+    draw them (``ui.heatmaps.heatmap_figure``'s rules), and its caption. A panel that follows the explained entry
+    (``Panel.by_entry``: the softmax Jacobian of the row explained) is the panel of every entry, ``by_entry[head]
+    [row]``: the element shows the one of its position."""
+    if panel.by_entry:
+        return {"head": None, "explained": False,
+                "by_entry": [[panel_data(p, stage_title, explained_hint) for p in head] for head in panel.by_entry]}
     m = np.asarray(panel.matrix, dtype=float)
     finite = m[np.isfinite(m)]
     top = float(np.abs(finite).max()) if finite.size else 1.0
@@ -159,6 +164,45 @@ def entries(steps: StepThrough, rows: Optional[Collection[int]] = None) -> dict[
             for row, col, head in entry_cells(steps, rows)}
 
 
+@dataclasses.dataclass(frozen=True)
+class EntryChart:
+    """A chart that follows the explained entry (RoPE's pair of the entry, before and after its rotation), made by a
+    page for (steps, row, col, head): its title (Markdown, in the interface language), its Vega-Lite spec and data as
+    ``st.vega_lite_chart`` draws them, and its numbers as a table (``numbers``, rows × columns, float; one label per
+    row and per column), which a screen reader reads."""
+
+    title: str
+    spec: dict
+    data: Any
+    rows: tuple[str, ...]
+    cols: tuple[str, ...]
+    numbers: tuple[tuple[float, ...], ...]
+
+    @property
+    def table(self) -> Panel:
+        """The chart's numbers as a panel that explains nothing."""
+        return Panel("", np.asarray(self.numbers, dtype=float), self.rows, self.cols, "", "", explained=False)
+
+
+#: A page's charts that follow the explained entry: (steps, row, col, head) -> the chart there, or None.
+EntryCharts = Callable[[StepThrough, int, int, int], Optional[EntryChart]]
+
+
+def chart_data(chart: EntryChart) -> dict[str, Any]:
+    """An entry's chart for the element: the spec with its data in it (drawn by Vega-Lite in the browser, the same
+    spec as the server's chart), its title and its table."""
+    spec = heatmaps.drawable(chart.spec, chart.data)
+    spec = {**spec, "data": {"values": chart.data.to_pylist()}}
+    return {"title_html": markdown_html(f"**{chart.title}**"), "spec": spec,
+            "table": panel_data(chart.table, chart.title, False)}
+
+
+def charts(steps: StepThrough, entry_chart: EntryCharts, rows: Optional[Collection[int]] = None) -> dict[str, Any]:
+    """The charts of a stage's explained entries (every one, or those of ``rows``) that have one, by "row,col,head"."""
+    made = {f"{row},{col},{head}": entry_chart(steps, row, col, head) for row, col, head in entry_cells(steps, rows)}
+    return {key: chart_data(chart) for key, chart in made.items() if chart is not None}
+
+
 def stage_data(steps: StepThrough, explain: Mapping[str, str]) -> dict[str, Any]:
     """A stage for the element, without its entries; its ``sig`` changes when anything else of it does (the element
     keeps the section it built for a stage while its sig is the same)."""
@@ -212,8 +256,8 @@ def same_numbers(walk: Any, other: Any) -> bool:
 
 def _shared(key: tuple, walk: Any, make) -> Any:
     """``make()``, kept for ``key`` while ``walk`` is the same shared build (:func:`same_numbers`). What is kept
-    depends on the numbers alone: a page whose matrices follow the explained entry (the backward pages' Jacobian)
-    cannot use the element yet."""
+    depends on the numbers alone (a panel that follows the explained entry is sent for every entry:
+    ``Panel.by_entry``)."""
     with _PARTS_LOCK:
         hit = _PARTS.get(key)
         if hit is not None and same_numbers(hit[0], walk):
@@ -233,7 +277,8 @@ def _view() -> tuple:
     return settings.language, settings.palette, settings.presenter
 
 
-def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[str, set[int]]) -> dict[str, Any]:
+def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[str, set[int]],
+            entry_chart: Optional[EntryCharts] = None) -> dict[str, Any]:
     """What the element is given: every stage of ``walk``, with the entries the element asked for (``loaded``: stage
     -> the rows asked for; a stage of at most :data:`ENTRIES_AT_ONCE` entries is sent whole, a larger one the rows
     asked for, ``rows_loaded``), and for the current stage the explained entry when it is not among them (the
@@ -252,13 +297,22 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
         if key in loaded and not part["by_row"]:
             part = {**part, "entries": _shared((page.key, key, "entries", view[0]), walk,
                                                functools.partial(entries, steps))}
+            if entry_chart is not None:
+                part["charts"] = _shared((page.key, key, "charts") + view, walk,
+                                         functools.partial(charts, steps, entry_chart))
         elif key in loaded:
             rows = sorted(loaded[key])
             sent: dict[str, str] = {}
+            drawn: dict[str, Any] = {}
             for row in rows:
                 sent.update(_shared((page.key, key, "entries", view[0], row), walk,
                                     functools.partial(entries, steps, (row,))))
+                if entry_chart is not None:
+                    drawn.update(_shared((page.key, key, "charts", row) + view, walk,
+                                         functools.partial(charts, steps, entry_chart, (row,))))
             part = {**part, "entries": sent, "partial": True, "rows_loaded": rows}
+            if entry_chart is not None:
+                part["charts"] = drawn
         stages[key] = part
     row, col, head = clamp_entry(first.stage, settings.get(first.row_field), settings.get(first.col_field),
                                  settings.get(first.head_field) if first.head_field else 0, first.num_heads or 1)
@@ -268,6 +322,9 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
         stages[stage_key] = {**stages[stage_key], "partial": True,
                              "entries": {**(stages[stage_key].get("entries") or {}),
                                          shown: first.stage.entry(row, col, head, i18n.translator())}}
+        chart = entry_chart(first, row, col, head) if entry_chart is not None else None
+        if chart is not None:
+            stages[stage_key]["charts"] = {**(stages[stage_key].get("charts") or {}), shown: chart_data(chart)}
     check_lines = []
     for check in first.checks:
         text = widgets.check_text(check.max_abs_diff, check.matches, check.reference, check.against)
@@ -316,7 +373,8 @@ _LOADED = "stepper_loaded"  # {page key: {stage: the rows whose entries this ses
 _WALK = "stepper_walk"  # {page key: the walk-through those entries are of}
 
 
-def live(page: Page, walk: Any, explain: Mapping[str, str], *, layout: str = "stacked") -> None:
+def live(page: Page, walk: Any, explain: Mapping[str, str], *, layout: str = "stacked",
+         after_checks: Optional[Callable[[Any], None]] = None, entry_chart: Optional[EntryCharts] = None) -> None:
     """A step page's step-through as the element (see the module's docstring): the page's declaration, its
     walk-through and what each stage does (stage key -> English text marked with ``N_``); ``layout``: "beside" (a
     stage's one matrix right of its formula, where the screen is wide enough) or "stacked".
@@ -324,9 +382,15 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *, layout: str = "st
     Practice mode asks each entry before it shows it and grades the answer on the server: with the practice switch
     on, the page's step-through is the server's renderer (``ui.stepthrough.live``), as before. Under the element,
     the page's worksheet and exports (``ui.worksheet``).
+
+    ``after_checks(steps)``: what the page draws after a step's checks on the server's renderer (the backward pages'
+    "Keep stepping", on their last step); under the element, which steps in the browser, it is called once with
+    ``None`` under the element and draws whatever the step is. ``entry_chart``: a chart that follows the explained
+    entry (:data:`EntryCharts`), drawn under the entry's formula by either renderer.
     """
     if state.settings().get(practice.FIELD):
-        stepthrough.live(page, walk, explain, layout=layout)
+        stepthrough.live(page, walk, explain, layout=layout, after_checks=after_checks,
+                         after_entry=None if entry_chart is None else functools.partial(_draw_chart, entry_chart))
         return
     if page.opening_entry is not None:
         state.open_at_entry(dict(page.opening_entry(walk)))
@@ -335,12 +399,28 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *, layout: str = "st
     if not same_numbers(st.session_state.get(_WALK, {}).get(page.key), walk):  # new numbers: entries asked again
         loaded.clear()
         st.session_state.setdefault(_WALK, {})[page.key] = walk
-    data = payload(page, walk, explain, loaded)
+    data = payload(page, walk, explain, loaded, entry_chart)
     data["layout"] = layout
     _COMPONENT(key=f"stepper_{page.key}", data=data, on_need_change=functools.partial(_need, page),
                on_reached_change=functools.partial(_reached, page), on_flip_change=functools.partial(_flip, page),
                on_reset_mask_change=functools.partial(_reset_mask, page))
+    if after_checks is not None:
+        after_checks(None)
     stepthrough.downloads(page, walk, page.stages)
+
+
+def _draw_chart(entry_chart: EntryCharts, steps: StepThrough) -> None:
+    """The server's renderer (practice mode): the chart of the entry the settings explain, as ``st.vega_lite_chart``,
+    with its table when the tables switch is on."""
+    settings = state.settings()
+    head = settings.get(steps.head_field) if steps.head_field else 0
+    chart = entry_chart(steps, settings.get(steps.row_field), settings.get(steps.col_field), head)
+    if chart is None:
+        return
+    st.markdown(f"**{chart.title}**")
+    st.vega_lite_chart(chart.data, heatmaps.drawable(chart.spec, chart.data), width="content")
+    heatmaps.table(chart.table.matrix, [app_text(label) for label in chart.table.row_labels],
+                   [app_text(label) for label in chart.table.col_labels], f"chart_{steps.stage.key}")
 
 
 def _need(page: Page) -> None:

@@ -28,7 +28,7 @@ from attention_core.settings import EDITABLE, MAX_ABS_VALUE, Edits, Settings
 from attention_core.sources import for_students
 from attention_core.stepthrough import FLOAT_LOOP, OTHER_ROUTE, PYTORCH, TRANSFORMERS
 
-from . import builds, frames, heatmaps, state
+from . import builds, frames, heatmaps, presenter, state
 from .i18n import _
 
 T = TypeVar("T")
@@ -381,7 +381,9 @@ def show_code(functions: Sequence[Callable[..., Any]], *, key: str) -> None:
 # ---------------------------------------------------------------- a 2-d rotation
 
 @builds.spec
-def _vector_pair_spec(labels: tuple[str, str], cvd: bool) -> dict:
+def _vector_pair_spec(labels: tuple[str, str], cvd: bool, size: float = 1.0) -> dict:
+    """The chart of :func:`vector_pair` without its data; ``size`` times larger in presenter mode (fonts at least
+    ``presenter.MIN_FONT_PX``)."""
     scale = alt.Scale(domain=[-1.0, 1.0])  # the arrows' reach is set per call
     base = alt.Chart().encode(x=alt.X("x:Q", scale=scale, title=None), y=alt.Y("y:Q", scale=scale, title=None),
                               color=alt.Color("arrow:N", title=None, legend=alt.Legend(orient="bottom"),
@@ -389,11 +391,32 @@ def _vector_pair_spec(labels: tuple[str, str], cvd: bool) -> dict:
                                                   ["#0072B2", "#E69F00"] if cvd else ["#1f77b4", "#d62728"]))))
     lines = base.mark_line(strokeWidth=3).encode(order="order:Q", detail="arrow:N")
     tips = base.transform_filter("datum.order == 1").mark_point(size=120, filled=True)
-    spec = (lines + tips).properties(width=260, height=260).to_dict(validate=False)
+    font = functools.partial(presenter.font_px, scale=size)
+    spec = (lines + tips).properties(width=260 * size, height=260 * size).configure_axis(
+        labelFontSize=font(12), titleFontSize=font(13)).configure_legend(
+        labelFontSize=font(14), titleFontSize=font(14), symbolSize=100 * size ** 2).to_dict(validate=False)
     spec.pop("datasets", None)  # alt.Chart() without data: each layer's placeholder dataset; the data comes per call
     for layer in spec.get("layer", []):
         layer.pop("data", None)
     return spec
+
+
+def vector_pair_chart(before: tuple[float, float], after: tuple[float, float],
+                      labels: tuple[str, str]) -> tuple[dict, Any]:
+    """The Vega-Lite spec and data of :func:`vector_pair`'s chart: two arrows from the origin, on equal axes reaching
+    1.15 × the longer one; the spec describes the arrows in words (its ``description``, for a screen reader)."""
+    reach = max(1e-9, *(abs(v) for v in before + after)) * 1.15
+    (a, b), (x0, y0), (x1, y1) = labels, before, after
+    arrows = frames.table({"arrow": [a, a, b, b], "x": [0.0, float(x0), 0.0, float(x1)],  # each from the origin
+                           "y": [0.0, float(y0), 0.0, float(y1)], "order": [0, 1, 0, 1]})
+    spec = _vector_pair_spec(tuple(labels), state.settings().palette == "cvd", presenter.scale())
+    spec = {**spec, "layer": [{**layer, "encoding": {**layer["encoding"], **{
+        axis: {**layer["encoding"][axis], "scale": {**layer["encoding"][axis]["scale"], "domain": [-reach, reach]}}
+        for axis in ("x", "y")}}} for layer in spec["layer"]]}  # a copy: the cached spec stays as it is
+    spec["description"] = _("Two arrows from the origin: {a} to ({ax}, {ay}) and {b} to ({bx}, {by}).", a=labels[0],
+                            ax=f"{before[0]:.3g}", ay=f"{before[1]:.3g}", b=labels[1], bx=f"{after[0]:.3g}",
+                            by=f"{after[1]:.3g}")
+    return spec, arrows
 
 
 def vector_pair(before: tuple[float, float], after: tuple[float, float], labels: tuple[str, str], title: str) -> None:
@@ -402,17 +425,7 @@ def vector_pair(before: tuple[float, float], after: tuple[float, float], labels:
 
     ``labels`` name the two arrows; ``title`` goes above the chart.
     """
-    reach = max(1e-9, *(abs(v) for v in before + after)) * 1.15
-    (a, b), (x0, y0), (x1, y1) = labels, before, after
-    arrows = frames.table({"arrow": [a, a, b, b], "x": [0.0, float(x0), 0.0, float(x1)],  # each from the origin
-                           "y": [0.0, float(y0), 0.0, float(y1)], "order": [0, 1, 0, 1]})
+    spec, arrows = vector_pair_chart(before, after, labels)
     st.markdown(f"**{title}**")
-    spec = _vector_pair_spec(tuple(labels), state.settings().palette == "cvd")
-    for layer in spec["layer"]:
-        for axis in ("x", "y"):
-            layer["encoding"][axis]["scale"]["domain"] = [-reach, reach]
-    spec["description"] = _("Two arrows from the origin: {a} to ({ax}, {ay}) and {b} to ({bx}, {by}).", a=labels[0],
-                            ax=f"{before[0]:.3g}", ay=f"{before[1]:.3g}", b=labels[1], bx=f"{after[0]:.3g}",
-                            by=f"{after[1]:.3g}")
     st.vega_lite_chart(arrows, heatmaps.drawable(spec, arrows), width="content")
     heatmaps.table(np.array([before, after], dtype=float), list(labels), ["x", "y"], "vector_pair")

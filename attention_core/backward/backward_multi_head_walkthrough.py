@@ -17,7 +17,7 @@ seed 003 (``003_734755b2d0b981d3.txt``) §1.3: the W matrices are what attention
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import torch
@@ -246,11 +246,15 @@ def backward_multi_head_panels(walk: BackwardMultiHeadWalkthrough, stage: str) -
         panels = tuple(Panel(Message(title, r=r + 1), matrix[r], rows, rows if keys else head_cols, QUERY if keys
                              else TOKEN, KEY if keys else COLUMN, head=r) for r in range(h))
         if stage == "d_scores":
-            r, i = walk.jacobian_at
-            panels += (Panel(Message(N_("The softmax's Jacobian of head {r}'s row {row}: diag(p) − p pᵀ"), r=r + 1,
+            def jacobian(r: int, i: int) -> Panel:
+                return Panel(Message(N_("The softmax's Jacobian of head {r}'s row {row}: diag(p) − p pᵀ"), r=r + 1,
                                      row=i + 1),
                              softmax_jacobian(t.weights[r, i]), rows, rows, Message(N_("score a_ik")),
-                             Message(N_("weight p_ij")), explained=False),)
+                             Message(N_("weight p_ij")), explained=False)
+
+            every = tuple(tuple(jacobian(r, i) for i in range(len(rows))) for r in range(h))
+            r, i = walk.jacobian_at
+            panels += (replace(every[r][i], by_entry=every),)
         return panels
     if stage in formulas.W_STAGES:
         name, grad = formulas.W_STAGES[stage]

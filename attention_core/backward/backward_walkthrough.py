@@ -15,7 +15,7 @@ D = rowsum(dO ⊙ O).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import torch
@@ -255,11 +255,15 @@ def backward_panels(walk: BackwardWalkthrough, stage: str) -> tuple[Panel, ...]:
     if stage == "d_weights":
         return (vectors(N_("dO"), t.d_output), vectors(N_("V"), t.value), pair(N_("dP = dO Vᵀ"), t.d_weights, True))
     if stage == "d_scores":
-        jac = jacobian_row(t, walk.jacobian_at)
+        def jacobian(i: int) -> Panel:
+            return Panel(Message(N_("The softmax's Jacobian of row {row}: diag(p) − p pᵀ"), row=i + 1),
+                         jacobian_row(t, i).jacobian, rows, rows, Message(N_("score a_ik")),
+                         Message(N_("weight p_ij")), explained=False)
+
+        every = (tuple(jacobian(i) for i in range(len(rows))),)  # the element's: the one of the row explained
         return (pair(N_("Weights P"), t.weights), pair(N_("dP"), t.d_weights),
                 pair(N_("dS = P ⊙ (dP − D)"), t.d_scores, True),
-                Panel(Message(N_("The softmax's Jacobian of row {row}: diag(p) − p pᵀ"), row=jac.row + 1),
-                      jac.jacobian, rows, rows, Message(N_("score a_ik")), Message(N_("weight p_ij")), explained=False))
+                replace(every[0][walk.jacobian_at], by_entry=every))
     if stage == "flash":
         both = torch.stack([(t.d_output * t.output).sum(-1), t.row_dot], dim=1)
         return (Panel(Message(N_("D = rowsum(dO ⊙ O), and Σ_j P_ij dP_ij")), both, rows,

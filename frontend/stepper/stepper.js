@@ -136,6 +136,16 @@ export function nextPosition(data, current) {
   return { stage, ...clamped, token: data.token };
 }
 
+/** The panel a panel that follows the explained entry shows at `position` (`by_entry[head][row]`, clamped), and the
+ * key it is shown for; a panel that does not follow it, itself. */
+export function followingPanel(panel, position) {
+  if (!panel.by_entry) return [panel, ""];
+  const heads = panel.by_entry;
+  const head = Math.min(Math.max(position.head ?? 0, 0), heads.length - 1);
+  const row = Math.min(Math.max(position.row, 0), heads[head].length - 1);
+  return [heads[head][row], `${head},${row}`];
+}
+
 /** One matrix as an HTML table: its caption, column and row labels (headers), a number and a colour per cell; the
  * explained panel's cells are buttons, the explained one framed (aria-pressed). */
 export function tableHtml(panel, position, labels) {
@@ -154,7 +164,8 @@ export function tableHtml(panel, position, labels) {
     }).join("");
     return `<tr><th scope="row">${escapeHtml(rowLabel)}</th>${cells}</tr>`;
   }).join("");
-  const corner = `<th scope="col" class="corner">${escapeHtml(panel.row_title)} \\ ${escapeHtml(panel.col_title)}</th>`;
+  const corner = `<th scope="col" class="corner">${panel.row_title || panel.col_title
+    ? `${escapeHtml(panel.row_title)} \\ ${escapeHtml(panel.col_title)}` : ""}</th>`;
   return `<div class="matrix-scroll" tabindex="0"><table class="matrix">` +
     `<caption>${panel.caption_html}</caption><thead><tr>${corner}${head}</tr></thead><tbody>${body}</tbody>` +
     `</table></div>`;
@@ -180,6 +191,51 @@ function loadKatex(base) {
     document.head.appendChild(script);
   });
   return KATEX.promise;
+}
+
+const VEGA = { promise: null };
+
+/** Load a script from the app's static folder. */
+function loadScript(src) {
+  return new Promise((resolve, reject) => {
+    const script = document.createElement("script");
+    script.src = new URL(src, document.baseURI).toString();
+    script.onload = resolve;
+    script.onerror = () => reject(new Error(`${src} could not be loaded`));
+    document.head.appendChild(script);
+  });
+}
+
+/** Load Vega, then Vega-Lite (which needs it), from the app's static folder, once per page: only a page with a chart
+ * that follows the entry (RoPE's rotated pair) asks for them. */
+function loadVega(base) {
+  if (!VEGA.promise) {
+    VEGA.promise = (globalThis.vega ? Promise.resolve() : loadScript(`${base}vega/vega.min.js`))
+      .then(() => (globalThis.vegaLite ? null : loadScript(`${base}vega-lite/vega-lite.min.js`)));
+  }
+  return VEGA.promise;
+}
+
+/** The chart of the entry shown (a page's chart that follows the entry): its title, the chart drawn by Vega from its
+ * Vega-Lite spec (SVG; described in words for a screen reader) and its numbers as a table; empty for none. */
+async function drawChart(box, chart, data) {
+  box.chart = chart;
+  box.view?.finalize();
+  box.view = null;
+  if (!chart) {
+    box.innerHTML = "";
+    return;
+  }
+  box.innerHTML = `<p class="chart-title">${chart.title_html}</p>` +
+    `<div class="chart" role="img" aria-label="${escapeHtml(chart.spec.description ?? "")}"></div>` +
+    tableHtml(chart.table, { row: -1, col: -1, head: 0 }, data.labels);
+  await loadVega(data.static);
+  if (box.chart !== chart) return;  // the learner moved on meanwhile
+  const spec = globalThis.vegaLite.compile(chart.spec).spec;
+  box.view = new globalThis.vega.View(globalThis.vega.parse(spec),
+    { renderer: "svg", container: box.querySelector(".chart"), hover: false });
+  await box.view.runAsync();
+  box.dataset.drawn = "true";  // for the browser tests
 }
 
 /** A formula typeset in display mode (cached by its LaTeX: a step back shows it again at once). */
@@ -240,7 +296,8 @@ function notesKey(data) {
 function stageHtml(data, key, position) {
   const stage = data.stages[key];
   const labels = data.labels;
-  const panels = stage.panels.map((p) => `<div class="panel">${tableHtml(p, position, labels)}` +
+  const panels = stage.panels.map((p, k) => `<div class="panel"${p.by_entry ? ` data-follows="${k}"` : ""}>` +
+    `${p.by_entry ? "" : tableHtml(p, position, labels)}` +
     `<p class="scroll-cue" aria-hidden="true">${escapeHtml(labels.scroll ?? "")}</p></div>`).join("");
   const beside = data.layout === "beside" && stage.panels.length === 1;
   return (stage.opened_html && key === data.default_stage ? `<p class="opened">${stage.opened_html}</p>` : "") +
@@ -256,7 +313,7 @@ function stageHtml(data, key, position) {
     data.warnings_html.map((w) => `<p class="warning" role="alert">${w}</p>`).join("") +
     data.notes_html.map((n) => `<p class="note">${n}</p>`).join("") +
     (stage.has_entry ? `<section class="entry" aria-live="polite"><h3>${escapeHtml(labels.explain)}</h3>` +
-      `<div class="pickers"></div><div class="entry-formula"></div></section>` : "") +
+      `<div class="pickers"></div><div class="entry-formula"></div><div class="entry-chart"></div></section>` : "") +
     data.checks_html.map((c) => `<p class="check ${c.ok ? "ok" : "bad"}">${c.html}</p>`).join("") +
     (data.check_caption_html ? `<p class="details">${data.check_caption_html}</p>` : "") +
     (stage.code.length ? `<details class="code"><summary>${escapeHtml(labels.code)}</summary>` +
@@ -309,6 +366,15 @@ function show(view, data, position) {
     markWider(section);
   }
   const stage = data.stages[position.stage];
+  for (const box of section.querySelectorAll("[data-follows]")) {  // a panel that follows the entry: its row's
+    const [panel, key] = followingPanel(stage.panels[Number(box.dataset.follows)], position);
+    if (box.dataset.shown !== key) {
+      box.querySelector(".matrix-scroll")?.remove();
+      box.insertAdjacentHTML("afterbegin", tableHtml(panel, position, data.labels));
+      box.dataset.shown = key;
+      markWider(section);
+    }
+  }
   for (const cell of section.querySelectorAll('button.cell[aria-pressed="true"]')) {
     cell.setAttribute("aria-pressed", "false");
     cell.tabIndex = -1;
@@ -342,6 +408,12 @@ function show(view, data, position) {
         // last and in sight (the box that scrolls may be KaTeX's own, styled by the app's layout)
         entry.innerHTML = formulaHtml(equationParts(latex).map((part, k) => (k ? `= ${part}` : part)));
       }
+    }
+    const box = section.querySelector(".entry-chart");
+    const chart = stage.charts?.[entryKey(position.row, position.col, position.head)] ?? null;
+    if (box.chart !== chart) {
+      delete box.dataset.drawn;
+      drawChart(box, chart, data).catch((error) => { box.textContent = String(error); });
     }
   }
   return framed;
@@ -400,7 +472,8 @@ export default function mount(component) {
   const ask = () => {
     delete root.dataset.prefetch;
     const wanted = stagesToAsk(mounted.data, mounted.position, mounted.asked);
-    if (!wanted.length || !root.isConnected) return;
+    // not once the learner has left the page (a sidebar link: a request would name the page left)
+    if (!wanted.length || !root.isConnected || window.location.pathname !== path) return;
     for (const key of wanted) mounted.asked.add(askFor(mounted.data.stages[key], { ...mounted.position, stage: key }));
     const { stage: key, row, col, head } = mounted.position;
     setTriggerValue("need", { stage: key, row, col, head, stages: wanted });

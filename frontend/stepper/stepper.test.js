@@ -8,6 +8,7 @@ import {
   clampPosition,
   entryKey,
   equationParts,
+  followingPanel,
   escapeHtml,
   keyAction,
   moveStage,
@@ -146,4 +147,14 @@ test("only a missing shown entry is asked for at once; the neighbours wait for a
   assert.equal(shownMissing(data, { stage: "scores", row: 1, col: 2, head: 1 }), true);  // another head's
   assert.equal(shownMissing(data, { stage: "mask", row: 0, col: 0, head: 0 }), false);  // explains nothing
   assert.equal(shownMissing(data, { stage: "weights", row: 0, col: 0, head: 0 }), true);
+});
+
+test("a panel that follows the entry shows its head's row's, clamped; another panel is itself", () => {
+  const a = { rows: ["a"] }, b = { rows: ["b"] }, c = { rows: ["c"] };
+  const follows = { head: null, explained: false, by_entry: [[a, b], [c]] };
+  assert.deepEqual(followingPanel(follows, { row: 1, head: 0 }), [b, "0,1"]);
+  assert.deepEqual(followingPanel(follows, { row: 1, head: 1 }), [c, "1,0"]);  // head 2 has one row
+  assert.deepEqual(followingPanel(follows, { row: 0, head: 5 }), [c, "1,0"]);
+  assert.deepEqual(followingPanel(follows, { row: -1 }), [a, "0,0"]);
+  assert.deepEqual(followingPanel(a, { row: 3, head: 0 }), [a, ""]);
 });

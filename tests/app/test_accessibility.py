@@ -63,7 +63,9 @@ def test_every_chart_has_a_description_and_a_table_and_no_red_blue_in_the_safe_p
         if stage:
             assert settings(at).get(page.stage_field) == stage, (path, stage)
         if has_element(at):  # the browser's step-through: each matrix an HTML table with its caption and labels
-            for panel in element(at)["stages"][stage]["panels"]:
+            panels = element(at)["stages"][stage]["panels"]  # a panel that follows the entry: the one of each entry
+            for panel in [one for p in panels for one in ([q for rows in p["by_entry"] for q in rows]
+                                                          if "by_entry" in p else [p])]:
                 assert panel["caption_html"] and len(panel["rows"]) == len(panel["text"]), (path, stage)
                 assert all(len(row) == len(panel["cols"]) for row in panel["text"]), (path, stage)
                 assert panel["scheme"] in ("blueorange", "viridis"), (path, stage, panel["scheme"])
@@ -85,8 +87,8 @@ def _colour_legends(spec: dict) -> list:
 
 
 @pytest.mark.parametrize("path, params, side_by_side", [
-    ("app_pages/backward_multi_head.py", {"backward_multi_head.stage": "d_query"}, True),  # one per head, side by side
-    ("app_pages/backward_multi_head.py", {"backward_multi_head.stage": "d_scores"}, False),  # three stacked: too wide
+    ("app_pages/rope.py", {"rope.stage": "rotate_query"}, True),  # Q and Q' side by side (the server's renderer)
+    ("app_pages/rope.py", {"rope.stage": "relative"}, False),  # three 7 × 7 stacked: too wide
     ("app_pages/additive.py", {}, True),
     ("app_pages/positional_encoding.py", {}, True),
 ])
@@ -137,8 +139,8 @@ def test_the_palette_follows_the_numbers_and_stays_in_the_link():
     (weights,) = element(at)["stages"]["weights"]["panels"]  # >= 0: white to blue from 0 (as the heads' grids)
     assert weights["scheme"] == "blues" and weights["domain"][0] == 0.0
     assert element(at)["stages"]["scaled_scores"]["panels"][0]["scheme"] == "redblue"  # signed: diverging around 0
-    at = _open("app_pages/backward.py", palette="cvd", **{"backward.stage": "d_scores"})
-    spec = _specs(at)[0]  # P, the weights (the backward pass's heatmaps, on the server's step-through)
+    at = _open("app_pages/rope.py", palette="cvd", **{"rope.stage": "angles"})
+    spec = _specs(at)[0]  # θᵢ > 0 (RoPE's heatmaps, on the server's step-through)
     assert _schemes(spec) == {"viridis"} and spec["layer"][0]["encoding"]["color"]["scale"]["domain"][0] == 0.0
     at.radio(key="setting_palette").set_value("classic").run()
     assert _schemes(_specs(at)[0]) == {"blues"}

@@ -268,8 +268,9 @@ def open_registered_page(page: Page, base_url: str, path: str, title: str) -> No
 
 
 def assert_charts_and_formulas_render(page: Page) -> None:
-    """Every page's Vega (Altair) charts draw and KaTeX typesets its formulas (none fails to)."""
-    if page.locator('[data-testid="stVegaLiteChart"]').count():
+    """Every page's Vega (Altair) charts draw and KaTeX typesets its formulas (none fails to). (A chart in a folded
+    expander is not drawn until it is opened: the backward pages' "Keep stepping".)"""
+    if page.locator('[data-testid="stVegaLiteChart"]').filter(visible=True).count():
         expect(page.locator(".vega-embed canvas, .vega-embed svg").filter(visible=True).first).to_be_visible()
     if page.locator(".katex").count():
         expect(page.locator(".katex").filter(visible=True).first).to_be_visible()
@@ -350,13 +351,13 @@ def assert_no_label_is_cut(page: Page) -> None:
 
 
 def test_next_reruns_only_the_step_through_and_the_link_follows(page: Page, app_url: str):
-    """Next is inside the step-through's st.fragment (a page on the server's renderer: the backward pass): the stage
-    moves, the link holds it, the page around stays."""
-    open_page(page, app_url, "/backward", "The backward pass: how attention learns")
+    """Next is inside the step-through's st.fragment (a page on the server's renderer: RoPE): the stage moves, the
+    link holds it, the page around stays."""
+    open_page(page, app_url, "/rope", "RoPE: rotary position embedding")
     page.get_by_role("button", name="Next ▶").click()
-    expect(page.get_by_role("combobox", name="Step", exact=True)).to_have_value(re.compile(r"^2 / 12"))  # from 1 / 12
+    expect(page.get_by_role("combobox", name="Step", exact=True)).to_have_value(re.compile(r"^5 / 8"))  # from 4 / 8
     wait_for_app_run(page)
-    expect(page).to_have_url(re.compile(r"backward\.stage=d_value"))
+    expect(page).to_have_url(re.compile(r"rope\.stage=rotate_key"))
     expect(page.get_by_role("combobox", name="Worked example", exact=True)).to_be_visible()  # the sidebar stayed
     assert_no_exception(page)
 
@@ -412,15 +413,15 @@ def test_a_page_setting_leaves_the_header_and_footer_in_place(page: Page, app_ur
 def test_show_the_code_is_drawn_when_opened_and_stays_open_from_step_to_step(page: Page, app_url: str):
     """A step's "Show the code" is sent only while it is open (ui/widgets.show_code): closed, the page has no code
     block; opened, the stage's functions are shown; Next keeps it open on the next stage's code. The footer's on the
-    √d_k page opens the same way. (The server's step-through: the backward pass; the element's is its own test.)"""
-    open_page(page, app_url, "/backward", "The backward pass: how attention learns")
+    √d_k page opens the same way. (The server's step-through: RoPE; the element's is its own test.)"""
+    open_page(page, app_url, "/rope", "RoPE: rotary position embedding")
     blocks = page.get_by_test_id("stCode")
     expect(blocks).to_have_count(0)
     page.get_by_text("Show the code", exact=True).click()
     expect(blocks.first).to_contain_text("def ", timeout=APP_RUN_MS)
     wait_for_app_run(page)
     page.get_by_role("button", name="Next ▶").click()
-    expect(page.get_by_role("combobox", name="Step", exact=True)).to_have_value(re.compile(r"^2 / 12"))
+    expect(page.get_by_role("combobox", name="Step", exact=True)).to_have_value(re.compile(r"^5 / 8"))
     wait_for_app_run(page)
     expect(blocks.first).to_contain_text("def ")
     expect(blocks.first).to_be_visible()
@@ -475,30 +476,6 @@ def test_an_example_chosen_inside_a_page_shows_in_the_sidebar(page: Page, app_ur
     expect(picker).not_to_have_value(before, timeout=APP_RUN_MS)
     wait_for_app_run(page)
     expect(page.get_by_role("button", name="In use")).to_have_count(1)
-    assert_no_exception(page)
-
-
-def test_the_backward_pages_jacobian_follows_the_row_picked_and_the_cell_clicked(page: Page, app_url: str):
-    """The Row picker and a heatmap click rerun only the step-through's fragment, with the walk-through built before
-    the click: the softmax's Jacobian panel must still be the explained row's (it stayed on row 1 before). The
-    heatmap's click selection (what AppTest cannot drive) sets the explained entry. (A mask cell's flip and a cell of
-    the step-through element: tests/app/test_browser_stepper.py.)"""
-    open_page(page, app_url, "/backward?backward.stage=d_scores&entry_row=0&entry_col=0",
-              "The backward pass: how attention learns")
-    expect(page.get_by_text("The softmax's Jacobian of row 1:")).to_be_visible()
-    row = page.get_by_role("combobox", name="Row", exact=True)
-    row.click()
-    row.press("ArrowDown")  # opens the list of options (a click only focuses the search box)
-    page.get_by_role("option", name="2 Like", exact=True).click()
-    expect(row).to_have_value("2 Like")
-    wait_for_app_run(page)
-    expect(page.get_by_text("The softmax's Jacobian of row 2:")).to_be_visible()
-    # dS, the explained heatmap, is the third: seed 000's 7 x 7, drawn in row-major order; a cell of row 3
-    cells = page.locator(".vega-embed").nth(2).locator("svg g.mark-rect").first.locator("path")
-    expect(cells).to_have_count(49)
-    click_mark_until(cells.nth(2 * 7 + 1), row, "3 Machine")
-    wait_for_app_run(page)
-    expect(page.get_by_text("The softmax's Jacobian of row 3:")).to_be_visible()
     assert_no_exception(page)
 
 
@@ -826,7 +803,7 @@ _STYLES_DRAWN_AT = """(() => {
 STYLES_LATE_MS = 250
 
 
-@pytest.mark.parametrize("path", ["/backward", "/rope", "/backward-multi-head"])  # formulas and charts on the server
+@pytest.mark.parametrize("path", ["/rope"])  # formulas and charts on the server (the other step pages: the element)
 def test_the_layout_styles_are_in_the_page_when_its_formulas_and_charts_are_drawn(browser: Browser, app_url: str,
                                                                                    path: str):
     """Drawn in the page's flow with them, not after: as a style-only ``st.html`` (Streamlit's event container) the
@@ -1066,9 +1043,9 @@ def _open_in_mode(page: Page, base_url: str, path: str, title: str, presenter: b
 
 
 @pytest.mark.parametrize(("path", "title", "widgets"), [
-    ("/backward", "The backward pass: how attention learns", 3),  # d_k, seed, step ... (the element's own test:
+    ("/rope", "RoPE: rotary position embedding", 3),  # head_dim, base, shift ... (the element's own test:
     ("/temperature", "Temperature: how sharp is the softmax?", 2),  # tests/app/test_browser_stepper.py)
-], ids=["backward", "temperature"])
+], ids=["rope", "temperature"])
 def test_presenter_mode_numbers_are_at_least_22_px_on_a_1920_projector(browser: Browser, app_url: str, path: str,
                                                                         title: str, widgets: int):
     """At 1920 × 1080 in presenter mode every number in the charts (heatmap cells, axes, legends, bar values) and in
@@ -1100,13 +1077,13 @@ _STEP_IN_VIEW = """() => {
 
 
 @pytest.mark.parametrize(("path", "title", "whole"), [
-    ("/backward", "The backward pass: how attention learns", False),  # the element's: test_browser_stepper.py
+    ("/rope", "RoPE: rotary position embedding", False),  # the element's: test_browser_stepper.py
 ])
 def test_presenter_mode_keeps_the_changed_matrix_on_the_projector_after_next(browser: Browser, app_url: str,
                                                                            path: str, title: str, whole: bool):
     """At 1920 × 1080 in presenter mode the first screen of a page is its settings and introduction; after Next the
     stepper comes to the top and the stage's matrix under it is on screen (whole for a 7 × 7 heatmap beside its
-    formula; the backward page's first heatmap at least starts in the upper half)."""
+    formula; RoPE's first heatmap at least starts in the upper half)."""
     with new_page(browser, 1920, 1080) as page:
         _open_in_mode(page, app_url, path, title, presenter=True)
         page.get_by_role("button", name="Next ▶").click()

@@ -340,3 +340,25 @@ def test_the_heads_stand_side_by_side_and_a_cell_of_head_2_explains_head_2(eleme
     expect(shown(page).locator(".entry-formula .katex-mathml")).to_contain_text("3,2")
     save_screenshot(page, "stepper-multi-head-desktop", width=1280)
     assert not page.js_errors and not page.outside_requests, (page.js_errors, page.outside_requests)
+
+
+def test_the_backward_pages_jacobian_follows_the_row_picked_and_the_cell_clicked(element_page: Page):
+    """The backward pass's dS step: the softmax's Jacobian is the explained row's, in the browser: the Row picker and
+    a cell of dS move it to their row with nothing sent (it stayed on row 1 once, on the server's renderer)."""
+    page = element_page
+    open_element(page, "/backward?backward.stage=d_scores&entry_row=0&entry_col=0",
+                 "The backward pass: how attention learns")
+    jacobian = shown(page).locator("[data-follows] caption")
+    expect(jacobian).to_contain_text("The softmax's Jacobian of row 1:")
+    before = page.evaluate("window.__sent")
+    shown(page).locator('select[data-pick="row"]').select_option(label="2 Like")
+    expect(jacobian).to_contain_text("The softmax's Jacobian of row 2:")
+    row_2 = shown(page).locator("[data-follows] tbody").inner_text()
+    # dS, the explained matrix (the third): a cell of row 3
+    shown(page).locator("table.matrix").nth(2).locator('button.cell[data-row="2"][data-col="1"]').click()
+    expect(jacobian).to_contain_text("The softmax's Jacobian of row 3:")
+    assert page.evaluate(AFTER_THE_PAINT) == before, "the Jacobian followed the entry with a message"
+    # its numbers are row 3's (the payload's numbers: tests/app/test_stepper_element.py)
+    assert shown(page).locator("[data-follows] tbody").inner_text() != row_2
+    assert_no_exception(page)
+    assert not page.js_errors and not page.outside_requests, (page.js_errors, page.outside_requests)

@@ -1,9 +1,9 @@
-"""The browser side: the step-through element's own tests under Node, and the KaTeX the app serves itself.
+"""The browser side: the step-through element's own tests under Node, and the libraries the app serves itself.
 
-KaTeX comes from npm, pinned exactly in ``frontend/package.json`` with npm's integrity hash in
-``frontend/package-lock.json``; ``scripts/vendor_katex.py`` copies what the browser needs into ``static/katex/`` and
-records each file's SHA-256 in ``static/katex/SHA256SUMS``. The test command runs ``npm ci`` first, so the copies are
-compared byte for byte with the package npm verified against the lock.
+KaTeX, Vega and Vega-Lite come from npm, pinned exactly in ``frontend/package.json`` with npm's integrity hashes in
+``frontend/package-lock.json``; ``scripts/vendor_frontend.py`` copies what the browser needs into ``static/<package>/``
+and records each file's SHA-256 in its ``SHA256SUMS``. The test command runs ``npm ci`` first, so the copies are
+compared byte for byte with the packages npm verified against the lock.
 """
 
 from __future__ import annotations
@@ -13,19 +13,28 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FRONTEND = ROOT / "frontend"
-KATEX = ROOT / "static" / "katex"
+STATIC = ROOT / "static"
+KATEX = STATIC / "katex"
+sys.path.insert(0, str(ROOT / "scripts"))
+from vendor_frontend import PACKAGES, files  # noqa: E402
+
+#: The licence each package is published under (its package.json and its LICENSE file).
+LICENCES = {"katex": ("MIT", "MIT License"), "vega": ("BSD-3-Clause", "Redistribution and use in source and binary"),
+            "vega-lite": ("BSD-3-Clause", "Redistribution and use in source and binary")}
 
 
-def sums() -> tuple[str, str, dict[str, str]]:
-    """(version, npm integrity, {file name: sha256}) from static/katex/SHA256SUMS."""
-    first, *lines = (KATEX / "SHA256SUMS").read_text().splitlines()
-    _hash, _name, version, integrity = first.split()
+def sums(package: str = "katex") -> tuple[str, str, dict[str, str]]:
+    """(version, npm integrity, {file name: sha256}) from static/<package>/SHA256SUMS."""
+    first, *lines = (STATIC / package / "SHA256SUMS").read_text().splitlines()
+    _hash, name, version, integrity = first.split()
+    assert name == package
     return version, integrity, {name: digest for digest, name in (line.split("  ", 1) for line in lines)}
 
 
@@ -38,37 +47,47 @@ def test_the_elements_own_tests_pass_under_node():
     assert passed and int(passed.group(1)) >= 7, run.stdout
 
 
-def test_katex_is_pinned_exactly_and_its_licence_is_served_with_it():
-    pinned = json.loads((FRONTEND / "package.json").read_text())["dependencies"]["katex"]
-    assert re.fullmatch(r"\d+\.\d+\.\d+", pinned), f"KaTeX must be pinned to one version, not {pinned!r}"
-    entry = json.loads((FRONTEND / "package-lock.json").read_text())["packages"]["node_modules/katex"]
-    version, integrity, _files = sums()
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_each_library_is_pinned_exactly_and_its_licence_is_served_with_it(package):
+    pinned = json.loads((FRONTEND / "package.json").read_text())["dependencies"][package]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", pinned), f"{package} must be pinned to one version, not {pinned!r}"
+    entry = json.loads((FRONTEND / "package-lock.json").read_text())["packages"][f"node_modules/{package}"]
+    version, integrity, _files = sums(package)
     assert entry["version"] == pinned == version
     assert entry["integrity"] == integrity and integrity.startswith("sha512-")
-    assert entry["license"] == "MIT"
-    assert "MIT License" in (KATEX / "LICENSE").read_text()
-    assert f'content:"{version}"' in (KATEX / "katex.min.css").read_text()  # the style sheet names its version
+    licence, heading = LICENCES[package]
+    assert entry["license"] == licence
+    assert heading in (STATIC / package / "LICENSE").read_text()
+    if package == "katex":
+        assert f'content:"{version}"' in (KATEX / "katex.min.css").read_text()  # the style sheet names its version
+    else:
+        assert f'"{version}"' in (STATIC / package / f"{package}.min.js").read_text()  # the script names its version
 
 
-def test_every_served_file_matches_its_recorded_checksum():
-    _version, _integrity, files = sums()
-    served = {str(p.relative_to(KATEX)) for p in KATEX.rglob("*") if p.is_file()} - {"SHA256SUMS"}
-    assert served == set(files), "static/katex/ holds exactly the files SHA256SUMS lists"
-    for name, digest in files.items():
-        assert hashlib.sha256((KATEX / name).read_bytes()).hexdigest() == digest, name
-    css = (KATEX / "katex.min.css").read_text()
-    woff2 = set(re.findall(r"url\((fonts/[^)]+\.woff2)\)", css))
-    assert woff2 and woff2 <= set(files), "every font the style sheet asks for first (WOFF2) is served"
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_every_served_file_matches_its_recorded_checksum(package):
+    _version, _integrity, recorded = sums(package)
+    folder = STATIC / package
+    served = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()} - {"SHA256SUMS"}
+    assert served == set(recorded), f"static/{package}/ holds exactly the files SHA256SUMS lists"
+    for name, digest in recorded.items():
+        assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == digest, name
+    if package == "katex":
+        css = (KATEX / "katex.min.css").read_text()
+        woff2 = set(re.findall(r"url\((fonts/[^)]+\.woff2)\)", css))
+        assert woff2 and woff2 <= set(recorded), "every font the style sheet asks for first (WOFF2) is served"
 
 
-def test_the_served_copies_are_npms_package_byte_for_byte():
-    package = FRONTEND / "node_modules" / "katex"
-    if not package.is_dir():
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_the_served_copies_are_npms_package_byte_for_byte(package):
+    root = FRONTEND / "node_modules" / package
+    if not root.is_dir():
         pytest.fail("frontend/node_modules is missing: the test command (scripts/test.sh) runs `npm ci` in frontend/")
-    assert json.loads((package / "package.json").read_text())["version"] == sums()[0]
-    for name in sums()[2]:
-        source = package / ("LICENSE" if name == "LICENSE" else f"dist/{name}")
-        assert source.read_bytes() == (KATEX / name).read_bytes(), name
+    assert json.loads((root / "package.json").read_text())["version"] == sums(package)[0]
+    copied = {name: source for source, name in files(package)}
+    assert set(copied) == set(sums(package)[2])
+    for name, source in copied.items():
+        assert source.read_bytes() == (STATIC / package / name).read_bytes(), name
 
 
 def test_the_element_loads_katex_from_the_app_and_nothing_from_elsewhere():

@@ -36,12 +36,13 @@ def server():
 
 
 @contextlib.asynccontextmanager
-async def on_page(url: str, page: str) -> AsyncIterator[Student]:
-    """A student connected to the server at ``url`` with ``page`` open (its first run read); closed afterwards."""
+async def on_page(url: str, page: str, query: str = "") -> AsyncIterator[Student]:
+    """A student connected to the server at ``url`` with ``page`` open (its first run read; ``query``: the link's
+    query string); closed afterwards."""
     student = Student(url, "t")
     await student.connect()
     try:
-        await student.open_page(page)
+        await student.open_page(page, query)
         yield student
     finally:
         await student.close()
@@ -101,18 +102,18 @@ def test_a_click_inside_the_step_through_reruns_only_its_fragment(server):
     clicked, and the server answers with a run of that fragment alone. Neither reruns the router: the sidebar's
     widgets stay as they were, and a page setting redraws the step-through inside the page."""
 
-    async def visit():  # the backward pass: a page on the server's step-through (the others step in the browser)
-        async with on_page(server.url, "backward") as student:
-            stage_fragment = student.widgets["setting_backward.stage"][2]
-            page_fragment = student.widgets["setting_d_k"][2]
+    async def visit():  # RoPE: a page on the server's step-through (the others step in the browser)
+        async with on_page(server.url, "rope") as student:
+            stage_fragment = student.widgets["setting_rope.stage"][2]
+            page_fragment = student.widgets["setting_rope.shift"][2]
             assert stage_fragment and page_fragment and stage_fragment != page_fragment
             assert not student.widgets["setting_preset"][2]  # the sidebar: the router's, in no fragment
-            await student.interact(("setting_backward.stage",))
+            await student.interact(("setting_rope.stage",))
             inside, inside_messages = student.last_fragment, student.run_messages
-            await student.interact(("setting_d_k",))
+            await student.interact(("setting_rope.shift",))
             outside, outside_messages = student.last_fragment, student.run_messages
-            assert "setting_d_k" in student.widgets and "setting_preset" in student.widgets
-            assert "setting_backward.stage" in student.widgets  # drawn again inside the page's body
+            assert "setting_rope.shift" in student.widgets and "setting_preset" in student.widgets
+            assert "setting_rope.stage" in student.widgets  # drawn again inside the page's body
         return inside, outside, inside_messages < outside_messages, student.exceptions
 
     assert asyncio.run(visit()) == (True, True, True, [])

@@ -141,7 +141,7 @@ def test_the_router_the_page_body_and_the_step_through_fragment_each_take_the_tu
             yield
 
     monkeypatch.setattr(runtime, "one_run_at_a_time", recording)
-    at = open_app("app_pages/backward.py")  # a page on the server's step-through (the element steps in the browser)
+    at = open_app("app_pages/rope.py")  # a page on the server's step-through (the element steps in the browser)
     runs = len(taken)
     assert runs >= 2 and all(name != threading.main_thread().name for name in taken)  # in the script thread
     at.button(key="step_next").click().run()

@@ -8,6 +8,7 @@ frontend/stepper/stepper.test.js.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -190,3 +191,28 @@ def test_a_click_on_a_mask_cell_flips_it_and_reset_forgets_it_and_a_forged_cell_
     at.session_state["sent"] = ("reset_mask", {"stage": "mask", "row": 0, "col": 1, "head": 0})
     at.run()
     assert at.markdown[-1].value.startswith("mask []")
+
+
+@pytest.mark.parametrize("key", ["backward", "backward_multi_head"])
+def test_the_softmax_jacobian_is_sent_for_every_row_and_head_as_autograd_computes_it(key):
+    """The backward pages' dS step draws the softmax's Jacobian of the explained row; the element moves the entry
+    itself, so it is sent for every (head, row): each ∂softmax(s_i)/∂s_i as torch.autograd computes it from the
+    page's scores (masked keys: rows and columns of 0), as the cells write it in their caption's units."""
+    from attention_core import registry
+
+    at = open_app(f"app_pages/{key}.py")
+    trace = registry.BY_KEY[key].walkthrough(settings(at)).trace
+    scores = trace.scores if trace.scores.dim() == 3 else trace.scores[None]
+    (panel,) = [p for p in element(at)["stages"]["d_scores"]["panels"] if p.get("by_entry")]
+    assert [len(rows) for rows in panel["by_entry"]] == [scores.shape[1]] * scores.shape[0]
+    for head, rows in enumerate(panel["by_entry"]):
+        for row, shown_panel in enumerate(rows):
+            want = torch.autograd.functional.jacobian(lambda s: torch.softmax(s, -1), scores[head, row].double())
+            caption = shown_panel["caption_html"]
+            assert f"row {row + 1}" in caption and (scores.shape[0] == 1 or f"head {head + 1}" in caption), caption
+            exponent = re.search(r"10([⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)", caption)
+            scale = 10.0 ** int(exponent.group(1).translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789"))) \
+                if exponent else 1.0
+            shown, rounding = shown_matrix(shown_panel)
+            np.testing.assert_allclose(shown * scale, want.numpy(), rtol=0, atol=(rounding + TOLERANCE) * scale,
+                                       err_msg=(head, row))

@@ -174,7 +174,7 @@ def test_a_links_emptied_target_cell_is_dropped_with_a_message_and_the_page_buil
 def test_a_new_session_opens_on_the_targets_row_where_every_step_explains_a_number_that_is_not_zero(page_file):
     """The default target changes row 2 only, and the causal mask leaves row 1 one key: entry (1, 1) explained 0 on
     most steps, and its softmax Jacobian was all zeros. A fresh session opens on the target's row instead."""
-    from conftest import open_app, settings
+    from conftest import element, element_step, open_app, settings
 
     at = open_app(page_file)
     assert (settings(at).entry_row, settings(at).entry_col) == (1, 0)
@@ -184,10 +184,14 @@ def test_a_new_session_opens_on_the_targets_row_where_every_step_explains_a_numb
     zeros = [stage for stage in page.stages if stage not in ("flash", "step")  # (D: one column; the step: W itself)
              if explained_value(page.steps(walk, stage).stage.panels, 1, 0, settings(at).head) == 0]
     assert not zeros, f"the opening entry explains 0 on {zeros}"
-    at.selectbox(key=f"setting_{key}.stage").set_value("d_scores").run()
-    assert any("Jacobian" in m.value and "row 2" in m.value for m in at.markdown)
+    element_step(at, **{f"{key}.stage": "d_scores"})
+    data = element(at)
+    assert data["position"]["row"] == 1
+    (jacobian,) = [p for p in data["stages"]["d_scores"]["panels"] if p.get("by_entry")]
+    assert "Jacobian" in jacobian["by_entry"][0][1]["caption_html"]
+    assert "row 2" in jacobian["by_entry"][0][1]["caption_html"]
     # the learner's own choice stays: row 1 chosen, another page and back
-    at.selectbox(key="setting_entry_row").set_value(0).run()
+    element_step(at, entry_row=0)
     at.switch_page("app_pages/self_attention.py").run()
     at.switch_page(page_file).run()
     assert settings(at).entry_row == 0
@@ -267,8 +271,9 @@ def test_keep_stepping_shows_the_loss_after_each_step_and_how_far_attention_move
     key = "backward_multi_head" if "multi_head" in page_file else "backward"
     build = registry.BY_KEY[key].walkthrough
     at = open_app(page_file)
-    at.selectbox(key=f"setting_{key}.stage").set_value("step").run()
-    assert "Keep stepping" in [h.value for h in at.subheader]
+    # under the step-through (which steps in the browser), folded: whatever the step
+    assert [e.label for e in at.expander if e.label.startswith("Keep stepping")] == [
+        "Keep stepping: more steps of gradient descent, after the last step"]
     at.number_input(key="setting_backward.steps").set_value(5).run()
     assert not at.exception, at.exception
     descent = build(settings(at)).descent
