@@ -7,7 +7,7 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.limits import MAX_DIM, MAX_ROPE_SHIFT
 from attention_core.modern.rope_walkthrough import ROPE_PAGE, pair_vectors
-from ui import page_body, state, stepthrough, widgets
+from ui import page_body, state, stepper, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -61,19 +61,19 @@ def page() -> None:
     with st.spinner(_("Loading the reference implementation (Hugging Face transformers) for the check…")):
         walk = widgets.page_walkthrough_or_stop(ROPE_PAGE, state.settings(), state.edits())
 
-    def draw_pair(steps) -> None:
+    def pair_chart(steps, row: int, col: int, head: int):
         """On the rotation stages, the explained entry's pair of dimensions drawn before and after its rotation."""
         if steps.stage.key not in ("rotate_query", "rotate_key"):
-            return
-        current = state.settings()
-        before, after, angle = pair_vectors(walk, steps.stage.key, current.entry_row, current.entry_col)
+            return None
+        before, after, angle = pair_vectors(walk, steps.stage.key, row, col)
         name = "q" if steps.stage.key == "rotate_query" else "k"
-        widgets.vector_pair(before, after, (_("{name} before", name=name), _("{name} after", name=name + "'")),
-                            _("The pair of the explained entry, rotated by φ = {angle:.3f} rad ({degrees:.1f}°)",
-                              angle=angle, degrees=math.degrees(angle)))
+        labels = (_("{name} before", name=name), _("{name} after", name=name + "'"))
+        spec, arrows = widgets.vector_pair_chart(before, after, labels)
+        return stepper.EntryChart(
+            _("The pair of the explained entry, rotated by φ = {angle:.3f} rad ({degrees:.1f}°)", angle=angle,
+              degrees=math.degrees(angle)), spec, arrows, labels, ("x", "y"), (before, after))
 
-
-    stepthrough.live(ROPE_PAGE, walk, EXPLAIN, after_entry=draw_pair)
+    stepper.live(ROPE_PAGE, walk, EXPLAIN, entry_chart=pair_chart)
 
 
 page_body.run(page, header=header)

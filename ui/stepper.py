@@ -20,7 +20,11 @@ the teacher, a reset: :func:`ui.state.position_token`).
 
 Formulas are typeset by KaTeX in the browser, pinned (the version of Streamlit's own ``st.latex``) and served by the
 app (``static/katex``, ``scripts/vendor_frontend.py``); matrices are HTML tables coloured as the heatmaps are (Vega's
-schemes, :data:`SCHEMES`), which a screen reader reads as tables.
+schemes, :data:`SCHEMES`), which a screen reader reads as tables. A panel that follows the explained entry (the
+backward pages' softmax Jacobian: ``Panel.by_entry``) is sent for every entry; a chart that follows it (RoPE's rotated
+pair: :class:`EntryChart`) comes with each entry sent, as the Vega-Lite spec the server's ``st.vega_lite_chart`` would
+draw, drawn in the page by Vega and Vega-Lite (pinned, served by the app: ``static/vega``, ``static/vega-lite``),
+loaded only where such a chart is shown.
 """
 
 from __future__ import annotations
@@ -194,7 +198,7 @@ def chart_data(chart: EntryChart) -> dict[str, Any]:
     spec = heatmaps.drawable(chart.spec, chart.data)
     spec = {**spec, "data": {"values": chart.data.to_pylist()}}
     return {"title_html": markdown_html(f"**{chart.title}**"), "spec": spec,
-            "table": panel_data(chart.table, chart.title, False)}
+            "table": panel_data(chart.table, _("The chart's numbers"), False)}
 
 
 def charts(steps: StepThrough, entry_chart: EntryCharts, rows: Optional[Collection[int]] = None) -> dict[str, Any]:

@@ -78,7 +78,8 @@ export function askFor(stage, position) {
   return `${position.stage}:${position.row}`;
 }
 
-/** A formula "a = b = c" cut at its top-level equals signs (not inside braces or \left … \right): ["a", "b", "c"].
+/** A formula "a = b = c" cut at its top-level equals signs (not inside braces, \left … \right or an environment,
+ * \begin … \end): ["a", "b", "c"].
  * An entry too wide for its box is shown a part a line, so that its result stays in sight on a phone. */
 export function equationParts(latex) {
   const parts = [];
@@ -87,8 +88,8 @@ export function equationParts(latex) {
   for (let i = 0; i < latex.length; i++) {
     const c = latex[i];
     if (c === "\\") {
-      if (latex.startsWith("\\left", i)) depth++;
-      else if (latex.startsWith("\\right", i)) depth--;
+      if (latex.startsWith("\\left", i) || latex.startsWith("\\begin", i)) depth++;
+      else if (latex.startsWith("\\right", i) || latex.startsWith("\\end", i)) depth--;
       i++;  // an escaped character (\{, \}) is no brace
     } else if (c === "{") depth++;
     else if (c === "}") depth--;
@@ -336,7 +337,12 @@ function pickersHtml(data, stage, position) {
 /** A matrix wider than its box (a phone) scrolls sideways: its panel says so under it ("scroll →"). */
 function markWider(section) {
   for (const box of section.querySelectorAll(".matrix-scroll")) {
-    box.parentElement.classList.toggle("wider", box.scrollWidth > box.clientWidth + 1);
+    const caption = box.querySelector("caption");
+    if (caption) caption.style.width = "";  // measured at the table's own width
+    const wider = box.scrollWidth > box.clientWidth + 1;
+    box.parentElement.classList.toggle("wider", wider);
+    // its caption stays as wide as the box and in view (sticky), so that it reads whole without scrolling
+    if (caption && wider) caption.style.width = `${box.clientWidth}px`;
   }
 }
 

@@ -158,3 +158,9 @@ test("a panel that follows the entry shows its head's row's, clamped; another pa
   assert.deepEqual(followingPanel(follows, { row: -1 }), [a, "0,0"]);
   assert.deepEqual(followingPanel(a, { row: 3, head: 0 }), [a, ""]);
 });
+
+test("an aligned block is one part: its equals signs are its own lines", () => {
+  const latex = "\\begin{aligned} q' &= a \\\\ &= b \\end{aligned}\\qquad \\varphi = m \\theta = 0.03";
+  assert.deepEqual(equationParts(latex),
+    ["\\begin{aligned} q' &= a \\\\ &= b \\end{aligned}\\qquad \\varphi", "m \\theta", "0.03"]);
+});

@@ -7,12 +7,12 @@ import json
 
 import numpy as np
 import pytest
+import torch
 from conftest import APP, element, errors, has_element, settings, train_and_wait
 from streamlit.testing.v1 import AppTest
 
 from attention_core import registry
 from attention_core.experiments import image as image_patterns
-from attention_core.modern.rope_walkthrough import ROPE_PAGE
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 from ui import heatmaps
@@ -87,8 +87,6 @@ def _colour_legends(spec: dict) -> list:
 
 
 @pytest.mark.parametrize("path, params, side_by_side", [
-    ("app_pages/rope.py", {"rope.stage": "rotate_query"}, True),  # Q and Q' side by side (the server's renderer)
-    ("app_pages/rope.py", {"rope.stage": "relative"}, False),  # three 7 × 7 stacked: too wide
     ("app_pages/additive.py", {}, True),
     ("app_pages/positional_encoding.py", {}, True),
 ])
@@ -139,23 +137,24 @@ def test_the_palette_follows_the_numbers_and_stays_in_the_link():
     (weights,) = element(at)["stages"]["weights"]["panels"]  # >= 0: white to blue from 0 (as the heads' grids)
     assert weights["scheme"] == "blues" and weights["domain"][0] == 0.0
     assert element(at)["stages"]["scaled_scores"]["panels"][0]["scheme"] == "redblue"  # signed: diverging around 0
-    at = _open("app_pages/rope.py", palette="cvd", **{"rope.stage": "angles"})
-    spec = _specs(at)[0]  # θᵢ > 0 (RoPE's heatmaps, on the server's step-through)
+    at = _open("app_pages/no_weights.py", palette="cvd")
+    spec = _specs(at)[0]  # the weights, ≥ 0 (a page of heatmaps)
     assert _schemes(spec) == {"viridis"} and spec["layer"][0]["encoding"]["color"]["scale"]["domain"][0] == 0.0
     at.radio(key="setting_palette").set_value("classic").run()
     assert _schemes(_specs(at)[0]) == {"blues"}
 
 
 def test_the_description_states_the_shape_and_range_and_the_table_the_same_numbers():
-    """On a page of heatmaps (RoPE's scores, on the server's step-through)."""
-    at = _open("app_pages/rope.py", tables="1", **{"rope.stage": "scores"})
-    scores = ROPE_PAGE.steps(ROPE_PAGE.walkthrough(Settings()), "scores").stage.panels[0].matrix.numpy()
-    (spec,) = _specs(at)
-    low, high = float(scores.min()), float(scores.max())
-    assert spec["description"] == (f"Heatmap: 7 × 7 numbers (query token × key token), from {low:.3g} to {high:.3g}.")
-    (frame,) = at.dataframe
-    np.testing.assert_allclose(frame.value.to_numpy(), scores, rtol=1e-6)
-    assert list(frame.value.index)[:2] == ["0 I", "1 Like"]  # RoPE's positions m count from 0
+    """On a page of heatmaps (the weights of attention without trainable weights: softmax(X Xᵀ), PyTorch's)."""
+    at = _open("app_pages/no_weights.py", tables="1")
+    x = torch.as_tensor(build_walkthrough(Settings()).trace.x, dtype=torch.float64)
+    weights = torch.softmax(x @ x.T, dim=-1).numpy()
+    spec = _specs(at)[0]
+    low, high = float(weights.min()), float(weights.max())
+    assert spec["description"] == f"Heatmap: 7 × 7 numbers (query × key), from {low:.3g} to {high:.3g}."
+    frame = at.dataframe[0]
+    np.testing.assert_allclose(frame.value.to_numpy(), weights, rtol=1e-5)
+    assert list(frame.value.index)[:2] == ["1 I", "2 Like"]
 
 
 def test_the_elements_matrix_is_a_table_with_its_caption_labels_and_numbers():

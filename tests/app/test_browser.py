@@ -351,9 +351,9 @@ def assert_no_label_is_cut(page: Page) -> None:
 
 
 def test_next_reruns_only_the_step_through_and_the_link_follows(page: Page, app_url: str):
-    """Next is inside the step-through's st.fragment (a page on the server's renderer: RoPE): the stage moves, the
-    link holds it, the page around stays."""
-    open_page(page, app_url, "/rope", "RoPE: rotary position embedding")
+    """Next is inside the step-through's st.fragment (the server's renderer: practice mode, on RoPE): the stage moves,
+    the link holds it, the page around stays."""
+    open_page(page, app_url, "/rope?practice=1", "RoPE: rotary position embedding")
     page.get_by_role("button", name="Next ▶").click()
     expect(page.get_by_role("combobox", name="Step", exact=True)).to_have_value(re.compile(r"^5 / 8"))  # from 4 / 8
     wait_for_app_run(page)
@@ -410,23 +410,10 @@ def test_a_page_setting_leaves_the_header_and_footer_in_place(page: Page, app_ur
     assert_no_exception(page)
 
 
-def test_show_the_code_is_drawn_when_opened_and_stays_open_from_step_to_step(page: Page, app_url: str):
-    """A step's "Show the code" is sent only while it is open (ui/widgets.show_code): closed, the page has no code
-    block; opened, the stage's functions are shown; Next keeps it open on the next stage's code. The footer's on the
-    √d_k page opens the same way. (The server's step-through: RoPE; the element's is its own test.)"""
-    open_page(page, app_url, "/rope", "RoPE: rotary position embedding")
+def test_show_the_code_is_drawn_when_opened(page: Page, app_url: str):
+    """The footer's "Show the code" (ui/widgets.show_code) is sent only while it is open: closed, the page has no code
+    block; opened, the functions are shown. (A step's code is in the step-through element: test_browser_stepper.py.)"""
     blocks = page.get_by_test_id("stCode")
-    expect(blocks).to_have_count(0)
-    page.get_by_text("Show the code", exact=True).click()
-    expect(blocks.first).to_contain_text("def ", timeout=APP_RUN_MS)
-    wait_for_app_run(page)
-    page.get_by_role("button", name="Next ▶").click()
-    expect(page.get_by_role("combobox", name="Step", exact=True)).to_have_value(re.compile(r"^5 / 8"))
-    wait_for_app_run(page)
-    expect(blocks.first).to_contain_text("def ")
-    expect(blocks.first).to_be_visible()
-    assert_no_exception(page)
-
     open_page(page, app_url, "/why-sqrt-dk", "Why divide by √d_k?")
     expect(blocks).to_have_count(0)
     page.get_by_text("Show the code", exact=True).click()
@@ -803,7 +790,7 @@ _STYLES_DRAWN_AT = """(() => {
 STYLES_LATE_MS = 250
 
 
-@pytest.mark.parametrize("path", ["/rope"])  # formulas and charts on the server (the other step pages: the element)
+@pytest.mark.parametrize("path", ["/trained-model"])  # formulas and charts on the server (step pages: the element)
 def test_the_layout_styles_are_in_the_page_when_its_formulas_and_charts_are_drawn(browser: Browser, app_url: str,
                                                                                    path: str):
     """Drawn in the page's flow with them, not after: as a style-only ``st.html`` (Streamlit's event container) the
@@ -1043,9 +1030,8 @@ def _open_in_mode(page: Page, base_url: str, path: str, title: str, presenter: b
 
 
 @pytest.mark.parametrize(("path", "title", "widgets"), [
-    ("/rope", "RoPE: rotary position embedding", 3),  # head_dim, base, shift ... (the element's own test:
-    ("/temperature", "Temperature: how sharp is the softmax?", 2),  # tests/app/test_browser_stepper.py)
-], ids=["rope", "temperature"])
+    ("/temperature", "Temperature: how sharp is the softmax?", 2),  # (the step pages' element: its own test,
+], ids=["temperature"])  # tests/app/test_browser_stepper.py)
 def test_presenter_mode_numbers_are_at_least_22_px_on_a_1920_projector(browser: Browser, app_url: str, path: str,
                                                                         title: str, widgets: int):
     """At 1920 × 1080 in presenter mode every number in the charts (heatmap cells, axes, legends, bar values) and in
@@ -1064,37 +1050,6 @@ def test_presenter_mode_numbers_are_at_least_22_px_on_a_1920_projector(browser: 
     assert not any(small.values()), f"presenter mode, {path}: smaller than {PROJECTOR_MIN_PX} px: {small}"
     # normal mode unchanged: the heatmap's numbers and the widgets' values stay small
     assert max(normal["marks"]) < PROJECTOR_MIN_PX and max(normal["values"]) < PROJECTOR_MIN_PX, normal
-
-
-#: Where the step-through's Previous / Next row and the first chart under it stand in the window.
-_STEP_IN_VIEW = """() => {
-  const stepper = document.querySelector('.st-key-step_prev').getBoundingClientRect();
-  const charts = [...document.querySelectorAll('[data-testid="stMain"] .vega-embed')]
-      .map(e => e.getBoundingClientRect()).filter(c => c.top > stepper.top);
-  return {stepper: stepper.top, chart: charts.length ? {top: charts[0].top, bottom: charts[0].bottom} : null,
-          height: window.innerHeight};
-}"""
-
-
-@pytest.mark.parametrize(("path", "title", "whole"), [
-    ("/rope", "RoPE: rotary position embedding", False),  # the element's: test_browser_stepper.py
-])
-def test_presenter_mode_keeps_the_changed_matrix_on_the_projector_after_next(browser: Browser, app_url: str,
-                                                                           path: str, title: str, whole: bool):
-    """At 1920 × 1080 in presenter mode the first screen of a page is its settings and introduction; after Next the
-    stepper comes to the top and the stage's matrix under it is on screen (whole for a 7 × 7 heatmap beside its
-    formula; RoPE's first heatmap at least starts in the upper half)."""
-    with new_page(browser, 1920, 1080) as page:
-        _open_in_mode(page, app_url, path, title, presenter=True)
-        page.get_by_role("button", name="Next ▶").click()
-        wait_for_app_run(page)
-        page.wait_for_function("() => document.querySelector('.st-key-step_prev').getBoundingClientRect().top < 120")
-        where = page.evaluate(_STEP_IN_VIEW)
-        save_screenshot(page, f"presenter-after-next-{path.strip('/')}", width=1920)
-    assert where["stepper"] >= -2 and where["chart"] is not None, where
-    assert where["chart"]["top"] < where["height"] / 2, where
-    if whole:
-        assert where["chart"]["bottom"] <= where["height"], where
 
 
 # ---------------------------------------------------------------- A class, live (issue 38)

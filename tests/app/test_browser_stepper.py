@@ -362,3 +362,23 @@ def test_the_backward_pages_jacobian_follows_the_row_picked_and_the_cell_clicked
     assert shown(page).locator("[data-follows] tbody").inner_text() != row_2
     assert_no_exception(page)
     assert not page.js_errors and not page.outside_requests, (page.js_errors, page.outside_requests)
+
+
+def test_ropes_pair_chart_is_drawn_by_the_apps_vega_and_follows_the_cell_clicked(element_page: Page):
+    """RoPE's rotation step: under the entry, its pair before and after the rotation, a chart that Vega draws in the
+    page from the app's own copy (nothing from elsewhere) with its numbers as a table; a cell of another row moves
+    it to that row's pair (its angle φ = m θᵢ grows with the position m)."""
+    page = element_page
+    open_element(page, "/rope?rope.stage=rotate_query&entry_row=1&entry_col=0", "RoPE")
+    chart = shown(page).locator(".entry-chart")
+    expect(chart).to_have_attribute("data-drawn", "true", timeout=APP_RUN_MS)
+    expect(chart.locator(".chart svg .mark-line path")).to_have_count(2)  # the two arrows
+    expect(chart.locator(".chart-title")).to_contain_text("rotated by φ = 1.000 rad")
+    expect(chart.locator("table.matrix th[scope=row]")).to_have_text(["q before", "q' after"])
+    shown(page).locator("table.matrix").nth(1).locator('button.cell[data-row="3"][data-col="0"]').click()
+    settled(page)
+    expect(chart.locator(".chart-title")).to_contain_text("rotated by φ = 3.000 rad")
+    expect(chart).to_have_attribute("data-drawn", "true", timeout=APP_RUN_MS)
+    assert_no_exception(page)
+    assert not page.js_errors and not page.outside_requests, (page.js_errors, page.outside_requests)
+    save_screenshot(page, "stepper-rope-pair-chart", width=1280)

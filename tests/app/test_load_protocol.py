@@ -102,8 +102,8 @@ def test_a_click_inside_the_step_through_reruns_only_its_fragment(server):
     clicked, and the server answers with a run of that fragment alone. Neither reruns the router: the sidebar's
     widgets stay as they were, and a page setting redraws the step-through inside the page."""
 
-    async def visit():  # RoPE: a page on the server's step-through (the others step in the browser)
-        async with on_page(server.url, "rope") as student:
+    async def visit():  # the server's step-through: practice mode (the step pages step in the browser)
+        async with on_page(server.url, "rope", "practice=1") as student:
             stage_fragment = student.widgets["setting_rope.stage"][2]
             page_fragment = student.widgets["setting_rope.shift"][2]
             assert stage_fragment and page_fragment and stage_fragment != page_fragment

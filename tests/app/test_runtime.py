@@ -11,7 +11,7 @@ import weakref
 from pathlib import Path
 
 import pytest
-from conftest import open_app
+from conftest import open_app, settings
 
 from attention_core.experiments.image import MAX_UPLOAD_BYTES
 from ui import runtime
@@ -141,7 +141,9 @@ def test_the_router_the_page_body_and_the_step_through_fragment_each_take_the_tu
             yield
 
     monkeypatch.setattr(runtime, "one_run_at_a_time", recording)
-    at = open_app("app_pages/rope.py")  # a page on the server's step-through (the element steps in the browser)
+    at = open_app("app_pages/rope.py")
+    at.session_state["settings"] = settings(at).replace(practice=True)[0]  # the server's step-through (practice mode)
+    at.run()
     runs = len(taken)
     assert runs >= 2 and all(name != threading.main_thread().name for name in taken)  # in the script thread
     at.button(key="step_next").click().run()

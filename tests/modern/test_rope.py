@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from conftest import APP, errors
+from conftest import APP, element, element_step, errors, shown_checks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
@@ -111,6 +111,36 @@ def test_every_stage_of_the_rope_page(language):
     at.run()
     at.switch_page("app_pages/rope.py").run()
     assert step_through_every_stage(at, "rope", f"rope, {language}") == list(ROPE_PAGE.stages)
-    assert any("apply_rotary_pos_emb" in s.value for s in at.success)
+    assert any("apply_rotary_pos_emb" in line for line in shown_checks(at))
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
     assert not missing, f"shown without a translation: {sorted(missing)}"
+
+
+@pytest.mark.parametrize("stage", ["rotate_query", "rotate_key"])
+def test_the_pair_chart_comes_with_its_entry_and_shows_the_rotation_torch_computes(stage):
+    """The rotation steps draw the explained entry's pair before and after its rotation; the step-through element
+    moves the entry itself, so each entry sent comes with its chart (the Vega-Lite spec, with the arrows in its data,
+    and the table under it): the pair is q (or k) and its rotation by m θᵢ computed here with torch. (The chart
+    following a clicked cell: tests/app/test_browser_stepper.py.)"""
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("app_pages/rope.py").run()
+    element_step(at, **{"rope.stage": stage, "entry_row": 3, "entry_col": 1})
+    walk = ROPE_PAGE.walkthrough(at.session_state["settings"])
+    t = walk.trace
+    vectors = t.query if stage == "rotate_query" else t.key
+    half = t.head_dim // 2
+    charts = element(at)["stages"][stage]["charts"]
+    assert list(charts) == ["3,1,0"]  # the entry shown, with the page; the others when the element asks
+    for key, chart in charts.items():
+        row, col, _head = map(int, key.split(","))
+        i = col % half
+        before = vectors[row, [i, i + half]].double()
+        phi = row * 10000.0 ** (-2 * i / t.head_dim)
+        rotation = torch.tensor([[math.cos(phi), -math.sin(phi)], [math.sin(phi), math.cos(phi)]], dtype=torch.float64)
+        after = rotation @ before
+        tips = [value for p in chart["spec"]["data"]["values"] if p["order"] == 1 for value in (p["x"], p["y"])]
+        assert tips == pytest.approx(before.tolist() + after.tolist(), abs=1e-5)
+        assert f"φ = {phi:.3f} rad" in chart["title_html"]
+        assert chart["table"]["rows"] == ["q before" if stage == "rotate_query" else "k before",
+                                          "q' after" if stage == "rotate_query" else "k' after"]
+        assert chart["spec"]["description"].startswith("Two arrows from the origin")
