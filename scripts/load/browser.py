@@ -355,13 +355,16 @@ def _heatmap_entry_clicks(page, clicks: int, label: str, results: dict, sent: di
                        lost.setdefault(f"{label}: Next", []))
     for i in range(clicks + 1):
         paths = page.locator(".vega-embed svg g.mark-rect").first.locator("path")
-        columns = round(paths.count() ** 0.5) or 1
-        box = paths.nth(((i + 1) % columns) * columns + i % 2).bounding_box()
+        count = paths.count()
+        columns = round(count ** 0.5) or 1  # a guess for a matrix that is not square (dO: n × d_v): kept inside it
+        box = paths.nth((((i + 1) % columns) * columns + i % 2) % max(count, 1)).bounding_box()
         page.evaluate(_NOTE_CLICK)
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         timed = page.evaluate(_AFTER_CLICK, RUN_TIMEOUT_S * 1000)
         if timed == "lost":
             lost[name].append(f"cell {i}")
+            if not times:  # no click answered yet (each waited RUN_TIMEOUT_S): the cells take no click here
+                break
             continue
         times.append(timed[0] / 1000)
         counts.append(timed[1])
