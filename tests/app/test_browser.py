@@ -176,6 +176,12 @@ def open_page(page: Page, base_url: str, path: str, title: str) -> None:
     expect(page.locator("h1").filter(has_text=title)).to_be_visible(timeout=APP_RUN_MS)
     # app.py ran around the page: its sidebar (the shared worked-example picker) is there.
     expect(page.get_by_role("combobox", name="Worked example", exact=True)).to_be_visible(timeout=APP_RUN_MS)
+    if page.locator(".ae-stepper").count():  # a step page: its element asks for the entries around when the learner
+        # pauses, a run of its own; a click made as it starts can be lost with the redraw (a download, once)
+        expect(page.locator('.ae-stepper[data-ready="true"]')).to_have_count(1, timeout=APP_RUN_MS)
+        expect(page.locator(".ae-stepper[data-prefetch]")).to_have_count(0, timeout=APP_RUN_MS)
+        page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        wait_for_app_run(page)
 
 
 def assert_no_exception(page: Page) -> None:
