@@ -28,7 +28,7 @@ from attention_core.settings import EDITABLE, MAX_ABS_VALUE, Edits, Settings
 from attention_core.sources import for_students
 from attention_core.stepthrough import FLOAT_LOOP, OTHER_ROUTE, PYTORCH, TRANSFORMERS
 
-from . import builds, frames, heatmaps, presenter, state
+from . import builds, frames, presenter, state
 from .i18n import _
 
 T = TypeVar("T")
@@ -382,8 +382,8 @@ def show_code(functions: Sequence[Callable[..., Any]], *, key: str) -> None:
 
 @builds.spec
 def _vector_pair_spec(labels: tuple[str, str], cvd: bool, size: float = 1.0) -> dict:
-    """The chart of :func:`vector_pair` without its data; ``size`` times larger in presenter mode (fonts at least
-    ``presenter.MIN_FONT_PX``)."""
+    """The chart of :func:`vector_pair_chart` without its data; ``size`` times larger in presenter mode (fonts at
+    least ``presenter.MIN_FONT_PX``)."""
     scale = alt.Scale(domain=[-1.0, 1.0])  # the arrows' reach is set per call
     base = alt.Chart().encode(x=alt.X("x:Q", scale=scale, title=None), y=alt.Y("y:Q", scale=scale, title=None),
                               color=alt.Color("arrow:N", title=None, legend=alt.Legend(orient="bottom"),
@@ -403,8 +403,10 @@ def _vector_pair_spec(labels: tuple[str, str], cvd: bool, size: float = 1.0) -> 
 
 def vector_pair_chart(before: tuple[float, float], after: tuple[float, float],
                       labels: tuple[str, str]) -> tuple[dict, Any]:
-    """The Vega-Lite spec and data of :func:`vector_pair`'s chart: two arrows from the origin, on equal axes reaching
-    1.15 × the longer one; the spec describes the arrows in words (its ``description``, for a screen reader)."""
+    """Two arrows from the origin, before and after a rotation (``labels`` name them), on equal axes reaching 1.15 ×
+    the longer one: the Vega-Lite spec (built with Altair once per labels, palette and size; the axes' reach set per
+    call, on a copy) and its data. The spec describes the arrows in words (its ``description``, for a screen reader).
+    Drawn under an explained entry (``ui.stepper.EntryChart``: in the browser, or by the server in practice mode)."""
     reach = max(1e-9, *(abs(v) for v in before + after)) * 1.15
     (a, b), (x0, y0), (x1, y1) = labels, before, after
     arrows = frames.table({"arrow": [a, a, b, b], "x": [0.0, float(x0), 0.0, float(x1)],  # each from the origin
@@ -417,15 +419,3 @@ def vector_pair_chart(before: tuple[float, float], after: tuple[float, float],
                             ax=f"{before[0]:.3g}", ay=f"{before[1]:.3g}", b=labels[1], bx=f"{after[0]:.3g}",
                             by=f"{after[1]:.3g}")
     return spec, arrows
-
-
-def vector_pair(before: tuple[float, float], after: tuple[float, float], labels: tuple[str, str], title: str) -> None:
-    """Two arrows from the origin, before and after a rotation, on equal axes (a Vega-Lite chart built with Altair
-    once per labels, palette and reach; the arrows are its data).
-
-    ``labels`` name the two arrows; ``title`` goes above the chart.
-    """
-    spec, arrows = vector_pair_chart(before, after, labels)
-    st.markdown(f"**{title}**")
-    st.vega_lite_chart(arrows, heatmaps.drawable(spec, arrows), width="content")
-    heatmaps.table(np.array([before, after], dtype=float), list(labels), ["x", "y"], "vector_pair")

@@ -221,6 +221,7 @@ function loadVega(base) {
  * Vega-Lite spec (SVG; described in words for a screen reader) and its numbers as a table; empty for none. */
 async function drawChart(box, chart, data) {
   box.chart = chart;
+  delete box.dataset.drawn;
   box.view?.finalize();
   box.view = null;
   if (!chart) {
@@ -417,10 +418,7 @@ function show(view, data, position) {
     }
     const box = section.querySelector(".entry-chart");
     const chart = stage.charts?.[entryKey(position.row, position.col, position.head)] ?? null;
-    if (box.chart !== chart) {
-      delete box.dataset.drawn;
-      drawChart(box, chart, data).catch((error) => { box.textContent = String(error); });
-    }
+    if (box.chart !== chart) drawChart(box, chart, data).catch((error) => { box.textContent = String(error); });
   }
   return framed;
 }
