@@ -56,19 +56,20 @@ def target_editor(toggle_key: str, edits_name: str, build_target: Callable, colu
 
 
 def keep_stepping(page: Page, walk: Any) -> Callable[[Any], None]:
-    """For ``stepthrough.live(..., after_checks=...)`` and ``stepper.live``: on the step stage (under the element: below
-    it, folded, ``steps`` None), after its one step, "Keep stepping": how
-    many steps to take, the loss after each (a line), and P after the last step beside P after − P before, every head
-    on the multi-head page. One step of η = 0.01 moves P by ~1e-5; twenty move it visibly. ``walk.descent`` depends
-    on no setting of the step-through, so the walk-through of the last whole-page run holds it."""
+    """For ``stepper.live(..., after_checks=...)``: under the step-through element (which steps in the browser, so
+    whatever the step), folded, "Keep stepping", after the walk-through's one step: how many steps to take, the loss
+    after each (a line), and P after the last step beside P after − P before, every head on the multi-head page. One
+    step of η = 0.01 moves P by ~1e-5; twenty move it visibly. ``walk.descent`` depends on no setting of the
+    step-through, so the walk-through of the last whole-page run holds it."""
 
-    def draw(steps: Any) -> None:
-        if steps is None:  # under the step-through element, which steps in the browser: whatever the step, folded
-            with st.expander(_("Keep stepping: more steps of gradient descent, after the last step")):
+    def draw(_steps: Any) -> None:
+        # drawn only while open (a run when it opens): its three charts, drawn again on every setting changed, cost
+        # the browser more than the element's whole step did
+        box = st.expander(_("Keep stepping: more steps of gradient descent, after the last step"),
+                          key=f"keep_stepping_{page.key}", on_change="rerun")
+        if box.open:
+            with box:
                 body()
-        elif steps.stage.key == "step":
-            st.subheader(_("Keep stepping"))
-            body()
 
     def body() -> None:
         descent = walk.descent

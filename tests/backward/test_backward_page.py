@@ -274,6 +274,11 @@ def test_keep_stepping_shows_the_loss_after_each_step_and_how_far_attention_move
     # under the step-through (which steps in the browser), folded: whatever the step
     assert [e.label for e in at.expander if e.label.startswith("Keep stepping")] == [
         "Keep stepping: more steps of gradient descent, after the last step"]
+    # drawn only once opened (its charts are not sent on every setting changed while it is folded)
+    assert not [w for w in at.number_input if w.key == "setting_backward.steps"]
+    assert not [data for spec, data in charts(at) if "steps taken" in str(spec)]
+    at.session_state[f"keep_stepping_{key}"] = True  # the learner opens it: a run
+    at.run()
     at.number_input(key="setting_backward.steps").set_value(5).run()
     assert not at.exception, at.exception
     descent = build(settings(at)).descent
