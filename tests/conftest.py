@@ -214,6 +214,19 @@ def has_element(at: AppTest) -> bool:
     return any(e.proto.component_name == "attention_explorer.stepper" for e in at.get("bidi_component"))
 
 
+def element_send(at: AppTest, event: str, value: dict) -> AppTest:
+    """What the element sends the server with ``setTriggerValue(event, value)`` (a practice answer, a mask cell
+    clicked): the page's run with that trigger among its widget states, as the browser's request carries it."""
+    from streamlit.components.v2.bidi_component.main import _make_trigger_id
+
+    (found,) = [e for e in at.get("bidi_component") if e.proto.component_name == "attention_explorer.stepper"]
+    states = at._tree.get_widget_states()
+    trigger = states.widgets.add()
+    trigger.id = _make_trigger_id(found.proto.id, "events")
+    trigger.json_trigger_value = json.dumps([{"event": event, "value": value}])
+    return at._run(states)
+
+
 def element_step(at: AppTest, **changes) -> AppTest:
     """Move the step-through's position as the server does on purpose (a link, the teacher): the settings' stage /
     entry fields (``self_attention.stage=...``, ``entry_row=...``) changed, then the page's run; the element takes it

@@ -141,7 +141,7 @@ def test_every_step_of_the_trained_head_with_and_without_pad_tokens(language):
 # ---------------------------------------------------------------- every panel follows the explained entry
 
 def _builders() -> dict:
-    """Every step page that steps in a fragment (``ui.stepthrough.live``) -> its walk-through from one settings object
+    """Every step page of the step-through element (``ui.stepper.live``) -> its walk-through from one settings object
     (its declaration's ``build`` through ``Page.walkthrough``; the model pages have none)."""
     return {page.key: page.walkthrough for page in registry.PAGES if page.build is not None}
 

@@ -14,8 +14,8 @@ asks before and after it draws (``ui.state.router_stale``). The link
 is written at the end of every run of the body, and the note that the edits are too large for a link stands at its
 top.
 
-Inside the body, :func:`part` draws a part of it (a step page's step-through, ``ui.stepthrough.live``; a model page's
-heads and its open head) as a fragment of its own: a click inside the part that changed only the part's own settings
+Inside the body, :func:`part` draws a part of it (a model page's heads and its open head, whose step-through is the
+server's: ``ui.stepthrough.show``) as a fragment of its own: a click inside the part that changed only the part's own settings
 reruns the part alone, any other change the whole app.
 """
 

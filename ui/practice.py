@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 import zlib
-from typing import Optional
+from typing import Callable, Optional
 
 import streamlit as st
 
@@ -25,7 +25,7 @@ from attention_core.errors import InputError
 from attention_core.practice import Exercise
 from attention_core.stepthrough import StepThrough, explained_panel
 
-from . import class_live, state, widgets
+from . import class_live, i18n, state, widgets
 from .i18n import _
 
 _STORE = "practice_store"
@@ -56,9 +56,7 @@ def switch() -> bool:
 
 def score() -> None:
     """The session's score (under the stepper, in practice mode)."""
-    store = _store()
-    st.caption(_("Score this session: {correct} of {tried} entries right, {first} at the first try.",
-                 correct=len(store["correct"]), tried=len(store["tried"]), first=len(store["first_try"])))
+    st.caption(score_text())
 
 
 def exercise_for(steps: StepThrough, row: int, col: int, head: int) -> Optional[Exercise]:
@@ -89,10 +87,16 @@ def _remember(store: dict) -> None:
 
 
 def _check(key: tuple, exercise: Exercise, widget: str) -> None:
+    check_answer(key, exercise, st.session_state.get(widget, ""))
+
+
+def check_answer(key: tuple, exercise: Exercise, typed: str) -> None:
+    """Grade the answer ``typed`` to the entry ``key`` (:func:`entry_key`): its verdict kept for the session, the score
+    counted, the entry revealed when right; in a class, the verdict recorded (never the number typed)."""
     store = _store()
     _remember(store)
     try:
-        given = practice.parse_answer(st.session_state.get(widget, ""))
+        given = practice.parse_answer(typed)
     except InputError as error:
         store["verdicts"][key] = ("error", error)
         return
@@ -110,13 +114,18 @@ def _check(key: tuple, exercise: Exercise, widget: str) -> None:
 
 
 def _reveal(key: tuple) -> None:
+    reveal(key)
+
+
+def reveal(key: tuple) -> None:
+    """*Show the solution* of the entry ``key``: counted as tried, revealed; in a class, recorded."""
     store = _store()
     class_live.record("reveal", key[0], key[1], f"{key[2]},{key[3]},{key[4]}")
     store["tried"].add(key)
     store["revealed"].add(key)
 
 
-def _pick(steps: StepThrough, head: int) -> None:
+def pick(steps: StepThrough, head: int) -> None:
     """Choose an entry for the student: among a few random ones, one with the most known mistakes to catch."""
     store = _store()
     store["picks"] += 1
@@ -136,12 +145,24 @@ def _pick(steps: StepThrough, head: int) -> None:
     state.update(**{steps.row_field: best[0], steps.col_field: best[1]})
 
 
+def predict_key(steps: StepThrough, row: int, head: int) -> tuple[tuple, int]:
+    """What identifies the prediction asked before a softmax row is shown (the page, the stage, the row, the head and
+    the row's weights: new numbers, new prediction), and the key with the most weight there."""
+    weights = explained_panel(steps.stage.panels, head).matrix[row]
+    return ((steps.page.key, steps.stage.key, row, head,
+             zlib.crc32(repr([round(float(w), 6) for w in weights]).encode())), int(weights.argmax()))
+
+
+def predict(key: tuple, choice: int) -> None:
+    """The student's prediction ``choice`` (a key's index) for the prediction ``key`` (:func:`predict_key`)."""
+    store = _store()
+    _remember(store)
+    store["predicted"][key] = choice
+
+
 def _predict(steps: StepThrough, row: int, head: int, col_labels: list[str], row_label: str) -> bool:
     """Before a softmax is shown: which key gets the most weight in row ``row``? True once answered."""
-    target = explained_panel(steps.stage.panels, head)
-    weights = target.matrix[row]
-    top = int(weights.argmax())
-    key = (steps.page.key, steps.stage.key, row, head, zlib.crc32(repr([round(float(w), 6) for w in weights]).encode()))
+    key, top = predict_key(steps, row, head)
     store = _store()
     widget = f"practice_predict_{zlib.crc32(repr(key).encode()):08x}"
     choice = store["predicted"].get(key, st.session_state.get(widget))
@@ -170,7 +191,7 @@ def ask(steps: StepThrough, exercise: Exercise, row: int, col: int, head: int,
     key = entry_key(steps, row, col, head, exercise)
     st.subheader(_("Your turn: compute this entry"))
     st.button(_("Pick an entry for me"), key="practice_pick", icon=":material/casino:",
-              on_click=_pick, args=(steps, head))
+              on_click=pick, args=(steps, head))
     st.latex(exercise.question)
     st.markdown(_("with"))
     for line in exercise.inputs:
@@ -207,3 +228,82 @@ def verdict_line(steps: StepThrough, exercise: Exercise, row: int, col: int, hea
                    icon=":material/check_circle:")
     else:
         st.info(_("The worked solution, with the numbers in:"), icon=":material/school:")
+
+
+# ---------------------------------------------------------------- for the step-through element (ui/stepper.py)
+
+def answer_id(key: tuple) -> str:
+    """The name of an asked entry (:func:`entry_key`) or prediction (:func:`predict_key`) in what the element is sent:
+    a hash of its key."""
+    return format(zlib.crc32(repr(key).encode()), "08x")
+
+
+def exercise_data(steps: StepThrough, row: int, col: int, head: int) -> Optional[dict]:
+    """The explained entry's exercise as the element shows it (None: nothing to compute there): its name
+    (:func:`answer_id`), the question and the numbers it needs (LaTeX), and for a softmax the prediction asked
+    first (its name, its question as Markdown, the keys to choose from)."""
+    exercise = exercise_for(steps, row, col, head)
+    if exercise is None:
+        return None
+    data: dict = {"id": answer_id(entry_key(steps, row, col, head, exercise)), "question": exercise.question,
+                  "inputs": list(exercise.inputs), "predict": None}
+    if exercise.predict:
+        target = explained_panel(steps.stage.panels, head)
+        labels = [i18n.app_text(label) for label in target.col_labels]
+        key, _top = predict_key(steps, row, head)
+        data["predict"] = {
+            "id": answer_id(key), "options": labels,
+            "question": _("**Predict first:** which key gets the most weight in row {row} (**{token}**)? Click it.",
+                          row=row + 1, token=widgets.md_escape(i18n.app_text(target.row_labels[row]))),
+        }
+    return data
+
+
+def status(page: str, steps_of: Callable[[str], StepThrough]) -> dict[str, dict]:
+    """This session's answers on ``page``, by :func:`answer_id`, as Markdown for the element: an entry's verdict
+    (``error``: the message of an answer that is no number; ``correct``; ``hints``: the named mistakes, or how far
+    off), whether it is revealed, and a prediction's choice and verdict. ``steps_of(stage)``: the page's stage as its
+    numbers are now (a prediction made on other numbers is left out)."""
+    store = _store()
+    found: dict[str, dict] = {}
+    for key in store["revealed"]:
+        if key[0] == page:
+            found.setdefault(answer_id(key), {})["revealed"] = True
+    for key, (kind, verdict) in store["verdicts"].items():
+        if key[0] != page:
+            continue
+        said = found.setdefault(answer_id(key), {})
+        if kind == "error":
+            said["error"] = widgets.message_markdown(verdict.message)
+        elif verdict.correct:
+            said["correct"] = _("Correct: {value}. Here is the worked solution.", value=f"{float(key[5]):.4g}")
+        elif verdict.mistakes:
+            said["hints"] = ["**" + _(practice.MISTAKES[m.key]) + ".** " + _(m.hint) for m in verdict.mistakes]
+        else:
+            said["hints"] = [_("Not quite: your answer is {diff} away. Check each term, then try again.",
+                               diff=f"{abs(verdict.difference):.4g}")]
+    for key, choice in store["predicted"].items():
+        if key[0] != page:
+            continue
+        steps = steps_of(key[1])
+        now, top = predict_key(steps, key[2], key[3])
+        if now != key:  # made on other numbers
+            continue
+        labels = [widgets.md_escape(i18n.app_text(label)) for label in explained_panel(steps.stage.panels,
+                                                                                       key[3]).col_labels]
+        found.setdefault(answer_id(key), {})["predicted"] = choice
+        found[answer_id(key)]["verdict"] = (
+            _("Right: **{key}** gets the most weight in row {row}.", key=labels[top], row=key[2] + 1)
+            if choice == top else
+            _("Not this time: you chose **{chosen}**, but **{key}** gets the most weight in row {row} (it has the "
+              "largest score, and the softmax keeps the order).", chosen=labels[choice], key=labels[top],
+              row=key[2] + 1))
+        found[answer_id(key)]["right"] = choice == top
+    return found
+
+
+def score_text() -> str:
+    """The session's score, as the line under the stepper says it."""
+    store = _store()
+    return _("Score this session: {correct} of {tried} entries right, {first} at the first try.",
+             correct=len(store["correct"]), tried=len(store["tried"]), first=len(store["first_try"]))

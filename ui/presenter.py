@@ -61,17 +61,3 @@ def apply() -> None:
     st.button(_("Exit presenter mode"), key="presenter_exit", icon=":material/close_fullscreen:",
               on_click=state.update, kwargs={"presenter": False})
 
-
-#: Scrolls the step-through's Previous / Next row to the top of the window (Streamlit scrolls its main section, and
-#: scrollIntoView scrolls whichever box holds the element). ``{nonce}`` makes each call a new element, so it runs again.
-_TO_THE_STEPPER = """<script>/* {nonce} */
-document.querySelector('.st-key-step_prev')?.scrollIntoView({{block: 'start', behavior: 'instant'}});
-</script>"""
-
-
-def keep_the_step_in_view(nonce: int) -> None:
-    """In presenter mode, after Previous / Next (or the step picker): the stepper at the top of the projector, the
-    stage's formula and matrix under it, instead of the page's settings and introduction (at 1920 × 1080 the matrix
-    was below the fold). Our own script, no user text in it."""
-    if state.settings().presenter:
-        st.html(_TO_THE_STEPPER.format(nonce=nonce), unsafe_allow_javascript=True, width="content")

@@ -79,22 +79,30 @@ def markdown_html(text: str) -> str:
     return html
 
 
+@functools.lru_cache(maxsize=None)
+def _stops(scheme: str, reverse: bool) -> np.ndarray:
+    """A scheme's colours as an (n, 3) array of 0-255 floats, from its low end (reversed: from its high end)."""
+    stops = SCHEMES[scheme]
+    rgb = np.array([[int(stops[k + n: k + n + 2], 16) for n in (0, 2, 4)] for k in range(0, len(stops), 6)], float)
+    return rgb[::-1].copy() if reverse else rgb
+
+
+_HEX = np.array([f"{v:02x}" for v in range(256)], dtype=object)  # a byte as two hex digits
+
+
 def colours(values: np.ndarray, scheme: str, reverse: bool, low: float, high: float) -> np.ndarray:
     """The fill colour of each value on ``scheme`` over [low, high] (clamped), as "#rrggbb"; −∞ grey.
 
     Vega interpolates a continuous scheme linearly in RGB between its colours (:data:`SCHEMES`).
     """
-    stops = SCHEMES[scheme]
-    rgb = np.array([[int(stops[k + n: k + n + 2], 16) for n in (0, 2, 4)] for k in range(0, len(stops), 6)], float)
-    if reverse:
-        rgb = rgb[::-1]
+    rgb = _stops(scheme, reverse)
     finite = np.isfinite(values)
     t = np.clip((np.where(finite, values, low) - low) / ((high - low) or 1.0), 0.0, 1.0) * (len(rgb) - 1)
     lower = np.minimum(np.floor(t).astype(int), len(rgb) - 2)
     frac = (t - lower)[..., None]
-    mixed = np.rint(rgb[lower] * (1 - frac) + rgb[lower + 1] * frac).astype(int)
-    hexes = np.array([f"#{r:02x}{g:02x}{b:02x}" for r, g, b in mixed.reshape(-1, 3)], dtype=object)
-    return np.where(np.isneginf(values).ravel(), BLOCKED, hexes).reshape(values.shape)
+    mixed = _HEX[np.rint(rgb[lower] * (1 - frac) + rgb[lower + 1] * frac).astype(int)]
+    hexes = "#" + mixed[..., 0] + mixed[..., 1] + mixed[..., 2]
+    return np.where(np.isneginf(values), BLOCKED, hexes)
 
 
 def panel_data(panel: Panel, stage_title: str, explained_hint: bool) -> dict[str, Any]:
@@ -168,6 +176,20 @@ def entries(steps: StepThrough, rows: Optional[Collection[int]] = None) -> dict[
     tr = i18n.translator()
     return {f"{row},{col},{head}": steps.stage.entry(row, col, head, tr)
             for row, col, head in entry_cells(steps, rows)}
+
+
+def exercises(steps: StepThrough, rows: Optional[Collection[int]] = None) -> dict[str, Optional[dict]]:
+    """Practice mode: the exercise of each explained entry of a stage (every one, or those of ``rows``), by
+    "row,col,head" (``ui.practice.exercise_data``; None where there is nothing to compute)."""
+    return {f"{row},{col},{head}": exercise_html(practice.exercise_data(steps, row, col, head))
+            for row, col, head in entry_cells(steps, rows)}
+
+
+def exercise_html(data: Optional[dict]) -> Optional[dict]:
+    """An exercise for the element (``ui.practice.exercise_data``) with its prediction's question as HTML."""
+    if data is not None and data["predict"] is not None:
+        data["predict"]["question_html"] = markdown_html(data["predict"].pop("question"))
+    return data
 
 
 @dataclasses.dataclass(frozen=True)
@@ -284,12 +306,13 @@ def _view() -> tuple:
 
 
 def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[str, set[int]],
-            entry_chart: Optional[EntryCharts] = None) -> dict[str, Any]:
+            entry_chart: Optional[EntryCharts] = None, practising: bool = False) -> dict[str, Any]:
     """What the element is given: every stage of ``walk``, with the entries the element asked for (``loaded``: stage
     -> the rows asked for; a stage of at most :data:`ENTRIES_AT_ONCE` entries is sent whole, a larger one the rows
     asked for, ``rows_loaded``), and for the current stage the explained entry when it is not among them (the
     element asks for the rest after its paint); the labels in the interface language, the checks, the position the
-    server knows and its token.
+    server knows and its token. ``practising``: practice mode; each entry sent comes with its exercise, and the
+    session's answers on the page come along (:func:`practice_data`).
     """
     settings = state.settings()
     stage_key = settings.get(page.stage_field)
@@ -306,19 +329,28 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
             if entry_chart is not None:
                 part["charts"] = _shared((page.key, key, "charts") + view, walk,
                                          functools.partial(charts, steps, entry_chart))
+            if practising:
+                part["exercises"] = _shared((page.key, key, "exercises", view[0]), walk,
+                                            functools.partial(exercises, steps))
         elif key in loaded:
             rows = sorted(loaded[key])
             sent: dict[str, str] = {}
             drawn: dict[str, Any] = {}
+            asked: dict[str, Optional[dict]] = {}
             for row in rows:
                 sent.update(_shared((page.key, key, "entries", view[0], row), walk,
                                     functools.partial(entries, steps, (row,))))
                 if entry_chart is not None:
                     drawn.update(_shared((page.key, key, "charts", row) + view, walk,
                                          functools.partial(charts, steps, entry_chart, (row,))))
+                if practising:
+                    asked.update(_shared((page.key, key, "exercises", view[0], row), walk,
+                                         functools.partial(exercises, steps, (row,))))
             part = {**part, "entries": sent, "partial": True, "rows_loaded": rows}
             if entry_chart is not None:
                 part["charts"] = drawn
+            if practising:
+                part["exercises"] = asked
         stages[key] = part
     row, col, head = clamp_entry(first.stage, settings.get(first.row_field), settings.get(first.col_field),
                                  settings.get(first.head_field) if first.head_field else 0, first.num_heads or 1)
@@ -331,6 +363,9 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
         chart = entry_chart(first, row, col, head) if entry_chart is not None else None
         if chart is not None:
             stages[stage_key]["charts"] = {**(stages[stage_key].get("charts") or {}), shown: chart_data(chart)}
+        if practising:
+            stages[stage_key]["exercises"] = {**(stages[stage_key].get("exercises") or {}),
+                                              shown: exercise_html(practice.exercise_data(first, row, col, head))}
     check_lines = []
     for check in first.checks:
         text = widgets.check_text(check.max_abs_diff, check.matches, check.reference, check.against)
@@ -356,12 +391,46 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
         "token": state.position_token(),
         "fields": {"stage": page.stage_field, "row": first.row_field, "col": first.col_field,
                    "head": first.head_field},
+        # what a teacher's link fixed (``ui.state.locked``): the element does not move it (the server would not)
+        "locked": {part: bool(field) and field in state.locked() for part, field in (
+            ("stage", page.stage_field), ("row", first.row_field), ("col", first.col_field),
+            ("head", first.head_field))},
+        "practice": practice_data(page, walk) if practising else None,
         "report": class_live.member() is not None,
         "report_ms": REPORT_MS,
         "labels": {"previous": _("◀ Previous"), "next": _("Next ▶"), "step": _("Step"), "formula": _("Formula"),
                    "explain": _("Explain this entry"), "row": _("Row"), "column": _("Column"), "head": _("Head"),
                    "loading": _("Typesetting this step's entries…"), "code": _("Show the code"),
                    "scroll": _("scroll →")},
+    }
+
+
+def practice_data(page: Page, walk: Any) -> dict[str, Any]:
+    """Practice mode's part of what the element is sent: the session's score, its answers on this page (their
+    verdicts, what is revealed, the predictions: ``ui.practice.status``, as HTML) and the words the element shows."""
+    said = practice.status(page.key, functools.partial(page.steps, walk))
+    for entry in said.values():
+        for name in ("error", "correct", "verdict"):
+            if name in entry:
+                entry[name] = markdown_html(entry[name])
+        if "hints" in entry:
+            entry["hints"] = [markdown_html(text) for text in entry["hints"]]
+    return {
+        "score_html": markdown_html(practice.score_text()),
+        "status": said,
+        "labels": {
+            "hidden": _("This step's numbers are hidden until you answer (or ask for the solution)."),
+            "your_turn": _("Your turn: compute this entry"), "pick": _("Pick an entry for me"), "with": _("with"),
+            "answer": _("Your answer"), "check": _("Check"), "reveal": _("Show the solution"),
+            "accepted": _("Accepted: within ±0.005 or ±0.5 % of the answer, whichever is larger (so rounding to 2 "
+                          "decimals is fine)."),
+            "answer_help": widgets.number_help(),
+            "choose": _("Key with the most weight"),
+            "worked": _("The worked solution, with the numbers in:"),
+            "nothing_html": markdown_html(_(
+                "No exercise at this step: its numbers are read off or set, not calculated (or the sum is too long "
+                "to add up by hand). Look, then go on with **Next**.")),
+        },
     }
 
 
@@ -385,48 +454,35 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *, layout: str = "st
     walk-through and what each stage does (stage key -> English text marked with ``N_``); ``layout``: "beside" (a
     stage's one matrix right of its formula, where the screen is wide enough) or "stacked".
 
-    Practice mode asks each entry before it shows it and grades the answer on the server: with the practice switch
-    on, the page's step-through is the server's renderer (``ui.stepthrough.live``), as before. Under the element,
-    the page's worksheet and exports (``ui.worksheet``).
+    Practice mode (its switch above the element) asks each entry before it shows it: the element hides the stage's
+    numbers and shows the question; the answer, *Show the solution*, a prediction and *Pick an entry for me* go to
+    the server (graded by ``attention_core.practice``, recorded for the class) and come back with the page's next
+    run. Under the element, the page's worksheet and exports (``ui.worksheet``).
 
-    ``after_checks(steps)``: what the page draws after a step's checks on the server's renderer (the backward pages'
-    "Keep stepping", on their last step); under the element, which steps in the browser, it is called once with
-    ``None`` under the element and draws whatever the step is. ``entry_chart``: a chart that follows the explained
-    entry (:data:`EntryCharts`), drawn under the entry's formula by either renderer.
+    ``after_checks(steps)``: what the page draws after a step's checks; under the element, which steps in the browser,
+    it is called once with ``None`` and draws whatever the step is (the backward pages' "Keep stepping", folded).
+    ``entry_chart``: a chart that follows the explained entry (:data:`EntryCharts`), drawn under the entry's formula.
     """
-    if state.settings().get(practice.FIELD):
-        stepthrough.live(page, walk, explain, layout=layout, after_checks=after_checks,
-                         after_entry=None if entry_chart is None else functools.partial(_draw_chart, entry_chart))
-        return
     if page.opening_entry is not None:
         state.open_at_entry(dict(page.opening_entry(walk)))
-    practice.switch()
+    practising = practice.switch()
     loaded = st.session_state.setdefault(_LOADED, {}).setdefault(page.key, {})
     if not same_numbers(st.session_state.get(_WALK, {}).get(page.key), walk):  # new numbers: entries asked again
         loaded.clear()
         st.session_state.setdefault(_WALK, {})[page.key] = walk
-    data = payload(page, walk, explain, loaded, entry_chart)
+    data = payload(page, walk, explain, loaded, entry_chart, practising)
     data["layout"] = layout
+    # the element's position is the page's setting as a bound widget's is: a teacher's link can fix it
+    names = {"stage": _("Step"), "row": _("Row"), "col": _("Column"), "head": _("Head")}
+    state.bound_fields().update({field: names[part] for part, field in data["fields"].items() if field})
     _COMPONENT(key=f"stepper_{page.key}", data=data, on_need_change=functools.partial(_need, page),
                on_reached_change=functools.partial(_reached, page), on_flip_change=functools.partial(_flip, page),
-               on_reset_mask_change=functools.partial(_reset_mask, page))
+               on_reset_mask_change=functools.partial(_reset_mask, page),
+               on_answer_change=functools.partial(_answer, page), on_reveal_change=functools.partial(_reveal, page),
+               on_predict_change=functools.partial(_predict, page), on_pick_change=functools.partial(_pick, page))
     if after_checks is not None:
         after_checks(None)
     stepthrough.downloads(page, walk, page.stages)
-
-
-def _draw_chart(entry_chart: EntryCharts, steps: StepThrough) -> None:
-    """The server's renderer (practice mode): the chart of the entry the settings explain, as ``st.vega_lite_chart``,
-    with its table when the tables switch is on."""
-    settings = state.settings()
-    head = settings.get(steps.head_field) if steps.head_field else 0
-    chart = entry_chart(steps, settings.get(steps.row_field), settings.get(steps.col_field), head)
-    if chart is None:
-        return
-    st.markdown(f"**{chart.title}**")
-    st.vega_lite_chart(chart.data, heatmaps.drawable(chart.spec, chart.data), width="content")
-    heatmaps.table(chart.table.matrix, [app_text(label) for label in chart.table.row_labels],
-                   [app_text(label) for label in chart.table.col_labels], f"chart_{steps.stage.key}")
 
 
 def _need(page: Page) -> None:
@@ -476,6 +532,67 @@ def _reset_mask(page: Page) -> None:
     """The mask stage's "Reset the mask": the cells the learner flipped forgotten."""
     if _position(page, "reset_mask") is not None:
         state.reset_matrix(MASK_EDITS)
+
+
+def _asked(page: Page, name: str) -> Optional[tuple[StepThrough, int, int, int, Any, dict]]:
+    """Practice mode: the entry the element's trigger ``name`` was sent from, as (steps, row, col, head, its
+    exercise, what was sent), the settings moved there; None when it is no entry with an exercise (a forged
+    message, or the switch turned off meanwhile)."""
+    position = _position(page, name)
+    if position is None or not state.settings().get(practice.FIELD):
+        return None
+    state.update(**position, own_position=True)
+    settings = state.settings()
+    steps = page.steps(as_of(st.session_state[_WALK][page.key], settings), position[page.stage_field])
+    if steps.stage.target is None:
+        return None
+    row, col, head = clamp_entry(steps.stage, settings.get(steps.row_field), settings.get(steps.col_field),
+                                 settings.get(steps.head_field) if steps.head_field else 0, steps.num_heads or 1)
+    exercise = practice.exercise_for(steps, row, col, head)
+    if exercise is None:
+        return None
+    return steps, row, col, head, exercise, st.session_state[f"stepper_{page.key}"][name]
+
+
+def _answer(page: Page) -> None:
+    """Practice mode: the answer typed for the entry shown, graded (``ui.practice.check_answer``)."""
+    asked = _asked(page, "answer")
+    if asked is not None:
+        steps, row, col, head, exercise, sent = asked
+        typed = sent.get("text")
+        if isinstance(typed, str):  # the box takes 40 characters; a longer text (a forged one) gets the message
+            practice.check_answer(practice.entry_key(steps, row, col, head, exercise), exercise, typed)
+
+
+def _reveal(page: Page) -> None:
+    """Practice mode: *Show the solution* of the entry shown."""
+    asked = _asked(page, "reveal")
+    if asked is not None:
+        steps, row, col, head, exercise, _sent = asked
+        practice.reveal(practice.entry_key(steps, row, col, head, exercise))
+
+
+def _predict(page: Page) -> None:
+    """Practice mode, before a softmax row is shown: the key the student predicts gets the most weight."""
+    asked = _asked(page, "predict")
+    if asked is not None:
+        steps, row, _col, head, exercise, sent = asked
+        choice = sent.get("choice")
+        cols = explained_panel(steps.stage.panels, head).matrix.shape[1]
+        if exercise.predict and isinstance(choice, int) and not isinstance(choice, bool) and 0 <= choice < cols:
+            practice.predict(practice.predict_key(steps, row, head)[0], choice)
+
+
+def _pick(page: Page) -> None:
+    """Practice mode: *Pick an entry for me* (the server moves the element to it: a new position token)."""
+    position = _position(page, "pick")
+    if position is None or not state.settings().get(practice.FIELD):
+        return
+    state.update(**position, own_position=True)
+    steps = page.steps(st.session_state[_WALK][page.key], position[page.stage_field])
+    if steps.stage.exercise is not None and steps.stage.target is not None:
+        settings = state.settings()
+        practice.pick(steps, settings.get(steps.head_field) if steps.head_field else 0)
 
 
 def _position(page: Page, name: str) -> Optional[dict[str, Any]]:

@@ -18,18 +18,14 @@ import streamlit as st
 from attention_core.classroom import notebook, scripts
 from attention_core.page import Page
 from attention_core.stepthrough import (
-    COL_FIELD,
-    HEAD_FIELD,
-    ROW_FIELD,
     Check,
     Panel,
     Stage,
     StepThrough,
-    as_of,
     clamp_entry,
 )
 
-from . import class_live, heatmaps, i18n, masking, page_body, practice, presenter, state, widgets, worksheet
+from . import heatmaps, i18n, masking, practice, presenter, state, widgets, worksheet
 from .i18n import _, app_text
 
 
@@ -159,69 +155,13 @@ def _exports(page: Page, walk: Any) -> dict[str, Callable[[], str]]:
             "notebook": functools.partial(notebook.notebook_for, page, walk, i18n.translator())}
 
 
-# ---------------------------------------------------------------- the step-through as a part of the page
-
-_TITLES = "stepthrough_titles"  # the stages, in order, of the last step-through drawn (for the worksheet after it)
-_SHOWN_STAGE = "stepthrough_shown_stage"  # (page key, stage key) the step-through drew last
-_MOVES = "stepthrough_moves"  # how many times this session moved to another stage of a page (a fresh script each)
-
-
-def live(page: Page, walk: Any, explain: Mapping[str, str], *,
-         after_panels: Optional[Callable[[StepThrough], None]] = None,
-         after_entry: Optional[Callable[[StepThrough], None]] = None,
-         after_checks: Optional[Callable[[StepThrough], None]] = None, **options) -> None:
-    """A step page, wired once: its declaration and its walk-through. :func:`show` of the current stage, as a part
-    of the page's body (``ui.page_body.part``): Previous / Next, the step picker, the entry pickers, the head picker,
-    practice mode and a click on a cell rerun only the step-through, not the rest of the page (its settings, the
-    weights) nor the router and the sidebar.
-
-    The stage shown is ``page.steps(walk, <the settings' page.stage_field>)``, built again on each rerun of the part
-    with the page's walk-through of the last run of the body as of the current settings (its explained entry). A click
-    inside the step-through that changed anything else (a mask cell, which is an edit) reruns the whole app instead. A
-    session that has not chosen an entry opens at the page's ``opening_entry`` (where the default entry would explain
-    zeros). The callbacks get the StepThrough; ``options`` go to :func:`show`. The link is written on every run of the
-    part. Under it, the page's printable worksheet of every stage and its answer key, every step as Markdown, the
-    self-checking script and notebook (``attention_core.classroom.scripts``, ``notebook``, from the page's recipe) and
-    any heatmap (``ui.worksheet``).
-    """
-    if page.opening_entry is not None:
-        state.open_at_entry(dict(page.opening_entry(walk)))
-    draw = functools.partial(_draw_live, functools.partial(_current_steps, page, walk), explain, after_panels,
-                             after_entry, after_checks, options)
-    page_body.part("stepthrough", draw, fields=(page.stage_field, ROW_FIELD, COL_FIELD, HEAD_FIELD, practice.FIELD))
-    # outside the part: a click on Next does not send it again
-    downloads(page, walk, st.session_state[_TITLES])
+# ---------------------------------------------------------------- under a step-through: the downloads
 
 
 def downloads(page: Page, walk: Any, titles: Mapping[str, str]) -> None:
     """The page's worksheet and exports of every stage (``ui.worksheet``), under its step-through: ``titles``, its
     stages' titles (English, marked for translation)."""
     worksheet.downloads(page, titles, functools.partial(page.steps, walk), **_exports(page, walk))
-
-
-def _current_steps(page: Page, walk: Any) -> StepThrough:
-    """The current stage of ``walk`` as of the current settings (``attention_core.stepthrough.as_of``): on a rerun of
-    the part the explained entry may have moved since ``walk`` was built."""
-    settings = state.settings()
-    return page.steps(as_of(walk, settings), settings.get(page.stage_field))
-
-
-def _call(callback: Optional[Callable[[StepThrough], None]], steps: StepThrough) -> Optional[Callable[[], None]]:
-    return None if callback is None else functools.partial(callback, steps)
-
-
-def _draw_live(build, explain, after_panels, after_entry, after_checks, options) -> None:
-    steps = build()
-    st.session_state[_TITLES] = steps.titles
-    shown, last = (steps.page.key, steps.stage.key), st.session_state.get(_SHOWN_STAGE)
-    moved = last is not None and last[0] == shown[0] and last != shown  # another stage of the same page
-    st.session_state[_SHOWN_STAGE] = shown
-    class_live.at_step(*shown)  # in a class: the step reached
-    show(steps, explain, after_panels=_call(after_panels, steps), after_entry=_call(after_entry, steps),
-         after_checks=_call(after_checks, steps), **options)
-    if moved:  # on a projector, bring it into view
-        st.session_state[_MOVES] = st.session_state.get(_MOVES, 0) + 1
-        presenter.keep_the_step_in_view(st.session_state[_MOVES])
 
 
 def _single_panel(steps: StepThrough, panel: Panel, entry: tuple[int, int], head: int, *, legend: bool = True) -> None:

@@ -119,7 +119,33 @@ export function stagesToAsk(data, position, asked) {
 export function shownMissing(data, position) {
   const stage = data.stages[position.stage];
   if (!stage?.has_entry) return false;
-  return !(entryKey(position.row, position.col, position.head) in (stage.entries ?? {}));
+  const key = entryKey(position.row, position.col, position.head);
+  return !(key in (stage.entries ?? {})) || (Boolean(data.practice) && !(key in (stage.exercises ?? {})));
+}
+
+/** Practice mode at `position`: what the element shows of the entry. "off" (no practice), "none" (nothing to
+ * compute there), "loading" (its exercise not sent yet), "predict" (a softmax: which key gets the most weight, asked
+ * first), "ask" (the question and the answer box), "revealed" (answered right or solution shown: the numbers are
+ * back); with the exercise, its status (the server's verdicts) and the prediction's. The stage's numbers are hidden
+ * while the mode is "loading", "predict" or "ask". */
+export function practiceState(data, stage, position) {
+  if (!data.practice) return { mode: "off" };
+  if (!stage.has_entry) return { mode: "none" };
+  const key = entryKey(position.row, position.col, position.head);
+  const exercises = stage.exercises ?? {};
+  if (!(key in exercises)) return { mode: "loading" };
+  const exercise = exercises[key];
+  if (exercise === null) return { mode: "none" };
+  const status = data.practice.status[exercise.id] ?? {};
+  const predicted = exercise.predict ? data.practice.status[exercise.predict.id] ?? null : null;
+  if (status.revealed) return { mode: "revealed", exercise, status, predicted };
+  if (exercise.predict && !predicted) return { mode: "predict", exercise, status, predicted };
+  return { mode: "ask", exercise, status, predicted };
+}
+
+/** Whether practice mode hides the stage's numbers in `state` (practiceState's). */
+export function practiceHides(state) {
+  return ["loading", "predict", "ask"].includes(state.mode);
 }
 
 /** How long the element waits, after a paint that shows every number it needs, before it asks for the entries of
@@ -276,21 +302,28 @@ function followUrlWrites() {
  * keeps where the learner was. */
 const MOUNTED = new WeakMap();
 
-/** The navigation: Previous, the step picker, Next (built once per data; a step only changes its values). */
+/** `changes` of the position without what a teacher's link fixed (`locked`: stage, row, col, head). */
+export function unlocked(changes, locked) {
+  return Object.fromEntries(Object.entries(changes).filter(([part]) => !locked?.[part]));
+}
+
+/** The navigation: Previous, the step picker, Next (built once per data; a step only changes its values); all three
+ * disabled when a teacher's link fixed the step. */
 function navHtml(data) {
   const labels = data.labels;
+  const fixed = data.locked?.stage ? " disabled" : "";
   const options = data.order.map((key) =>
     `<option value="${escapeHtml(key)}">${escapeHtml(data.titles[key])}</option>`).join("");
-  return `<nav class="stepper" aria-label="${escapeHtml(labels.step)}">` +
-    `<button type="button" data-move="-1">${escapeHtml(labels.previous)}</button>` +
-    `<label class="step-pick">${escapeHtml(labels.step)}<select data-pick="stage">${options}</select></label>` +
-    `<button type="button" data-move="1">${escapeHtml(labels.next)}</button></nav>`;
+  return `<nav class="stepper${fixed ? " fixed" : ""}" aria-label="${escapeHtml(labels.step)}">` +
+    `<button type="button" data-move="-1"${fixed}>${escapeHtml(labels.previous)}</button>` +
+    `<label class="step-pick">${escapeHtml(labels.step)}<select data-pick="stage"${fixed}>${options}</select>` +
+    `</label><button type="button" data-move="1"${fixed}>${escapeHtml(labels.next)}</button></nav>`;
 }
 
 /** What a section shows besides its stage: the page's notes and checks (a section is built again when they change). */
 function notesKey(data) {
   return JSON.stringify([data.warnings_html, data.notes_html, data.checks_html, data.check_caption_html,
-    data.default_stage, data.layout]);
+    data.default_stage, data.layout, Boolean(data.practice)]);
 }
 
 /** One stage's section: what the step does, the formula, the matrices, the remarks, the explained entry's place,
@@ -307,6 +340,7 @@ function stageHtml(data, key, position) {
     `<div class="${beside ? "beside" : "stacked"}"><section class="formula" aria-label="${escapeHtml(labels.formula)}">` +
     `<h4>${escapeHtml(labels.formula)}</h4>${formulaHtml(stage.formula)}</section>` +
     `<div class="panels${stage.panels.length > 1 ? " many" : ""}">${panels}</div></div>` +
+    (data.practice ? `<div class="practice-note"></div>` : "") +
     (stage.mask ? `<div class="mask-tools"><button type="button" data-reset-mask title="${
       escapeHtml(stage.mask.reset_help)}"${stage.mask.edited ? "" : " disabled"}>${escapeHtml(stage.mask.reset)}` +
       `</button><span>${escapeHtml(stage.mask.text)}</span></div>` : "") +
@@ -315,7 +349,8 @@ function stageHtml(data, key, position) {
     data.warnings_html.map((w) => `<p class="warning" role="alert">${w}</p>`).join("") +
     data.notes_html.map((n) => `<p class="note">${n}</p>`).join("") +
     (stage.has_entry ? `<section class="entry" aria-live="polite"><h3>${escapeHtml(labels.explain)}</h3>` +
-      `<div class="pickers"></div><div class="entry-formula"></div><div class="entry-chart"></div></section>` : "") +
+      `<div class="pickers"></div>${data.practice ? `<div class="practice-ask"></div>` : ""}` +
+      `<div class="entry-formula"></div><div class="entry-chart"></div></section>` : "") +
     data.checks_html.map((c) => `<p class="check ${c.ok ? "ok" : "bad"}">${c.html}</p>`).join("") +
     (data.check_caption_html ? `<p class="details">${data.check_caption_html}</p>` : "") +
     (stage.code.length ? `<details class="code"><summary>${escapeHtml(labels.code)}</summary>` +
@@ -326,7 +361,8 @@ function stageHtml(data, key, position) {
 function pickersHtml(data, stage, position) {
   const labels = data.labels;
   const target = explainedPanel(stage, position.head);
-  const pick = (name, values, selected, field) => `<label>${escapeHtml(name)}<select data-pick="${field}">` +
+  const pick = (name, values, selected, field) => `<label>${escapeHtml(name)}<select data-pick="${field}"` +
+    `${data.locked?.[field] ? " disabled" : ""}>` +
     values.map((v, k) => `<option value="${k}"${k === selected ? " selected" : ""}>${escapeHtml(v)}</option>`).join("") +
     `</select></label>`;
   const heads = data.num_heads && stage.per_head
@@ -347,13 +383,79 @@ function markWider(section) {
   }
 }
 
+/** What the learner typed in an answer box, by the exercise's name: kept while the element redraws its box. */
+const TYPED = new Map();
+
+/** Practice mode: the line under the formula (the numbers hidden, or nothing to compute here). */
+function practiceNoteHtml(data, state) {
+  const labels = data.practice.labels;
+  if (state.mode === "none") return `<p class="note">${labels.nothing_html}</p>`;
+  if (practiceHides(state)) return `<p class="note hidden-note">${escapeHtml(labels.hidden)}</p>`;
+  return "";
+}
+
+/** Practice mode, under the entry's pickers: the question, the prediction asked first, the answer box and the
+ * verdicts; once revealed, the verdict above the worked entry. */
+function practiceAskHtml(data, state) {
+  const labels = data.practice.labels;
+  const { exercise, status, predicted } = state;
+  if (state.mode === "loading") return `<p class="loading">${escapeHtml(data.labels.loading)}</p>`;
+  if (state.mode === "revealed") {
+    return status.correct ? `<p class="verdict right">${status.correct}</p>`
+      : `<p class="note">${escapeHtml(labels.worked)}</p>`;
+  }
+  if (!exercise) return "";
+  let html = `<h3>${escapeHtml(labels.your_turn)}</h3>` +
+    `<p><button type="button" data-pick-entry>${escapeHtml(labels.pick)}</button></p>` +
+    formulaHtml([exercise.question]) + `<p>${escapeHtml(labels.with)}</p>` + formulaHtml(exercise.inputs);
+  if (exercise.predict) {
+    if (!predicted) {
+      return html + `<p>${exercise.predict.question_html}</p>` +
+        `<div class="choices" role="group" aria-label="${escapeHtml(labels.choose)}">` +
+        exercise.predict.options.map((option, k) => `<button type="button" data-predict="${k}">` +
+          `${escapeHtml(option)}</button>`).join("") + `</div>`;
+    }
+    html += `<p class="verdict ${predicted.right ? "right" : "wrong"}">${predicted.verdict}</p>`;
+  }
+  html += `<form class="answer"><label>${escapeHtml(labels.answer)} <input type="text" name="answer" ` +
+    `maxlength="40" placeholder="0.42" inputmode="decimal" autocomplete="off" ` +
+    `title="${escapeHtml(labels.answer_help)}"></label> <button type="submit" class="primary">` +
+    `${escapeHtml(labels.check)}</button></form><p class="details accepted">${escapeHtml(labels.accepted)}</p>`;
+  if (status.error) html += `<p class="error" role="alert">${status.error}</p>`;
+  if (status.hints) {
+    html += status.hints.map((hint) => `<p class="hint" role="alert">${hint}</p>`).join("") +
+      `<p><button type="button" data-reveal>${escapeHtml(labels.reveal)}</button></p>`;
+  }
+  return html;
+}
+
+/** Practice mode's parts of a section at `position`: the numbers hidden or shown, the question, the verdicts. */
+function showPractice(section, data, stage, position) {
+  const state = practiceState(data, stage, position);
+  section.classList.toggle("practice-hidden", practiceHides(state));
+  const sig = JSON.stringify([entryKey(position.row, position.col, position.head), state.mode,
+    state.exercise?.id ?? null, state.status ?? null, state.predicted ?? null]);
+  const note = section.querySelector(".practice-note");
+  const ask = section.querySelector(".practice-ask");
+  if (note.dataset.sig === sig) return;
+  note.dataset.sig = sig;
+  note.innerHTML = practiceNoteHtml(data, state);
+  if (!ask) return;
+  ask.innerHTML = practiceAskHtml(data, state);
+  const input = ask.querySelector('input[name="answer"]');
+  if (input) {
+    input.value = TYPED.get(state.exercise.id) ?? "";
+    input.oninput = () => TYPED.set(state.exercise.id, input.value);
+  }
+}
+
 /** Show the position: the stage's section (built on its first visit), the framed cell, the pickers, the entry. */
 function show(view, data, position) {
   const { root } = view;
   const nav = root.querySelector(".stepper");
   const index = data.order.indexOf(position.stage);
-  nav.querySelector('[data-move="-1"]').disabled = index === 0;
-  nav.querySelector('[data-move="1"]').disabled = index === data.order.length - 1;
+  nav.querySelector('[data-move="-1"]').disabled = index === 0 || Boolean(data.locked?.stage);
+  nav.querySelector('[data-move="1"]').disabled = index === data.order.length - 1 || Boolean(data.locked?.stage);
   nav.querySelector("select").value = position.stage;
   let section = view.sections.get(position.stage);
   if (!section) {
@@ -420,6 +522,7 @@ function show(view, data, position) {
     const chart = stage.charts?.[entryKey(position.row, position.col, position.head)] ?? null;
     if (box.chart !== chart) drawChart(box, chart, data).catch((error) => { box.textContent = String(error); });
   }
+  if (data.practice) showPractice(section, data, stage, position);
   return framed;
 }
 
@@ -484,7 +587,7 @@ export default function mount(component) {
   };
   const moveTo = (changes, focusCell = false) => {
     const d = mounted.data;
-    const next = { ...mounted.position, ...changes };
+    const next = { ...mounted.position, ...unlocked(changes, d.locked) };
     const newStage = next.stage !== mounted.position.stage;
     mounted.position = { ...next, ...clampPosition(d.stages[next.stage], next.row, next.col, next.head, d.num_heads) };
     update(focusCell);
@@ -493,7 +596,23 @@ export default function mount(component) {
     report();
   };
 
+  const send = (name, extra = {}) => {  // practice mode: to the server, from the entry shown
+    const { stage, row, col, head } = mounted.position;
+    setTriggerValue(name, { stage, row, col, head, ...extra });
+  };
+  root.onsubmit = (event) => {
+    const form = event.target.closest("form.answer");
+    if (!form) return;
+    event.preventDefault();
+    const text = form.querySelector('input[name="answer"]').value;
+    form.querySelector('button[type="submit"]').disabled = true;  // until the verdict comes back
+    send("answer", { text });
+  };
   root.onclick = (event) => {
+    const predict = event.target.closest("[data-predict]");
+    if (predict) return send("predict", { choice: Number(predict.dataset.predict) });
+    if (event.target.closest("[data-reveal]")) return send("reveal");
+    if (event.target.closest("[data-pick-entry]")) return send("pick");
     const move = event.target.closest("[data-move]");
     if (move) return moveTo({ stage: moveStage(mounted.data.order, mounted.position.stage, Number(move.dataset.move)) });
     const cell = event.target.closest("button.cell");
@@ -517,7 +636,7 @@ export default function mount(component) {
     else if (pick) moveTo({ [pick]: Number(event.target.value) });
   };
   root.onkeydown = (event) => {
-    if (event.target.tagName === "SELECT") return;  // a picker's own arrow keys
+    if (["SELECT", "INPUT"].includes(event.target.tagName)) return;  // a picker's own arrow keys, an answer's caret
     const action = keyAction(event);
     if (!action) return;
     event.preventDefault();
@@ -533,7 +652,7 @@ export default function mount(component) {
   loadKatex(data.static).then(() => {
     const nav = navHtml(data);
     if (!mounted.view || mounted.view.nav !== nav) {  // new stages or labels: everything is built again
-      root.innerHTML = nav + `<div class="stages"></div>`;
+      root.innerHTML = nav + `<p class="score" hidden></p><div class="stages"></div>`;
       mounted.view = { root, nav, sections: new Map(), shown: null };
     } else if (fresh) {  // new data: a stage's section is kept while the stage is the same (its sig)
       for (const [key, section] of mounted.view.sections) {
@@ -544,11 +663,15 @@ export default function mount(component) {
           if (mounted.view.shown === section) mounted.view.shown = null;
         } else {
           section.querySelector(".entry-formula")?.removeAttribute("data-latex");  // its entries may be new
+          section.querySelector(".practice-note")?.removeAttribute("data-sig");  // and its verdicts
           const pickers = section.querySelector(".pickers");
           if (pickers) pickers.dataset.shown = "";
         }
       }
     }
+    const score = root.querySelector(".score");
+    score.hidden = !data.practice;
+    score.innerHTML = data.practice ? data.practice.score_html : "";
     update(false);
     root.dataset.ready = "true";  // for the browser tests: typeset and wired
   }).catch((error) => { root.textContent = String(error); });

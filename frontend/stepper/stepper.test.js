@@ -13,9 +13,12 @@ import {
   keyAction,
   moveStage,
   nextPosition,
+  practiceHides,
+  practiceState,
   shownMissing,
   stagesToAsk,
   tableHtml,
+  unlocked,
   withPosition,
 } from "./stepper.js";
 
@@ -163,4 +166,37 @@ test("an aligned block is one part: its equals signs are its own lines", () => {
   const latex = "\\begin{aligned} q' &= a \\\\ &= b \\end{aligned}\\qquad \\varphi = m \\theta = 0.03";
   assert.deepEqual(equationParts(latex),
     ["\\begin{aligned} q' &= a \\\\ &= b \\end{aligned}\\qquad \\varphi", "m \\theta", "0.03"]);
+});
+
+test("practice mode: the numbers stay hidden until the entry is answered right or its solution shown", () => {
+  const stage = { has_entry: true, panels: [], entries: {}, exercises: {
+    "0,0,0": { id: "a1", question: "s = ?", inputs: [], predict: null },
+    "0,1,0": null,
+    "1,0,0": { id: "b2", question: "w = ?", inputs: [], predict: { id: "p3", options: ["x", "y"] } },
+  } };
+  const at = (row, col, status = {}) => practiceState({ practice: { status } }, stage, { row, col, head: 0 });
+  assert.equal(practiceState({ practice: null }, stage, { row: 0, col: 0, head: 0 }).mode, "off");
+  assert.equal(at(0, 0).mode, "ask");
+  assert.equal(at(0, 0, { a1: { hints: ["<b>Forgot ÷ √d_k.</b>"] } }).mode, "ask");  // a wrong answer reveals nothing
+  assert.equal(at(0, 0, { a1: { revealed: true, correct: "Correct: 1.2" } }).mode, "revealed");
+  assert.equal(at(0, 1).mode, "none");  // nothing to compute there: the numbers shown
+  assert.equal(at(1, 1).mode, "loading");  // not sent yet
+  assert.equal(at(1, 0).mode, "predict");  // a softmax: the prediction first
+  assert.equal(at(1, 0, { p3: { predicted: 1, right: true, verdict: "Right" } }).mode, "ask");
+  assert.equal(practiceState({ practice: { status: {} } }, { has_entry: false }, { row: 0, col: 0, head: 0 }).mode,
+    "none");
+  assert.deepEqual(["off", "none", "loading", "predict", "ask", "revealed"].map((mode) => practiceHides({ mode })),
+    [false, false, true, true, true, false]);
+});
+
+test("practice mode asks at once for an exercise not sent with its entry", () => {
+  const stage = { has_entry: true, entries: { "0,0,0": "s" }, exercises: {} };
+  const practising = { practice: { status: {} }, stages: { scores: stage } };
+  assert.equal(shownMissing(practising, { stage: "scores", row: 0, col: 0, head: 0 }), true);
+  assert.equal(shownMissing({ ...practising, practice: null }, { stage: "scores", row: 0, col: 0, head: 0 }), false);
+});
+
+test("what a teacher's link fixed does not move", () => {
+  assert.deepEqual(unlocked({ stage: "weights", row: 2 }, { stage: true, row: false }), { row: 2 });
+  assert.deepEqual(unlocked({ stage: "weights" }, undefined), { stage: "weights" });
 });

@@ -59,8 +59,6 @@ from load.single import one_student
 #: a prediction first: a click on a pill, not a number).
 PAGE = "self-attention"
 STAGES = ("query", "key", "value", "scores", "scaled_scores", "output")
-ANSWER = "practice_answer_"  # the answer box's key prefix (ui/practice.py)
-REVEAL = "practice_reveal"  # "Show the solution": drawn under a graded wrong answer
 START = "class_start"  # the sidebar's "Start a class" (ui/class_live.py)
 ENV_URL, ENV_DATA = "ATTENTION_EXPLORER_CLASS_STORE", "ATTENTION_EXPLORER_DATA"
 FLOOR_CLICKS = 30  # the one-widget app's timed changes
@@ -114,6 +112,23 @@ async def _tick_until(student: Student, deadline: float, times: list[float],
             spans.append((began, time.monotonic()))
 
 
+def answer(student: Student, text: str):
+    """The step-through element's Check with ``text`` typed, at the entry it shows (its WidgetState and fragment id:
+    the element sends the answer to the server, which grades it and records it for the class)."""
+    position = student.element_data()["position"]
+    return student.element_send("answer", {**position, "text": text})
+
+
+def graded(student: Student) -> bool:
+    """Whether the element was sent a graded wrong answer at the entry it shows (a named mistake, or how far off:
+    *Show the solution* under it)."""
+    data = student.element_data()
+    position = data["position"]
+    exercise = (data["stages"][position["stage"]].get("exercises") or {}).get(
+        f"{position['row']},{position['col']},{position['head']}")
+    return bool(exercise and data["practice"]["status"].get(exercise["id"], {}).get("hints"))
+
+
 def answer_text(index: int, n: int) -> str:
     """A student's n-th typed answer: a number far from any entry of the page's example (so always wrong, and
     graded: the hint and *Show the solution* follow), different each time."""
@@ -139,12 +154,12 @@ async def _answerer(url: str, index: int, code: str, args: argparse.Namespace, s
                 break
             n += 1
             began = time.monotonic()
-            elapsed = await student.change(*student.submit(ANSWER, answer_text(index, n)))
+            elapsed = await student.change(*answer(student, answer_text(index, n)))
             side.answer_spans.append((began, time.monotonic()))
             side.answers.append(elapsed)
             side.by_round.setdefault(round_, []).append(elapsed)
             side.sent += 1
-            side.graded += REVEAL in student.widgets
+            side.graded += graded(student)
     except Exception as error:  # noqa: BLE001 - a failed session is a result, not a crash of the benchmark
         side.failed.append(f"{name} ({stage}): {type(error).__name__}: {error}")
     finally:
@@ -206,7 +221,7 @@ async def warm_up(url: str) -> float:
     try:
         for stage in STAGES:
             await student.open_page(PAGE, _link(stage, code))
-            await student.change(*student.submit(ANSWER, answer_text(0, 0)))
+            await student.change(*answer(student, answer_text(0, 0)))
     finally:
         await student.close()
     teacher = Student(url, "warm-up-teacher")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import sys
 import time
 import urllib.request
@@ -23,6 +24,8 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from load.server import ROOT
+
+STEPPER = "attention_explorer.stepper"  # the step-through element's component name (ui/stepper.py)
 
 RUN_TIMEOUT_S = 90.0  # one script run; the first visit to the trained model loads it (seconds)
 FINISHED = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
@@ -86,6 +89,8 @@ class Student:
         self.progress: list[str] = []  # the text of every st.progress this session was sent, in order
         self.last_progress: Optional[str] = None  # the st.progress text of the last finished run (None: none drawn)
         self.metrics: dict[str, str] = {}  # st.metric label -> value, as last drawn (the teacher's class page)
+        # component name -> (proto, fragment id) of the Components v2 elements the last run drew (the step-through)
+        self.elements: dict[str, tuple[object, str]] = {}
         # The URL's query string the browser sends with each rerun: a link's at first, then what the app writes there
         # (page_info_changed). Only kept when the student opened a link (open_page's ``query``); else "" as before.
         self.query = ""
@@ -185,6 +190,9 @@ class Student:
                     self.metrics[element.metric.label] = element.metric.body
                 elif etype == "heading":
                     self.run_headings.append(element.heading.body)
+                elif etype == "bidi_component":
+                    self.elements[element.bidi_component.component_name] = (element.bidi_component,
+                                                                            msg.delta.fragment_id)
                 elif etype in ("number_input", "selectbox", "button", "text_input", "checkbox"):
                     proto = getattr(element, etype)
                     key = proto.id.split("-", 2)[-1]
@@ -223,6 +231,7 @@ class Student:
         string (``a=1&b=2``), sent as the browser sends it, and followed from then on."""
         if query:
             self.query = query
+        self.elements = {}
         start = time.perf_counter()
         await self.send_rerun(page, list(self.states.values()))
         await self.finish_run()
@@ -339,6 +348,21 @@ class Student:
                 raise LookupError(f"form {proto.form_id!r} has no submit button on page {self.page!r}")
         raise LookupError(f"no text input {prefix!r}... in a form on page {self.page!r} (it has {sorted(self.widgets)})")
 
+    def element_data(self, name: str = STEPPER) -> dict:
+        """What the last run gave the Components v2 element ``name`` (the step-through's walk-through)."""
+        return json.loads(self.elements[name][0].json)
+
+    def element_send(self, event: str, value: object, name: str = STEPPER):
+        """The WidgetState of the element ``name`` calling ``setTriggerValue(event, value)`` in the browser (a
+        practice answer, a step reached) and its fragment id: the element's trigger widget, as Streamlit's frontend
+        sends it (a JSON list of {event, value})."""
+        from streamlit.components.v2.bidi_component.main import _make_trigger_id
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        proto, fragment_id = self.elements[name]
+        return WidgetState(id=_make_trigger_id(proto.id, "events"),
+                           json_trigger_value=json.dumps([{"event": event, "value": value}])), fragment_id
+
     async def change(self, state, fragment_id: str = "", drop: bool = False) -> float:
         """Send one widget's new state (``state``, a WidgetState; or a list of them sent in the same rerun, like a
         form's submission, :meth:`submit`) and wait for the rerun; seconds."""
@@ -354,7 +378,7 @@ class Student:
         await self.finish_run(fragment=bool(fragment_id))
         self.last_fragment = bool(fragment_id)
         for one in new:
-            if one.WhichOneof("value") != "trigger_value":
+            if one.WhichOneof("value") not in ("trigger_value", "json_trigger_value"):  # a trigger is sent once
                 self.states[one.id] = one
         return time.perf_counter() - start
 

@@ -356,18 +356,6 @@ def assert_no_label_is_cut(page: Page) -> None:
     assert not page.evaluate(CUT_LABELS_JS), page.evaluate(CUT_LABELS_JS)
 
 
-def test_next_reruns_only_the_step_through_and_the_link_follows(page: Page, app_url: str):
-    """Next is inside the step-through's st.fragment (the server's renderer: practice mode, on RoPE): the stage moves,
-    the link holds it, the page around stays."""
-    open_page(page, app_url, "/rope?practice=1", "RoPE: rotary position embedding")
-    page.get_by_role("button", name="Next ▶").click()
-    expect(page.get_by_role("combobox", name="Step", exact=True)).to_have_value(re.compile(r"^5 / 8"))  # from 4 / 8
-    wait_for_app_run(page)
-    expect(page).to_have_url(re.compile(r"rope\.stage=rotate_key"))
-    expect(page.get_by_role("combobox", name="Worked example", exact=True)).to_be_visible()  # the sidebar stayed
-    assert_no_exception(page)
-
-
 def test_a_page_setting_reruns_the_page_body_and_what_it_no_longer_draws_is_gone(page: Page, app_url: str):
     """The page's own settings are inside the page's body, an st.fragment (ui/page_body.py): num_kv_heads = 3 does
     not divide h = 4, so the body shows the message and stops before the step-through, and the step-through drawn
@@ -627,7 +615,7 @@ def test_practice_names_a_mistake_then_reveals_the_step_and_the_worksheet_downlo
     answer.fill(f"{exercise.answer:.2f}")
     page.get_by_role("button", name="Check").click()
     expect(page.get_by_text(re.compile(r"Correct: "))).to_be_visible(timeout=APP_RUN_MS)
-    expect(page.locator(".vega-embed").filter(visible=True).first).to_be_visible()  # the step's heatmap is back
+    expect(page.locator(".ae-stepper .stage:not([hidden]) table.matrix").first).to_be_visible()  # its numbers back
     assert_no_exception(page)
     save_screenshot(page, "practice-correct")
 

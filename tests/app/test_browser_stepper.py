@@ -382,3 +382,46 @@ def test_ropes_pair_chart_is_drawn_by_the_apps_vega_and_follows_the_cell_clicked
     assert_no_exception(page)
     assert not page.js_errors and not page.outside_requests, (page.js_errors, page.outside_requests)
     save_screenshot(page, "stepper-rope-pair-chart", width=1280)
+
+
+def test_practice_mode_steps_in_the_browser_and_only_an_answer_goes_to_the_server(element_page: Page):
+    """Practice mode in the element: a step with an exercise hides its matrices and asks its entry; Previous and Next
+    over stages already sent send nothing (the link follows); Check sends the answer, the named mistake comes back
+    with what was typed still in the box; the right answer brings the numbers and the worked entry back."""
+    from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
+    from attention_core.settings import Settings
+
+    exercise = self_attention_steps(build_walkthrough(Settings()), "scaled_scores").stage.exercise(1, 3, 0)
+    forgot = next(m for m in exercise.mistakes if m.key == "no_scale")
+    page = element_page
+    open_element(page, "/self-attention?practice=1&stage=scaled_scores&entry_row=1&entry_col=3")
+    expect(shown(page).get_by_text("This step's numbers are hidden until you answer")).to_be_visible()
+    expect(shown(page).locator(".panels")).to_be_hidden()
+    expect(shown(page).locator(".practice-ask .katex").first).to_be_visible()  # the question, typeset
+
+    before = page.evaluate("window.__sent")
+    page.get_by_role("button", name="◀ Previous").click()
+    assert step_title(page).startswith("5 / 8")
+    expect(shown(page).get_by_role("textbox", name="Your answer")).to_be_visible()  # scores: asked too
+    assert query(page)["self_attention.stage"] == "scores", page.url
+    page.get_by_role("button", name="Next ▶").click()
+    assert step_title(page).startswith("6 / 8")
+    assert page.evaluate(AFTER_THE_PAINT) == before, "Previous / Next in practice mode sent a message"
+
+    box = shown(page).get_by_role("textbox", name="Your answer")
+    box.fill(f"{forgot.value:.3f}")
+    shown(page).get_by_role("button", name="Check").click()
+    expect(shown(page).locator(".hint").filter(has_text="Forgot ÷ √d_k")).to_be_visible(timeout=APP_RUN_MS)
+    assert page.evaluate("window.__sent") > before, "the answer went to the server"
+    expect(shown(page).get_by_role("textbox", name="Your answer")).to_have_value(f"{forgot.value:.3f}")
+    expect(shown(page).locator(".panels")).to_be_hidden()  # a wrong answer reveals nothing
+    shown(page).get_by_role("textbox", name="Your answer").fill(f"{exercise.answer:.2f}")
+    shown(page).get_by_role("textbox", name="Your answer").press("Enter")
+    expect(shown(page).locator(".verdict.right").filter(has_text="Correct: ")).to_be_visible(timeout=APP_RUN_MS)
+    expect(shown(page).locator(".panels table.matrix")).to_be_visible()
+    expect(shown(page).locator(".entry-formula .katex")).to_be_visible()  # the worked entry
+    expect(page.locator(".ae-stepper .score")).to_have_text(
+        "Score this session: 1 of 1 entries right, 0 at the first try.")
+    save_screenshot(page, "element-practice-correct")
+    assert_no_exception(page)
+    assert not page.js_errors and not page.outside_requests, (page.js_errors, page.outside_requests)

@@ -99,9 +99,9 @@ def test_every_replica_has_the_store_in_its_environment_never_on_its_command_lin
     assert store.dialect == "postgresql" and store.version() >= 1  # the hall created the schema before the replicas
 
 
-def _box(student) -> str:
-    (box,) = [key for key in student.widgets if key.startswith("practice_answer_")]
-    return box
+def _answer(student, text: str):
+    """The step-through element's Check with ``text`` typed at the entry it shows (the element's trigger)."""
+    return student.element_send("answer", {**student.element_data()["position"], "text": text})
 
 
 def _seat(student) -> str:
@@ -147,7 +147,7 @@ def test_a_class_keeps_every_answer_but_the_last_unflushed_ones_when_a_replica_i
                                 _outcome(exercise, text))
                 answers[student.name].append(answer)
                 try:
-                    await student.change(*student.submit(_box(student), text))
+                    await student.change(*_answer(student, text))
                 except SessionClosed:  # the replica went away with this run: recorded or not, we cannot know
                     tries.append(await reconnect(student))
                     continue

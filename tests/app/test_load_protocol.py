@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import json
 import sys
 import time
 from pathlib import Path
@@ -97,23 +98,24 @@ def test_a_burst_of_a_class_with_students_leaving_mid_run(server):
 
 
 def test_a_click_inside_the_step_through_reruns_only_its_fragment(server):
-    """The stage picker is drawn inside the step-through's st.fragment, and the page's own settings inside the page's
-    body, a fragment around it (ui/page_body.py): the browser (and the Student) sends the fragment id of the widget
-    clicked, and the server answers with a run of that fragment alone. Neither reruns the router: the sidebar's
-    widgets stay as they were, and a page setting redraws the step-through inside the page."""
+    """The server's step-through (the model pages': the step pages step in the browser) is drawn inside a part of the
+    page's body, a fragment of its own (ui/page_body.py; on the modern LM page the open head inside the heads' part):
+    the browser (and the Student) sends the fragment id of the widget clicked, and the server answers with a run of
+    that fragment alone. Neither reruns the router: the sidebar's widgets stay as they were, and a click in the outer
+    part (another layer) draws the step-through again inside it."""
 
-    async def visit():  # the server's step-through: practice mode (the step pages step in the browser)
-        async with on_page(server.url, "rope", "practice=1") as student:
-            stage_fragment = student.widgets["setting_rope.stage"][2]
-            page_fragment = student.widgets["setting_rope.shift"][2]
-            assert stage_fragment and page_fragment and stage_fragment != page_fragment
+    async def visit():
+        async with on_page(server.url, "modern-lm") as student:
+            stage_fragment = student.widgets["setting_modern_lm.stage"][2]
+            heads_fragment = student.widgets["setting_modern_lm.layer"][2]
+            assert stage_fragment and heads_fragment and stage_fragment != heads_fragment
             assert not student.widgets["setting_preset"][2]  # the sidebar: the router's, in no fragment
-            await student.interact(("setting_rope.stage",))
+            await student.interact(("setting_modern_lm.stage",))
             inside, inside_messages = student.last_fragment, student.run_messages
-            await student.interact(("setting_rope.shift",))
+            await student.interact(("setting_modern_lm.layer",))
             outside, outside_messages = student.last_fragment, student.run_messages
-            assert "setting_rope.shift" in student.widgets and "setting_preset" in student.widgets
-            assert "setting_rope.stage" in student.widgets  # drawn again inside the page's body
+            assert "setting_modern_lm.layer" in student.widgets and "setting_preset" in student.widgets
+            assert "setting_modern_lm.stage" in student.widgets  # drawn again inside the heads' part
         return inside, outside, inside_messages < outside_messages, student.exceptions
 
     assert asyncio.run(visit()) == (True, True, True, [])
@@ -327,10 +329,10 @@ def class_server(tmp_path_factory):
     srv.stop()
 
 
-def test_a_form_is_submitted_in_one_rerun_and_the_class_records_every_answer(class_server):
+def test_an_answer_is_one_rerun_and_the_class_records_every_answer(class_server):
     """The scenario's protocol: Start a class in the sidebar gives the teacher's link; a student's practice link
-    with the class arms the banner's timer (10 s); typing a number and clicking Check is one rerun of the step-through
-    fragment that grades it (Show the solution appears); the teacher's page arms its refresh timer (ui.class_dashboard.REFRESH_S) and its
+    with the class arms the banner's timer (10 s); typing a number and clicking Check in the step-through element is
+    one rerun (the element's trigger) that grades it (the hint comes back in the element's data); the teacher's page arms its refresh timer (ui.class_dashboard.REFRESH_S) and its
     rerun shows the answers; the store holds exactly the answers sent."""
     server, url = class_server
 
@@ -342,14 +344,15 @@ def test_a_form_is_submitted_in_one_rerun_and_the_class_records_every_answer(cla
             await student.connect()
             await student.open_page(live.PAGE, live._link("scores", code))
             banner = sorted(interval for interval, _armed in student.auto_reruns.values())
-            states, fragment_id = student.submit(live.ANSWER, live.answer_text(0, 1))
-            assert [s.WhichOneof("value") for s in states] == ["string_value", "trigger_value"]
-            assert fragment_id and states[1].id.split("-", 2)[-1].startswith("FormSubmitter:")
+            state, fragment_id = live.answer(student, live.answer_text(0, 1))
+            assert state.WhichOneof("value") == "json_trigger_value" and fragment_id  # the element's trigger: a run of
+            # the page's body, where the element is drawn (a fragment: ui/page_body.py), not of the router
+            assert json.loads(state.json_trigger_value)[0]["value"]["stage"] == "scores"
             sent = 0
             for n in range(1, 4):
-                await student.change(*student.submit(live.ANSWER, live.answer_text(0, n)))
+                await student.change(*live.answer(student, live.answer_text(0, n)))
                 sent += 1
-                assert student.last_fragment and live.REVEAL in student.widgets  # graded: the hint, the solution
+                assert live.graded(student)  # graded: the hint (and Show the solution) sent back with the run
             await student.tick(next(iter(student.auto_reruns)))  # the banner's timer fires
             await teacher.connect()
             await teacher.open_page(live.your_class_path(), f"class={code}&teacher={key}")

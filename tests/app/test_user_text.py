@@ -8,7 +8,7 @@ and LaTeX payloads, and links carry them in names and values; no rendered source
 from __future__ import annotations
 
 import pytest
-from conftest import APP, open_app, page_paths, settings, shown
+from conftest import APP, element, open_app, page_paths, settings, shown
 from streamlit.testing.v1 import AppTest
 
 PAGES = page_paths()
@@ -23,10 +23,10 @@ def rendered_sources(at: AppTest) -> list[str]:
                                   "subheader") for e in getattr(at, kind)]
     for kind in ("button", "number_input", "toggle", "selectbox", "text_input", "text_area", "radio", "checkbox",
                  "select_slider", "slider", "multiselect", "expander", "tabs", "button_group"):
-        for element in getattr(at, kind):
-            texts += [str(getattr(element, "label", "") or ""), str(getattr(element, "help", "") or "")]
+        for widget in getattr(at, kind):
+            texts += [str(getattr(widget, "label", "") or ""), str(getattr(widget, "help", "") or "")]
             if kind in ("radio", "button_group"):
-                texts += [str(option) for option in element.options]
+                texts += [str(option) for option in widget.options]
     return texts
 
 
@@ -100,8 +100,13 @@ def test_a_link_s_warnings_quote_a_short_prefix_and_group_unknown_names():
 def test_the_predict_pills_show_the_tokens_as_typed():
     at = open_with({"preset": "custom", "sentence": PAYLOAD_SENTENCE, "practice": "1", "stage": "weights"},
                    "app_pages/self_attention.py")
-    (pills,) = [p for p in at.button_group if p.key and p.key.startswith("practice_predict_")]
-    assert any("x" in option for option in pills.options)
+    data = element(at)
+    position = data["position"]
+    exercise = data["stages"]["weights"]["exercises"][f"{position['row']},{position['col']},{position['head']}"]
+    options = exercise["predict"]["options"]  # the element writes them as text (escaped: tests/app/test_frontend)
+    assert any("**x**" in option for option in options), options
+    question = exercise["predict"]["question_html"]  # "Predict first" and the row's token in bold, nothing else
+    assert question.count("<strong>") == 2 and "<em>" not in question, question
     assert not unescaped(at), unescaped(at)
 
 
