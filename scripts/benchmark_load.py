@@ -98,6 +98,7 @@ from typing import Optional
 from benchmark_against import run_browser_against, run_class_against, run_single_against
 from load.browser import BROWSER_PAGES, run_browser
 from load.class_live import run_class_live
+from load.class_steps import run_class_steps
 from load.classroom import run_class
 from load.long import LONG_PAGES, run_long
 from load.profile import add_arguments, run_profile
@@ -160,6 +161,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="class-live: the Check's p95 in a class at most this times alone's")
     parser.add_argument("--teacher-budget-ms", type=float, default=200.0,
                         help="class-live: the teacher's dashboard refresh p95 under this")
+    parser.add_argument("--in-class", action="store_true",
+                        help="class-steps: the students join a class (the element reports the step reached)")
     parser.add_argument("--class-store", choices=("sqlite", "postgresql"), default="sqlite",
                         help="class-live: the temporary class store of the server started here")
     parser.add_argument("--class-store-url",
@@ -186,8 +189,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error("bounded load: 1-300 students, duration up to 900 s, 1-200 clicks, a watch share of 0-1, "
                      "1-5000 words, 1-20 opens, 1-4 rounds, 0-50 profiled browser clicks, a throttle of 1-20")
     runners = {"single": run_single, "class": run_class, "browser": run_browser, "training": run_training,
-               "long": run_long, "class-live": run_class_live, "profile": run_profile}
-    scenarios = args.scenarios or ["single", "class", "browser"]  # training, long, class-live, profile: not by default
+               "long": run_long, "class-live": run_class_live, "class-steps": run_class_steps, "profile": run_profile}
+    scenarios = args.scenarios or ["single", "class", "browser"]  # training, long, class-live, class-steps, profile:
+    # not by default
     unknown = set(scenarios) - set(runners)
     if unknown:
         parser.error(f"unknown scenario(s) {sorted(unknown)}: choose from {', '.join(runners)}")

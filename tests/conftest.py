@@ -214,12 +214,13 @@ def has_element(at: AppTest) -> bool:
     return any(e.proto.component_name == "attention_explorer.stepper" for e in at.get("bidi_component"))
 
 
-def element_send(at: AppTest, event: str, value: dict) -> AppTest:
-    """What the element sends the server with ``setTriggerValue(event, value)`` (a practice answer, a mask cell
-    clicked): the page's run with that trigger among its widget states, as the browser's request carries it."""
+def element_send(at: AppTest, event: str, value: dict, name: str = "attention_explorer.stepper") -> AppTest:
+    """What the element ``name`` sends the server with ``setTriggerValue(event, value)`` (a practice answer, a mask
+    cell clicked; the class's reporter: the step reached): the page's run with that trigger among its widget states,
+    as the browser's request carries it."""
     from streamlit.components.v2.bidi_component.main import _make_trigger_id
 
-    (found,) = [e for e in at.get("bidi_component") if e.proto.component_name == "attention_explorer.stepper"]
+    (found,) = [e for e in at.get("bidi_component") if e.proto.component_name == name]
     states = at._tree.get_widget_states()
     trigger = states.widgets.add()
     trigger.id = _make_trigger_id(found.proto.id, "events")

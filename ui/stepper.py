@@ -444,6 +444,17 @@ _COMPONENT = st.components.v2.component(
     isolate_styles=False,  # in the page's DOM: KaTeX's style sheet (loaded once into the page's head) applies
 )
 
+#: In a class: the element's report of the step reached goes through this small element of its own, drawn in a fragment
+#: of its own, so that a report reruns that fragment alone (the step-through element, in the page's body, would rerun
+#: the body: its settings, its walk-through, the element's data). The step-through element hands it the position with
+#: a DOM event ("ae-reached"); it sends it as its trigger "reached".
+_REPORTER = st.components.v2.component(
+    "attention_explorer.reporter",
+    html="",
+    js=(FRONTEND / "reporter.js").read_text(),
+    isolate_styles=False,
+)
+
 _LOADED = "stepper_loaded"  # {page key: {stage: the rows whose entries this session's element asked for}}
 _WALK = "stepper_walk"  # {page key: the walk-through those entries are of}
 
@@ -476,13 +487,21 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *, layout: str = "st
     names = {"stage": _("Step"), "row": _("Row"), "col": _("Column"), "head": _("Head")}
     state.bound_fields().update({field: names[part] for part, field in data["fields"].items() if field})
     _COMPONENT(key=f"stepper_{page.key}", data=data, on_need_change=functools.partial(_need, page),
-               on_reached_change=functools.partial(_reached, page), on_flip_change=functools.partial(_flip, page),
+               on_flip_change=functools.partial(_flip, page),
                on_reset_mask_change=functools.partial(_reset_mask, page),
                on_answer_change=functools.partial(_answer, page), on_reveal_change=functools.partial(_reveal, page),
                on_predict_change=functools.partial(_predict, page), on_pick_change=functools.partial(_pick, page))
+    if data["report"]:
+        _reporter(page)
     if after_checks is not None:
         after_checks(None)
     stepthrough.downloads(page, walk, page.stages)
+
+
+@st.fragment
+def _reporter(page: Page) -> None:
+    """In a class: the element that sends the step reached (see :data:`_REPORTER`), in a fragment of its own."""
+    _REPORTER(key=f"reporter_{page.key}", data=None, on_reached_change=functools.partial(_reached, page))
 
 
 def _need(page: Page) -> None:
@@ -506,7 +525,7 @@ def _need(page: Page) -> None:
 
 def _reached(page: Page) -> None:
     """In a class: the step the element reached (stage, row, column), into the settings and the class view."""
-    position = _position(page, "reached")
+    position = _position(page, "reached", f"reporter_{page.key}")
     if position is not None:
         state.update(**position, own_position=True)
         class_live.at_step(page.key, position[page.stage_field])
@@ -595,11 +614,12 @@ def _pick(page: Page) -> None:
         practice.pick(steps, settings.get(steps.head_field) if steps.head_field else 0)
 
 
-def _position(page: Page, name: str) -> Optional[dict[str, Any]]:
+def _position(page: Page, name: str, key: str = "") -> Optional[dict[str, Any]]:
     """The position the element sent with its trigger ``name``, as settings changes (the page's stage field and its
     step-through's row, column and head fields), or None when it is no position of this page (whatever a forged
-    message may hold: only a known stage and whole numbers are taken)."""
-    result = st.session_state.get(f"stepper_{page.key}")
+    message may hold: only a known stage and whole numbers are taken). ``key``: the element's (the step-through's
+    unless said)."""
+    result = st.session_state.get(key or f"stepper_{page.key}")
     sent = result.get(name) if result is not None else None
     if not isinstance(sent, dict) or sent.get("stage") not in page.stages:
         return None

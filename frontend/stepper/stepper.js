@@ -3,7 +3,8 @@
 // Previous, the step picker, a cell, the row / column / head pickers and the arrow keys repaint here, with no
 // server rerun; the position goes into the page's link (history.replaceState) so that a reload or a shared link
 // opens it. What needs the server goes there after the paint: a stage's entries the first time it is shown
-// (when the page sent only the current stage's), and in a class the step reached, at most once every few seconds.
+// (when the page sent only the current stage's), and in a class the step reached, at most once every few seconds
+// (handed to reporter.js, which sends it from a fragment of its own).
 //
 // Loaded by Streamlit's Components v2 (ui/stepper.py passes this file's text as the component's js): its default
 // export is called with {data, parentElement, setTriggerValue} on every script run that draws the element. The pure
@@ -541,7 +542,6 @@ export default function mount(component) {
   mounted.data = data;
   mounted.position = nextPosition(data, mounted.position);
   if (fresh) mounted.asked = new Set();  // new data: a stage it sent in part is asked for again
-  let lastReport = 0;
 
   const writeLink = () => {
     const href = withPosition(window.location.href, mounted.data.fields, mounted.position);
@@ -559,11 +559,11 @@ export default function mount(component) {
   const report = () => {  // in a class: where the learner is, at most once every few seconds
     if (!data.report) return;
     clearTimeout(mounted.reportTimer);
-    const wait = Math.max(0, lastReport + data.report_ms - Date.now());
+    const wait = Math.max(0, (mounted.lastReport ?? 0) + data.report_ms - Date.now());
     mounted.reportTimer = setTimeout(() => {
-      lastReport = Date.now();
+      mounted.lastReport = Date.now();  // kept across the script's runs (a new mount each)
       const { stage, row, col, head } = mounted.position;
-      setTriggerValue("reached", { stage, row, col, head });
+      window.dispatchEvent(new CustomEvent("ae-reached", { detail: { stage, row, col, head } }));  // reporter.js sends it
     }, wait);
   };
   const update = (focusCell) => {

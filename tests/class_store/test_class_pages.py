@@ -41,6 +41,9 @@ def start_class(language: str = "en") -> AppTest:
     return at
 
 
+REPORTER = "attention_explorer.reporter"  # ui/stepper.py: the class's reporter of the step reached
+
+
 def student(code: str, *, path: str = SELF_ATTENTION, **params) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params["class"] = code
@@ -118,6 +121,25 @@ def test_a_teacher_sees_the_class_answers_and_its_named_mistakes(url):
     start, end = over_time["encoding"]["x"]["scale"]["domain"]
     now = int(time.time() // 60)
     assert (now - 1) * 60_000 <= end <= (now + 1) * 60_000 and end - start >= charts.MIN_MINUTES * 60_000
+
+
+def test_the_step_reached_is_reported_by_the_classs_reporter_and_only_in_a_class(url):
+    """The step-through element steps in the browser; in a class it hands the step reached to a small element of its
+    own (drawn in a fragment of its own, so that a report reruns only that): its trigger moves the seat's step for the
+    teacher's page. Outside a class there is no reporter."""
+    alone = AppTest.from_file(APP, default_timeout=120).run()
+    alone.switch_page(SELF_ATTENTION).run()
+    assert not [e for e in alone.get("bidi_component") if e.proto.component_name == REPORTER]
+    code = start_class().session_state["class_member"].code
+    at = student(code)
+    element_send(at, "reached", {"stage": "weights", "row": 1, "col": 2, "head": 0}, name=REPORTER)
+    assert not at.exception, at.exception
+    assert at.session_state["settings"].get("self_attention.stage") == "weights"
+    assert (at.session_state["settings"].entry_row, at.session_state["settings"].entry_col) == (1, 2)
+    element_send(at, "reached", {"stage": "nope", "row": 1}, name=REPORTER)  # forged: nothing moves
+    assert at.session_state["settings"].get("self_attention.stage") == "weights"
+    assert writer(url).flush()
+    assert ("self_attention", "weights", 1) in Store(url).dashboard(code).here
 
 
 def test_the_answers_over_time_axis_ends_now_or_at_the_classs_end():
