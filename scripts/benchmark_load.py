@@ -8,6 +8,7 @@
     .venv/bin/python scripts/benchmark_load.py long                 # the model pages on a 512-token text
     .venv/bin/python scripts/benchmark_load.py long --page trained-model --clicks 20
     .venv/bin/python scripts/benchmark_load.py class-live --rounds 2    # a class, live: its cost (issue 38)
+    .venv/bin/python scripts/benchmark_load.py class-steps --students 100 --against f642324 [--in-class]
     .venv/bin/python scripts/benchmark_load.py class --url http://127.0.0.1:8080 --students 100 \\
         --p95-budget-ms 500 --pid-file /tmp/lecture-hall/replica-1.pid --pid-file ...   # through a proxy
 
@@ -72,6 +73,12 @@ Scenarios:
   teacher's page refreshes every 2.5 s; the Check's p95 in a class against alone (budget <= 1.1 x), the teacher's
   refresh (p95 < 200 ms), and every answer sent found in the class store (a temporary one: SQLite, or
   ``--class-store postgresql``).
+
+- ``class-steps`` (not in the default run; scripts/load/class_steps.py): ``--students`` students step through the step
+  pages (Next every ~``--interval`` s for ``--duration`` s; ``--in-class``: in a class). With the step-through element
+  a step is the browser's: the students send what the element sends (the entries of a stage not yet sent, the step
+  reached in a class); before it, each step was a script run. The server's CPU seconds per minute, beside
+  ``--against REF``'s (budget: at most a third).
 
 Widgets drawn inside an ``st.fragment`` (the step-through's stepper, step picker and entry pickers)
 are changed as the browser changes them: the rerun request names the fragment, and only it reruns.

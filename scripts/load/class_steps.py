@@ -14,7 +14,8 @@ How a step reaches the server depends on the version:
 - the step-through element: a step is the browser's; the server hears of it only as the element (frontend/stepper/
   stepper.js) tells it: a stage whose entries were not sent is asked for after the paint (the "need" of that stage
   and its neighbours, once per stage: askFor / stagesToAsk), and in a class the step reached, at most once every
-  ``REPORT_MS`` (its "reached"). This module does what the element does, over Streamlit's protocol.
+  ``REPORT_MS`` (the "reached" of the class's reporter, in a fragment of its own). This module does what the element
+  does, over Streamlit's protocol.
 
 Measured, per version: the server process's CPU seconds over the stepping window, per minute; the script runs the
 steps caused and their latency (send -> script_finished); exceptions. With ``--against REF`` both versions run in one
@@ -40,8 +41,10 @@ from load.server import ROOT, Server, cpu_seconds
 
 #: The step pages the students spread over (URL paths present before and after the element).
 PAGES = ("self-attention", "causal", "dropout", "multi-head", "cross-attention", "backward", "rope", "gqa")
-#: As the element: how often, at most, it reports the step reached in a class (ms; ui/stepper.py REPORT_MS).
+#: As the element: how often, at most, it reports the step reached in a class (ui/stepper.py REPORT_MS, in s), and the
+#: small element that sends the report from a fragment of its own.
 REPORT_S = 4.0
+REPORTER = "attention_explorer.reporter"
 
 
 @dataclass
@@ -102,13 +105,13 @@ class Stepper:
                                if etype == "selectbox" and key.startswith("setting_") and key.endswith(".stage"))
             self.index = 0
 
-    async def _send(self, event: str, value: dict, side: Side) -> None:
-        """What the element sends (a trigger: one script run), and the new data of that run, as the element takes it
-        (the server's position only when it moved it on purpose: a new token)."""
-        state, fragment = self.student.element_send(event, value)
+    async def _send(self, event: str, value: dict, side: Side, name: str = STEPPER) -> None:
+        """What the element ``name`` sends (a trigger: one script run), and the new data of that run, as the element
+        takes it (the server's position only when it moved it on purpose: a new token)."""
+        state, fragment = self.student.element_send(event, value, name)
         side.latency.append(await self.student.change(state, fragment))
         side.runs += 1
-        self.data = self.student.element_data()
+        self.data = self.student.element_data() if STEPPER in self.student.elements else self.data
         self.asked = set()  # new data: asked again only what is still missing
         if self.data["token"] != self.token:
             self.position, self.token = dict(self.data["position"]), self.data["token"]
@@ -143,7 +146,7 @@ class Stepper:
         """In a class: the step reached, when its timer fires."""
         self.report_due = None
         self.last_report = time.monotonic()
-        await self._send("reached", self._where(), side)
+        await self._send("reached", self._where(), side, REPORTER)
 
 
 async def _student(url: str, index: int, query: str, args: argparse.Namespace, side: Side, start: float,

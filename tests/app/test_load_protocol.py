@@ -392,6 +392,22 @@ def test_the_class_live_scenario_runs_end_to_end(capsys):
     assert "exceptions: 0   failed sessions: 0" in out
 
 
+def test_the_class_steps_scenario_asks_as_the_element_does_and_reports_in_a_class(capsys):
+    """A class stepping through the step pages (2 students, 4 s, budgets out of the way): each student's element asks
+    for the stages around it as stepper.js does, and in a class reports the step reached through the class's
+    reporter; the runs it caused are counted, with no failed session and no exception."""
+    import argparse
+    import re
+
+    from load.class_steps import run_class_steps
+
+    args = argparse.Namespace(students=2, duration=4.0, interval=0.5, seed=0, rounds=1, against=None, in_class=True)
+    assert run_class_steps(args) is True
+    out = capsys.readouterr().out
+    row = re.search(r"^this\s+([\d.]+)\s+(\d+)\s+(\d+)\s+[\d.]+\s+\d+ / \d+\s+\d+\s+0\s+0$", out, re.M)
+    assert row and int(row[2]) >= 2 and int(row[3]) >= 1, out  # steps taken; runs: the entries asked, the reports
+
+
 # ---------------------------------------------------------------- another version beside this one, and the profile
 
 
