@@ -100,6 +100,9 @@ def test_presenter_mode_draws_the_charts_with_numbers_of_at_least_22_px(page):
 
     def specs(params):
         at = open_link(params, page)
+        if "backward" in page:  # its charts are Keep stepping's, drawn once it is opened
+            at.session_state["keep_stepping_backward"] = True
+            at.run()
         return [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
 
     normal, large = specs({}), specs({"presenter": "1"})
