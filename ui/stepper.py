@@ -46,13 +46,15 @@ from attention_core.masking.user_mask import MASK_EDITS
 from attention_core.page import Page
 from attention_core.stepthrough import Panel, StepThrough, as_of, clamp_entry, explained_panel
 
-from . import class_live, heatmaps, i18n, practice, state, stepthrough, widgets
+from . import class_live, heatmaps, i18n, page_body, practice, state, stepthrough, widgets
 from .i18n import _, app_text
 
 FRONTEND = Path(__file__).resolve().parent.parent / "frontend" / "stepper"
 
-#: In a class, the most often the element reports the step reached (one script run each), in milliseconds.
-REPORT_MS = 4000
+#: In a class, the most often the element reports the step reached (one script run each: ~10 ms of the server's CPU),
+#: in milliseconds; it reports only a step other than the one the server last heard of (a request for entries carries
+#: the step too). 100 students stepping every ~3 s: scripts/load/class_steps.py.
+REPORT_MS = 10_000
 
 #: Vega's continuous colour schemes, as its charts (and so the heatmaps) draw them: the colours Vega interpolates
 #: between, evenly spaced from the low end (vega-scale's scheme table, as bundled by Streamlit's frontend).
@@ -476,6 +478,18 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *, layout: str = "st
     """
     if page.opening_entry is not None:
         state.open_at_entry(dict(page.opening_entry(walk)))
+    first = page.steps(walk, state.settings().get(page.stage_field))
+    fields = tuple(f for f in (page.stage_field, first.row_field, first.col_field, first.head_field, practice.FIELD) if f)
+    # a part of the page's body (a fragment of its own): what the element sends (its requests for entries, an answer)
+    # reruns the part alone, not the page's settings around it; an edit (a mask cell) reruns the whole app
+    page_body.part("stepper", functools.partial(_draw, page, walk, explain, layout, entry_chart), fields=fields)
+    if after_checks is not None:
+        after_checks(None)
+    stepthrough.downloads(page, walk, page.stages)
+
+
+def _draw(page: Page, walk: Any, explain: Mapping[str, str], layout: str, entry_chart: Optional[EntryCharts]) -> None:
+    """The practice switch, the element and (in a class) its reporter: :func:`live`'s part."""
     practising = practice.switch()
     loaded = st.session_state.setdefault(_LOADED, {}).setdefault(page.key, {})
     if not same_numbers(st.session_state.get(_WALK, {}).get(page.key), walk):  # new numbers: entries asked again
@@ -493,9 +507,6 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *, layout: str = "st
                on_predict_change=functools.partial(_predict, page), on_pick_change=functools.partial(_pick, page))
     if data["report"]:
         _reporter(page)
-    if after_checks is not None:
-        after_checks(None)
-    stepthrough.downloads(page, walk, page.stages)
 
 
 @st.fragment
@@ -521,6 +532,7 @@ def _need(page: Page) -> None:
             for key in stages:
                 rows.setdefault(key, set()).add(row)
         state.update(**position, own_position=True)
+        class_live.at_step(page.key, position[page.stage_field])  # in a class: the step reached comes with it
 
 
 def _reached(page: Page) -> None:

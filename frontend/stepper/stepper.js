@@ -450,6 +450,39 @@ function showPractice(section, data, stage, position) {
   }
 }
 
+/** A stage's section, built (hidden) and kept. */
+function buildSection(view, data, key, position) {
+  const section = document.createElement("div");
+  section.className = "stage";
+  section.hidden = true;
+  section.dataset.stage = key;
+  section.dataset.sig = data.stages[key].sig;
+  section.dataset.notes = notesKey(data);
+  section.innerHTML = stageHtml(data, key, position);
+  view.root.querySelector(".stages").appendChild(section);
+  view.sections.set(key, section);
+  return section;
+}
+
+/** In the browser's idle time after a paint: the sections of the stages before and after the one shown, built and
+ * hidden, and their entry at the same place typeset, so that Next and Previous only show them (on a slow laptop a
+ * section's first build is most of a step's time). */
+function prebuild(view, data, position) {
+  const index = data.order.indexOf(position.stage);
+  for (const key of [data.order[index + 1], data.order[index - 1]]) {
+    if (key === undefined || !view.root.isConnected) continue;
+    if (!view.sections.has(key)) buildSection(view, data, key, position);
+    const latex = data.stages[key].entries?.[entryKey(position.row, position.col, position.head)];
+    if (latex !== undefined) typeset(latex);
+  }
+}
+
+/** Run `work` when the browser is idle (within a second), or soon where it cannot say; cancelled by the next call. */
+function whenIdle(mounted, work) {
+  if (mounted.idle) (globalThis.cancelIdleCallback ?? clearTimeout)(mounted.idle);
+  mounted.idle = globalThis.requestIdleCallback ? requestIdleCallback(work, { timeout: 1000 }) : setTimeout(work, 50);
+}
+
 /** Show the position: the stage's section (built on its first visit), the framed cell, the pickers, the entry. */
 function show(view, data, position) {
   const { root } = view;
@@ -458,17 +491,7 @@ function show(view, data, position) {
   nav.querySelector('[data-move="-1"]').disabled = index === 0 || Boolean(data.locked?.stage);
   nav.querySelector('[data-move="1"]').disabled = index === data.order.length - 1 || Boolean(data.locked?.stage);
   nav.querySelector("select").value = position.stage;
-  let section = view.sections.get(position.stage);
-  if (!section) {
-    section = document.createElement("div");
-    section.className = "stage";
-    section.dataset.stage = position.stage;
-    section.dataset.sig = data.stages[position.stage].sig;
-    section.dataset.notes = notesKey(data);
-    section.innerHTML = stageHtml(data, position.stage, position);
-    root.querySelector(".stages").appendChild(section);
-    view.sections.set(position.stage, section);
-  }
+  const section = view.sections.get(position.stage) ?? buildSection(view, data, position.stage, position);
   if (view.shown !== section) {
     if (view.shown) view.shown.hidden = true;
     section.hidden = false;
@@ -556,18 +579,24 @@ export default function mount(component) {
   followUrlWrites();
   const path = window.location.pathname;  // another page's URL is not this element's to write
   LINK.owner = () => { if (root.isConnected && window.location.pathname === path) writeLink(); };
-  const report = () => {  // in a class: where the learner is, at most once every few seconds
+  const report = () => {  // in a class: the step reached, when the server has not heard of it, at most every few s
     if (!data.report) return;
     clearTimeout(mounted.reportTimer);
     const wait = Math.max(0, (mounted.lastReport ?? 0) + data.report_ms - Date.now());
     mounted.reportTimer = setTimeout(() => {
-      mounted.lastReport = Date.now();  // kept across the script's runs (a new mount each)
       const { stage, row, col, head } = mounted.position;
+      if (stage === mounted.reported) return;  // a request for entries brought it (or nothing moved)
+      mounted.lastReport = Date.now();  // kept across the script's runs (a new mount each)
+      mounted.reported = stage;
       window.dispatchEvent(new CustomEvent("ae-reached", { detail: { stage, row, col, head } }));  // reporter.js sends it
     }, wait);
   };
   const update = (focusCell) => {
     const framed = show(mounted.view, mounted.data, mounted.position);
+    const { view, data: shownData, position } = mounted;
+    whenIdle(mounted, () => {
+      if (mounted.view === view && mounted.data === shownData) prebuild(view, shownData, position);
+    });
     writeLink();
     if (focusCell && framed) framed.focus();
     // the entries of this stage and its neighbours (a large stage's: this row's), once per data: asked after the
@@ -583,6 +612,7 @@ export default function mount(component) {
     if (!wanted.length || !root.isConnected || window.location.pathname !== path) return;
     for (const key of wanted) mounted.asked.add(askFor(mounted.data.stages[key], { ...mounted.position, stage: key }));
     const { stage: key, row, col, head } = mounted.position;
+    mounted.reported = key;  // the server hears of the step with the request
     setTriggerValue("need", { stage: key, row, col, head, stages: wanted });
   };
   const moveTo = (changes, focusCell = false) => {
@@ -675,5 +705,9 @@ export default function mount(component) {
     update(false);
     root.dataset.ready = "true";  // for the browser tests: typeset and wired
   }).catch((error) => { root.textContent = String(error); });
-  return () => { clearTimeout(mounted.reportTimer); clearTimeout(mounted.needTimer); };
+  return () => {
+    clearTimeout(mounted.reportTimer);
+    clearTimeout(mounted.needTimer);
+    if (mounted.idle) (globalThis.cancelIdleCallback ?? clearTimeout)(mounted.idle);
+  };
 }

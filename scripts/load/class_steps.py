@@ -41,9 +41,7 @@ from load.server import ROOT, Server, cpu_seconds
 
 #: The step pages the students spread over (URL paths present before and after the element).
 PAGES = ("self-attention", "causal", "dropout", "multi-head", "cross-attention", "backward", "rope", "gqa")
-#: As the element: how often, at most, it reports the step reached in a class (ui/stepper.py REPORT_MS, in s), and the
-#: small element that sends the report from a fragment of its own.
-REPORT_S = 4.0
+#: The small element that sends the step reached from a fragment of its own (how often: the element's report_ms).
 REPORTER = "attention_explorer.reporter"
 
 
@@ -96,7 +94,9 @@ class Stepper:
         self.asked: set[str] = set()
         self.last_report = 0.0
         self.report_due: Optional[float] = None
+        self.reported = ""  # the stage the server last heard of
         if self.element:
+            self.report_s = student.element_data().get("report_ms", 4000) / 1000
             self.data = student.element_data()
             self.position = dict(self.data["position"])
             self.token = self.data["token"]
@@ -122,6 +122,7 @@ class Stepper:
         if wanted:
             for key in wanted:
                 self.asked.add(ask_for(self.data["stages"][key], {**self.position, "stage": key}))
+            self.reported = self.position["stage"]
             await self._send("need", {**self._where(), "stages": wanted}, side)
 
     def _where(self) -> dict:
@@ -140,13 +141,15 @@ class Stepper:
         self.position["stage"] = order[(order.index(self.position["stage"]) + 1) % len(order)]
         await self.after_paint(side)
         if in_class and self.report_due is None:
-            self.report_due = max(time.monotonic(), self.last_report + REPORT_S)
+            self.report_due = max(time.monotonic(), self.last_report + self.report_s)
 
     async def report(self, side: Side) -> None:
         """In a class: the step reached, when its timer fires."""
         self.report_due = None
-        self.last_report = time.monotonic()
-        await self._send("reached", self._where(), side, REPORTER)
+        if self.position["stage"] == self.reported:  # the server heard of it (a request for entries brought it)
+            return
+        self.last_report, self.reported = time.monotonic(), self.position["stage"]
+        await self._send("reached", self._where(), side, REPORTER if REPORTER in self.student.elements else STEPPER)
 
 
 async def _student(url: str, index: int, query: str, args: argparse.Namespace, side: Side, start: float,

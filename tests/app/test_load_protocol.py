@@ -345,8 +345,10 @@ def test_an_answer_is_one_rerun_and_the_class_records_every_answer(class_server)
             await student.open_page(live.PAGE, live._link("scores", code))
             banner = sorted(interval for interval, _armed in student.auto_reruns.values())
             state, fragment_id = live.answer(student, live.answer_text(0, 1))
-            assert state.WhichOneof("value") == "json_trigger_value" and fragment_id  # the element's trigger: a run of
-            # the page's body, where the element is drawn (a fragment: ui/page_body.py), not of the router
+            # the element's trigger: a run of the part of the page's body the element is drawn in (a fragment of its
+            # own: ui/page_body.py part), not of the body around it (its settings) nor of the router
+            assert state.WhichOneof("value") == "json_trigger_value" and fragment_id
+            assert fragment_id != student.widgets["setting_d_k"][2] != ""
             assert json.loads(state.json_trigger_value)[0]["value"]["stage"] == "scores"
             sent = 0
             for n in range(1, 4):
