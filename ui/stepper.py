@@ -1,6 +1,6 @@
 """The step-through element: a step page's whole walk-through in one Streamlit Components v2 element that steps in
-the browser (issue 61). Beside the renderer of ``ui.stepthrough`` (which reruns the server on every step); the pages
-move over one at a time.
+the browser (issue 61), on every step page (the model pages' 512-token walk-throughs stay on ``ui.stepthrough``'s
+renderer, which reruns the server on every step).
 
 The element is given, once per change of the settings, every stage of the page's walk-through as
 ``attention_core`` builds it (the step-through protocol, ``attention_core.stepthrough``): each stage's formula (LaTeX
@@ -13,8 +13,11 @@ stage shown and of its two neighbours when the learner pauses after the paint (`
 changed setting is one script run), so that Next and Previous find theirs there (one round trip, no page redraw:
 every entry of every stage is 0.65-1.3 s of sympy at the defaults, one stage's ~0.05-0.4 s); a stage of more than
 :data:`ENTRIES_AT_ONCE` (12 tokens: up to 192, seconds of sympy) a row at a time, the row of the cell shown
-(``scripts/benchmark_stepper.py`` measures both). In a class, the step reached, at most once every few seconds
-(:data:`REPORT_MS`). The position (stage, row, column, head) is the element's: it writes it into the page's link
+(``scripts/benchmark_stepper.py`` measures both). Practice mode: an answer, a prediction, *Show the solution* and
+*Pick an entry for me* (graded by ``attention_core.practice``, ``ui.practice``; the element hides the numbers of an
+entry not answered yet). In a class, the step reached, when the server has not heard of it, at most every
+:data:`REPORT_MS` (through the class's reporter, :data:`_REPORTER`). The element is drawn in a part of the page's
+body (``ui.page_body.part``): what it sends reruns that part, not the page's settings around it. The position (stage, row, column, head) is the element's: it writes it into the page's link
 itself, keeps it when a setting changes, and takes the server's only when the server moved it on purpose (a link,
 the teacher, a reset: :func:`ui.state.position_token`).
 
