@@ -165,9 +165,9 @@ def explain_sinks(walk: SinksWalkthrough, stage: str, row: int, col: int, tr: Tr
         return text.replace("\\alpha", "w").replace("a'", "s")  # the helper's α and a′ are this page's w and s
     if stage == "nothing":
         column = walk.value[: row + 1, col].tolist()
-        terms = [factor(v) for v in column]
+        terms = [factor(v) for v in column]  # \big, not \left … \right: a line break inside \left … \right is lost
         return ("\\begin{aligned} " + f"o_{{{i},{c}}} &= \\frac{{1}}{{{i}}} \\textstyle\\sum_{{j \\leq {i}}} v_{{j,{c}}}"
-                f" = \\frac{{1}}{{{i}}} \\left({terms_lines(terms)}\\right) \\\\ &= {number(value)} \\end{{aligned}}")
+                f" = \\frac{{1}}{{{i}}} \\big({terms_lines(terms)}\\big) \\\\ &= {number(value)} \\end{{aligned}}")
     if stage == "sink_weights":
         b = walk.sink_logit
         scores = walk.scores[row].tolist()

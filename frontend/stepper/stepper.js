@@ -373,7 +373,10 @@ function pickersHtml(data, stage, position) {
 }
 
 /** A matrix wider than its box (a phone) scrolls sideways: its panel says so under it ("scroll →"). */
-function markWider(section) {
+function markWider(section, width) {
+  // measured once per width of the element: each measure is a layout forced twice (its caption's width reset, set)
+  if (width !== undefined && section.dataset.measuredAt === String(width)) return;
+  if (width !== undefined) section.dataset.measuredAt = String(width);
   for (const box of section.querySelectorAll(".matrix-scroll")) {
     const caption = box.querySelector("caption");
     if (caption) caption.style.width = "";  // measured at the table's own width
@@ -496,7 +499,7 @@ function show(view, data, position) {
     if (view.shown) view.shown.hidden = true;
     section.hidden = false;
     view.shown = section;
-    markWider(section);
+    markWider(section, view.width);
   }
   const stage = data.stages[position.stage];
   for (const box of section.querySelectorAll("[data-follows]")) {  // a panel that follows the entry: its row's
@@ -676,14 +679,21 @@ export default function mount(component) {
   };
 
   if (!mounted.resize && typeof ResizeObserver !== "undefined") {
-    mounted.resize = new ResizeObserver(() => { if (mounted.view?.shown) markWider(mounted.view.shown); });
+    mounted.resize = new ResizeObserver((entries) => {  // the element's width (not its height: a step's own)
+      const width = Math.round(entries[entries.length - 1].contentRect.width);
+      if (width === mounted.width) return;
+      mounted.width = width;
+      if (!mounted.view) return;
+      mounted.view.width = width;
+      if (mounted.view.shown) markWider(mounted.view.shown, width);
+    });
     mounted.resize.observe(root);
   }
   loadKatex(data.static).then(() => {
     const nav = navHtml(data);
     if (!mounted.view || mounted.view.nav !== nav) {  // new stages or labels: everything is built again
       root.innerHTML = nav + `<p class="score" hidden></p><div class="stages"></div>`;
-      mounted.view = { root, nav, sections: new Map(), shown: null };
+      mounted.view = { root, nav, sections: new Map(), shown: null, width: mounted.width };
     } else if (fresh) {  // new data: a stage's section is kept while the stage is the same (its sig)
       for (const [key, section] of mounted.view.sections) {
         if (!data.stages[key] || section.dataset.sig !== data.stages[key].sig
