@@ -160,6 +160,34 @@ def predict(key: tuple, choice: int) -> None:
     store["predicted"][key] = choice
 
 
+def predict_question(row: int, row_label: str) -> str:
+    """The prediction asked before a softmax row is shown (Markdown; ``row_label`` as typed, escaped here)."""
+    return _("**Predict first:** which key gets the most weight in row {row} (**{token}**)? Click it.",
+             row=row + 1, token=widgets.md_escape(row_label))
+
+
+def prediction_verdict(choice: int, top: int, col_labels: list[str], row: int) -> str:
+    """Whether the key predicted (``choice``) is the one with the most weight (``top``), as Markdown."""
+    if choice == top:
+        return _("Right: **{key}** gets the most weight in row {row}.", key=widgets.md_escape(col_labels[top]),
+                 row=row + 1)
+    return _("Not this time: you chose **{chosen}**, but **{key}** gets the most weight in row {row} (it has the "
+             "largest score, and the softmax keeps the order).", chosen=widgets.md_escape(col_labels[choice]),
+             key=widgets.md_escape(col_labels[top]), row=row + 1)
+
+
+def hints(verdict: practice.Grade) -> list[str]:
+    """A wrong answer's hints (Markdown): each named mistake, or how far off it is."""
+    if verdict.mistakes:
+        return ["**" + _(practice.MISTAKES[m.key]) + ".** " + _(m.hint) for m in verdict.mistakes]
+    return [_("Not quite: your answer is {diff} away. Check each term, then try again.",
+              diff=f"{abs(verdict.difference):.4g}")]
+
+
+def correct_text(answer: float) -> str:
+    return _("Correct: {value}. Here is the worked solution.", value=f"{answer:.4g}")
+
+
 def _predict(steps: StepThrough, row: int, head: int, col_labels: list[str], row_label: str) -> bool:
     """Before a softmax is shown: which key gets the most weight in row ``row``? True once answered."""
     key, top = predict_key(steps, row, head)
@@ -167,21 +195,16 @@ def _predict(steps: StepThrough, row: int, head: int, col_labels: list[str], row
     widget = f"practice_predict_{zlib.crc32(repr(key).encode()):08x}"
     choice = store["predicted"].get(key, st.session_state.get(widget))
     if choice is None:
-        st.markdown(_("**Predict first:** which key gets the most weight in row {row} (**{token}**)? Click it.",
-                      row=row + 1, token=widgets.md_escape(row_label)))
+        st.markdown(predict_question(row, row_label))
         shown = [widgets.md_escape(label) for label in col_labels]  # st.pills renders its options as Markdown
         st.pills(_("Key with the most weight"), options=list(range(len(col_labels))),
                  format_func=shown.__getitem__, key=widget, label_visibility="collapsed")
         return False
     store["predicted"][key] = choice
     if choice == top:
-        st.success(_("Right: **{key}** gets the most weight in row {row}.", key=widgets.md_escape(col_labels[top]),
-                     row=row + 1), icon=":material/check_circle:")
+        st.success(prediction_verdict(choice, top, col_labels, row), icon=":material/check_circle:")
     else:
-        st.warning(_("Not this time: you chose **{chosen}**, but **{key}** gets the most weight in row {row} (it has "
-                     "the largest score, and the softmax keeps the order).",
-                     chosen=widgets.md_escape(col_labels[choice]), key=widgets.md_escape(col_labels[top]),
-                     row=row + 1), icon=":material/lightbulb:")
+        st.warning(prediction_verdict(choice, top, col_labels, row), icon=":material/lightbulb:")
     return True
 
 
@@ -209,13 +232,8 @@ def ask(steps: StepThrough, exercise: Exercise, row: int, col: int, head: int,
     if kind == "error":
         widgets.show_error(verdict)
     elif kind == "graded" and not verdict.correct:
-        if verdict.mistakes:
-            for mistake in verdict.mistakes:
-                st.warning("**" + _(practice.MISTAKES[mistake.key]) + ".** " + _(mistake.hint),
-                           icon=":material/lightbulb:")
-        else:
-            st.warning(_("Not quite: your answer is {diff} away. Check each term, then try again.",
-                         diff=f"{abs(verdict.difference):.4g}"), icon=":material/replay:")
+        for hint in hints(verdict):
+            st.warning(hint, icon=":material/lightbulb:" if verdict.mistakes else ":material/replay:")
         st.button(_("Show the solution"), key="practice_reveal", on_click=_reveal, args=(key,))
 
 
@@ -224,8 +242,7 @@ def verdict_line(steps: StepThrough, exercise: Exercise, row: int, col: int, hea
     key = entry_key(steps, row, col, head, exercise)
     kind, verdict = _store()["verdicts"].get(key, (None, None))
     if kind == "graded" and verdict.correct:
-        st.success(_("Correct: {value}. Here is the worked solution.", value=f"{exercise.answer:.4g}"),
-                   icon=":material/check_circle:")
+        st.success(correct_text(exercise.answer), icon=":material/check_circle:")
     else:
         st.info(_("The worked solution, with the numbers in:"), icon=":material/school:")
 
@@ -253,8 +270,7 @@ def exercise_data(steps: StepThrough, row: int, col: int, head: int) -> Optional
         key, _top = predict_key(steps, row, head)
         data["predict"] = {
             "id": answer_id(key), "options": labels,
-            "question": _("**Predict first:** which key gets the most weight in row {row} (**{token}**)? Click it.",
-                          row=row + 1, token=widgets.md_escape(i18n.app_text(target.row_labels[row]))),
+            "question": predict_question(row, i18n.app_text(target.row_labels[row])),
         }
     return data
 
@@ -276,12 +292,9 @@ def status(page: str, steps_of: Callable[[str], StepThrough]) -> dict[str, dict]
         if kind == "error":
             said["error"] = widgets.message_markdown(verdict.message)
         elif verdict.correct:
-            said["correct"] = _("Correct: {value}. Here is the worked solution.", value=f"{float(key[5]):.4g}")
-        elif verdict.mistakes:
-            said["hints"] = ["**" + _(practice.MISTAKES[m.key]) + ".** " + _(m.hint) for m in verdict.mistakes]
+            said["correct"] = correct_text(float(key[5]))
         else:
-            said["hints"] = [_("Not quite: your answer is {diff} away. Check each term, then try again.",
-                               diff=f"{abs(verdict.difference):.4g}")]
+            said["hints"] = hints(verdict)
     for key, choice in store["predicted"].items():
         if key[0] != page:
             continue
@@ -289,16 +302,9 @@ def status(page: str, steps_of: Callable[[str], StepThrough]) -> dict[str, dict]
         now, top = predict_key(steps, key[2], key[3])
         if now != key:  # made on other numbers
             continue
-        labels = [widgets.md_escape(i18n.app_text(label)) for label in explained_panel(steps.stage.panels,
-                                                                                       key[3]).col_labels]
-        found.setdefault(answer_id(key), {})["predicted"] = choice
-        found[answer_id(key)]["verdict"] = (
-            _("Right: **{key}** gets the most weight in row {row}.", key=labels[top], row=key[2] + 1)
-            if choice == top else
-            _("Not this time: you chose **{chosen}**, but **{key}** gets the most weight in row {row} (it has the "
-              "largest score, and the softmax keeps the order).", chosen=labels[choice], key=labels[top],
-              row=key[2] + 1))
-        found[answer_id(key)]["right"] = choice == top
+        labels = [i18n.app_text(label) for label in explained_panel(steps.stage.panels, key[3]).col_labels]
+        found[answer_id(key)] = {"predicted": choice, "right": choice == top,
+                                 "verdict": prediction_verdict(choice, top, labels, key[2])}
     return found
 
 

@@ -17,7 +17,8 @@ every entry of every stage is 0.65-1.3 s of sympy at the defaults, one stage's ~
 *Pick an entry for me* (graded by ``attention_core.practice``, ``ui.practice``; the element hides the numbers of an
 entry not answered yet). In a class, the step reached, when the server has not heard of it, at most every
 :data:`REPORT_MS` (through the class's reporter, :data:`_REPORTER`). The element is drawn in a part of the page's
-body (``ui.page_body.part``): what it sends reruns that part, not the page's settings around it. The position (stage, row, column, head) is the element's: it writes it into the page's link
+body (``ui.page_body.part``): what it sends reruns that part, not the page's settings around it. The position
+(stage, row, column, head) is the element's: it writes it into the page's link
 itself, keeps it when a setting changes, and takes the server's only when the server moved it on purpose (a link,
 the teacher, a reset: :func:`ui.state.position_token`).
 
