@@ -1175,3 +1175,38 @@ def test_a_class_live_the_teacher_sees_a_named_mistake_and_brings_the_class_to_a
         shows(bob.locator("h1").filter(has_text=SELF_ATTENTION))
         for page in (teacher, ann, bob):
             assert_no_exception(page)
+
+
+#: The teacher sees a student's step on *Your class* within this (ms): the element reports a step the server has not
+#: heard of at most every ui.stepper.REPORT_MS (10 s), the page's live part runs every 2 s.
+TEACHER_SEES_STEP_MS = 16_000
+
+
+def test_a_students_next_in_the_browser_reaches_the_teachers_where_the_class_is(browser: Browser, app_url: str):
+    """A student in a class steps with the element (Next: no script run of the page); the step reached reaches the
+    server with the request for the entries around it or, when there is none, through the class's reporter, and the
+    teacher's *Where the class is now* moves that student to it."""
+    with new_page(browser, 1280, 800) as teacher, new_page(browser, 1280, 800) as student:
+        code = start_class(teacher, app_url)
+        _sidebar_link(teacher, "Your class").click()
+        shows(teacher.locator("h1").filter(has_text="Your class"))
+        open_page(student, app_url, f"/self-attention?class={code}&preset=seed000&stage=scores", SELF_ATTENTION)
+        shows(student.get_by_text(f"You are in class {code}"))
+        expect(student.locator('.ae-stepper[data-ready="true"]')).to_have_count(1, timeout=APP_RUN_MS)
+        here = teacher.locator(".stDataFrame").filter(has_text="students")  # Where the class is now
+        # the table's cells, as the grid's accessible table holds them (the grid itself is drawn on a canvas)
+        expect(here).to_contain_text("Scores Q Kᵀ", timeout=TEACHER_SEES_STEP_MS)
+
+        student.get_by_role("button", name="Next ▶").click()
+        expect(student.locator('.ae-stepper select[data-pick="stage"] option:checked')).to_contain_text(
+            "Scaled scores")
+        expect(here).to_contain_text("Scaled scores ÷ √d_k", timeout=TEACHER_SEES_STEP_MS)
+        expect(here).not_to_contain_text("Scores Q Kᵀ")
+        # Back a step: its entries and its neighbours' are in the browser already (no request for entries carries the
+        # step), so the reporter tells the server.
+        expect(student.locator(".ae-stepper[data-prefetch]")).to_have_count(0, timeout=APP_RUN_MS)
+        student.get_by_role("button", name="◀ Previous").click()
+        expect(here).to_contain_text("Scores Q Kᵀ", timeout=TEACHER_SEES_STEP_MS)
+        expect(here).not_to_contain_text("Scaled scores ÷ √d_k")
+        for page in (teacher, student):
+            assert_no_exception(page)
