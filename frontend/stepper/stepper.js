@@ -1,8 +1,10 @@
 // The step-through element: a step page's whole walk-through (every stage's formula, matrices and explained
 // entries, built by the server from attention_core's step-through protocol) stepped in the browser. Next,
 // Previous, the step picker, a cell, the row / column / head pickers and the arrow keys repaint here, with no
-// server rerun; the position goes into the page's link (history.replaceState) so that a reload or a shared link
-// opens it. What needs the server goes there after the paint: a stage's entries the first time it is shown
+// server rerun; the position goes into the page's link (history.replaceState, after the paint when the browser is
+// idle) so that a reload or a shared link opens it. A stage shown once, or built ahead in idle time, stays in the
+// page laid out and out of sight (stepper.css: content-visibility), so that showing it again is a switch, not a
+// new layout. What needs the server goes there after the paint: a stage's entries the first time it is shown
 // (when the page sent only the current stage's), and in a class the step reached, at most once every few seconds
 // (handed to reporter.js, which sends it from a fragment of its own).
 //
@@ -477,6 +479,13 @@ function prebuild(view, data, position) {
     if (!view.sections.has(key)) buildSection(view, data, key, position);
     const latex = data.stages[key].entries?.[entryKey(position.row, position.col, position.head)];
     if (latex !== undefined) typeset(latex);
+    const built = view.sections.get(key);
+    if (!built.dataset.warm) {  // styled and laid out now, out of sight, and kept so (not when Next shows it)
+      built.classList.add("warming");
+      built.scrollHeight;
+      built.classList.remove("warming");
+      built.dataset.warm = "1";
+    }
   }
 }
 
@@ -594,13 +603,15 @@ export default function mount(component) {
       window.dispatchEvent(new CustomEvent("ae-reached", { detail: { stage, row, col, head } }));  // reporter.js sends it
     }, wait);
   };
-  const update = (focusCell) => {
+  const update = (focusCell, linkLater = false) => {
     const framed = show(mounted.view, mounted.data, mounted.position);
     const { view, data: shownData, position } = mounted;
     whenIdle(mounted, () => {
+      if (linkLater) LINK.owner();  // a click's step goes into the link after the paint (a same-document navigation
+      // costs a slow laptop ~30 ms), within a second
       if (mounted.view === view && mounted.data === shownData) prebuild(view, shownData, position);
     });
-    writeLink();
+    if (!linkLater) writeLink();
     if (focusCell && framed) framed.focus();
     // the entries of this stage and its neighbours (a large stage's: this row's), once per data: asked after the
     // paint (one round trip, no redraw); at once when the entry shown is missing, else when the learner pauses
@@ -623,7 +634,7 @@ export default function mount(component) {
     const next = { ...mounted.position, ...unlocked(changes, d.locked) };
     const newStage = next.stage !== mounted.position.stage;
     mounted.position = { ...next, ...clampPosition(d.stages[next.stage], next.row, next.col, next.head, d.num_heads) };
-    update(focusCell);
+    update(focusCell, true);
     // on a projector the step's matrix must be on screen: the step-through comes to the top of the window
     if (newStage && d.presenter) root.scrollIntoView({ block: "start" });
     report();

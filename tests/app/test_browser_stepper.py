@@ -94,6 +94,15 @@ def query(page: Page) -> dict[str, str]:
     return {k: v[0] for k, v in urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query).items()}
 
 
+def link_has(page: Page, **fields: str) -> None:
+    """The page's link comes to hold ``fields`` (name: value, a name's dot written as __): the element writes a
+    click's position into it after the paint, when the browser is idle (within a second)."""
+    for name, value in fields.items():
+        field = urllib.parse.quote(name.replace("__", "."), safe="")
+        expect(page).to_have_url(re.compile(rf"[?&]{re.escape(field)}={re.escape(urllib.parse.quote(value, safe=''))}"
+                                            r"(&|$)"), timeout=APP_RUN_MS)
+
+
 @pytest.fixture
 def element_page(browser: Browser, app_url: str):
     with new_page(browser, 1280, 900) as page:
@@ -142,7 +151,7 @@ def test_next_previous_and_a_cell_repaint_with_no_message_to_the_server(element_
     page.keyboard.press("ArrowDown")
     expect(shown(page).locator('select[data-pick="row"] option:checked')).to_have_text("4 Learning")
     assert page.evaluate(AFTER_THE_PAINT) == before, "the arrow keys sent a message"
-    assert query(page)["entry_row"] == "3" and query(page)["entry_col"] == "2", page.url  # 0-based in the link
+    link_has(page, entry_row="3", entry_col="2")  # 0-based in the link
     assert_no_exception(page)
     assert not page.js_errors and not page.outside_requests, (page.js_errors, page.outside_requests)
 
@@ -155,7 +164,7 @@ def test_the_link_follows_and_a_reload_opens_where_the_learner_was(element_page:
     assert step_title(page).startswith("7 / 8")
     cells = shown(page).locator("button.cell")
     cells.nth(5).click()  # row 1, column 6
-    assert query(page)["self_attention.stage"] == "weights", page.url
+    link_has(page, self_attention__stage="weights", entry_row="0", entry_col="5")
     page.reload()
     wait_for_app_run(page)
     expect(page.locator('.ae-stepper[data-ready="true"]')).to_have_count(1, timeout=APP_RUN_MS)
@@ -333,7 +342,7 @@ def test_the_heads_stand_side_by_side_and_a_cell_of_head_2_explains_head_2(eleme
     expect(shown(page).locator('select[data-pick="head"] option:checked')).to_have_text("2")
     expect(shown(page).locator(".entry-formula .katex-mathml")).to_contain_text("(2)")
     assert page.evaluate(AFTER_THE_PAINT) == before, "a cell of a loaded row sent a message"
-    assert (query(page)["head"], query(page)["entry_row"], query(page)["entry_col"]) == ("1", "0", "0"), page.url
+    link_has(page, head="1", entry_row="0", entry_col="0")
     # a cell of another row: that row's entries are asked for once (one message), then shown
     tables.nth(1).locator('button.cell[data-row="2"][data-col="1"]').click()
     assert settled(page) == before + 1, "a new row's entries: one request"
@@ -402,7 +411,7 @@ def test_practice_mode_steps_in_the_browser_and_only_an_answer_goes_to_the_serve
     page.get_by_role("button", name="◀ Previous").click()
     assert step_title(page).startswith("5 / 8")
     expect(shown(page).get_by_role("textbox", name="Your answer")).to_be_visible()  # scores: asked too
-    assert query(page)["self_attention.stage"] == "scores", page.url
+    link_has(page, self_attention__stage="scores")
     before = settled(page)  # the stage before it asked for (after a pause): every stage around is there now
     for button, number in (("Next ▶", 6), ("◀ Previous", 5), ("Next ▶", 6)):
         page.get_by_role("button", name=button).click()
