@@ -302,9 +302,10 @@ def element_entry(at: AppTest) -> str:
     return data["stages"][pos["stage"]]["entries"][f"{pos['row']},{pos['col']},{pos['head']}"]
 
 
-def element_checks(at: AppTest) -> list[str]:
-    """The element's check lines, as text (its HTML without tags)."""
-    return [_text(check["html"]) for check in element(at)["checks_html"]]
+def element_checks(at: AppTest, stage: str = "") -> list[str]:
+    """The element's check lines of ``stage`` (default: the stage shown), as text (its HTML without tags)."""
+    data = element(at)
+    return [_text(check["html"]) for check in data["stages"][stage or data["position"]["stage"]]["checks_html"]]
 
 
 def charts(at: AppTest) -> list[tuple[dict, pd.DataFrame]]:

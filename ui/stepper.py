@@ -237,6 +237,17 @@ def charts(steps: StepThrough, entry_chart: EntryCharts, rows: Optional[Collecti
     return {key: chart_data(chart) for key, chart in made.items() if chart is not None}
 
 
+def check_lines(steps: StepThrough) -> list[dict[str, Any]]:
+    """The stage's checks, each a line (HTML) and whether it holds, as :func:`ui.stepthrough.checks` says them."""
+    lines = []
+    for check in steps.checks:
+        text = widgets.check_text(check.max_abs_diff, check.matches, check.reference, check.against)
+        if check.note:
+            text += "  \n" + _("Compared: {what}.", what=app_text(check.note))
+        lines.append({"ok": check.matches, "html": markdown_html(text)})
+    return lines
+
+
 def stage_data(steps: StepThrough, explain: Mapping[str, str]) -> dict[str, Any]:
     """A stage for the element, without its entries; its ``sig`` changes when anything else of it does (the element
     keeps the section it built for a stage while its sig is the same)."""
@@ -256,6 +267,7 @@ def stage_data(steps: StepThrough, explain: Mapping[str, str]) -> dict[str, Any]
         "by_row": len(entry_cells(steps)) > ENTRIES_AT_ONCE,  # its entries are sent a row at a time
         "code": [widgets.source(function) for function in stage.code],
         "per_head": stage.per_head,
+        "checks_html": check_lines(steps),  # a stage's own (the backward pages check each gradient at its step)
         "entries": None,
         # a mask a click edits (the causal page's): a click on a cell flips it on the server (an edit: new numbers)
         "mask": None if stage.mask is None else {
@@ -372,12 +384,6 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
         if practising:
             stages[stage_key]["exercises"] = {**(stages[stage_key].get("exercises") or {}),
                                               shown: exercise_html(practice.exercise_data(first, row, col, head))}
-    check_lines = []
-    for check in first.checks:
-        text = widgets.check_text(check.max_abs_diff, check.matches, check.reference, check.against)
-        if check.note:
-            text += "  \n" + _("Compared: {what}.", what=app_text(check.note))
-        check_lines.append({"ok": check.matches, "html": markdown_html(text)})
     warnings = [markdown_html(widgets.message_markdown(text)) for text in first.warnings]
     notes = [markdown_html(widgets.message_markdown(text)) for text in first.notes]
     return {
@@ -388,7 +394,6 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
         "titles": {key: f"{n} / {len(order)}: {_(first.titles[key])}" for n, key in enumerate(order, start=1)},
         "default_stage": page.default_stage,
         "stages": stages,
-        "checks_html": check_lines,
         "check_caption_html": markdown_html(_(first.check_caption)) if first.check_caption else "",
         "warnings_html": warnings,
         "notes_html": notes,

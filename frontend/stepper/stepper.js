@@ -325,7 +325,7 @@ function navHtml(data) {
 
 /** What a section shows besides its stage: the page's notes and checks (a section is built again when they change). */
 function notesKey(data) {
-  return JSON.stringify([data.warnings_html, data.notes_html, data.checks_html, data.check_caption_html,
+  return JSON.stringify([data.warnings_html, data.notes_html, data.check_caption_html,
     data.default_stage, data.layout, Boolean(data.practice)]);
 }
 
@@ -354,7 +354,7 @@ function stageHtml(data, key, position) {
     (stage.has_entry ? `<section class="entry" aria-live="polite"><h3>${escapeHtml(labels.explain)}</h3>` +
       `<div class="pickers"></div>${data.practice ? `<div class="practice-ask"></div>` : ""}` +
       `<div class="entry-formula"></div><div class="entry-chart"></div></section>` : "") +
-    data.checks_html.map((c) => `<p class="check ${c.ok ? "ok" : "bad"}">${c.html}</p>`).join("") +
+    stage.checks_html.map((c) => `<p class="check ${c.ok ? "ok" : "bad"}">${c.html}</p>`).join("") +
     (data.check_caption_html ? `<p class="details">${data.check_caption_html}</p>` : "") +
     (stage.code.length ? `<details class="code"><summary>${escapeHtml(labels.code)}</summary>` +
       stage.code.map((source) => `<pre><code>${escapeHtml(source)}</code></pre>`).join("") + `</details>` : "");
@@ -535,7 +535,7 @@ function show(view, data, position) {
   }
   if (stage.has_entry) {
     const pickers = section.querySelector(".pickers");
-    const key = `${position.row},${position.col},${position.head}`;
+    const key = `${position.row},${position.col},${position.head},${JSON.stringify(data.locked ?? null)}`;
     if (pickers.dataset.shown !== key) {
       pickers.innerHTML = pickersHtml(data, stage, position);
       pickers.dataset.shown = key;
@@ -712,11 +712,8 @@ export default function mount(component) {
           section.remove();
           mounted.view.sections.delete(key);
           if (mounted.view.shown === section) mounted.view.shown = null;
-        } else {
-          section.querySelector(".entry-formula")?.removeAttribute("data-latex");  // its entries may be new
-          section.querySelector(".practice-note")?.removeAttribute("data-sig");  // and its verdicts
-          const pickers = section.querySelector(".pickers");
-          if (pickers) pickers.dataset.shown = "";
+        } else {  // its entry is redrawn only if its LaTeX is new, its pickers if a teacher's lock is (show)
+          section.querySelector(".practice-note")?.removeAttribute("data-sig");  // its verdicts may be new
         }
       }
     }

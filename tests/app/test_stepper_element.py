@@ -216,3 +216,25 @@ def test_the_softmax_jacobian_is_sent_for_every_row_and_head_as_autograd_compute
             shown, rounding = shown_matrix(shown_panel)
             np.testing.assert_allclose(shown * scale, want.numpy(), rtol=0, atol=(rounding + TOLERANCE) * scale,
                                        err_msg=(head, row))
+
+
+@pytest.mark.parametrize("key", ["backward", "backward_multi_head"])
+def test_each_stage_carries_its_own_checks(key):
+    """The backward pages check each gradient at its own step (against torch.autograd's): every stage the element
+    shows, whichever it was drawn at, says its own check, as the walk-through computed it (a section built at dP once
+    said dO's check)."""
+    from attention_core import registry
+
+    page = registry.BY_KEY[key]
+    at = open_app(f"app_pages/{key}.py")
+    walk = page.walkthrough(settings(at))
+    data = element(at)
+    against = set()
+    for stage in data["order"]:
+        want = page.steps(walk, stage).checks
+        lines = [line for line in data["stages"][stage]["checks_html"]]
+        assert [line["ok"] for line in lines] == [check.matches for check in want], stage
+        for line, check in zip(lines, want):
+            assert check.reference in line["html"] and f"{check.max_abs_diff:.2e}" in line["html"], (stage, line)
+        against.add(tuple(check.reference for check in want))
+    assert len(against) > 1, "the gradients' checks differ by step"
