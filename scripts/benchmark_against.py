@@ -287,7 +287,8 @@ def run_browser_against(args: argparse.Namespace) -> bool:
                 sent[label].setdefault(name, []).extend(out["sent"].get(name, []))
     old = args.against[:9]
     floor = statistics.median(pooled["this"][FLOOR] + pooled[args.against][FLOOR])
-    print(f"{'click':<46} {old + ' p50':>10} {'this p50':>9} {'floor':>7} {old + ' sent':>11} {'this sent':>10}")
+    print(f"{'click':<46} {old + ' p50':>10} {'this p50':>9} {'floor':>7} {old + ' sent':>11} {'this sent':>10}  "
+          "verdict")
     names = list(pooled[args.against]) + [n for n in pooled["this"] if n not in pooled[args.against]]
     for name in names:
         cells = []
@@ -296,5 +297,14 @@ def run_browser_against(args: argparse.Namespace) -> bool:
             cells.append(f"{1000 * statistics.median(times):.0f} ms" if times else "—")
         counts = [f"{statistics.median(sent[label][name]):.0f}" if sent[label].get(name) else "—"
                   for label in (args.against, "this")]
-        print(f"{name:<46} {cells[0]:>10} {cells[1]:>9} {1000 * floor:>5.0f} ms {counts[0]:>11} {counts[1]:>10}")
+        # a click with a run on both (a setting): no slower than the reference (each round's own verdicts judged the
+        # clicks the page answers itself)
+        verdict = ""
+        if name != FLOOR and pooled[args.against].get(name) and pooled["this"].get(name) and \
+                sent[args.against].get(name) and statistics.median(sent["this"].get(name) or [0]) > 0:
+            slower = statistics.median(pooled["this"][name]) > statistics.median(pooled[args.against][name])
+            ok &= not slower
+            verdict = "slower" if slower else "ok (no slower)"
+        print(f"{name:<46} {cells[0]:>10} {cells[1]:>9} {1000 * floor:>5.0f} ms {counts[0]:>11} {counts[1]:>10}  "
+              f"{verdict}")
     return ok

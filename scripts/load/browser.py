@@ -442,8 +442,20 @@ def run_browser(args: argparse.Namespace) -> bool:
     return print_browser(out, args)
 
 
+def budget_ms(name: str, server_part: dict, args: argparse.Namespace) -> Optional[float]:
+    """The budget of the clicks ``name``: a click the page answers itself, ``--step-budget-ms`` times the throttle;
+    a click with a run, ``--browser-budget-ms`` (with ``--against``: None here, judged against the reference's
+    median in the table of both: no slower); None for the floor and a first visit (one round trip per stage)."""
+    if name == FLOOR or name.endswith("first visit of a step"):
+        return None
+    if not server_part.get(name):
+        return args.step_budget_ms * getattr(args, "throttle", 1.0)
+    return None if getattr(args, "against", None) else args.browser_budget_ms
+
+
 def print_browser(out: dict, args: argparse.Namespace) -> bool:
-    """The browser scenario's table (and its profile); whether every click's median is within the budget."""
+    """The browser scenario's table (and its profile); whether every click's median is within its budget
+    (:func:`budget_ms`)."""
     results, server_part, sent, lost, parts = (out[k] for k in ("results", "server_part", "sent", "lost", "parts"))
     ok = True
     floor = statistics.median(results[FLOOR])
@@ -453,9 +465,11 @@ def print_browser(out: dict, args: argparse.Namespace) -> bool:
         if not times:
             continue
         first_visit = name.endswith("first visit of a step")  # one round trip per stage and session: not the budget
-        over = name != FLOOR and not first_visit and 1000 * statistics.median(times) >= args.browser_budget_ms
+        budget = budget_ms(name, server_part, args)
+        over = budget is not None and 1000 * statistics.median(times) > budget
         ok &= not over
-        verdict = "(floor)" if name == FLOOR else "(once)" if first_visit else "OVER BUDGET" if over else "ok"
+        verdict = ("(floor)" if name == FLOOR else "(once)" if first_visit else "(vs ref)" if budget is None
+                   else "OVER BUDGET" if over else "ok")
         # p50: the median the verdict is on (of an even count, the mean of the middle two; fmt_ms gives the lower one)
         shown = f"{1000 * statistics.median(times):>7.0f}" + fmt_ms(times)[7:]
         messages = f"{statistics.median(sent[name]):>5.0f}" if sent.get(name) else f"{'':>5}"

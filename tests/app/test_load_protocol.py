@@ -281,7 +281,7 @@ def test_the_browser_scenario_times_every_click_it_makes(capsys):
 
     if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
         pytest.skip(f"{CHROMIUM} is missing (bash scripts/test.sh installs it)")
-    assert run_browser(argparse.Namespace(url=None, clicks=3, browser_budget_ms=1e9,
+    assert run_browser(argparse.Namespace(url=None, clicks=3, browser_budget_ms=1e9, step_budget_ms=1e9,
                                           browser_pages=["self-attention", "positional-encoding"],
                                           browser_profile=2)) is True
     out = capsys.readouterr().out
