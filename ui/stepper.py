@@ -13,7 +13,9 @@ stage shown and of its two neighbours when the learner pauses after the paint (`
 changed setting is one script run), so that Next and Previous find theirs there (one round trip, no page redraw:
 every entry of every stage is 0.65-1.3 s of sympy at the defaults, one stage's ~0.05-0.4 s); a stage of more than
 :data:`ENTRIES_AT_ONCE` (12 tokens: up to 192, seconds of sympy) a row at a time, the row of the cell shown
-(``scripts/benchmark_stepper.py`` measures both). Practice mode: an answer, a prediction, *Show the solution* and
+(``scripts/benchmark_stepper.py`` measures both). In a class, the first request asks for every stage's: the class
+shares one walk-through (its entries built once for all), and a student then asks once per page, not at every other
+step (``scripts/load/class_steps.py``). Practice mode: an answer, a prediction, *Show the solution* and
 *Pick an entry for me* (graded by ``attention_core.practice``, ``ui.practice``; the element hides the numbers of an
 entry not answered yet). In a class, the step reached, when the server has not heard of it, at most every
 :data:`REPORT_MS` (through the class's reporter, :data:`_REPORTER`). The element is drawn in a part of the page's
@@ -533,8 +535,9 @@ def _need(page: Page) -> None:
         steps = page.steps(st.session_state[_WALK][page.key], position[page.stage_field])
         row = position.get(steps.row_field, 0)
         sent = st.session_state[f"stepper_{page.key}"]["need"].get("stages")
-        # the stage shown and the neighbours it asks for (at most 3 known stages: a forged list adds nothing else)
-        stages = {position[page.stage_field]} | ({key for key in sent[:3] if key in page.stages}
+        # the stage shown and those it asks for: its neighbours, in a class every stage (known stages only: a forged
+        # list adds nothing else)
+        stages = {position[page.stage_field]} | ({key for key in sent[:len(page.stages)] if key in page.stages}
                                                  if isinstance(sent, list) else set())
         if 0 <= row < MAX_ROWS:  # a forged row adds nothing
             rows = st.session_state.setdefault(_LOADED, {}).setdefault(page.key, {})

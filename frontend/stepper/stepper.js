@@ -106,10 +106,15 @@ export function equationParts(latex) {
 }
 
 /** The stages to ask the server for at `position`: the shown one when its entries are not there, and its neighbours
- * (the next first), so that Next and Previous find theirs already sent; none asked before (`asked`, askFor's keys). */
+ * (the next first), so that Next and Previous find theirs already sent; in a class (`data.report`: the class shares
+ * one walk-through, built once for all) every stage, so that a student asks once per page, not at every other step.
+ * None asked before (`asked`, askFor's keys). */
 export function stagesToAsk(data, position, asked) {
   const index = data.order.indexOf(position.stage);
-  const keys = [position.stage, data.order[index + 1], data.order[index - 1]].filter((key) => key !== undefined);
+  const around = data.report
+    ? data.order.map((_key, k) => k).sort((a, b) => Math.abs(a - index) - Math.abs(b - index) || b - a)
+    : [index, index + 1, index - 1];
+  const keys = around.map((k) => data.order[k]).filter((key) => key !== undefined);
   return keys.filter((key) => {
     const ask = askFor(data.stages[key], { ...position, stage: key });
     return ask !== null && !asked.has(ask);

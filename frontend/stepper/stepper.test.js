@@ -137,6 +137,10 @@ test("the shown stage and its neighbours are asked for once: Next and Previous f
   assert.deepEqual(stagesToAsk(data, at, new Set(["b", "c"])), ["a"]);
   assert.deepEqual(stagesToAsk(data, { ...at, stage: "c" }, new Set()), ["c", "b"]);  // d explains nothing
   assert.deepEqual(stagesToAsk(data, { ...at, stage: "a" }, new Set()), ["a", "b"]);
+  // in a class: every stage, the nearest first (the next before the previous)
+  const inClass = { ...data, order: ["a", "b", "c", "d", "e"], stages: { ...data.stages, e: stage() }, report: true };
+  assert.deepEqual(stagesToAsk(inClass, { ...at, stage: "c" }, new Set()), ["c", "b", "e", "a"]);
+  assert.deepEqual(stagesToAsk(inClass, at, new Set(["a"])), ["b", "c", "e"]);
 });
 
 test("only a missing shown entry is asked for at once; the neighbours wait for a pause", () => {

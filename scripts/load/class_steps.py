@@ -71,11 +71,13 @@ def ask_for(stage: dict, position: dict) -> Optional[str]:
 
 
 def stages_to_ask(data: dict, position: dict, asked: set[str]) -> list[str]:
-    """stepper.js stagesToAsk: the shown stage and its neighbours, when their entries are missing, not asked before."""
+    """stepper.js stagesToAsk: the shown stage and its neighbours (in a class every stage, the nearest first), when
+    their entries are missing, not asked before."""
     order = data["order"]
     index = order.index(position["stage"])
-    keys = [k for k in (position["stage"], order[index + 1] if index + 1 < len(order) else None,
-                        order[index - 1] if index > 0 else None) if k is not None]
+    around = (sorted(range(len(order)), key=lambda k: (abs(k - index), -k)) if data.get("report")
+              else [index, index + 1, index - 1])
+    keys = [order[k] for k in around if 0 <= k < len(order)]
     wanted = []
     for key in keys:
         ask = ask_for(data["stages"][key], {**position, "stage": key})
