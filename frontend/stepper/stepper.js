@@ -159,6 +159,10 @@ export function practiceHides(state) {
 /** How long the element waits, after a paint that shows every number it needs, before it asks for the entries of
  * the stages around (ms): a pause, not a click, so that a setting changed or a step taken is one round trip. */
 export const PREFETCH_MS = 400;
+/** The same wait after new numbers from the server (a setting changed, the page opened): longer, so that a learner
+ * clicking a setting's + again and again is not queued behind the entries of the last numbers (their sympy, a few
+ * tenths of a second on the server, holds its turn). */
+export const SETTLE_MS = 1500;
 
 /** The position to show when new data arrives: the server's when it moved it on purpose (a new token: a link, the
  * teacher, a reset), else the one the learner stepped to (kept inside the new stages' matrices). */
@@ -540,10 +544,16 @@ function show(view, data, position) {
   }
   if (stage.has_entry) {
     const pickers = section.querySelector(".pickers");
-    const key = `${position.row},${position.col},${position.head},${JSON.stringify(data.locked ?? null)}`;
-    if (pickers.dataset.shown !== key) {
+    // built again when their options can change (a teacher's lock, another head's panel), else only moved
+    const options = `${stage.panels.indexOf(explainedPanel(stage, position.head))},${JSON.stringify(data.locked ?? null)}`;
+    if (pickers.dataset.options !== options) {
       pickers.innerHTML = pickersHtml(data, stage, position);
-      pickers.dataset.shown = key;
+      pickers.dataset.options = options;
+    } else {
+      for (const select of pickers.querySelectorAll("select[data-pick]")) {
+        const value = String(position[select.dataset.pick]);
+        if (select.value !== value) select.value = value;
+      }
     }
     const latex = stage.entries ? stage.entries[entryKey(position.row, position.col, position.head)] : undefined;
     const entry = section.querySelector(".entry-formula");
@@ -579,6 +589,9 @@ export default function mount(component) {
   }
   root.classList.toggle("presenter", Boolean(data.presenter));
   const fresh = mounted.data !== data;
+  // the same numbers (the entries asked for came, a verdict) or new ones (a setting, the page opened)
+  const sameNumbers = Boolean(mounted.data)
+    && data.order.every((key) => mounted.data.stages[key]?.sig === data.stages[key].sig);
   mounted.data = data;
   mounted.position = nextPosition(data, mounted.position);
   if (fresh) mounted.asked = new Set();  // new data: a stage it sent in part is asked for again
@@ -608,7 +621,7 @@ export default function mount(component) {
       window.dispatchEvent(new CustomEvent("ae-reached", { detail: { stage, row, col, head } }));  // reporter.js sends it
     }, wait);
   };
-  const update = (focusCell, linkLater = false) => {
+  const update = (focusCell, linkLater = false, pause = PREFETCH_MS) => {
     const framed = show(mounted.view, mounted.data, mounted.position);
     const { view, data: shownData, position } = mounted;
     whenIdle(mounted, () => {
@@ -622,7 +635,7 @@ export default function mount(component) {
     // paint (one round trip, no redraw); at once when the entry shown is missing, else when the learner pauses
     clearTimeout(mounted.needTimer);
     root.dataset.prefetch = "waiting";  // for the browser tests: a request may still come
-    mounted.needTimer = setTimeout(ask, shownMissing(mounted.data, mounted.position) ? 0 : PREFETCH_MS);
+    mounted.needTimer = setTimeout(ask, shownMissing(mounted.data, mounted.position) ? 0 : pause);
   };
   const ask = () => {
     delete root.dataset.prefetch;
@@ -725,7 +738,7 @@ export default function mount(component) {
     const score = root.querySelector(".score");
     score.hidden = !data.practice;
     score.innerHTML = data.practice ? data.practice.score_html : "";
-    update(false);
+    update(false, false, fresh && !sameNumbers ? SETTLE_MS : PREFETCH_MS);
     root.dataset.ready = "true";  // for the browser tests: typeset and wired
   }).catch((error) => { root.textContent = String(error); });
   return () => {
