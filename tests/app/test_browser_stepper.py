@@ -269,12 +269,21 @@ def test_presenter_mode_every_word_is_large_and_next_keeps_the_matrix_on_the_pro
         table = shown(page).locator("table.matrix").first.bounding_box()
         nav = page.locator(".ae-stepper .stepper").bounding_box()
         save_screenshot(page, "stepper-presenter-after-next-1920", width=1920)
+        # the softmax: its formula whole beside the matrix (it once stood cut behind "scroll →" in a narrow column
+        # beside half a screen of nothing)
+        page.get_by_role("button", name="Next ▶").click()
+        assert step_title(page).startswith("7 / 8")
+        cut = page.evaluate("""() => [...document.querySelectorAll(
+          '.ae-stepper .stage:not([hidden]) .formula .formula-line *')].filter(
+          (el) => el.scrollWidth > el.clientWidth + 1 && ['auto', 'scroll'].includes(getComputedStyle(el).overflowX))
+          .map((el) => el.className)""")
     assert len(presenter) > 49, presenter  # the 7 × 7 numbers and more
     small = sorted({(size, text) for size, text in presenter if size < PROJECTOR_MIN_PX})
     assert not small, f"smaller than {PROJECTOR_MIN_PX} px in presenter mode: {small[:10]}"
     assert min(size for size, _text in normal) < PROJECTOR_MIN_PX  # normal mode keeps its sizes
     assert -2 <= nav["y"] < 120, nav
     assert table["y"] + table["height"] <= 1080, table
+    assert not cut, f"a formula line of the step scrolls on the projector: {cut}"
 
 
 @pytest.mark.parametrize("width", [1280, 1400])
