@@ -332,7 +332,8 @@ function navHtml(data) {
     `</label><button type="button" data-move="1"${fixed}>${escapeHtml(labels.next)}</button></nav>`;
 }
 
-/** What a section shows besides its stage: the page's notes and checks (a section is built again when they change). */
+/** What a section shows besides its stage: the page's notes, the checks' caption, its layout (a section is built again
+ * when they change; each stage's own checks are in its data, under its sig). */
 function notesKey(data) {
   return JSON.stringify([data.warnings_html, data.notes_html, data.check_caption_html,
     data.default_stage, data.layout, Boolean(data.practice)]);
