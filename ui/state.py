@@ -151,8 +151,9 @@ _POSITION_TOKEN = "position_token"  # how many times the server moved the positi
 
 
 def _is_position(field: str) -> bool:
-    """Whether a settings path is part of the position a step page shows: its stage, the entry, the head."""
-    return field.endswith(".stage") or field in ENTRY_FIELDS or field == "head"
+    """Whether a settings path is part of the position a step page shows: its stage, the entry (a page's own too:
+    ``trained_model.entry_row``), the head."""
+    return field.endswith(".stage") or field.rpartition(".")[2] in ENTRY_FIELDS or field == "head"
 
 
 def _move_position() -> None:

@@ -1,6 +1,8 @@
 """The step-through element: a step page's whole walk-through in one Streamlit Components v2 element that steps in
-the browser (issue 61), on every step page (the model pages' 512-token walk-throughs stay on ``ui.stepthrough``'s
-renderer, which reruns the server on every step).
+the browser (issue 61), on every step page. The model pages' heads (up to 512 tokens: n × 384 inputs, 512 × 512
+weights) are sent a block of each matrix at a time, 12 × 12 around the explained entry (:func:`blocks`), as the
+server's renderer showed them; an entry outside the block (the pickers, the arrow keys) brings the block around it
+in one round trip (a "need", no page redraw).
 
 The element is given, once per change of the settings, every stage of the page's walk-through as
 ``attention_core`` builds it (the step-through protocol, ``attention_core.stepthrough``): each stage's formula (LaTeX
@@ -113,46 +115,79 @@ def colours(values: np.ndarray, scheme: str, reverse: bool, low: float, high: fl
     return np.where(np.isneginf(values), BLOCKED, hexes)
 
 
-def panel_data(panel: Panel, stage_title: str, explained_hint: bool) -> dict[str, Any]:
+def panel_data(panel: Panel, stage_title: str, explained_hint: bool,
+               block: Optional[tuple[int, int, int, int]] = None) -> dict[str, Any]:
     """One matrix for the element: labels, the numbers as the heatmaps write them, colours and text colours as they
     draw them (``ui.heatmaps.heatmap_figure``'s rules), and its caption. A panel that follows the explained entry
     (``Panel.by_entry``: the softmax Jacobian of the row explained) is the panel of every entry, ``by_entry[head]
-    [row]``: the element shows the one of its position."""
+    [row]``: the element shows the one of its position.
+
+    ``block``: (first row, row after the last, first column, column after the last) of a large matrix (the model
+    pages' n × 384 inputs, 512 × 512 weights) sent a block at a time (:func:`blocks`): only that block's numbers,
+    labels and colours, coloured and written on the block's own scale (as the server's renderer drew its window: a
+    hidden state's few huge features would leave every other block white); with ``offset`` (its first row and column), ``shape`` (the whole matrix's) and, for the explained
+    panel's pickers, every row's and column's label (``all_rows``, ``all_cols``)."""
     if panel.by_entry:
         return {"head": None, "explained": False,
                 "by_entry": [[panel_data(p, stage_title, explained_hint) for p in head] for head in panel.by_entry]}
     m = np.asarray(panel.matrix, dtype=float)
-    finite = m[np.isfinite(m)]
+    rows, cols = m.shape
+    r0, r1, c0, c1 = block if block is not None else (0, rows, 0, cols)
+    shown = m[r0:r1, c0:c1]
+    finite = shown[np.isfinite(shown)]
     top = float(np.abs(finite).max()) if finite.size else 1.0
     signed = bool(finite.size and finite.min() < 0)
     scheme, reverse = heatmaps.palette_scheme(signed)
     low, high = (-(top or 1.0), top or 1.0) if signed else (0.0, top or 1.0)
-    dark = heatmaps.dark_cells(m, top, scheme)
     exponent, decimals = heatmaps.cell_number_format(finite)
-    rows, cols = m.shape
+    dark = heatmaps.dark_cells(shown, top, scheme)
     title = app_text(panel.title) if panel.title else stage_title
     if title.endswith((".", "。")):  # a title that is a sentence (the mask's): the size after it in brackets
         caption = _("**{stage}** ({rows} × {cols}).", stage=widgets.md_escape(title), rows=rows, cols=cols)
     else:
         caption = _("**{stage}**: {rows} × {cols}.", stage=widgets.md_escape(title), rows=rows, cols=cols)
+    if (r1 - r0, c1 - c0) != (rows, cols):  # as the server's renderer said it
+        caption += " " + _("Showing rows {r0}–{r1} and columns {c0}–{c1}; pick another entry below to move.",
+                           r0=r0 + 1, r1=r1, c0=c0 + 1, c1=c1)
     if exponent:
         caption += " " + _("Cells in units of 10{n}.", n=str(exponent).translate(heatmaps._SUPERSCRIPT))
-    blocked = int(np.isneginf(m).sum())
+    blocked = int(np.isneginf(m).sum())  # in the whole matrix, whose size the caption gives
     if blocked:  # as a heatmap's description says it
         caption += " " + _("{n} cells are blocked (−∞).", n=blocked)
     if explained_hint and panel.explained:
         caption += " " + _("Click a cell to explain it.")
-    return {
-        "rows": [app_text(label) for label in panel.row_labels],
-        "cols": [app_text(label) for label in panel.col_labels],
+    data = {
+        "rows": [app_text(label) for label in panel.row_labels[r0:r1]],
+        "cols": [app_text(label) for label in panel.col_labels[c0:c1]],
         "row_title": app_text(panel.row_title), "col_title": app_text(panel.col_title),
-        "text": heatmaps.cell_labels(m, exponent, decimals).tolist(),
-        "fill": colours(m, scheme, reverse, low, high).tolist(),
+        "text": heatmaps.cell_labels(shown, exponent, decimals).tolist(),
+        "fill": colours(shown, scheme, reverse, low, high).tolist(),
         "dark": dark.astype(int).tolist(),
         "head": panel.head, "explained": panel.explained,
         "caption_html": markdown_html(caption),
         "scheme": scheme, "domain": [low, high],  # what the colours were read from (the tests read them too)
     }
+    if block is not None:
+        data.update(offset=[r0, c0], shape=[rows, cols])
+        if panel.explained:
+            data.update(all_rows=[app_text(label) for label in panel.row_labels],
+                        all_cols=[app_text(label) for label in panel.col_labels])
+    return data
+
+
+def blocks(steps: StepThrough, row: int, col: int, head: int) -> tuple[tuple[int, int, int, int], ...]:
+    """The block of each of a stage's panels shown around the entry (row, col, head) (moved inside the stage's
+    explained panel first, as the element does): (first row, row after the last, first column, column after the
+    last), by ``ui.stepthrough.window`` (up to ``WHOLE`` rows or columns whole, else blocks of ``WINDOW``), as the
+    server's renderer showed a model page's matrices."""
+    row, col, _head = clamp_entry(steps.stage, row, col, head, steps.num_heads or 1)
+    found = []
+    for panel in steps.stage.panels:
+        rows, cols = np.shape(panel.matrix)
+        r0, r1 = stepthrough.window(rows, min(row, rows - 1))
+        c0, c1 = stepthrough.window(cols, min(col, cols - 1))
+        found.append((r0, r1, c0, c1))
+    return tuple(found)
 
 
 #: The most explained entries of a stage sent at once, on the stage's first visit (each is ~3 ms of sympy on a quiet
@@ -163,8 +198,9 @@ ENTRIES_AT_ONCE = 64
 MAX_ROWS = 1024
 
 
-def entry_cells(steps: StepThrough, rows: Optional[Collection[int]] = None) -> list[tuple[int, int, int]]:
-    """(row, col, head) of every explained entry of a stage (of ``rows`` only, when given)."""
+def entry_cells(steps: StepThrough, rows: Optional[Collection[int]] = None,
+                cols: Optional[Collection[int]] = None) -> list[tuple[int, int, int]]:
+    """(row, col, head) of every explained entry of a stage (of ``rows`` only, and ``cols`` only, when given)."""
     stage = steps.stage
     if stage.entry is None or stage.target is None:
         return []
@@ -174,23 +210,26 @@ def entry_cells(steps: StepThrough, rows: Optional[Collection[int]] = None) -> l
         if panel is None:
             continue
         n_rows, n_cols = panel.matrix.shape
-        cells += [(row, col, head) for row in range(n_rows) if rows is None or row in rows for col in range(n_cols)]
+        cells += [(row, col, head) for row in range(n_rows) if rows is None or row in rows
+                  for col in range(n_cols) if cols is None or col in cols]
     return cells
 
 
-def entries(steps: StepThrough, rows: Optional[Collection[int]] = None) -> dict[str, str]:
-    """The explained entries of a stage (every one, or those of ``rows``), by "row,col,head": the entry formula with
-    its numbers in (LaTeX)."""
+def entries(steps: StepThrough, rows: Optional[Collection[int]] = None,
+            cols: Optional[Collection[int]] = None) -> dict[str, str]:
+    """The explained entries of a stage (every one, or those of ``rows`` and ``cols``), by "row,col,head": the entry
+    formula with its numbers in (LaTeX)."""
     tr = i18n.translator()
     return {f"{row},{col},{head}": steps.stage.entry(row, col, head, tr)
-            for row, col, head in entry_cells(steps, rows)}
+            for row, col, head in entry_cells(steps, rows, cols)}
 
 
-def exercises(steps: StepThrough, rows: Optional[Collection[int]] = None) -> dict[str, Optional[dict]]:
-    """Practice mode: the exercise of each explained entry of a stage (every one, or those of ``rows``), by
-    "row,col,head" (``ui.practice.exercise_data``; None where there is nothing to compute)."""
+def exercises(steps: StepThrough, rows: Optional[Collection[int]] = None,
+              cols: Optional[Collection[int]] = None) -> dict[str, Optional[dict]]:
+    """Practice mode: the exercise of each explained entry of a stage (every one, or those of ``rows`` and
+    ``cols``), by "row,col,head" (``ui.practice.exercise_data``; None where there is nothing to compute)."""
     return {f"{row},{col},{head}": exercise_html(practice.exercise_data(steps, row, col, head))
-            for row, col, head in entry_cells(steps, rows)}
+            for row, col, head in entry_cells(steps, rows, cols)}
 
 
 def exercise_html(data: Optional[dict]) -> Optional[dict]:
@@ -233,9 +272,12 @@ def chart_data(chart: EntryChart) -> dict[str, Any]:
             "table": panel_data(chart.table, _("The chart's numbers"), False)}
 
 
-def charts(steps: StepThrough, entry_chart: EntryCharts, rows: Optional[Collection[int]] = None) -> dict[str, Any]:
-    """The charts of a stage's explained entries (every one, or those of ``rows``) that have one, by "row,col,head"."""
-    made = {f"{row},{col},{head}": entry_chart(steps, row, col, head) for row, col, head in entry_cells(steps, rows)}
+def charts(steps: StepThrough, entry_chart: EntryCharts, rows: Optional[Collection[int]] = None,
+           cols: Optional[Collection[int]] = None) -> dict[str, Any]:
+    """The charts of a stage's explained entries (every one, or those of ``rows`` and ``cols``) that have one, by
+    "row,col,head"."""
+    made = {f"{row},{col},{head}": entry_chart(steps, row, col, head)
+            for row, col, head in entry_cells(steps, rows, cols)}
     return {key: chart_data(chart) for key, chart in made.items() if chart is not None}
 
 
@@ -250,9 +292,11 @@ def check_lines(steps: StepThrough) -> list[dict[str, Any]]:
     return lines
 
 
-def stage_data(steps: StepThrough, explain: Mapping[str, str]) -> dict[str, Any]:
+def stage_data(steps: StepThrough, explain: Mapping[str, str],
+               shown: Optional[tuple[tuple[int, int, int, int], ...]] = None) -> dict[str, Any]:
     """A stage for the element, without its entries; its ``sig`` changes when anything else of it does (the element
-    keeps the section it built for a stage while its sig is the same)."""
+    keeps the section it built for a stage while its sig is the same). ``shown``: a large stage's block of each panel
+    (:func:`blocks`); its entries are then sent a row of the block at a time (``by_row``)."""
     stage, tr = steps.stage, i18n.translator()
     title = _(steps.titles[stage.key])
     data = {
@@ -262,11 +306,13 @@ def stage_data(steps: StepThrough, explain: Mapping[str, str]) -> dict[str, Any]
                                        why=_(steps.page.default_stage_why)))
         if steps.page.default_stage_why and stage.key == steps.page.default_stage else "",  # said there only
         "formula": list(stage.formula(tr)),
-        "panels": [panel_data(p, title, stage.mask is None) for p in stage.panels],
+        "panels": [panel_data(p, title, stage.mask is None, shown[k] if shown else None)
+                   for k, p in enumerate(stage.panels)],
         "remark_html": markdown_html(_(stage.remark)) if stage.remark else "",
         "details_html": markdown_html("  ".join(_(text) for text in stage.details)) if stage.details else "",
         "has_entry": stage.entry is not None and stage.target is not None,
-        "by_row": len(entry_cells(steps)) > ENTRIES_AT_ONCE,  # its entries are sent a row at a time
+        # its entries are sent a row at a time (a large stage's: a row of the block shown)
+        "by_row": shown is not None or len(entry_cells(steps)) > ENTRIES_AT_ONCE,
         "code": [widgets.source(function) for function in stage.code],
         "per_head": stage.per_head,
         "checks_html": check_lines(steps),  # a stage's own (the backward pages check each gradient at its step)
@@ -326,23 +372,34 @@ def _view() -> tuple:
 
 
 def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[str, set[int]],
-            entry_chart: Optional[EntryCharts] = None, practising: bool = False) -> dict[str, Any]:
+            entry_chart: Optional[EntryCharts] = None, practising: bool = False, *, windowed: bool = False,
+            with_checks: bool = True) -> dict[str, Any]:
     """What the element is given: every stage of ``walk``, with the entries the element asked for (``loaded``: stage
     -> the rows asked for; a stage of at most :data:`ENTRIES_AT_ONCE` entries is sent whole, a larger one the rows
     asked for, ``rows_loaded``), and for the current stage the explained entry when it is not among them (the
     element asks for the rest after its paint); the labels in the interface language, the checks, the position the
     server knows and its token. ``practising``: practice mode; each entry sent comes with its exercise, and the
-    session's answers on the page come along (:func:`practice_data`).
+    session's answers on the page come along (:func:`practice_data`). ``windowed``: each stage's matrices a block
+    around the position (:func:`blocks`: the model pages' 512-token heads), the entries of the rows asked for in that
+    block; the element asks for another block when the learner moves out of it (one round trip).
+    ``with_checks``: each stage's checks in its section (False: the page shows them elsewhere, as the model pages do
+    beside the head's map).
     """
     settings = state.settings()
     stage_key = settings.get(page.stage_field)
     first = page.steps(as_of(walk, settings), stage_key)
     order = list(first.titles)
     view = _view()
+    at = (settings.get(first.row_field), settings.get(first.col_field),
+          settings.get(first.head_field) if first.head_field else 0)
     stages = {}
     for key in order:
         steps = page.steps(walk, key)
-        part = _shared((page.key, key, "stage") + view, walk, functools.partial(stage_data, steps, explain))
+        shown = blocks(steps, *at) if windowed else None
+        part = _shared((page.key, key, "stage", shown) + view, walk,
+                       functools.partial(stage_data, steps, explain, shown))
+        if not with_checks:
+            part = {**part, "checks_html": []}
         if key in loaded and not part["by_row"]:
             part = {**part, "entries": _shared((page.key, key, "entries", view[0]), walk,
                                                functools.partial(entries, steps))}
@@ -354,18 +411,24 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
                                             functools.partial(exercises, steps))
         elif key in loaded:
             rows = sorted(loaded[key])
+            cols: Optional[range] = None
+            if shown is not None:  # the rows of the block shown, its columns
+                target = explained_panel(steps.stage.panels, at[2])
+                r0, r1, c0, c1 = next(b for p, b in zip(steps.stage.panels, shown) if p is target)
+                rows, cols = [row for row in rows if r0 <= row < r1], range(c0, c1)
+            block = cols.start if cols is not None else None
             sent: dict[str, str] = {}
             drawn: dict[str, Any] = {}
             asked: dict[str, Optional[dict]] = {}
             for row in rows:
-                sent.update(_shared((page.key, key, "entries", view[0], row), walk,
-                                    functools.partial(entries, steps, (row,))))
+                sent.update(_shared((page.key, key, "entries", view[0], row, block), walk,
+                                    functools.partial(entries, steps, (row,), cols)))
                 if entry_chart is not None:
-                    drawn.update(_shared((page.key, key, "charts", row) + view, walk,
-                                         functools.partial(charts, steps, entry_chart, (row,))))
+                    drawn.update(_shared((page.key, key, "charts", row, block) + view, walk,
+                                         functools.partial(charts, steps, entry_chart, (row,), cols)))
                 if practising:
-                    asked.update(_shared((page.key, key, "exercises", view[0], row), walk,
-                                         functools.partial(exercises, steps, (row,))))
+                    asked.update(_shared((page.key, key, "exercises", view[0], row, block), walk,
+                                         functools.partial(exercises, steps, (row,), cols)))
             part = {**part, "entries": sent, "partial": True, "rows_loaded": rows}
             if entry_chart is not None:
                 part["charts"] = drawn
@@ -473,7 +536,8 @@ _WALK = "stepper_walk"  # {page key: the walk-through those entries are of}
 
 
 def live(page: Page, walk: Any, explain: Mapping[str, str], *, layout: str = "stacked",
-         after_checks: Optional[Callable[[Any], None]] = None, entry_chart: Optional[EntryCharts] = None) -> None:
+         after_checks: Optional[Callable[[Any], None]] = None, entry_chart: Optional[EntryCharts] = None,
+         windowed: bool = False, with_checks: bool = True) -> None:
     """A step page's step-through as the element (see the module's docstring): the page's declaration, its
     walk-through and what each stage does (stage key -> English text marked with ``N_``); ``layout``: "beside" (a
     stage's one matrix right of its formula, where the screen is wide enough) or "stacked".
@@ -486,6 +550,8 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *, layout: str = "st
     ``after_checks(steps)``: what the page draws after a step's checks; under the element, which steps in the browser,
     it is called once with ``None`` and draws whatever the step is (the backward pages' "Keep stepping", folded).
     ``entry_chart``: a chart that follows the explained entry (:data:`EntryCharts`), drawn under the entry's formula.
+    ``windowed``: large matrices sent a block at a time (the model pages: :func:`payload`); ``with_checks``: False
+    where the page shows its checks elsewhere.
     """
     if page.opening_entry is not None:
         state.open_at_entry(dict(page.opening_entry(walk)))
@@ -493,20 +559,22 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *, layout: str = "st
     fields = tuple(f for f in (page.stage_field, first.row_field, first.col_field, first.head_field, practice.FIELD) if f)
     # a part of the page's body (a fragment of its own): what the element sends (its requests for entries, an answer)
     # reruns the part alone, not the page's settings around it; an edit (a mask cell) reruns the whole app
-    page_body.part("stepper", functools.partial(_draw, page, walk, explain, layout, entry_chart), fields=fields)
+    page_body.part("stepper", functools.partial(_draw, page, walk, explain, layout, entry_chart, windowed, with_checks),
+                   fields=fields)
     if after_checks is not None:
         after_checks(None)
     stepthrough.downloads(page, walk, page.stages)
 
 
-def _draw(page: Page, walk: Any, explain: Mapping[str, str], layout: str, entry_chart: Optional[EntryCharts]) -> None:
+def _draw(page: Page, walk: Any, explain: Mapping[str, str], layout: str, entry_chart: Optional[EntryCharts],
+          windowed: bool = False, with_checks: bool = True) -> None:
     """The practice switch, the element and (in a class) its reporter: :func:`live`'s part."""
     practising = practice.switch()
     loaded = st.session_state.setdefault(_LOADED, {}).setdefault(page.key, {})
     if not same_numbers(st.session_state.get(_WALK, {}).get(page.key), walk):  # new numbers: entries asked again
         loaded.clear()
         st.session_state.setdefault(_WALK, {})[page.key] = walk
-    data = payload(page, walk, explain, loaded, entry_chart, practising)
+    data = payload(page, walk, explain, loaded, entry_chart, practising, windowed=windowed, with_checks=with_checks)
     data["layout"] = layout
     # the element's position is the page's setting as a bound widget's is: a teacher's link can fix it
     names = {"stage": _("Step"), "row": _("Row"), "col": _("Column"), "head": _("Head")}

@@ -34,13 +34,29 @@ export function explainedPanel(stage, head) {
   return stage.panels.find((p) => p.explained && (p.head === null || p.head === head)) ?? null;
 }
 
+/** A panel's whole size, [rows, columns]: a large matrix sent a block at a time says it (`shape`). */
+export function panelShape(panel) {
+  return panel.shape ?? [panel.rows.length, panel.cols.length];
+}
+
 /** (row, col, head) moved inside the stage's explained panel and its heads, as the server's clamp_entry does. */
 export function clampPosition(stage, row, col, head, numHeads) {
   const h = Math.min(Math.max(head, 0), Math.max(numHeads, 1) - 1);
   const panel = explainedPanel(stage, h);
   if (!panel) return { row, col, head: h };
   const clamp = (v, n) => Math.min(Math.max(v, 0), n - 1);
-  return { row: clamp(row, panel.rows.length), col: clamp(col, panel.cols.length), head: h };
+  const [rows, cols] = panelShape(panel);
+  return { row: clamp(row, rows), col: clamp(col, cols), head: h };
+}
+
+/** Whether the entry at `position` is in the block of the stage's explained panel that was sent (a large matrix is
+ * sent a block at a time, `offset` its first row and column; a matrix sent whole holds every entry). */
+export function inBlock(stage, position) {
+  const panel = stage.panels ? explainedPanel(stage, position.head) : null;
+  if (!panel?.offset) return true;
+  const [r0, c0] = panel.offset;
+  return position.row >= r0 && position.row < r0 + panel.rows.length
+    && position.col >= c0 && position.col < c0 + panel.cols.length;
 }
 
 /** The key of an entry in a stage's `entries`: "row,col,head". */
@@ -73,10 +89,12 @@ export function keyAction(event) {
 }
 
 /** What the element must ask the server for at `position` of `stage`: null when its entries are there, else the
- * stage's key (a stage sent whole on request) or "stage:row" (a large stage, sent a row at a time: `by_row`). */
+ * stage's key (a stage sent whole on request), "stage:row" (a large stage, sent a row at a time: `by_row`) or
+ * "stage:row:col" (an entry outside the block of a matrix sent a block at a time: the block around it). */
 export function askFor(stage, position) {
   if (!stage.has_entry || (stage.entries !== null && !stage.partial)) return null;
   if (!stage.by_row) return position.stage;
+  if (!inBlock(stage, position)) return `${position.stage}:${position.row}:${position.col}`;
   if ((stage.rows_loaded ?? []).includes(position.row)) return null;
   return `${position.stage}:${position.row}`;
 }
@@ -189,16 +207,17 @@ export function followingPanel(panel, position) {
  * explained panel's cells are buttons, the explained one framed (aria-pressed). */
 export function tableHtml(panel, position, labels) {
   const chosen = panel.explained && (panel.head === null || panel.head === position.head);
+  const [r0, c0] = panel.offset ?? [0, 0];  // a block of a large matrix: its cells say their place in the whole
   const head = panel.cols.map((c) => `<th scope="col">${escapeHtml(c)}</th>`).join("");
   const body = panel.rows.map((rowLabel, i) => {
     const cells = panel.cols.map((_c, j) => {
       const text = escapeHtml(panel.text[i][j]);
       const style = `background:${panel.fill[i][j]};color:${panel.dark[i][j] ? "#fff" : "#000"}`;
-      const framed = chosen && i === position.row && j === position.col;
+      const framed = chosen && r0 + i === position.row && c0 + j === position.col;
       if (!panel.explained) return `<td style="${style}">${text}</td>`;
       const name = escapeHtml(`${labels.row} ${rowLabel}, ${labels.column} ${panel.cols[j]}: ${panel.text[i][j]}`);
       return `<td style="${style}"${framed ? ' class="framed"' : ""}><button type="button" class="cell" ` +
-        `data-row="${i}" data-col="${j}" data-head="${panel.head ?? 0}" aria-label="${name}" ` +
+        `data-row="${r0 + i}" data-col="${c0 + j}" data-head="${panel.head ?? 0}" aria-label="${name}" ` +
         `aria-pressed="${framed}" tabindex="${framed ? 0 : -1}">${text}</button></td>`;
     }).join("");
     return `<tr><th scope="row">${escapeHtml(rowLabel)}</th>${cells}</tr>`;
@@ -380,8 +399,8 @@ function pickersHtml(data, stage, position) {
     `</select></label>`;
   const heads = data.num_heads && stage.per_head
     ? pick(labels.head, Array.from({ length: data.num_heads }, (_v, k) => String(k + 1)), position.head, "head") : "";
-  return pick(labels.row, target.rows, position.row, "row") + pick(labels.column, target.cols, position.col, "col") +
-    heads;
+  return pick(labels.row, target.all_rows ?? target.rows, position.row, "row") +
+    pick(labels.column, target.all_cols ?? target.cols, position.col, "col") + heads;
 }
 
 /** A matrix wider than its box (a phone) scrolls sideways: its panel says so under it ("scroll →"). */
@@ -631,7 +650,12 @@ export default function mount(component) {
       if (mounted.view === view && mounted.data === shownData) prebuild(view, shownData, position);
     });
     if (!linkLater) writeLink();
-    if (focusCell && framed) framed.focus();
+    // a cell moved to with the keys outside the block sent: focused when its block comes
+    if (focusCell && !framed) mounted.focusLater = true;
+    if ((focusCell || mounted.focusLater) && framed) {
+      framed.focus();
+      mounted.focusLater = false;
+    }
     // the entries of this stage and its neighbours (a large stage's: this row's), once per data: asked after the
     // paint (one round trip, no redraw); at once when the entry shown is missing, else when the learner pauses
     clearTimeout(mounted.needTimer);
@@ -653,6 +677,7 @@ export default function mount(component) {
     const next = { ...mounted.position, ...unlocked(changes, d.locked) };
     const newStage = next.stage !== mounted.position.stage;
     mounted.position = { ...next, ...clampPosition(d.stages[next.stage], next.row, next.col, next.head, d.num_heads) };
+    if (!focusCell) mounted.focusLater = false;  // the learner went on with something else
     update(focusCell, true);
     // on a projector the step's matrix must be on screen: the step-through comes to the top of the window
     if (newStage && d.presenter) root.scrollIntoView({ block: "start" });

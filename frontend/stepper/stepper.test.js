@@ -10,6 +10,7 @@ import {
   equationParts,
   followingPanel,
   escapeHtml,
+  inBlock,
   keyAction,
   moveStage,
   nextPosition,
@@ -203,4 +204,25 @@ test("practice mode asks at once for an exercise not sent with its entry", () =>
 test("what a teacher's link fixed does not move", () => {
   assert.deepEqual(unlocked({ stage: "weights", row: 2 }, { stage: true, row: false }), { row: 2 });
   assert.deepEqual(unlocked({ stage: "weights" }, undefined), { stage: "weights" });
+});
+
+test("a block of a large matrix: cells say their place in the whole, the whole size clamps, leaving it asks", () => {
+  // rows 13-24 and columns 25-36 of a 512 × 384 matrix (the trained model's inputs), sent a block at a time
+  const rows = Array.from({ length: 12 }, (_v, i) => `${13 + i} t`);
+  const cols = Array.from({ length: 12 }, (_v, j) => `d${25 + j}`);
+  const block = panel(rows, cols, { offset: [12, 24], shape: [512, 384] });
+  const stage = { has_entry: true, by_row: true, partial: true, entries: {}, rows_loaded: [14], panels: [block] };
+  assert.deepEqual(clampPosition(stage, 600, 500, 0, 0), { row: 511, col: 383, head: 0 });
+  assert.equal(inBlock(stage, { row: 14, col: 30, head: 0 }), true);
+  assert.equal(inBlock(stage, { row: 14, col: 36, head: 0 }), false);
+  assert.equal(inBlock(stage, { row: 11, col: 30, head: 0 }), false);
+  assert.equal(askFor(stage, { stage: "inputs", row: 14, col: 30, head: 0 }), null);  // its row of the block is here
+  assert.equal(askFor(stage, { stage: "inputs", row: 15, col: 30, head: 0 }), "inputs:15");
+  // out of the block, even on a row asked for: the block around it (a key of its own, asked once per data)
+  assert.equal(askFor(stage, { stage: "inputs", row: 14, col: 40, head: 0 }), "inputs:14:40");
+  const html = tableHtml(block, { row: 14, col: 30, head: 0 }, { row: "Row", column: "Column" });
+  assert.match(html, /<td style="[^"]*" class="framed"><button type="button" class="cell" data-row="14" data-col="30"/);
+  assert.doesNotMatch(html, /data-row="0"/);
+  assert.equal((html.match(/class="framed"/g) ?? []).length, 1);
+  assert.equal(inBlock(data.stages.scores, { row: 40, col: 40, head: 0 }), true);  // sent whole: every entry is there
 });

@@ -138,13 +138,15 @@ def _click(page, selector: str, watch: str, lost: list[str]) -> Optional[list[fl
 
 
 #: The browser scenario's pages: (URL path, the field of its step picker or None, a number input's field): Next and
-#: that number's + are clicked on each (the issue's five: a step page of each kind and the positional encoding).
+#: that number's + are clicked on each (the issue's five: a step page of each kind and the positional encoding; and a
+#: model page, its head's matrices sent a block at a time, its + appending a [PAD] token: a run of the model).
 BROWSER_PAGES = (
     ("self-attention", "self_attention.stage", "d_k"),
     ("causal", "causal.stage", "d_k"),
     ("multi-head", "multi_head.stage", "seed"),
     ("positional-encoding", None, "experiment_seed"),
     ("backward", "backward.stage", "d_k"),
+    ("trained-model", "trained_model.stage", "trained_model.padding"),
 )
 
 

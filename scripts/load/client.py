@@ -266,6 +266,8 @@ class Student:
         walk = (1, 2, 3, 2, 1, 0)[self.step % 6]  # a few distinct values, back and forth
         if etype == "button":
             state.trigger_value = True
+        elif etype == "checkbox":  # a toggle (practice mode): on, off, on, ...
+            state.bool_value = bool(self.step % 2)
         elif etype == "selectbox":
             options = list(proto.options)
             if key not in self.anchors:

@@ -497,8 +497,9 @@ def test_trained_model_at_512_tokens_a_click_in_the_maps_window_explains_its_cel
     expect(page.get_by_text("Showing rows 257–320 and columns 1–64 of the 512 × 512 weights.")).to_be_visible()
     canvas = page.locator(".st-key-tm_map_0_0_256_0 .vega-embed canvas")
     expect(canvas).to_be_visible()
-    row = page.get_by_role("combobox", name="Row", exact=True)
-    expect(row).to_have_value("301 sat")
+    # the step-through's entry pickers (the element's): the linked entry, then the one the map's click explains
+    row = page.locator('.ae-stepper select[data-pick="row"] option:checked')
+    expect(row).to_have_text("301 sat")
     canvas.scroll_into_view_if_needed()
     box = canvas.bounding_box()
     x, y = box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.6  # somewhere on the cells
@@ -509,12 +510,17 @@ def test_trained_model_at_512_tokens_a_click_in_the_maps_window_explains_its_cel
     for _attempt in range(3):  # as click_mark_until: a click on a chart still being replaced is lost
         page.mouse.click(x, y)
         try:
-            expect(row).to_have_value("267 cat", timeout=APP_RUN_MS // 3)
+            expect(row).to_have_text("267 cat", timeout=APP_RUN_MS // 3)
             break
         except AssertionError:
             continue
-    expect(row).to_have_value("267 cat")
-    expect(page.get_by_role("combobox", name="Column", exact=True)).to_have_value("21 was")
+    expect(row).to_have_text("267 cat")
+    expect(page.locator('.ae-stepper select[data-pick="col"] option:checked')).to_have_text("21 was")
+    # the element's block of the weights is the one around that cell: rows 265-276, columns 13-24
+    expect(page.locator(".ae-stepper .stage:not([hidden]) caption")).to_contain_text(
+        "Showing rows 265–276 and columns 13–24")
+    expect(page.locator(".ae-stepper .stage:not([hidden]) button.cell[aria-pressed=true]")).to_have_attribute(
+        "aria-label", re.compile(r"^Row 267 cat, Column 21 was: "))
     wait_for_app_run(page)
     expect(page.get_by_text("Checked against Hugging Face transformers")).to_be_visible()
     assert_no_exception(page)

@@ -33,7 +33,7 @@ from attention_core import registry
 
 pytestmark = pytest.mark.browser
 
-#: The URL paths of the pages whose step-through reruns alone (the model pages rerun whole).
+#: The URL paths of the step pages whose walk-through is built from the settings (the model pages': a model's head).
 _FRAGMENT_PATHS = frozenset("/" + p.url_path for p in registry.PAGES
                             if p.stages and p.key not in ("trained_model", "modern_lm"))
 assert len(_FRAGMENT_PATHS) >= 17 and _FRAGMENT_PATHS <= {path for path, _ in PAGES}, sorted(_FRAGMENT_PATHS)

@@ -444,3 +444,43 @@ def test_practice_mode_steps_in_the_browser_and_only_an_answer_goes_to_the_serve
     save_screenshot(page, "element-practice-correct")
     assert_no_exception(page)
     assert not page.js_errors and not page.outside_requests, (page.js_errors, page.outside_requests)
+
+
+def test_a_model_page_steps_in_the_browser_and_an_entry_out_of_its_block_brings_that_block(element_page: Page):
+    """*Inside a trained model* (all-MiniLM-L6-v2, one head) in the element: its matrices come a block at a time
+    (the n × 384 input 12 columns at a time, as the server's renderer showed them); Next and Previous repaint with
+    nothing sent; the arrow keys past the block's last column bring the next block in one round trip, the framed
+    cell focused in it, the link holding the entry."""
+    page = element_page
+    open_element(page, "/trained-model", "Inside a trained model")
+    assert step_title(page).startswith("9 / 10")  # the softmax: what the head's map above shows
+    weights = shown(page).locator("table.matrix")
+    expect(weights.locator("tbody tr")).to_have_count(13)  # 13 tokens: every row of the 13 × 13 weights
+    expect(shown(page).locator("button.cell[aria-pressed=true]")).to_have_attribute("data-col", "2")
+
+    before = page.evaluate("window.__sent")
+    page.get_by_role("button", name="◀ Previous").click()
+    assert step_title(page).startswith("8 / 10")
+    page.get_by_role("button", name="Next ▶").click()
+    assert step_title(page).startswith("9 / 10")
+    assert page.evaluate(AFTER_THE_PAINT) == before, "Next / Previous on the model page sent a message"
+
+    page.locator('.ae-stepper select[data-pick="stage"]').select_option("inputs")
+    settled(page)
+    expect(shown(page).locator("caption")).to_contain_text("13 × 384. Showing rows 1–13 and columns 1–12")
+    framed = shown(page).locator("button.cell[aria-pressed=true]")
+    framed.click()  # row 9, column 3 (d3)
+    before = page.evaluate("window.__sent")
+    for _ in range(10):  # to d13, past the block's last column (d12)
+        page.keyboard.press("ArrowRight")
+    expect(shown(page).locator("caption")).to_contain_text("Showing rows 1–13 and columns 13–24", timeout=APP_RUN_MS)
+    assert page.evaluate("window.__sent") > before, "the block around d13 was asked for"
+    framed = shown(page).locator("button.cell[aria-pressed=true]")
+    expect(framed).to_have_attribute("data-col", "12")
+    expect(framed).to_be_focused()
+    expect(shown(page).locator('select[data-pick="col"] option:checked')).to_have_text("d13")
+    expect(shown(page).locator(".entry-formula .katex").filter(has_text=re.compile(r"9,13"))).to_have_count(1)
+    link_has(page, trained_model__stage="inputs", trained_model__entry_row="8", trained_model__entry_col="12")
+    save_screenshot(page, "stepper-trained-model-block")
+    assert_no_exception(page)
+    assert not page.js_errors and not page.outside_requests, (page.js_errors, page.outside_requests)

@@ -98,24 +98,24 @@ def test_a_burst_of_a_class_with_students_leaving_mid_run(server):
 
 
 def test_a_click_inside_the_step_through_reruns_only_its_fragment(server):
-    """The server's step-through (the model pages': the step pages step in the browser) is drawn inside a part of the
-    page's body, a fragment of its own (ui/page_body.py; on the modern LM page the open head inside the heads' part):
-    the browser (and the Student) sends the fragment id of the widget clicked, and the server answers with a run of
-    that fragment alone. Neither reruns the router: the sidebar's widgets stay as they were, and a click in the outer
-    part (another layer) draws the step-through again inside it."""
+    """The step-through element and its practice switch are drawn inside a part of the page's body, a fragment of
+    its own (ui/page_body.py; on the modern LM page inside the open head's part, inside the heads' part): the browser
+    (and the Student) sends the fragment id of the widget clicked, and the server answers with a run of that fragment
+    alone. Neither reruns the router: the sidebar's widgets stay as they were, and a click in the outer part (another
+    layer) draws the step-through again inside it."""
 
     async def visit():
         async with on_page(server.url, "modern-lm") as student:
-            stage_fragment = student.widgets["setting_modern_lm.stage"][2]
+            stage_fragment = student.widgets["setting_practice"][2]
             heads_fragment = student.widgets["setting_modern_lm.layer"][2]
             assert stage_fragment and heads_fragment and stage_fragment != heads_fragment
             assert not student.widgets["setting_preset"][2]  # the sidebar: the router's, in no fragment
-            await student.interact(("setting_modern_lm.stage",))
+            await student.interact(("setting_practice",))
             inside, inside_messages = student.last_fragment, student.run_messages
             await student.interact(("setting_modern_lm.layer",))
             outside, outside_messages = student.last_fragment, student.run_messages
             assert "setting_modern_lm.layer" in student.widgets and "setting_preset" in student.widgets
-            assert "setting_modern_lm.stage" in student.widgets  # drawn again inside the heads' part
+            assert "setting_practice" in student.widgets  # drawn again inside the heads' part
         return inside, outside, inside_messages < outside_messages, student.exceptions
 
     assert asyncio.run(visit()) == (True, True, True, [])
@@ -146,31 +146,29 @@ def test_a_click_inside_the_body_does_not_send_the_header_and_footer_again(serve
 
 def test_a_click_on_the_open_head_reruns_only_its_part_of_the_modern_lm_page(server):
     """*Inside a modern language model* draws every head and the open head as a part of its own (ui.page_body.part),
-    and the open head's map and step-through as a part inside that: another head reruns the heads' part, not the
-    prompt's tokens and next token above it; another entry reruns only the open head's part. Each shows the head and
-    entry clicked."""
+    and the open head's map and step-through as a part inside that, the step-through element in a part of its own
+    inside that: another head reruns the heads' part, not the prompt's tokens and next token above it; the practice
+    switch reruns only the element's part (a step or an entry is the element's, in the browser: nothing is sent)."""
 
     async def visit():
         async with on_page(server.url, "modern-lm") as student:
             opened, opened_messages = last_run(student)
             body, heads, steps = (student.widgets[key][2] for key in
-                                  ("lm_generate", "setting_modern_lm.layer", "setting_modern_lm.entry_row"))
+                                  ("lm_generate", "setting_modern_lm.layer", "setting_practice"))
             await student.change(*student.choose("setting_modern_lm.layer", 1))  # layer 2
             layer_headings, layer_messages = last_run(student)
-            await student.change(*student.choose("setting_modern_lm.entry_row", 2))  # row 3
-            row_headings, row_messages = last_run(student)
-            row = student.widgets["setting_modern_lm.entry_row"][1]
-        return (opened, layer_headings, row_headings, (opened_messages, layer_messages, row_messages),
-                (body, heads, steps), row.raw_value if row.HasField("raw_value") else None, student.exceptions)
+            await student.interact(("setting_practice",))  # practice mode on
+            practice_headings, practice_messages = last_run(student)
+        return (opened, layer_headings, practice_headings, (opened_messages, layer_messages, practice_messages),
+                (body, heads, steps), student.exceptions)
 
-    opened, layer_headings, row_headings, messages, fragments, row, exceptions = asyncio.run(visit())
+    opened, layer_headings, practice_headings, messages, fragments, exceptions = asyncio.run(visit())
     body, heads, steps = fragments
-    assert body and heads and steps and len({body, heads, steps}) == 3, fragments  # three nested fragments
+    assert body and heads and steps and len({body, heads, steps}) == 3, fragments  # nested fragments
     assert opened[:2] == ["Inside a modern language model", "5 tokens"] and "The next token" in opened, opened
     assert layer_headings[0] == "Every head of every layer" and "The next token" not in layer_headings
     assert "Layer 2, head 1 (key/value head 1)" in layer_headings, layer_headings
-    assert row_headings == ["Layer 2, head 1 (key/value head 1)", "Layer 2, head 1, step by step", "Explain this entry"]
-    assert row == "3 ␣of", row  # "The capital of France is": its third token
+    assert practice_headings == [], practice_headings  # the switch and the element: not the head's headings
     assert messages[0] > messages[1] > messages[2], messages
     assert exceptions == []
 

@@ -141,13 +141,14 @@ def test_the_router_the_page_body_and_the_step_through_fragment_each_take_the_tu
             yield
 
     monkeypatch.setattr(runtime, "one_run_at_a_time", recording)
-    at = open_app("app_pages/modern_lm.py")  # the server's step-through (a model page's open head)
+    at = open_app("app_pages/modern_lm.py")  # the step-through element inside a model page's open head
     runs = len(taken)
     assert runs >= 2 and all(name != threading.main_thread().name for name in taken)  # in the script thread
-    at.button(key="step_next").click().run()
-    # One whole-page run: app.py takes the turn, the page's body (its fragment, ui/page_body.py), the heads' part and
-    # the open head's part inside it (the step-through) take it again inside (each runs alone on a click inside it).
-    assert len(taken) == runs + 4
+    at.toggle(key="setting_practice").set_value(True).run()
+    # One whole-page run: app.py takes the turn, the page's body (its fragment, ui/page_body.py), the heads' part,
+    # the open head's part inside it and the step-through element's part inside that take it again inside (each runs
+    # alone on a click inside it).
+    assert len(taken) == runs + 5
     assert not runtime.holds_turn() and _another_thread_can_take_the_turn()
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import element, element_step, open_app, settings, shows_number
+from conftest import element, element_send, element_step, open_app, settings, shows_number
 from streamlit.testing.v1 import AppTest
 
 from attention_core.self_attention.walkthrough import build_walkthrough
@@ -238,3 +238,33 @@ def test_each_stage_carries_its_own_checks(key):
             assert check.reference in line["html"] and f"{check.max_abs_diff:.2e}" in line["html"], (stage, line)
         against.add(tuple(check.reference for check in want))
     assert len(against) > 1, "the gradients' checks differ by step"
+
+
+def test_a_model_pages_matrices_come_a_block_at_a_time_with_the_models_numbers():
+    """*Inside a trained model*: the head's weights (13 × 13, sent whole) are the model's own attention
+    probabilities (transformers' BertModel, output_attentions=True) as the cells write them; the layer input
+    (13 × 384) comes 12 columns at a time, the block around the entry, its cells at their place in the whole and the
+    entries of the asked row in that block alone; the pickers get every label."""
+    from attention_core.trained_model.formulas import MODEL_SENTENCE, head_stage_matrix
+    from ui import trained_model_data
+
+    at = open_app("app_pages/trained_model.py")
+    step = trained_model_data.head(MODEL_SENTENCE, 0, 0, 0)  # the page's head, shared with it
+    (panel,) = element(at)["stages"]["weights"]["panels"]
+    shown, rounding = shown_matrix(panel)
+    assert (panel["offset"], panel["shape"]) == ([0, 0], [13, 13])
+    np.testing.assert_allclose(shown, step.model_weights.numpy(), rtol=0, atol=rounding + TOLERANCE)
+
+    at = element_send(at, "need", {"stage": "inputs", "row": 3, "col": 14, "head": 0, "stages": ["inputs"]})
+    stage = element(at)["stages"]["inputs"]
+    (panel,) = stage["panels"]
+    assert (panel["offset"], panel["shape"], panel["cols"][0], panel["cols"][-1]) == ([0, 12], [13, 384], "d13", "d24")
+    assert len(panel["all_cols"]) == 384 and len(panel["all_rows"]) == 13
+    assert "Showing rows 1–13 and columns 13–24" in panel["caption_html"] and "units of" not in panel["caption_html"]
+    shown, rounding = shown_matrix(panel)
+    whole = np.asarray(head_stage_matrix(step, "inputs"), dtype=float)
+    np.testing.assert_allclose(shown, whole[:, 12:24], rtol=0, atol=rounding + TOLERANCE)
+    assert stage["rows_loaded"] == [3] and sorted(stage["entries"]) == sorted(f"3,{c},0" for c in range(12, 24))
+    entry = stage["entries"]["3,14,0"]
+    value = entry.rpartition("=")[2].replace(r"\end{aligned}", "")
+    assert "{x}_{4,15}" in entry and shows_number(value, whole[3, 14]), entry

@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import charts, entry_map, errors, open_link, picker, warnings
+from conftest import charts, element, element_entry, element_send, element_step, entry_map, errors, open_link, warnings
 from streamlit.testing.v1 import AppTest
 from test_practice import _check_stage
 from test_stepthrough import result_of, step_through_every_stage
@@ -306,8 +306,15 @@ def test_a_512_token_prompt_every_view_windowed_and_a_cell_maps_back_to_its_plac
     assert "was cut after its first 512" in warnings(at) and any(s.value == "512 tokens" for s in at.subheader)
     for spec, data in charts(at):  # no chart draws more than a window's marks
         assert len(data) <= 64 * 64, (spec.get("description"), len(data))
-    at.selectbox(key="setting_modern_lm.entry_row").set_value(400).run()
-    picker(at, "Column").set_value(130).run()
+    # the learner moves the entry in the step-through (its pickers, its keys): the block there comes, one round trip
+    at = element_send(at, "need", {"stage": "weights", "row": 400, "col": 130, "head": 0, "stages": ["weights"]})
+    own = at.session_state["settings"].modern_lm
+    assert (own.entry_row, own.entry_col) == (400, 130)
+    (panel,) = element(at)["stages"]["weights"]["panels"]
+    assert (panel["offset"], panel["shape"], len(panel["rows"]), len(panel["cols"])) == ([396, 120], [512, 512], 12, 12)
+    assert panel["rows"][4] == "401 ␣word" and panel["cols"][10] == "131 ␣word" and len(panel["all_cols"]) == 512
+    assert r"\cdots" in element_entry(at)  # the softmax's 401 terms elided
+    at = element_step(at, **{"modern_lm.entry_row": 400, "modern_lm.entry_col": 130})  # the map follows the server's
     own = at.session_state["settings"].modern_lm
     assert (own.layer, own.head, own.entry_row, own.entry_col) == (2, 4, 400, 130)
     cells = entry_map(at)
@@ -322,7 +329,6 @@ def test_a_512_token_prompt_every_view_windowed_and_a_cell_maps_back_to_its_plac
     assert cells["query"][chosen] == "401 ␣word" and cells["key"][chosen] == "131 ␣word"
     assert any("Showing rows 385–448 and columns 129–192 of the 512 × 512 weights." in c.value for c in at.caption)
     assert len(at.success) >= 2 and not at.error, errors(at)  # the checks against the model still match
-    assert r"\cdots" in "\n".join(x.value for x in at.latex)  # the softmax's 401 terms elided
     at.selectbox(key="lm_map_2_4_block_1").set_value(448).run()  # the column block: the same place in it
     own = at.session_state["settings"].modern_lm
     assert (own.entry_row, own.entry_col, own.stage) == (400, 450, "weights")  # above the diagonal: masked, 0

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import charts, entry_map, picker, shown
+from conftest import charts, element, element_entry, element_latex, element_send, element_step, entry_map, shown
 from streamlit.testing.v1 import AppTest
 
 from attention_core.checkpoints import sha256_of
@@ -416,18 +416,20 @@ def test_page_renders_the_model_and_its_check():
     (check,) = [s.value for s in at.success]
     assert "model(...).attentions[0][0, 0]" in check
     assert float(check.split("= ")[-1].split(" ")[0]) <= 1e-5
-    assert r"\alpha" in texts(at.latex)  # the default step is the softmax
+    assert element(at)["position"]["stage"] == "weights"  # the default step is the softmax
+    assert r"\alpha" in element_latex(at)
+    assert element(at)["stages"]["weights"]["checks_html"] == []  # the check is said once, beside the head's map
 
 
 def test_changing_layer_and_head_changes_what_is_shown():
     at = open_page()
-    before = texts(at.latex)
+    before = element_latex(at)
     at.selectbox(key="setting_trained_model.layer").set_value(2).run()
     at.selectbox(key="setting_trained_model.head").set_value(8).run()
     assert (settings(at).trained_model.layer, settings(at).trained_model.head) == (2, 8)
     assert "Layer 3, head 9" in texts(at.subheader)
     assert "attentions[2][0, 8]" in at.success[0].value
-    assert texts(at.latex) != before
+    assert element_latex(at) != before
 
 
 def test_a_finding_opens_its_head():
@@ -439,27 +441,38 @@ def test_a_finding_opens_its_head():
 
 
 def test_stepping_through_every_stage():
+    """Every stage in the element: its matrix form, element form and the explained entry with its numbers, the
+    block sent of each matrix at the entry's place (the element steps in the browser: a stage's entries come when it
+    asks, as here)."""
     at = open_page()
-    at.selectbox(key="setting_trained_model.stage").set_value("inputs").run()
-    seen = []
-    while True:
-        seen.append(settings(at).trained_model.stage)
+    data = element(at)
+    assert data["order"] == list(TRAINED_MODEL.stages)
+    for stage in TRAINED_MODEL.stages:
+        at = element_send(at, "need", {"stage": stage, "row": 8, "col": 2, "head": 0, "stages": [stage]})
         assert not at.exception and not at.error
-        assert len(at.latex) >= 4  # the page's formula, matrix form, element form, the explained entry
-        if at.button(key="step_next").disabled:
-            break
-        at.button(key="step_next").click().run()
-    assert seen == list(TRAINED_MODEL.stages)
+        data = element(at)
+        assert data["position"]["stage"] == stage
+        shown_stage = data["stages"][stage]
+        assert len(shown_stage["formula"]) >= 2  # the matrix form and the element form
+        (panel,) = shown_stage["panels"]
+        rows, cols = panel["shape"]
+        assert panel["offset"] == [0, 0] and len(panel["rows"]) == rows == 13  # 13 tokens: every row
+        assert len(panel["cols"]) == (cols if cols <= 14 else 12)  # up to 14 whole, else a block of 12
+        assert set(shown_stage["entries"]) == {f"8,{col},0" for col in range(len(panel["cols"]))}  # the row's
+        assert "=" in element_entry(at)
 
 
 def test_padding_shows_the_mask():
     at = open_page()
     at.number_input(key="setting_trained_model.padding").set_value(3).run()
     assert "16 WordPiece tokens" in texts(at.subheader)
-    at.selectbox(key="setting_trained_model.stage").set_value("mask").run()
     at.button(key="tm_show_pad").click().run()
-    assert settings(at).trained_model.entry_col == 13
-    assert r"\text{(token 14 is [PAD])}" in texts(at.latex)
+    assert (settings(at).trained_model.stage, settings(at).trained_model.entry_col) == ("mask", 13)
+    assert element(at)["position"] == {"stage": "mask", "row": 8, "col": 13, "head": 0}
+    (panel,) = element(at)["stages"]["mask"]["panels"]  # 16 columns: the block of the [PAD] ones, 13-16
+    assert panel["offset"] == [0, 12] and panel["cols"] == ["13 [SEP]", "14 [PAD]", "15 [PAD]", "16 [PAD]"]
+    assert panel["text"][8] == ["0", "−∞", "−∞", "−∞"]
+    assert r"\text{(token 14 is [PAD])}" in element_entry(at)
     assert float(at.success[0].value.split("= ")[-1].split(" ")[0]) <= 1e-5
 
 
@@ -498,10 +511,19 @@ def test_a_512_token_text_every_view_windowed_and_a_cell_maps_back_to_its_place(
     cells = entry_map(at)
     assert len(cells) == 64 * 64 and (cells["i"].max(), cells["j"].max()) == (63, 63)
     assert "Showing rows 1–64 and columns 1–64 of the 512 × 512 weights." in texts(at.caption)
-    # another entry far away: the row and column pickers move the window there
-    at.selectbox(key="setting_trained_model.entry_row").set_value(300).run()
-    picker(at, "Column").set_value(5).run()
+    # the step-through sends a block of 12 × 12 around the entry, its cells at their global place
+    (panel,) = element(at)["stages"]["weights"]["panels"]
+    assert (panel["offset"], panel["shape"], len(panel["rows"]), len(panel["cols"])) == ([0, 0], [512, 512], 12, 12)
+    assert len(panel["all_rows"]) == len(panel["all_cols"]) == 512  # the pickers reach every token
+    # the learner moves the entry far away in the element (its pickers, its keys): the block there, one round trip
+    at = element_send(at, "need", {"stage": "weights", "row": 300, "col": 5, "head": 0, "stages": ["weights"]})
     assert (settings(at).trained_model.entry_row, settings(at).trained_model.entry_col) == (300, 5)
+    (panel,) = element(at)["stages"]["weights"]["panels"]
+    assert panel["offset"] == [300, 0] and panel["rows"][0].startswith("301 ")
+    assert "Showing rows 301–312 and columns 1–12" in panel["caption_html"]
+    assert r"\text{(512 terms)}" in element_entry(at) and r"\cdots" in element_entry(at)
+    # the map follows an entry the server moves to (a link, the teacher, a click on the map)
+    at = element_step(at, **{"trained_model.entry_row": 300, "trained_model.entry_col": 5})
     cells = entry_map(at)
     assert (cells["i"].min(), cells["i"].max(), cells["j"].min(), cells["j"].max()) == (256, 319, 0, 63)
     (chosen,) = cells.index[cells["selected"]]
@@ -520,9 +542,9 @@ def test_a_512_token_text_every_view_windowed_and_a_cell_maps_back_to_its_place(
     # the check against the model still matches; the softmax's sum over 512 keys is elided in the formula
     (check,) = [s.value for s in at.success]
     assert "model(...).attentions[0][0, 0]" in check and float(check.split("= ")[-1].split(" ")[0]) <= 1e-5
-    assert r"\text{(512 terms)}" in texts(at.latex) and r"\cdots" in texts(at.latex)
+    assert r"\text{(512 terms)}" in element_entry(at) and r"\cdots" in element_entry(at)
     # a stage whose columns are the head's features: the map goes around the entry's row, on the diagonal
-    at.selectbox(key="setting_trained_model.stage").set_value("query").run()
+    at = element_step(at, **{"trained_model.stage": "query"})
     assert not at.exception and not at.error
     cells = entry_map(at)
     assert (cells["i"].min(), cells["j"].min()) == (448, 448) and not cells["selected"].any()
