@@ -1,8 +1,9 @@
 r"""The one step-through protocol: what every page that steps through a formula hands to the one renderer.
 
 A page that steps (self-attention, causal attention, dropout, multi-head attention, cross-attention, one head
-of the trained model) builds a :class:`StepThrough` for its current stage from attention_core and passes it
-to ``ui.stepthrough.show``. A :class:`StepThrough` holds one :class:`Stage`:
+of a trained model, ...) builds a :class:`StepThrough` for each stage from attention_core (its declaration's
+``steps(walk, stage)``) and hands its walk-through to the step-through element (``ui.stepper.live``), which shows
+every stage in the browser. A :class:`StepThrough` holds one :class:`Stage`:
 
 * its heatmaps (:class:`Panel`: a matrix, row/column labels, axis titles, which head it belongs to, whether a
   click explains that entry);

@@ -14,9 +14,9 @@ asks before and after it draws (``ui.state.router_stale``). The link
 is written at the end of every run of the body, and the note that the edits are too large for a link stands at its
 top.
 
-Inside the body, :func:`part` draws a part of it (a model page's heads and its open head, whose step-through is the
-server's: ``ui.stepthrough.show``) as a fragment of its own: a click inside the part that changed only the part's own settings
-reruns the part alone, any other change the whole app.
+Inside the body, :func:`part` draws a part of it (a model page's heads and its open head; the step-through element and
+its practice switch, ``ui.stepper``) as a fragment of its own: a click inside the part that changed only the part's own
+settings reruns the part alone, any other change the whole app.
 """
 
 from __future__ import annotations

@@ -54,11 +54,6 @@ def switch() -> bool:
                                   "when it is a common mistake.")))
 
 
-def score() -> None:
-    """The session's score (under the stepper, in practice mode)."""
-    st.caption(score_text())
-
-
 def exercise_for(steps: StepThrough, row: int, col: int, head: int) -> Optional[Exercise]:
     """The explained entry's exercise, or None (the stage has none, or this entry has nothing to compute)."""
     stage = steps.stage
@@ -67,27 +62,12 @@ def exercise_for(steps: StepThrough, row: int, col: int, head: int) -> Optional[
     return stage.exercise(row, col, head)
 
 
-def hidden(steps: StepThrough, exercise: Optional[Exercise], row: int, col: int, head: int) -> bool:
-    """Whether the stage's numbers stay hidden: an exercise not yet answered or revealed."""
-    return exercise is not None and entry_key(steps, row, col, head, exercise) not in _store()["revealed"]
-
-
-def nothing_to_compute() -> None:
-    """Practice mode on a stage (or entry) without an exercise."""
-    st.info(_("No exercise at this step: its numbers are read off or set, not calculated (or the sum is too long "
-              "to add up by hand). Look, then go on with **Next**."), icon=":material/visibility:")
-
-
 def _remember(store: dict) -> None:
     if len(store["revealed"]) > MAX_REMEMBERED:
         store["revealed"].clear()
         store["verdicts"].clear()
         store["predicted"].clear()
         store["attempts"].clear()
-
-
-def _check(key: tuple, exercise: Exercise, widget: str) -> None:
-    check_answer(key, exercise, st.session_state.get(widget, ""))
 
 
 def check_answer(key: tuple, exercise: Exercise, typed: str) -> None:
@@ -111,10 +91,6 @@ def check_answer(key: tuple, exercise: Exercise, typed: str) -> None:
             if store["attempts"][key] == 1:
                 store["first_try"].add(key)
         store["revealed"].add(key)
-
-
-def _reveal(key: tuple) -> None:
-    reveal(key)
 
 
 def reveal(key: tuple) -> None:
@@ -186,65 +162,6 @@ def hints(verdict: practice.Grade) -> list[str]:
 
 def correct_text(answer: float) -> str:
     return _("Correct: {value}. Here is the worked solution.", value=f"{answer:.4g}")
-
-
-def _predict(steps: StepThrough, row: int, head: int, col_labels: list[str], row_label: str) -> bool:
-    """Before a softmax is shown: which key gets the most weight in row ``row``? True once answered."""
-    key, top = predict_key(steps, row, head)
-    store = _store()
-    widget = f"practice_predict_{zlib.crc32(repr(key).encode()):08x}"
-    choice = store["predicted"].get(key, st.session_state.get(widget))
-    if choice is None:
-        st.markdown(predict_question(row, row_label))
-        shown = [widgets.md_escape(label) for label in col_labels]  # st.pills renders its options as Markdown
-        st.pills(_("Key with the most weight"), options=list(range(len(col_labels))),
-                 format_func=shown.__getitem__, key=widget, label_visibility="collapsed")
-        return False
-    store["predicted"][key] = choice
-    if choice == top:
-        st.success(prediction_verdict(choice, top, col_labels, row), icon=":material/check_circle:")
-    else:
-        st.warning(prediction_verdict(choice, top, col_labels, row), icon=":material/lightbulb:")
-    return True
-
-
-def ask(steps: StepThrough, exercise: Exercise, row: int, col: int, head: int,
-        row_labels: list[str], col_labels: list[str]) -> None:
-    """The exercise: the question, the answer box, Check, the verdict (with the named mistake), the solution."""
-    key = entry_key(steps, row, col, head, exercise)
-    st.subheader(_("Your turn: compute this entry"))
-    st.button(_("Pick an entry for me"), key="practice_pick", icon=":material/casino:",
-              on_click=pick, args=(steps, head))
-    st.latex(exercise.question)
-    st.markdown(_("with"))
-    for line in exercise.inputs:
-        st.latex(line)
-    if exercise.predict and not _predict(steps, row, head, col_labels, row_labels[row]):
-        return
-    widget = f"practice_answer_{zlib.crc32(repr(key).encode()):08x}"
-    with st.form(f"practice_form_{widget}", border=False):
-        st.text_input(_("Your answer"), key=widget, placeholder="0.42", max_chars=practice.MAX_ANSWER_CHARS,
-                      help=widgets.number_help())
-        st.form_submit_button(_("Check"), on_click=_check, args=(key, exercise, widget), type="primary")
-    st.caption(_("Accepted: within ±0.005 or ±0.5 % of the answer, whichever is larger (so rounding to 2 decimals "
-                 "is fine)."))
-    kind, verdict = _store()["verdicts"].get(key, (None, None))
-    if kind == "error":
-        widgets.show_error(verdict)
-    elif kind == "graded" and not verdict.correct:
-        for hint in hints(verdict):
-            st.warning(hint, icon=":material/lightbulb:" if verdict.mistakes else ":material/replay:")
-        st.button(_("Show the solution"), key="practice_reveal", on_click=_reveal, args=(key,))
-
-
-def verdict_line(steps: StepThrough, exercise: Exercise, row: int, col: int, head: int) -> None:
-    """After the entry is revealed: whether it was answered right, above the worked solution."""
-    key = entry_key(steps, row, col, head, exercise)
-    kind, verdict = _store()["verdicts"].get(key, (None, None))
-    if kind == "graded" and verdict.correct:
-        st.success(correct_text(exercise.answer), icon=":material/check_circle:")
-    else:
-        st.info(_("The worked solution, with the numbers in:"), icon=":material/school:")
 
 
 # ---------------------------------------------------------------- for the step-through element (ui/stepper.py)

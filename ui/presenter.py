@@ -39,7 +39,7 @@ _PRESENTER_CSS = """
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { font-size: 1.35rem; }
 /* what the class reads in the widgets: the values of number, text and select boxes (a select box's value is its
    input's), the options of an open select box, the slider's value and ends, the buttons' and pills' labels;
-   22.4 px, as the heatmaps' numbers (the step buttons below are larger still) */
+   22.4 px, as the heatmaps' numbers */
 [data-testid="stMain"] input, [data-testid="stMain"] textarea, [data-testid="stMain"] button p,
 [data-testid="stSliderThumbValue"], [data-testid="stSliderThumbValue"] p, [data-testid="stSliderTickBar"] p, [data-testid="stMain"] [data-baseweb="tag"] span,
 [role="listbox"] [role="option"] { font-size: 1.4rem; }
@@ -47,8 +47,6 @@ _PRESENTER_CSS = """
 /* the slider's value stands above its thumb (its box 1.6 em up): room for it under the slider's label */
 [data-testid="stSlider"] > [role="group"] { padding-top: 0.9rem; padding-bottom: 0.5rem; }
 .katex { font-size: 1.5em; }
-.st-key-step_prev button, .st-key-step_next button { min-height: 4.5rem; }
-.st-key-step_prev button p, .st-key-step_next button p { font-size: 1.8rem; font-weight: 700; }
 </style>
 """
 

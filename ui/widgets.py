@@ -294,33 +294,6 @@ def _on_paste(name: str, draft_key: str, shape: tuple[int, int]) -> None:
 # ---------------------------------------------------------------- stepping and checks
 
 
-def stepper(stages: dict[str, str], current: str, field: str = "stage",
-            extra: Optional[Callable[[], Any]] = None) -> Any:
-    """Previous / Next buttons and a step picker bound to settings ``field`` (default ``stage``).
-
-    ``extra()`` draws in a fourth column, after Next (the practice switch); its result is returned.
-    """
-    keys = list(stages)
-    index = keys.index(current)
-    fixed = field in state.locked()  # a teacher's link fixed the step
-    if extra is None:
-        left, middle, right = st.columns([1, 3, 1], vertical_alignment="bottom")
-    else:
-        left, middle, right, last = st.columns([1, 3, 1, 1.6], vertical_alignment="bottom")
-    left.button(_("◀ Previous"), key="step_prev", disabled=index == 0 or fixed, width="stretch",
-                on_click=state.update, kwargs={field: keys[max(index - 1, 0)]})
-    with middle:
-        # labels made now, in the page's language: format_func must be a plain lookup
-        labels = {k: f"{n} / {len(keys)}: {_(stages[k])}" for n, k in enumerate(keys, start=1)}
-        state.bind(st.selectbox, _("Step"), field, options=keys, format_func=labels.get)
-    right.button(_("Next ▶"), key="step_next", disabled=index == len(keys) - 1 or fixed, width="stretch",
-                 on_click=state.update, kwargs={field: keys[min(index + 1, len(keys) - 1)]})
-    if extra is not None:
-        with last:
-            return extra()
-    return None
-
-
 #: The line of a check, by what it was compared with (``attention_core.stepthrough.AGAINST``): (it agrees, it does not).
 CHECK_LINES = {
     PYTORCH: (N_("Checked against PyTorch: max |ours − `{reference}`| = {diff} ✓"),

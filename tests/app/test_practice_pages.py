@@ -10,7 +10,6 @@ from streamlit.testing.v1 import AppTest
 from attention_core import practice, registry
 from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
 
-HIDDEN = ("hidden until you answer", "先隐藏起来")
 NO_EXERCISE = ("No exercise at this step", "这一步没有练习")
 CORRECT = ("Correct:", "正确：")
 
@@ -27,54 +26,6 @@ def _open(path: str, language: str = "en", **params) -> AppTest:
 
 def _has(texts, words) -> bool:
     return any(any(w in t.value for w in words) for t in texts)
-
-
-def _picker(at: AppTest, label: str):
-    return next(s for s in at.selectbox if s.label == label)
-
-
-def _answer_box(at: AppTest):
-    boxes = [t for t in at.text_input if (t.key or "").startswith("practice_answer_")]
-    return boxes[0] if boxes else None
-
-
-def _check(at: AppTest, answer: str) -> None:
-    _answer_box(at).input(answer)
-    submit = [b for b in at.button if b.label in ("Check", "检查")]
-    assert submit, [b.label for b in at.button]
-    submit[0].click().run()
-
-
-def _practise_on_the_server(at: AppTest, path: str, language: str) -> int:
-    """Practice mode on the server's renderer (the model pages): every stage, each entry answered wrong and then
-    its solution shown; how many were."""
-    page = registry.BY_KEY[path.removeprefix("app_pages/").removesuffix(".py")]
-    field = page.stage_field
-    at.selectbox(key=f"setting_{field}").set_value(next(iter(page.stages))).run()
-    solved = 0
-    while True:
-        stage = at.session_state["settings"].get(field)
-        context = (path, language, stage)
-        assert not at.exception, (context, at.exception)
-        assert not at.error, (context, errors(at))
-        if _has(at.info, HIDDEN):
-            if at.pills:  # a softmax: predict the row's largest weight first
-                at.pills[0].set_value(0).run()
-                assert _has(at.success, ("Right:", "对了")) or _has(at.warning, ("Not this time", "这次不对")), context
-            assert _answer_box(at), context
-            _check(at, "999")
-            assert at.warning, context  # not quite, or a named mistake
-            reveal = [b for b in at.button if b.key == "practice_reveal"]
-            reveal[0].click().run()
-            assert not _has(at.info, HIDDEN) and not _answer_box(at), context
-            assert at.latex, context  # the worked solution
-            solved += 1
-        else:
-            assert _has(at.info, NO_EXERCISE), context
-        if at.button(key="step_next").disabled:
-            break
-        at.button(key="step_next").click().run()
-    return solved
 
 
 def _practise_in_the_element(at: AppTest, path: str, language: str) -> int:
@@ -118,7 +69,8 @@ def _practise_in_the_element(at: AppTest, path: str, language: str) -> int:
 def test_practice_mode_on_every_stage_of_every_step_page(path, language):
     at = _open(path, language)
     at.toggle(key="setting_practice").set_value(True).run()
-    solved = (_practise_in_the_element if has_element(at) else _practise_on_the_server)(at, path, language)
+    assert has_element(at), path
+    solved = _practise_in_the_element(at, path, language)
     at.toggle(key="worksheet_show").set_value(True).run()
     downloads = {d.proto.label for d in at.get("download_button")}
     assert ({"Worksheet (PDF)", "Answer key (PDF)", "Every step as Markdown"} <= downloads

@@ -68,27 +68,14 @@ def test_stepping_through_every_stage(page):
     field, stages = PAGES[page]
     at = open_app(page, "journey_v1")
     element_step(at, **{field: next(iter(stages))})
-    if has_element(at):  # every stage is in the element's data; its Next is the browser's (tests/app/test_browser_stepper.py)
-        assert element(at)["order"] == list(stages)
-        for key in stages:
-            element_step(at, **{field: key})
-            assert not at.exception and not at.error, (key, errors(at))
-            data = element(at)
-            assert data["position"]["stage"] == key and data["stages"][key]["formula"]
-            assert "nan" not in shown_latex(at).lower()
-        return
-    seen = []
-    while True:
-        seen.append(settings(at).get(field))
-        assert not at.exception and not at.error, (seen, errors(at))
-        assert len(at.latex) >= 4  # the page's formula, the stage's matrix and element forms, the entry
+    # every stage is in the element's data; its Next is the browser's (tests/app/test_browser_stepper.py)
+    assert element(at)["order"] == list(stages)
+    for key in stages:
+        element_step(at, **{field: key})
+        assert not at.exception and not at.error, (key, errors(at))
+        data = element(at)
+        assert data["position"]["stage"] == key and data["stages"][key]["formula"]
         assert "nan" not in shown_latex(at).lower()
-        if at.button(key="step_next").disabled:
-            break
-        at.button(key="step_next").click().run()
-    assert seen == list(stages)
-    at.button(key="step_prev").click().run()
-    assert settings(at).get(field) == seen[-2]
 
 
 # ---------------------------------------------------------------- causal page
@@ -148,22 +135,6 @@ def test_all_padding_warns_instead_of_failing():
     at.number_input(key="setting_padding").set_value(5).run()
     assert "All 3 tokens are padding" in plain(warnings(at)) and not at.error
     assert_checks_pass(at)
-
-
-def test_clicking_a_mask_cell_flips_it_and_explains_it():
-    def script():
-        import streamlit as st
-
-        from ui import masking, state
-
-        st.button("flip", key="flip", on_click=masking.flip_mask_cell, args=([[True, False], [True, True]], 0, 1))
-        st.write(state.edits(), state.editor_version("mask"))
-
-    at = AppTest.from_function(script).run()
-    at.button(key="flip").click().run()
-    assert at.session_state["edits"]["seed000"]["mask"] == {(0, 1): 1.0}
-    assert (settings(at).entry_row, settings(at).entry_col) == (0, 1)
-    assert at.session_state["editor_versions"]["mask"] == 1  # a fresh grid: clicking the cell again flips it back
 
 
 def test_context_length_shorter_than_the_sentence_gets_a_message_and_keeps_the_widgets():
