@@ -512,6 +512,8 @@ function prebuild(view, data, position) {
     if (!built.dataset.warm) {  // styled and laid out now, out of sight, and kept so (not when Next shows it)
       built.classList.add("warming");
       built.scrollHeight;
+      // its matrices measured now too (a layout of the whole page each: ~40 ms on a model page), not when shown
+      markWider(built, view.width);
       built.classList.remove("warming");
       built.dataset.warm = "1";
     }
@@ -522,6 +524,18 @@ function prebuild(view, data, position) {
 function whenIdle(mounted, work) {
   if (mounted.idle) (globalThis.cancelIdleCallback ?? clearTimeout)(mounted.idle);
   mounted.idle = globalThis.requestIdleCallback ? requestIdleCallback(work, { timeout: 1000 }) : setTimeout(work, 50);
+}
+
+/** An entry too wide for its box: a part a line, the result last and in sight (the box that scrolls may be KaTeX's
+ * own, styled by the app's layout). Not when the entry shown has changed meanwhile. */
+function splitIfWide(entry, latex) {
+  if (entry.dataset.latex !== latex || !entry.isConnected) return;
+  const line = entry.querySelector(".formula-line");
+  const math = line?.querySelector(".katex-html");
+  if (entry.querySelectorAll(".formula-line").length === 1 && math
+      && math.getBoundingClientRect().width > line.clientWidth + 1) {
+    entry.innerHTML = formulaHtml(equationParts(latex).map((part, k) => (k ? `= ${part}` : part)));
+  }
 }
 
 /** Show the position: the stage's section (built on its first visit), the framed cell, the pickers, the entry. */
@@ -537,7 +551,11 @@ function show(view, data, position) {
     if (view.shown) view.shown.hidden = true;
     section.hidden = false;
     view.shown = section;
-    markWider(section, view.width);
+    // its matrices measured after the paint (a layout of the whole page: ~40 ms on a model page), when not already
+    // measured at this width (a section built ahead is measured then: prebuild)
+    if (section.dataset.measuredAt !== String(view.width)) {
+      requestAnimationFrame(() => setTimeout(() => { if (view.shown === section) markWider(section, view.width); }));
+    }
   }
   const stage = data.stages[position.stage];
   for (const box of section.querySelectorAll("[data-follows]")) {  // a panel that follows the entry: its row's
@@ -582,12 +600,9 @@ function show(view, data, position) {
       entry.innerHTML = latex === undefined ? `<p class="loading">${escapeHtml(data.labels.loading)}</p>`
         : formulaHtml([latex]);
       entry.dataset.latex = shown;
-      const line = entry.querySelector(".formula-line");
-      const math = line?.querySelector(".katex-html");
-      if (math && math.getBoundingClientRect().width > line.clientWidth + 1) {  // too wide: a part a line, the result
-        // last and in sight (the box that scrolls may be KaTeX's own, styled by the app's layout)
-        entry.innerHTML = formulaHtml(equationParts(latex).map((part, k) => (k ? `= ${part}` : part)));
-      }
+      // measured after the paint, when the page is laid out anyway (measured now, it forced a layout of the whole
+      // page: ~35 ms of a model page's cell click, 136 ms at 4x)
+      if (latex !== undefined) requestAnimationFrame(() => setTimeout(() => splitIfWide(entry, latex)));
     }
     const box = section.querySelector(".entry-chart");
     const chart = stage.charts?.[entryKey(position.row, position.col, position.head)] ?? null;
@@ -653,7 +668,11 @@ export default function mount(component) {
     // a cell moved to with the keys outside the block sent: focused when its block comes
     if (focusCell && !framed) mounted.focusLater = true;
     if ((focusCell || mounted.focusLater) && framed) {
-      framed.focus();
+      // focused after the paint, when the page is laid out anyway (focus() now forced a layout of the whole page:
+      // ~35 ms of a model page's click, 140 ms at 4x); a mouse's click focused the cell already
+      if (document.activeElement !== framed) {
+        requestAnimationFrame(() => setTimeout(() => { if (framed.isConnected) framed.focus(); }));
+      }
       mounted.focusLater = false;
     }
     // the entries of this stage and its neighbours (a large stage's: this row's), once per data: asked after the
