@@ -435,6 +435,14 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
             if practising:
                 part["exercises"] = asked
         stages[key] = part
+    codes: list[str] = []  # each function's source once (a model page's 10 stages show the same two: 26 of 85 kB)
+    for key, part in stages.items():
+        indices = []
+        for source in part["code"]:
+            if source not in codes:
+                codes.append(source)
+            indices.append(codes.index(source))
+        stages[key] = {**part, "code": indices}
     row, col, head = clamp_entry(first.stage, settings.get(first.row_field), settings.get(first.col_field),
                                  settings.get(first.head_field) if first.head_field else 0, first.num_heads or 1)
     shown = f"{row},{col},{head}"
@@ -459,6 +467,7 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
         "titles": {key: f"{n} / {len(order)}: {_(first.titles[key])}" for n, key in enumerate(order, start=1)},
         "default_stage": page.default_stage,
         "stages": stages,
+        "codes": codes,  # the sources a stage's "code" indexes
         "check_caption_html": markdown_html(_(first.check_caption)) if first.check_caption else "",
         "warnings_html": warnings,
         "notes_html": notes,

@@ -386,7 +386,7 @@ function stageHtml(data, key, position) {
     stage.checks_html.map((c) => `<p class="check ${c.ok ? "ok" : "bad"}">${c.html}</p>`).join("") +
     (data.check_caption_html ? `<p class="details">${data.check_caption_html}</p>` : "") +
     (stage.code.length ? `<details class="code"><summary>${escapeHtml(labels.code)}</summary>` +
-      stage.code.map((source) => `<pre><code>${escapeHtml(source)}</code></pre>`).join("") + `</details>` : "");
+      stage.code.map((k) => `<pre><code>${escapeHtml(data.codes[k])}</code></pre>`).join("") + `</details>` : "");
 }
 
 /** The pickers of the explained entry (row, column, head) of a stage, showing the position. */

@@ -250,6 +250,10 @@ def test_a_model_pages_matrices_come_a_block_at_a_time_with_the_models_numbers()
 
     at = open_app("app_pages/trained_model.py")
     step = trained_model_data.head(MODEL_SENTENCE, 0, 0, 0)  # the page's head, shared with it
+    data = element(at)  # each function's source sent once: every stage shows the same two
+    assert [name.split("(")[0] for name in (code.split("def ")[1] for code in data["codes"])] == ["head_weights",
+                                                                                                  "head_step"]
+    assert all(stage["code"] == [0, 1] for stage in data["stages"].values())
     (panel,) = element(at)["stages"]["weights"]["panels"]
     shown, rounding = shown_matrix(panel)
     assert (panel["offset"], panel["shape"]) == ([0, 0], [13, 13])
