@@ -659,10 +659,16 @@ export default function mount(component) {
   const update = (focusCell, linkLater = false, pause = PREFETCH_MS) => {
     const framed = show(mounted.view, mounted.data, mounted.position);
     const { view, data: shownData, position } = mounted;
+    const ahead = () => { if (mounted.view === view && mounted.data === shownData) prebuild(view, shownData, position); };
+    clearTimeout(mounted.aheadTimer);
     whenIdle(mounted, () => {
       if (linkLater) LINK.owner();  // a click's step goes into the link after the paint (a same-document navigation
       // costs a slow laptop ~30 ms), within a second
-      if (mounted.view === view && mounted.data === shownData) prebuild(view, shownData, position);
+      // the steps around built ahead: at once after a step; after new numbers only once the learner pauses (each
+      // section's layout is one of the whole page: ~60 ms on a model page, 250 ms at 4x, which a setting's next
+      // click would wait behind)
+      if (pause === SETTLE_MS) mounted.aheadTimer = setTimeout(() => whenIdle(mounted, ahead), pause);
+      else ahead();
     });
     if (!linkLater) writeLink();
     // a cell moved to with the keys outside the block sent: focused when its block comes
@@ -787,6 +793,7 @@ export default function mount(component) {
     root.dataset.ready = "true";  // for the browser tests: typeset and wired
   }).catch((error) => { root.textContent = String(error); });
   return () => {
+    clearTimeout(mounted.aheadTimer);
     clearTimeout(mounted.reportTimer);
     clearTimeout(mounted.needTimer);
     if (mounted.idle) (globalThis.cancelIdleCallback ?? clearTimeout)(mounted.idle);
