@@ -1,9 +1,10 @@
-"""The README's map of the code ("How it is built") names every module of attention_core and ui, so a newcomer
-finds any formula's code from it; a module added without a line there fails here. Its table of pages ("What it
-shows") has a row for every page of the registry, in the navigation's order.
+"""The map of the code (``docs/architecture.md``, "How it is built") names every module of attention_core and ui, so a
+newcomer finds any formula's code from it; a module added without a line there fails here. The README's table of
+pages ("What it shows") has a row for every page of the registry, in the navigation's order, and so has
+``docs/pages.md``; the README stays a front door (at most 300 lines) and every document it links to exists.
 
-A page's own walk-through module is found by its name instead, as the README says: ``<page key>_walkthrough.py`` in
-its concept's folder, for a page of the registry (adding a step page does not edit the README).
+A page's own walk-through module is found by its name instead, as the map says: ``<page key>_walkthrough.py`` in
+its concept's folder, for a page of the registry (adding a step page does not edit the map).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from attention_core import registry
 
 
 def readme_map() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("## How it is built")
+    """The map: the first code block of docs/architecture.md."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    start = text.index("# How it is built")
     return text[start:text.index("```", text.index("```", start) + 3)]
 
 
@@ -43,10 +45,10 @@ def test_the_readme_states_the_page_module_convention_the_map_relies_on():
     assert "<page key>_walkthrough.py" in readme_map()
 
 
-def readme_pages() -> list[str]:
-    """The page titles of the README's table "What it shows": each row's bold first cell, in order."""
-    text = (ROOT / "README.md").read_text()
-    start = text.index("## What it shows")
+def readme_pages(path: str = "README.md", heading: str = "## What it shows") -> list[str]:
+    """The page titles of a table of pages: each row's bold first cell, in order."""
+    text = (ROOT / path).read_text()
+    start = text.index(heading)
     table = text[start:text.index("\n\n", text.index("| --- |", start))]
     return re.findall(r"^\| \*\*(.+?)\*\* \|", table, flags=re.MULTILINE)
 
@@ -54,3 +56,15 @@ def readme_pages() -> list[str]:
 def test_the_readme_table_of_pages_has_every_page_of_the_registry_in_order():
     """Watch attention learn had no row: a page added to the registry without one fails here."""
     assert readme_pages() == [page.title for page in registry.PAGES]
+    assert readme_pages("docs/pages.md", "# The pages, in full") == [page.title for page in registry.PAGES]
+
+
+def test_the_readme_is_a_front_door_and_its_links_lead_somewhere():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 300
+    assert not re.search(r"\b[0-9a-f]{7,40}\b", text), "a commit hash in the README: history is git log's"
+    linked = set(re.findall(r"`(docs/[\w.-]+)`|\]\((docs/[\w.-]+)\)", text))
+    files = {a or b for a, b in linked}
+    assert {"docs/architecture.md", "docs/classroom.md", "docs/deploy.md", "docs/lecture-hall.md",
+            "docs/models.md", "docs/performance.md"} <= files
+    assert [f for f in files if not (ROOT / f).exists()] == []

@@ -73,7 +73,7 @@ def show() -> None:
     st.code(class_live.students_link(seat.code), language=None, wrap_lines=True)
     if store.dialect == "sqlite":
         st.caption(_("This class is kept in a SQLite file on this server. On Streamlit Community Cloud that file goes "
-                     "when the app sleeps: give the app a PostgreSQL URL in its secrets for real use (README, "
+                     "when the app sleeps: give the app a PostgreSQL URL in its secrets for real use (the classroom guide, "
                      "*A class, live*)."))
     _live(seat.code)
     _after_the_lesson(seat)

@@ -33,7 +33,7 @@ for a long time (loading the trained model once per server, running it on a new 
 aside (:func:`step_aside`) so the class is not held up by it. Measured with 30 students (the class
 scenario): click to page updated, p50 / p95 67 / 425 ms side by side, 58 / 176 ms taking turns.
 
-Measured: scripts/benchmark_load.py (README, "Classroom scale").
+Measured: scripts/benchmark_load.py (docs/performance.md).
 """
 
 from __future__ import annotations
