@@ -23,7 +23,7 @@
 #   4. pytest, with any extra arguments passed through, on one worker process per core (pytest-xdist, at most 4;
 #      TEST_WORKERS=N for N, TEST_WORKERS=1 for this process alone), each test file on one worker (its servers and
 #      browser started once): on a 2-core machine 937-1131 s against 1716 s in one process, which kept the whole
-#      run of a fresh clone over CI's 20 minutes (README, "Test it": the fresh clones of 2026-11-28). Exits with
+#      run of a fresh clone over CI's 20 minutes (docs/testing.md; the fresh clones in the issues' notes). Exits with
 #      pytest's status.
 set -euo pipefail
 
