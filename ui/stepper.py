@@ -210,8 +210,10 @@ def entry_cells(steps: StepThrough, rows: Optional[Collection[int]] = None,
         if panel is None:
             continue
         n_rows, n_cols = panel.matrix.shape
-        cells += [(row, col, head) for row in range(n_rows) if rows is None or row in rows
-                  for col in range(n_cols) if cols is None or col in cols]
+        # only the rows and columns asked for are walked (a model page's 512 × 512 weights: 12 of them, not 262,144)
+        row_range = range(n_rows) if rows is None else sorted(r for r in set(rows) if 0 <= r < n_rows)
+        col_range = range(n_cols) if cols is None else sorted(c for c in set(cols) if 0 <= c < n_cols)
+        cells += [(row, col, head) for row in row_range for col in col_range]
     return cells
 
 
