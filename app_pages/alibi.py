@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.modern.alibi_walkthrough import ALIBI_PAGE
+from attention_core.lessons.alibi.page import ALIBI_PAGE
 from ui import page_body, state, stepper, widgets
 from ui.i18n import _
 

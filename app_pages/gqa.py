@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.modern.gqa_walkthrough import GQA_PAGE
+from attention_core.lessons.gqa.page import GQA_PAGE
 from attention_core.transformer.generation_walkthrough import real_cache_rows
 from ui import frames, page_body, state, stepper, widgets
 from ui.i18n import _

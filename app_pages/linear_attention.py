@@ -4,9 +4,7 @@ import streamlit as st
 
 from attention_core.errors import N_
 from attention_core.inputs.tokens import token_labels
-from attention_core.modern.linear_attention_walkthrough import (
-    LINEAR_ATTENTION,
-)
+from attention_core.lessons.linear_attention.page import LINEAR_ATTENTION
 from ui import page_body, state, stepper, widgets
 from ui.i18n import _
 

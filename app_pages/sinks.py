@@ -5,6 +5,7 @@ import numpy as np
 import streamlit as st
 
 from attention_core.errors import N_, InputError
+from attention_core.lessons.sinks.page import SINKS
 from attention_core.limits import (
     MODERN_LM_HEADS,
     MODERN_LM_LAYERS,
@@ -12,7 +13,6 @@ from attention_core.limits import (
     SINKS_MAX_CHARS,
     SINKS_MAX_TOKENS,
 )
-from attention_core.modern.sinks_walkthrough import SINKS
 from attention_core.modern_lm import measure, sinks
 from ui import charts, heatmaps, modern_lm_data, page_body, runtime, sink_data, state, stepper, widgets
 from ui.i18n import _

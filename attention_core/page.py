@@ -1,7 +1,7 @@
 """What a page of the app is: one declaration, kept beside the concept it teaches.
 
 Each page is declared once, as a :class:`Page`, in its concept's module (the ALiBi page in
-``attention_core/modern/alibi_walkthrough.py``, the tokens page in ``attention_core/self_attention/walkthrough.py``,
+``attention_core/lessons/alibi/page.py``, the tokens page in ``attention_core/self_attention/walkthrough.py``,
 ...); :mod:`attention_core.registry` lists every declaration once, in the order of the app's navigation, and
 everything that lists pages loops over that registry: the router (``app.py``), the overview's "where to go next",
 the load benchmark and the tests.

@@ -15,15 +15,15 @@ from attention_core.experiments.image import IMAGE_ATTENTION
 from attention_core.experiments.positional import POSITIONAL_ENCODING
 from attention_core.experiments.scaling import WHY_SQRT_DK
 from attention_core.experiments.temperature import TEMPERATURE_PAGE
+from attention_core.lessons.alibi.page import ALIBI_PAGE
+from attention_core.lessons.flash_attention.page import FLASH_ATTENTION
+from attention_core.lessons.gqa.page import GQA_PAGE
+from attention_core.lessons.linear_attention.page import LINEAR_ATTENTION
+from attention_core.lessons.mla.page import MLA_PAGE
+from attention_core.lessons.rope.page import ROPE_PAGE
+from attention_core.lessons.sinks.page import SINKS
+from attention_core.lessons.sliding_window.page import SLIDING_WINDOW
 from attention_core.masking.walkthrough import CAUSAL_PAGE, DROPOUT_PAGE
-from attention_core.modern.alibi_walkthrough import ALIBI_PAGE
-from attention_core.modern.flash_attention_walkthrough import FLASH_ATTENTION
-from attention_core.modern.gqa_walkthrough import GQA_PAGE
-from attention_core.modern.linear_attention_walkthrough import LINEAR_ATTENTION
-from attention_core.modern.mla_walkthrough import MLA_PAGE
-from attention_core.modern.rope_walkthrough import ROPE_PAGE
-from attention_core.modern.sinks_walkthrough import SINKS
-from attention_core.modern.sliding_window_walkthrough import SLIDING_WINDOW
 from attention_core.modern_lm.walkthrough import MODERN_LM
 from attention_core.multi_head.cross_attention_walkthrough import CROSS_ATTENTION
 from attention_core.multi_head.walkthrough import MULTI_HEAD

@@ -1,4 +1,5 @@
-"""The layers of attention_core: a floor of shared pieces, the concepts in teaching order, the registry on top.
+"""The layers of attention_core: a floor of shared pieces, the concepts in teaching order, the lessons (one folder
+per page), the registry on top.
 
 Walks every import of every module of ``attention_core`` (module level, inside functions, and any under
 ``if TYPE_CHECKING:``: an import for type hints ties modules as much as any other) and fails on
@@ -6,6 +7,7 @@ Walks every import of every module of ``attention_core`` (module level, inside f
 * a module or folder of attention_core that has no layer below (a new one must be placed);
 * a floor module that imports a concept, or a concept that imports a later concept or anything above it
   (a unit of the top may import what is listed before it);
+* a lesson (``lessons/<key>/``, one page) that imports another lesson: what two pages share lives below them;
 * a cycle between the units (the floor modules and the concept folders), whatever the layers say;
 * a cycle between two modules, inside a folder too (a walk-through and the recipe that reads it, ...).
 
@@ -28,17 +30,27 @@ FLOOR = ("errors", "latex", "limits", "fields", "page", "inputs", "stepthrough",
 #: The concept folders, in teaching order: each may import the floor and the concepts before it.
 CONCEPTS = ("self_attention", "masking", "multi_head", "experiments", "transformer", "modern", "trained_model",
             "modern_lm", "backward", "training")
-#: Above every concept, in order: the list of pages, the settings composed from them, what a class shares and
+#: Above every concept, in one layer: the pages, one folder each (``lessons/<key>/``), each its own unit.
+LESSONS = "lessons"
+#: Above the lessons, in order: the list of pages, the settings composed from them, what a class shares and
 #: exports of any page (links, worksheets, scripts), the package's front door.
 TOP = ("registry", "settings", "classroom", "__init__")
 
 LAYER = {**{name: 0 for name in FLOOR}, **{name: 1 + n for n, name in enumerate(CONCEPTS)},
-         **{name: 1 + len(CONCEPTS) + n for n, name in enumerate(TOP)}}
+         LESSONS: 1 + len(CONCEPTS), **{name: 2 + len(CONCEPTS) + n for n, name in enumerate(TOP)}}
+
+
+def layer(unit_name: str) -> int:
+    """The layer of a unit: a lesson's (``lessons.<key>``) is the lessons' layer."""
+    return LAYER[unit_name.split(".")[0]]
 
 
 def unit(module: str) -> str:
-    """The unit of a dotted module name: its folder under attention_core, or the top-level module's name."""
+    """The unit of a dotted module name: its folder under attention_core (a lesson's own folder, ``lessons.<key>``),
+    or the top-level module's name."""
     parts = module.split(".")
+    if len(parts) > 2 and parts[1] == LESSONS:
+        return f"{LESSONS}.{parts[2]}"
     return parts[1] if len(parts) > 1 else "__init__"
 
 
@@ -97,9 +109,18 @@ def test_every_module_and_folder_of_attention_core_has_a_layer():
 
 def test_no_import_runs_against_the_layers():
     upward = sorted({f"{importer} -> {imported}" for importer, imported in imports()
-                     if unit(importer) != unit(imported) and LAYER[unit(imported)] >= LAYER[unit(importer)]
-                     and not LAYER[unit(importer)] == LAYER[unit(imported)] == 0})  # the floor: cycles only
+                     if unit(importer) != unit(imported) and layer(unit(imported)) >= layer(unit(importer))
+                     and not layer(unit(importer)) == layer(unit(imported)) == 0  # the floor: cycles only
+                     and imported != f"attention_core.{LESSONS}"})  # the lessons' package: a docstring
     assert upward == []
+
+
+def test_no_lesson_imports_another():
+    """Each page's folder stands alone: a page can be read, moved or removed with its folder."""
+    across = sorted({f"{importer} -> {imported}" for importer, imported in imports()
+                     if unit(importer).startswith(f"{LESSONS}.") and unit(imported).startswith(f"{LESSONS}.")
+                     and unit(importer) != unit(imported)})
+    assert across == []
 
 
 def test_no_cycle_between_concept_folders_or_floor_modules():

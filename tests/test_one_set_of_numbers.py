@@ -8,12 +8,12 @@ import pytest
 import torch
 from conftest import open_app
 
+from attention_core.lessons.alibi.page import ALIBI_PAGE
+from attention_core.lessons.flash_attention.page import FLASH_ATTENTION
+from attention_core.lessons.linear_attention.page import LINEAR_ATTENTION
+from attention_core.lessons.sinks.page import SINKS
+from attention_core.lessons.sliding_window.page import SLIDING_WINDOW
 from attention_core.masking.walkthrough import CAUSAL_PAGE, DROPOUT_PAGE
-from attention_core.modern.alibi_walkthrough import ALIBI_PAGE
-from attention_core.modern.flash_attention_walkthrough import FLASH_ATTENTION
-from attention_core.modern.linear_attention_walkthrough import LINEAR_ATTENTION
-from attention_core.modern.sinks_walkthrough import SINKS
-from attention_core.modern.sliding_window_walkthrough import SLIDING_WINDOW
 from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE
 from attention_core.settings import Settings
 

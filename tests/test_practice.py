@@ -14,15 +14,15 @@ from attention_core.backward.backward_multi_head_walkthrough import backward_mul
 from attention_core.backward.backward_walkthrough import backward_steps
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
+from attention_core.lessons.alibi.page import alibi_steps
+from attention_core.lessons.flash_attention.page import flash_attention_steps
+from attention_core.lessons.gqa.page import gqa_steps
+from attention_core.lessons.linear_attention.page import linear_attention_steps
+from attention_core.lessons.mla.page import mla_steps
+from attention_core.lessons.rope.page import rope_steps
+from attention_core.lessons.sinks.page import sinks_steps
+from attention_core.lessons.sliding_window.page import sliding_window_steps
 from attention_core.masking.walkthrough import DROPOUT_PAGE, build_causal_walkthrough, causal_steps, dropout_steps
-from attention_core.modern.alibi_walkthrough import alibi_steps
-from attention_core.modern.flash_attention_walkthrough import flash_attention_steps
-from attention_core.modern.gqa_walkthrough import gqa_steps
-from attention_core.modern.linear_attention_walkthrough import linear_attention_steps
-from attention_core.modern.mla_walkthrough import mla_steps
-from attention_core.modern.rope_walkthrough import rope_steps
-from attention_core.modern.sinks_walkthrough import sinks_steps
-from attention_core.modern.sliding_window_walkthrough import sliding_window_steps
 from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
 from attention_core.multi_head.walkthrough import build_multi_head_walkthrough, multi_head_steps
 from attention_core.registry import BY_KEY

@@ -3,8 +3,9 @@ newcomer finds any formula's code from it; a module added without a line there f
 pages ("What it shows") has a row for every page of the registry, in the navigation's order, and so has
 ``docs/pages.md``; the README stays a front door (at most 300 lines) and every document it links to exists.
 
-A page's own walk-through module is found by its name instead, as the map says: ``<page key>_walkthrough.py`` in
-its concept's folder, for a page of the registry (adding a step page does not edit the map).
+A page's own folder is found by its name instead, as the map says: ``lessons/<page key>/`` for a page of the
+registry, its files named as in every lesson (``page.py``, ``walk.py``, ...: those names are in the map), so adding a
+page does not edit the map.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ def readme_map() -> str:
     return text[start:text.index("```", text.index("```", start) + 3)]
 
 
-#: The walk-through modules named after their page, which the README's convention covers.
-PAGE_MODULES = {f"{page.key}_walkthrough.py" for page in registry.PAGES}
+#: The lessons' folder: one folder per page, named by its key.
+LESSONS = ROOT / "attention_core" / "lessons"
 
 
 def test_the_readme_map_names_every_module_and_package():
@@ -32,17 +33,22 @@ def test_the_readme_map_names_every_module_and_package():
     missing = []
     for folder in ("attention_core", "ui"):
         for path in sorted((ROOT / folder).rglob("*.py")):
-            if path.name == "__init__.py":
+            if path.parent.parent == LESSONS:  # a page's folder: named by its key, its files as in every lesson
+                if path.parent.name not in registry.BY_KEY:
+                    missing.append(f"{path.parent.relative_to(ROOT)}/ (no page has this key)")
+                elif path.name != "__init__.py" and path.name not in words:
+                    missing.append(str(path.relative_to(ROOT)))
+            elif path.name == "__init__.py":
                 name = path.parent.name
                 if path.parent.name != folder and name not in words and f"{name}/" not in readme_map():
                     missing.append(str(path.parent.relative_to(ROOT)) + "/")
-            elif path.name not in words and path.name not in PAGE_MODULES:
+            elif path.name not in words:
                 missing.append(str(path.relative_to(ROOT)))
     assert not missing, f"not in the README's map: {missing}"
 
 
 def test_the_readme_states_the_page_module_convention_the_map_relies_on():
-    assert "<page key>_walkthrough.py" in readme_map()
+    assert "lessons/<page key>/" in readme_map()
 
 
 def readme_pages(path: str = "README.md", heading: str = "## What it shows") -> list[str]:

@@ -15,7 +15,7 @@ from conftest import APP, page_paths
 from streamlit.testing.v1 import AppTest
 
 from attention_core import reads, registry
-from attention_core.modern.alibi_walkthrough import build_alibi_walkthrough
+from attention_core.lessons.alibi.page import build_alibi_walkthrough
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 from ui import builds
@@ -132,7 +132,7 @@ def test_a_pages_own_group_beside_the_settings_is_keyed_by_what_the_build_read_o
     ``"alibi.num_heads"``; its stage, which the builder does not read, rebuilds nothing; a group that is not the
     settings' own is not shared (built each time)."""
     monkeypatch.setattr(builds, "_BUILDS", collections.OrderedDict())
-    from attention_core.modern.alibi_walkthrough import ALIBI_PAGE
+    from attention_core.lessons.alibi.page import ALIBI_PAGE
 
     settings = Settings().set(**{"alibi.num_heads": 2})
     assert ALIBI_PAGE.build_args(settings, {}) == (settings, settings.alibi, {})

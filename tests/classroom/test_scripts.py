@@ -30,16 +30,16 @@ from attention_core.backward.backward_multi_head_walkthrough import (
 )
 from attention_core.backward.backward_walkthrough import BACKWARD
 from attention_core.classroom.scripts import script_for
+from attention_core.lessons.alibi.page import ALIBI_PAGE
+from attention_core.lessons.flash_attention.page import FLASH_ATTENTION
+from attention_core.lessons.gqa.page import GQA_PAGE
+from attention_core.lessons.linear_attention.page import LINEAR_ATTENTION
+from attention_core.lessons.mla.page import MLA_PAGE
+from attention_core.lessons.rope.page import ROPE_PAGE
+from attention_core.lessons.sinks.page import SINKS
+from attention_core.lessons.sliding_window.page import SLIDING_WINDOW
 from attention_core.masking.walkthrough import DROPOUT_PAGE, build_causal_walkthrough
 from attention_core.modern import alibi, rope, sliding
-from attention_core.modern.alibi_walkthrough import ALIBI_PAGE
-from attention_core.modern.flash_attention_walkthrough import FLASH_ATTENTION
-from attention_core.modern.gqa_walkthrough import GQA_PAGE
-from attention_core.modern.linear_attention_walkthrough import LINEAR_ATTENTION
-from attention_core.modern.mla_walkthrough import MLA_PAGE
-from attention_core.modern.rope_walkthrough import ROPE_PAGE
-from attention_core.modern.sinks_walkthrough import SINKS
-from attention_core.modern.sliding_window_walkthrough import SLIDING_WINDOW
 from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
 from attention_core.multi_head.walkthrough import build_multi_head_walkthrough
 from attention_core.self_attention.walkthrough import build_walkthrough

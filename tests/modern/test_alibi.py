@@ -12,8 +12,8 @@ from streamlit.testing.v1 import AppTest
 from test_stepthrough import step_through_every_stage
 
 from attention_core.errors import Message
+from attention_core.lessons.alibi.page import ALIBI_PAGE, alibi_steps, build_alibi_walkthrough, explain_alibi
 from attention_core.modern.alibi import alibi_attention, alibi_weights_loop, slopes
-from attention_core.modern.alibi_walkthrough import ALIBI_PAGE, alibi_steps, build_alibi_walkthrough, explain_alibi
 from attention_core.settings import Settings
 
 

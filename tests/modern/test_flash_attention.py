@@ -12,11 +12,7 @@ from streamlit.testing.v1 import AppTest
 from test_stepthrough import step_through_every_stage
 
 from attention_core.errors import InputError, Message
-from attention_core.modern.flash_attention_walkthrough import (
-    FLASH_ATTENTION,
-    explain_flash,
-    flash_attention_steps,
-)
+from attention_core.lessons.flash_attention.page import FLASH_ATTENTION, explain_flash, flash_attention_steps
 from attention_core.modern.online_softmax import flash_attention
 from attention_core.settings import Settings
 

@@ -12,8 +12,8 @@ from streamlit.testing.v1 import AppTest
 from test_stepthrough import step_through_every_stage
 
 from attention_core.errors import InputError, Message
+from attention_core.lessons.gqa.page import GQA_PAGE, explain_gqa, gqa_steps
 from attention_core.modern.gqa import grouped_query_attention, kv_head_of
-from attention_core.modern.gqa_walkthrough import GQA_PAGE, explain_gqa, gqa_steps
 from attention_core.multi_head.heads import multi_head_attention
 from attention_core.settings import Settings
 

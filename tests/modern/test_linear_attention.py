@@ -20,6 +20,11 @@ from transformers.models.qwen3_next.modeling_qwen3_next import (
 )
 
 from attention_core.errors import InputError, Message
+from attention_core.lessons.linear_attention.page import (
+    LINEAR_ATTENTION,
+    explain_linear,
+    linear_attention_steps,
+)
 from attention_core.modern.linear_attention import (
     feature_map,
     gated_delta_rule,
@@ -29,11 +34,6 @@ from attention_core.modern.linear_attention import (
     loop_linear_attention,
     memory_numbers,
     recurrent_linear_attention,
-)
-from attention_core.modern.linear_attention_walkthrough import (
-    LINEAR_ATTENTION,
-    explain_linear,
-    linear_attention_steps,
 )
 from attention_core.settings import Settings, validate_settings
 

@@ -14,6 +14,7 @@ from test_stepthrough import step_through_every_stage
 
 from attention_core.classroom import worksheet
 from attention_core.errors import InputError, Message
+from attention_core.lessons.mla.page import MLA_PAGE, mla_steps
 from attention_core.modern.mla import (
     DEEPSEEK_V3,
     absorbed_scores,
@@ -25,7 +26,6 @@ from attention_core.modern.mla import (
     multi_head_latent_attention,
     transformers_mla,
 )
-from attention_core.modern.mla_walkthrough import MLA_PAGE, mla_steps
 from attention_core.settings import Settings, validate_settings
 
 TOL = 1e-5

@@ -13,13 +13,8 @@ from streamlit.testing.v1 import AppTest
 from test_stepthrough import step_through_every_stage
 
 from attention_core.errors import InputError, Message
+from attention_core.lessons.rope.page import ROPE_PAGE, explain_rope, llama_rotation, rope_steps
 from attention_core.modern.rope import frequencies, rope_scores, rotate
-from attention_core.modern.rope_walkthrough import (
-    ROPE_PAGE,
-    explain_rope,
-    llama_rotation,
-    rope_steps,
-)
 from attention_core.settings import Settings
 
 
@@ -79,7 +74,7 @@ def test_every_stage_and_entry():
 
 
 def test_the_sinusoidal_stage_uses_the_same_angles_and_the_pair_drawing_is_the_rotation():
-    from attention_core.modern.rope_walkthrough import pair_vectors
+    from attention_core.lessons.rope.page import pair_vectors
 
     walk = ROPE_PAGE.walkthrough(Settings().set(**{"rope.head_dim": 4, "rope.base": 100.0}))
     pe = rope_steps(walk, "sinusoidal").stage.panels[0].matrix

@@ -20,8 +20,8 @@ from streamlit.testing.v1 import AppTest
 from test_stepthrough import result_of
 
 from attention_core.errors import InputError, Message
+from attention_core.lessons.sinks.page import SINKS, explain_sinks, sinks_steps
 from attention_core.modern.sinks import check_sink_logit, gpt_oss_reference, sink_softmax, uniform_query
-from attention_core.modern.sinks_walkthrough import SINKS, explain_sinks, sinks_steps
 from attention_core.settings import Settings
 
 #: float32 tolerance of every comparison with transformers (rtol = atol).

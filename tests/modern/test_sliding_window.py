@@ -12,12 +12,8 @@ from streamlit.testing.v1 import AppTest
 from test_stepthrough import step_through_every_stage
 
 from attention_core.errors import InputError, Message
+from attention_core.lessons.sliding_window.page import SLIDING_WINDOW, explain_sliding, sliding_window_steps
 from attention_core.modern.sliding import receptive_field, window_mask
-from attention_core.modern.sliding_window_walkthrough import (
-    SLIDING_WINDOW,
-    explain_sliding,
-    sliding_window_steps,
-)
 from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.settings import Settings
 
@@ -109,7 +105,7 @@ def test_a_row_keeps_at_most_w_keys_causal_and_2w_minus_1_both_sided_as_the_page
 
 
 def test_the_weights_formula_sums_over_the_window_it_computes():
-    from attention_core.modern.sliding_window_walkthrough import sliding_formula
+    from attention_core.lessons.sliding_window.page import sliding_formula
 
     causal, both = sliding_formula("weights", True)[0], sliding_formula("weights", False)[0]
     assert "l=\\max\\left(1, i - w + 1\\right)}^{i}" in causal.replace(" ", " ")

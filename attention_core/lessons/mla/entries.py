@@ -23,9 +23,9 @@ from attention_core.entry_formulas import masked_weight_entry_latex
 from attention_core.errors import N_, Message
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
+from attention_core.lessons.mla.walk import MLAWalkthrough
 from attention_core.modern.mla import DEEPSEEK_V3, V3_GQA_KV_HEADS
 from attention_core.modern.rope import frequencies
-from attention_core.modern.walks import MLAWalkthrough
 from attention_core.stepthrough import Panel, explained_value
 
 _TOKEN, _QUERY, _KEY = Message(N_("token")), Message(N_("query token")), Message(N_("key token"))

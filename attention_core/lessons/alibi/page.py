@@ -29,11 +29,11 @@ from attention_core.inputs.edits import Edits
 from attention_core.inputs.stage import build_inputs
 from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate, number
+from attention_core.lessons.alibi.recipe import alibi_recipe
+from attention_core.lessons.alibi.walk import AlibiWalkthrough
 from attention_core.limits import MAX_ALIBI_HEADS
 from attention_core.masks import causal_mask
 from attention_core.modern.alibi import alibi_attention, alibi_weights_loop, slopes
-from attention_core.modern.recipes import alibi_recipe
-from attention_core.modern.walks import AlibiWalkthrough
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import FLOAT_LOOP, HEAD_FIELD, Panel, Stage, StepThrough, compare, explained_value

@@ -29,10 +29,10 @@ from attention_core.inputs.edits import Edits
 from attention_core.inputs.stage import build_inputs
 from attention_core.inputs.tokens import dim_labels
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
+from attention_core.lessons.rope.recipe import rope_recipe
+from attention_core.lessons.rope.walk import RopeWalkthrough
 from attention_core.limits import MAX_DIM, MAX_ROPE_BASE, MAX_ROPE_SHIFT, MIN_ROPE_BASE
-from attention_core.modern.recipes import rope_recipe
 from attention_core.modern.rope import BASES, check_head_dim, frequencies, rope_scores, rotate
-from attention_core.modern.walks import RopeWalkthrough
 from attention_core.page import Page
 from attention_core.positions import sinusoidal_encoding
 from attention_core.shared_settings import SharedSettings

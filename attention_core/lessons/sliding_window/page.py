@@ -29,10 +29,10 @@ from attention_core.inputs.edits import Edits
 from attention_core.inputs.stage import build_inputs
 from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate
+from attention_core.lessons.sliding_window.recipe import sliding_window_recipe
+from attention_core.lessons.sliding_window.walk import SlidingWalkthrough
 from attention_core.limits import MAX_SLIDING_LAYERS, MAX_TOKENS
-from attention_core.modern.recipes import sliding_window_recipe
 from attention_core.modern.sliding import receptive_field, window_mask
-from attention_core.modern.walks import SlidingWalkthrough
 from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.shared_settings import SharedSettings

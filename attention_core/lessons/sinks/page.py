@@ -34,6 +34,9 @@ from attention_core.inputs.edits import Edits
 from attention_core.inputs.stage import build_inputs
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, factor, number, terms_lines
+from attention_core.lessons.sinks.formulas import sinks_formula
+from attention_core.lessons.sinks.recipe import sinks_recipe
+from attention_core.lessons.sinks.walk import SinksWalkthrough
 from attention_core.limits import (
     MAX_SINK_LOGIT,
     MAX_SINKS,
@@ -45,10 +48,7 @@ from attention_core.limits import (
     SINKS_MAX_CHARS,
 )
 from attention_core.masks import causal_mask
-from attention_core.modern.recipes import sinks_recipe
 from attention_core.modern.sinks import gpt_oss_reference, sink_softmax, uniform_query
-from attention_core.modern.sinks_formulas import sinks_formula
-from attention_core.modern.walks import SinksWalkthrough
 from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.shared_settings import SharedSettings

@@ -6,7 +6,7 @@ content keys (the design MLA rejects) and the KV cache of MHA, GQA, MQA and MLA 
 DeepSeek-V3's; it checks the output and the weights against transformers' ``DeepseekV3Attention`` (imported on the
 first build, ~3 s once per server), the scores against a Python-float loop, and the absorbed scores against the
 scores. :func:`mla_steps` puts one stage, for the chosen head, in a :class:`~attention_core.stepthrough.StepThrough`;
-the panels, entry formulas and exercises are in :mod:`attention_core.modern.mla_entries`.
+the panels, entry formulas and exercises are in :mod:`attention_core.lessons.mla.entries`.
 
 Shape legend: T tokens, D = d_model, h heads, d_h = head_dim, d_R the RoPE part, d_c / d_c' the latents. Float32.
 Every check: rtol = atol = 1e-5 (the measured differences are ~1e-8 against transformers, whose operations are the
@@ -26,6 +26,10 @@ from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.inputs.stage import build_inputs
+from attention_core.lessons.mla.entries import explain_mla, mla_exercise, mla_panels
+from attention_core.lessons.mla.formulas import mla_formula
+from attention_core.lessons.mla.recipe import mla_recipe
+from attention_core.lessons.mla.walk import MLAWalkthrough
 from attention_core.limits import MAX_DIM, MAX_HEAD_DIM, MAX_MLA_HEADS, MAX_MLA_ROPE_DIM
 from attention_core.modern.mla import (
     DEEPSEEK_V3,
@@ -42,11 +46,7 @@ from attention_core.modern.mla import (
     toy_gqa_kv_heads,
     transformers_mla,
 )
-from attention_core.modern.mla_entries import explain_mla, mla_exercise, mla_panels
-from attention_core.modern.mla_formulas import mla_formula
-from attention_core.modern.recipes import mla_recipe
 from attention_core.modern.rope import rotate
-from attention_core.modern.walks import MLAWalkthrough
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import FLOAT_LOOP, OTHER_ROUTE, TRANSFORMERS, Stage, StepThrough, compare

@@ -31,6 +31,9 @@ from attention_core.inputs.edits import Edits
 from attention_core.inputs.stage import build_inputs
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
+from attention_core.lessons.linear_attention.formulas import linear_formula
+from attention_core.lessons.linear_attention.recipe import linear_attention_recipe
+from attention_core.lessons.linear_attention.walk import LinearWalkthrough
 from attention_core.limits import MAX_TOKENS, MIN_DECAY
 from attention_core.masks import causal_mask
 from attention_core.modern.linear_attention import (
@@ -48,9 +51,6 @@ from attention_core.modern.linear_attention import (
     recurrent_linear_attention,
     transformers_gated_delta_rule,
 )
-from attention_core.modern.linear_attention_formulas import linear_formula
-from attention_core.modern.recipes import linear_attention_recipe
-from attention_core.modern.walks import LinearWalkthrough
 from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.shared_settings import SharedSettings

@@ -34,11 +34,11 @@ from attention_core.inputs.edits import Edits
 from attention_core.inputs.stage import build_inputs
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, number
+from attention_core.lessons.gqa.recipe import gqa_recipe
+from attention_core.lessons.gqa.walk import GQAWalkthrough
 from attention_core.limits import MAX_DIM, MAX_GQA_HEADS, MAX_HEAD_DIM
 from attention_core.masks import causal_mask
 from attention_core.modern.gqa import grouped_query_attention, kv_head_of
-from attention_core.modern.recipes import gqa_recipe
-from attention_core.modern.walks import GQAWalkthrough
 from attention_core.multi_head.heads import multi_head_attention
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings

@@ -1,0 +1,1 @@
+"""The *ALiBi* page."""

@@ -1,0 +1,1 @@
+"""The *grouped-query attention* page."""

@@ -1,0 +1,1 @@
+"""The *linear attention and the delta rule* page."""

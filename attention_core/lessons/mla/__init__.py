@@ -1,0 +1,1 @@
+"""The *multi-head latent attention* page."""

@@ -1,0 +1,1 @@
+"""The *attention sinks* page."""
