@@ -3,8 +3,8 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.experiments import additive
 from attention_core.inputs.tokens import dim_labels, token_labels
+from attention_core.lessons.additive import page as additive
 from attention_core.self_attention.formulas import entry_of
 from ui import experiments, heatmaps, page_body, state, widgets
 from ui.i18n import _

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.transformer.walkthrough import ENCODER_BLOCK
+from attention_core.lessons.encoder_block.page import ENCODER_BLOCK
 from ui import page_body, state, stepper, widgets
 from ui.i18n import _
 

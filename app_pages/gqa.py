@@ -3,8 +3,8 @@
 import streamlit as st
 
 from attention_core.errors import N_
+from attention_core.lessons.generation.page import real_cache_rows
 from attention_core.lessons.gqa.page import GQA_PAGE
-from attention_core.transformer.generation_walkthrough import real_cache_rows
 from ui import frames, page_body, state, stepper, widgets
 from ui.i18n import _
 

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.experiments import image
+from attention_core.lessons.image_attention import page as image
 from ui import charts, experiments, frames, page_body, state, widgets
 from ui.i18n import _
 

@@ -10,7 +10,8 @@ import functools
 import streamlit as st
 
 from attention_core.errors import N_, InputError
-from attention_core.experiments.temperature import TEMPERATURE_GRID
+from attention_core.lessons.modern_lm.page import MODERN_LM, header_latex, modern_lm_steps
+from attention_core.lessons.temperature.page import TEMPERATURE_GRID
 from attention_core.limits import (
     MODERN_LM_HEADS,
     MODERN_LM_LAYERS,
@@ -18,9 +19,8 @@ from attention_core.limits import (
     MODERN_LM_MAX_NEW_TOKENS,
     MODERN_LM_MAX_TOKENS,
 )
-from attention_core.modern_lm import checkpoint, measure
-from attention_core.modern_lm.model import LICENSE, MODEL_ID
-from attention_core.modern_lm.walkthrough import MODERN_LM, header_latex, modern_lm_steps
+from attention_core.smollm2 import checkpoint, measure
+from attention_core.smollm2.model import LICENSE, MODEL_ID
 from ui import (
     heatmaps,
     model_view,

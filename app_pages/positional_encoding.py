@@ -4,8 +4,8 @@ import pandas as pd
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.experiments import positional
 from attention_core.inputs.tokens import dim_labels, token_labels
+from attention_core.lessons.positional_encoding import page as positional
 from attention_core.positions import sinusoidal_encoding
 from ui import charts, experiments, heatmaps, page_body, state, widgets
 from ui.i18n import _

@@ -13,7 +13,7 @@ from attention_core.limits import (
     SINKS_MAX_CHARS,
     SINKS_MAX_TOKENS,
 )
-from attention_core.modern_lm import measure, sinks
+from attention_core.smollm2 import measure, sinks
 from ui import charts, heatmaps, modern_lm_data, page_body, runtime, sink_data, state, stepper, widgets
 from ui.i18n import _
 

@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from attention_core.experiments import temperature
 from attention_core.inputs.tokens import token_labels
+from attention_core.lessons.temperature import page as temperature
 from ui import charts, heatmaps, page_body, state, widgets
 from ui.i18n import _
 

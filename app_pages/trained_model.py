@@ -8,9 +8,17 @@ import streamlit as st
 
 from attention_core.errors import N_, InputError
 from attention_core.inputs.tokens import token_labels
+from attention_core.lessons.trained_model.page import TRAINED_MODEL, header_latex, trained_model_steps
+from attention_core.minilm.model import (
+    LICENSE,
+    MAX_CHARS,
+    MAX_PADDING,
+    MAX_TOKENS,
+    MODEL_ID,
+    PACKAGE,
+    REVISION,
+)
 from attention_core.settings import TRAINED_MODEL_HEADS, TRAINED_MODEL_LAYERS
-from attention_core.trained_model.formulas import TRAINED_MODEL, header_latex, trained_model_steps
-from attention_core.trained_model.model import LICENSE, MAX_CHARS, MAX_PADDING, MAX_TOKENS, MODEL_ID, PACKAGE, REVISION
 from ui import heatmaps, model_view, page_body, runtime, state, stepper, stepthrough, trained_model_data, widgets
 from ui.i18n import _
 

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.experiments import scaling
+from attention_core.lessons.why_sqrt_dk import page as scaling
 from ui import charts, experiments, frames, page_body, state, widgets
 from ui.i18n import _
 

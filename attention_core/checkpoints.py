@@ -1,8 +1,8 @@
 """What checking a trained model's files takes, whichever the model: a file's SHA-256.
 
 Both trained models are checked against pinned hashes before use: all-MiniLM-L6-v2's upstream files
-(:mod:`attention_core.trained_model.model`) and SmolLM2's GGUF file and its verified cache of converted
-weights (:mod:`attention_core.modern_lm.checkpoint`).
+(:mod:`attention_core.minilm.model`) and SmolLM2's GGUF file and its verified cache of converted
+weights (:mod:`attention_core.smollm2.checkpoint`).
 """
 
 from __future__ import annotations

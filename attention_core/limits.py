@@ -101,7 +101,7 @@ TRAINED_MODEL_MAX_CHARS = 5000
 
 # ---------------------------------------------------------------- the modern language model (SmolLM2-135M-Instruct)
 
-#: Its layers, query heads, key/value heads, head_dim and hidden size (attention_core/modern_lm/model.py).
+#: Its layers, query heads, key/value heads, head_dim and hidden size (attention_core/smollm2/model.py).
 MODERN_LM_LAYERS, MODERN_LM_HEADS, MODERN_LM_KV_HEADS, MODERN_LM_HEAD_DIM, MODERN_LM_WIDTH = 30, 9, 3, 64, 576
 #: The most tokens the page feeds it, chat template included (a longer prompt is cut, with a message). The model
 #: itself takes 8192; the page's views stay responsive up to here (scripts/benchmark_load.py long).

@@ -54,7 +54,7 @@ def rss_mb() -> float:
 
 def text_of(pm, tokens: int) -> str:
     """A sentence that is exactly ``tokens`` WordPiece tokens long with [CLS] and [SEP]."""
-    from attention_core.trained_model.model import tokenize
+    from attention_core.minilm.model import tokenize
     words = ("The model reads every token of this sentence and each attention head decides "
              "which other tokens matter most for the meaning of the word it is looking at").split()
     text, i = "", 0
@@ -67,8 +67,8 @@ def text_of(pm, tokens: int) -> str:
 
 def page_data(pm, text: str):
     """What the page computes for a new text (ui.trained_model_data.sentence_data + head), uncached."""
-    from attention_core.trained_model import head_findings
-    from attention_core.trained_model.model import head_step, run_model, tokenize
+    from attention_core.minilm import head_findings
+    from attention_core.minilm.model import head_step, run_model, tokenize
     from ui import model_view
 
     encoding = tokenize(pm, text)
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     import attention_core  # noqa: F401
-    from attention_core.trained_model.model import (
+    from attention_core.minilm.model import (
         MAX_TOKENS,
         MODEL_ID,
         load_model,

@@ -87,8 +87,8 @@ def main(argv=None) -> int:
     import torch
 
     from attention_core import registry  # noqa: F401
-    from attention_core.modern_lm import measure
-    from attention_core.modern_lm.model import load_decoder
+    from attention_core.smollm2 import measure
+    from attention_core.smollm2.model import load_decoder
     from ui import runtime
 
     runtime.configure_torch()

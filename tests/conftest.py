@@ -331,7 +331,7 @@ def picker(at: AppTest, label: str):
 def train_and_wait(at: AppTest, timeout: float = 120) -> None:
     """On *Watch attention learn*: click Train, wait for the run's ``finished`` event (not a sleep) and run the page
     again, which now shows the run's charts and sections. Other pages: nothing."""
-    from attention_core.training.watch import run_key
+    from attention_core.lessons.training.page import run_key
     from ui import training
 
     trains = [b for b in at.button if b.label == "Train"]

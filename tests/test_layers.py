@@ -28,8 +28,8 @@ PACKAGE = ROOT / "attention_core"
 FLOOR = ("errors", "latex", "limits", "fields", "page", "inputs", "stepthrough", "practice", "masks", "positions",
          "weights", "entry_formulas", "recipe", "reads", "shared_settings", "checkpoints", "sources")
 #: The concept folders, in teaching order: each may import the floor and the concepts before it.
-CONCEPTS = ("self_attention", "masking", "multi_head", "experiments", "transformer", "modern", "trained_model",
-            "modern_lm", "backward", "training")
+CONCEPTS = ("self_attention", "masking", "multi_head", "transformer", "modern", "minilm", "smollm2", "backward",
+            "training")
 #: Above every concept, in one layer: the pages, one folder each (``lessons/<key>/``), each its own unit.
 LESSONS = "lessons"
 #: Above the lessons, in order: the list of pages, the settings composed from them, what a class shares and

@@ -12,10 +12,14 @@ from typing import Any, Optional
 import pytest
 
 from attention_core import limits, registry, settings
-from attention_core.experiments import additive, image, positional, scaling, temperature
 from attention_core.inputs.text import cut_text
+from attention_core.lessons.additive import page as additive
+from attention_core.lessons.image_attention import page as image
+from attention_core.lessons.positional_encoding import page as positional
+from attention_core.lessons.temperature import page as temperature
+from attention_core.lessons.why_sqrt_dk import page as scaling
+from attention_core.minilm.model import MAX_PADDING, MAX_TOKENS
 from attention_core.settings import Settings, validate_settings
-from attention_core.trained_model.model import MAX_PADDING, MAX_TOKENS
 
 
 @pytest.mark.parametrize(("keys", "choices"), [

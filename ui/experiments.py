@@ -15,8 +15,10 @@ import streamlit as st
 import torch
 
 from attention_core.errors import N_, InputError, Message
-from attention_core.experiments import image as image_core
-from attention_core.experiments import image_upload, positional, scaling
+from attention_core.lessons.image_attention import page as image_core
+from attention_core.lessons.image_attention import upload as image_upload
+from attention_core.lessons.positional_encoding import page as positional
+from attention_core.lessons.why_sqrt_dk import page as scaling
 
 from . import heatmaps, presenter, runtime, state, widgets
 from .i18n import _

@@ -27,7 +27,7 @@ import streamlit as st
 import torch
 from PIL import Image
 
-from attention_core.trained_model import head_findings
+from attention_core.minilm import head_findings
 
 from . import builds, frames, heatmaps, presenter, stepthrough
 from .i18n import _

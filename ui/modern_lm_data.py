@@ -1,7 +1,7 @@
 """The modern language model page's caches: SmolLM2 once per server, results per prompt, all shared read-only.
 
 * :func:`decoder` — ``st.cache_resource``: SmolLM2-135M-Instruct is verified and loaded on the first visit to the
-  page (``attention_core.modern_lm.model.load_decoder``) and then shared, read-only, by every session. A failed
+  page (``attention_core.smollm2.model.load_decoder``) and then shared, read-only, by every session. A failed
   load (package missing, file altered) raises :class:`~attention_core.errors.InputError` and is not cached.
   A host short of memory turns the page off with the environment variable ``ATTENTION_EXPLORER_MODERN_LM=off``
   (:func:`turned_off`): the model is then never loaded.
@@ -28,8 +28,8 @@ import os
 import pyarrow as pa
 import streamlit as st
 
-from attention_core.modern_lm import measure
-from attention_core.modern_lm.model import SmolLM2Decoder, load_decoder
+from attention_core.smollm2 import measure
+from attention_core.smollm2.model import SmolLM2Decoder, load_decoder
 
 from . import model_view, runtime
 

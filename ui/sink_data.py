@@ -4,7 +4,7 @@ The model itself is the modern language model page's (``ui.modern_lm_data.decode
 with ``ATTENTION_EXPLORER_MODERN_LM=off``); nothing here loads another copy.
 
 * :func:`profile` — ``st.cache_resource`` on the prompt: every head's weight on the first token
-  (``attention_core.modern_lm.sinks.sink_profile``), one forward pass (~0.3 s at 20 tokens, ~1.3 s at 512), at
+  (``attention_core.smollm2.sinks.sink_profile``), one forward pass (~0.3 s at 20 tokens, ~1.3 s at 512), at
   most :data:`PROFILES` kept, each (30, 9, T) float32: 0.55 MB at 512 tokens.
 * :func:`measured` / :func:`measure` — StreamingLLM's three losses on a text, computed once per (text, window,
   sinks) and kept for every session (the last :data:`STREAMS`; each is 3 × T float32, 12 KB at 1024 tokens). The
@@ -27,8 +27,8 @@ from typing import Optional
 import streamlit as st
 
 from attention_core.limits import SINKS_MAX_TOKENS
-from attention_core.modern_lm import sinks
-from attention_core.modern_lm.measure import Prompt, encode_prompt
+from attention_core.smollm2 import sinks
+from attention_core.smollm2.measure import Prompt, encode_prompt
 
 from . import modern_lm_data, runtime
 

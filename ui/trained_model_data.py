@@ -29,8 +29,8 @@ import pyarrow as pa
 import streamlit as st
 import torch
 
-from attention_core.trained_model import head_findings
-from attention_core.trained_model.model import (
+from attention_core.minilm import head_findings
+from attention_core.minilm.model import (
     HeadStep,
     ModelRun,
     PretrainedModel,

@@ -12,8 +12,10 @@ from typing import Optional
 import pandas as pd
 import streamlit as st
 
+from attention_core.lessons.training import formulas
+from attention_core.lessons.training import page as watch
 from attention_core.registry import BY_KEY
-from attention_core.training import formation, formulas, watch
+from attention_core.training import formation
 from attention_core.training.model import Trainer
 from attention_core.training.runs import Run, RunKey, RunQueue
 from attention_core.training.script import LOSS_TOLERANCE, SCORE_TOLERANCE, training_script

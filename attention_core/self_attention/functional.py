@@ -252,3 +252,8 @@ def attention_without_weights(x: torch.Tensor) -> AttentionTrace:
         The :class:`AttentionTrace` with ``scale == 1.0``.
     """
     return scaled_dot_product_attention(x, x, x, scale=1.0)
+
+
+def entropy(weights: torch.Tensor) -> torch.Tensor:
+    """The entropy of each row of weights (the *Why divide by √d_k?* and *Temperature* pages): −Σ_j p_j ln p_j over the last dim (nats), with 0 · ln 0 = 0. (..., n) -> (...)."""
+    return torch.special.entr(weights).sum(dim=-1)

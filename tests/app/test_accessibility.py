@@ -12,7 +12,7 @@ from conftest import APP, element, errors, has_element, settings, train_and_wait
 from streamlit.testing.v1 import AppTest
 
 from attention_core import registry
-from attention_core.experiments import image as image_patterns
+from attention_core.lessons.image_attention import page as image_patterns
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 from ui import heatmaps
@@ -102,7 +102,7 @@ def test_every_heatmap_keeps_a_colour_legend_side_by_side_too(path, params, side
 
 
 def test_the_head_grid_and_the_image_have_tables_of_their_own():
-    from attention_core.trained_model import head_findings
+    from attention_core.minilm import head_findings
     from ui import trained_model_data
 
     at = _open("app_pages/trained_model.py", tables="1")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import open_app
 
-from attention_core.experiments.image import MAX_UPLOAD_BYTES
+from attention_core.lessons.image_attention.page import MAX_UPLOAD_BYTES
 from ui import runtime
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -177,7 +177,7 @@ def test_the_scaling_experiment_steps_aside_on_a_miss_and_is_shared_after(monkey
     """*Why divide by √d_k?*: a new sample count draws the samples (~0.1–0.5 s of torch, which lets go of Python's
     lock); the run steps aside meanwhile, so a class's other clicks are not queued behind it. The same numbers again
     (this session or another) come from the server's store: no sampling, no stepping aside."""
-    from attention_core.experiments import scaling
+    from attention_core.lessons.why_sqrt_dk import page as scaling
     from ui import experiments
 
     seen = []

@@ -48,7 +48,7 @@ def unfollowable(text: str) -> list[str]:
 def test_the_patterns_find_what_they_are_for():
     for bad in ("Source: 000_9be6d646ed7e85e8.txt", "(seed 000)", "Seed 003 §1.3", "seeds 001 and 004",
                 "种子文章 004", "种子教程 003（§1.7）", "after rasbt's ch03", "The seed articles' first attempt",
-                "tests/self_attention/test_functional.py checks", "derived in `attention_core/experiments/scaling.py`"):
+                "tests/self_attention/test_functional.py checks", "derived in `attention_core/lessons/why_sqrt_dk/page.py`"):
         assert unfollowable(bad), bad
     for fine in ("SelfAttention_v1 (seed 123)", "torch.manual_seed(12)", "Vaswani et al. 2017, sec. 3.2.3",
                  "The seeded mask", "seed = 3", "随机种子", "Raschka, Build a Large Language Model (From Scratch), ch. 3",
@@ -142,12 +142,12 @@ def test_every_page_at_every_step_names_only_references_a_student_can_follow(pag
 def _walk(page):
     """The page's walk-through on the default settings (the model pages: one head of their model)."""
     if page.key == "trained_model":
-        from attention_core.trained_model.model import head_step, load_model, run_model, tokenize
+        from attention_core.minilm.model import head_step, load_model, run_model, tokenize
 
         model = load_model()
         return head_step(model, run_model(model, tokenize(model, "The cat sat on the mat.")), 2, 8)
     if page.key == "modern_lm":
-        from attention_core.modern_lm import measure
+        from attention_core.smollm2 import measure
         from ui import modern_lm_data
 
         decoder = modern_lm_data.decoder()
@@ -235,8 +235,12 @@ def test_a_check_against_a_float_loop_says_so_and_not_pytorch(path, loop, with_t
 def shown_functions() -> set:
     """Every function a "Show the code" expander shows: every stage's code of every step page (default settings) and
     the experiment pages' own."""
-    from attention_core.experiments import additive, image, positional, scaling, temperature
-    from attention_core.experiments.positional import sinusoidal_encoding
+    from attention_core.lessons.additive import page as additive
+    from attention_core.lessons.image_attention import page as image
+    from attention_core.lessons.positional_encoding import page as positional
+    from attention_core.lessons.positional_encoding.page import sinusoidal_encoding
+    from attention_core.lessons.temperature import page as temperature
+    from attention_core.lessons.why_sqrt_dk import page as scaling
 
     functions = {additive.additive_attention, image.flatten_image, image.image_attention, sinusoidal_encoding,
                  positional.equivariance, temperature.temperature_attention, scaling.run_scaling_experiment,

@@ -31,7 +31,9 @@ from attention_core.backward.backward_multi_head_walkthrough import (
 from attention_core.backward.backward_walkthrough import BACKWARD
 from attention_core.classroom.scripts import script_for
 from attention_core.lessons.alibi.page import ALIBI_PAGE
+from attention_core.lessons.encoder_block.page import ENCODER_BLOCK
 from attention_core.lessons.flash_attention.page import FLASH_ATTENTION
+from attention_core.lessons.generation.page import GENERATION_PAGE
 from attention_core.lessons.gqa.page import GQA_PAGE
 from attention_core.lessons.linear_attention.page import LINEAR_ATTENTION
 from attention_core.lessons.mla.page import MLA_PAGE
@@ -44,8 +46,6 @@ from attention_core.multi_head.cross_attention_walkthrough import build_cross_at
 from attention_core.multi_head.walkthrough import build_multi_head_walkthrough
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
-from attention_core.transformer.generation_walkthrough import GENERATION_PAGE
-from attention_core.transformer.walkthrough import ENCODER_BLOCK
 
 #: The user's text that must stay inside string literals: a quote of each kind, a backslash, a newline escape.
 NASTY = "it's a\"\"\"b x')+import\\n(os"
@@ -106,7 +106,7 @@ CASES = {
 
 
 def _trained_head():
-    from attention_core.trained_model.model import head_step, load_model, run_model, tokenize
+    from attention_core.minilm.model import head_step, load_model, run_model, tokenize
 
     pm = load_model()
     run = run_model(pm, tokenize(pm, "The cat sat on the mat.", padding=2))
@@ -117,7 +117,7 @@ CASES["trained_model_with_padding"] = (_trained_head, "trained_model")
 
 
 def _modern_lm_head():
-    from attention_core.modern_lm import measure
+    from attention_core.smollm2 import measure
     from ui import modern_lm_data
 
     decoder = modern_lm_data.decoder()  # one load per test process, shared with the pages under AppTest

@@ -10,8 +10,8 @@ import pytest
 from conftest import errors, latex, open_app, settings, shows_number, warnings
 from PIL import Image
 
-from attention_core.experiments import image as image_core
 from attention_core.inputs.presets import PRESETS
+from attention_core.lessons.image_attention import page as image_core
 
 EXPERIMENT_PAGES = [
     "app_pages/why_sqrt_dk.py",

@@ -1,6 +1,6 @@
 """The experiments' math: why √d_k (sampling and sympy), temperature, positional encoding,
 additive scoring and self-attention over an image, against naive loops, PyTorch and the
-sampling error derived in ``attention_core.experiments.scaling``."""
+sampling error derived in ``attention_core.lessons.why_sqrt_dk.page``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,12 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from attention_core.errors import InputError
-from attention_core.experiments import additive, image, image_upload, positional, scaling, temperature
+from attention_core.lessons.additive import page as additive
+from attention_core.lessons.image_attention import page as image
+from attention_core.lessons.image_attention import upload as image_upload
+from attention_core.lessons.positional_encoding import page as positional
+from attention_core.lessons.temperature import page as temperature
+from attention_core.lessons.why_sqrt_dk import page as scaling
 from attention_core.positions import sinusoidal_encoding, sinusoidal_encoding_loop
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings

@@ -1,4 +1,4 @@
-"""Uploads on the image page (attention_core/experiments/image_upload.load_upload): files a student might really have, files
+"""Uploads on the image page (attention_core/lessons/image_attention/upload.load_upload): files a student might really have, files
 that break decoders, and the memory one upload may take on a server the whole class shares."""
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from PIL import Image, ImageOps, TiffImagePlugin
 from PIL.TiffImagePlugin import IFDRational
 
 from attention_core.errors import InputError
-from attention_core.experiments import image, image_upload
+from attention_core.lessons.image_attention import page as image
+from attention_core.lessons.image_attention import upload as image_upload
 
 ROOT = Path(__file__).resolve().parents[2]
 ORIENTATION = 0x0112
@@ -210,7 +211,7 @@ MEASURE = textwrap.dedent("""
     import json, sys
     from pathlib import Path
     from attention_core.errors import InputError
-    from attention_core.experiments import image, image_upload
+    from attention_core.lessons.image_attention import page as image, upload as image_upload
 
     def kib(name):
         for line in Path("/proc/self/status").read_text().splitlines():

@@ -19,8 +19,8 @@ import torch
 
 from attention_core.checkpoints import sha256_of
 from attention_core.errors import InputError
-from attention_core.modern_lm import checkpoint
-from attention_core.modern_lm.model import (
+from attention_core.smollm2 import checkpoint
+from attention_core.smollm2.model import (
     ATTENTION_TOLERANCE,
     PROBABILITY_TOLERANCE,
     Bfloat16Linear,

@@ -1,4 +1,4 @@
-"""The attention-sinks page's SmolLM2 parts (attention_core.modern_lm.sinks): the cache masks, the one-pass mask
+"""The attention-sinks page's SmolLM2 parts (attention_core.smollm2.sinks): the cache masks, the one-pass mask
 emulation against a real token-by-token run whose KV cache evicts, the full cache's loss against transformers' own
 ``labels=`` loss, StreamingLLM's result (window + 4 sinks close to the full cache, the window alone far worse), and
 every head's weight on the first token against the modern LM page's own summary of the same run.
@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from attention_core.errors import InputError, Message
-from attention_core.modern_lm import measure, sinks
+from attention_core.smollm2 import measure, sinks
 
 
 @pytest.fixture(scope="module")

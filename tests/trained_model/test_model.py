@@ -21,16 +21,15 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core.checkpoints import sha256_of
 from attention_core.errors import InputError
-from attention_core.settings import Settings
-from attention_core.trained_model import head_findings
-from attention_core.trained_model.formulas import (
+from attention_core.lessons.trained_model.page import (
     TRAINED_MODEL,
     head_entry_latex,
     head_entry_of,
     head_formula,
     head_stage_matrix,
 )
-from attention_core.trained_model.model import (
+from attention_core.minilm import head_findings
+from attention_core.minilm.model import (
     EXPECTED_SHA256,
     MAX_CHARS,
     MAX_PADDING,
@@ -44,6 +43,7 @@ from attention_core.trained_model.model import (
     tokenize,
     verify_model_files,
 )
+from attention_core.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
@@ -132,7 +132,7 @@ def test_a_missing_package_is_refused():
 
 
 def test_importing_the_core_and_the_page_helpers_loads_no_transformers():
-    code = ("import sys, attention_core, attention_core.trained_model.model, attention_core.settings, ui.trained_model_data, "
+    code = ("import sys, attention_core, attention_core.minilm.model, attention_core.settings, ui.trained_model_data, "
             "ui.model_view; assert 'transformers' not in sys.modules, 'transformers was imported'")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -580,7 +580,7 @@ def test_missing_package_on_the_page(monkeypatch):
 
     trained_model_data.model.clear()
     real = model_folder
-    monkeypatch.setattr("attention_core.trained_model.model.model_folder", lambda module=None: real("no_such_model_package_here"))
+    monkeypatch.setattr("attention_core.minilm.model.model_folder", lambda module=None: real("no_such_model_package_here"))
     try:
         at = open_page()
         assert "is not installed" in texts(at.error)

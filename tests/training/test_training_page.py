@@ -14,9 +14,9 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core.backward.backward_walkthrough import BACKWARD
 from attention_core.errors import InputError
+from attention_core.lessons.training import page as watch
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
-from attention_core.training import watch
 from attention_core.training.model import start
 from attention_core.training.runs import RunKey, RunQueue
 from attention_core.training.tasks import TASKS
@@ -390,7 +390,7 @@ def test_after_a_page_switch_the_runs_widgets_show_what_the_page_computes_with()
 
 
 def test_settings_are_fitted_to_the_run_and_left_alone_once_they_fit(previous):
-    from attention_core.training.watch import TrainingSettings
+    from attention_core.lessons.training.page import TrainingSettings
 
     wide = TrainingSettings(task="previous", snapshot=5000, layer=1, row=40, col=3)
     fitted = watch.fit_to_run(wide, previous)

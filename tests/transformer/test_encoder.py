@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from attention_core.errors import InputError, Message
+from attention_core.lessons.encoder_block.page import ENCODER_BLOCK, encoder_steps, explain_encoder
+from attention_core.lessons.encoder_block.walk import ENCODER_POST_LN, ENCODER_PRE_LN
 from attention_core.settings import Settings
 from attention_core.transformer.encoder import (
     block_weights,
@@ -18,12 +20,6 @@ from attention_core.transformer.encoder import (
     encoder_stack,
     layer_norm,
     torch_layer,
-)
-from attention_core.transformer.walks import ENCODER_POST_LN, ENCODER_PRE_LN
-from attention_core.transformer.walkthrough import (
-    ENCODER_BLOCK,
-    encoder_steps,
-    explain_encoder,
 )
 
 X = torch.tensor([[0.43, 0.15, 0.89, 0.10], [0.55, 0.87, 0.66, -0.20], [0.57, 0.85, 0.64, 0.30],

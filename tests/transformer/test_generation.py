@@ -17,6 +17,13 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from attention_core.errors import InputError, Message
+from attention_core.lessons.generation.page import (
+    GENERATION_PAGE,
+    cost_rows,
+    explain_generation,
+    generation_steps,
+    real_cache_rows,
+)
 from attention_core.settings import Settings
 from attention_core.transformer.decoder import (
     KVCache,
@@ -31,13 +38,6 @@ from attention_core.transformer.generation import (
     multiply_adds,
     reference_logits,
     toy_weights,
-)
-from attention_core.transformer.generation_walkthrough import (
-    GENERATION_PAGE,
-    cost_rows,
-    explain_generation,
-    generation_steps,
-    real_cache_rows,
 )
 from attention_core.transformer.toy_model import END, LETTERS, MAX_INPUT, NUM_HEADS, START, VOCAB, parse_source
 

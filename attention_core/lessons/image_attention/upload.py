@@ -15,7 +15,12 @@ import numpy as np
 import torch
 
 from attention_core.errors import N_, InputError
-from attention_core.experiments.image import MAX_SIDE, MAX_UPLOAD_BYTES, MAX_UPLOAD_PIXELS, UPLOAD_TYPES
+from attention_core.lessons.image_attention.page import (
+    MAX_SIDE,
+    MAX_UPLOAD_BYTES,
+    MAX_UPLOAD_PIXELS,
+    UPLOAD_TYPES,
+)
 
 # ---------------------------------------------------------------- uploads
 

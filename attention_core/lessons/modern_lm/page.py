@@ -1,7 +1,7 @@
 r"""One head of SmolLM2-135M-Instruct step by step, in the one step-through protocol, and the page's declaration.
 
 The stages follow transformers' ``LlamaAttention`` for layer ℓ and query head r (see
-:mod:`attention_core.modern_lm.model`, whose :func:`~attention_core.modern_lm.model.head_step` computes
+:mod:`attention_core.smollm2.model`, whose :func:`~attention_core.smollm2.model.head_step` computes
 them):
 
 .. math::
@@ -42,11 +42,11 @@ from attention_core.limits import (
     MODERN_LM_WIDTH,
 )
 from attention_core.modern.rope import frequencies
-from attention_core.modern_lm import measure
-from attention_core.modern_lm.measure import LmHeadStep, shown_token_labels
-from attention_core.modern_lm.model import head_step
 from attention_core.page import Page
 from attention_core.recipe import Recipe
+from attention_core.smollm2 import measure
+from attention_core.smollm2.measure import LmHeadStep, shown_token_labels
+from attention_core.smollm2.model import head_step
 from attention_core.stepthrough import TRANSFORMERS, Check, Panel, Stage, StepThrough, compare
 
 #: An entry's sum is written out in full up to this many terms, else its first 3, ⋯, its last 2.

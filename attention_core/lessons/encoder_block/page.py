@@ -31,6 +31,8 @@ from attention_core.inputs.edits import Edits
 from attention_core.inputs.stage import build_inputs
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
+from attention_core.lessons.encoder_block.recipe import encoder_block_recipe
+from attention_core.lessons.encoder_block.walk import ENCODER_POST_LN, EncoderWalkthrough
 from attention_core.limits import MAX_DIM, MAX_FEEDFORWARD, MAX_LAYERS
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
@@ -46,8 +48,6 @@ from attention_core.transformer.encoder import (
     torch_layer,
     torch_stack_output,
 )
-from attention_core.transformer.recipes import encoder_block_recipe
-from attention_core.transformer.walks import ENCODER_POST_LN, EncoderWalkthrough
 
 
 def check_heads(d_model: int, num_heads: int) -> None:

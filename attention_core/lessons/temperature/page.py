@@ -24,12 +24,11 @@ import torch.nn.functional as F
 
 from attention_core import limits
 from attention_core.errors import N_, InputError, Message
-from attention_core.experiments.scaling import entropy
 from attention_core.fields import FloatRange, IntRange, label
 from attention_core.latex import latex_text, number
 from attention_core.limits import MAX_TOKENS
 from attention_core.page import Page
-from attention_core.self_attention.functional import scaled_dot_product_attention
+from attention_core.self_attention.functional import entropy, scaled_dot_product_attention
 
 #: The temperatures the page's slider offers: about log-spaced from 0.01 to 100 (1-1.5-2-3-5-7 per decade),
 #: declared in ``limits``.

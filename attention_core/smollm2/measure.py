@@ -1,5 +1,5 @@
 r"""What the "Inside a modern language model" page measures on the learner's prompt with SmolLM2-135M-Instruct
-(:mod:`attention_core.modern_lm.model`): the prompt's tokens (with or without the chat template), one forward
+(:mod:`attention_core.smollm2.model`): the prompt's tokens (with or without the chat template), one forward
 pass with every head's pattern summarised, the next-token distribution at a temperature, greedy generation with the
 KV cache's size, and the heads' patterns (previous token, first token, own token).
 
@@ -28,8 +28,8 @@ import torch
 from attention_core.errors import N_, InputError
 from attention_core.inputs.tokens import token_labels
 from attention_core.limits import MODERN_LM_MAX_CHARS, MODERN_LM_MAX_TOKENS
-from attention_core.modern_lm.model import DecoderHeadStep, DecoderRun, SmolLM2Decoder, head_step
-from attention_core.trained_model.head_findings import block_means
+from attention_core.minilm.head_findings import block_means
+from attention_core.smollm2.model import DecoderHeadStep, DecoderRun, SmolLM2Decoder, head_step
 from attention_core.transformer.generation import FLOAT32_BYTES, kv_cache_bytes
 
 #: How many of the most likely next tokens the page lists.
@@ -361,7 +361,7 @@ def generate(decoder: SmolLM2Decoder, prompt: Prompt, count: int, run: Optional[
 class LmHeadStep(DecoderHeadStep):
     """One query head step by step (:func:`model.head_step`'s fields) with what the page checks it against.
 
-    Attributes (besides :class:`~attention_core.modern_lm.model.DecoderHeadStep`'s):
+    Attributes (besides :class:`~attention_core.smollm2.model.DecoderHeadStep`'s):
         tokens: the T tokens. rms_eps: RMSNorm's ε. rope_theta: RoPE's base b (θ_c = b^(−2c/d)).
         model_weights: (T, T) the model's own attention probabilities of this head (:func:`layer_reference`).
         model_output: (T, D) the model's attention output of the layer (after o_proj).

@@ -30,6 +30,8 @@ from attention_core.errors import N_, Message
 from attention_core.fields import FloatRange, IntRange, Text, label
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, aligned, factor, latex_text, number, terms_lines
+from attention_core.lessons.generation.recipe import generation_recipe
+from attention_core.lessons.generation.walk import GenerationWalkthrough
 from attention_core.limits import (
     MAX_SOURCE_CHARS,
     MAX_TOY_TEMPERATURE,
@@ -60,9 +62,7 @@ from attention_core.transformer.generation import (
     reference_logits,
     toy_weights,
 )
-from attention_core.transformer.recipes import generation_recipe
 from attention_core.transformer.toy_model import D_MODEL, NUM_HEADS, NUM_LAYERS, VOCAB, parse_source
-from attention_core.transformer.walks import GenerationWalkthrough
 
 #: The context length the page sizes real models' KV caches at.
 REAL_CONTEXT = 4096

@@ -7,8 +7,8 @@ Every number is written by :mod:`attention_core.latex` (4 significant digits); n
 from __future__ import annotations
 
 from attention_core.latex import aligned, factor, index, number
+from attention_core.lessons.training.page import WEIGHTS
 from attention_core.training.update import ExplainedUpdate
-from attention_core.training.watch import WEIGHTS
 
 
 def weight_symbol(update: ExplainedUpdate) -> str:

@@ -34,6 +34,7 @@ from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, OneBasedIndex, Text, label
 from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate, latex_text, number_expr, translate_cases
+from attention_core.lessons.trained_model.recipe import trained_model_recipe
 from attention_core.limits import (
     TRAINED_MODEL_HEADS,
     TRAINED_MODEL_LAYERS,
@@ -42,11 +43,10 @@ from attention_core.limits import (
     TRAINED_MODEL_MAX_TOKENS,
     TRAINED_MODEL_WIDTH,
 )
+from attention_core.minilm.model import HeadStep, head_step, head_weights
 from attention_core.page import Page
 from attention_core.self_attention import formulas
 from attention_core.stepthrough import TRANSFORMERS, Check, Panel, Stage, StepThrough
-from attention_core.trained_model.model import HeadStep, head_step, head_weights
-from attention_core.trained_model.recipes import trained_model_recipe
 
 #: An entry's sum is written out in full up to this many terms, else first 3 ⋯ last 2.
 MAX_TERMS = 6

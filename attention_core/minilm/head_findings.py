@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from attention_core.errors import N_
-from attention_core.trained_model.model import Encoding
+from attention_core.minilm.model import Encoding
 
 
 def block_means(weights: torch.Tensor, side: int) -> torch.Tensor:

@@ -1,0 +1,1 @@
+"""The *Additive attention* page."""

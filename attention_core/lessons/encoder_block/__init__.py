@@ -1,0 +1,1 @@
+"""The *The encoder block* page."""

@@ -1,0 +1,1 @@
+"""The *Generating token by token* page."""

@@ -1,0 +1,1 @@
+"""The *Self-attention over an image* page."""

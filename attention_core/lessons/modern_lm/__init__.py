@@ -1,0 +1,1 @@
+"""The *Inside a modern language model* page."""

@@ -1,0 +1,1 @@
+"""The *Inside a trained model* page."""

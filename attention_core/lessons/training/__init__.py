@@ -1,0 +1,1 @@
+"""The *Watch attention learn* page."""

@@ -1,0 +1,1 @@
+"""The *Why divide by √d_k?* page."""
