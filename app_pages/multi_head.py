@@ -3,8 +3,8 @@
 import streamlit as st
 
 from attention_core.errors import N_
+from attention_core.lessons.multi_head.page import MULTI_HEAD
 from attention_core.multi_head.formulas import header_latex
-from attention_core.multi_head.walkthrough import MULTI_HEAD
 from ui import heads, i18n, page_body, state, stepper, widgets
 from ui.i18n import _
 

@@ -4,8 +4,8 @@ import streamlit as st
 
 from attention_core.errors import N_
 from attention_core.inputs.tokens import dim_labels
+from attention_core.lessons.self_attention.page import SELF_ATTENTION_PAGE
 from attention_core.self_attention.formulas import header_latex
-from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE
 from ui import page_body, state, stepper, widgets
 from ui.i18n import _
 

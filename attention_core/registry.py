@@ -7,11 +7,14 @@ The top floor of attention_core: it imports every concept's module.
 
 from __future__ import annotations
 
-from attention_core.backward.backward_multi_head_walkthrough import BACKWARD_MULTI_HEAD
-from attention_core.backward.backward_walkthrough import BACKWARD
 from attention_core.errors import N_
 from attention_core.lessons.additive.page import ADDITIVE
 from attention_core.lessons.alibi.page import ALIBI_PAGE
+from attention_core.lessons.backward.page import BACKWARD
+from attention_core.lessons.backward_multi_head.page import BACKWARD_MULTI_HEAD
+from attention_core.lessons.causal.page import CAUSAL_PAGE
+from attention_core.lessons.cross_attention.page import CROSS_ATTENTION
+from attention_core.lessons.dropout.page import DROPOUT_PAGE
 from attention_core.lessons.encoder_block.page import ENCODER_BLOCK
 from attention_core.lessons.flash_attention.page import FLASH_ATTENTION
 from attention_core.lessons.generation.page import GENERATION_PAGE
@@ -20,19 +23,19 @@ from attention_core.lessons.image_attention.page import IMAGE_ATTENTION
 from attention_core.lessons.linear_attention.page import LINEAR_ATTENTION
 from attention_core.lessons.mla.page import MLA_PAGE
 from attention_core.lessons.modern_lm.page import MODERN_LM
+from attention_core.lessons.multi_head.page import MULTI_HEAD
+from attention_core.lessons.no_weights.page import NO_WEIGHTS
 from attention_core.lessons.positional_encoding.page import POSITIONAL_ENCODING
 from attention_core.lessons.rope.page import ROPE_PAGE
+from attention_core.lessons.self_attention.page import SELF_ATTENTION_PAGE
 from attention_core.lessons.sinks.page import SINKS
 from attention_core.lessons.sliding_window.page import SLIDING_WINDOW
 from attention_core.lessons.temperature.page import TEMPERATURE_PAGE
+from attention_core.lessons.tokens.page import TOKENS
 from attention_core.lessons.trained_model.page import TRAINED_MODEL
 from attention_core.lessons.training.page import TRAINING
 from attention_core.lessons.why_sqrt_dk.page import WHY_SQRT_DK
-from attention_core.masking.walkthrough import CAUSAL_PAGE, DROPOUT_PAGE
-from attention_core.multi_head.cross_attention_walkthrough import CROSS_ATTENTION
-from attention_core.multi_head.walkthrough import MULTI_HEAD
 from attention_core.page import SECTIONS, Page
-from attention_core.self_attention.walkthrough import NO_WEIGHTS, SELF_ATTENTION_PAGE, TOKENS
 
 #: The start page: what attention does, the worked examples, where to go next.
 OVERVIEW = Page(key="overview", title=N_("Overview"), icon=":material/home:", section="start")

@@ -9,12 +9,13 @@ import torch
 from conftest import open_app
 
 from attention_core.lessons.alibi.page import ALIBI_PAGE
+from attention_core.lessons.causal.page import CAUSAL_PAGE
+from attention_core.lessons.dropout.page import DROPOUT_PAGE
 from attention_core.lessons.flash_attention.page import FLASH_ATTENTION
 from attention_core.lessons.linear_attention.page import LINEAR_ATTENTION
+from attention_core.lessons.self_attention.page import SELF_ATTENTION_PAGE
 from attention_core.lessons.sinks.page import SINKS
 from attention_core.lessons.sliding_window.page import SLIDING_WINDOW
-from attention_core.masking.walkthrough import CAUSAL_PAGE, DROPOUT_PAGE
-from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE
 from attention_core.settings import Settings
 
 EDITS = {"w_query": {(0, 1): 0.75}, "w_key": {(1, 0): -0.5}, "x": {(2, 2): 1.25}}

@@ -10,27 +10,31 @@ import pytest
 import torch
 
 from attention_core import practice
-from attention_core.backward.backward_multi_head_walkthrough import backward_multi_head_steps
-from attention_core.backward.backward_walkthrough import backward_steps
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
 from attention_core.lessons.alibi.page import alibi_steps
+from attention_core.lessons.backward.page import backward_steps
+from attention_core.lessons.backward_multi_head.page import backward_multi_head_steps
+from attention_core.lessons.causal.page import causal_steps
+from attention_core.lessons.cross_attention.page import build_cross_attention_walkthrough
+from attention_core.lessons.dropout.page import DROPOUT_PAGE, dropout_steps
 from attention_core.lessons.encoder_block.page import ENCODER_BLOCK, encoder_steps
 from attention_core.lessons.flash_attention.page import flash_attention_steps
 from attention_core.lessons.generation.page import GENERATION_PAGE, generation_steps
 from attention_core.lessons.gqa.page import gqa_steps
 from attention_core.lessons.linear_attention.page import linear_attention_steps
 from attention_core.lessons.mla.page import mla_steps
+from attention_core.lessons.multi_head.page import multi_head_steps
 from attention_core.lessons.rope.page import rope_steps
+from attention_core.lessons.self_attention.page import self_attention_steps
 from attention_core.lessons.sinks.page import sinks_steps
 from attention_core.lessons.sliding_window.page import sliding_window_steps
 from attention_core.lessons.trained_model.page import trained_head_steps
-from attention_core.masking.walkthrough import DROPOUT_PAGE, build_causal_walkthrough, causal_steps, dropout_steps
+from attention_core.masking.walkthrough import build_causal_walkthrough
 from attention_core.minilm.model import head_step, load_model, run_model, tokenize
-from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
-from attention_core.multi_head.walkthrough import build_multi_head_walkthrough, multi_head_steps
+from attention_core.multi_head.walkthrough import build_multi_head_walkthrough
 from attention_core.registry import BY_KEY
-from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
+from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 from attention_core.stepthrough import StepThrough, explained_panel
 

@@ -11,7 +11,8 @@ from streamlit.testing.v1 import AppTest
 from attention_core import registry
 from attention_core.errors import Message
 from attention_core.inputs.presets import PRESETS
-from attention_core.multi_head.walkthrough import build_multi_head_walkthrough, multi_head_steps
+from attention_core.lessons.multi_head.page import multi_head_steps
+from attention_core.multi_head.walkthrough import build_multi_head_walkthrough
 from attention_core.settings import Settings
 from ui.stepper import entry_cells
 
@@ -151,7 +152,7 @@ def _moved(steps, settings: Settings, row: int, col: int, head: int) -> Settings
 
 
 def test_every_fragment_page_is_stepped_here():
-    from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE  # noqa: F401 (the registry's pages)
+    from attention_core.lessons.self_attention.page import SELF_ATTENTION_PAGE  # noqa: F401 (the registry's pages)
     with_stages = {page.key for page in registry.PAGES if page.stages} - {"trained_model", "modern_lm"}
     # the model pages' walk-through is one head of a model, built from the model's run, not from the settings
     assert set(FRAGMENT_PAGES) == with_stages

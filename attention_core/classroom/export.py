@@ -13,8 +13,9 @@ import torch
 
 from attention_core.errors import N_, Message
 from attention_core.latex import Translate
+from attention_core.lessons.self_attention.page import SELF_ATTENTION_PAGE
 from attention_core.self_attention.formulas import self_attention_formula, stage_matrix
-from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE, Walkthrough, stage_labels
+from attention_core.self_attention.walkthrough import Walkthrough, stage_labels
 from attention_core.stepthrough import AGAINST_LABEL, StepThrough
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~])")

@@ -1,4 +1,4 @@
-r"""From settings to every number on the causal-attention and dropout pages, and their step-through.
+"""From settings to every number on the causal-attention and dropout pages, and their step-through.
 
 The pages build up like seed 001's classes: ``CausalAttention`` adds a mask and dropout to self-attention.
 :func:`build_causal_walkthrough` turns a :class:`~attention_core.settings.Settings` and the user's edits into a
@@ -25,8 +25,7 @@ outputs of rasbt/LLMs-from-scratch ch03 (quoted by seed 004,
 Sources: Vaswani et al. 2017, eq. 1 and sec. 3.2.2-3.2.3; seed 001
 (001_9275b51964da46b3.txt); seed 003 (003_734755b2d0b981d3.txt) for
 cross-attention; seed 004 for the causal mask, the "softmax, zero,
-renormalise" route and dropout.
-"""
+renormalise" route and dropout."""
 
 from __future__ import annotations
 
@@ -40,22 +39,19 @@ import torch.nn.functional as F
 from attention_core import entry_formulas as entries
 from attention_core import practice
 from attention_core.errors import N_, Message
-from attention_core.fields import FloatRange, IntRange, Switch, label
 from attention_core.inputs.edits import Edits
 from attention_core.inputs.presets import PRESETS
 from attention_core.inputs.stage import Inputs, build_inputs
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, index
-from attention_core.limits import MAX_DROPOUT, MAX_SEED
 from attention_core.masking import formulas as fm
-from attention_core.masking.recipes import causal_recipe, dropout_recipe
 from attention_core.masking.user_mask import (
     MASK_EDITS,
     blocked_row_notes,
     build_mask,
     check_context_length,
 )
-from attention_core.masking.walks import CausalWalkthrough
+from attention_core.masking.walk import CausalWalkthrough
 from attention_core.masks import (
     causal_mask,
     key_padding_mask,
@@ -68,7 +64,20 @@ from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
 
-# ---------------------------------------------------------------- causal attention and dropout
+
+@dataclass(frozen=True)
+class DropoutSettings:
+    """The dropout page's own settings (``settings.dropout``).
+
+    Attributes:
+        dropout_p: the probability of zeroing an attention weight, in [0, MAX_DROPOUT].
+        training: True = training mode (dropout active), False = eval mode.
+        seed: the seed of the local generator that draws the dropout mask (0..MAX_SEED).
+    """
+
+    dropout_p: float = 0.5
+    training: bool = True
+    seed: int = 123
 
 
 def causal_weights(settings: SharedSettings, inputs: Inputs) -> tuple[dict[str, torch.Tensor], Message]:
@@ -284,9 +293,6 @@ def causal_exercise(walk: CausalWalkthrough, stage: str, row: int, col: int) -> 
     return None
 
 
-# ---------------------------------------------------------------- the step-through protocol
-
-
 def _causal_code(stage: str) -> tuple:
     if stage == "mask":
         return (causal_mask, key_padding_mask, build_mask)
@@ -295,27 +301,26 @@ def _causal_code(stage: str) -> tuple:
     return (functional.scaled_dot_product_attention,)
 
 
-def causal_steps(walk: CausalWalkthrough, stage: str, page: Optional[Page] = None) -> StepThrough:
-    """The causal page's (or, with ``page=DROPOUT_PAGE``, the dropout page's) ``stage`` in the one step-through
-    protocol.
+def steps_for_page(walk: CausalWalkthrough, stage: str, page: Page) -> StepThrough:
+    """``page``'s ``stage`` in the one step-through protocol: the causal page's, or the dropout page's (its key
+    "dropout": its dropped weights and their output).
 
     Raises:
         KeyError: a stage that is not one of the page's.
     """
-    page = page or CAUSAL_PAGE
     if stage not in page.stages:
         raise KeyError(stage)
     remark, details = None, ()
     if stage == "other_route":
         remark = Message(N_("Both routes give the same weights: max |difference| = {diff}."),
                          diff=f"{walk.route_max_abs_diff:.2e}")
-    if page is DROPOUT_PAGE and stage in ("dropped_weights", "output"):
+    if page.key == "dropout" and stage in ("dropped_weights", "output"):
         details = (Message(N_("**Row sums of the weights used:** {sums}"),
                            sums=", ".join(f"{v:.3g}" for v in walk.row_sums.tolist())),)
         if walk.dropout_p == 0:
             details += (Message(N_("(eval mode: every row sums to 1)")),)
     check_caption = None
-    if page is DROPOUT_PAGE and walk.dropout_p > 0:
+    if page.key == "dropout" and walk.dropout_p > 0:
         check_caption = Message(N_(
             "In training, torch's own dropout would draw D from its global generator, so the check recomputes the "
             "output from our D. That D is the one nn.Dropout itself draws after torch.manual_seed with the same seed "
@@ -331,84 +336,3 @@ def causal_steps(walk: CausalWalkthrough, stage: str, page: Optional[Page] = Non
         ),
         checks=walk.checks, warnings=walk.warnings, notes=walk.notes, check_caption=check_caption,
     )
-
-
-def build_dropout_walkthrough(settings: SharedSettings, dropout: DropoutSettings,
-                              edits: Optional[Edits] = None) -> CausalWalkthrough:
-    """The dropout page's walk-through (its builder in its declaration): :func:`build_causal_walkthrough` with the
-    page's own settings.
-
-    Args:
-        settings: validated shared settings, as :func:`build_causal_walkthrough` reads them.
-        dropout: the page's own settings (``settings.dropout``): dropout_p p, training, seed.
-        edits: the user's edits: "x" (cells of X) and :data:`MASK_EDITS` (mask cells).
-
-    Raises:
-        InputError: as :func:`build_causal_walkthrough`.
-    """
-    return build_causal_walkthrough(settings, edits, dropout=dropout)
-
-
-def dropout_steps(walk: CausalWalkthrough, stage: str) -> StepThrough:
-    """The dropout page's ``stage``: :func:`causal_steps` of its walk-through (:func:`build_dropout_walkthrough`)."""
-    return causal_steps(walk, stage, DROPOUT_PAGE)
-
-
-# ---------------------------------------------------------------- the pages
-
-CAUSAL_PAGE = Page(
-    key="causal", title=N_("Causal attention"), icon=":material/visibility_off:", section="masking",
-    summary=N_("Causal attention: the mask, the −∞ fill and the other route"),
-    stages={
-        "scaled_scores": N_("Scaled scores Q Kᵀ / √d_k"),
-        "mask": N_("The mask: who may look at whom"),
-        "masked_scores": N_("Masked scores: −∞ where blocked"),
-        "weights": N_("Weights: softmax over the allowed keys"),
-        "other_route": N_("Other route: softmax, zero, renormalise"),
-        "output": N_("Output: weights · V"),
-    },
-    build=build_causal_walkthrough, steps=causal_steps, default_stage="masked_scores",
-    default_stage_why=N_("The mask is what this page adds; the scaled scores before it are the self-attention page's."), recipe=causal_recipe,
-    legacy={"causal_stage": "stage"},
-)
-
-
-@dataclass(frozen=True)
-class DropoutSettings:
-    """The dropout page's own settings (``settings.dropout``).
-
-    Attributes:
-        dropout_p: the probability of zeroing an attention weight, in [0, MAX_DROPOUT].
-        training: True = training mode (dropout active), False = eval mode.
-        seed: the seed of the local generator that draws the dropout mask (0..MAX_SEED).
-    """
-
-    dropout_p: float = 0.5
-    training: bool = True
-    seed: int = 123
-
-
-DROPOUT_PAGE = Page(
-    key="dropout", title=N_("Dropout"), icon=":material/grain:", section="masking",
-    summary=N_("Dropout on the attention weights: the seeded mask and 1/(1 − p)"),
-    stages={
-        "weights": N_("Causal weights (each row sums to 1)"),
-        "dropout_mask": N_("The dropout mask (seeded)"),
-        "dropped_weights": N_("Dropped and rescaled by 1 / (1 − p)"),
-        "output": N_("Output: dropped weights · V"),
-    },
-    build=build_dropout_walkthrough, steps=dropout_steps, default_stage="dropout_mask",
-    default_stage_why=N_("The dropout mask is what this page adds to the causal weights before it."), recipe=dropout_recipe,
-    settings=DropoutSettings,
-    fields=(
-        FloatRange("dropout_p", 0.0, MAX_DROPOUT, "p",
-                   malformed=N_("dropout_p must be a number in [0, 1); got “{raw}”, using {value}."),
-                   out_of_range=N_("dropout_p must be in [0, 1); got {p:g}, using {clamped:g}."),
-                   beyond=(1.0, N_("dropout_p must be in [0, 1) (p = 1 would drop every weight); got {p:g}, "
-                                   "using {clamped:g}.")),
-                   clamp_infinite=True),
-        Switch("training", label(N_("The training switch"))),
-        IntRange("seed", 0, MAX_SEED, label(N_("The dropout seed"))),
-    ),
-    legacy={"dropout_stage": "stage", "dropout_p": "dropout_p", "training": "training", "dropout_seed": "seed"},
-)

@@ -1,9 +1,9 @@
-r"""From settings to every number on the multi-head and cross-attention pages, and their step-through.
+"""From settings to every number on the multi-head and cross-attention pages, and their step-through.
 
 Seed 001's ``MultiHeadAttention`` splits d_out into h heads of head_dim columns, attends per head (with the
 causal page's mask) and mixes the concatenated heads with W_O; cross-attention takes its keys and values from
 a second (encoder) sentence (seed 003). :func:`build_multi_head_walkthrough` and
-:func:`attention_core.multi_head.cross_attention_walkthrough.build_cross_attention_walkthrough` hold every number their page shows and the checks against
+:func:`attention_core.lessons.cross_attention.page.build_cross_attention_walkthrough` hold every number their page shows and the checks against
 ``torch.nn.functional.scaled_dot_product_attention`` and ``torch.nn.MultiheadAttention``;
 :func:`multi_head_steps` puts a stage in the one step-through protocol.
 
@@ -11,8 +11,7 @@ Shape legend: m query tokens (the decoder's in cross-attention), n key/value tok
 d_out = h · head_dim, h = num_heads. Matrices are float32; masks bool with True = may attend.
 
 Sources: Vaswani et al. 2017, eq. 1 and sec. 3.2.2; seed 001 (001_9275b51964da46b3.txt); seed 003
-(003_734755b2d0b981d3.txt) for cross-attention; rasbt/LLMs-from-scratch ch03 via seed 004.
-"""
+(003_734755b2d0b981d3.txt) for cross-attention; rasbt/LLMs-from-scratch ch03 via seed 004."""
 
 from __future__ import annotations
 
@@ -40,14 +39,11 @@ from attention_core.masking.user_mask import (
 from attention_core.multi_head import formulas as formulas_multi_head
 from attention_core.multi_head import modules
 from attention_core.multi_head.heads import MultiHeadTrace, head_columns, head_labels, multi_head_attention
-from attention_core.multi_head.recipes import multi_head_recipe
-from attention_core.multi_head.walks import MultiHeadWalkthrough
+from attention_core.multi_head.walk import MultiHeadWalkthrough
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import HEAD_FIELD, Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
-
-# ---------------------------------------------------------------- multi-head self- and cross-attention
 
 
 def _torch_mha_checks(trace: MultiHeadTrace, weights: Mapping[str, torch.Tensor], x_query: torch.Tensor,
@@ -311,17 +307,13 @@ def multi_head_exercise(walk: MultiHeadWalkthrough, stage: str, row: int, col: i
     return None
 
 
-# ---------------------------------------------------------------- the step-through protocol
-
-
-def multi_head_steps(walk: MultiHeadWalkthrough, stage: str, page: Optional[Page] = None) -> StepThrough:
-    """The multi-head page's ``stage`` in the one step-through protocol (``page``: another page on the same
-    machinery, the cross-attention page's declaration).
+def steps_for_page(walk: MultiHeadWalkthrough, stage: str, page: Page) -> StepThrough:
+    """``page``'s ``stage`` in the one step-through protocol (the multi-head page's, or another page's on the same
+    machinery: the cross-attention page's).
 
     Raises:
         KeyError: a stage that is not one of the page's.
     """
-    page = page or MULTI_HEAD
     if stage not in page.stages:
         raise KeyError(stage)
     return StepThrough(
@@ -336,25 +328,3 @@ def multi_head_steps(walk: MultiHeadWalkthrough, stage: str, page: Optional[Page
         checks=walk.checks, warnings=walk.warnings, notes=walk.notes, num_heads=walk.trace.num_heads,
         head_field=HEAD_FIELD,
     )
-
-
-# ---------------------------------------------------------------- the pages
-
-MULTI_HEAD = Page(
-    key="multi_head", title=N_("Multi-head attention"), icon=":material/view_column:", section="masking",
-    summary=N_("Multi-head attention: split, heads side by side, concat, W_O"),
-    stages={
-        "inputs": N_("Inputs X"),
-        "projections": N_("Q = X W_q, K = X W_k, V = X W_v (d_out wide)"),
-        "split": N_("Split into heads: view, then transpose"),
-        "scaled_scores": N_("Each head's scores Q_r K_rᵀ / √head_dim"),
-        "masked_scores": N_("Each head's masked scores (−∞ where blocked)"),
-        "weights": N_("Each head's weights: softmax"),
-        "head": N_("Each head's context vectors"),
-        "concat": N_("Concat(head_1, …, head_h)"),
-        "output": N_("Output: Concat · W_O + b_O"),
-    },
-    build=build_multi_head_walkthrough, steps=multi_head_steps, default_stage="split",
-    default_stage_why=N_("The split into heads is what this page adds; X and the projections before it are as on the self-attention page."), recipe=multi_head_recipe,
-    legacy={"mha_stage": "stage"},
-)

@@ -5,22 +5,18 @@ and the user's :data:`~attention_core.settings.Edits` into tokens, the
 embedding matrix X, the weights and the full attention trace, and checks the
 result against ``torch.nn.functional.scaled_dot_product_attention``.
 
-Shape legend: T tokens, D = d_model, V vocabulary rows.
-"""
+Shape legend: T tokens, D = d_model, V vocabulary rows."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 import torch.nn.functional as F
 
 from attention_core.errors import N_, Message
-from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.inputs.stage import build_inputs
 from attention_core.inputs.tokens import dim_labels, token_labels
-from attention_core.limits import MAX_TOKENS
 from attention_core.page import Page
 from attention_core.self_attention import functional
 from attention_core.self_attention.formulas import (
@@ -34,8 +30,7 @@ from attention_core.self_attention.functional import (
     attention_without_weights,
     self_attention,
 )
-from attention_core.self_attention.recipes import self_attention_recipe
-from attention_core.self_attention.walks import Walkthrough
+from attention_core.self_attention.walk import Walkthrough
 from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
 
@@ -89,17 +84,17 @@ def stage_labels(walk: Walkthrough, stage: str) -> tuple[list[str], list[str]]:
     return rows, dim_labels("d" if stage == "inputs" else "c", width)
 
 
-def self_attention_steps(walk: Walkthrough, stage: str) -> StepThrough:
-    """The self-attention page's ``stage`` in the one step-through protocol (:mod:`attention_core.stepthrough`).
+def steps_for_page(walk: Walkthrough, stage: str, page: Page) -> StepThrough:
+    """``page``'s ``stage`` (the self-attention page's; the no-weights page's) in the one step-through protocol (:mod:`attention_core.stepthrough`).
 
     One heatmap per stage: X, Q, K, V (T × D or T × d_k), the scores, scaled scores and weights (T × T), the
     output (T × d_k); its general formula and one entry with its numbers from :mod:`attention_core.self_attention.formulas`
     (Vaswani et al. 2017, eq. 1); the check against ``torch.nn.functional.scaled_dot_product_attention``.
 
     Raises:
-        KeyError: a stage not in ``SELF_ATTENTION_PAGE.stages``.
+        KeyError: a stage not in ``page.stages``.
     """
-    if stage not in SELF_ATTENTION_PAGE.stages:
+    if stage not in page.stages:
         raise KeyError(stage)
     rows, cols = stage_labels(walk, stage)
     panel = Panel(
@@ -108,7 +103,7 @@ def self_attention_steps(walk: Walkthrough, stage: str) -> StepThrough:
         col_title=Message(N_("key token")) if cols == rows else Message(N_("column")),
     )
     return StepThrough(
-        page=SELF_ATTENTION_PAGE,
+        page=page,
         stage=Stage(
             key=stage, panels=(panel,),
             formula=lambda tr: self_attention_formula(stage),
@@ -120,52 +115,3 @@ def self_attention_steps(walk: Walkthrough, stage: str) -> StepThrough:
                       walk.torch_matches),),
         notes=walk.notes,
     )
-
-
-# ---------------------------------------------------------------- the pages
-
-TOKENS = Page(
-    key="tokens", title=N_("Tokens & embeddings"), icon=":material/abc:", section="self_attention",
-    summary=N_("Tokens & embeddings: from a sentence to the matrix X"),
-)
-
-
-@dataclass(frozen=True)
-class NoWeightsSettings:
-    """The page of attention without trainable weights: its own settings (``settings.no_weights``).
-
-    Attributes:
-        query_index: the token whose context vector the page explains (0-based, < MAX_TOKENS).
-    """
-
-    query_index: int = 1
-
-
-NO_WEIGHTS = Page(
-    key="no_weights", title=N_("Attention without trainable weights"), icon=":material/front_hand:",
-    section="self_attention", summary=N_("Attention without trainable weights: one context vector by hand"),
-    settings=NoWeightsSettings,
-    fields=(
-        IntRange("query_index", 0, MAX_TOKENS - 1, label(N_("The query token")), one_based=True),
-    ),
-    legacy={"query_index": "query_index"},
-)
-
-
-SELF_ATTENTION_PAGE = Page(
-    key="self_attention", title=N_("Scaled dot-product self-attention"), icon=":material/calculate:",
-    section="self_attention", summary=N_("Scaled dot-product self-attention, step by step"),
-    stages={
-        "inputs": N_("Inputs X"),
-        "query": N_("Queries Q = X W_q"),
-        "key": N_("Keys K = X W_k"),
-        "value": N_("Values V = X W_v"),
-        "scores": N_("Scores Q Kᵀ"),
-        "scaled_scores": N_("Scaled scores ÷ √d_k"),
-        "weights": N_("Weights: softmax"),
-        "output": N_("Output: weights · V"),
-    },
-    build=build_walkthrough, steps=self_attention_steps, default_stage="scores",
-    default_stage_why=N_("The scores Q Kᵀ are where attention begins; X, Q, K and V before them are plain matrix products."), recipe=self_attention_recipe,
-    legacy={"stage": "stage"},
-)

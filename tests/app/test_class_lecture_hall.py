@@ -28,7 +28,8 @@ from sqlalchemy import select
 from test_lecture_hall import HAPROXY, SessionClosed, Student, reconnect, require, start_hall, stop_hall
 
 from attention_core import practice
-from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
+from attention_core.lessons.self_attention.page import self_attention_steps
+from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 from class_store import schema
 from class_store.store import CORRECT, WRONG, Store

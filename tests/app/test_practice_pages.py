@@ -8,7 +8,8 @@ from conftest import APP, element, element_send, element_step, errors, has_eleme
 from streamlit.testing.v1 import AppTest
 
 from attention_core import practice, registry
-from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
+from attention_core.lessons.self_attention.page import self_attention_steps
+from attention_core.self_attention.walkthrough import build_walkthrough
 
 NO_EXERCISE = ("No exercise at this step", "这一步没有练习")
 CORRECT = ("Correct:", "正确：")

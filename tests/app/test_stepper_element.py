@@ -160,7 +160,7 @@ def test_the_elements_report_of_where_it_is_keeps_the_message_a_setting_gave():
 def _mask_script():
     import streamlit as st
 
-    from attention_core.masking.walkthrough import CAUSAL_PAGE
+    from attention_core.lessons.causal.page import CAUSAL_PAGE
     from ui import state, stepper
 
     walk = CAUSAL_PAGE.walkthrough(state.settings(), state.edits())

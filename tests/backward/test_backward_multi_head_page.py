@@ -10,14 +10,11 @@ import math
 import pytest
 import torch
 
-from attention_core.backward.backward_multi_head_walkthrough import (
-    BACKWARD_MULTI_HEAD,
-    STAGE_CHECKS,
-    TARGET_EDITS,
-)
-from attention_core.backward.backward_walkthrough import BACKWARD, EPSILON
+from attention_core.backward.walkthrough import EPSILON
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
+from attention_core.lessons.backward.page import BACKWARD
+from attention_core.lessons.backward_multi_head.page import BACKWARD_MULTI_HEAD, STAGE_CHECKS, TARGET_EDITS
 from attention_core.settings import Settings
 from attention_core.weights import module_weights
 
@@ -202,7 +199,7 @@ def test_a_links_emptied_target_cell_is_dropped_with_a_message_and_the_page_buil
 
 
 def test_each_backward_walk_through_has_every_member_its_protocol_names():
-    # The formulas and recipes are typed by attention_core/backward/walks.py's protocols, not by the walk-throughs
+    # The formulas and recipes are typed by attention_core/backward/walk.py's protocols, not by the walk-throughs
     # (declared above them): each walk-through must have every member, or a formula would fail on the page.
     import typing
 

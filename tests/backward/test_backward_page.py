@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from attention_core import practice, registry
-from attention_core.backward.backward_walkthrough import BACKWARD, EPSILON, explained
+from attention_core.backward.walkthrough import EPSILON, explained
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
+from attention_core.lessons.backward.page import BACKWARD
 from attention_core.settings import Settings
 from attention_core.stepthrough import explained_value
 

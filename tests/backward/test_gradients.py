@@ -21,8 +21,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from attention_core.backward.backward_multi_head_walkthrough import BACKWARD_MULTI_HEAD
-from attention_core.backward.backward_walkthrough import BACKWARD
 from attention_core.backward.gradients import (
     BackwardTrace,
     backward_trace,
@@ -34,6 +32,8 @@ from attention_core.backward.gradients import (
 )
 from attention_core.backward.multi_head_gradients import MultiHeadBackwardTrace, multi_head_backward_trace
 from attention_core.errors import InputError
+from attention_core.lessons.backward.page import BACKWARD
+from attention_core.lessons.backward_multi_head.page import BACKWARD_MULTI_HEAD
 from attention_core.limits import MAX_BACKWARD_LEARNING_RATE, MAX_BACKWARD_STEPS
 
 TOL = dict(rtol=1e-5, atol=1e-5)

@@ -13,7 +13,8 @@ from conftest import APP, element, element_send, shown
 from streamlit.testing.v1 import AppTest
 
 from attention_core import practice
-from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
+from attention_core.lessons.self_attention.page import self_attention_steps
+from attention_core.self_attention.walkthrough import build_walkthrough
 from class_store.store import Store
 from class_store.writer import RateLimit
 from ui import charts, class_live

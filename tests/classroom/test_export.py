@@ -12,7 +12,8 @@ from conftest import shows_number
 from attention_core.classroom.export import walkthrough_markdown
 from attention_core.classroom.scripts import script_for
 from attention_core.inputs.presets import PRESETS
-from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE, build_walkthrough
+from attention_core.lessons.self_attention.page import SELF_ATTENTION_PAGE
+from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 
 

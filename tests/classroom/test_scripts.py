@@ -25,12 +25,12 @@ from conftest import APP
 from streamlit.testing.v1 import AppTest
 
 from attention_core import registry
-from attention_core.backward.backward_multi_head_walkthrough import (
-    BACKWARD_MULTI_HEAD,
-)
-from attention_core.backward.backward_walkthrough import BACKWARD
 from attention_core.classroom.scripts import script_for
 from attention_core.lessons.alibi.page import ALIBI_PAGE
+from attention_core.lessons.backward.page import BACKWARD
+from attention_core.lessons.backward_multi_head.page import BACKWARD_MULTI_HEAD
+from attention_core.lessons.cross_attention.page import build_cross_attention_walkthrough
+from attention_core.lessons.dropout.page import DROPOUT_PAGE
 from attention_core.lessons.encoder_block.page import ENCODER_BLOCK
 from attention_core.lessons.flash_attention.page import FLASH_ATTENTION
 from attention_core.lessons.generation.page import GENERATION_PAGE
@@ -40,9 +40,8 @@ from attention_core.lessons.mla.page import MLA_PAGE
 from attention_core.lessons.rope.page import ROPE_PAGE
 from attention_core.lessons.sinks.page import SINKS
 from attention_core.lessons.sliding_window.page import SLIDING_WINDOW
-from attention_core.masking.walkthrough import DROPOUT_PAGE, build_causal_walkthrough
+from attention_core.masking.walkthrough import build_causal_walkthrough
 from attention_core.modern import alibi, rope, sliding
-from attention_core.multi_head.cross_attention_walkthrough import build_cross_attention_walkthrough
 from attention_core.multi_head.walkthrough import build_multi_head_walkthrough
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
@@ -311,7 +310,7 @@ def test_a_per_head_heatmap_downloads_as_csv_with_its_numbers_and_translated_lab
     """What the heatmap picker hands to the CSV button: a panel of any step, its labels in the interface language."""
     import pandas as pd
 
-    from attention_core.multi_head.walkthrough import multi_head_steps
+    from attention_core.lessons.multi_head.page import multi_head_steps
     from ui.export import matrix_csv
     from ui.i18n import Translator
 

@@ -12,10 +12,13 @@ from pypdf import PdfReader
 from attention_core import registry
 from attention_core.classroom import worksheet
 from attention_core.errors import Message
+from attention_core.lessons.causal.page import causal_steps
+from attention_core.lessons.multi_head.page import multi_head_steps
+from attention_core.lessons.self_attention.page import self_attention_steps
 from attention_core.lessons.sinks.page import SINKS, sinks_steps
-from attention_core.masking.walkthrough import build_causal_walkthrough, causal_steps
-from attention_core.multi_head.walkthrough import build_multi_head_walkthrough, multi_head_steps
-from attention_core.self_attention.walkthrough import build_walkthrough, self_attention_steps
+from attention_core.masking.walkthrough import build_causal_walkthrough
+from attention_core.multi_head.walkthrough import build_multi_head_walkthrough
+from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 from attention_core.stepthrough import explained_value
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 from conftest import shows_number
 
+from attention_core.lessons.self_attention.page import SELF_ATTENTION_PAGE
 from attention_core.self_attention.formulas import (
     Entry,
     entry_latex,
@@ -17,7 +18,7 @@ from attention_core.self_attention.formulas import (
     stage_matrix,
 )
 from attention_core.self_attention.functional import self_attention
-from attention_core.self_attention.walkthrough import SELF_ATTENTION_PAGE, build_walkthrough
+from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 
 CASES = [

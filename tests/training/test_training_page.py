@@ -12,8 +12,8 @@ import torch
 from conftest import APP, charts, errors, latex
 from streamlit.testing.v1 import AppTest
 
-from attention_core.backward.backward_walkthrough import BACKWARD
 from attention_core.errors import InputError
+from attention_core.lessons.backward.page import BACKWARD
 from attention_core.lessons.training import page as watch
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings

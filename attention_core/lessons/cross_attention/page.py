@@ -25,12 +25,12 @@ from attention_core.masking.user_mask import (
     check_context_length,
 )
 from attention_core.multi_head.heads import head_columns, multi_head_attention
-from attention_core.multi_head.recipes import multi_head_recipe
+from attention_core.multi_head.recipe import multi_head_recipe
 from attention_core.multi_head.walkthrough import (
     MultiHeadWalkthrough,
     _reshape_chain,
     _torch_mha_checks,
-    multi_head_steps,
+    steps_for_page,
 )
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
@@ -131,7 +131,7 @@ def cross_attention_steps(walk: MultiHeadWalkthrough, stage: str) -> StepThrough
     Raises:
         KeyError: a stage that is not one of the page's.
     """
-    return multi_head_steps(walk, stage, CROSS_ATTENTION)
+    return steps_for_page(walk, stage, CROSS_ATTENTION)
 
 
 CROSS_ATTENTION = Page(

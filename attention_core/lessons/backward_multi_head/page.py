@@ -23,8 +23,15 @@ from typing import Optional
 import torch
 
 from attention_core.backward import formulas
-from attention_core.backward import multi_head_formulas as mh_formulas
-from attention_core.backward.backward_walkthrough import (
+from attention_core.backward.gradients import Descent, FiniteDifference, descend, softmax_jacobian
+from attention_core.backward.multi_head_gradients import (
+    MultiHeadBackwardTrace,
+    MultiHeadStepResult,
+    multi_head_backward_trace,
+    multi_head_finite_difference,
+    multi_head_gradient_step,
+)
+from attention_core.backward.walkthrough import (
     COLUMN,
     EPSILON,
     KEY,
@@ -38,19 +45,12 @@ from attention_core.backward.backward_walkthrough import (
     opening_entry,
     target_for,
 )
-from attention_core.backward.gradients import Descent, FiniteDifference, descend, softmax_jacobian
-from attention_core.backward.multi_head_gradients import (
-    MultiHeadBackwardTrace,
-    MultiHeadStepResult,
-    multi_head_backward_trace,
-    multi_head_finite_difference,
-    multi_head_gradient_step,
-)
-from attention_core.backward.recipes import backward_multi_head_recipe
 from attention_core.errors import N_, Message
 from attention_core.inputs.edits import Edits
 from attention_core.inputs.stage import Inputs, apply_edits, build_inputs
 from attention_core.inputs.tokens import dim_labels, token_labels
+from attention_core.lessons.backward_multi_head import formulas as mh_formulas
+from attention_core.lessons.backward_multi_head.recipe import backward_multi_head_recipe
 from attention_core.masks import causal_mask
 from attention_core.multi_head.heads import head_columns, head_labels, multi_head_attention
 from attention_core.page import Page

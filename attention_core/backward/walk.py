@@ -1,14 +1,13 @@
 """What the backward pages' formulas and export recipes read of a walk-through, as protocols.
 
-The walk-throughs themselves (:class:`~attention_core.backward.backward_walkthrough.BackwardWalkthrough`,
-:class:`~attention_core.backward.backward_multi_head_walkthrough.BackwardMultiHeadWalkthrough`) are declared with
+The walk-throughs themselves (:class:`~attention_core.backward.walkthrough.BackwardWalkthrough`,
+:class:`~attention_core.lessons.backward_multi_head.page.BackwardMultiHeadWalkthrough`) are declared with
 their builders, which import the formulas and the recipes (their pages name them); their methods draw on the
 builders' panels. Typed here by what is read, the formulas and recipes import nothing above them: no circle. Each
 walk-through has every member of its protocol (checked in ``tests/backward``).
 
 Shape legend: n tokens (T is the target), D = d_model, d_k = d_v, h heads; float32 (float64 where the gradients
-are checked).
-"""
+are checked)."""
 
 from __future__ import annotations
 
@@ -16,7 +15,6 @@ from typing import Protocol
 
 from attention_core.backward.formulas import HeadView
 from attention_core.backward.gradients import BackwardTrace, FiniteDifference, StepResult
-from attention_core.backward.multi_head_gradients import MultiHeadBackwardTrace, MultiHeadStepResult
 
 
 class BackwardWalk(Protocol):
@@ -29,24 +27,6 @@ class BackwardWalk(Protocol):
 
     @property
     def jacobian_at(self) -> int: ...
-
-    def explained(self, stage: str, row: int, col: int, head: int = 0) -> float: ...
-
-    def head_view(self, head: int = 0) -> HeadView: ...
-
-    def finite_difference(self, which: str, row: int, col: int) -> FiniteDifference: ...
-
-
-class BackwardMultiHeadWalk(Protocol):
-    """What is read of the multi-head backward page's walk-through: the same, with every head's (and W_O's) gradients;
-    the Jacobian is drawn at a (head, row)."""
-
-    tokens: tuple[str, ...]
-    trace: MultiHeadBackwardTrace
-    step: MultiHeadStepResult
-
-    @property
-    def jacobian_at(self) -> tuple[int, int]: ...
 
     def explained(self, stage: str, row: int, col: int, head: int = 0) -> float: ...
 

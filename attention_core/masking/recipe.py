@@ -2,25 +2,14 @@
 
 softmax(Q Kᵀ / √d_k + M) V, seed 004's other route (softmax, zero, renormalise) and dropout's D / (1 − p).
 Sources: Vaswani et al. 2017, eq. 1 and sec. 3.2.3; seed 001's CausalAttention; seed 004 (nn.Dropout).
-Shapes: T tokens, D = d_model, d_k the width of q, k, v.
-"""
+Shapes: T tokens, D = d_model, d_k the width of q, k, v."""
 
 from __future__ import annotations
 
 import torch
 
-from attention_core.masking.walks import CausalWalkthrough
+from attention_core.masking.walk import CausalWalkthrough
 from attention_core.recipe import ATTEND, Recipe
-
-
-def causal_recipe(walk: CausalWalkthrough) -> Recipe:
-    """The causal page's recipe: the mask, the masked scores, the weights both ways, the output."""
-    return _masked_recipe(walk, dropout=False)
-
-
-def dropout_recipe(walk: CausalWalkthrough) -> Recipe:
-    """The dropout page's recipe: the causal page's, then the dropout mask D and the weights · D / (1 − p)."""
-    return _masked_recipe(walk, dropout=True)
 
 
 def _masked_recipe(walk: CausalWalkthrough, dropout: bool) -> Recipe:

@@ -8,7 +8,7 @@ d_out = h · head_dim.
 
 from __future__ import annotations
 
-from attention_core.multi_head.walks import MultiHeadWalkthrough
+from attention_core.multi_head.walk import MultiHeadWalkthrough
 from attention_core.recipe import ATTEND, Recipe
 
 

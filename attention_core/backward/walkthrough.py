@@ -1,4 +1,4 @@
-r"""From settings to every number of *The backward pass* page, in the one step-through protocol.
+"""From settings to every number of *The backward pass* page, in the one step-through protocol.
 
 :func:`build_backward_walkthrough` takes the self-attention page's sentence, X and weights W_q, W_k, W_v (d_k wide,
 the causal switch), a target T for the output (a token that should copy another's value, or a seeded random
@@ -10,8 +10,7 @@ Shape legend: n tokens (T is the target), D = d_model, d_k = d_v (the self-atten
 
 Sources: seed 003 (``003_734755b2d0b981d3.txt``) §1.3: W_q, W_k, W_v are what self-attention learns by
 back-propagation; Vaswani et al. 2017, eq. 1; Dao et al. 2022 (FlashAttention), sec. 3.1 and appendix B.2 for
-D = rowsum(dO ⊙ O).
-"""
+D = rowsum(dO ⊙ O)."""
 
 from __future__ import annotations
 
@@ -34,19 +33,10 @@ from attention_core.backward.gradients import (
     gradient_step,
     jacobian_row,
 )
-from attention_core.backward.recipes import backward_recipe
 from attention_core.errors import N_, Message
-from attention_core.fields import Choice, FloatRange, IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.inputs.stage import Inputs, apply_edits, build_inputs
 from attention_core.inputs.tokens import dim_labels, token_labels
-from attention_core.limits import (
-    MAX_BACKWARD_LEARNING_RATE,
-    MAX_BACKWARD_STEPS,
-    MAX_SEED,
-    MAX_TOKENS,
-    MIN_BACKWARD_LEARNING_RATE,
-)
 from attention_core.masks import causal_mask
 from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
@@ -55,14 +45,20 @@ from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare
 
 #: The targets the page offers: key -> what it says.
 TARGETS = {"copy": N_("Token i should copy token j's value"), "random": N_("A seeded random target")}
+
+
 #: The gradients each stage computes, checked against torch.autograd on that stage (the step: all three dW).
 STAGE_CHECKS = {"loss": ("d_output",), "d_value": ("d_value",), "d_weights": ("d_weights",),
                 "d_scores": ("d_scores",), "flash": ("d_scores",), "d_query": ("d_query",), "d_key": ("d_key",),
                 "d_w_query": ("d_w_query",), "d_w_key": ("d_w_key",), "d_w_value": ("d_w_value",), "d_x": ("d_x",),
                 "step": ("d_w_query", "d_w_key", "d_w_value")}
+
+
 #: The nudge ε of the finite-difference check: small enough that the forward difference's own error (½ ε² ∂²L/∂w²)
 #: stays below the 4 digits shown, even for a gradient near 1e-3 (float64 keeps the loss's change exact enough).
 EPSILON = 1e-6
+
+
 W_STAGES = formulas.W_STAGES
 
 
@@ -220,10 +216,10 @@ def against_autograd(trace, pairs, symbols) -> tuple[Check, ...]:
                  for name, tensor in pairs)
 
 
-# ---------------------------------------------------------------- panels
-
 #: The panels' axis titles (both backward pages).
 QUERY, KEY = Message(N_("query token")), Message(N_("key token"))
+
+
 TOKEN, COLUMN, UNIT = Message(N_("token")), Message(N_("column")), Message(N_("input dimension"))
 
 
@@ -296,8 +292,6 @@ def backward_panels(walk: BackwardWalkthrough, stage: str) -> tuple[Panel, ...]:
     raise KeyError(stage)
 
 
-# ---------------------------------------------------------------- the step-through protocol
-
 #: Under dS when the causal mask is on (both backward pages): why a masked score gets no gradient.
 MASKED_NO_GRADIENT = Message(N_("Masked (−∞) scores get no gradient: their weight P_ij is 0, so dS_ij = P_ij (dP_ij − "
                                 "D_i) = 0. A connection the mask cut cannot learn."))
@@ -308,13 +302,13 @@ def loss_remark(loss: float) -> Message:
     return Message(N_("L = ½ ‖O − T‖² = {loss}"), loss=f"{loss:.6g}")
 
 
-def backward_steps(walk: BackwardWalkthrough, stage: str) -> StepThrough:
-    """The page's ``stage`` in the one step-through protocol.
+def steps_for_page(walk: BackwardWalkthrough, stage: str, page: Page) -> StepThrough:
+    """``page``'s ``stage`` in the one step-through protocol (the backward page's).
 
     Raises:
         KeyError: a stage that is not one of the page's.
     """
-    if stage not in BACKWARD.stages:
+    if stage not in page.stages:
         raise KeyError(stage)
     panels = backward_panels(walk, stage)
     remark, details = None, ()
@@ -333,7 +327,7 @@ def backward_steps(walk: BackwardWalkthrough, stage: str) -> StepThrough:
                             "{shrank} shrank."), eta=f"{s.learning_rate:g}", before=f"{s.loss_before:.6g}",
                          after=f"{s.loss_after:.6g}", grew=grew, shrank=shrank)
     return StepThrough(
-        page=BACKWARD,
+        page=page,
         stage=Stage(key=stage, panels=panels,
                     formula=lambda tr: formulas.backward_formula(stage, tr),
                     entry=lambda r, c, head, tr: formulas.explain_backward(walk, stage, r, c, tr),
@@ -348,8 +342,6 @@ def explained(walk: BackwardWalkthrough, stage: str, row: int, col: int) -> floa
     """The value of entry (row, col) of ``stage``'s explained panel (IndexError outside it)."""
     return explained_value(backward_panels(walk, stage), row, col)
 
-
-# ---------------------------------------------------------------- the page
 
 @dataclass(frozen=True)
 class BackwardSettings:
@@ -367,34 +359,3 @@ class BackwardSettings:
     target_seed: int = 0
     learning_rate: float = 0.01
     steps: int = 20
-
-
-BACKWARD = Page(
-    key="backward", title=N_("The backward pass"), icon=":material/undo:", section="learning",
-    summary=N_("The backward pass: where the gradients of W_q, W_k and W_v come from"),
-    stages={
-        "loss": N_("The loss and dO = O − T"),
-        "d_value": N_("dV = Pᵀ dO"),
-        "d_weights": N_("dP = dO Vᵀ"),
-        "d_scores": N_("Through the softmax: dS"),
-        "flash": N_("FlashAttention's shortcut: D = rowsum(dO ⊙ O)"),
-        "d_query": N_("Through the scaling: dQ = dS K / √d_k"),
-        "d_key": N_("dK = dSᵀ Q / √d_k"),
-        "d_w_query": N_("dW_q = Xᵀ dQ"),
-        "d_w_key": N_("dW_k = Xᵀ dK"),
-        "d_w_value": N_("dW_v = Xᵀ dV"),
-        "d_x": N_("dX: X feeds all three"),
-        "step": N_("One gradient-descent step"),
-    },
-    build=build_backward_walkthrough, steps=backward_steps, recipe=backward_recipe, settings=BackwardSettings, opening_entry=opening_entry,
-    fields=(
-        Choice("target", tuple(TARGETS), N_("Unknown target “{raw}”; using “{value}”.")),
-        IntRange("copy_query", 1, MAX_TOKENS, label(N_("The token that copies (i)"))),
-        IntRange("copy_key", 1, MAX_TOKENS, label(N_("The token copied (j)"))),
-        IntRange("target_seed", 0, MAX_SEED, label(N_("The target's seed"))),
-        IntRange("steps", 1, MAX_BACKWARD_STEPS, label(N_("Steps to take"))),
-        FloatRange("learning_rate", MIN_BACKWARD_LEARNING_RATE, float(MAX_BACKWARD_LEARNING_RATE), "eta",
-                   malformed=N_("η must be a number; got “{raw}”, using {value:g}."),
-                   out_of_range=N_("η must be between {low:g} and {high:g}; got {eta:g}, using {clamped:g}.")),
-    ),
-)

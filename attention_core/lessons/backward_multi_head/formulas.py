@@ -18,9 +18,9 @@ import sympy as sp
 
 from attention_core import practice
 from attention_core.backward import formulas
-from attention_core.backward.walks import BackwardMultiHeadWalk
 from attention_core.errors import N_, Message
 from attention_core.latex import Translate, expr_latex, matrix_symbol, product, stacked
+from attention_core.lessons.backward_multi_head.walk import BackwardMultiHeadWalk
 from attention_core.practice import Exercise
 
 #: Each gradient's symbol on the multi-head page, as its checks write it (per-head ones for every head at once).

@@ -6,7 +6,7 @@ Source: Vaswani et al. 2017, eq. 1; seed 001's SelfAttention_v2. Shapes: T token
 from __future__ import annotations
 
 from attention_core.recipe import Recipe
-from attention_core.self_attention.walks import Walkthrough
+from attention_core.self_attention.walk import Walkthrough
 
 
 def self_attention_recipe(walk: Walkthrough) -> Recipe:

@@ -1,0 +1,1 @@
+"""The *The backward pass through multi-head attention* page."""

@@ -1,0 +1,1 @@
+"""The *The causal mask* page."""

@@ -1,0 +1,1 @@
+"""The *Cross-attention* page."""

@@ -1,0 +1,1 @@
+"""The *Multi-head attention* page."""
