@@ -4,8 +4,8 @@ import streamlit as st
 
 from attention_core.backward.walkthrough import backward_target
 from attention_core.errors import N_
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.lessons.backward.page import BACKWARD
-from attention_core.limits import MAX_TOKENS
 from ui import learning, page_body, state, stepper, widgets
 from ui.i18n import _
 

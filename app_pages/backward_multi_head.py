@@ -3,12 +3,12 @@
 import streamlit as st
 
 from attention_core.errors import N_
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.lessons.backward_multi_head.page import (
     BACKWARD_MULTI_HEAD,
     TARGET_EDITS,
     backward_multi_head_target,
 )
-from attention_core.limits import MAX_TOKENS
 from ui import heads, learning, page_body, state, stepper, widgets
 from ui.i18n import _
 

@@ -3,9 +3,9 @@
 import streamlit as st
 
 from attention_core.errors import N_
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.lessons.causal.page import CAUSAL_PAGE
 from attention_core.masking.formulas import header_latex
-from attention_core.settings import MAX_TOKENS
 from ui import i18n, page_body, state, stepper, widgets
 from ui.i18n import _
 

@@ -3,8 +3,8 @@
 import streamlit as st
 
 from attention_core.errors import N_
+from attention_core.inputs.text import MAX_SENTENCE_CHARS, MAX_TOKENS
 from attention_core.lessons.cross_attention.page import CROSS_ATTENTION
-from attention_core.limits import MAX_SENTENCE_CHARS, MAX_TOKENS
 from attention_core.multi_head.formulas import header_latex
 from ui import heads, i18n, page_body, state, stepper, widgets
 from ui.i18n import _

@@ -5,7 +5,8 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.lessons.dropout.page import DROPOUT_PAGE
 from attention_core.masking.formulas import header_latex
-from attention_core.settings import MAX_DROPOUT, MAX_SEED
+from attention_core.masking.walkthrough import MAX_DROPOUT
+from attention_core.shared_settings import MAX_SEED
 from ui import i18n, page_body, state, stepper, widgets
 from ui.i18n import _
 

@@ -3,8 +3,8 @@
 import streamlit as st
 
 from attention_core.errors import N_
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.lessons.flash_attention.page import FLASH_ATTENTION, tile_names
-from attention_core.limits import MAX_TOKENS
 from ui import page_body, state, stepper, widgets
 from ui.i18n import _
 

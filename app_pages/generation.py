@@ -4,9 +4,8 @@ import streamlit as st
 
 from attention_core.errors import N_, Message
 from attention_core.lessons.generation.page import GENERATION_PAGE, REAL_CONTEXT, cost_rows, real_cache_rows
-from attention_core.limits import MAX_TOY_TEMPERATURE, MIN_TOY_TEMPERATURE, TOY_MAX_INPUT
-from attention_core.transformer.generation import cross_attention_alignment
-from attention_core.transformer.toy_model import LETTERS, NUM_LAYERS
+from attention_core.transformer.generation import MAX_TOY_TEMPERATURE, MIN_TOY_TEMPERATURE, cross_attention_alignment
+from attention_core.transformer.toy_model import LETTERS, NUM_LAYERS, TOY_MAX_INPUT
 from ui import frames, page_body, state, stepper, widgets
 from ui.i18n import _
 

@@ -12,15 +12,16 @@ import streamlit as st
 from attention_core.errors import N_, InputError
 from attention_core.lessons.modern_lm.page import MODERN_LM, header_latex, modern_lm_steps
 from attention_core.lessons.temperature.page import TEMPERATURE_GRID
-from attention_core.limits import (
+from attention_core.smollm2 import checkpoint, measure
+from attention_core.smollm2.model import (
+    LICENSE,
+    MODEL_ID,
     MODERN_LM_HEADS,
     MODERN_LM_LAYERS,
     MODERN_LM_MAX_CHARS,
     MODERN_LM_MAX_NEW_TOKENS,
     MODERN_LM_MAX_TOKENS,
 )
-from attention_core.smollm2 import checkpoint, measure
-from attention_core.smollm2.model import LICENSE, MODEL_ID
 from ui import (
     heatmaps,
     model_view,

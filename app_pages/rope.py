@@ -5,8 +5,8 @@ import math
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.lessons.rope.page import ROPE_PAGE, pair_vectors
-from attention_core.limits import MAX_DIM, MAX_ROPE_SHIFT
+from attention_core.lessons.rope.page import MAX_ROPE_SHIFT, ROPE_PAGE, pair_vectors
+from attention_core.shared_settings import MAX_DIM
 from ui import page_body, state, stepper, widgets
 from ui.i18n import _
 

@@ -5,15 +5,10 @@ import numpy as np
 import streamlit as st
 
 from attention_core.errors import N_, InputError
-from attention_core.lessons.sinks.page import SINKS
-from attention_core.limits import (
-    MODERN_LM_HEADS,
-    MODERN_LM_LAYERS,
-    MODERN_LM_MAX_CHARS,
-    SINKS_MAX_CHARS,
-    SINKS_MAX_TOKENS,
-)
+from attention_core.lessons.sinks.page import SINKS, SINKS_MAX_CHARS
 from attention_core.smollm2 import measure, sinks
+from attention_core.smollm2.model import MODERN_LM_HEADS, MODERN_LM_LAYERS, MODERN_LM_MAX_CHARS
+from attention_core.smollm2.sinks import SINKS_MAX_TOKENS
 from ui import charts, heatmaps, modern_lm_data, page_body, runtime, sink_data, state, stepper, widgets
 from ui.i18n import _
 

@@ -3,8 +3,8 @@
 import streamlit as st
 
 from attention_core.errors import N_
-from attention_core.lessons.sliding_window.page import SLIDING_WINDOW
-from attention_core.limits import MAX_SLIDING_LAYERS, MAX_TOKENS
+from attention_core.inputs.text import MAX_TOKENS
+from attention_core.lessons.sliding_window.page import MAX_SLIDING_LAYERS, SLIDING_WINDOW
 from ui import page_body, state, stepper, widgets
 from ui.i18n import _
 

@@ -17,8 +17,9 @@ from attention_core.minilm.model import (
     MODEL_ID,
     PACKAGE,
     REVISION,
+    TRAINED_MODEL_HEADS,
+    TRAINED_MODEL_LAYERS,
 )
-from attention_core.settings import TRAINED_MODEL_HEADS, TRAINED_MODEL_LAYERS
 from ui import heatmaps, model_view, page_body, runtime, state, stepper, stepthrough, trained_model_data, widgets
 from ui.i18n import _
 

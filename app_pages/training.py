@@ -5,8 +5,8 @@ import streamlit as st
 
 from attention_core.errors import N_, InputError
 from attention_core.lessons.training import page as watch
-from attention_core.limits import MAX_TRAINING_STEPS
 from attention_core.training import formation
+from attention_core.training.model import MAX_TRAINING_STEPS
 from attention_core.training.tasks import TASKS
 from ui import page_body, state, training, widgets
 from ui.i18n import _

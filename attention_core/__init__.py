@@ -5,7 +5,7 @@ returns a frozen trace of its intermediates so that pages can show each
 number. See ``self_attention.functional`` (the math), ``inputs`` (the input stage every page starts from),
 ``settings`` (the one settings object) and ``registry`` (every page).
 
-Importing a module of the package (``attention_core.limits``) loads that module and what it imports, not every
+Importing a module of the package (``attention_core.errors``) loads that module and what it imports, not every
 page: the names below are looked up on first use (PEP 562), so only ``from attention_core import Settings``
 composes the settings (and so imports the registry's pages).
 """

@@ -36,32 +36,22 @@ from attention_core.fields import (
 )
 from attention_core.inputs.edits import EDITABLE, Edits
 from attention_core.inputs.presets import DEFAULT_PRESET, OWN_SENTENCE_PRESET, PRESETS, Preset
-from attention_core.inputs.text import tokenize
-from attention_core.limits import (
-    MAX_ABS_VALUE,
+from attention_core.inputs.text import MAX_SENTENCE_CHARS, MAX_TOKENS, tokenize
+from attention_core.shared_settings import (
+    LANGUAGES,
     MAX_DIM,
-    MAX_DROPOUT,
     MAX_SEED,
-    MAX_SENTENCE_CHARS,
-    MAX_TOKENS,
     MIN_DIM,
-    TRAINED_MODEL_HEADS,
-    TRAINED_MODEL_LAYERS,
-    TRAINED_MODEL_MAX_PADDING,
-    TRAINED_MODEL_MAX_TOKENS,
-    TRAINED_MODEL_WIDTH,
+    PALETTES,
+    PRESET_FIELDS,
+    SharedSettings,
 )
-from attention_core.shared_settings import LANGUAGES, PALETTES, PRESET_FIELDS, SharedSettings
 
 __all__ = [
     # the settings object and its validation
     "Settings", "SharedSettings", "GROUPS", "ROWS", "validate_settings", "Edits", "EDITABLE", "LANGUAGES", "PALETTES", "PRESET_FIELDS",
     # the declared table of fields and its row kinds
     "FIELDS", "Field", "IntRange", "OneBasedIndex", "FloatRange", "Switch", "Text", "Choice", "FieldNames",
-    # limits other modules import from here (declared in ``limits``)
-    "MAX_TOKENS", "MIN_DIM", "MAX_DIM", "MAX_SEED", "MAX_ABS_VALUE", "MAX_DROPOUT",
-    "TRAINED_MODEL_LAYERS", "TRAINED_MODEL_HEADS", "TRAINED_MODEL_WIDTH", "TRAINED_MODEL_MAX_TOKENS",
-    "TRAINED_MODEL_MAX_PADDING",
 ]
 
 

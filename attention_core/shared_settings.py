@@ -8,7 +8,7 @@ it than this base class anyway, and importing it would tie every page to the reg
 settings -> registry -> page -> settings). What each field accepts, and the validation, are in
 :mod:`attention_core.settings`.
 
-Imports only leaves (``errors``, ``limits``, the presets).
+Imports only leaves (``errors``, the presets, the text cut).
 """
 
 from __future__ import annotations
@@ -17,7 +17,15 @@ from dataclasses import dataclass
 
 from attention_core.errors import N_
 from attention_core.inputs.presets import DEFAULT_PRESET, PRESETS
-from attention_core.limits import MAX_TOKENS
+from attention_core.inputs.text import MAX_TOKENS
+
+#: The widths a user can choose: d_model, d_k, d_out (and the image page's d_k).
+MIN_DIM, MAX_DIM = 1, 16
+
+#: Seeds are whole numbers in [0, MAX_SEED].
+MAX_SEED = 2**31 - 1
+
+MAX_HEAD_DIM = 4
 
 __all__ = ["SharedSettings", "PRESET_FIELDS", "LANGUAGES", "PALETTES"]
 

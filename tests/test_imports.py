@@ -21,7 +21,7 @@ def loaded_by(module: str) -> int:
 
 
 @pytest.mark.parametrize(("module", "most"), [
-    ("attention_core.limits", 2),  # the package and the leaf
+    ("attention_core.errors", 2),  # the package and the leaf
     ("attention_core.fields", 5),  # and the text cut (attention_core.inputs.text, in its package)
     ("attention_core.inputs.stage", 10),
 ])

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "attention_core"
 
 #: Shared pieces named for what they are; each may import only other floor modules.
-FLOOR = ("errors", "latex", "limits", "fields", "page", "inputs", "stepthrough", "practice", "masks", "positions",
+FLOOR = ("errors", "latex", "fields", "page", "inputs", "stepthrough", "practice", "masks", "positions",
          "weights", "entry_formulas", "recipe", "reads", "shared_settings", "checkpoints", "sources")
 #: The concept folders, in teaching order: each may import the floor and the concepts before it.
 CONCEPTS = ("self_attention", "masking", "multi_head", "transformer", "modern", "minilm", "smollm2", "backward",

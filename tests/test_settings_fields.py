@@ -1,4 +1,4 @@
-"""attention_core.limits (the one home of every setting's limits, shared with the feature modules) and
+"""Each page's limits, declared in its own folder beside its settings (``lessons/<key>/page.py``), and
 settings.FIELDS (the declared table of every settings field, checked by validate_settings' one loop)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import pytest
 
-from attention_core import limits, registry, settings
+from attention_core import registry, settings
 from attention_core.inputs.text import cut_text
 from attention_core.lessons.additive import page as additive
 from attention_core.lessons.image_attention import page as image
@@ -20,22 +20,23 @@ from attention_core.lessons.temperature import page as temperature
 from attention_core.lessons.why_sqrt_dk import page as scaling
 from attention_core.minilm.model import MAX_PADDING, MAX_TOKENS
 from attention_core.settings import Settings, validate_settings
+from attention_core.shared_settings import MAX_DIM
 
 
 @pytest.mark.parametrize(("keys", "choices"), [
-    (limits.SQRT_DISTRIBUTIONS, scaling.DISTRIBUTIONS),
-    (limits.PE_ENCODINGS, positional.ENCODINGS),
-    (limits.PE_SHUFFLES, positional.SHUFFLES),
-    (limits.IMAGE_PATTERNS, image.PATTERNS),
-    (limits.IMAGE_FEATURES, image.FEATURES),
+    (scaling.SQRT_DISTRIBUTIONS, scaling.DISTRIBUTIONS),
+    (positional.PE_ENCODINGS, positional.ENCODINGS),
+    (positional.PE_SHUFFLES, positional.SHUFFLES),
+    (image.IMAGE_PATTERNS, image.PATTERNS),
+    (image.IMAGE_FEATURES, image.FEATURES),
 ], ids=["distributions", "encodings", "shuffles", "image patterns", "image features"])
 def test_choice_keys_agree_with_the_feature_modules_dicts(keys, choices):
-    # Same keys, same order (the pages offer the dict's keys in order; settings validate against limits').
+    # Same keys, same order (the pages offer the dict's keys in order; settings validate against the keys).
     assert keys == tuple(choices)
 
 
 def test_upload_is_not_a_built_in_image():
-    assert limits.IMAGE_UPLOAD not in image.PATTERNS
+    assert image.IMAGE_UPLOAD not in image.PATTERNS
 
 
 def test_feature_modules_keep_their_names_for_the_limits():
@@ -45,18 +46,8 @@ def test_feature_modules_keep_their_names_for_the_limits():
     assert (additive.MIN_HIDDEN, additive.MAX_HIDDEN) == (1, 16)
     assert image.MAX_SIDE == 16
     assert (MAX_TOKENS, MAX_PADDING) == (512, 8)
-    assert temperature.TEMPERATURE_GRID is limits.TEMPERATURE_GRID
     assert (temperature.MIN_TEMPERATURE, temperature.MAX_TEMPERATURE) == (0.01, 100.0)
     assert temperature.nearest_temperature(0.4) == 0.5
-
-
-def test_limits_is_a_leaf_module():
-    # It imports nothing from the project, so anything (settings, the feature modules) can import it.
-    tree = ast.parse(Path(limits.__file__).read_text())
-    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    assert imported <= {"__future__", "math"}
-    assert not any(isinstance(node, ast.ImportFrom) and node.level for node in ast.walk(tree))
 
 
 # =========================================================================== settings.FIELDS, the declared table
@@ -450,14 +441,8 @@ def test_settings_learns_the_pages_from_the_registry_only():
             project.add(node.module.removeprefix("attention_core."))
         elif isinstance(node, ast.Import):
             assert not any(alias.name.startswith("attention_core") for alias in node.names)
-    assert project == {"errors", "fields", "limits", "inputs.edits", "inputs.presets", "inputs.text", "reads",
+    assert project == {"errors", "fields", "inputs.edits", "inputs.presets", "inputs.text", "reads",
                        "registry", "shared_settings"}
-
-
-def test_settings_still_exports_the_limits_others_import_from_it():
-    for name in ("MAX_TOKENS", "MIN_DIM", "MAX_DIM", "MAX_SEED", "MAX_ABS_VALUE", "MAX_DROPOUT", "TRAINED_MODEL_LAYERS",
-                 "TRAINED_MODEL_HEADS", "TRAINED_MODEL_WIDTH"):
-        assert getattr(settings, name) == getattr(limits, name)
 
 
 @pytest.mark.parametrize("name", sorted(FLOAT_CASES))
@@ -486,5 +471,5 @@ def test_an_incremental_check_leaves_the_fields_that_did_not_change():
     vouches that it was valid), and a change of the preset checks every field."""
     broken = DEFAULT.set(d_k=10**9, seed=3)
     assert validate_settings(broken, ["seed"])[0].d_k == 10**9
-    assert validate_settings(broken, ["seed", "d_k"])[0].d_k == limits.MAX_DIM
-    assert validate_settings(broken, ["preset"])[0].d_k == limits.MAX_DIM
+    assert validate_settings(broken, ["seed", "d_k"])[0].d_k == MAX_DIM
+    assert validate_settings(broken, ["preset"])[0].d_k == MAX_DIM

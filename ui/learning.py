@@ -10,9 +10,10 @@ from typing import Any, Callable
 
 import streamlit as st
 
+from attention_core.backward.gradients import MAX_BACKWARD_LEARNING_RATE, MAX_BACKWARD_STEPS
 from attention_core.backward.walkthrough import TARGETS
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.inputs.tokens import dim_labels, token_labels
-from attention_core.limits import MAX_BACKWARD_LEARNING_RATE, MAX_BACKWARD_STEPS, MAX_TOKENS
 from attention_core.page import Page
 
 from . import charts, heatmaps, state, widgets

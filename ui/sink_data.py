@@ -26,9 +26,9 @@ from typing import Optional
 
 import streamlit as st
 
-from attention_core.limits import SINKS_MAX_TOKENS
 from attention_core.smollm2 import sinks
 from attention_core.smollm2.measure import Prompt, encode_prompt
+from attention_core.smollm2.sinks import SINKS_MAX_TOKENS
 
 from . import modern_lm_data, runtime
 

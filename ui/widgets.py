@@ -18,14 +18,14 @@ import pandas as pd
 import streamlit as st
 
 from attention_core.errors import N_, InputError, Message
-from attention_core.inputs.edits import read_cell, refused_cell
+from attention_core.inputs.edits import MAX_ABS_VALUE, read_cell, refused_cell
 from attention_core.inputs.matrix_text import parse_matrix
+from attention_core.inputs.text import MAX_SENTENCE_CHARS, MAX_TOKENS
 from attention_core.lessons.self_attention.page import SELF_ATTENTION_PAGE
-from attention_core.limits import MAX_SENTENCE_CHARS, MAX_TOKENS
 from attention_core.page import Page
 from attention_core.self_attention.formulas import Entry, entry_latex
 from attention_core.self_attention.walkthrough import Walkthrough
-from attention_core.settings import EDITABLE, MAX_ABS_VALUE, Edits, Settings
+from attention_core.settings import EDITABLE, Edits, Settings
 from attention_core.sources import for_students
 from attention_core.stepthrough import FLOAT_LOOP, OTHER_ROUTE, PYTORCH, TRANSFORMERS
 

@@ -42,9 +42,16 @@ from typing import Any, Callable, NamedTuple, Optional
 import torch
 
 from attention_core.errors import N_, InputError, quote
-from attention_core.limits import MAX_ABS_VALUE, MAX_BACKWARD_LEARNING_RATE, MAX_BACKWARD_STEPS
+from attention_core.inputs.edits import MAX_ABS_VALUE
 from attention_core.masks import causal_mask
 from attention_core.self_attention.functional import self_attention
+
+#: The backward pages' learning rate η (one gradient step W ← W − η dW): the step itself accepts any η above 0 up to
+#: MAX_BACKWARD_LEARNING_RATE; the page's field starts at MIN_BACKWARD_LEARNING_RATE.
+MIN_BACKWARD_LEARNING_RATE, MAX_BACKWARD_LEARNING_RATE = 0.001, 10
+
+#: The most gradient-descent steps a backward page takes at once (the "Steps to take" setting; more are clamped).
+MAX_BACKWARD_STEPS = 50
 
 #: The matrices :func:`finite_difference` can nudge, with their names in messages.
 NUDGEABLE = {"w_query": "W_q", "w_key": "W_k", "w_value": "W_v"}

@@ -4,7 +4,7 @@ The edits are overrides on the seeded matrices: matrix name -> {(row, col): valu
 (kept per preset by ``ui.state``, so switching presets loses nothing) and go into a shared link
 (``classroom.share``). A cell's edit is checked where it comes in (:func:`read_cell`): typed into an editor, pasted,
 or read from a link; a bad one is refused there with a message (:func:`refused_cell`) and never replaces the last
-good value, so no page is ever left unable to build from the edits. A floor module (imports ``errors``, ``limits``
+good value, so no page is ever left unable to build from the edits. A floor module (imports ``errors``
 and ``inputs.numbers``, all leaves).
 """
 
@@ -16,7 +16,10 @@ from typing import Any, Mapping, Optional
 
 from attention_core.errors import N_, Message, quote
 from attention_core.inputs.numbers import read_number
-from attention_core.limits import MAX_ABS_VALUE
+
+#: Largest |value| accepted in an edited matrix. At 1e6 the scores reach ~1e12
+#: and the softmax is one-hot, but every number stays finite in float32.
+MAX_ABS_VALUE = 1e6
 
 #: The matrices a user can edit, by name -> label.
 EDITABLE = {"x": "X", "w_query": "W_q", "w_key": "W_k", "w_value": "W_v", "target": "T", "multi_head_target": "T"}

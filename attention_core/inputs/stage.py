@@ -21,10 +21,10 @@ from typing import Mapping, Optional, Protocol
 import torch
 
 from attention_core.errors import N_, InputError
-from attention_core.inputs.edits import EDITABLE, Edits
+from attention_core.inputs.edits import EDITABLE, MAX_ABS_VALUE, Edits
 from attention_core.inputs.presets import PRESETS, Preset
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.inputs.tokens import Vocabulary, seed000_tables, tokenize
-from attention_core.limits import MAX_ABS_VALUE, MAX_TOKENS
 
 #: The matrices of the input stage, in the order they are drawn.
 INPUT_MATRICES = ("x", "w_query", "w_key", "w_value")

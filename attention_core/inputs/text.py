@@ -19,6 +19,14 @@ from typing import Optional
 
 from attention_core.errors import N_, Message
 
+#: The page's cap on sentence length, in tokens (a T × T heatmap with numbers stays
+#: readable on a projector up to about 12).
+MAX_TOKENS = 12
+
+#: The most characters of a sentence (and of the cross-attention page's encoder sentence): a longer one is cut at a
+#: word boundary, with a message (``attention_core.inputs.text``); 12 long words fit.
+MAX_SENTENCE_CHARS = 400
+
 #: What is stripped from both ends of a word token (ASCII and the common CJK punctuation).
 PUNCTUATION = string.punctuation + "，。！？；：、“”‘’（）"
 

@@ -17,7 +17,7 @@ from typing import Mapping, Optional
 import torch
 
 from attention_core.errors import N_, InputError, Message
-from attention_core.limits import MAX_TOKENS
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.masks import (
     additive_mask,
     causal_mask,

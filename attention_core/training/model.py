@@ -27,9 +27,13 @@ import torch
 from torch import nn
 
 from attention_core.errors import N_, InputError
-from attention_core.limits import MAX_TRAINING_LEARNING_RATE, MAX_TRAINING_STEPS, MIN_TRAINING_LEARNING_RATE
 from attention_core.masks import causal_mask
 from attention_core.training.tasks import Batch, Task
+
+#: The learning rates a training run accepts (Adam's η, *Watch attention learn*), and the most updates it takes.
+MIN_TRAINING_LEARNING_RATE, MAX_TRAINING_LEARNING_RATE = 1e-5, 1.0
+
+MAX_TRAINING_STEPS = 5000
 
 #: A run stops (diverged) when its loss is not finite or above this many times its first loss.
 DIVERGED_FACTOR = 100.0

@@ -17,9 +17,13 @@ from __future__ import annotations
 import inspect
 import re
 
-from attention_core.limits import MAX_TRAINING_LEARNING_RATE, MAX_TRAINING_STEPS, MIN_TRAINING_LEARNING_RATE
 from attention_core.training import model, tasks
-from attention_core.training.model import Trainer
+from attention_core.training.model import (
+    MAX_TRAINING_LEARNING_RATE,
+    MAX_TRAINING_STEPS,
+    MIN_TRAINING_LEARNING_RATE,
+    Trainer,
+)
 
 #: How far the script's final loss may be from the app's (nats), and its pattern score (a share in [0, 1]).
 LOSS_TOLERANCE = 0.05
@@ -42,7 +46,7 @@ def causal_mask(n, m=None):  # query i may attend to keys j <= i
     return torch.ones(m or n, n, dtype=torch.bool).tril()
 
 
-''' + f"""# the learning rates and the most updates a run accepts (attention_core/limits.py)
+''' + f"""# the learning rates and the most updates a run accepts (attention_core/training/model.py)
 MIN_TRAINING_LEARNING_RATE, MAX_TRAINING_LEARNING_RATE = {MIN_TRAINING_LEARNING_RATE!r}, {MAX_TRAINING_LEARNING_RATE!r}
 MAX_TRAINING_STEPS = {MAX_TRAINING_STEPS!r}
 """

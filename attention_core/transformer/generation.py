@@ -34,7 +34,6 @@ from functools import lru_cache
 import torch
 
 from attention_core.errors import N_, InputError
-from attention_core.limits import MAX_TOY_TEMPERATURE, MIN_TOY_TEMPERATURE
 from attention_core.transformer.decoder import (
     DecoderBlockTrace,
     DecoderBlockWeights,
@@ -55,6 +54,13 @@ from attention_core.transformer.toy_model import (
     VOCAB,
     load_toy_model,
 )
+
+#: The largest sampling temperature τ of the generation page (0 = greedy).
+MAX_TOY_TEMPERATURE = 10.0
+
+#: The smallest τ > 0 it samples with: logits ÷ τ must stay finite in float32 (|logits| ≤ ~3.4e38 · τ), and
+#: below 0.01 the draw is the greedy choice anyway for the toy model's logits. A τ in (0, 0.01) is moved to 0.01.
+MIN_TOY_TEMPERATURE = 0.01
 
 #: The largest sampling temperature τ accepted (above it every token is about equally likely).
 MAX_TEMPERATURE = MAX_TOY_TEMPERATURE

@@ -33,8 +33,16 @@ import torch
 from torch import nn
 
 from attention_core.errors import N_, InputError, UserText
-from attention_core.limits import TOY_LAYERS, TOY_MAX_INPUT, TOY_MAX_OUTPUT
 from attention_core.positions import sinusoidal_encoding
+
+#: The longest word the toy encoder-decoder was trained to reverse, in letters.
+TOY_MAX_INPUT = 8
+
+#: Its steps at most: the reversed word and END.
+TOY_MAX_OUTPUT = TOY_MAX_INPUT + 1
+
+#: Its decoder blocks (and encoder blocks).
+TOY_LAYERS = 2
 
 #: The letters the model reverses; each is one token.
 LETTERS = "abcdefgh"

@@ -17,7 +17,8 @@ from load.server import APP, Server, rss_mb
 
 #: The model pages and the setting that holds their text (a link parameter: ``?trained_model.sentence=...``).
 LONG_PAGES = {"trained-model": "trained_model.sentence", "modern-lm": "modern_lm.prompt"}
-#: The longest input either page reads, in tokens (attention_core/limits.py: TRAINED_MODEL_MAX_TOKENS, MODERN_LM_MAX_TOKENS).
+#: The longest input either page reads, in tokens (TRAINED_MODEL_MAX_TOKENS in attention_core/minilm/model.py, MODERN_LM_MAX_TOKENS in
+#: attention_core/smollm2/model.py).
 LONG_TOKENS = 512
 _PROSE = ("Attention lets every token of a text look at every other token and decide how much each one matters for "
           "its own meaning, so a long paragraph like this one gives each head many choices to make.").split()

@@ -10,8 +10,7 @@ import pytest
 from conftest import element, errors, open_app, open_link, settings, warnings
 
 from attention_core.inputs.edits import EMPTY, NOT_A_NUMBER, OUT_OF_RANGE, read_cell, refused_cell
-from attention_core.inputs.text import cut_text, tokenize
-from attention_core.limits import MAX_SENTENCE_CHARS, MAX_TOKENS
+from attention_core.inputs.text import MAX_SENTENCE_CHARS, MAX_TOKENS, cut_text, tokenize
 from attention_core.settings import Settings
 
 LONG = " ".join(f"word{i}" for i in range(2000))  # a 2,000-word paste

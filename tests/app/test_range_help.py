@@ -11,8 +11,8 @@ import pytest
 from conftest import ROOT, open_app, page_paths
 
 from attention_core.fields import FloatRange, IntRange
-from attention_core.limits import MIN_TOY_TEMPERATURE
 from attention_core.settings import ROWS
+from attention_core.transformer.generation import MIN_TOY_TEMPERATURE
 from ui import state
 
 ROW = dict(ROWS)

@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 from torch import nn
 
 from attention_core.backward.gradients import (
+    MAX_BACKWARD_LEARNING_RATE,
+    MAX_BACKWARD_STEPS,
     BackwardTrace,
     backward_trace,
     finite_difference,
@@ -34,7 +36,6 @@ from attention_core.backward.multi_head_gradients import MultiHeadBackwardTrace,
 from attention_core.errors import InputError
 from attention_core.lessons.backward.page import BACKWARD
 from attention_core.lessons.backward_multi_head.page import BACKWARD_MULTI_HEAD
-from attention_core.limits import MAX_BACKWARD_LEARNING_RATE, MAX_BACKWARD_STEPS
 
 TOL = dict(rtol=1e-5, atol=1e-5)
 #: The gradients of one head, each compared with autograd's.

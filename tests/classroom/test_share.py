@@ -7,8 +7,9 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from attention_core.classroom.share import MAX_QUERY_CHARS, decode, encode
+from attention_core.inputs.edits import MAX_ABS_VALUE
 from attention_core.inputs.presets import PRESETS
-from attention_core.settings import MAX_ABS_VALUE, Settings, validate_settings
+from attention_core.settings import Settings, validate_settings
 
 numbers = st.floats(min_value=-MAX_ABS_VALUE, max_value=MAX_ABS_VALUE, allow_nan=False)
 cells = st.dictionaries(st.tuples(st.integers(0, 11), st.integers(0, 15)), st.one_of(st.none(), numbers), max_size=6)

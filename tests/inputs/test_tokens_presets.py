@@ -8,6 +8,7 @@ from torch import nn
 
 from attention_core.errors import InputError
 from attention_core.inputs.presets import DEFAULT_PRESET, PRESETS
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.inputs.tokens import (
     SEED000_DICTIONARY,
     SEED000_VOCABULARY,
@@ -15,7 +16,7 @@ from attention_core.inputs.tokens import (
     seed000_tables,
     tokenize,
 )
-from attention_core.settings import MAX_DIM, MAX_TOKENS, MIN_DIM
+from attention_core.shared_settings import MAX_DIM, MIN_DIM
 
 SEED000_SENTENCE = "I Like Machine Learning And Deep Learning"
 

@@ -24,7 +24,8 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core import registry
 from attention_core.inputs.presets import PRESETS
-from attention_core.settings import MAX_DROPOUT, MAX_TOKENS
+from attention_core.inputs.text import MAX_TOKENS
+from attention_core.masking.walkthrough import MAX_DROPOUT
 
 CAUSAL, DROPOUT = "app_pages/causal.py", "app_pages/dropout.py"
 MHA, CROSS = "app_pages/multi_head.py", "app_pages/cross_attention.py"

@@ -20,12 +20,13 @@ from torch import nn
 from attention_core import registry
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.lessons.cross_attention.page import build_cross_attention_walkthrough
 from attention_core.lessons.dropout.page import DROPOUT_PAGE
 from attention_core.lessons.multi_head.page import multi_head_steps
 from attention_core.masking import formulas as fm
 from attention_core.masking.user_mask import MASK_EDITS
-from attention_core.masking.walkthrough import build_causal_walkthrough, causal_panels, explain_causal
+from attention_core.masking.walkthrough import MAX_DROPOUT, build_causal_walkthrough, causal_panels, explain_causal
 from attention_core.multi_head import formulas as formulas_multi_head
 from attention_core.multi_head.modules import MultiHeadAttention
 from attention_core.multi_head.walkthrough import (
@@ -35,7 +36,7 @@ from attention_core.multi_head.walkthrough import (
 )
 from attention_core.self_attention.modules import CausalAttention, SelfAttentionV2
 from attention_core.self_attention.walkthrough import build_walkthrough
-from attention_core.settings import MAX_DROPOUT, MAX_TOKENS, PRESET_FIELDS, Settings, validate_settings
+from attention_core.settings import PRESET_FIELDS, Settings, validate_settings
 from attention_core.stepthrough import clamp_entry
 from attention_core.weights import module_weights
 

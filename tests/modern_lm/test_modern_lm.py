@@ -18,9 +18,8 @@ from test_stepthrough import result_of, step_through_every_stage
 from attention_core import registry
 from attention_core.errors import InputError, Message
 from attention_core.lessons.modern_lm.page import MODERN_LM, entry_latex, modern_lm_steps, stage_matrix
-from attention_core.limits import MODERN_LM_MAX_TOKENS
 from attention_core.smollm2 import checkpoint, measure
-from attention_core.smollm2.model import load_decoder, run_prompt
+from attention_core.smollm2.model import MODERN_LM_MAX_TOKENS, load_decoder, run_prompt
 
 PROMPTS = ["The capital of France is", "猫坐在垫子上。 🐈 ¿Qué? " * 3, "one two three four five six " * 8]
 

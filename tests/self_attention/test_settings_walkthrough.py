@@ -15,19 +15,14 @@ from torch import nn
 from attention_core.errors import InputError
 from attention_core.inputs.presets import DEFAULT_PRESET, PRESETS
 from attention_core.inputs.stage import base_matrices, check_tokens
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.inputs.tokens import SEED000_DICTIONARY, seed000_tables
 from attention_core.lessons.self_attention.page import SELF_ATTENTION_PAGE
 from attention_core.self_attention.functional import attention_without_weights
 from attention_core.self_attention.modules import SelfAttentionV1, SelfAttentionV2
 from attention_core.self_attention.walkthrough import build_walkthrough
-from attention_core.settings import (
-    MAX_DIM,
-    MAX_SEED,
-    MAX_TOKENS,
-    MIN_DIM,
-    Settings,
-    validate_settings,
-)
+from attention_core.settings import Settings, validate_settings
+from attention_core.shared_settings import MAX_DIM, MAX_SEED, MIN_DIM
 
 JOURNEY = torch.tensor(
     [

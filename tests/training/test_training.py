@@ -11,8 +11,7 @@ import pytest
 import torch
 
 from attention_core.errors import InputError
-from attention_core.limits import MAX_TRAINING_LEARNING_RATE, MAX_TRAINING_STEPS
-from attention_core.training.model import DIVERGED_FACTOR, start
+from attention_core.training.model import DIVERGED_FACTOR, MAX_TRAINING_LEARNING_RATE, MAX_TRAINING_STEPS, start
 from attention_core.training.tasks import TASKS
 from attention_core.training.update import explain_update
 

@@ -25,15 +25,17 @@ from functools import lru_cache
 import sympy as sp
 import torch
 
-from attention_core import limits
 from attention_core.errors import N_, InputError
 from attention_core.fields import IntRange, label
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.latex import factor
-from attention_core.limits import MAX_ADDITIVE_HIDDEN, MAX_TOKENS, MIN_ADDITIVE_HIDDEN
 from attention_core.page import Page
 
-#: h, the scorer's hidden size (declared in ``limits``).
-MIN_HIDDEN, MAX_HIDDEN = limits.MIN_ADDITIVE_HIDDEN, limits.MAX_ADDITIVE_HIDDEN
+#: Additive scoring: h, the scorer's hidden size.
+MIN_ADDITIVE_HIDDEN, MAX_ADDITIVE_HIDDEN = 1, 16
+
+#: h, the scorer's hidden size.
+MIN_HIDDEN, MAX_HIDDEN = MIN_ADDITIVE_HIDDEN, MAX_ADDITIVE_HIDDEN
 
 
 @dataclass(frozen=True)

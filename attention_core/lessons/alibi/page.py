@@ -31,12 +31,14 @@ from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate, number
 from attention_core.lessons.alibi.recipe import alibi_recipe
 from attention_core.lessons.alibi.walk import AlibiWalkthrough
-from attention_core.limits import MAX_ALIBI_HEADS
 from attention_core.masks import causal_mask
 from attention_core.modern.alibi import alibi_attention, alibi_weights_loop, slopes
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import FLOAT_LOOP, HEAD_FIELD, Panel, Stage, StepThrough, compare, explained_value
+
+#: ALiBi: its heads, 1..MAX_ALIBI_HEADS (each with its own slope).
+MAX_ALIBI_HEADS = 8
 
 
 def build_alibi_walkthrough(settings: SharedSettings, alibi: AlibiSettings,

@@ -3,6 +3,11 @@ shares, are below it: ``attention_core.backward.walkthrough``)."""
 
 from __future__ import annotations
 
+from attention_core.backward.gradients import (
+    MAX_BACKWARD_LEARNING_RATE,
+    MAX_BACKWARD_STEPS,
+    MIN_BACKWARD_LEARNING_RATE,
+)
 from attention_core.backward.recipe import backward_recipe
 from attention_core.backward.walkthrough import (
     TARGETS,
@@ -13,14 +18,9 @@ from attention_core.backward.walkthrough import (
 )
 from attention_core.errors import N_
 from attention_core.fields import Choice, FloatRange, IntRange, label
-from attention_core.limits import (
-    MAX_BACKWARD_LEARNING_RATE,
-    MAX_BACKWARD_STEPS,
-    MAX_SEED,
-    MAX_TOKENS,
-    MIN_BACKWARD_LEARNING_RATE,
-)
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.page import Page
+from attention_core.shared_settings import MAX_SEED
 from attention_core.stepthrough import StepThrough
 
 

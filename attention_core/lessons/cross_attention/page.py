@@ -19,8 +19,8 @@ from attention_core.errors import N_, InputError, Message
 from attention_core.inputs.edits import Edits
 from attention_core.inputs.presets import PRESETS
 from attention_core.inputs.stage import Inputs, base_matrices, build_inputs
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.inputs.tokens import Vocabulary, seed000_tables, tokenize
-from attention_core.limits import MAX_TOKENS
 from attention_core.masking.user_mask import (
     check_context_length,
 )

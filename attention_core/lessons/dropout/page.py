@@ -9,11 +9,10 @@ from attention_core.errors import N_
 from attention_core.fields import FloatRange, IntRange, Switch, label
 from attention_core.inputs.edits import Edits
 from attention_core.lessons.dropout.recipe import dropout_recipe
-from attention_core.limits import MAX_DROPOUT, MAX_SEED
 from attention_core.masking.walk import CausalWalkthrough
-from attention_core.masking.walkthrough import DropoutSettings, build_causal_walkthrough, steps_for_page
+from attention_core.masking.walkthrough import MAX_DROPOUT, DropoutSettings, build_causal_walkthrough, steps_for_page
 from attention_core.page import Page
-from attention_core.shared_settings import SharedSettings
+from attention_core.shared_settings import MAX_SEED, SharedSettings
 from attention_core.stepthrough import StepThrough
 
 

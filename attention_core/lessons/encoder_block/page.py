@@ -33,9 +33,8 @@ from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.lessons.encoder_block.recipe import encoder_block_recipe
 from attention_core.lessons.encoder_block.walk import ENCODER_POST_LN, EncoderWalkthrough
-from attention_core.limits import MAX_DIM, MAX_FEEDFORWARD, MAX_LAYERS
 from attention_core.page import Page
-from attention_core.shared_settings import SharedSettings
+from attention_core.shared_settings import MAX_DIM, SharedSettings
 from attention_core.stepthrough import Check, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.transformer.encoder import (
     BlockWeights,
@@ -48,6 +47,13 @@ from attention_core.transformer.encoder import (
     torch_layer,
     torch_stack_output,
 )
+
+#: The feed-forward width F (d_ff) a user can choose, 1..MAX_FEEDFORWARD: the paper's d_ff = 4 · d_model at the
+#: widest d_model, and a T × F heatmap still fits a projector.
+MAX_FEEDFORWARD = 4 * MAX_DIM
+
+#: The most encoder blocks stacked on the page (each one's output is shown side by side).
+MAX_LAYERS = 4
 
 
 def check_heads(d_model: int, num_heads: int) -> None:

@@ -28,11 +28,11 @@ from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.inputs.stage import build_inputs
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.lessons.flash_attention.recipe import flash_attention_recipe
 from attention_core.lessons.flash_attention.walk import FlashWalkthrough
-from attention_core.limits import MAX_TOKENS
 from attention_core.masks import causal_mask
 from attention_core.modern.online_softmax import flash_attention
 from attention_core.page import Page

@@ -32,13 +32,6 @@ from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, aligned, factor, latex_text, number, terms_lines
 from attention_core.lessons.generation.recipe import generation_recipe
 from attention_core.lessons.generation.walk import GenerationWalkthrough
-from attention_core.limits import (
-    MAX_SOURCE_CHARS,
-    MAX_TOY_TEMPERATURE,
-    TOY_LAYERS,
-    TOY_MAX_OUTPUT,
-    lowest_sampling_temperature,
-)
 from attention_core.multi_head.heads import MultiHeadTrace
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
@@ -55,6 +48,8 @@ from attention_core.stepthrough import (
 from attention_core.transformer.decoder import decoder_block, torch_decoder_layer
 from attention_core.transformer.generation import (
     FLOAT32_BYTES,
+    MAX_TOY_TEMPERATURE,
+    MIN_TOY_TEMPERATURE,
     REAL_MODELS,
     generate,
     kv_cache_bytes,
@@ -62,7 +57,23 @@ from attention_core.transformer.generation import (
     reference_logits,
     toy_weights,
 )
-from attention_core.transformer.toy_model import D_MODEL, NUM_HEADS, NUM_LAYERS, VOCAB, parse_source
+from attention_core.transformer.toy_model import (
+    D_MODEL,
+    NUM_HEADS,
+    NUM_LAYERS,
+    TOY_LAYERS,
+    TOY_MAX_OUTPUT,
+    VOCAB,
+    parse_source,
+)
+
+#: The most characters of the word to reverse (a longer one is cut, with a message; the model reads at most
+#: TOY_MAX_INPUT letters and says so about the rest).
+MAX_SOURCE_CHARS = 40
+
+def lowest_sampling_temperature(tau: float) -> float:
+    """0 (greedy) stays 0; a τ in (0, MIN_TOY_TEMPERATURE) becomes MIN_TOY_TEMPERATURE; any other τ is kept."""
+    return tau if tau == 0 or tau >= MIN_TOY_TEMPERATURE else MIN_TOY_TEMPERATURE
 
 #: The context length the page sizes real models' KV caches at.
 REAL_CONTEXT = 4096

@@ -36,15 +36,18 @@ from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, number
 from attention_core.lessons.gqa.recipe import gqa_recipe
 from attention_core.lessons.gqa.walk import GQAWalkthrough
-from attention_core.limits import MAX_DIM, MAX_GQA_HEADS, MAX_HEAD_DIM
 from attention_core.masks import causal_mask
 from attention_core.modern.gqa import grouped_query_attention, kv_head_of
 from attention_core.multi_head.heads import multi_head_attention
 from attention_core.page import Page
-from attention_core.shared_settings import SharedSettings
+from attention_core.shared_settings import MAX_DIM, MAX_HEAD_DIM, SharedSettings
 from attention_core.stepthrough import HEAD_FIELD, OTHER_ROUTE, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.transformer.generation import FLOAT32_BYTES
 from attention_core.weights import module_weights
+
+#: Grouped-query attention: query heads h (1..MAX_GQA_HEADS) and head_dim (1..MAX_HEAD_DIM); h · head_dim
+#: must stay at most MAX_DIM columns (checked with a message), so Q fits the screen.
+MAX_GQA_HEADS = 8
 
 
 def build_gqa_walkthrough(settings: SharedSettings, gqa: GQASettings,

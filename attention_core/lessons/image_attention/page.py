@@ -25,15 +25,25 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from attention_core import limits
 from attention_core.errors import N_, InputError
 from attention_core.fields import Choice, IntRange, label
-from attention_core.limits import IMAGE_FEATURES, IMAGE_PATTERNS, IMAGE_UPLOAD, MAX_DIM, MAX_IMAGE_SIDE, MIN_DIM
 from attention_core.page import Page
 from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
+from attention_core.shared_settings import MAX_DIM, MIN_DIM
 
-#: The largest side of an image on the page (uploads are downscaled to fit), declared in ``limits``.
-MAX_SIDE = limits.MAX_IMAGE_SIDE
+#: Self-attention over an image: the largest side in pixels (uploads are downscaled to fit).
+MAX_IMAGE_SIDE = 16
+
+#: Self-attention over an image: the built-in images (keys of ``image.PATTERNS``), the source
+#: that means the user's uploaded image, and the pixels' token features (keys of ``image.FEATURES``).
+IMAGE_PATTERNS: tuple[str, ...] = ("smiley", "shapes", "checkerboard", "gradient")
+
+IMAGE_UPLOAD = "upload"
+
+IMAGE_FEATURES: tuple[str, ...] = ("rgb", "projected")
+
+#: The largest side of an image on the page (uploads are downscaled to fit).
+MAX_SIDE = MAX_IMAGE_SIDE
 #: Size of the built-in patterns.
 PATTERN_SIDE = 12
 #: Upload limits: bytes of the file, and pixels of the decoded image (checked before decoding).
@@ -48,7 +58,7 @@ UPLOAD_MIME_TYPES = ("image/png", "image/jpeg")
 #: How many of a pixel's most-weighted pixels the page lists.
 TOP_PIXELS = 5
 
-#: Token features: key -> label (keys declared in ``limits.IMAGE_FEATURES``).
+#: Token features: key -> label (keys declared in ``IMAGE_FEATURES``).
 FEATURES: dict[str, str] = {
     "rgb": N_("the colour itself: Q = K = V = X (D = 3)"),
     "projected": N_("projected: Q = X W_q, K = X W_k with seeded W (3 × d_k); V = X"),
@@ -98,7 +108,7 @@ def _shapes(r: int, c: int, n: int) -> RGB:
 
 
 #: Built-in images: key -> (label, pixels (PATTERN_SIDE, PATTERN_SIDE, 3) uint8)
-#: (keys declared in ``limits.IMAGE_PATTERNS``).
+#: (keys declared in ``IMAGE_PATTERNS``).
 PATTERNS: dict[str, tuple[str, Callable[[], torch.Tensor]]] = {
     "smiley": (N_("Smiley"), lambda: _pattern(_smiley)),
     "shapes": (N_("Red and blue shapes"), lambda: _pattern(_shapes)),

@@ -29,12 +29,12 @@ from attention_core.errors import N_, Message
 from attention_core.fields import FloatRange, IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.inputs.stage import build_inputs
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.lessons.linear_attention.formulas import linear_formula
 from attention_core.lessons.linear_attention.recipe import linear_attention_recipe
 from attention_core.lessons.linear_attention.walk import LinearWalkthrough
-from attention_core.limits import MAX_TOKENS, MIN_DECAY
 from attention_core.masks import causal_mask
 from attention_core.modern.linear_attention import (
     MODEL_CONTEXTS,
@@ -64,6 +64,11 @@ from attention_core.stepthrough import (
     compare,
     explained_value,
 )
+
+#: Linear attention and the delta rule: the decay α of the gated delta rule is in [MIN_DECAY, 1]. α = 0 would erase
+#: the state at every step and make g = log α = −∞ (transformers' chunked kernel then computes −∞ − (−∞) = NaN);
+#: 0.01 forgets 99 % per step, about as fast as anyone would want to watch. β (how much of the error is written) is in [0, 1].
+MIN_DECAY = 0.01
 
 #: The tolerance of every check on this page (float32; the measured differences are ~1e-7).
 TOLERANCE = 1e-5

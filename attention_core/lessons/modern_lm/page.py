@@ -33,20 +33,20 @@ from attention_core.entry_formulas import masked_score_entry_latex
 from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, OneBasedIndex, Switch, Text, label
 from attention_core.latex import Translate, aligned, factor, latex_text, number, stacked
-from attention_core.limits import (
+from attention_core.modern.rope import frequencies
+from attention_core.page import Page
+from attention_core.recipe import Recipe
+from attention_core.smollm2 import measure
+from attention_core.smollm2.measure import LmHeadStep, shown_token_labels
+from attention_core.smollm2.model import (
     MODERN_LM_HEADS,
     MODERN_LM_LAYERS,
     MODERN_LM_MAX_CHARS,
     MODERN_LM_MAX_NEW_TOKENS,
     MODERN_LM_MAX_TOKENS,
     MODERN_LM_WIDTH,
+    head_step,
 )
-from attention_core.modern.rope import frequencies
-from attention_core.page import Page
-from attention_core.recipe import Recipe
-from attention_core.smollm2 import measure
-from attention_core.smollm2.measure import LmHeadStep, shown_token_labels
-from attention_core.smollm2.model import head_step
 from attention_core.stepthrough import TRANSFORMERS, Check, Panel, Stage, StepThrough, compare
 
 #: An entry's sum is written out in full up to this many terms, else its first 3, ⋯, its last 2.

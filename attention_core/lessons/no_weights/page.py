@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from attention_core.errors import N_
 from attention_core.fields import IntRange, label
-from attention_core.limits import MAX_TOKENS
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.page import Page
 
 

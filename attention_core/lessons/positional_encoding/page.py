@@ -27,35 +27,37 @@ from functools import lru_cache
 import sympy as sp
 import torch
 
-from attention_core import limits
 from attention_core.errors import N_, InputError
 from attention_core.fields import Choice, IntRange, label
-from attention_core.limits import (
-    MAX_PE_POSITIONS,
-    MAX_PE_WIDTH,
-    MIN_PE_POSITIONS,
-    MIN_PE_WIDTH,
-    PE_ENCODINGS,
-    PE_SHUFFLES,
-)
 from attention_core.page import Page
 from attention_core.positions import BASE, learned_encoding, sinusoidal_encoding, sinusoidal_encoding_loop
 from attention_core.self_attention.functional import SelfAttentionTrace, self_attention
 
-#: The encodings offered: key -> label (keys declared in ``limits.PE_ENCODINGS``).
+#: Positional encoding: the pattern heatmap's size, positions × d_model.
+MIN_PE_POSITIONS, MAX_PE_POSITIONS = 2, 128
+
+MIN_PE_WIDTH, MAX_PE_WIDTH = 2, 128
+
+#: Positional encoding: the encodings and the shuffles offered (keys of ``positional.ENCODINGS``
+#: and ``positional.SHUFFLES``).
+PE_ENCODINGS: tuple[str, ...] = ("sinusoidal", "learned")
+
+PE_SHUFFLES: tuple[str, ...] = ("reverse", "rotate", "random")
+
+#: The encodings offered: key -> label (keys declared in ``PE_ENCODINGS``).
 ENCODINGS: dict[str, str] = {
     "sinusoidal": N_("sinusoidal (Vaswani et al. §3.5)"),
     "learned": N_("learned (a seeded random table, as before training)"),
 }
-#: The shuffles offered: key -> label (keys declared in ``limits.PE_SHUFFLES``).
+#: The shuffles offered: key -> label (keys declared in ``PE_SHUFFLES``).
 SHUFFLES: dict[str, str] = {
     "reverse": N_("reverse the sentence"),
     "rotate": N_("move the first token to the end"),
     "random": N_("random shuffle (seeded)"),
 }
-#: Limits of the pattern heatmap (positions × d_model), declared in ``limits``.
-MIN_POSITIONS, MAX_POSITIONS = limits.MIN_PE_POSITIONS, limits.MAX_PE_POSITIONS
-MIN_WIDTH, MAX_WIDTH = limits.MIN_PE_WIDTH, limits.MAX_PE_WIDTH
+#: Limits of the pattern heatmap (positions × d_model).
+MIN_POSITIONS, MAX_POSITIONS = MIN_PE_POSITIONS, MAX_PE_POSITIONS
+MIN_WIDTH, MAX_WIDTH = MIN_PE_WIDTH, MAX_PE_WIDTH
 #: SA(P X) = P SA(X) holds when no entry differs by more than this (float32 rounding is ~1e-7).
 EQUIVARIANCE_TOLERANCE = 1e-5
 #: With an encoding, the order matters when some entry of SA(P X + PE) − P SA(X + PE) exceeds this.

@@ -31,13 +31,17 @@ from attention_core.inputs.tokens import dim_labels
 from attention_core.latex import Translate, aligned, factor, number, terms_lines
 from attention_core.lessons.rope.recipe import rope_recipe
 from attention_core.lessons.rope.walk import RopeWalkthrough
-from attention_core.limits import MAX_DIM, MAX_ROPE_BASE, MAX_ROPE_SHIFT, MIN_ROPE_BASE
 from attention_core.modern.rope import BASES, check_head_dim, frequencies, rope_scores, rotate
 from attention_core.page import Page
 from attention_core.positions import sinusoidal_encoding
-from attention_core.shared_settings import SharedSettings
+from attention_core.shared_settings import MAX_DIM, SharedSettings
 from attention_core.stepthrough import TRANSFORMERS, Panel, Stage, StepThrough, compare, explained_value
 from attention_core.weights import module_weights
+
+#: RoPE: head_dim (even, 2..MAX_DIM), the base (MIN_ROPE_BASE..MAX_ROPE_BASE) and the shift s of every position.
+MIN_ROPE_BASE, MAX_ROPE_BASE = 2.0, 1e7
+
+MAX_ROPE_SHIFT = 1000
 
 
 @lru_cache(maxsize=64)

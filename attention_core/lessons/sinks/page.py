@@ -37,22 +37,22 @@ from attention_core.latex import Translate, factor, number, terms_lines
 from attention_core.lessons.sinks.formulas import sinks_formula
 from attention_core.lessons.sinks.recipe import sinks_recipe
 from attention_core.lessons.sinks.walk import SinksWalkthrough
-from attention_core.limits import (
-    MAX_SINK_LOGIT,
-    MAX_SINKS,
-    MAX_STREAM_WINDOW,
-    MIN_SINK_LOGIT,
-    MODERN_LM_HEADS,
-    MODERN_LM_LAYERS,
-    MODERN_LM_MAX_CHARS,
-    SINKS_MAX_CHARS,
-)
 from attention_core.masks import causal_mask
-from attention_core.modern.sinks import gpt_oss_reference, sink_softmax, uniform_query
+from attention_core.modern.sinks import MAX_SINK_LOGIT, MIN_SINK_LOGIT, gpt_oss_reference, sink_softmax, uniform_query
 from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.shared_settings import SharedSettings
+from attention_core.smollm2.model import MODERN_LM_HEADS, MODERN_LM_LAYERS, MODERN_LM_MAX_CHARS
 from attention_core.stepthrough import TRANSFORMERS, Panel, Stage, StepThrough, compare, explained_value
+
+#: StreamingLLM on SmolLM2: the sinks kept (s, 0 … MAX_SINKS), the window w (1 … MAX_STREAM_WINDOW, at least s), the
+#: text's tokens (a longer text is cut, with a message; one eager pass at 1024 tokens holds 9 × 1024² weights per
+#: layer, 38 MB, for a moment) and the characters of a pasted text.
+MAX_SINKS = 16
+
+MAX_STREAM_WINDOW = 1024
+
+SINKS_MAX_CHARS = 8000
 
 #: The tolerance of every check on this page (float32; the measured differences are ~1e-7).
 TOLERANCE = 1e-5

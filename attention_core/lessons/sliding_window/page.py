@@ -27,16 +27,20 @@ from attention_core.errors import N_, Message
 from attention_core.fields import IntRange, label
 from attention_core.inputs.edits import Edits
 from attention_core.inputs.stage import build_inputs
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate
 from attention_core.lessons.sliding_window.recipe import sliding_window_recipe
 from attention_core.lessons.sliding_window.walk import SlidingWalkthrough
-from attention_core.limits import MAX_SLIDING_LAYERS, MAX_TOKENS
 from attention_core.modern.sliding import receptive_field, window_mask
 from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.shared_settings import SharedSettings
 from attention_core.stepthrough import Panel, Stage, StepThrough, compare, explained_value
+
+#: Sliding-window attention: the layers its receptive-field view stacks, 1..MAX_SLIDING_LAYERS (the window itself
+#: is 1..MAX_TOKENS).
+MAX_SLIDING_LAYERS = 4
 
 
 def build_sliding_window_walkthrough(settings: SharedSettings, sliding_window: SlidingWindowSettings,

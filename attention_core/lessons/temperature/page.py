@@ -22,20 +22,34 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from attention_core import limits
 from attention_core.errors import N_, InputError, Message
 from attention_core.fields import FloatRange, IntRange, label
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.latex import latex_text, number
-from attention_core.limits import MAX_TOKENS
 from attention_core.page import Page
 from attention_core.self_attention.functional import entropy, scaled_dot_product_attention
 
-#: The temperatures the page's slider offers: about log-spaced from 0.01 to 100 (1-1.5-2-3-5-7 per decade),
-#: declared in ``limits``.
-TEMPERATURE_GRID: tuple[float, ...] = limits.TEMPERATURE_GRID
-MIN_TEMPERATURE, MAX_TEMPERATURE = limits.MIN_TEMPERATURE, limits.MAX_TEMPERATURE
-#: The grid temperature nearest to τ on a log scale (τ > 0); see ``limits.nearest_temperature``.
-nearest_temperature = limits.nearest_temperature
+#: Temperature: the values of τ the page's slider offers, about log-spaced from 0.01 to 100
+#: (1-1.5-2-3-5-7 per decade), and its range.
+TEMPERATURE_GRID: tuple[float, ...] = tuple(
+    round(m * 10.0**e, 6) for e in range(-2, 2) for m in (1, 1.5, 2, 3, 5, 7)
+) + (100.0,)
+
+MIN_TEMPERATURE, MAX_TEMPERATURE = TEMPERATURE_GRID[0], TEMPERATURE_GRID[-1]
+
+def nearest_temperature(tau: float) -> float:
+    """The value of :data:`TEMPERATURE_GRID` nearest to ``tau`` on a log scale.
+
+    Args:
+        tau: a temperature, > 0 (finite; a value outside the grid's range gets its nearest end).
+
+    Raises:
+        ValueError: ``tau`` <= 0 (``math.log`` is undefined there).
+    """
+    return min(TEMPERATURE_GRID, key=lambda t: abs(math.log(t) - math.log(tau)))
+
+#: The grid temperature nearest to τ on a log scale (τ > 0); see ``nearest_temperature``.
+nearest_temperature = nearest_temperature
 
 
 @dataclass(frozen=True)

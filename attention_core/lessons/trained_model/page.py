@@ -35,15 +35,17 @@ from attention_core.fields import IntRange, OneBasedIndex, Text, label
 from attention_core.inputs.tokens import token_labels
 from attention_core.latex import Translate, latex_text, number_expr, translate_cases
 from attention_core.lessons.trained_model.recipe import trained_model_recipe
-from attention_core.limits import (
+from attention_core.minilm.model import (
     TRAINED_MODEL_HEADS,
     TRAINED_MODEL_LAYERS,
     TRAINED_MODEL_MAX_CHARS,
     TRAINED_MODEL_MAX_PADDING,
     TRAINED_MODEL_MAX_TOKENS,
     TRAINED_MODEL_WIDTH,
+    HeadStep,
+    head_step,
+    head_weights,
 )
-from attention_core.minilm.model import HeadStep, head_step, head_weights
 from attention_core.page import Page
 from attention_core.self_attention import formulas
 from attention_core.stepthrough import TRANSFORMERS, Check, Panel, Stage, StepThrough

@@ -19,17 +19,17 @@ import torch
 
 from attention_core.errors import N_, InputError
 from attention_core.fields import Choice, FloatRange, IntRange, OneBasedIndex, label
+from attention_core.inputs.text import MAX_TOKENS
 from attention_core.inputs.tokens import token_labels
-from attention_core.limits import (
-    MAX_DIM,
-    MAX_SEED,
-    MAX_TOKENS,
+from attention_core.page import Page
+from attention_core.shared_settings import MAX_DIM, MAX_SEED
+from attention_core.training.model import (
     MAX_TRAINING_LEARNING_RATE,
     MAX_TRAINING_STEPS,
     MIN_TRAINING_LEARNING_RATE,
+    Snapshot,
+    Trainer,
 )
-from attention_core.page import Page
-from attention_core.training.model import Snapshot, Trainer
 from attention_core.training.runs import RunKey
 from attention_core.training.tasks import TASKS
 from attention_core.training.update import ExplainedUpdate, explain_update

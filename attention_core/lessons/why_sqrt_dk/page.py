@@ -34,20 +34,26 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from attention_core import limits
 from attention_core.errors import N_, InputError, Message
 from attention_core.fields import Choice, IntRange, label
-from attention_core.limits import MAX_SQRT_KEYS, MAX_SQRT_SAMPLES, MIN_SQRT_KEYS, MIN_SQRT_SAMPLES, SQRT_DISTRIBUTIONS
 from attention_core.page import Page
 from attention_core.self_attention.formulas import latex_text
 from attention_core.self_attention.functional import entropy
+
+#: Why √d_k: S, the (q, k) pairs sampled per d_k, and n, the keys each sampled query meets.
+MIN_SQRT_SAMPLES, MAX_SQRT_SAMPLES = 100, 5000
+
+MIN_SQRT_KEYS, MAX_SQRT_KEYS = 2, 32
+
+#: Why √d_k: the components' distributions (keys of ``scaling.DISTRIBUTIONS``).
+SQRT_DISTRIBUTIONS: tuple[str, ...] = ("normal", "uniform", "rademacher")
 
 #: How a word gets into a formula in the interface language: ``tr(template)`` (the pages pass
 #: ``ui.i18n._``; the default keeps the English). Written with ``formulas.latex_text``.
 Translate = Callable[..., str]
 
 #: The component distributions offered: key -> label. Each has mean 0 and variance 1.
-#: Its keys are declared in ``limits.SQRT_DISTRIBUTIONS`` (the settings validate against them).
+#: Its keys are declared in ``SQRT_DISTRIBUTIONS`` (the settings validate against them).
 DISTRIBUTIONS: dict[str, str] = {
     "normal": N_("Gaussian N(0, 1)"),
     "uniform": N_("uniform on [−√3, √3]"),
@@ -58,9 +64,9 @@ FOURTH_MOMENT: dict[str, float] = {"normal": 3.0, "uniform": 9.0 / 5.0, "rademac
 
 #: d_k = 1, 2, 4, ..., 1024: log-spaced, as the issue asks (1 to 1024).
 D_K_GRID: tuple[int, ...] = tuple(2**p for p in range(11))
-#: S, the (q, k) pairs sampled per d_k, and n, the keys per query (declared in ``limits``).
-MIN_SAMPLES, MAX_SAMPLES = limits.MIN_SQRT_SAMPLES, limits.MAX_SQRT_SAMPLES
-MIN_KEYS, MAX_KEYS = limits.MIN_SQRT_KEYS, limits.MAX_SQRT_KEYS
+#: S, the (q, k) pairs sampled per d_k, and n, the keys per query.
+MIN_SAMPLES, MAX_SAMPLES = MIN_SQRT_SAMPLES, MAX_SQRT_SAMPLES
+MIN_KEYS, MAX_KEYS = MIN_SQRT_KEYS, MAX_SQRT_KEYS
 #: The softmax experiment averages over at most this many query rows (each with n keys of
 #: width up to 1024: 500 × 32 × 1024 floats is the largest draw, 65 MB).
 SOFTMAX_ROWS = 500
