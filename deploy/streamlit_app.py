@@ -2,9 +2,10 @@
 
 Community Cloud takes the dependency file from the entry point's folder first,
 so deploying with this file as the main file installs deploy/requirements.txt:
-the app's requirements plus PyTorch's CPU-only wheel index (the default Linux
-torch wheel from PyPI pulls ~2.5 GB of CUDA libraries). Local set-up and CI use
-the root requirements.txt and never contact that index.
+the app's requirements, with torch as a direct link to PyTorch's CPU-only wheel
+(the default Linux torch wheel from PyPI pulls ~2.5 GB of CUDA libraries) and
+everything else from PyPI. Local set-up and CI use the root requirements.txt and
+never contact PyTorch's index.
 """
 
 import runpy

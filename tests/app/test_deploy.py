@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from conftest import element_checks
@@ -20,10 +21,16 @@ def test_cloud_entry_point_runs_every_page():
     assert (ROOT / "deploy" / "static" / "katex" / "katex.min.js").is_file()  # the app's static files, served there too
 
 
-def test_cloud_requirements_pin_the_cpu_build_on_top_of_the_app_requirements():
+def test_cloud_requirements_take_only_torch_from_the_cpu_index_on_top_of_the_app_requirements():
     lines = [line.strip() for line in (ROOT / "deploy" / "requirements.txt").read_text().splitlines()]
-    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines
-    assert "torch==2.13.0+cpu" in lines  # a local version PyPI does not have: only the CPU index can satisfy it
+    assert not any(line.startswith("--") for line in lines)  # no index option: everything but torch comes from PyPI
+    wheels = [re.fullmatch(r'torch @ https://download\.pytorch\.org/whl/cpu/torch-2\.13\.0%2Bcpu-cp3(\d+)-cp3(\d+)'
+                           r'-manylinux_2_28_x86_64\.whl ; python_version == "3\.(\d+)" and platform_machine == "x86_64"'
+                           r' and sys_platform == "linux"', line) for line in lines if line.startswith("torch @")]
+    assert sorted(m.groups() for m in wheels) == [("11", "11", "11"), ("12", "12", "12")]  # each wheel for its Python
+    # Anywhere else a local version PyPI does not have: the build fails instead of taking PyPI's CUDA torch.
+    assert ('torch==2.13.0+cpu ; python_version < "3.11" or python_version > "3.12" or platform_machine != "x86_64"'
+            ' or sys_platform != "linux"') in lines
     assert "-r ../requirements.txt" in lines
     root = (ROOT / "requirements.txt").read_text()
     assert "torch==2.13.0\n" in root and "download.pytorch.org" not in root  # local set-up never asks that index
