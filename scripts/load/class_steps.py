@@ -229,7 +229,7 @@ async def _warm(url: str) -> None:
 
 
 def run_class_steps(args: argparse.Namespace) -> bool:
-    from benchmark_against import checkout, round_order
+    from load.against import checkout, round_order
 
     args.duration = 60.0 if args.duration is None else args.duration
     both = [(args.against, checkout(args.against)), ("this", ROOT)] if args.against else [("this", ROOT)]
