@@ -15,14 +15,14 @@ the model pages, the step-through element's payload and the class store's dashbo
     .venv/bin/python scripts/benchmark_load.py model [--runs 10]       # the trained model's page, in one process
     .venv/bin/python scripts/benchmark_load.py modern-lm [--runs 10]   # the modern language model's page
     .venv/bin/python scripts/benchmark_load.py stepper [--pages self_attention,causal] [--repeat 3]
-    .venv/bin/python scripts/benchmark_load.py class-store [--database sqlite]   # the teacher's dashboard, 400,000 events
+    .venv/bin/python scripts/benchmark_load.py class-store [--database sqlite]   # the teacher's dashboard
 
 The last four are one process each, without a server, with options of their own (``benchmark_load.py model
 --help``); they run one at a time and not beside the server scenarios. Each one's smallest run (what
 tests/test_scripts.py runs) is listed below the scenarios.
 
-The server scenarios: without ``--url`` it starts ``streamlit run app.py`` on a free loopback port (with the repository's
-``.streamlit/config.toml``) and stops it at the end. Each simulated student is a websocket on
+The server scenarios: without ``--url`` it starts ``streamlit run app.py`` on a free loopback port (with the
+repository's ``.streamlit/config.toml``) and stops it at the end. Each simulated student is a websocket on
 ``/_stcore/stream`` that speaks Streamlit's own protobufs, as the browser does: a ``BackMsg`` with
 ``rerun_script`` (the page, the widget states) goes up; ``ForwardMsg``s (``new_session``, deltas,
 ``script_finished``) come down. No browser is involved, so the numbers are the server's: the time
@@ -34,7 +34,8 @@ Scenarios:
   framework's own floor) is measured, then every page of the app, ``--clicks`` interactions each,
   one after another. Budget: every page's median within ``--floor-factor`` (2) x the floor's median.
 - ``class``: ``--students`` sessions open their pages within the same second (a burst: the same
-  link shared by a teacher), spread over every page including *Inside a trained model* (``--only``: those pages), then each
+  link shared by a teacher), spread over every page including *Inside a trained model* (``--only``: those
+  pages), then each
   changes a widget every ~``--interval`` s (uniformly 0.5x-1.5x) for ``--duration`` s. ``--drop K``
   students close their websocket in the middle of a run and come back as new sessions. Budget:
   interaction p95 < ``--p95-budget-ms`` (150), 0 exceptions, 0 failed sessions, peak server RSS

@@ -4,7 +4,7 @@ venv's Python, from the repository, the servers started by the script itself), a
 Not on speed: the budgets are set out of reach (``--floor-factor``, ``--p95-budget-ms``, ``--rss-budget-mb``), and the
 model benchmarks' fixed targets may be missed on a busy machine (then they say so and exit 1, which passes here).
 The numbers are the benchmarks' own, on a quiet machine (docs/performance.md). The runs go two at a time (most of
-their time is a server starting and a page's first run): the whole file takes about a minute on 2 cores.
+their time is a server starting and a page's first run): the whole file took 56-90 s on a shared 2-core machine.
 
 Run elsewhere, in process: ``browser``, ``class-live``, ``class-steps``, ``profile`` and ``--against`` by
 tests/app/test_load_protocol.py, ``class-store`` on PostgreSQL by tests/class_store/test_benchmark_class_store.py,

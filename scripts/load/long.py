@@ -76,7 +76,8 @@ async def _long_page(url: str, path: str, args: argparse.Namespace) -> LongResul
                             for panel in data["stages"][data["position"]["stage"]]["panels"])
 
         async def element_click(move: Callable[[int], None], i: int) -> list[float]:
-            """The ``i``-th click the element answers: the position moved, then the request it sends, if any (seconds)."""
+            """The ``i``-th click the element answers: the position moved, then the request it sends, if any
+            (seconds)."""
             side = Side(path)
             move(i)
             await stepper.after_paint(side)

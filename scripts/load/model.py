@@ -86,7 +86,8 @@ def page_data(pm, text: str):
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=10, help="timed runs of the 64-token text (default 10; of the longest text a third, at least 3 "
+    parser.add_argument("--runs", type=int, default=10,
+                        help="timed runs of the 64-token text (default 10; of the longest text a third, at least 3 "
                              "or --runs); 1: the smallest run")
     args = parser.parse_args(argv)
     if args.runs < 1:

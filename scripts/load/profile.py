@@ -178,6 +178,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rate", type=int, default=500, help="profile: py-spy's samples per second")
     parser.add_argument("--top", type=int, default=12, help="profile: functions of ours listed per page")
     parser.add_argument("--only", action="append", default=[], metavar="PATH",
-                        help="profile, single, class: only this page (its URL path; repeatable; class: the teacher's warm-up "
-                             "too)")
+                        help="profile, single, class: only this page (its URL path; repeatable; class: the "
+                             "teacher's warm-up too)")
 
