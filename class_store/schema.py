@@ -68,7 +68,7 @@ events = Table(
     # VACUUM sets that. Autovacuum vacuums an insert-only table after inserts of 20 % of its rows by default
     # (autovacuum_vacuum_insert_scale_factor 0.2): in a store holding a week of classes, never during a lesson, so
     # the dashboard read the live class's rows from the table as well (about 3 x slower on 400,000 events:
-    # scripts/benchmark_class_store.py, README "The class, live: its cost"). Here every 10,000 inserts (autovacuum
+    # scripts/benchmark_load.py class-store, docs/performance.md). Here every 10,000 inserts (autovacuum
     # looks every autovacuum_naptime, 1 min): a minute or two of a lecture hall's events stay unvacuumed at most.
     # PostgreSQL 13 or later; a store created before this setting gets it with
     #   ALTER TABLE events SET (autovacuum_vacuum_insert_threshold = 10000, autovacuum_vacuum_insert_scale_factor = 0)

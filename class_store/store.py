@@ -357,7 +357,7 @@ class Store:
         The answers are read twice, not four times: practice and mistakes come from one GROUP BY (page, stage,
         outcome, first try: a few thousand groups at most), the answers over time from one GROUP BY (minute,
         outcome), folded here (on SQLite, grouping by the right / wrong expression sorted 200,000 answers in a
-        temporary B-tree; scripts/benchmark_class_store.py measures it).
+        temporary B-tree; scripts/benchmark_load.py class-store measures it).
 
         Raises :class:`StoreError`."""
         now = time.time() if now is None else now

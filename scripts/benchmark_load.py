@@ -1,4 +1,5 @@
-"""Classroom load over Streamlit's real protocol: what a student waits for, alone and with a class.
+"""The benchmarks, one command line: what a student waits for on the real server (alone, with a class, in Chromium),
+the model pages, the step-through element's payload and the class store's dashboard.
 
     .venv/bin/python scripts/benchmark_load.py                      # single, class (30 students, 60 s), browser
     .venv/bin/python scripts/benchmark_load.py single
@@ -11,9 +12,17 @@
     .venv/bin/python scripts/benchmark_load.py class-steps --students 100 --against f642324 [--in-class]
     .venv/bin/python scripts/benchmark_load.py class --url http://127.0.0.1:8080 --students 100 \\
         --p95-budget-ms 500 --pid-file /tmp/lecture-hall/replica-1.pid --pid-file ...   # through a proxy
+    .venv/bin/python scripts/benchmark_load.py model [--runs 10]       # the trained model's page, in one process
+    .venv/bin/python scripts/benchmark_load.py modern-lm [--runs 10]   # the modern language model's page
+    .venv/bin/python scripts/benchmark_load.py stepper [--pages self_attention,causal] [--repeat 3]
+    .venv/bin/python scripts/benchmark_load.py class-store [--database sqlite]   # the teacher's dashboard
 
-Without ``--url`` it starts ``streamlit run app.py`` on a free loopback port (with the repository's
-``.streamlit/config.toml``) and stops it at the end. Each simulated student is a websocket on
+The last four are one process each, without a server, with options of their own (``benchmark_load.py model
+--help``); they run one at a time and not beside the server scenarios. Each one's smallest run (what
+tests/test_scripts.py runs) is listed below the scenarios.
+
+The server scenarios: without ``--url`` it starts ``streamlit run app.py`` on a free loopback port (with the
+repository's ``.streamlit/config.toml``) and stops it at the end. Each simulated student is a websocket on
 ``/_stcore/stream`` that speaks Streamlit's own protobufs, as the browser does: a ``BackMsg`` with
 ``rerun_script`` (the page, the widget states) goes up; ``ForwardMsg``s (``new_session``, deltas,
 ``script_finished``) come down. No browser is involved, so the numbers are the server's: the time
@@ -25,7 +34,8 @@ Scenarios:
   framework's own floor) is measured, then every page of the app, ``--clicks`` interactions each,
   one after another. Budget: every page's median within ``--floor-factor`` (2) x the floor's median.
 - ``class``: ``--students`` sessions open their pages within the same second (a burst: the same
-  link shared by a teacher), spread over every page including *Inside a trained model*, then each
+  link shared by a teacher), spread over every page including *Inside a trained model* (``--only``: those
+  pages), then each
   changes a widget every ~``--interval`` s (uniformly 0.5x-1.5x) for ``--duration`` s. ``--drop K``
   students close their websocket in the middle of a run and come back as new sessions. Budget:
   interaction p95 < ``--p95-budget-ms`` (150), 0 exceptions, 0 failed sessions, peak server RSS
@@ -91,40 +101,79 @@ host is refused), every loop is bounded by ``--duration`` and per-run timeouts, 
 stops the servers it started. Measure on an otherwise idle machine: the simulated students share
 the 2 cores with the server.
 
+- ``model``, ``modern-lm`` (scripts/load/model.py, scripts/load/modern_lm.py): the model pages' first load, memory and
+  computations in one process, and the page under AppTest; their targets are in ``--help``.
+- ``stepper`` (scripts/load/stepper.py): what the step-through element is sent, page by page (size, build time).
+- ``class-store`` (scripts/load/dashboard.py): ``Store.dashboard`` over a big class, on SQLite and PostgreSQL.
+
+The smallest run of each, seconds rather than minutes (tests/test_scripts.py runs these, with the budgets out of
+reach): ``single --only self-attention --clicks 1``, ``class --only self-attention --students 1 --duration 3
+--interval 1 --drop 0``, ``training --students 1 --duration 5 --cold``, ``long --page trained-model --opens 1 --clicks
+1``, ``model --runs 1``, ``modern-lm --runs 1``, ``stepper --pages self_attention --example default --repeat 1``,
+``class-store --database sqlite --seats 5 --minutes 2 --events 300 --warm-up 1 --repeat 2``. ``browser``,
+``class-live``, ``class-steps``, ``profile`` and ``--against`` are run in process, as small, by
+tests/app/test_load_protocol.py.
+
 This file is the command line: the arguments and the dispatch. The code is the package ``scripts/load/``: the
 student's websocket client (``client.py``), the servers (``server.py``), the reports (``report.py``) and one module
-per scenario (``single.py``, ``classroom.py``, ``browser.py``, ``training.py``, ``long.py``, ``class_live.py``);
-``profile`` is scripts/load/profile.py, ``--against`` scripts/benchmark_against.py.
+per scenario (``single.py``, ``classroom.py``, ``browser.py``, ``training.py``, ``long.py``, ``class_live.py``,
+``class_steps.py``, ``profile.py``, ``model.py``, ``modern_lm.py``, ``stepper.py``, ``dashboard.py``); ``--against``
+is ``against.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from typing import Optional
 
-from benchmark_against import run_browser_against, run_class_against, run_single_against
-from load.browser import BROWSER_PAGES, run_browser
-from load.class_live import run_class_live
-from load.class_steps import run_class_steps
-from load.classroom import run_class
-from load.long import LONG_PAGES, run_long
-from load.profile import add_arguments, run_profile
-from load.server import STREAMLIT_ARGS, require_loopback
-from load.single import run_single
-from load.training import run_training
+#: The scenarios that run on the server (or in Chromium), several in one command.
+SCENARIOS = ("single", "class", "browser", "training", "long", "class-live", "class-steps", "profile")
 
-#: The scenarios that ``--against REF`` measures beside that commit (scripts/benchmark_against.py).
-AGAINST = {"single": run_single_against, "class": run_class_against, "browser": run_browser_against}
+#: The benchmarks that are one process of their own, without a server: the first word, then their own options.
+ON_THEIR_OWN = {"model": "load.model", "modern-lm": "load.modern_lm", "stepper": "load.stepper",
+                "class-store": "load.dashboard"}
+
+
+def scenario_name(word: str) -> str:
+    """A scenario's name, checked as the command line is read (before ``--help``: a renamed mode fails as written)."""
+    if word not in SCENARIOS and word not in ON_THEIR_OWN:
+        raise argparse.ArgumentTypeError(f"unknown scenario {word!r}: choose from "
+                                         + ", ".join(SCENARIOS + tuple(ON_THEIR_OWN)))
+    return word
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("scenarios", nargs="*", metavar="scenario",
-                        help="single, class, browser, training, long, class-live and/or profile "
-                             "(default: single, class, browser)")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in ON_THEIR_OWN:  # imported only now: the model's "before" is the app's own imports
+        module = importlib.import_module(ON_THEIR_OWN[argv[0]])
+        return module.main(argv[1:], prog=f"benchmark_load.py {argv[0]}")
+    return run_scenarios(argv)
+
+
+def run_scenarios(argv: list[str]) -> int:
+    from load.against import run_browser_against, run_class_against, run_single_against
+    from load.browser import BROWSER_PAGES, run_browser
+    from load.class_live import run_class_live
+    from load.class_steps import run_class_steps
+    from load.classroom import run_class
+    from load.long import LONG_PAGES, run_long
+    from load.profile import add_arguments, run_profile
+    from load.server import STREAMLIT_ARGS, require_loopback
+    from load.single import run_single
+    from load.training import run_training
+
+    #: The scenarios that ``--against REF`` measures beside that commit (scripts/load/against.py).
+    against = {"single": run_single_against, "class": run_class_against, "browser": run_browser_against}
+    parser = argparse.ArgumentParser(prog="benchmark_load.py", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="On their own, with options of their own (e.g. benchmark_load.py model "
+                                            "--help): " + ", ".join(ON_THEIR_OWN) + ".")
+    parser.add_argument("scenarios", nargs="*", metavar="scenario", type=scenario_name,
+                        help=", ".join(SCENARIOS) + " (default: single, class, browser); or, the first word and on "
+                             "its own, one of " + ", ".join(ON_THEIR_OWN))
     parser.add_argument("--url", help="an already running app (loopback only), e.g. the lecture-hall proxy")
     parser.add_argument("--students", type=int, default=30)
     parser.add_argument("--duration", type=float, default=None,
@@ -182,7 +231,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="class-live: the class store's SQLAlchemy URL (needed with --url: the one that server uses)")
     parser.add_argument("--against", metavar="REF",
                         help="single, class, browser: measure the commit REF too (e.g. 7d7d826), back to back with this checkout "
-                             "in the same run, with the floor beside them (scripts/benchmark_against.py)")
+                             "in the same run, with the floor beside them (scripts/load/against.py)")
     parser.add_argument("--common-pages", action="store_true",
                         help="class --against: spread the students over the pages both versions have")
     parser.add_argument("--streamlit-arg", action="append", default=[], metavar="OPTION=VALUE",
@@ -205,13 +254,13 @@ def main(argv: Optional[list[str]] = None) -> int:
                "long": run_long, "class-live": run_class_live, "class-steps": run_class_steps, "profile": run_profile}
     scenarios = args.scenarios or ["single", "class", "browser"]  # training, long, class-live, class-steps, profile:
     # not by default
-    unknown = set(scenarios) - set(runners)
-    if unknown:
-        parser.error(f"unknown scenario(s) {sorted(unknown)}: choose from {', '.join(runners)}")
+    alone = [name for name in scenarios if name in ON_THEIR_OWN]
+    if alone:
+        parser.error(f"{', '.join(alone)}: one at a time, as the first word (benchmark_load.py {alone[0]} --help)")
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     verdicts = {}
     for name in scenarios:
-        run = AGAINST[name] if args.against and name in AGAINST else runners[name]  # --against: beside REF
+        run = against[name] if args.against and name in against else runners[name]  # --against: beside REF
         verdicts[name] = run(args)
         print()
     print("verdict: " + ", ".join(f"{n} {'ok' if v else 'OVER BUDGET'}" for n, v in verdicts.items()))

@@ -20,6 +20,7 @@ runs), against the packages themselves.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import shutil
@@ -81,7 +82,8 @@ def vendor(package: str) -> int:
     return 0
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)  # no options: --help only
     return max(vendor(package) for package in PACKAGES)
 
 

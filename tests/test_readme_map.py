@@ -10,7 +10,12 @@ page does not edit the map.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
+import shlex
+import subprocess
+import sys
 
 from conftest import ROOT
 
@@ -74,3 +79,68 @@ def test_the_readme_is_a_front_door_and_its_links_lead_somewhere():
     assert {"docs/architecture.md", "docs/classroom.md", "docs/deploy.md", "docs/lecture-hall.md",
             "docs/models.md", "docs/performance.md"} <= files
     assert [f for f in files if not (ROOT / f).exists()] == []
+
+
+# ---------------------------------------------------------------- the commands the README and docs show
+
+DOCUMENTS = ("README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")))
+
+
+def doc_commands() -> dict[tuple[str, ...], str]:
+    """Every ``.venv/bin/python <script>.py ...`` command the README and docs show (a line continued with ``\\`` read
+    as one; a placeholder's brackets and ``...`` dropped, ``<commit>`` read as a word), as its arguments -> the first
+    document showing it."""
+    commands: dict[tuple[str, ...], str] = {}
+    for name in DOCUMENTS:
+        text = (ROOT / name).read_text().replace("\\\n", " ")
+        for script, rest in re.findall(r"\.venv/bin/python ((?:scripts|deploy)/[\w/.-]+\.py)([^\n`#|]*)", text):
+            words = [w.strip("[]") for w in shlex.split(rest.replace("<", "").replace(">", "")) if w != "..."]
+            commands.setdefault((script, *[w for w in words if w]), name)
+    return commands
+
+
+def test_the_docs_show_the_benchmarks_commands():
+    scripts = {command[0] for command in doc_commands()}
+    assert {"scripts/benchmark_load.py", "scripts/train_toy_reverser.py"} <= scripts, scripts
+
+
+def test_every_path_under_scripts_the_docs_name_exists():
+    """A renamed or removed script leaves no mention behind (the benchmarks are one command line now)."""
+    missing = [(name, path) for name in DOCUMENTS
+               for path in re.findall(r"\bscripts/[\w/.-]*\w", (ROOT / name).read_text())
+               if not (ROOT / path).exists()]
+    assert missing == []
+
+
+def help_of(command: tuple[str, ...]) -> tuple[int, str, str]:
+    """``command --help``: (exit status, stdout, stderr). The benchmarks' command line in this process (it imports
+    the app's registry, torch with it: seconds a process), anything else as a process of this venv's Python."""
+    if command[0] != "scripts/benchmark_load.py":
+        result = subprocess.run([sys.executable, *command, "--help"], cwd=ROOT, capture_output=True, text=True,
+                                timeout=120)
+        return result.returncode, result.stdout, result.stderr
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))
+    import benchmark_load
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            benchmark_load.main([*command[1:], "--help"])
+            code = 1  # --help exits: returning means it did not
+        except SystemExit as exit_:
+            code = exit_.code or 0
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_every_command_the_docs_show_runs_as_written_up_to_its_help():
+    """Each command as written, with ``--help`` after it: the script exists, its mode and the values given are
+    accepted (argparse reads them before it meets --help), and every option it names is one the script has."""
+    failures = []
+    for command, name in doc_commands().items():
+        code, out, err = help_of(command)
+        unknown = [w.split("=")[0] for w in command if w.startswith("--") and w.split("=")[0] not in out]
+        if code != 0 or not out.startswith("usage:") or unknown:
+            failures.append(f"{name}: {' '.join(command)}: exit {code}, options not in its help {unknown}: "
+                            f"{err[-500:]}")
+    assert failures == [], "\n".join(failures)

@@ -49,7 +49,7 @@ from typing import Iterator
 #: torch's intra-op threads for the server once the model is loaded. On the 2-core machines this app runs
 #: on, shared by every session (and whatever else runs there), one thread per forward pass was both
 #: faster and far steadier than two: 64 tokens in a median 23 ms (90th percentile 31 ms) against 131 ms
-#: (420 ms) with two threads under load (scripts/benchmark_model.py). Sessions still run in parallel.
+#: (420 ms) with two threads under load (scripts/benchmark_load.py model). Sessions still run in parallel.
 TORCH_THREADS = 1
 
 

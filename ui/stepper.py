@@ -15,7 +15,7 @@ stage shown and of its two neighbours when the learner pauses after the paint (`
 changed setting is one script run), so that Next and Previous find theirs there (one round trip, no page redraw:
 every entry of every stage is 0.65-1.3 s of sympy at the defaults, one stage's ~0.05-0.4 s); a stage of more than
 :data:`ENTRIES_AT_ONCE` (12 tokens: up to 192, seconds of sympy) a row at a time, the row of the cell shown
-(``scripts/benchmark_stepper.py`` measures both). In a class, the first request asks for every stage's: the class
+(``scripts/benchmark_load.py stepper`` measures both). In a class, the first request asks for every stage's: the class
 shares one walk-through (its entries built once for all), and a student then asks once per page, not at every other
 step (``scripts/load/class_steps.py``). Practice mode: an answer, a prediction, *Show the solution* and
 *Pick an entry for me* (graded by ``attention_core.practice``, ``ui.practice``; the element hides the numbers of an

@@ -59,12 +59,25 @@ class Side:
     failed: list[str] = field(default_factory=list)
 
 
+def in_block(stage: dict, position: dict) -> bool:
+    """stepper.js inBlock: whether ``position`` is inside the block of the stage's explained panel the element was sent
+    (a large matrix of a model page is sent a block at a time; any other panel holds every cell)."""
+    panel = next((p for p in stage.get("panels") or []
+                  if p.get("explained") and (p.get("head") is None or p.get("head") == position.get("head"))), None)
+    if not panel or not panel.get("offset"):
+        return True
+    r0, c0 = panel["offset"]
+    return r0 <= position["row"] < r0 + len(panel["rows"]) and c0 <= position["col"] < c0 + len(panel["cols"])
+
+
 def ask_for(stage: dict, position: dict) -> Optional[str]:
     """stepper.js askFor: what the element asks the server for at ``position`` of ``stage`` (None: nothing)."""
     if not stage.get("has_entry") or (stage.get("entries") is not None and not stage.get("partial")):
         return None
     if not stage.get("by_row"):
         return position["stage"]
+    if not in_block(stage, position):
+        return f"{position['stage']}:{position['row']}:{position['col']}"
     if position["row"] in (stage.get("rows_loaded") or []):
         return None
     return f"{position['stage']}:{position['row']}"
@@ -229,7 +242,7 @@ async def _warm(url: str) -> None:
 
 
 def run_class_steps(args: argparse.Namespace) -> bool:
-    from benchmark_against import checkout, round_order
+    from load.against import checkout, round_order
 
     args.duration = 60.0 if args.duration is None else args.duration
     both = [(args.against, checkout(args.against)), ("this", ROOT)] if args.against else [("this", ROOT)]

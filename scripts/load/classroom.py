@@ -152,8 +152,10 @@ def on_server(args: argparse.Namespace, scenario: Callable) -> tuple[Optional[Se
 
 def args_pages(args: argparse.Namespace) -> tuple[PageLoad, ...]:
     """The pages a scenario spreads its students over: ``args.pages`` (another checkout's, when measured against this
-    one) or this app's, from its registry."""
-    return getattr(args, "pages", None) or PAGES
+    one) or this app's, from its registry; with ``--only``, those of them only."""
+    pages = getattr(args, "pages", None) or PAGES
+    only = getattr(args, "only", None)
+    return tuple(page for page in pages if page.path in only) if only else pages
 
 
 def run_class(args: argparse.Namespace) -> bool:
@@ -161,7 +163,8 @@ def run_class(args: argparse.Namespace) -> bool:
                                  "p95_budget_ms": 150.0 if args.p95_budget_ms is None else args.p95_budget_ms,
                                  "rss_budget_mb": 1400.0 if args.rss_budget_mb is None else args.rss_budget_mb})
     print(f"== class: {args.students} students, one change every ~{args.interval:g} s each for "
-          f"{args.duration:g} s, over {len(PAGES)} pages" + (f", through {args.url}" if args.url else "") + "\n")
+          f"{args.duration:g} s, over {len(args_pages(args))} pages"
+          + (f", through {args.url}" if args.url else "") + "\n")
     server, result, sampler, tracebacks_ok = on_server(args, class_round)
     print(f"{'':<14} {'n':>5} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7}")
     print(f"{'first render':<14} {len(result.first):>5} {fmt_ms(result.first)}")

@@ -1,5 +1,11 @@
 """The ``long`` scenario: the model pages opened by a link that carries a long text (cut at the page's 512 tokens),
-then each kind of the page's own clicks."""
+then each kind of the page's own clicks.
+
+The model pages' step-through is the browser's element (ui/stepper.py): a step and an entry are the browser's, and
+the server hears of one only when the element asks for what it was not sent (the "need" of a stage's row, or of
+another block of a 512 x 512 matrix: scripts/load/class_steps.py's Stepper does what the element does). Those
+requests are what "another step" and "another entry" time; a click the element answers from what it holds sends
+nothing and is not counted (the ``n`` column). Another head is a server widget (the head and layer pickers)."""
 
 from __future__ import annotations
 
@@ -9,8 +15,9 @@ import dataclasses
 import os
 import time
 import urllib.parse
-from typing import Any, Callable
+from typing import Callable
 
+from load.class_steps import Side, Stepper
 from load.client import Student
 from load.report import fmt_ms, pct, report_tracebacks
 from load.server import APP, Server, rss_mb
@@ -41,7 +48,7 @@ class LongResult:
     page: str
     first: list[float] = dataclasses.field(default_factory=list)
     clicks: dict[str, list[float]] = dataclasses.field(default_factory=dict)
-    tokens: int = 0  # the row picker's options at the weights step: the tokens the page reads
+    tokens: int = 0  # the rows of the element's matrix at the step it opens on (the weights): the tokens read
     exceptions: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -65,19 +72,35 @@ async def _long_page(url: str, path: str, args: argparse.Namespace) -> LongResul
         query = urllib.parse.urlencode({field: long_text(args.words, f"Student{n}{int(time.time())}")})
         result.first.append(await student.open_page(path, query))
     try:
-        result.tokens = student.options(f"setting_{section}.entry_row")
-        kinds: dict[str, Callable[[int], Any]] = {
-            # another head, never opened before: the head picker, then the layer picker, in turn
-            "another head": lambda i: student.choose(f"setting_{section}.{'head' if i % 2 == 0 else 'layer'}",
-                                                     i // 2 + 1),
-            # another entry: rows and columns in turn, spread over the whole matrix (other windows too)
-            "another entry": lambda i: student.choose(f"setting_{section}.{'entry_row' if i % 2 == 0 else 'entry_col'}",
-                                                      (i // 2 + 1) * 97),
-            # another step: the step picker, every stage in turn
-            "another step": lambda i: student.choose(f"setting_{section}.stage", i + 1),
-        }
-        for kind, change in kinds.items():
-            result.clicks[kind] = [await student.change(*change(i)) for i in range(args.clicks)]
+        data = student.element_data()
+        result.tokens = max(panel.get("shape", [len(panel.get("rows", []))])[0]
+                            for panel in data["stages"][data["position"]["stage"]]["panels"])
+
+        async def element_click(move: Callable[[int], None], i: int) -> list[float]:
+            """The ``i``-th click the element answers: the position moved, then the request it sends, if any
+            (seconds)."""
+            side = Side(path)
+            move(i)
+            await stepper.after_paint(side)
+            return side.latency
+
+        def entry(i: int) -> None:
+            # rows and columns in turn, spread over the whole matrix (other rows, other blocks)
+            tokens = max(1, result.tokens)
+            stepper.position["row" if i % 2 == 0 else "col"] = ((i // 2 + 1) * 97) % tokens
+
+        def step(_i: int) -> None:
+            order = stepper.data["order"]
+            stepper.position["stage"] = order[(order.index(stepper.position["stage"]) + 1) % len(order)]
+
+        # another head, never opened before: the head picker, then the layer picker, in turn
+        result.clicks["another head"] = [
+            await student.change(*student.choose(f"setting_{section}.{'head' if i % 2 == 0 else 'layer'}", i // 2 + 1))
+            for i in range(args.clicks)]
+        stepper = Stepper(student)  # the element as the last run drew it
+        await stepper.after_paint(Side(path))  # its first paint's request (the stages around), not a click
+        for kind, move in (("another entry", entry), ("another step", step)):
+            result.clicks[kind] = [t for i in range(args.clicks) for t in await element_click(move, i)]
         if path == "modern-lm":  # Generate: one more token each click, up to the page's 12
             result.clicks[GENERATE] = [await student.change(*student.button(GENERATE_LABEL))
                                        for _ in range(min(args.clicks, 12))]

@@ -10,7 +10,7 @@ its widgets once (caches fill), then ``--clicks`` more times while py-spy sample
   ui/, attention_core/), torch, sympy, altair / vega, pandas, numpy, other;
 - the ``--top`` functions of ours with the most inclusive time per click (what they and everything they call cost).
 
-``--against REF`` profiles that commit's app instead (scripts/benchmark_against.py writes it out), for a before /
+``--against REF`` profiles that commit's app instead (scripts/load/against.py writes it out), for a before /
 after with the same client. ``--only PATH`` (repeatable) limits the pages. Needs py-spy (requirements-dev.txt), which
 reads the server's memory with ptrace: as root, or with ``kernel.yama.ptrace_scope`` 0.
 """
@@ -128,7 +128,7 @@ def run_profile(args: argparse.Namespace) -> bool:
     root = ROOT
     pages = PAGES
     if args.against:
-        from benchmark_against import checkout, pages_of
+        from load.against import checkout, pages_of
 
         root = checkout(args.against)
         pages = pages_of(root)
@@ -178,5 +178,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rate", type=int, default=500, help="profile: py-spy's samples per second")
     parser.add_argument("--top", type=int, default=12, help="profile: functions of ours listed per page")
     parser.add_argument("--only", action="append", default=[], metavar="PATH",
-                        help="profile, single: only this page (its URL path; repeatable)")
+                        help="profile, single, class: only this page (its URL path; repeatable; class: the "
+                             "teacher's warm-up too)")
 

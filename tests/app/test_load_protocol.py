@@ -21,7 +21,7 @@ import pytest
 from ui import class_dashboard, class_live
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))  # the load package (scripts/load/), benchmark_against
+sys.path.insert(0, str(ROOT / "scripts"))  # the benchmarks' package (scripts/load/)
 from load import class_live as live  # noqa: E402
 from load.browser import CHROMIUM, run_browser  # noqa: E402
 from load.client import PAGES, Student  # noqa: E402
@@ -418,7 +418,7 @@ def test_a_version_is_measured_against_another_commit_in_the_same_run(capsys):
     import argparse
     import re
 
-    against = sys.modules.get("benchmark_against") or importlib.import_module("benchmark_against")
+    against = importlib.import_module("load.against")
     folder = against.checkout("HEAD")
     assert (folder / "app.py").exists() and folder != ROOT
     args = argparse.Namespace(against="HEAD", rounds=1, clicks=2, only=["self-attention"], floor_factor=1e9,

@@ -1,18 +1,16 @@
-"""scripts/benchmark_class_store.py runs end to end at a tiny size, on SQLite and on the PostgreSQL it starts (no
-timing asserted: the dashboard's speed is measured by the benchmark at full size, on a quiet machine)."""
+"""``scripts/benchmark_load.py class-store`` (scripts/load/dashboard.py) runs end to end at a tiny size, on SQLite and
+on the PostgreSQL it starts (no timing asserted: the dashboard's speed is measured by the benchmark at full size, on a
+quiet machine)."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 
 from conftest import ROOT
 
-_spec = importlib.util.spec_from_file_location("benchmark_class_store", ROOT / "scripts" / "benchmark_class_store.py")
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["benchmark_class_store"] = bench
-_spec.loader.exec_module(bench)
+sys.path.insert(0, str(ROOT / "scripts"))  # the benchmarks' package (scripts/load/)
+from load import dashboard as bench  # noqa: E402
 
 
 def test_the_store_benchmark_fills_both_databases_and_times_every_state(capsys):

@@ -1,6 +1,6 @@
 """Speed and memory of the trained model's page ("Inside a trained model").
 
-    .venv/bin/python scripts/benchmark_model.py [--runs 10]
+    .venv/bin/python scripts/benchmark_load.py model [--runs 10]    # --runs 1: the smallest run
 
 Run it as its own process (the first load is only "first" once per process). Measures:
 
@@ -34,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 LOAD_TARGET_S = 5.0
@@ -42,6 +42,11 @@ TEXT_TARGET_MS = 300.0
 RSS_TARGET_MB = 250.0
 TOKENS = 64
 FIRST_WORDS = ("A", "This", "That", "Each", "One")  # one WordPiece each, like "The"
+
+
+def long_runs(runs: int) -> int:
+    """Timed runs of the longest text: a third of ``runs``, at least 3 (``--runs 1``, the smallest run: 1)."""
+    return max(min(3, runs), runs // 3)
 
 
 def rss_mb() -> float:
@@ -79,10 +84,14 @@ def page_data(pm, text: str):
     return run, findings, pictures, step
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=10, help="timed runs of the 64-token text (default 10)")
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10,
+                        help="timed runs of the 64-token text (default 10; of the longest text a third, at least 3 "
+                             "or --runs); 1: the smallest run")
     args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs: at least 1")
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(
         lambda record: "missing ScriptRunContext" not in record.getMessage())
 
@@ -155,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     longest = text_of(pm, MAX_TOKENS)
     page_data(pm, longest)
     long_times = []
-    for _ in range(max(3, args.runs // 3)):
+    for _ in range(long_runs(args.runs)):
         start = time.perf_counter()
         run, _findings, _pictures, step = page_data(pm, longest)
         long_times.append(time.perf_counter() - start)
@@ -188,6 +197,3 @@ def main(argv: list[str] | None = None) -> int:
     failed = load_s >= LOAD_TARGET_S or median_ms >= TEXT_TARGET_MS or added >= RSS_TARGET_MB
     return 1 if failed else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

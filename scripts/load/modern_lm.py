@@ -1,6 +1,6 @@
 """Speed and memory of the modern language model's page ("Inside a modern language model", SmolLM2-135M-Instruct).
 
-    .venv/bin/python scripts/benchmark_modern_lm.py [--runs 10]
+    .venv/bin/python scripts/benchmark_load.py modern-lm [--runs 10]    # --runs 1: the smallest run
 
 Run it as its own process (the first load is only "first" once per process). Measures:
 
@@ -33,13 +33,18 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 LOAD_TARGET_S = 30.0
 FORWARD_TARGET_MS = 300.0
 TOKENS = 32
 FIRST_WORDS = ("A", "This", "That", "Each", "One", "The", "My", "Our", "Your", "Their")
+
+
+def long_runs(runs: int) -> int:
+    """Timed runs of the longest text: a third of ``runs``, at least 3 (``--runs 1``, the smallest run: 1)."""
+    return max(min(3, runs), runs // 3)
 
 
 def rss_mb() -> float:
@@ -77,10 +82,14 @@ def timed_ms(fn, runs: int) -> tuple[float, float]:
     return statistics.median(times), max(times)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=10)
+def main(argv=None, prog=None) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10,
+                        help="timed runs of the 32-token prompt (default 10; of the longest prompt a third, at least 3 "
+                             "or --runs); 1: the smallest run")
     args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs: at least 1")
     logging.getLogger("streamlit").setLevel(logging.ERROR)
 
     import streamlit  # noqa: F401 - the app's own imports, before measuring what the model adds
@@ -132,12 +141,12 @@ def main(argv=None) -> int:
     median, worst = timed_ms(whole_page, args.runs)
     print(f"a new {TOKENS}-token prompt, everything the page computes: median {median:.0f} ms, max {worst:.0f} ms")
     longest = prompt_of(decoder, measure.MODERN_LM_MAX_TOKENS)
-    median, worst = timed_ms(lambda: whole_page(longest), max(3, args.runs // 3))
+    median, worst = timed_ms(lambda: whole_page(longest), long_runs(args.runs))
     print(f"the longest prompt ({measure.MODERN_LM_MAX_TOKENS} tokens), everything: median {median:.0f} ms, "
           f"max {worst:.0f} ms")
     long_prompt = measure.encode_prompt(decoder, longest)
     long_run = measure.run_model(decoder, long_prompt)
-    median, worst = timed_ms(lambda: measure.generate(decoder, long_prompt, 1, long_run), max(3, args.runs // 3))
+    median, worst = timed_ms(lambda: measure.generate(decoder, long_prompt, 1, long_run), long_runs(args.runs))
     print(f"the longest prompt's first generated token from its run (the KV cache rebuilt from its hidden states): "
           f"median {median:.0f} ms, max {worst:.0f} ms")
     median, worst = timed_ms(lambda: measure.generate(decoder, encoded, 2), args.runs)
@@ -164,6 +173,3 @@ def main(argv=None) -> int:
     print("OK" if ok else "a target was missed")
     return 0 if ok else 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

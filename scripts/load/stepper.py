@@ -1,6 +1,7 @@
 """What the step-through element is sent, page by page: its size and the time to build it (issue 61).
 
-    .venv/bin/python scripts/benchmark_stepper.py [--pages self_attention,causal] [--repeat 3]
+    .venv/bin/python scripts/benchmark_load.py stepper [--pages self_attention,causal] [--repeat 3]
+    .venv/bin/python scripts/benchmark_load.py stepper --pages self_attention --example default --repeat 1  # smallest
 
 For every step page of the registry, at the page's defaults and at the largest example a learner can make (a
 12-token sentence of "Your own sentence", d_k and d_model at their largest), in one process: the walk-through's
@@ -28,7 +29,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 logging.disable(logging.WARNING)  # "no runtime found": the builders run here without a Streamlit server
 
@@ -81,17 +82,21 @@ def measure(page, settings: Settings, repeat: int) -> dict:
                          len(per_stage[heaviest][1]))}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", default="", help="comma-separated page keys (default: every step page)")
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    parser.add_argument("--example", action="append", choices=("default", "largest"), default=[],
+                        help="only this example (repeatable; default: both)")
+    args = parser.parse_args(argv)
     wanted = set(filter(None, args.pages.split(",")))
     pages = [p for p in registry.PAGES if p.steps is not None and (not wanted or p.key in wanted)]
     print(f"{'page':<22} {'example':<8} {'walk':>7} {'stages':>8} {'size':>14} {'entry':>7} {'entries':>9} "
           f"{'size':>14}  heaviest stage")
     for page in pages:
         for label, settings in (("default", Settings()), ("largest", largest())):
+            if args.example and label not in args.example:
+                continue
             try:
                 m = measure(page, settings, args.repeat)
             except Exception as error:  # noqa: BLE001 - a page that cannot build this example says so and goes on
@@ -107,6 +112,3 @@ def main() -> int:
           "its first visit); entry: the one the page opens on, sent with the stages.")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,8 +1,8 @@
 """The teacher's dashboard on a big class: ``Store.dashboard(code)`` over 400,000 events, on SQLite and PostgreSQL.
 
-    .venv/bin/python scripts/benchmark_class_store.py                          # both databases, full size
-    .venv/bin/python scripts/benchmark_class_store.py --database sqlite --seats 30 --minutes 5   # a quick look
-    .venv/bin/python scripts/benchmark_class_store.py --explain                # + each statement's plan
+    .venv/bin/python scripts/benchmark_load.py class-store                      # both databases, full size
+    .venv/bin/python scripts/benchmark_load.py class-store --database sqlite --seats 30 --minutes 5   # a quick look
+    .venv/bin/python scripts/benchmark_load.py class-store --explain            # + each statement's plan
 
 A store is filled with one class of ``--seats`` (300) students over ``--minutes`` (60) minutes, ``--events``
 (400,000) events in all, and a second class of the same size (so that every query has to find its class's rows
@@ -45,7 +45,7 @@ from typing import Callable, Optional
 
 from sqlalchemy import event, text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from attention_core import practice, registry  # noqa: E402
@@ -313,8 +313,8 @@ def run(database: str, args: argparse.Namespace, folder: Path) -> list[tuple[str
     return results
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+def main(argv: Optional[list[str]] = None, prog: Optional[str] = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--database", action="append", choices=("sqlite", "postgresql"), default=[],
                         help="the database(s) to measure (default: both)")
@@ -350,6 +350,3 @@ def main(argv: Optional[list[str]] = None) -> int:
               f"-> {'OVER BUDGET' if over else 'ok'}")
     return 0 if ok else 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())
