@@ -33,16 +33,17 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 logging.disable(logging.WARNING)  # "no runtime found": the builders run here without a Streamlit server
 
-from attention_core import limits, registry  # noqa: E402
+from attention_core import registry  # noqa: E402
 from attention_core.settings import Settings  # noqa: E402
+from attention_core.shared_settings import MAX_DIM  # noqa: E402
 from ui import stepper  # noqa: E402
 
 LARGEST_SENTENCE = "the quick brown fox jumps over the lazy dog and then sleeps"  # 12 tokens
 
 
 def largest() -> Settings:
-    settings, _messages = Settings().replace(preset="custom", sentence=LARGEST_SENTENCE, d_k=limits.MAX_DIM,
-                                             d_model=limits.MAX_DIM)
+    settings, _messages = Settings().replace(preset="custom", sentence=LARGEST_SENTENCE, d_k=MAX_DIM,
+                                             d_model=MAX_DIM)
     return settings
 
 
