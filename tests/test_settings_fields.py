@@ -429,7 +429,7 @@ def test_values_that_used_to_raise_are_repaired():
 
 def test_settings_learns_the_pages_from_the_registry_only():
     # The one settings object composes the pages' own settings through the registry; it imports no concept module
-    # itself, learns its shared limits from ``limits`` and its shared fields from the leaf ``shared_settings``.
+    # itself, learns its shared limits and fields from the leaf ``shared_settings``.
     tree = ast.parse(Path(settings.__file__).read_text())
     project: set[str] = set()
     for node in ast.walk(tree):

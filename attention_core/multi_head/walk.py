@@ -1,8 +1,8 @@
 """What the multi-head and cross-attention pages' builders return: their walk-through, every number the pages
 show.
 
-Declared here, below the builders and their steps (``walkthrough.py``, ``cross_attention_walkthrough.py``) and the
-export recipes (``recipes.py``) that read it, so that a recipe imports the walk-through it is handed and the module
+Declared here, below the builders and their steps (``walkthrough.py``, the cross-attention page's ``page.py``) and the
+export recipes (``recipe.py``) that read it, so that a recipe imports the walk-through it is handed and the module
 that declares the page with its recipe imports the recipe: no circle between them.
 
 Shape legend: T tokens, D = d_model, h heads, d_out = h · head_dim; float32.

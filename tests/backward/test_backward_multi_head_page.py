@@ -199,15 +199,16 @@ def test_a_links_emptied_target_cell_is_dropped_with_a_message_and_the_page_buil
 
 
 def test_each_backward_walk_through_has_every_member_its_protocol_names():
-    # The formulas and recipes are typed by attention_core/backward/walk.py's protocols, not by the walk-throughs
+    # The formulas and recipes are typed by the protocols (attention_core/backward/walk.py and the page's own walk.py), not by the walk-throughs
     # (declared above them): each walk-through must have every member, or a formula would fail on the page.
     import typing
 
-    from attention_core.backward import walks
+    from attention_core.backward.walk import BackwardWalk
+    from attention_core.lessons.backward_multi_head.walk import BackwardMultiHeadWalk
 
     settings = Settings()
-    for walk, protocol in ((BACKWARD.walkthrough(settings), walks.BackwardWalk),
-                           (BACKWARD_MULTI_HEAD.walkthrough(settings), walks.BackwardMultiHeadWalk)):
+    for walk, protocol in ((BACKWARD.walkthrough(settings), BackwardWalk),
+                           (BACKWARD_MULTI_HEAD.walkthrough(settings), BackwardMultiHeadWalk)):
         members = set(typing.get_type_hints(protocol)) | {
             name for name in vars(protocol) if not name.startswith("_")}
         assert members >= {"tokens", "trace", "step", "jacobian_at", "explained", "head_view", "finite_difference"}
