@@ -13,7 +13,8 @@ import streamlit as st
 from attention_core import registry
 from attention_core.inputs.presets import PRESETS
 from attention_core.settings import LANGUAGES, PALETTES
-from ui import class_live, layout, presenter, runtime, state, teacher, widgets
+from ui import layout, presenter, runtime, state, widgets
+from ui.classroom import class_live, teacher
 from ui.i18n import _
 
 runtime.tune_server()  # once per process: cheap garbage collection, no Nagle delay (ui/runtime.py)
@@ -26,7 +27,7 @@ with runtime.one_run_at_a_time():
     state.router_started()  # a whole-app run (a page's body may also run alone: ui/page_body.py)
     st.set_page_config(page_title=_("Attention Explorer"), page_icon=str(HERE / "ui" / "favicon.svg"), layout="wide")
     state.load_link(class_live.join_from_link)  # a shared link's settings (and class), on a session's first run
-    state.start_run()  # the widgets this run binds are listed for the teacher's panel (ui/teacher.py)
+    state.start_run()  # the widgets this run binds are listed for the teacher's panel (ui/classroom/teacher.py)
 
     PAGES_DIR = HERE / "app_pages"
 

@@ -6,8 +6,9 @@ from attention_core.backward.walkthrough import backward_target
 from attention_core.errors import N_
 from attention_core.inputs.text import MAX_TOKENS
 from attention_core.lessons.backward.page import BACKWARD
-from ui import learning, page_body, state, stepper, widgets
+from ui import page_body, state, stepper, widgets
 from ui.i18n import _
+from ui.page_parts import learning
 
 EXPLAIN = {
     "loss": N_("How far the output is from the target T: L = ½ ‖O − T‖², summed over the n rows (one per token) "

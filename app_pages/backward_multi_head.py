@@ -9,8 +9,9 @@ from attention_core.lessons.backward_multi_head.page import (
     TARGET_EDITS,
     backward_multi_head_target,
 )
-from ui import heads, learning, page_body, state, stepper, widgets
+from ui import heads, page_body, state, stepper, widgets
 from ui.i18n import _
+from ui.page_parts import learning
 
 EXPLAIN = {
     "loss": N_("The same loss as on the single-head page, on the multi-head output O = C W_O + b_O (C: the heads' "

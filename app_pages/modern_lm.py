@@ -2,7 +2,7 @@
 and one grouped-query, rotary head step by step with the model's own weights.
 
 The model (30 layers × 9 query heads sharing 3 key/value heads) is loaded on the first visit to this page, once per
-server (``ui.modern_lm_data``); the other pages never import transformers.
+server (``ui.page_parts.modern_lm_data``); the other pages never import transformers.
 """
 
 import functools
@@ -22,20 +22,10 @@ from attention_core.smollm2.model import (
     MODERN_LM_MAX_NEW_TOKENS,
     MODERN_LM_MAX_TOKENS,
 )
-from ui import (
-    heatmaps,
-    model_view,
-    modern_lm_data,
-    page_body,
-    practice,
-    runtime,
-    state,
-    stepper,
-    stepthrough,
-    trained_model_data,
-    widgets,
-)
+from ui import heatmaps, page_body, runtime, state, stepper, stepthrough, widgets
+from ui.classroom import practice
 from ui.i18n import _
+from ui.page_parts import model_view, modern_lm_data, trained_model_data
 
 EXPLAIN = {
     "inputs": N_("The hidden states entering this layer: one 576-wide row per token. Layer 1 gets the token "

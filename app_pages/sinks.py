@@ -9,8 +9,9 @@ from attention_core.lessons.sinks.page import SINKS, SINKS_MAX_CHARS
 from attention_core.smollm2 import measure, sinks
 from attention_core.smollm2.model import MODERN_LM_HEADS, MODERN_LM_LAYERS, MODERN_LM_MAX_CHARS
 from attention_core.smollm2.sinks import SINKS_MAX_TOKENS
-from ui import charts, heatmaps, modern_lm_data, page_body, runtime, sink_data, state, stepper, widgets
+from ui import charts, heatmaps, page_body, runtime, state, stepper, widgets
 from ui.i18n import _
+from ui.page_parts import modern_lm_data, sink_data
 
 EXPLAIN = {
     "weights": N_("Softmax makes every weight positive and every row sum to 1: a head cannot give less than all of its "

@@ -1,7 +1,7 @@
 """Inside a trained model: all-MiniLM-L6-v2's attention heads on your text, and one head's math step by step.
 
 The model (6 layers × 12 heads, BERT) is loaded on the first visit to this page, once per
-server (``ui.trained_model_data``); the other pages never import transformers.
+server (``ui.page_parts.trained_model_data``); the other pages never import transformers.
 """
 
 import streamlit as st
@@ -20,8 +20,9 @@ from attention_core.minilm.model import (
     TRAINED_MODEL_HEADS,
     TRAINED_MODEL_LAYERS,
 )
-from ui import heatmaps, model_view, page_body, runtime, state, stepper, stepthrough, trained_model_data, widgets
+from ui import heatmaps, page_body, runtime, state, stepper, stepthrough, widgets
 from ui.i18n import _
+from ui.page_parts import model_view, trained_model_data
 
 EXPLAIN = {
     "inputs": N_("The hidden states entering this layer: one 384-wide row per token. Layer 1 gets the embeddings "

@@ -8,8 +8,9 @@ from attention_core.lessons.training import page as watch
 from attention_core.training import formation
 from attention_core.training.model import MAX_TRAINING_STEPS
 from attention_core.training.tasks import TASKS
-from ui import page_body, state, training, widgets
+from ui import page_body, state, widgets
 from ui.i18n import _
+from ui.page_parts import training
 
 training.follow_open()  # a click on "Open this head on the Self-attention page" goes there
 

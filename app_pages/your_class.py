@@ -1,4 +1,4 @@
-"""Your class: the teacher's live view of a class (ui/class_dashboard.py); only with the teacher's link."""
+"""Your class: the teacher's live view of a class (ui/classroom/class_dashboard.py); only with the teacher's link."""
 
 from ui import class_dashboard, page_body
 

@@ -41,7 +41,7 @@ from attention_core.page import SECTIONS, Page
 OVERVIEW = Page(key="overview", title=N_("Overview"), icon=":material/home:", section="start")
 
 #: The teacher's live view of a class: in the navigation only for a session holding its class's teacher key
-#: (``ui/class_live.py``); not a learner's page, so not in :data:`PAGES`.
+#: (``ui/classroom/class_live.py``); not a learner's page, so not in :data:`PAGES`.
 YOUR_CLASS = Page(key="your_class", title=N_("Your class"), icon=":material/monitoring:", section="start")
 
 #: Every page, in the order of the navigation (each section's pages together, the sections in ``SECTIONS``' order).

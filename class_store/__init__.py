@@ -9,5 +9,5 @@ an address or anything they typed. The teacher's page reads the class's aggregat
 - :mod:`class_store.writer`: the bounded in-process queue and the thread that writes it in batches, so that a
   student's click never waits for the database.
 
-Plain Python and SQLAlchemy: never imports streamlit (``ui/class_live.py`` is the app's side).
+Plain Python and SQLAlchemy: never imports streamlit (``ui/classroom/class_live.py`` is the app's side).
 """

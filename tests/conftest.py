@@ -317,7 +317,7 @@ def charts(at: AppTest) -> list[tuple[dict, pd.DataFrame]]:
 
 
 def entry_map(at: AppTest) -> pd.DataFrame:
-    """The data of the page's one map whose cells explain their weight when clicked (``ui.model_view.attention_map``)."""
+    """The data of the page's one map whose cells explain their weight when clicked (``ui.page_parts.model_view.attention_map``)."""
     (found,) = [data for spec, data in charts(at) if '"entry_pick"' in json.dumps(spec)]
     return found
 
@@ -332,7 +332,7 @@ def train_and_wait(at: AppTest, timeout: float = 120) -> None:
     """On *Watch attention learn*: click Train, wait for the run's ``finished`` event (not a sleep) and run the page
     again, which now shows the run's charts and sections. Other pages: nothing."""
     from attention_core.lessons.training.page import run_key
-    from ui import training
+    from ui.page_parts import training
 
     trains = [b for b in at.button if b.label == "Train"]
     if not trains:

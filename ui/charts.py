@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import streamlit as st
 
-from . import builds, frames, heatmaps, presenter, state
-from .i18n import _
+from ui import builds, frames, heatmaps, presenter, state
+from ui.i18n import _
 
 AXIS_FONT = 16
 TITLE_FONT = 16
@@ -377,7 +377,7 @@ def _on_pixel(key: str, on_pixel: Callable[[int, int], None]) -> None:
         on_pixel(int(points[0]["r"]), int(points[0]["c"]))
 
 
-# ---------------------------------------------------------------- the class's charts (ui/class_dashboard.py)
+# ---------------------------------------------------------------- the class's charts (ui/classroom/class_dashboard.py)
 
 
 @builds.spec

@@ -19,9 +19,8 @@ from attention_core.lessons.image_attention import page as image_core
 from attention_core.lessons.image_attention import upload as image_upload
 from attention_core.lessons.positional_encoding import page as positional
 from attention_core.lessons.why_sqrt_dk import page as scaling
-
-from . import heatmaps, presenter, runtime, state, widgets
-from .i18n import _
+from ui import heatmaps, presenter, runtime, state, widgets
+from ui.i18n import _
 
 _UPLOAD = "img_upload"  # {"name", "format", "original_size", "pixels": nested lists (h, w, 3)}
 _UPLOAD_ERROR = "img_upload_error"  # a Message (translated when shown)

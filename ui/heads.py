@@ -8,9 +8,8 @@ from typing import Optional
 import streamlit as st
 
 from attention_core.errors import N_
-
-from . import state
-from .i18n import _
+from ui import state
+from ui.i18n import _
 
 #: The seed's help where W_q, W_k, W_v, W_O and b_O are drawn as MultiHeadAttention draws them.
 SEED_HELP = N_("torch.manual_seed before MultiHeadAttention(d_model, d_out, …) draws W_q, W_k, W_v, W_O, b_O.")

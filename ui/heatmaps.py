@@ -21,8 +21,8 @@ import pandas as pd
 import pyarrow as pa
 import streamlit as st
 
-from . import builds, i18n, presenter, state
-from .i18n import _
+from ui import builds, i18n, presenter, state
+from ui.i18n import _
 
 CELL_PX = 56  # heatmap cell size: numbers stay readable on a projector
 #: A wide matrix gets narrower cells (and smaller numbers) so that up to 16 columns fit a 1280 px screen.
@@ -244,7 +244,7 @@ def layered_spec(chart: alt.TopLevelMixin) -> dict:
 
 # ---------------------------------------------------------------- what every chart's spec is given
 # What a chart's Vega-Lite spec is given before Streamlit draws it: every call of ``st.vega_lite_chart`` in the app
-# (the heatmaps here, ui/charts.py, ui/model_view.py, ui/widgets.py) passes its spec and data through :func:`drawable`.
+# (the heatmaps here, ui/charts.py, ui/page_parts/model_view.py, ui/widgets.py) passes its spec and data through :func:`drawable`.
 #
 # Streamlit embeds a chart with its data sets empty, runs it once, and only then inserts the data (its
 # ArrowVegaLiteChart). On that first run a scale whose domain Vega computes from the data finds no value: Vega warns

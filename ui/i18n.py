@@ -22,11 +22,11 @@ import streamlit as st
 from babel.messages.pofile import read_po
 
 from attention_core.errors import Message
-
-from . import state
+from ui import session
 
 LOCALES = Path(__file__).resolve().parent.parent / "locales"
 _MISSING = "i18n_missing"
+
 #: Settings language code -> catalog folder.
 CATALOG_OF = {"zh": "zh_CN"}
 
@@ -48,7 +48,7 @@ def catalog(language: str) -> dict[str, str]:
 
 def language() -> str:
     """The current interface language code ("en" or "zh")."""
-    return getattr(state.stored(), "language", "en")
+    return getattr(session.stored(), "language", "en")
 
 
 def translate(lang: str, text: str, **params: Any) -> str:

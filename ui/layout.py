@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .i18n import _
+from ui.i18n import _
 
 #: How much of a cut formula's edge fades out.
 FADE = "2rem"

@@ -26,9 +26,8 @@ from typing import Callable, Mapping, Optional, Sequence
 import streamlit as st
 
 from attention_core.settings import Settings, preset_defaults
-
-from . import runtime, state
-from .i18n import _
+from ui import runtime, state
+from ui.i18n import _
 
 
 def run(body: Callable[[], None], *, header: Optional[Callable[[], None]] = None,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import layout, state
-from .i18n import _
+from ui import layout, state
+from ui.i18n import _
 
 #: How much larger presenter mode draws the charts (cells, numbers, axis labels, legends) than normal mode. Their font
 #: sizes are in the Vega-Lite spec, which CSS cannot reach, so each chart is built with this scale. 1.5: the charts of

@@ -10,42 +10,21 @@ render on the last run).
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable, Optional
 
 import streamlit as st
 from streamlit.errors import StreamlitWidgetAlreadyInstantiatedError
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attention_core.classroom import share
 from attention_core.fields import FloatRange, IntRange
 from attention_core.settings import EDITABLE, PRESET_FIELDS, ROWS, Settings
+from ui.i18n import _
+from ui.session import store, stored
 
-_SETTINGS = "settings"
 _PATHS = frozenset(Settings.paths())  # every settings field: a shared one ("d_k") or a page's ("alibi.num_heads")
 _MESSAGES = "settings_messages"
 _EDITS = "edits"  # {preset: {matrix name: {(row, col): value}}}
 _VERSIONS = "editor_versions"  # {matrix name: int}, bumped to give an editor a fresh widget
-
-
-#: The settings this thread's script run last read or wrote, with the run's context: a run reads them hundreds of
-#: times (every translated text asks for the language), and session state's own lookup (its lock, its widget
-#: mapping) costs ~10 µs a read on the thread every student of a class shares. Streamlit runs a session's script (and
-#: its widgets' callbacks) in a thread of its own, and only this module stores the settings, so a run's cache is
-#: current; another thread (a run's worker) reads session state.
-_RUN = threading.local()
-
-
-def stored() -> Optional[Settings]:
-    """The session's settings, or None before anything made them (:func:`settings` makes them)."""
-    ctx = get_script_run_ctx(suppress_warning=True)
-    cached = getattr(_RUN, "settings", None)
-    if cached is not None and ctx is not None and cached[0] is ctx:
-        return cached[1]
-    current = st.session_state.get(_SETTINGS)
-    if current is not None:
-        _RUN.settings = (ctx, current)
-    return current
 
 
 def settings() -> Settings:
@@ -53,14 +32,8 @@ def settings() -> Settings:
     current = stored()
     if current is None:  # not setdefault: it would build a default Settings (every page's group) on every call
         current = Settings()
-        _store(current)
+        store(current)
     return current
-
-
-def _store(new: Settings) -> None:
-    """Make ``new`` the session's settings (the one place they are written)."""
-    st.session_state[_SETTINGS] = new
-    _RUN.settings = (get_script_run_ctx(suppress_warning=True), new)
 
 
 def widget_key(field: str, variant: str = "") -> str:
@@ -95,7 +68,7 @@ def update(*, own_position: bool = False, **changes: Any) -> None:
     new, messages = old.replace(**{k: v for k, v in changes.items() if k not in fixed})
     if not own_position and any(_is_position(f) and old.get(f) != new.get(f) for f in changes):
         _move_position()
-    _store(new)
+    store(new)
     if messages or not own_position:  # the element's report of where it is keeps the message a setting gave
         st.session_state[_MESSAGES] = messages
     if not router_ran() and any(old.get(f) != new.get(f) for f in ROUTER_FIELDS):
@@ -238,7 +211,7 @@ def locked() -> frozenset[str]:
 
 
 _BOUND_KEYS = "bound_widget_keys"  # every widget key bind() seeded in this session (update() keeps them in step)
-_BOUND = "bound_fields"  # {field: widget label} of this page, for the teacher's panel (ui/teacher.py)
+_BOUND = "bound_fields"  # {field: widget label} of this page, for the teacher's panel (ui/classroom/teacher.py)
 
 
 def bound_fields() -> dict[str, str]:
@@ -261,8 +234,6 @@ def bind(widget: Callable[..., Any], label: str, field: str, *, variant: str = "
     """
     bound_fields()[field] = label
     if field in locked():
-        from .i18n import _
-
         kwargs["disabled"] = True
         kwargs["help"] = _("Fixed by your teacher's link.") + (f" {kwargs['help']}" if kwargs.get("help") else "")
     key = widget_key(field, variant)
@@ -303,8 +274,6 @@ def range_help(field: str, text: str, **params: Any) -> str:
     Raises:
         KeyError: ``field`` has no number range.
     """
-    from .i18n import _
-
     low, high = field_range(field)
     return _(text, low=low, high=high, **params)
 
@@ -363,7 +332,7 @@ _LINK_MESSAGES = "link_messages"
 def load_link(take_class: Optional[Callable[[dict], None]] = None) -> None:
     """On a session's first run, take the settings and edits from the URL's query parameters.
 
-    ``take_class(params)`` first takes the class's parameters out of them (``ui.class_live.join_from_link``).
+    ``take_class(params)`` first takes the class's parameters out of them (``ui.classroom.class_live.join_from_link``).
     A tampered or invalid parameter is ignored with a message (see ``attention_core.classroom.share``).
     """
     if st.session_state.get(_LINK_LOADED):
@@ -381,10 +350,10 @@ def apply_link(params: dict[str, str]) -> None:
     st.session_state[_ENTRY_CHOSEN] = True  # a link opens the numbers it was made with, its entry included
     linked, linked_edits, link_messages = share.decode(params)
     _move_position()  # the link's step and entry, not the element's
-    _store(linked)
-    store = st.session_state.setdefault(_EDITS, {}).setdefault(linked.preset, {})
+    store(linked)
+    kept = st.session_state.setdefault(_EDITS, {}).setdefault(linked.preset, {})
     for name, cells in linked_edits.items():
-        store[name] = dict(cells)
+        kept[name] = dict(cells)
     st.session_state[_LINK_MESSAGES] = link_messages
     versions = st.session_state.setdefault(_VERSIONS, {})
     for name in linked_edits:  # the editors show the link's cells, not the ones they held
@@ -403,18 +372,18 @@ def snapshot() -> Snapshot:
 
 def restore(saved: Snapshot) -> None:
     """Put back what :func:`snapshot` saved: the settings and the edits, the editors showing them."""
-    _store(saved[0])
+    store(saved[0])
     st.session_state[_EDITS] = saved[1]
     versions = st.session_state.setdefault(_VERSIONS, {})
     for name in {name for matrices in saved[1].values() for name in matrices} | set(versions):
         versions[name] = versions.get(name, 0) + 1
 
 
-_CLASS_LINK = "class_link"  # the class's link parameters ({"class": ..., "seat": ...}), kept by ui.class_live
+_CLASS_LINK = "class_link"  # the class's link parameters ({"class": ..., "seat": ...}), kept by ui.classroom.class_live
 
 
 def set_class_link(params: dict[str, str]) -> None:
-    """The class parameters every link of this session carries (``ui.class_live``); {} outside a class."""
+    """The class parameters every link of this session carries (``ui.classroom.class_live``); {} outside a class."""
     st.session_state[_CLASS_LINK] = dict(params)
 
 

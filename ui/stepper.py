@@ -18,7 +18,7 @@ every entry of every stage is 0.65-1.3 s of sympy at the defaults, one stage's ~
 (``scripts/benchmark_load.py stepper`` measures both). In a class, the first request asks for every stage's: the class
 shares one walk-through (its entries built once for all), and a student then asks once per page, not at every other
 step (``scripts/load/class_steps.py``). Practice mode: an answer, a prediction, *Show the solution* and
-*Pick an entry for me* (graded by ``attention_core.practice``, ``ui.practice``; the element hides the numbers of an
+*Pick an entry for me* (graded by ``attention_core.practice``, ``ui.classroom.practice``; the element hides the numbers of an
 entry not answered yet). In a class, the step reached, when the server has not heard of it, at most every
 :data:`REPORT_MS` (through the class's reporter, :data:`_REPORTER`). The element is drawn in a part of the page's
 body (``ui.page_body.part``): what it sends reruns that part, not the page's settings around it. The position
@@ -53,9 +53,9 @@ from markdown_it import MarkdownIt
 from attention_core.masking.user_mask import MASK_EDITS
 from attention_core.page import Page
 from attention_core.stepthrough import Panel, StepThrough, as_of, clamp_entry, explained_panel
-
-from . import class_live, heatmaps, i18n, page_body, practice, state, stepthrough, widgets
-from .i18n import _, app_text
+from ui import heatmaps, i18n, page_body, state, stepthrough, widgets
+from ui.classroom import class_live, practice
+from ui.i18n import _, app_text
 
 FRONTEND = Path(__file__).resolve().parent.parent / "frontend" / "stepper"
 
@@ -229,13 +229,13 @@ def entries(steps: StepThrough, rows: Optional[Collection[int]] = None,
 def exercises(steps: StepThrough, rows: Optional[Collection[int]] = None,
               cols: Optional[Collection[int]] = None) -> dict[str, Optional[dict]]:
     """Practice mode: the exercise of each explained entry of a stage (every one, or those of ``rows`` and
-    ``cols``), by "row,col,head" (``ui.practice.exercise_data``; None where there is nothing to compute)."""
+    ``cols``), by "row,col,head" (``ui.classroom.practice.exercise_data``; None where there is nothing to compute)."""
     return {f"{row},{col},{head}": exercise_html(practice.exercise_data(steps, row, col, head))
             for row, col, head in entry_cells(steps, rows, cols)}
 
 
 def exercise_html(data: Optional[dict]) -> Optional[dict]:
-    """An exercise for the element (``ui.practice.exercise_data``) with its prediction's question as HTML."""
+    """An exercise for the element (``ui.classroom.practice.exercise_data``) with its prediction's question as HTML."""
     if data is not None and data["predict"] is not None:
         data["predict"]["question_html"] = markdown_html(data["predict"].pop("question"))
     return data
@@ -494,7 +494,7 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
 
 def practice_data(page: Page, walk: Any) -> dict[str, Any]:
     """Practice mode's part of what the element is sent: the session's score, its answers on this page (their
-    verdicts, what is revealed, the predictions: ``ui.practice.status``, as HTML) and the words the element shows."""
+    verdicts, what is revealed, the predictions: ``ui.classroom.practice.status``, as HTML) and the words the element shows."""
     said = practice.status(page.key, functools.partial(page.steps, walk))
     for entry in said.values():
         for name in ("error", "correct", "verdict"):
@@ -556,7 +556,7 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *, layout: str = "st
     Practice mode (its switch above the element) asks each entry before it shows it: the element hides the stage's
     numbers and shows the question; the answer, *Show the solution*, a prediction and *Pick an entry for me* go to
     the server (graded by ``attention_core.practice``, recorded for the class) and come back with the page's next
-    run. Under the element, the page's worksheet and exports (``ui.worksheet``).
+    run. Under the element, the page's worksheet and exports (``ui.classroom.worksheet``).
 
     ``after_checks(steps)``: what the page draws after a step's checks; under the element, which steps in the browser,
     it is called once with ``None`` and draws whatever the step is (the backward pages' "Keep stepping", folded).
@@ -677,7 +677,7 @@ def _asked(page: Page, name: str) -> Optional[tuple[StepThrough, int, int, int, 
 
 
 def _answer(page: Page) -> None:
-    """Practice mode: the answer typed for the entry shown, graded (``ui.practice.check_answer``)."""
+    """Practice mode: the answer typed for the entry shown, graded (``ui.classroom.practice.check_answer``)."""
     asked = _asked(page, "answer")
     if asked is not None:
         steps, row, col, head, exercise, sent = asked

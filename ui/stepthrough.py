@@ -14,9 +14,9 @@ import streamlit as st
 from attention_core.classroom import notebook, scripts
 from attention_core.page import Page
 from attention_core.stepthrough import Check
-
-from . import i18n, widgets, worksheet
-from .i18n import _, app_text
+from ui import i18n, widgets
+from ui.classroom import worksheet
+from ui.i18n import _, app_text
 
 
 def _exports(page: Page, walk: Any) -> dict[str, Callable[[], str]]:
@@ -32,7 +32,7 @@ def _exports(page: Page, walk: Any) -> dict[str, Callable[[], str]]:
 
 
 def downloads(page: Page, walk: Any, titles: Mapping[str, str]) -> None:
-    """The page's worksheet and exports of every stage (``ui.worksheet``), under its step-through: ``titles``, its
+    """The page's worksheet and exports of every stage (``ui.classroom.worksheet``), under its step-through: ``titles``, its
     stages' titles (English, marked for translation)."""
     worksheet.downloads(page, titles, functools.partial(page.steps, walk), **_exports(page, walk))
 

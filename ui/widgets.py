@@ -28,9 +28,8 @@ from attention_core.self_attention.walkthrough import Walkthrough
 from attention_core.settings import EDITABLE, Edits, Settings
 from attention_core.sources import for_students
 from attention_core.stepthrough import FLOAT_LOOP, OTHER_ROUTE, PYTORCH, TRANSFORMERS
-
-from . import builds, frames, presenter, state
-from .i18n import _
+from ui import builds, frames, presenter, state
+from ui.i18n import _
 
 T = TypeVar("T")
 

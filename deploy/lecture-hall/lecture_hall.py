@@ -52,7 +52,7 @@ from typing import Optional
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 START_S = 120.0
-#: The replicas' environment variable of the class store's URL (ui/class_live.py reads it).
+#: The replicas' environment variable of the class store's URL (ui/classroom/class_live.py reads it).
 STORE_ENV = "ATTENTION_EXPLORER_CLASS_STORE"
 
 

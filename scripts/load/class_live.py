@@ -15,7 +15,7 @@ configurations measured back to back in the same run, with the same students on 
   (*Check*): the text input's value and the submit button's trigger in one rerun, as the browser sends a form.
 - *in a class*: the same, in a class that a teacher started through the app's own sidebar button (``class_start``)
   at the beginning of the run: the students open the same link with ``class=CODE``, so each answer is recorded
-  (``ui/class_live.py`` -> the writer's queue -> the store), and their banner fragment (``run_every`` 10 s) is
+  (``ui/classroom/class_live.py`` -> the writer's queue -> the store), and their banner fragment (``run_every`` 10 s) is
   rerun on its timer as the browser does; the teacher opens ``/your-class?class=CODE&teacher=KEY`` and its
   dashboard fragment (``run_every`` 2 s: the GROUP BYs of ``Store.dashboard``, the metrics, two charts and a
   table) is rerun on its timer for the whole time.
@@ -59,7 +59,7 @@ from load.single import one_student
 #: a prediction first: a click on a pill, not a number).
 PAGE = "self-attention"
 STAGES = ("query", "key", "value", "scores", "scaled_scores", "output")
-START = "class_start"  # the sidebar's "Start a class" (ui/class_live.py)
+START = "class_start"  # the sidebar's "Start a class" (ui/classroom/class_live.py)
 ENV_URL, ENV_DATA = "ATTENTION_EXPLORER_CLASS_STORE", "ATTENTION_EXPLORER_DATA"
 FLOOR_CLICKS = 30  # the one-widget app's timed changes
 SETTLE_S = 15.0  # how long the store may take to hold every answer after the last one (the writer: every 0.5 s)

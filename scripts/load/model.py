@@ -15,7 +15,7 @@ Run it as its own process (the first load is only "first" once per process). Mea
 4. the page itself under AppTest (server-side script time, no browser): a new 64-token text,
    and opening another head of the same text (the text's results come from the cache);
 5. the longest text the page reads (``MAX_TOKENS``, 512): everything the page computes for it, uncached, and the
-   memory of its results (``ui.trained_model_data.held_bytes``: what one entry of the page's cache holds).
+   memory of its results (``ui.page_parts.trained_model_data.held_bytes``: what one entry of the page's cache holds).
 
 The page's own clicks at 512 tokens on the real server, over Streamlit's websocket, are measured by
 ``scripts/benchmark_load.py long``.
@@ -71,10 +71,10 @@ def text_of(pm, tokens: int) -> str:
 
 
 def page_data(pm, text: str):
-    """What the page computes for a new text (ui.trained_model_data.sentence_data + head), uncached."""
+    """What the page computes for a new text (ui.page_parts.trained_model_data.sentence_data + head), uncached."""
     from attention_core.minilm import head_findings
     from attention_core.minilm.model import head_step, run_model, tokenize
-    from ui import model_view
+    from ui.page_parts import model_view
 
     encoding = tokenize(pm, text)
     run = run_model(pm, encoding)
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         tokenize,
         verify_model_files,
     )
-    from ui import model_view, runtime, trained_model_data  # noqa: F401
+    from ui import runtime  # noqa: F401
 
     assert "transformers" not in sys.modules, "the app imported transformers before the page was opened"
     before = rss_mb()
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         start = time.perf_counter()
         run, _findings, _pictures, step = page_data(pm, longest)
         long_times.append(time.perf_counter() - start)
-    from ui.trained_model_data import held_bytes
+    from ui.page_parts.trained_model_data import held_bytes
 
     added = after_forward - before
     print(f"model: {MODEL_ID} from {pm.folder}")

@@ -126,7 +126,7 @@ def main(argv=None, prog=None) -> int:
           f"(target ≤ {FORWARD_TARGET_MS:.0f} ms)")
     ok &= median <= FORWARD_TARGET_MS
 
-    from ui import model_view
+    from ui.page_parts import model_view
 
     prompts_left = iter(prompts * 2)
 

@@ -25,7 +25,7 @@ TRAIN_BUTTON = "Train"
 # run has finished clicks these.
 TRAINING_RESULT_KEYS = ("setting_training.layer", "setting_training.which", "setting_training.row",
                         "setting_training.col")
-# ui/training.py's status(): "Starting your run…" (nobody ahead), "Waiting for the server: 1 run is ahead of yours",
+# ui/page_parts/training.py's status(): "Starting your run…" (nobody ahead), "Waiting for the server: 1 run is ahead of yours",
 # "... k runs are ahead of yours"; the place is group 1, or 0 when it is the first sentence.
 _QUEUE_PLACE = re.compile(r"Starting your run|(\d+) runs? (?:is|are) ahead")
 _STEP = re.compile(r"step (\d+) of (\d+)")  # ... or "Training: step n of N."

@@ -103,7 +103,7 @@ def test_every_heatmap_keeps_a_colour_legend_side_by_side_too(path, params, side
 
 def test_the_head_grid_and_the_image_have_tables_of_their_own():
     from attention_core.minilm import head_findings
-    from ui import trained_model_data
+    from ui.page_parts import trained_model_data
 
     at = _open("app_pages/trained_model.py", tables="1")
     data = trained_model_data.sentence_data(Settings().trained_model.sentence, 0)

@@ -18,7 +18,7 @@ from typing import AsyncIterator
 
 import pytest
 
-from ui import class_dashboard, class_live
+from ui.classroom import class_dashboard, class_live
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))  # the benchmarks' package (scripts/load/)
@@ -330,7 +330,7 @@ def class_server(tmp_path_factory):
 def test_an_answer_is_one_rerun_and_the_class_records_every_answer(class_server):
     """The scenario's protocol: Start a class in the sidebar gives the teacher's link; a student's practice link
     with the class arms the banner's timer (10 s); typing a number and clicking Check in the step-through element is
-    one rerun (the element's trigger) that grades it (the hint comes back in the element's data); the teacher's page arms its refresh timer (ui.class_dashboard.REFRESH_S) and its
+    one rerun (the element's trigger) that grades it (the hint comes back in the element's data); the teacher's page arms its refresh timer (ui.classroom.class_dashboard.REFRESH_S) and its
     rerun shows the answers; the store holds exactly the answers sent."""
     server, url = class_server
 

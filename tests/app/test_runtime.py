@@ -153,7 +153,7 @@ def test_the_router_the_page_body_and_the_step_through_fragment_each_take_the_tu
 
 
 def test_the_trained_model_page_steps_aside_while_the_model_loads_and_runs(monkeypatch):
-    from ui import trained_model_data
+    from ui.page_parts import trained_model_data
 
     seen = []
     real_model, real_data = trained_model_data.model, trained_model_data.sentence_data

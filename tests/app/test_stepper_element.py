@@ -246,7 +246,7 @@ def test_a_model_pages_matrices_come_a_block_at_a_time_with_the_models_numbers()
     (13 × 384) comes 12 columns at a time, the block around the entry, its cells at their place in the whole and the
     entries of the asked row in that block alone; the pickers get every label."""
     from attention_core.lessons.trained_model.page import MODEL_SENTENCE, head_stage_matrix
-    from ui import trained_model_data
+    from ui.page_parts import trained_model_data
 
     at = open_app("app_pages/trained_model.py")
     step = trained_model_data.head(MODEL_SENTENCE, 0, 0, 0)  # the page's head, shared with it

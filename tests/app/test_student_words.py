@@ -148,7 +148,7 @@ def _walk(page):
         return head_step(model, run_model(model, tokenize(model, "The cat sat on the mat.")), 2, 8)
     if page.key == "modern_lm":
         from attention_core.smollm2 import measure
-        from ui import modern_lm_data
+        from ui.page_parts import modern_lm_data
 
         decoder = modern_lm_data.decoder()
         return measure.head(decoder, measure.run_model(decoder, measure.encode_prompt(decoder, "The capital of France is")),

@@ -17,7 +17,8 @@ from attention_core.lessons.self_attention.page import self_attention_steps
 from attention_core.self_attention.walkthrough import build_walkthrough
 from class_store.store import Store
 from class_store.writer import RateLimit
-from ui import charts, class_live
+from ui import charts
+from ui.classroom import class_live
 
 SELF_ATTENTION = "app_pages/self_attention.py"
 
@@ -331,7 +332,7 @@ def test_the_teachers_page_says_when_postgresql_is_down(postgres_cluster, monkey
 
 
 def test_the_csv_holds_the_aggregate_and_no_seat(url):
-    from ui import class_dashboard
+    from ui.classroom import class_dashboard
 
     teacher = start_class()
     code = teacher.session_state["class_member"].code

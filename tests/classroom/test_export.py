@@ -70,7 +70,7 @@ def test_heatmap_exports_png_svg_and_csv():
     import pandas as pd
 
     from attention_core.self_attention.walkthrough import stage_labels
-    from ui.export import heatmap_png, heatmap_svg, matrix_csv
+    from ui.classroom.export import heatmap_png, heatmap_svg, matrix_csv
 
     walk = build_walkthrough(Settings.for_preset("journey_v1"))
     weights = walk.trace.attention.weights

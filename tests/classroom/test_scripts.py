@@ -117,7 +117,7 @@ CASES["trained_model_with_padding"] = (_trained_head, "trained_model")
 
 def _modern_lm_head():
     from attention_core.smollm2 import measure
-    from ui import modern_lm_data
+    from ui.page_parts import modern_lm_data
 
     decoder = modern_lm_data.decoder()  # one load per test process, shared with the pages under AppTest
     run = measure.run_model(decoder, measure.encode_prompt(decoder, "The capital of France is"))
@@ -311,7 +311,7 @@ def test_a_per_head_heatmap_downloads_as_csv_with_its_numbers_and_translated_lab
     import pandas as pd
 
     from attention_core.lessons.multi_head.page import multi_head_steps
-    from ui.export import matrix_csv
+    from ui.classroom.export import matrix_csv
     from ui.i18n import Translator
 
     panel = multi_head_steps(build_multi_head_walkthrough(Settings.for_preset("journey_v1")), "head").stage.panels[1]

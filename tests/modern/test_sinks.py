@@ -125,7 +125,7 @@ def test_an_over_long_prompt_is_cut_with_a_message():
 
 
 def test_a_pasted_text_is_measured_once_and_shared(monkeypatch):
-    from ui import sink_data
+    from ui.page_parts import sink_data
 
     text = "The cat sat on the mat. " * 12  # 85 tokens
     at = _open(**{"sinks.own_text": "1", "sinks.window": "16", "sinks.sinks": "4"})
@@ -147,7 +147,7 @@ def test_a_pasted_text_is_measured_once_and_shared(monkeypatch):
 
 
 def test_a_host_turns_the_model_part_off(monkeypatch):
-    from ui import modern_lm_data
+    from ui.page_parts import modern_lm_data
 
     monkeypatch.setenv(modern_lm_data.SWITCH, "off")
     at = _open()

@@ -26,7 +26,7 @@ PROMPTS = ["The capital of France is", "猫坐在垫子上。 🐈 ¿Qué? " * 3
 
 @pytest.fixture(scope="module")
 def decoder():
-    from ui import modern_lm_data
+    from ui.page_parts import modern_lm_data
 
     return modern_lm_data.decoder()  # one load per test process, shared with the page under AppTest
 
@@ -164,9 +164,9 @@ def test_generation_with_the_kv_cache_is_greedy_decoding_and_the_cache_grows_by_
 
 
 def test_a_512_token_run_and_one_head_hold_what_the_cache_docs_say(decoder):
-    """ui.modern_lm_data keeps RUNS runs and HEADS heads; one of each at 512 tokens is within RUN_MB and HEAD_MB (the model's
+    """ui.page_parts.modern_lm_data keeps RUNS runs and HEADS heads; one of each at 512 tokens is within RUN_MB and HEAD_MB (the model's
     own parameters left out: every session shares them), and a cached head holds no view of its run."""
-    from ui import modern_lm_data, trained_model_data
+    from ui.page_parts import modern_lm_data, trained_model_data
 
     run = modern_lm_data.prompt_run("word " * 700, False)
     assert run.hidden_states.shape == (31, 512, 576) and run.logits.shape == (49152,)
@@ -195,7 +195,7 @@ def test_a_generation_from_the_run_rebuilds_the_models_own_cache_and_goes_on_whe
 
 
 def test_a_512_token_generation_keeps_its_cache_within_what_the_cache_docs_say(decoder):
-    from ui import modern_lm_data, trained_model_data
+    from ui.page_parts import modern_lm_data, trained_model_data
 
     going = modern_lm_data.continuation("word " * 700, False)
     steps = going.steps(12)
@@ -321,7 +321,7 @@ def test_a_512_token_prompt_every_view_windowed_and_a_cell_maps_back_to_its_plac
     assert (cells["i"].min(), cells["i"].max(), cells["j"].min(), cells["j"].max()) == (384, 447, 128, 191)
     (chosen,) = cells.index[cells["selected"]]
     assert (cells["i"][chosen], cells["j"][chosen]) == (400, 130)
-    from ui import modern_lm_data
+    from ui.page_parts import modern_lm_data
 
     step = modern_lm_data.head("word " * 700, False, 2, 4)  # the page's cached head: the model's own weights too
     assert cells["weight"][chosen] == pytest.approx(float(step.model_weights[400, 130]), abs=1e-4)
@@ -343,7 +343,7 @@ def test_a_link_with_a_head_out_of_range_says_so():
 
 
 def test_the_package_missing_says_how_to_install_it_and_other_pages_work(monkeypatch):
-    from ui import modern_lm_data
+    from ui.page_parts import modern_lm_data
 
     # the page's loader as on a server without the package (the loaded model stays cached for the other tests)
     monkeypatch.setattr(checkpoint.importlib.util, "find_spec", lambda name: None)
@@ -355,7 +355,7 @@ def test_the_package_missing_says_how_to_install_it_and_other_pages_work(monkeyp
 
 
 def test_a_host_turns_the_page_off(monkeypatch):
-    from ui import modern_lm_data
+    from ui.page_parts import modern_lm_data
 
     monkeypatch.setenv(modern_lm_data.SWITCH, "off")
     at = _open()
@@ -370,7 +370,7 @@ def test_the_grid_follows_the_colour_blind_palette():
     import numpy as np
     from PIL import Image
 
-    from ui import model_view
+    from ui.page_parts import model_view
 
     at = _open(palette="cvd")
     urls = [data["url"].iloc[0] for spec, data in charts(at) if "head_pick" in str(spec)]

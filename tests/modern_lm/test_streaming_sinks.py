@@ -3,7 +3,7 @@ emulation against a real token-by-token run whose KV cache evicts, the full cach
 ``labels=`` loss, StreamingLLM's result (window + 4 sinks close to the full cache, the window alone far worse), and
 every head's weight on the first token against the modern LM page's own summary of the same run.
 
-The model is the one ``ui.modern_lm_data.decoder`` loads (one load per test process, shared with the other model tests);
+The model is the one ``ui.page_parts.modern_lm_data.decoder`` loads (one load per test process, shared with the other model tests);
 the texts are the bundled chapter's first 256 and 40 tokens (about 12 s in all on a shared 2-core machine)."""
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ def decoder():
     """The model, run on one torch thread as the server runs it (``ui.runtime.TORCH_THREADS``); the thread count
     is per thread and this test's thread is not the one that loaded the model: with two threads on a loaded 2-core
     machine the token-by-token run took 25 times longer (48 s against 2 s, measured). Restored afterwards."""
-    from ui import modern_lm_data, runtime
+    from ui import runtime
+    from ui.page_parts import modern_lm_data
 
     before = torch.get_num_threads()
     runtime.configure_torch()

@@ -132,8 +132,8 @@ def test_a_missing_package_is_refused():
 
 
 def test_importing_the_core_and_the_page_helpers_loads_no_transformers():
-    code = ("import sys, attention_core, attention_core.minilm.model, attention_core.settings, ui.trained_model_data, "
-            "ui.model_view; assert 'transformers' not in sys.modules, 'transformers was imported'")
+    code = ("import sys, attention_core, attention_core.minilm.model, attention_core.settings, ui.page_parts.trained_model_data, "
+            "ui.page_parts.model_view; assert 'transformers' not in sys.modules, 'transformers was imported'")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
 
@@ -268,7 +268,7 @@ def test_text_over_512_wordpieces_is_cut_to_512_with_its_padding(pm):
 
 
 def test_held_bytes_counts_each_storage_once_a_view_in_full_and_leaves_out_the_shared():
-    from ui import trained_model_data
+    from ui.page_parts import trained_model_data
 
     whole = torch.zeros(4, 100)  # 1600 bytes
     assert trained_model_data.held_bytes(whole[0]) == 1600  # a view keeps all of its storage alive
@@ -277,9 +277,9 @@ def test_held_bytes_counts_each_storage_once_a_view_in_full_and_leaves_out_the_s
 
 
 def test_a_512_token_text_and_one_head_hold_what_the_cache_docs_say(pm):
-    """ui.trained_model_data keeps TEXTS texts and HEADS heads; one of each at 512 tokens is within TEXT_MB and HEAD_MB, and
+    """ui.page_parts.trained_model_data keeps TEXTS texts and HEADS heads; one of each at 512 tokens is within TEXT_MB and HEAD_MB, and
     a cached head keeps nothing of its text's run alive (it holds copies, no views)."""
-    from ui import trained_model_data
+    from ui.page_parts import trained_model_data
 
     data = trained_model_data.sentence_data("word " * 600, 0)  # the page's cache (loads the page's model once)
     assert data.run.attentions.shape == (6, 12, 512, 512)
@@ -528,7 +528,7 @@ def test_a_512_token_text_every_view_windowed_and_a_cell_maps_back_to_its_place(
     assert (cells["i"].min(), cells["i"].max(), cells["j"].min(), cells["j"].max()) == (256, 319, 0, 63)
     (chosen,) = cells.index[cells["selected"]]
     assert (cells["i"][chosen], cells["j"][chosen]) == (300, 5)
-    from ui import trained_model_data
+    from ui.page_parts import trained_model_data
 
     data = trained_model_data.sentence_data(LONG_TEXT, 0)  # the page's cached run: its numbers are the model's
     assert cells["weight"][chosen] == pytest.approx(float(data.run.attentions[0, 0, 300, 5]), abs=1e-7)
@@ -559,7 +559,7 @@ def test_unusual_unicode_on_the_page():
 
 
 def test_checksum_mismatch_on_the_page_leaves_the_rest_of_the_app_working(monkeypatch):
-    from ui import trained_model_data
+    from ui.page_parts import trained_model_data
 
     trained_model_data.model.clear()
     monkeypatch.setitem(EXPECTED_SHA256, "config.json", "f" * 64)
@@ -576,7 +576,7 @@ def test_checksum_mismatch_on_the_page_leaves_the_rest_of_the_app_working(monkey
 
 
 def test_missing_package_on_the_page(monkeypatch):
-    from ui import trained_model_data
+    from ui.page_parts import trained_model_data
 
     trained_model_data.model.clear()
     real = model_folder

@@ -1,4 +1,4 @@
-"""The model pages' views at any length (ui/model_view.py): the grid's pictures pooled to a small side, and the open
+"""The model pages' views at any length (ui/page_parts/model_view.py): the grid's pictures pooled to a small side, and the open
 head's map shown as a window of its n × n weights; each checked against the full matrix."""
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from attention_core.settings import Settings
 from attention_core.training.model import start
 from attention_core.training.runs import RunKey, RunQueue
 from attention_core.training.tasks import TASKS
-from ui import training
+from ui.page_parts import training
 
 TIMEOUT = 120  # seconds: a bound on a wait, not a synchronisation (the events are)
 

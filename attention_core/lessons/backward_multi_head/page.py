@@ -337,5 +337,5 @@ BACKWARD_MULTI_HEAD = Page(
         "step": N_("One gradient-descent step"),
     },
     build=build_backward_multi_head_walkthrough, steps=backward_multi_head_steps, recipe=backward_multi_head_recipe, opening_entry=opening_entry,
-    settings_of="backward",  # the target, η and steps are the backward page's: both pages bind them (ui.learning)
+    settings_of="backward",  # the target, η and steps are the backward page's: both pages bind them (ui.page_parts.learning)
 )

@@ -7,7 +7,7 @@ output; and checks the sink's weights and output against transformers' ``GptOssA
 ``eager_attention_forward`` (imported on the first build, about 3 s once per server), the plain softmax against
 ``F.scaled_dot_product_attention``. :func:`sinks_steps` puts one stage in a
 :class:`~attention_core.stepthrough.StepThrough`. The page's SmolLM2 parts (every head's weight on the first token,
-StreamingLLM's losses) are :mod:`attention_core.smollm2.sinks`, run by the page through ``ui.sink_data``.
+StreamingLLM's losses) are :mod:`attention_core.smollm2.sinks`, run by the page through ``ui.page_parts.sink_data``.
 
 Shape legend: T tokens, D = d_model, d = d_k = d_v. Float32. Every check: rtol = atol = 1e-5 (measured differences
 ~1e-7).

@@ -17,10 +17,10 @@ from attention_core import registry
 from attention_core.classroom import export, share, worksheet
 from attention_core.page import Page
 from attention_core.stepthrough import StepThrough
-
-from . import class_live, i18n, state
-from . import export as files
-from .i18n import _, app_text
+from ui import i18n, state
+from ui.classroom import class_live
+from ui.classroom import export as files
+from ui.i18n import _, app_text
 
 #: Settings that choose what is shown, not the numbers: left out of the sheet's settings line.
 _VIEW_FIELDS = {"language", "presenter", "practice", "locked", "entry_row", "entry_col", "head",

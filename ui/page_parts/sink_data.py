@@ -1,6 +1,6 @@
 """The attention-sinks page's SmolLM2 caches, shared read-only by every session of a server.
 
-The model itself is the modern language model page's (``ui.modern_lm_data.decoder``: loaded once per server, turned off
+The model itself is the modern language model page's (``ui.page_parts.modern_lm_data.decoder``: loaded once per server, turned off
 with ``ATTENTION_EXPLORER_MODERN_LM=off``); nothing here loads another copy.
 
 * :func:`profile` — ``st.cache_resource`` on the prompt: every head's weight on the first token
@@ -29,8 +29,8 @@ import streamlit as st
 from attention_core.smollm2 import sinks
 from attention_core.smollm2.measure import Prompt, encode_prompt
 from attention_core.smollm2.sinks import SINKS_MAX_TOKENS
-
-from . import modern_lm_data, runtime
+from ui import runtime
+from ui.page_parts import modern_lm_data
 
 #: The prompts' profiles kept, and the StreamingLLM measurements kept.
 PROFILES, STREAMS = 8, 16

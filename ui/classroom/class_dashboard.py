@@ -20,9 +20,9 @@ import streamlit as st
 
 from attention_core import practice, registry
 from class_store.store import CONNECTED_S, CORRECT, WRONG, Dashboard, StoreError
-
-from . import charts, class_live, widgets
-from .i18n import _
+from ui import charts, widgets
+from ui.classroom import class_live
+from ui.i18n import _
 
 #: The live part's refresh (seconds): with the writer's 0.5 s (class_store.writer.INTERVAL_S) and a run's drawing,
 #: a student's answer is on the teacher's page within 3 s.

@@ -1,4 +1,4 @@
-"""Download buttons of one heatmap: PNG and SVG (the chart), CSV (its matrix); used by ``ui.worksheet``.
+"""Download buttons of one heatmap: PNG and SVG (the chart), CSV (its matrix); used by ``ui.classroom.worksheet``.
 
 Files are made only when a button is clicked (``st.download_button`` with a
 callable), so a page rerun pays nothing for them. Heatmaps are converted with
@@ -13,8 +13,8 @@ from typing import Optional, Sequence
 import pandas as pd
 import streamlit as st
 
-from .heatmaps import heatmap_figure
-from .i18n import _
+from ui.heatmaps import heatmap_figure
+from ui.i18n import _
 
 
 def _standalone_spec(matrix, row_labels: Sequence[str], col_labels: Sequence[str], title: str) -> dict:

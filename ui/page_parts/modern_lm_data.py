@@ -30,8 +30,8 @@ import streamlit as st
 
 from attention_core.smollm2 import measure
 from attention_core.smollm2.model import SmolLM2Decoder, load_decoder
-
-from . import model_view, runtime
+from ui import runtime
+from ui.page_parts import model_view
 
 #: The environment variable that turns the page off on a host with less memory (values: off, 0, false, no).
 SWITCH = "ATTENTION_EXPLORER_MODERN_LM"

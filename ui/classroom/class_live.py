@@ -3,7 +3,7 @@
 A teacher starts a class from the sidebar (:func:`sidebar`): a random class code and a secret teacher key
 (``class_store``). The students' link is ``?class=CODE``; opening it gives the session an anonymous seat (a random
 id, kept in the link as ``seat=``, so a student moved to another replica or reloading keeps it). The teacher's link
-holds ``teacher=KEY`` instead and opens the page *Your class* (``ui/class_dashboard.py``).
+holds ``teacher=KEY`` instead and opens the page *Your class* (``ui/classroom/class_dashboard.py``).
 
 What a student's session records, as events handed to the process's :class:`class_store.writer.Writer` (a click
 never waits for the database): the page opened, the step reached, each practice answer (correct, the named
@@ -44,11 +44,10 @@ from class_store.store import (
     valid_token,
 )
 from class_store.writer import RateLimit, Writer
+from ui import state
+from ui.i18n import _
 
-from . import state
-from .i18n import _
-
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: Environment variables: the store's SQLAlchemy URL, the data folder of the default SQLite file, the retention.
 ENV_URL, ENV_DATA, ENV_RETENTION = ("ATTENTION_EXPLORER_CLASS_STORE", "ATTENTION_EXPLORER_DATA",
                                     "ATTENTION_EXPLORER_CLASS_RETENTION_DAYS")
@@ -274,7 +273,7 @@ def recorded(fn: Callable[[], Any], kind: str, page: str, entry: str = "") -> Ca
 
 
 def answered(key: tuple, verdict: practice.Grade, attempts: int) -> None:
-    """A practice answer (``ui.practice`` entry key: page, stage, row, col, head, answer)."""
+    """A practice answer (``ui.classroom.practice`` entry key: page, stage, row, col, head, answer)."""
     page, stage, row, col, head = key[:5]
     outcome = CORRECT if verdict.correct else (verdict.mistakes[0].key if verdict.mistakes else WRONG)
     record("answer", page, stage, f"{row},{col},{head}", outcome, first_try=attempts == 1)

@@ -39,8 +39,8 @@ from attention_core.minilm.model import (
     run_model,
     tokenize,
 )
-
-from . import model_view, runtime
+from ui import runtime
+from ui.page_parts import model_view
 
 #: The texts' runs kept (each up to TEXT_MB MB at 512 tokens) and the heads' steps kept (each up to HEAD_MB MB).
 TEXTS, HEADS = 4, 8

@@ -19,9 +19,9 @@ from attention_core.training import formation
 from attention_core.training.model import Trainer
 from attention_core.training.runs import Run, RunKey, RunQueue
 from attention_core.training.script import LOSS_TOLERANCE, SCORE_TOLERANCE, training_script
-
-from . import charts, class_live, runtime, state, widgets
-from .i18n import _
+from ui import charts, runtime, state, widgets
+from ui.classroom import class_live
+from ui.i18n import _
 
 #: Seconds between two redraws of a run's progress while it trains (per watching session).
 LIVE_EVERY = 1.0

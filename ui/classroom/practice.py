@@ -24,9 +24,9 @@ from attention_core import practice
 from attention_core.errors import InputError
 from attention_core.practice import Exercise
 from attention_core.stepthrough import StepThrough, explained_panel
-
-from . import class_live, i18n, state, widgets
-from .i18n import _
+from ui import i18n, state, widgets
+from ui.classroom import class_live
+from ui.i18n import _
 
 _STORE = "practice_store"
 #: The most entries remembered per session (revealed, verdicts); older ones are forgotten (the score stays).

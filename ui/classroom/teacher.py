@@ -12,9 +12,8 @@ import zlib
 import streamlit as st
 
 from attention_core.settings import UNLOCKABLE
-
-from . import state
-from .i18n import _
+from ui import state
+from ui.i18n import _
 
 
 def note(placeholder) -> None:

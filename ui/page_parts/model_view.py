@@ -28,9 +28,8 @@ import torch
 from PIL import Image
 
 from attention_core.minilm import head_findings
-
-from . import builds, frames, heatmaps, presenter, stepthrough
-from .i18n import _
+from ui import builds, frames, heatmaps, presenter, stepthrough
+from ui.i18n import _
 
 #: Colour stops of the weights' scale, value in [0, 1] -> RGB, per palette: the scales the heatmaps give numbers
 #: >= 0 (``heatmaps.palette_scheme``): Vega's "blues" (classic) and "viridis" (colour-blind safe).

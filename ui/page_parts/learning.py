@@ -15,9 +15,8 @@ from attention_core.backward.walkthrough import TARGETS
 from attention_core.inputs.text import MAX_TOKENS
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.page import Page
-
-from . import charts, heatmaps, state, widgets
-from .i18n import _
+from ui import charts, heatmaps, state, widgets
+from ui.i18n import _
 
 
 def target_controls(copy_help: str) -> None:
