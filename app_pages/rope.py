@@ -7,7 +7,7 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.lessons.rope.page import MAX_ROPE_SHIFT, ROPE_PAGE, pair_vectors
 from attention_core.shared_settings import MAX_DIM
-from ui import page_body, state, stepper, widgets
+from ui import page_body, state, stepper, stepper_data, widgets
 from ui.i18n import _
 
 EXPLAIN = {
@@ -69,7 +69,7 @@ def page() -> None:
         name = "q" if steps.stage.key == "rotate_query" else "k"
         labels = (_("{name} before", name=name), _("{name} after", name=name + "'"))
         spec, arrows = widgets.vector_pair_chart(before, after, labels)
-        return stepper.EntryChart(
+        return stepper_data.EntryChart(
             _("The pair of the explained entry, rotated by φ = {angle:.3f} rad ({degrees:.1f}°)", angle=angle,
               degrees=math.degrees(angle)), spec, arrows, labels, ("x", "y"), (before, after))
 

@@ -14,7 +14,7 @@ from attention_core.inputs.presets import PRESETS
 from attention_core.lessons.multi_head.page import multi_head_steps
 from attention_core.multi_head.walkthrough import build_multi_head_walkthrough
 from attention_core.settings import Settings
-from ui.stepper import entry_cells
+from ui.stepper_data import entry_cells
 
 #: Step pages stepped elsewhere, with what they read: generation reads no example (its own word; stepped in
 #: tests/transformer/test_generation.py), the trained model its own text (below), the modern language model its own

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import streamlit as st
 
-from ui import builds, frames, heatmaps, presenter, state
+from ui import builds, chart_specs, frames, heatmaps, presenter, state
 from ui.i18n import _
 
 AXIS_FONT = 16
@@ -43,11 +43,11 @@ def _finish(chart: alt.TopLevelMixin, scale: float = 1.0) -> dict:
         labelFontSize=font(15), titleFontSize=font(15), labelLimit=320 * scale, orient="top", columns=1,
         symbolSize=160 * scale ** 2,
     ).configure_title(fontSize=font(18))
-    return heatmaps.layered_spec(chart)
+    return chart_specs.layered_spec(chart)
 
 
 def _show(data: pa.Table | pd.DataFrame, spec: dict, key: str, **kwargs) -> None:
-    st.vega_lite_chart(data, heatmaps.drawable(spec, data), key=key, width=kwargs.pop("width", "content"), **kwargs)
+    st.vega_lite_chart(data, chart_specs.drawable(spec, data), key=key, width=kwargs.pop("width", "content"), **kwargs)
 
 
 # ---------------------------------------------------------------- line charts on log axes
@@ -364,7 +364,7 @@ def image(
                        high=f"{np.asarray(weights, dtype=float).max():.3g}")
                if weights is not None else "")}
     if on_pixel is not None:
-        st.vega_lite_chart(df, heatmaps.drawable(spec, df), key=key, on_select=functools.partial(_on_pixel, key, on_pixel),
+        st.vega_lite_chart(df, chart_specs.drawable(spec, df), key=key, on_select=functools.partial(_on_pixel, key, on_pixel),
                            selection_mode="pixel", width="content")
     else:
         _show(df, spec, key)

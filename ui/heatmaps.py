@@ -4,8 +4,7 @@ One cell size and number format for every matrix (readable on a projector and a 
 the palette of the settings (red–blue or colour-blind safe), a description and an optional table of its numbers for
 screen readers, and a click on a cell that picks the explained entry. A heatmap is made once per server from the same
 numbers, labels, options, palette and language and shared (:data:`SHARED_FIGURES`). Here too, beside
-:func:`layered_spec`, what every chart of the app is given before Streamlit draws it (:func:`drawable`).
-"""
+:func:`layered_spec`, what every chart of the app is given before Streamlit draws it (:func:`drawable`)."""
 
 from __future__ import annotations
 
@@ -22,16 +21,25 @@ import pyarrow as pa
 import streamlit as st
 
 from ui import builds, i18n, presenter, state
+from ui.chart_specs import drawable, layered_spec
 from ui.i18n import _
 
 CELL_PX = 56  # heatmap cell size: numbers stay readable on a projector
+
+
 #: A wide matrix gets narrower cells (and smaller numbers) so that up to 16 columns fit a 1280 px screen.
 MIN_CELL_PX, FIT_PX = 40, 680
+
+
 #: Presenter mode (no sidebar: a 1920 px projector's main area is 1824 px wide) keeps its full cells, and numbers of
 #: at least ``presenter.MIN_FONT_PX``, up to 16 columns (the widest matrix: MAX_DIM); narrower past that.
 PRESENTER_FIT_PX = 16 * 84
+
+
 #: The heatmap's font sizes in normal mode: the numbers in the cells (in narrow cells), axis labels, the legend.
 NUMBER_FONT, NARROW_NUMBER_FONT, AXIS_FONT, LEGEND_FONT = 15, 11, 15, 13
+
+
 #: About how wide a colour legend's title ("value") and its padding are, left of a legend under a heatmap.
 LEGEND_TITLE_PX = 50
 
@@ -41,6 +49,7 @@ def cell_px(columns: int, scale: float = 1.0) -> int:
     ``scale`` times larger (presenter mode: ``ui.presenter.scale()``)."""
     cell, fit = round(CELL_PX * scale), FIT_PX if scale == 1 else max(PRESENTER_FIT_PX, FIT_PX * scale)
     return cell if columns * cell <= fit else max(round(MIN_CELL_PX * scale), int(fit // columns))
+
 
 def palette_scheme(signed: bool) -> tuple[str, bool]:
     """The Vega colour scheme of the current palette for signed numbers or numbers >= 0, and whether it is
@@ -226,136 +235,6 @@ def _altair_heatmap(clickable: bool, scheme: str, reverse: bool, scale: float) -
     return layered_spec(chart)
 
 
-def layered_spec(chart: alt.TopLevelMixin) -> dict:
-    """An Altair chart made without data as a Vega-Lite spec for data passed beside it (``st.vega_lite_chart``): the
-    one way every chart template of the app is turned into its spec.
-
-    ``alt.Chart()`` without data gives the chart (and each layer) Altair's one-row "empty" placeholder dataset; it is
-    dropped, so every layer uses the data passed with the spec. Not validated against the schema (the templates are
-    ours, built once).
-    """
-    spec = chart.to_dict(validate=False)
-    spec.pop("datasets", None)
-    spec.pop("data", None)
-    for layer in spec.get("layer", []):
-        layer.pop("data", None)
-    return spec
-
-
-# ---------------------------------------------------------------- what every chart's spec is given
-# What a chart's Vega-Lite spec is given before Streamlit draws it: every call of ``st.vega_lite_chart`` in the app
-# (the heatmaps here, ui/charts.py, ui/page_parts/model_view.py, ui/widgets.py) passes its spec and data through :func:`drawable`.
-#
-# Streamlit embeds a chart with its data sets empty, runs it once, and only then inserts the data (its
-# ArrowVegaLiteChart). On that first run a scale whose domain Vega computes from the data finds no value: Vega warns
-# "Infinite extent for field …", and on a log scale "Log scale domain includes zero: [Infinity,-Infinity]". So every
-# quantitative scale gets its domain from the data here, with the ``nice`` and ``zero`` Vega-Lite gives a domain it
-# reads from the data itself (an explicit domain turns both off): the chart is drawn as before, and its scales never
-# meet empty data.
-#
-# Streamlit also gives a spec without ``autosize`` the type "fit", which Vega-Lite cannot use on a chart sized in steps
-# (a heatmap's cells): it warns "Dropping "fit" because spec has discrete size" and falls back to "pad" (to "fit-x"
-# or "fit-y" when one size only is in steps). The spec is given that fallback here, so it is what was drawn.
-
-#: The channels whose quantitative scale gets its domain from the data, and the fields that share each one's scale.
-_SCALES = {"x": ("x", "x2"), "y": ("y", "y2"), "color": ("color",), "fill": ("fill",), "opacity": ("opacity",),
-           "size": ("size",)}
-#: Marks whose quantitative x or y (without a second one, x2 or y2) Vega-Lite starts at zero.
-_ZERO_BASED = ("bar", "area")
-
-
-def drawable(spec: dict, data: Any) -> dict:
-    """``spec`` as Streamlit should be given it with ``data`` (an Arrow table or a DataFrame; None: the spec as is).
-
-    A copy (the spec's top level, layers and encodings; shared specs stay untouched): ``autosize`` set when the
-    chart is sized in steps, and each quantitative scale without a domain given the data's (see the comment above).
-    """
-    spec = {**spec}
-    if "autosize" not in spec:
-        fallback = _step_autosize(spec)
-        if fallback:
-            spec["autosize"] = {"type": fallback, "contains": "padding"}
-    if data is None:
-        return spec
-    units = _units(spec)
-    for channel, fields in _SCALES.items():
-        defs = [(unit, unit["encoding"][f]) for unit in units for f in fields
-                if isinstance(unit.get("encoding", {}).get(f), dict) and unit["encoding"][f].get("field")]
-        main = [(unit, d) for unit, d in defs if d.get("type") == "quantitative" and "bin" not in d
-                and "aggregate" not in d]
-        if not main or any(d.get("type") not in ("quantitative", None) for _unit, d in defs):
-            continue
-        scales = [d.get("scale") or {} for _unit, d in main]
-        if any(s is None or "domain" in s for s in (d.get("scale", {}) for _unit, d in main)):
-            continue
-        scale_type = next((s["type"] for s in scales if "type" in s), "linear")
-        values = np.concatenate([_numbers(data, d["field"]) for _unit, d in defs]) if defs else np.array([])
-        values = values[np.isfinite(values)]
-        if scale_type == "log":
-            values = values[values > 0]
-        if not values.size:
-            continue
-        domain = [float(values.min()), float(values.max())]
-        added: dict[str, Any] = {"domain": domain}
-        if channel in ("x", "y") and not any("nice" in s for s in scales):
-            added["nice"] = True  # Vega-Lite's for x and y from data; off with an explicit domain
-        if channel in ("x", "y") and scale_type == "linear" and not any("zero" in s for s in scales):
-            added["zero"] = any(_starts_at_zero(unit, channel) for unit, _d in main)
-        for unit, d in main:
-            encoding = unit["encoding"]
-            name = next(f for f in fields if encoding.get(f) is d)
-            if name.endswith("2"):
-                continue  # x2 and y2 take x's and y's scale
-            encoding[name] = {**d, "scale": {**(d.get("scale") or {}), **added}}
-    return spec
-
-
-def _units(spec: dict) -> list[dict]:
-    """The spec's unit specs (itself, or its layers), each copied with its encoding, so that they can be changed."""
-    if "layer" in spec:
-        spec["layer"] = [{**layer, "encoding": {**layer.get("encoding", {})}} for layer in spec["layer"]]
-        if "encoding" in spec:  # a layered chart's shared encoding
-            spec["encoding"] = {**spec["encoding"]}
-            return [spec, *spec["layer"]]
-        return spec["layer"]
-    if "encoding" in spec:
-        spec["encoding"] = {**spec["encoding"]}
-        return [spec]
-    return []
-
-
-def _numbers(data: Any, field: str) -> np.ndarray:
-    """A column of ``data`` as float numbers (nulls and what is no number as NaN; a missing column: none)."""
-    if isinstance(data, pa.Table) and field in data.column_names:
-        column = data.column(field).to_pandas()
-    elif isinstance(data, pd.DataFrame) and field in data.columns:
-        column = data[field]
-    else:
-        return np.array([])
-    return pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
-
-
-def _starts_at_zero(unit: dict, channel: str) -> bool:
-    """Whether Vega-Lite's default takes zero into a linear x or y scale from this unit's data: a bar or area
-    without x2 / y2 always, another mark unless it is a line sorted along that channel's axis (a line's y), where
-    Vega-Lite's scale config (zero: true) holds."""
-    mark = unit.get("mark")
-    kind = mark.get("type") if isinstance(mark, dict) else mark
-    other = unit.get("encoding", {})
-    if kind in _ZERO_BASED:
-        return (channel + "2") not in other
-    if kind in ("line", "trail"):
-        return channel != "y"
-    return True
-
-
-def _step_autosize(spec: dict) -> str:
-    """The autosize type Vega-Lite falls back to from Streamlit's "fit" for a chart sized in steps: "pad" when both
-    its width and height are steps, "fit-y" or "fit-x" when one is, "" when neither is."""
-    width, height = (isinstance(spec.get(s), dict) and "step" in spec[s] for s in ("width", "height"))
-    return "pad" if width and height else "fit-y" if width else "fit-x" if height else ""
-
-
 def heatmap_figure(
     matrix,
     row_labels: Sequence[str],
@@ -433,7 +312,11 @@ def heatmap_figure(
 #: How many heatmaps (their data and spec) the server keeps, shared by every session: a class on one link, or a student
 #: stepping back, draws the same heatmaps again. Each is a few kB (a 16 × 16 matrix's table and its spec).
 SHARED_FIGURES = 512
+
+
 _FIGURES: collections.OrderedDict = collections.OrderedDict()  # what heatmap_figure draws from -> (table, spec)
+
+
 _FIGURES_LOCK = threading.Lock()
 
 
@@ -505,6 +388,3 @@ def _on_cell_click(key: str, on_cell: Optional[Callable[[int, int], None]] = Non
             on_cell(row, col)
         else:
             state.update(entry_row=row, entry_col=col)
-
-
-# ---------------------------------------------------------------- editors

@@ -379,7 +379,7 @@ def vector_pair_chart(before: tuple[float, float], after: tuple[float, float],
     """Two arrows from the origin, before and after a rotation (``labels`` name them), on equal axes reaching 1.15 ×
     the longer one: the Vega-Lite spec (built with Altair once per labels, palette and size; the axes' reach set per
     call, on a copy) and its data. The spec describes the arrows in words (its ``description``, for a screen reader).
-    Drawn under an explained entry (``ui.stepper.EntryChart``: in the browser, or by the server in practice mode)."""
+    Drawn under an explained entry (``ui.stepper_data.EntryChart``: in the browser, or by the server in practice mode)."""
     reach = max(1e-9, *(abs(v) for v in before + after)) * 1.15
     (a, b), (x0, y0), (x1, y1) = labels, before, after
     arrows = frames.table({"arrow": [a, a, b, b], "x": [0.0, float(x0), 0.0, float(x1)],  # each from the origin

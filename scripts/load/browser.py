@@ -19,118 +19,29 @@ from typing import Optional
 from load.client import RUN_TIMEOUT_S
 from load.report import fmt_ms
 from load.server import APP, FLOOR_APP, Server
+from scripts.load.browser_js import (
+    AFTER_CLICK,
+    CLICK_AND_TIME,
+    CLICK_IN_PAGE,
+    COUNT_RUN_ENDS,
+    NOTE_CLICK,
+)
 
 CHROMIUM = "/usr/bin/chromium"
+
+
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-# Counts, on the page's clock, each run's end as it reaches the page: installed before the app's own scripts
-# (``page.add_init_script``), it listens to every websocket the app opens and notes each ForwardMsg whose
-# ``script_finished`` (field 6, a varint: tag 0x30) says the run is over (0: finished, 3: a fragment run
-# finished; 2, finished early for a rerun, is not an end). Only the message's top-level fields are read.
-_COUNT_RUN_ENDS = """(() => {
-  window.__runEnds = [];  // when each run's end reached the page (performance.now())
-  window.__runEndWaiters = [];  // called with the time of the next run end
-  const status = (bytes) => {
-    let i = 0;
-    const varint = () => {
-      let value = 0, scale = 1;
-      for (;;) {
-        if (i >= bytes.length) throw new RangeError("truncated");
-        const b = bytes[i++]; value += (b & 0x7f) * scale; if (b < 0x80) return value; scale *= 128;
-      }
-    };
-    while (i < bytes.length) {
-      const tag = varint(), field = Math.floor(tag / 8), wire = tag & 7;
-      if (field === 6 && wire === 0) return varint();
-      if (wire === 0) varint(); else if (wire === 2) { const length = varint(); i += length; } else if (wire === 1) i += 8;
-      else if (wire === 5) i += 4; else return -1;
-    }
-    return -1;
-  };
-  const Native = window.WebSocket;
-  window.__sent = 0;  // messages the page sent the server (a rerun request is one)
-  window.WebSocket = class extends Native {
-    constructor(...args) {
-      super(...args);
-      const send = this.send;
-      this.send = (...message) => { window.__sent += 1; return send.apply(this, message); };
-      this.addEventListener("message", (event) => {
-        if (!(event.data instanceof ArrayBuffer)) return;
-        let finished = -1;
-        try { finished = status(new Uint8Array(event.data)); } catch (error) { return; }  // not a ForwardMsg we read
-        if (finished !== 0 && finished !== 3) return;
-        const now = performance.now();
-        window.__runEnds.push(now);
-        for (const resolve of window.__runEndWaiters.splice(0)) resolve(now);
-      });
-    }
-  };
-})();"""
-
-
-# Timed inside the page, on the page's clock: the click; the end of the run it started reaching the page (the
-# next run end ``_COUNT_RUN_ENDS`` notes); the watched input showing its new value; then two animation frames (the
-# repaint). Timing it from Python through Playwright's websocket events added the relay of every frame of the run
-# (browser -> Playwright's driver -> Python), about 150-200 ms per click that no user waits for. The app's
-# ``data-test-script-state`` going "running" then "notRunning" is not a sign of every run: when the run's first and
-# last messages are applied in one React commit, the attribute never reads "running" (a one-widget app lost 2 to 4
-# of 15 clicks that way, each waited for until the timeout).
-_CLICK_AND_TIME = """async ([selector, watch, timeoutMs]) => {
-  // a widget can be away for a frame while React draws a run (the element's own run after a setting): wait for it
-  const waitFrom = performance.now();
-  while (!document.querySelector(selector) && performance.now() - waitFrom < timeoutMs) {
-    await new Promise((r) => requestAnimationFrame(r));
-  }
-  const target = document.querySelector(selector);
-  if (!target) return "lost";
-  if (target.disabled) return null;  // a disabled button takes no click: no run would come
-  const shown = () => document.querySelector(watch)?.value;
-  const before = shown();
-  const finished = new Promise((resolve) => window.__runEndWaiters.push(resolve));
-  const sent = window.__sent;
-  const start = performance.now();
-  target.click();
-  const done = await Promise.race([finished, new Promise((r) => setTimeout(() => r(null), timeoutMs))]);
-  if (done === null) return "lost";  // no run came: the click was lost
-  // The run is over; wait (frame by frame, bounded) until the page shows its result: the watched input's
-  // new value (the step picker, the d_k input).
-  while (shown() === before && performance.now() - start < timeoutMs) {
-    await new Promise((r) => requestAnimationFrame(r));
-  }
-  if (shown() === before) return "lost";
-  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
-  return [performance.now() - start, done - start, window.__sent - sent];
-}"""
-
-
-# A click the page answers itself (the step-through element): timed from the click until the watched picker shows its
-# new value and two animation frames have passed (the repaint); with the messages the page sent meanwhile.
-_CLICK_IN_PAGE = """async ([selector, watch, timeoutMs]) => {
-  const target = document.querySelector(selector);
-  if (!target || target.disabled) return null;
-  const shown = () => document.querySelector(watch)?.value;
-  const before = shown(), sent = window.__sent;
-  const start = performance.now();
-  target.click();
-  while (shown() === before && performance.now() - start < timeoutMs) {
-    await new Promise((r) => requestAnimationFrame(r));
-  }
-  if (shown() === before) return "lost";
-  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
-  return [performance.now() - start, window.__sent - sent];
-}"""
-
-
 def _click(page, selector: str, watch: str, lost: list[str]) -> Optional[list[float]]:
-    """Click and time it (``_CLICK_AND_TIME``): [total ms, run finished ms], or None when it is disabled.
+    """Click and time it (``CLICK_AND_TIME``): [total ms, run finished ms], or None when it is disabled.
 
     A click that no run answers within a third of ``RUN_TIMEOUT_S`` is noted in ``lost`` and made again
     (at most three times), as a student would click again; the time is the answered click's.
     """
     for _attempt in range(3):
-        timed = page.evaluate(_CLICK_AND_TIME, [selector, watch, RUN_TIMEOUT_S * 1000 / 3])
+        timed = page.evaluate(CLICK_AND_TIME, [selector, watch, RUN_TIMEOUT_S * 1000 / 3])
         if timed != "lost":
             return timed
         lost.append(selector)
@@ -233,12 +144,16 @@ def _click_or_back(page, selector: str, watch: str, lost: list[str]) -> list[flo
 #: ``--browser-profile``: the sampling profiler's interval (µs). Sampling slows the page down, so the profiled clicks
 #: are not the timed ones, and their split, not their sum, is what is read.
 PROFILE_INTERVAL_US = 250
+
+
 #: The parts of the page's main thread a profiled click's samples are counted in, in the table's order: (part, its
 #: column's title, marks). A JavaScript sample goes by the file (Streamlit's frontend bundles, named by their modules)
 #: of its innermost frame, to the first part with a mark in that name, else to :data:`OTHER_JS` (no marks of its own);
 #: Chromium's own names for the rest. "(program)" is the browser's native work outside JavaScript: style, layout,
 #: paint, parsing.
 OTHER_JS = "other JavaScript"
+
+
 PROFILE_PARTS = (
     ("Vega (charts)", "Vega", ("embed.", "vega", "ArrowVegaLiteChart")),
     ("React", "React", ("react-dom", "react.", "scheduler")),
@@ -266,10 +181,10 @@ def _profile_parts(profile: dict, clicks: int) -> dict[str, float]:
 
 
 def _timed_page(browser, throttle: float = 1.0):
-    """A new tab (1280 × 900) whose clicks ``_click`` can time: ``_COUNT_RUN_ENDS`` runs in it before the app; its
+    """A new tab (1280 × 900) whose clicks ``_click`` can time: ``COUNT_RUN_ENDS`` runs in it before the app; its
     main thread ``throttle`` times slower (CDP's CPU throttling) when above 1."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page.add_init_script(_COUNT_RUN_ENDS)
+    page.add_init_script(COUNT_RUN_ENDS)
     if throttle > 1:
         cdp = page.context.new_cdp_session(page)
         cdp.send("Emulation.setCPUThrottlingRate", {"rate": throttle})
@@ -278,6 +193,8 @@ def _timed_page(browser, throttle: float = 1.0):
 
 #: The step-through element's Next, Previous, step picker and entry pickers (ui/stepper.py, frontend/stepper/).
 ELEMENT = ".ae-stepper"
+
+
 _SHOWN_STAGE = f"{ELEMENT} .stage:not([hidden])"
 
 
@@ -296,7 +213,7 @@ def _element_clicks(page, clicks: int, label: str, results: dict, sent: dict, lo
         page.locator(f"{_SHOWN_STAGE} .entry-formula .katex, {_SHOWN_STAGE}:not(:has(.entry))").first.wait_for(
             timeout=RUN_TIMEOUT_S * 1000)
     while True:
-        timed = page.evaluate(_CLICK_IN_PAGE, [f"{ELEMENT} [data-move='1']", stage, RUN_TIMEOUT_S * 1000])
+        timed = page.evaluate(CLICK_IN_PAGE, [f"{ELEMENT} [data-move='1']", stage, RUN_TIMEOUT_S * 1000])
         if timed is None:
             break
         if timed == "lost":
@@ -310,7 +227,7 @@ def _element_clicks(page, clicks: int, label: str, results: dict, sent: dict, lo
     steps, step_sent, direction = [], [], -1
     lost[f"{label}: Next / Previous"] = []
     while len(steps) < clicks + 1:
-        timed = page.evaluate(_CLICK_IN_PAGE, [f"{ELEMENT} [data-move='{direction}']", stage, RUN_TIMEOUT_S * 1000])
+        timed = page.evaluate(CLICK_IN_PAGE, [f"{ELEMENT} [data-move='{direction}']", stage, RUN_TIMEOUT_S * 1000])
         if timed is None:  # the first or last step: turn round
             direction = -direction
             continue
@@ -336,7 +253,7 @@ def _element_clicks(page, clicks: int, label: str, results: dict, sent: dict, lo
         entries, entry_sent = [], []
         lost[name] = []
         for cell in cells:
-            timed = page.evaluate(_CLICK_IN_PAGE, [f"{_SHOWN_STAGE} button.cell{cell}",
+            timed = page.evaluate(CLICK_IN_PAGE, [f"{_SHOWN_STAGE} button.cell{cell}",
                                                    f"{_SHOWN_STAGE} select[data-pick={watch}]", RUN_TIMEOUT_S * 1000])
             if timed in (None, "lost"):
                 lost[name].append(cell)
@@ -344,24 +261,6 @@ def _element_clicks(page, clicks: int, label: str, results: dict, sent: dict, lo
             entries.append(timed[0] / 1000)
             entry_sent.append(timed[1])
         results[name], sent[name] = entries[1:], entry_sent[1:]
-
-
-# A real mouse click on a heatmap's cell (Vega takes no synthetic event): the click's time is taken on the page's
-# clock by a listener that runs first; then, as _CLICK_AND_TIME, the run's end and the picker's new value.
-_NOTE_CLICK = """() => { window.__clickAt = null; document.addEventListener("pointerdown",
-  () => { window.__clickAt = performance.now(); }, { capture: true, once: true });
-  window.__finished = new Promise((resolve) => window.__runEndWaiters.push(resolve)); window.__sentAt = window.__sent;
-  window.__before = document.querySelector(".st-key-setting_entry_row input")?.value; }"""
-_AFTER_CLICK = """async (timeoutMs) => {
-  const done = await Promise.race([window.__finished, new Promise((r) => setTimeout(() => r(null), timeoutMs))]);
-  if (done === null || window.__clickAt === null) return "lost";
-  const shown = () => document.querySelector(".st-key-setting_entry_row input")?.value;
-  while (shown() === window.__before && performance.now() - window.__clickAt < timeoutMs) {
-    await new Promise((r) => requestAnimationFrame(r));
-  }
-  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
-  return [performance.now() - window.__clickAt, window.__sent - window.__sentAt];
-}"""
 
 
 def _heatmap_entry_clicks(page, clicks: int, label: str, results: dict, sent: dict, lost: dict) -> None:
@@ -380,9 +279,9 @@ def _heatmap_entry_clicks(page, clicks: int, label: str, results: dict, sent: di
         count = paths.count()
         columns = round(count ** 0.5) or 1  # a guess for a matrix that is not square (dO: n × d_v): kept inside it
         box = paths.nth((((i + 1) % columns) * columns + i % 2) % max(count, 1)).bounding_box()
-        page.evaluate(_NOTE_CLICK)
+        page.evaluate(NOTE_CLICK)
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        timed = page.evaluate(_AFTER_CLICK, RUN_TIMEOUT_S * 1000)
+        timed = page.evaluate(AFTER_CLICK, RUN_TIMEOUT_S * 1000)
         if timed == "lost":
             lost[name].append(f"cell {i}")
             if not times:  # no click answered yet (each waited RUN_TIMEOUT_S): the cells take no click here

@@ -36,7 +36,7 @@ logging.disable(logging.WARNING)  # "no runtime found": the builders run here wi
 from attention_core import registry  # noqa: E402
 from attention_core.settings import Settings  # noqa: E402
 from attention_core.shared_settings import MAX_DIM  # noqa: E402
-from ui import stepper  # noqa: E402
+from ui import stepper, stepper_data  # noqa: E402
 
 LARGEST_SENTENCE = "the quick brown fox jumps over the lazy dog and then sleeps"  # 12 tokens
 
@@ -66,17 +66,17 @@ def size(value) -> tuple[int, int]:
 def measure(page, settings: Settings, repeat: int) -> dict:
     walk_s, walk = best(repeat, lambda: page.walkthrough(settings))
     explain = defaultdict(str)
-    stages_s, stages = best(repeat, lambda: {k: stepper.stage_data(page.steps(walk, k), explain)
+    stages_s, stages = best(repeat, lambda: {k: stepper_data.stage_data(page.steps(walk, k), explain)
                                              for k in page.stages})
     first = page.steps(walk, page.default_stage or next(iter(page.stages)))  # "": the first stage
     one_s, one = best(repeat, lambda: first.stage.entry(0, 0, 0, lambda text: text)
                       if first.stage.entry is not None else "")
     per_stage = {}
     for key in page.stages:
-        per_stage[key] = best(repeat, lambda key=key: stepper.entries(page.steps(walk, key)))
+        per_stage[key] = best(repeat, lambda key=key: stepper_data.entries(page.steps(walk, key)))
     entries_s = sum(t for t, _ in per_stage.values())
     heaviest = max(per_stage, key=lambda k: per_stage[k][0])
-    row_s, _row = best(repeat, lambda: stepper.entries(page.steps(walk, heaviest), (0,)))
+    row_s, _row = best(repeat, lambda: stepper_data.entries(page.steps(walk, heaviest), (0,)))
     return {"row": row_s, "walk": walk_s, "stages": (stages_s, *size(stages)), "one": (one_s, *size(one)),
             "entries": (entries_s, *size({k: v for k, (_t, v) in per_stage.items()})),
             "heaviest": (heaviest, per_stage[heaviest][0], size(per_stage[heaviest][1])[0],
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
                 continue
             kb = lambda raw, z: f"{raw / 1024:.0f}/{z / 1024:.0f} kB"  # noqa: E731
             name, t, raw, count = m["heaviest"]
-            by_row = f"; sent a row at a time: {1000 * m['row']:.0f} ms" if count > stepper.ENTRIES_AT_ONCE else ""
+            by_row = f"; sent a row at a time: {1000 * m['row']:.0f} ms" if count > stepper_data.ENTRIES_AT_ONCE else ""
             print(f"{page.key:<22} {label:<8} {1000 * m['walk']:>5.0f}ms {1000 * m['stages'][0]:>6.0f}ms "
                   f"{kb(*m['stages'][1:]):>14} {1000 * m['one'][0]:>5.0f}ms {1000 * m['entries'][0]:>7.0f}ms "
                   f"{kb(*m['entries'][1:]):>14}  {name}: {count} entries, {1000 * t:.0f} ms, {raw / 1024:.0f} kB{by_row}")

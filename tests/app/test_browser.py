@@ -218,7 +218,7 @@ def assert_nothing_fails_behind_the_screen(page: Page, base_url: str, path: str)
 
     The warnings were Vega's, KaTeX's and graphviz's: "Dropping "fit" because spec has discrete size" on every
     heatmap, "Infinite extent" and "Log scale domain includes zero" where a scale met Streamlit's first, empty run of
-    a chart (ui.heatmaps.drawable), "conflicting sort properties" (a stacked bar chart), KaTeX's unrecognised "✓"
+    a chart (ui.chart_specs.drawable), "conflicting sort properties" (a stacked bar chart), KaTeX's unrecognised "✓"
     and "\\ does nothing in display mode", and the graphviz chart's missing web worker (the overview's pipeline, now
     the page's own HTML)."""
     page.wait_for_load_state("networkidle")
@@ -1186,7 +1186,7 @@ def test_a_class_live_the_teacher_sees_a_named_mistake_and_brings_the_class_to_a
 
 
 #: The teacher sees a student's step on *Your class* within this (ms): the element reports a step the server has not
-#: heard of at most every ui.stepper.REPORT_MS (10 s), the page's live part runs every 2 s.
+#: heard of at most every ui.stepper_data.REPORT_MS (10 s), the page's live part runs every 2 s.
 TEACHER_SEES_STEP_MS = 16_000
 
 

@@ -1,4 +1,4 @@
-"""ui/heatmaps.drawable: what a chart's spec is given before Streamlit draws it. Streamlit runs a chart once with its data sets
+"""ui/chart_specs.drawable: what a chart's spec is given before Streamlit draws it. Streamlit runs a chart once with its data sets
 empty before it inserts the data: a scale whose domain came from the data met no value there ("Infinite extent",
 "Log scale domain includes zero" in the browser's console), and Streamlit's autosize "fit" on a chart sized in steps
 was dropped with a warning. The browser test (test_browser_every_page.py) reads the console of every page; here,
@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from ui import charts, heatmaps
+from ui import chart_specs, charts, heatmaps
 
 
 def _svg(spec: dict, data: pa.Table) -> str:
@@ -46,7 +46,7 @@ def test_a_log_log_line_chart_gets_its_domains_from_the_data_and_draws_the_same(
                      "dashed": [False] * 4 + [True] * 4,
                      "lo": [0.9, 3.5, 15.0, 60.0] + [None] * 4, "hi": [1.3, 5.0, 20.0, 80.0] + [None] * 4})
     assert _domains(spec)["x"] is None  # from the data, on Streamlit's first (empty) run: infinite
-    drawn = heatmaps.drawable(spec, data)
+    drawn = chart_specs.drawable(spec, data)
     domains = _domains(drawn)
     assert domains["x"] == [1.0, 64.0] and domains["y"] == [0.9, 80.0]  # the error bars' ends included
     assert "autosize" not in drawn  # sized by its container: Streamlit's "fit" is right
@@ -60,13 +60,13 @@ def test_a_linear_axis_keeps_zero_and_its_round_ends():
     spec = charts._lines_spec("τ", "entropy", "series", True, 10, False, None, None, False, True, 560, 340)
     data = pa.table({"x": [0.01, 0.1, 1.0, 10.0, 100.0], "y": [0.15, 0.4, 1.1, 1.8, 1.94], "series": ["row"] * 5,
                      "order": [0] * 5, "dashed": [False] * 5, "marked": [False, False, True, False, False]})
-    drawn = heatmaps.drawable(spec, data)
+    drawn = chart_specs.drawable(spec, data)
     assert _domains(drawn)["y"] == [0.15, 1.94]
     assert _svg(drawn, data) == _svg(spec, data)
     bars = charts._bars_spec("entropy", "row", 360, 200)
     assert bars["layer"][0]["encoding"]["x"]["stack"] is None
     values = pa.table({"i": [0, 1, 2], "label": ["a", "b", "c"], "value": [0.05, 1.2, 1.9], "limit": [2.0] * 3})
-    drawn = heatmaps.drawable(bars, values)
+    drawn = chart_specs.drawable(bars, values)
     assert _domains(drawn)["x"] == [0.05, 2.0]
     assert _svg(drawn, values) == _svg(bars, values)
 
@@ -74,7 +74,7 @@ def test_a_linear_axis_keeps_zero_and_its_round_ends():
 def test_a_heatmap_sized_in_cells_is_padded_not_fit():
     matrix = np.array([[1.0, 0.0], [0.5, -2.0]])
     table, spec = heatmaps.heatmap_figure(matrix, ["a", "b"], ["c", "d"])
-    drawn = heatmaps.drawable(spec, table)
+    drawn = chart_specs.drawable(spec, table)
     assert drawn["autosize"] == {"type": "pad", "contains": "padding"}  # what Vega-Lite fell back to, warning
     assert _domains(drawn)["color"] == [-2.0, 2.0]  # its own, set by heatmap_figure: left as it is
     assert _svg(drawn, table) == _svg(spec, table)
@@ -85,12 +85,12 @@ def test_a_heatmap_sized_in_cells_is_padded_not_fit():
                                                      ({"step": 20}, 200, "fit-y"), (300, {"step": 20}, "fit-x"),
                                                      (300, 200, None)])
 def test_the_autosize_is_what_vega_lite_falls_back_to(width, height, fallback):
-    spec = heatmaps.drawable({"mark": "rect", "width": width, "height": height}, None)
+    spec = chart_specs.drawable({"mark": "rect", "width": width, "height": height}, None)
     assert spec.get("autosize", {}).get("type") == fallback
 
 
 def test_a_scale_with_its_own_domain_or_without_data_is_left_as_it_is():
     spec = {"mark": "point", "encoding": {"x": {"field": "x", "type": "quantitative", "scale": {"domain": [0, 9]}},
                                           "y": {"field": "y", "type": "quantitative"}}}
-    drawn = heatmaps.drawable(spec, pd.DataFrame({"x": [1.0, 2.0], "y": [np.nan, np.nan]}))
+    drawn = chart_specs.drawable(spec, pd.DataFrame({"x": [1.0, 2.0], "y": [np.nan, np.nan]}))
     assert drawn["encoding"]["x"]["scale"] == {"domain": [0, 9]} and "scale" not in drawn["encoding"]["y"]

@@ -119,7 +119,7 @@ def test_every_formula_and_entry_of_every_step_page_typesets_without_a_katex_war
     page's console, and the line it meant to break stays one line."""
     from attention_core import registry
     from attention_core.settings import Settings
-    from ui import stepper
+    from ui import stepper_data
 
     node = shutil.which("node")
     if node is None or not (FRONTEND / "node_modules" / "katex").is_dir():
@@ -133,7 +133,7 @@ def test_every_formula_and_entry_of_every_step_page_typesets_without_a_katex_war
             steps = page.steps(walk, key)
             items += [(f"{page.key} {key} formula", line) for line in steps.stage.formula(lambda text, **_: text)]
             items += [(f"{page.key} {key} {r},{c},{h}", steps.stage.entry(r, c, h, lambda text, **_: text))
-                      for r, c, h in stepper.entry_cells(steps)]
+                      for r, c, h in stepper_data.entry_cells(steps)]
     assert len(items) > 4000
     path = tmp_path / "latex.json"
     path.write_text(json.dumps(items))

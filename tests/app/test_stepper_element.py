@@ -18,7 +18,7 @@ from conftest import element, element_send, element_step, open_app, settings, sh
 from streamlit.testing.v1 import AppTest
 
 from attention_core.self_attention.walkthrough import build_walkthrough
-from ui import stepper
+from ui import stepper, stepper_data
 
 #: float32 against float64 through four matmuls and a softmax of 7 × 7 numbers under 10.
 TOLERANCE = 1e-5
@@ -67,18 +67,18 @@ def test_the_cells_are_coloured_by_the_heatmaps_scale():
     values = pytorch(at)["weights"].numpy()
     top = np.unravel_index(values.argmax(), values.shape)
     assert weights["scheme"] == "blues" and scores["scheme"] == "redblue"  # the classic palette, as the heatmaps
-    assert weights["fill"][top[0]][top[1]] == "#" + stepper.SCHEMES["blues"][-6:]  # its darkest blue
-    zero = stepper.colours(np.array([0.0]), "redblue", True, *scores["domain"])[0]
-    assert zero == "#" + stepper.SCHEMES["redblue"][30:36]  # the middle of the 11 stops: white-ish
+    assert weights["fill"][top[0]][top[1]] == "#" + stepper_data.SCHEMES["blues"][-6:]  # its darkest blue
+    zero = stepper_data.colours(np.array([0.0]), "redblue", True, *scores["domain"])[0]
+    assert zero == "#" + stepper_data.SCHEMES["redblue"][30:36]  # the middle of the 11 stops: white-ish
     assert all(c.startswith("#") and len(c) == 7 for row in scores["fill"] for c in row)
 
 
 def test_colours_interpolate_vegas_scheme_between_its_stops():
-    blues = stepper.SCHEMES["blues"]
+    blues = stepper_data.SCHEMES["blues"]
     first, last = f"#{blues[:6]}", f"#{blues[-6:]}"
-    got = stepper.colours(np.array([0.0, 1.0, 2.0, -np.inf]), "blues", False, 0.0, 1.0)
-    assert list(got) == [first, last, last, stepper.BLOCKED]  # clamped above, −∞ grey
-    assert list(stepper.colours(np.array([0.0]), "blues", True, 0.0, 1.0)) == [last]  # reversed
+    got = stepper_data.colours(np.array([0.0, 1.0, 2.0, -np.inf]), "blues", False, 0.0, 1.0)
+    assert list(got) == [first, last, last, stepper_data.BLOCKED]  # clamped above, −∞ grey
+    assert list(stepper_data.colours(np.array([0.0]), "blues", True, 0.0, 1.0)) == [last]  # reversed
 
 
 def test_a_stage_opens_with_its_one_entry_and_sends_all_of_them_once_asked():

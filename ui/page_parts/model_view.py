@@ -28,7 +28,7 @@ import torch
 from PIL import Image
 
 from attention_core.minilm import head_findings
-from ui import builds, frames, heatmaps, presenter, stepthrough
+from ui import builds, chart_specs, frames, heatmaps, presenter, stepthrough
 from ui.i18n import _
 
 #: Colour stops of the weights' scale, value in [0, 1] -> RGB, per palette: the scales the heatmaps give numbers
@@ -116,7 +116,7 @@ def _grid_spec(head_title: str, layer_title: str, height: int = 6 * GRID_CELL_PX
                      domain=False, ticks=False
                      ).configure_view(strokeWidth=0)
     chart = chart.add_params(alt.selection_point(name="head_pick", fields=["layer", "head"], on="click"))
-    return heatmaps.layered_spec(chart)  # the data is passed per call
+    return chart_specs.layered_spec(chart)  # the data is passed per call
 
 
 def head_grid(pictures: pa.Table, selected: tuple[int, int], *, key: str,
@@ -140,7 +140,7 @@ def head_grid(pictures: pa.Table, selected: tuple[int, int], *, key: str,
                              "(darker: more weight). Click one to open it.", layers=layers, heads=heads)
             + ("" if focus is None else " " + _("Its table gives each head's focus: the mean over the tokens of the "
                                                  "largest weight (1: each token looks at one token)."))}
-    st.vega_lite_chart(df, heatmaps.drawable(spec, df), key=key,
+    st.vega_lite_chart(df, chart_specs.drawable(spec, df), key=key,
                        on_select=functools.partial(_on_pick, key, on_pick),
                        selection_mode="head_pick", width="stretch")
     if focus is not None:
@@ -215,7 +215,7 @@ def _map_spec(cell_px: int, numbers: bool, titles: tuple[str, str, str, str, str
         titleFontSize=presenter.font_px(15, scale)).configure_legend(labelFontSize=legend_font,
                                                                      titleFontSize=legend_font)
     chart = chart.add_params(alt.selection_point(name="entry_pick", fields=["i", "j"], on="click"))
-    return heatmaps.layered_spec(chart)
+    return chart_specs.layered_spec(chart)
 
 
 #: The open head's map is shown whole up to MAP_WINDOW tokens, else a block of MAP_WINDOW rows and columns: 64² marks
@@ -284,7 +284,7 @@ def attention_map(weights: np.ndarray, labels: Sequence[str], *, key: str,
     spec = {**_map_spec(cell, cell >= 40 * scale, titles, scale), "description": description}
     chart_key = key if (r1 - r0, c1 - c0) == (n, n) else f"{key}_{r0}_{c0}"  # a fresh chart per block
     data = map_data(weights, labels, (r0, r1), (c0, c1), selected)
-    st.vega_lite_chart(data, heatmaps.drawable(spec, data), key=chart_key,
+    st.vega_lite_chart(data, chart_specs.drawable(spec, data), key=chart_key,
                        on_select=functools.partial(_on_entry, chart_key, on_cell),
                        selection_mode="entry_pick", width="content")
     heatmaps.table(shown, labels[r0:r1], labels[c0:c1], chart_key)
