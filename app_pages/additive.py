@@ -5,6 +5,7 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.lessons.additive import page as additive
+from attention_core.lessons.self_attention.page import SELF_ATTENTION_PAGE
 from attention_core.self_attention.formulas import entry_of
 from ui import experiments, heatmaps, page_body, state, widgets
 from ui.i18n import _
@@ -26,7 +27,7 @@ def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
-    walk = widgets.walkthrough_or_stop()
+    walk = widgets.walkthrough_or_stop(SELF_ATTENTION_PAGE, state.settings(), state.edits())
     att = walk.trace.attention
     rows = token_labels(walk.tokens)
     view = widgets.build_or_stop(additive.compare_scorers, att.query, att.key, att.value, att.weights,

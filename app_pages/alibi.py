@@ -46,7 +46,7 @@ def page() -> None:
     state.bind(st.toggle, _("Causal mask"), "causal_mask",
                help=_("On, as in the paper's language models: each token sees itself and earlier tokens."))
 
-    walk = widgets.page_walkthrough_or_stop(ALIBI_PAGE, state.settings(), state.edits())
+    walk = widgets.walkthrough_or_stop(ALIBI_PAGE, state.settings(), state.edits())
     stepper.live(ALIBI_PAGE, walk, EXPLAIN)
 
 

@@ -62,7 +62,7 @@ def page() -> None:
                    help=_("On: blocked scores get no gradient."))
     learning.target_editor("backward_show_target", "target", backward_target, "c")
 
-    walk = widgets.page_walkthrough_or_stop(BACKWARD, state.settings(), state.edits())
+    walk = widgets.walkthrough_or_stop(BACKWARD, state.settings(), state.edits())
     stepper.live(BACKWARD, walk, EXPLAIN, after_checks=learning.keep_stepping(BACKWARD, walk))
 
 

@@ -63,7 +63,7 @@ def page() -> None:
         state.bind(st.toggle, _("Causal mask"), "causal_mask", help=_("On: blocked scores get no gradient."))
     learning.target_editor("backward_multi_head_show_target", TARGET_EDITS, backward_multi_head_target, "o")
 
-    walk = widgets.page_walkthrough_or_stop(BACKWARD_MULTI_HEAD, state.settings(), state.edits())
+    walk = widgets.walkthrough_or_stop(BACKWARD_MULTI_HEAD, state.settings(), state.edits())
     st.caption(_("d_out = {d_out} = h · head_dim = {h} · {hd}; the mask is the causal switch alone (the Causal page's "
                  "padding and clicked cells are not applied here).", d_out=walk.trace.concat.shape[-1],
                  h=walk.trace.num_heads, hd=walk.trace.head_dim))

@@ -56,7 +56,7 @@ def page() -> None:
     with c5:
         state.bind(st.toggle, _("Causal mask on"), "causal_mask", help=_("Off: only padding and your clicked cells mask."))
 
-    walk = widgets.page_walkthrough_or_stop(CAUSAL_PAGE, settings, state.edits())
+    walk = widgets.walkthrough_or_stop(CAUSAL_PAGE, settings, state.edits())
 
     st.caption(_("**Sentence:** {sentence} — change it on *Tokens & embeddings*.",
                  sentence=widgets.md_escape(settings.sentence)) + " " + widgets.message_markdown(walk.weights_note))

@@ -52,7 +52,7 @@ def page() -> None:
         state.bind(st.number_input, _("context_length"), "context_length", step=1,
                    help=_("Neither sentence may be longer (1 to {max_tokens}).", max_tokens=MAX_TOKENS))
 
-    walk = widgets.page_walkthrough_or_stop(CROSS_ATTENTION, settings, state.edits())
+    walk = widgets.walkthrough_or_stop(CROSS_ATTENTION, settings, state.edits())
 
     trace = walk.trace
     m, n = len(walk.tokens), len(walk.kv_tokens)

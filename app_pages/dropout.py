@@ -47,7 +47,7 @@ def page() -> None:
         state.bind(st.number_input, _("Dropout seed"), "dropout.seed", step=1,
                    help=_("Seeds the generator that draws D (0 to {max_seed}).", max_seed=MAX_SEED))
 
-    walk = widgets.page_walkthrough_or_stop(DROPOUT_PAGE, settings, state.edits())
+    walk = widgets.walkthrough_or_stop(DROPOUT_PAGE, settings, state.edits())
 
     mode = _("training") if settings.dropout.training else _("eval")
     m1, m2, m3 = st.columns(3)

@@ -70,7 +70,7 @@ def page() -> None:
                    format_func=blocks.get)
 
     settings = state.settings()
-    walk = widgets.page_walkthrough_or_stop(ENCODER_BLOCK, settings, state.edits())
+    walk = widgets.walkthrough_or_stop(ENCODER_BLOCK, settings, state.edits())
 
     if own.norm_first:
         st.markdown(_("**Pre-LN:** H = X + MultiHead(LayerNorm₁(X)), then Y = H + FFN(LayerNorm₂(H)). The residual "

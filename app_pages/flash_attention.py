@@ -52,7 +52,7 @@ def page() -> None:
         state.bind(st.number_input, _("Seed of W"), "seed", step=1)
     state.bind(st.toggle, _("Causal mask"), "causal_mask", help=_("On: tiles above the diagonal are fully masked."))
 
-    walk = widgets.page_walkthrough_or_stop(FLASH_ATTENTION, state.settings(), state.edits())
+    walk = widgets.walkthrough_or_stop(FLASH_ATTENTION, state.settings(), state.edits())
     widgets.keep_in_range(**{"flash_attention.tile": walk.tile})
     names = {k: _("Tile {k}: query block {qb} (rows {r0}–{r1}) × key block {kb} (keys {c0}–{c1})", k=k + 1, qb=qb, kb=kb,
                   r0=rows.start + 1, r1=rows.stop, c0=cols.start + 1, c1=cols.stop)

@@ -62,7 +62,7 @@ def page() -> None:
         state.bind(st.number_input, _("Seed of the draws"), "seed", step=1, disabled=settings.generation.temperature == 0,
                    help=_("Used when τ > 0: the same seed draws the same tokens."))
 
-    walk = widgets.page_walkthrough_or_stop(GENERATION_PAGE, state.settings())
+    walk = widgets.walkthrough_or_stop(GENERATION_PAGE, state.settings())
     gen = walk.generation
 
 

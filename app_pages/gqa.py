@@ -56,7 +56,7 @@ def page() -> None:
                                                               "in a language model."))
 
     settings = state.settings()
-    walk = widgets.page_walkthrough_or_stop(GQA_PAGE, settings, state.edits())
+    walk = widgets.walkthrough_or_stop(GQA_PAGE, settings, state.edits())
     t = walk.trace
     kind = "MHA" if t.num_kv_heads == t.num_heads else "MQA" if t.num_kv_heads == 1 else "GQA"
     st.markdown(_("**{kind}:** {h} query heads, {kv} key/value heads, {group} query heads per key/value head; "

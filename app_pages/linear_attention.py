@@ -59,7 +59,7 @@ def page() -> None:
     with c4:
         state.bind(st.number_input, _("Seed of W"), "seed", step=1)
 
-    walk = widgets.page_walkthrough_or_stop(LINEAR_ATTENTION, state.settings(), state.edits())
+    walk = widgets.walkthrough_or_stop(LINEAR_ATTENTION, state.settings(), state.edits())
     widgets.keep_in_range(**{"linear_attention.step": walk.step})
     names = dict(enumerate(token_labels(walk.tokens)))  # "4 Learning": t = 4, 1-based as on the page
     state.bind(st.selectbox, _("Step t (the recurrent form and the delta rules)"), "linear_attention.step",

@@ -67,7 +67,7 @@ def page() -> None:
     with c4:
         state.bind(st.number_input, _("Seed of W"), "seed", step=1)
 
-    walk = widgets.page_walkthrough_or_stop(MLA_PAGE, state.settings(), state.edits())
+    walk = widgets.walkthrough_or_stop(MLA_PAGE, state.settings(), state.edits())
     widgets.keep_in_range(**{"mla.head": walk.head})
     t = walk.trace
     names = {r: _("Head {r}", r=r + 1) for r in range(t.num_heads)}  # a dict: the labels are fixed when drawn

@@ -45,7 +45,7 @@ def page() -> None:
         state.bind(st.toggle, _("Causal mask on"), "causal_mask",
                    help=_("The mask of the Causal attention page (with its padding and clicked cells)."))
 
-    walk = widgets.page_walkthrough_or_stop(MULTI_HEAD, settings, state.edits())
+    walk = widgets.walkthrough_or_stop(MULTI_HEAD, settings, state.edits())
 
     (b, t, d_out), (_b, _t, h, hd), after = walk.shapes
     st.markdown(_(

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from attention_core.inputs.tokens import dim_labels, token_labels
+from attention_core.lessons.self_attention.page import SELF_ATTENTION_PAGE
 from attention_core.self_attention import formulas
 from ui import heatmaps, page_body, state, widgets
 from ui.i18n import _
@@ -29,7 +30,7 @@ def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
-    walk = widgets.walkthrough_or_stop()
+    walk = widgets.walkthrough_or_stop(SELF_ATTENTION_PAGE, state.settings(), state.edits())
 
     labels = token_labels(walk.tokens)
     query_index = widgets.build_or_stop(formulas.weightless_query, settings.no_weights.query_index, len(walk.tokens))

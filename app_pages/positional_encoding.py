@@ -6,6 +6,7 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.lessons.positional_encoding import page as positional
+from attention_core.lessons.self_attention.page import SELF_ATTENTION_PAGE
 from attention_core.positions import sinusoidal_encoding
 from ui import charts, experiments, heatmaps, page_body, state, widgets
 from ui.i18n import _
@@ -26,7 +27,7 @@ def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
-    walk = widgets.walkthrough_or_stop()
+    walk = widgets.walkthrough_or_stop(SELF_ATTENTION_PAGE, state.settings(), state.edits())
     t = walk.trace
     n_tokens, d_model = t.x.shape
     rows = token_labels(walk.tokens)

@@ -59,7 +59,7 @@ def page() -> None:
         state.bind(st.number_input, _("Seed of W"), "seed", step=1)
 
     with st.spinner(_("Loading the reference implementation (Hugging Face transformers) for the check…")):
-        walk = widgets.page_walkthrough_or_stop(ROPE_PAGE, state.settings(), state.edits())
+        walk = widgets.walkthrough_or_stop(ROPE_PAGE, state.settings(), state.edits())
 
     def pair_chart(steps, row: int, col: int, head: int):
         """On the rotation stages, the explained entry's pair of dimensions drawn before and after its rotation."""

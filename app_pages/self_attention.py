@@ -45,7 +45,7 @@ def page() -> None:
         widgets.sentence_box(help_more=_("d_model = {d}; X and d_model are on *Tokens & embeddings*.",
                                          d=settings.d_model))
 
-    walk = widgets.walkthrough_or_stop()
+    walk = widgets.walkthrough_or_stop(SELF_ATTENTION_PAGE, state.settings(), state.edits())
 
     # A toggle, not an expander: a collapsed expander still sends its three editors on every rerun.
     if st.toggle(_("Show and edit the weights W_q, W_k, W_v"), key="sa_show_weights",

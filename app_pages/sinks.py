@@ -53,7 +53,7 @@ def page() -> None:
     with c3:
         state.bind(st.number_input, _("Seed of W"), "seed", step=1)
 
-    walk = widgets.page_walkthrough_or_stop(SINKS, state.settings(), state.edits())
+    walk = widgets.walkthrough_or_stop(SINKS, state.settings(), state.edits())
     stepper.live(SINKS, walk, EXPLAIN)
     real_model()
 

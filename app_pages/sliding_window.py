@@ -50,7 +50,7 @@ def page() -> None:
     state.bind(st.toggle, _("Causal mask"), "causal_mask",
                help=_("On: the window looks back only (Mistral). Off: w − 1 tokens on each side (Longformer)."))
 
-    walk = widgets.page_walkthrough_or_stop(SLIDING_WINDOW, state.settings(), state.edits())
+    walk = widgets.walkthrough_or_stop(SLIDING_WINDOW, state.settings(), state.edits())
     stepper.live(SLIDING_WINDOW, walk, EXPLAIN)
 
 

@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from attention_core.inputs.tokens import token_labels
+from attention_core.lessons.self_attention.page import SELF_ATTENTION_PAGE
 from attention_core.lessons.temperature import page as temperature
 from ui import charts, heatmaps, page_body, state, widgets
 from ui.i18n import _
@@ -27,7 +28,7 @@ def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
-    walk = widgets.walkthrough_or_stop()
+    walk = widgets.walkthrough_or_stop(SELF_ATTENTION_PAGE, state.settings(), state.edits())
     att = walk.trace.attention
     rows = token_labels(walk.tokens)
     view = widgets.build_or_stop(temperature.temperature_view, att.query, att.key, att.value, settings.temperature.tau,

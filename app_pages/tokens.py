@@ -6,6 +6,7 @@ import streamlit as st
 from attention_core.errors import N_
 from attention_core.inputs.presets import PRESETS
 from attention_core.inputs.tokens import dim_labels, token_labels
+from attention_core.lessons.self_attention.page import SELF_ATTENTION_PAGE
 from ui import heatmaps, page_body, state, widgets
 from ui.i18n import _
 
@@ -51,7 +52,7 @@ def page() -> None:
     else:
         st.caption(_("Vocabulary: built from your sentence (each new word gets the next id, from 0)."))
 
-    walk = widgets.walkthrough_or_stop()
+    walk = widgets.walkthrough_or_stop(SELF_ATTENTION_PAGE, state.settings(), state.edits())
 
     st.subheader(_("Tokens → ids"))
     st.dataframe(

@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import streamlit as st
 
-from attention_core.classroom import notebook, scripts
+from attention_core.classroom import checking_script, notebook
 from attention_core.page import Page
 from attention_core.stepthrough import Check
 from ui import i18n, widgets
@@ -24,7 +24,7 @@ def _exports(page: Page, walk: Any) -> dict[str, Callable[[], str]]:
     clicked (neither for a page without a recipe)."""
     if page.recipe is None:
         return {}
-    return {"script": functools.partial(scripts.script_for, page, walk),
+    return {"script": functools.partial(checking_script.script_for, page, walk),
             "notebook": functools.partial(notebook.notebook_for, page, walk, i18n.translator())}
 
 

@@ -21,10 +21,8 @@ from attention_core.errors import N_, InputError, Message
 from attention_core.inputs.edits import MAX_ABS_VALUE, read_cell, refused_cell
 from attention_core.inputs.matrix_text import parse_matrix
 from attention_core.inputs.text import MAX_SENTENCE_CHARS, MAX_TOKENS
-from attention_core.lessons.self_attention.page import SELF_ATTENTION_PAGE
 from attention_core.page import Page
 from attention_core.self_attention.formulas import Entry, entry_latex
-from attention_core.self_attention.walkthrough import Walkthrough
 from attention_core.settings import EDITABLE, Edits, Settings
 from attention_core.sources import for_students
 from attention_core.stepthrough import FLOAT_LOOP, OTHER_ROUTE, PYTORCH, TRANSFORMERS
@@ -159,7 +157,7 @@ def way_back(field: str) -> None:
                      help=_("The app as it opens, with your language, colours and presenter mode kept."))
 
 
-def page_walkthrough_or_stop(page: Page, settings: Settings, edits: Optional[Edits] = None) -> Any:
+def walkthrough_or_stop(page: Page, settings: Settings, edits: Optional[Edits] = None) -> Any:
     """``page``'s walk-through of ``settings`` and ``edits`` (its builder with :meth:`Page.build_args`: the shared
     settings, its own group if it has one, the edits), through :func:`build_or_stop` (shared, keyed by what it
     read); on bad input, its message and the page stops.
@@ -170,12 +168,6 @@ def page_walkthrough_or_stop(page: Page, settings: Settings, edits: Optional[Edi
         edits: the current edits (``state.edits()``), or None for a page without edits.
     """
     return build_or_stop(page.build, *page.build_args(settings, edits))
-
-
-def walkthrough_or_stop() -> Walkthrough:
-    """The self-attention walk-through of the current settings and edits; on bad input, its message and the page
-    stops."""
-    return page_walkthrough_or_stop(SELF_ATTENTION_PAGE, state.settings(), state.edits())
 
 
 def keep_in_range(**values: Any) -> None:

@@ -1,7 +1,7 @@
 """Exports of a step page as Markdown with LaTeX: every stage's formula (LaTeX from sympy), every matrix as a
 Markdown table, the page's checks (:func:`steps_markdown`; :func:`walkthrough_markdown` for the
 self-attention page). Tokens enter the Markdown escaped. The self-checking script of every step page is
-:func:`attention_core.classroom.scripts.script_for`.
+:func:`attention_core.classroom.checking_script.script_for`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 r"""Every step page as a Jupyter notebook that re-checks every number: :func:`notebook_for`.
 
-The notebook is the page's self-checking script (:mod:`attention_core.classroom.scripts`: the same recipe, the same
+The notebook is the page's self-checking script (:mod:`attention_core.classroom.checking_script`: the same recipe, the same
 lines, from :func:`attention_core.recipe.header`, :func:`~attention_core.recipe.input_lines` and
 :func:`~attention_core.recipe.stage_checks`) cut into cells, with each stage's formula above its checks:
 
@@ -29,8 +29,8 @@ from typing import Any
 import nbformat
 from nbformat import v4
 
+from attention_core.classroom.checking_script import recipe_and_steps
 from attention_core.classroom.export import markdown_text
-from attention_core.classroom.scripts import recipe_and_steps
 from attention_core.errors import N_, Message
 from attention_core.latex import Translate
 from attention_core.page import Page

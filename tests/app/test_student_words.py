@@ -161,12 +161,12 @@ STEP_PAGES = [page for page in registry.PAGES if page.stages]
 
 @pytest.mark.parametrize("page", STEP_PAGES, ids=[page.key for page in STEP_PAGES])
 def test_every_worksheet_notebook_markdown_and_script_names_only_references_a_student_can_follow(page):
-    from attention_core.classroom import export, notebook, scripts, worksheet
+    from attention_core.classroom import checking_script, export, notebook, worksheet
     from ui.i18n import Translator
 
     walk = _walk(page)
     order = page.steps(walk, next(iter(page.stages))).titles
-    found = [f"script: {bad}" for bad in unfollowable(scripts.script_for(page, walk))]
+    found = [f"script: {bad}" for bad in unfollowable(checking_script.script_for(page, walk))]
     for language in ("en", "zh"):
         tr = Translator(language)
         cells = json.loads(notebook.notebook_for(page, walk, tr))["cells"]

@@ -1,5 +1,5 @@
 """Exports of the self-attention page: the Markdown walk-through and the self-checking script (which the suite runs;
-tests/classroom/test_scripts.py runs every step page's)."""
+tests/classroom/test_checking_script.py runs every step page's)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 import pytest
 from conftest import shows_number
 
+from attention_core.classroom.checking_script import script_for
 from attention_core.classroom.export import walkthrough_markdown
-from attention_core.classroom.scripts import script_for
 from attention_core.inputs.presets import PRESETS
 from attention_core.lessons.self_attention.page import SELF_ATTENTION_PAGE
 from attention_core.self_attention.walkthrough import build_walkthrough

@@ -1,5 +1,5 @@
 """The worksheet and export downloads of a step page (``attention_core.classroom.worksheet``): a PDF to print and its
-key, every step as Markdown, a self-checking PyTorch script (``attention_core.classroom.scripts``) and the same checks
+key, every step as Markdown, a self-checking PyTorch script (``attention_core.classroom.checking_script``) and the same checks
 as a Jupyter notebook (``attention_core.classroom.notebook``), and any heatmap as PNG, SVG or CSV.
 
 Drawn by the step-through renderer when the page passes its ``steps_for(stage)`` builder (and, for the script and

@@ -1,4 +1,4 @@
-"""The self-checking script of every step page (attention_core.classroom.scripts), run by the suite: it exits 0 and
+"""The self-checking script of every step page (attention_core.classroom.checking_script), run by the suite: it exits 0 and
 names every matrix of every stage; a copy with one number off by 0.01 fails with AssertionError; it holds exactly the
 app's numbers; tokens with quotes, backslashes and newlines stay inside string literals. Then every step page's
 "Worksheet and export" switch offers the script, the notebook (tests/classroom/test_notebook.py runs them) and a
@@ -25,7 +25,7 @@ from conftest import APP
 from streamlit.testing.v1 import AppTest
 
 from attention_core import registry
-from attention_core.classroom.scripts import script_for
+from attention_core.classroom.checking_script import script_for
 from attention_core.lessons.alibi.page import ALIBI_PAGE
 from attention_core.lessons.backward.page import BACKWARD
 from attention_core.lessons.backward_multi_head.page import BACKWARD_MULTI_HEAD
