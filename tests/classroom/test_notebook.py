@@ -21,7 +21,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbformat import v4
-from test_scripts import CASES, NASTY, every_panel
+from test_checking_script import CASES, NASTY, every_panel
 
 from attention_core import registry
 from attention_core.classroom.notebook import notebook_for
