@@ -28,7 +28,7 @@ from attention_core.classroom.notebook import notebook_for
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 
-#: page key -> the first case of test_scripts for it (its default settings): one notebook per step page.
+#: page key -> the first case of test_checking_script for it (its default settings): one notebook per step page.
 PAGES = {}
 for _build, _key in CASES.values():
     PAGES.setdefault(_key, _build)
