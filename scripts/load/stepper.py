@@ -51,7 +51,7 @@ def best(repeat: int, make):
     """(best time in s, the last value) of ``make()`` run ``repeat`` times, the shared caches cleared each time."""
     times, value = [], None
     for _ in range(repeat):
-        stepper._PARTS.clear()
+        stepper_data._PARTS.clear()
         start = time.perf_counter()
         value = make()
         times.append(time.perf_counter() - start)

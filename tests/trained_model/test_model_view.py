@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ui import model_view
+from ui.page_parts import model_view
 
 
 def _ceil_div(a: int, b: int) -> int:
