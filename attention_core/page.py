@@ -1,14 +1,14 @@
-"""What a page of the app is: one declaration, kept beside the concept it teaches.
+"""What a page of the app is: one declaration, kept in the page's own folder.
 
-Each page is declared once, as a :class:`Page`, in its concept's module (the ALiBi page in
-``attention_core/lessons/alibi/page.py``, the tokens page in ``attention_core/self_attention/walkthrough.py``,
-...); :mod:`attention_core.registry` lists every declaration once, in the order of the app's navigation, and
+Each page is declared once, as a :class:`Page`, in its folder's ``page.py`` (the ALiBi page in
+``attention_core/lessons/alibi/page.py``, the tokens page in ``attention_core/lessons/tokens/page.py``, ...);
+:mod:`attention_core.registry` lists every declaration once, in the order of the app's navigation, and
 everything that lists pages loops over that registry: the router (``app.py``), the overview's "where to go next",
 the load benchmark and the tests.
 
 A page's key is its one name: the page file ``app_pages/<key>.py``, the URL path ``/<key with - for _>``.
 
-A leaf module (imports only ``errors``): concept modules import it to declare their pages.
+A leaf module (imports only ``errors``): the lessons import it to declare their pages.
 """
 
 from __future__ import annotations

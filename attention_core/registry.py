@@ -1,8 +1,8 @@
 """Every page of the app, once, in the order of the navigation: the one list that everything listing pages loops
 over (the router ``app.py``, the overview's "Where to go next", the load benchmark, the tests).
 
-Each page is declared beside its concept (:class:`attention_core.page.Page`); adding a page adds one line here.
-The top floor of attention_core: it imports every concept's module.
+Each page is declared in its own folder, ``attention_core/lessons/<key>/page.py`` (:class:`attention_core.page.Page`);
+adding a page adds its folder and one line here. Above the lessons: it imports each page's declaration only.
 """
 
 from __future__ import annotations
