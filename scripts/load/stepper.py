@@ -36,7 +36,7 @@ logging.disable(logging.WARNING)  # "no runtime found": the builders run here wi
 from attention_core import registry  # noqa: E402
 from attention_core.settings import Settings  # noqa: E402
 from attention_core.shared_settings import MAX_DIM  # noqa: E402
-from ui import stepper, stepper_data  # noqa: E402
+from ui import stepper_data  # noqa: E402
 
 LARGEST_SENTENCE = "the quick brown fox jumps over the lazy dog and then sleeps"  # 12 tokens
 
