@@ -60,17 +60,20 @@ def _resolve(base: str, name: str) -> str:
     return f"{base}.{name}" if candidate.with_suffix(".py").exists() or candidate.is_dir() else base
 
 
-def imports() -> list[tuple[str, str]]:
-    """Every (importing module, imported module) pair inside attention_core, both dotted."""
+def imports(package: str = "attention_core") -> list[tuple[str, str]]:
+    """Every (importing module, imported module) pair inside ``package`` (attention_core or ui), both dotted (``from ui
+    import x`` reaches ui.x); a relative import is paired with "relative", which the layer tests fail on."""
     pairs = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted((ROOT / package).rglob("*.py")):
         module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("attention_core"):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                pairs.append((module, "relative"))
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == package:
                 pairs += [(module, _resolve(node.module, alias.name)) for alias in node.names]
             elif isinstance(node, ast.Import):
-                pairs += [(module, alias.name) for alias in node.names if alias.name.startswith("attention_core")]
+                pairs += [(module, alias.name) for alias in node.names if alias.name.split(".")[0] == package]
     return pairs
 
 
@@ -145,10 +148,10 @@ def test_the_walk_sees_the_imports_it_must_judge():
                    for importer, imported in pairs)  # imported for type hints only
 
 
-def module_graph() -> dict[str, set[str]]:
+def module_graph(package: str = "attention_core") -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
-    for importer, imported in imports():
-        if importer != imported and not (PACKAGE / Path(*imported.split(".")[1:])).is_dir():  # a package's face
+    for importer, imported in imports(package):
+        if importer != imported and not (ROOT / Path(*imported.split("."))).is_dir():  # a package's face
             graph.setdefault(importer, set()).add(imported)
     return graph
 
@@ -182,23 +185,8 @@ def ui_layer(module: str) -> int:
     return 0
 
 
-def ui_imports() -> list[tuple[str, str]]:
-    """Every (importing module, imported module) pair inside ui, both dotted (``from ui import x`` reaches ui.x)."""
-    pairs = []
-    for path in sorted(UI.rglob("*.py")):
-        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "ui":
-                pairs += [(module, _resolve(node.module, alias.name)) for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level:
-                pairs.append((module, "relative"))  # placed nowhere: the test below fails on it
-            elif isinstance(node, ast.Import):
-                pairs += [(module, alias.name) for alias in node.names if alias.name.split(".")[0] == "ui"]
-    return pairs
-
-
 def test_ui_imports_are_absolute_and_run_down_its_layers():
-    pairs = ui_imports()
+    pairs = imports("ui")
     assert [p for p in pairs if p[1] == "relative"] == []
     upward = sorted(f"{a} -> {b}" for a, b in pairs
                     if (PACKAGE.parent / Path(*b.split("."))).is_dir() is False and ui_layer(b) > ui_layer(a))
@@ -207,15 +195,11 @@ def test_ui_imports_are_absolute_and_run_down_its_layers():
 
 def test_no_cycle_between_ui_modules():
     """The i18n <-> state pair was one (hidden inside functions): the session's settings now sit below both."""
-    graph: dict[str, set[str]] = {}
-    for importer, imported in ui_imports():
-        if importer != imported and not (ROOT / Path(*imported.split("."))).is_dir():
-            graph.setdefault(importer, set()).add(imported)
-    assert cycles(graph) == []
+    assert cycles(module_graph("ui")) == []
 
 
 def test_the_ui_walk_sees_the_imports_it_must_judge():
-    pairs = set(ui_imports())
+    pairs = set(imports("ui"))
     assert ("ui.stepper", "ui.classroom.practice") in pairs
     assert ("ui.i18n", "ui.session") in pairs and ("ui.state", "ui.i18n") in pairs
     assert not any(a == "ui.i18n" and b == "ui.state" for a, b in pairs)
