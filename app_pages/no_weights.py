@@ -30,7 +30,7 @@ def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
-    walk = widgets.walkthrough_or_stop(SELF_ATTENTION_PAGE, state.settings(), state.edits())
+    walk = widgets.walkthrough_or_stop(SELF_ATTENTION_PAGE, settings, state.edits())
 
     labels = token_labels(walk.tokens)
     query_index = widgets.build_or_stop(formulas.weightless_query, settings.no_weights.query_index, len(walk.tokens))

@@ -27,7 +27,7 @@ def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
-    walk = widgets.walkthrough_or_stop(SELF_ATTENTION_PAGE, state.settings(), state.edits())
+    walk = widgets.walkthrough_or_stop(SELF_ATTENTION_PAGE, settings, state.edits())
     t = walk.trace
     n_tokens, d_model = t.x.shape
     rows = token_labels(walk.tokens)

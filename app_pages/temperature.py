@@ -28,7 +28,7 @@ def page() -> None:
     widgets.show_messages()
 
     settings = state.settings()
-    walk = widgets.walkthrough_or_stop(SELF_ATTENTION_PAGE, state.settings(), state.edits())
+    walk = widgets.walkthrough_or_stop(SELF_ATTENTION_PAGE, settings, state.edits())
     att = walk.trace.attention
     rows = token_labels(walk.tokens)
     view = widgets.build_or_stop(temperature.temperature_view, att.query, att.key, att.value, settings.temperature.tau,
