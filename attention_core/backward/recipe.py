@@ -60,12 +60,12 @@ def backward_recipe(walk: BackwardWalk) -> Recipe:
             "forward(*leaves)[-1].backward()",
             "for name, ours, leaf in zip(('dW_q', 'dW_k', 'dW_v'), (dW_q, dW_k, dW_v), leaves):",
             "    same_as(f'torch.autograd: {name}', ours, leaf.grad)",
-            _step_check(walk),
+            step_check(walk),
         ),
     )
 
 
-def _step_check(walk) -> str:
+def step_check(walk) -> str:
     """The script's last line: the step lowered the loss (asserted), or a comment that this η overshoots."""
     if walk.step.loss_after < walk.step.loss_before:
         return "assert L_after < L, 'one step with this eta did not lower the loss'"

@@ -12,6 +12,16 @@ from attention_core.masking.walk import CausalWalkthrough
 from attention_core.recipe import ATTEND, Recipe
 
 
+def causal_recipe(walk: CausalWalkthrough) -> Recipe:
+    """The causal page's recipe: the mask, the masked scores, the weights both ways, the output."""
+    return _masked_recipe(walk, dropout=False)
+
+
+def dropout_recipe(walk: CausalWalkthrough) -> Recipe:
+    """The dropout page's recipe: the causal page's, then the dropout mask D and the weights · D / (1 − p)."""
+    return _masked_recipe(walk, dropout=True)
+
+
 def _masked_recipe(walk: CausalWalkthrough, dropout: bool) -> Recipe:
     p = walk.dropout_p
     inputs = [("tokens", walk.tokens, "the rows"), ("X", walk.trace.x, "(T, D)"),

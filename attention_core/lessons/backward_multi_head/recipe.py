@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attention_core.backward.recipe import _step_check
+from attention_core.backward.recipe import step_check
 from attention_core.lessons.backward_multi_head.walk import BackwardMultiHeadWalk
 from attention_core.recipe import Recipe
 
@@ -75,6 +75,6 @@ def backward_multi_head_recipe(walk: BackwardMultiHeadWalk) -> Recipe:
             "for name, ours, leaf in zip(('dW_q', 'dW_k', 'dW_v', 'dW_O', 'db_O'), (dW_q, dW_k, dW_v, dW_O, db_O), "
             "leaves):",
             "    same_as(f'torch.autograd: {name}', ours, leaf.grad)",
-            _step_check(walk),
+            step_check(walk),
         ),
     )

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from attention_core.errors import N_
-from attention_core.lessons.causal.recipe import causal_recipe
+from attention_core.masking.recipe import causal_recipe
 from attention_core.masking.walkthrough import build_causal_walkthrough, steps_for_page
 from attention_core.page import Page
 from attention_core.stepthrough import StepThrough

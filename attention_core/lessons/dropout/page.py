@@ -8,7 +8,7 @@ from typing import Optional
 from attention_core.errors import N_
 from attention_core.fields import FloatRange, IntRange, Switch, label
 from attention_core.inputs.edits import Edits
-from attention_core.lessons.dropout.recipe import dropout_recipe
+from attention_core.masking.recipe import dropout_recipe
 from attention_core.masking.walk import CausalWalkthrough
 from attention_core.masking.walkthrough import MAX_DROPOUT, DropoutSettings, build_causal_walkthrough, steps_for_page
 from attention_core.page import Page
