@@ -5,7 +5,8 @@ causal page's mask) and mixes the concatenated heads with W_O; cross-attention t
 a second (encoder) sentence (seed 003). :func:`build_multi_head_walkthrough` and
 :func:`attention_core.lessons.cross_attention.page.build_cross_attention_walkthrough` hold every number their page shows and the checks against
 ``torch.nn.functional.scaled_dot_product_attention`` and ``torch.nn.MultiheadAttention``;
-:func:`multi_head_steps` puts a stage in the one step-through protocol.
+:func:`steps_for_page` puts a stage of a page on this machinery (multi-head, cross-attention) in the one step-through
+protocol.
 
 Shape legend: m query tokens (the decoder's in cross-attention), n key/value tokens, D = d_model,
 d_out = h · head_dim, h = num_heads. Matrices are float32; masks bool with True = may attend.
