@@ -11,7 +11,7 @@
 #   2. Debian's chromium at /usr/bin/chromium, for tests/app/test_browser.py
 #      (Playwright's own browser download cannot work here: never `playwright install`),
 #      Debian's haproxy at /usr/sbin/haproxy, for tests/app/test_lecture_hall.py,
-#      Debian's postgresql (/usr/lib/postgresql/<version>/bin/initdb), the class store's server in tests/class_store
+#      Debian's postgresql (/usr/lib/postgresql/<version>/bin/initdb), the class store's server in tests/classroom
 #      and the lecture hall's tests (they start their own cluster on a free loopback port; the package may start
 #      Debian's own cluster on install, which nothing here uses),
 #      and Debian's fonts-noto-cjk, the Chinese font of the worksheet PDFs (tests/classroom/test_worksheet.py);

@@ -347,10 +347,10 @@ def train_and_wait(at: AppTest, timeout: float = 120) -> None:
 
 @pytest.fixture(scope="session")
 def postgres_cluster():
-    """A PostgreSQL server of Debian's package (``class_store.cluster``), started on loopback in a temporary folder
+    """A PostgreSQL server of Debian's package (``ui.classroom.store.cluster``), started on loopback in a temporary folder
     for this test session and stopped after it; as root, it runs as the ``postgres`` user. Fails (never skips) when
     the binaries are missing: ``scripts/test.sh`` installs them."""
-    from class_store.cluster import Cluster
+    from ui.classroom.store.cluster import Cluster
 
     folder = Path(tempfile.mkdtemp(prefix="attention-pg-"))
     folder.chmod(0o755)  # the server's user must reach its folder inside

@@ -176,6 +176,8 @@ UI_STEP_THROUGH = ("ui.stepper", "ui.stepper_data", "ui.stepthrough")
 
 
 def ui_layer(module: str) -> int:
+    if module.startswith("ui.classroom.store"):
+        return -1  # the class store: plain SQLAlchemy, under everything else of ui
     if module.startswith("ui.page_parts"):
         return 3
     if module in UI_STEP_THROUGH:
@@ -205,10 +207,22 @@ def test_the_ui_walk_sees_the_imports_it_must_judge():
     assert not any(a == "ui.i18n" and b == "ui.state" for a, b in pairs)
 
 
+def test_the_class_store_imports_no_streamlit_and_no_other_part_of_ui():
+    """The store runs without the app too: in the lecture hall's launcher and the load scripts."""
+    store = UI / "classroom" / "store"
+    found = sorted(f"{path.relative_to(ROOT)}: {name}" for path in store.rglob("*.py")
+                   for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                   for name in ([a.name for a in node.names] if isinstance(node, ast.Import)
+                                else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+                   if name.split(".")[0] == "streamlit" or (name.startswith("ui") and not name.startswith("ui.classroom.store")))
+    assert found == []
+    assert any(path.name == "store.py" for path in store.rglob("*.py"))
+
+
 def test_no_module_is_over_500_lines():
     """A module a newcomer can read in one sitting: split by what its parts do when one grows past this."""
     long = sorted(f"{path.relative_to(ROOT)}: {n}" for folder in ("attention_core", "ui", "app_pages", "scripts",
-                                                                 "class_store", "deploy")
+                                                                 "deploy")
                   for path in (ROOT / folder).rglob("*.py")
                   if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500)
     assert long == []

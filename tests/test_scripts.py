@@ -7,7 +7,7 @@ The numbers are the benchmarks' own, on a quiet machine (docs/performance.md). T
 their time is a server starting and a page's first run): the whole file took 56-90 s on a shared 2-core machine.
 
 Run elsewhere, in process: ``browser``, ``class-live``, ``class-steps``, ``profile`` and ``--against`` by
-tests/app/test_load_protocol.py, ``class-store`` on PostgreSQL by tests/class_store/test_benchmark_class_store.py,
+tests/app/test_load_protocol.py, ``class-store`` on PostgreSQL by tests/classroom/test_benchmark_class_store.py,
 scripts/train_toy_reverser.py's training by tests/transformer/test_generation.py. The commands the README and docs
 show are run up to their ``--help`` by tests/test_readme_map.py.
 """

@@ -17,7 +17,7 @@ started on one replica sees the students of all of them, and a student moved to 
 Its URL reaches each replica as ``ATTENTION_EXPLORER_CLASS_STORE`` in its environment, never on a command line
 (it holds a password). Where it is:
 
-- ``--postgres DIR``: a PostgreSQL server of Debian's package (``class_store.cluster``), on 127.0.0.1 and a free
+- ``--postgres DIR``: a PostgreSQL server of Debian's package (``ui.classroom.store.cluster``), on 127.0.0.1 and a free
   port, its data in ``DIR`` (initdb on first use; the classes stay there from one run to the next); started
   before the replicas and stopped after them. As root, ``DIR`` belongs to the ``postgres`` user, which must be able
   to reach it (its parent folders need ``o+x``).
@@ -86,8 +86,8 @@ def secrets_store_url() -> Optional[str]:
 
 def check_store(url: str) -> str:
     """Create the class store's tables if they are missing (as a replica would); returns the URL without its
-    password, for messages. Raises ``class_store.store.StoreError`` (unreachable, refused) or ``ValueError``."""
-    from class_store.store import Store
+    password, for messages. Raises ``ui.classroom.store.store.StoreError`` (unreachable, refused) or ``ValueError``."""
+    from ui.classroom.store.store import Store
 
     store = Store(url, connect_timeout_s=10.0)
     try:
@@ -118,9 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(args.haproxy).exists():
         print(f"haproxy not found at {args.haproxy}: apt-get install -y haproxy", file=sys.stderr)
         return 2
-    sys.path.insert(0, str(ROOT))  # class_store, as the replicas import it
-    from class_store.cluster import Cluster, ClusterError
-    from class_store.store import StoreError
+    sys.path.insert(0, str(ROOT))  # ui.classroom.store, as the replicas import it
+    from ui.classroom.store.cluster import Cluster, ClusterError
+    from ui.classroom.store.store import StoreError
 
     args.run_dir.mkdir(parents=True, exist_ok=True)
     cookie_secret = secrets.token_hex(32)

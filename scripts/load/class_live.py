@@ -6,7 +6,7 @@ the teacher's live page costs (issue 38).
     .venv/bin/python scripts/benchmark_load.py class-live --class-store postgresql   # a PostgreSQL started here
 
 One server (``streamlit run app.py`` on loopback, its class store a temporary SQLite file, or with
-``--class-store postgresql`` a PostgreSQL 15 cluster started on loopback by ``class_store.cluster``), two
+``--class-store postgresql`` a PostgreSQL 15 cluster started on loopback by ``ui.classroom.store.cluster``), two
 configurations measured back to back in the same run, with the same students on the same schedule:
 
 - *alone*: ``--students`` students open ``/self-attention`` with practice mode on (the link
@@ -250,7 +250,7 @@ async def _configuration(url: str, args: argparse.Namespace, side: Side, code: s
 def recorded_answers(url: str, code: str, expected: int, settle_s: float = SETTLE_S):
     """The class's dashboard read straight from the store, once it holds ``expected`` answers (or after
     ``settle_s``: the writer writes every 0.5 s). Returns (answers recorded, the Dashboard, the ClassInfo)."""
-    from class_store.store import Store
+    from ui.classroom.store.store import Store
 
     store = Store(url)
     try:
@@ -289,14 +289,14 @@ def run_class_live(args: argparse.Namespace) -> bool:
         if args.class_store_url:
             url = args.class_store_url
         elif args.class_store == "postgresql":
-            from class_store.cluster import Cluster
+            from ui.classroom.store.cluster import Cluster
 
             folder.chmod(0o755)  # as root the cluster runs as the postgres user: its parent must be traversable
             cluster = Cluster(folder / "postgresql").start()
             url = cluster.url
         else:
             url = f"sqlite:///{folder / 'classes.sqlite'}"
-        from class_store.store import Store
+        from ui.classroom.store.store import Store
 
         described = Store(url).describe()
         floor_server = Server(FLOOR_APP)

@@ -16,14 +16,14 @@ Then ``Store.dashboard(code)`` is timed (after ``--warm-up`` calls, ``--repeat``
 its statements' share (SQLAlchemy's cursor events), on:
 
 - SQLite: a WAL file in a temporary folder (the app's default store).
-- PostgreSQL 15: a server started here on loopback (``class_store.cluster``), in five states. Right after the fill
+- PostgreSQL 15: a server started here on loopback (``ui.classroom.store.cluster``), in five states. Right after the fill
   (autovacuum kept off the table until then: the state before autovacuum gets there); after ``ANALYZE`` (the
   planner's statistics only); after ``VACUUM ANALYZE`` (the visibility map set: an index-only scan reads no table
   page). Autovacuum does that by itself: it vacuums a table once the inserts since its last vacuum pass
   ``autovacuum_vacuum_insert_threshold`` + ``autovacuum_vacuum_insert_scale_factor`` x its rows, looking every
   ``autovacuum_naptime`` (1 min), and analyzes it after 50 + 10 % changed rows. So a live class always has its
   newest events unvacuumed: the last two states are the vacuumed store plus the most that autovacuum leaves
-  unvacuumed, with the store's setting (``class_store.schema.events``: every 10,000 inserts) and with PostgreSQL's
+  unvacuumed, with the store's setting (``ui.classroom.store.schema.events``: every 10,000 inserts) and with PostgreSQL's
   default (1000 + 20 % of the table: on a store holding a week of classes, the whole lesson).
 
 ``--explain`` prints each statement's plan (PostgreSQL: ``EXPLAIN (ANALYZE, BUFFERS)``; SQLite: ``EXPLAIN QUERY
@@ -49,9 +49,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from attention_core import practice, registry  # noqa: E402
-from class_store.schema import VACUUM_EVERY_INSERTS  # noqa: E402
-from class_store.store import CORRECT, WRONG, Event, Presence, Store, new_seat  # noqa: E402
-from class_store.writer import BATCH  # noqa: E402
+from ui.classroom.store.schema import VACUUM_EVERY_INSERTS  # noqa: E402
+from ui.classroom.store.store import CORRECT, WRONG, Event, Presence, Store, new_seat  # noqa: E402
+from ui.classroom.store.writer import BATCH  # noqa: E402
 
 #: The mix of a lesson's events: kind -> weight.
 KINDS = {"answer": 50, "step": 33, "reveal": 7, "page": 6, "training_start": 1.5, "training_end": 1.5, "export": 1}
@@ -252,7 +252,7 @@ def run(database: str, args: argparse.Namespace, folder: Path) -> list[tuple[str
     """Fill a store on ``database`` and measure it; [(state, numbers)]."""
     cluster = None
     if database == "postgresql":
-        from class_store.cluster import Cluster
+        from ui.classroom.store.cluster import Cluster
 
         cluster = Cluster(folder / "postgresql").start()
         url = cluster.url

@@ -45,7 +45,7 @@ LIBRARIES = (
     ("protobuf", ("google/protobuf",)),
 )
 #: Frames of ours: the app's own files.
-OURS = ("app.py", "app_pages/", "ui/", "attention_core/", "class_store/")
+OURS = ("app.py", "app_pages/", "ui/", "attention_core/", "ui/classroom/store/")
 _FRAME = re.compile(r"^(?P<function>.*) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 
 

@@ -1060,7 +1060,7 @@ SELF_ATTENTION = "Scaled dot-product self-attention, step by step"
 #: known mistake gives another number (tests/app/test_practice_pages.py).
 CLASS_PRACTICE = "preset=seed000&stage=scaled_scores&entry_row=1&entry_col=3"
 #: The teacher sees a student's answer on *Your class* within this (ms): the writer writes every 0.5 s
-#: (class_store.writer.INTERVAL_S), the page's live part runs every 2 s (ui/class_dashboard.REFRESH_S).
+#: (ui.classroom.store.writer.INTERVAL_S), the page's live part runs every 2 s (ui/class_dashboard.REFRESH_S).
 TEACHER_SEES_MS = 3_000
 #: A student's banner shows the teacher's "Bring the class here" within this (ms): it looks every 10 s
 #: (ui/class_live.BANNER_EVERY_S), and its run takes a moment.

@@ -4,7 +4,7 @@ A teacher starts a class, students on both replicas answer practice questions ov
 (scripts/load/client.py's Student), then one replica is killed (SIGKILL) mid-class. Its students reconnect
 through the proxy to the live replica; their link carries ``class=`` and ``seat=``, so they are in the same class
 with the same seat there. At the end the store holds every answer made on either replica except the killed
-replica's unflushed ones: the writer writes every 0.5 s (``class_store.writer.INTERVAL_S``), so what is lost is at
+replica's unflushed ones: the writer writes every 0.5 s (``ui.classroom.store.writer.INTERVAL_S``), so what is lost is at
 most what was made in the last :data:`LOSS_WINDOW_S` before the kill; the test counts it and asserts that bound.
 Needs Debian's haproxy and postgresql (``bash scripts/test.sh`` installs both): skipped without them, failed
 under CI. Loopback only.
@@ -31,9 +31,9 @@ from attention_core import practice
 from attention_core.lessons.self_attention.page import self_attention_steps
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
-from class_store import schema
-from class_store.store import CORRECT, WRONG, Store
-from class_store.writer import INTERVAL_S
+from ui.classroom.store import schema
+from ui.classroom.store.store import CORRECT, WRONG, Store
+from ui.classroom.store.writer import INTERVAL_S
 
 INITDB = "/usr/lib/postgresql/*/bin/initdb"
 STUDENTS = 6
@@ -72,7 +72,7 @@ class Answer:
 def class_hall(tmp_path_factory):
     require(HAPROXY, "haproxy")
     require(INITDB, "postgresql")
-    from class_store.cluster import Cluster
+    from ui.classroom.store.cluster import Cluster
 
     folder = Path(tempfile.mkdtemp(prefix="attention-hall-pg-"))
     folder.chmod(0o755)  # as root the server runs as 'postgres', which must reach its folder inside

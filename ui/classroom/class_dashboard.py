@@ -1,6 +1,6 @@
 """The page *Your class*: where the class is and which mistakes it makes, live, for the teacher's link only.
 
-Every number comes from :meth:`class_store.store.Store.dashboard` (one GROUP BY each, in the database); this module
+Every number comes from :meth:`ui.classroom.store.store.Store.dashboard` (one GROUP BY each, in the database); this module
 only names them: page and step titles from the registry, mistakes by ``attention_core.practice.MISTAKES``, in the
 teacher's language. Nothing a student typed is ever shown (there is none in the store).
 
@@ -19,12 +19,12 @@ import pandas as pd
 import streamlit as st
 
 from attention_core import practice, registry
-from class_store.store import CONNECTED_S, CORRECT, WRONG, Dashboard, StoreError
 from ui import charts, widgets
 from ui.classroom import class_live
+from ui.classroom.store.store import CONNECTED_S, CORRECT, WRONG, Dashboard, StoreError
 from ui.i18n import _
 
-#: The live part's refresh (seconds): with the writer's 0.5 s (class_store.writer.INTERVAL_S) and a run's drawing,
+#: The live part's refresh (seconds): with the writer's 0.5 s (ui.classroom.store.writer.INTERVAL_S) and a run's drawing,
 #: a student's answer is on the teacher's page within 3 s.
 REFRESH_S = 2.0
 

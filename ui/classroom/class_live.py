@@ -1,14 +1,14 @@
 """A class, live: a student's seat in a class, what it records, and the links and banners around it.
 
 A teacher starts a class from the sidebar (:func:`sidebar`): a random class code and a secret teacher key
-(``class_store``). The students' link is ``?class=CODE``; opening it gives the session an anonymous seat (a random
+(``ui.classroom.store``). The students' link is ``?class=CODE``; opening it gives the session an anonymous seat (a random
 id, kept in the link as ``seat=``, so a student moved to another replica or reloading keeps it). The teacher's link
 holds ``teacher=KEY`` instead and opens the page *Your class* (``ui/classroom/class_dashboard.py``).
 
-What a student's session records, as events handed to the process's :class:`class_store.writer.Writer` (a click
+What a student's session records, as events handed to the process's :class:`ui.classroom.store.writer.Writer` (a click
 never waits for the database): the page opened, the step reached, each practice answer (correct, the named
 mistake's key, or "wrong"; first try or not), a solution shown, a training run started and finished, an export
-downloaded. Never a name, an address or anything typed. A :class:`class_store.writer.RateLimit` per session cuts off
+downloaded. Never a name, an address or anything typed. A :class:`ui.classroom.store.writer.RateLimit` per session cuts off
 floods (counted for the teacher).
 
 Where the store is (:func:`store_url`): ``$ATTENTION_EXPLORER_CLASS_STORE``, else ``[connections.class_store] url``
@@ -31,7 +31,8 @@ import streamlit as st
 from attention_core import practice, registry
 from attention_core.classroom import share
 from attention_core.errors import N_
-from class_store.store import (
+from ui import state
+from ui.classroom.store.store import (
     CORRECT,
     WRONG,
     ClassInfo,
@@ -43,8 +44,7 @@ from class_store.store import (
     valid_code,
     valid_token,
 )
-from class_store.writer import RateLimit, Writer
-from ui import state
+from ui.classroom.store.writer import RateLimit, Writer
 from ui.i18n import _
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,8 +10,8 @@ import time
 import pytest
 from sqlalchemy import select, text
 
-from class_store import schema
-from class_store.store import (
+from ui.classroom.store import schema
+from ui.classroom.store.store import (
     CODE_ALPHABET,
     CORRECT,
     WRONG,
@@ -24,7 +24,7 @@ from class_store.store import (
     valid_code,
     valid_token,
 )
-from class_store.writer import RateLimit, Writer
+from ui.classroom.store.writer import RateLimit, Writer
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ def test_codes_and_keys_are_random_and_only_the_keys_hash_is_stored(store):
 
 
 def test_the_teacher_key_is_compared_in_constant_time(store, monkeypatch):
-    import class_store.store as module
+    import ui.classroom.store.store as module
 
     code, key = store.create_class()
     calls = []

@@ -15,10 +15,10 @@ from streamlit.testing.v1 import AppTest
 from attention_core import practice
 from attention_core.lessons.self_attention.page import self_attention_steps
 from attention_core.self_attention.walkthrough import build_walkthrough
-from class_store.store import Store
-from class_store.writer import RateLimit
 from ui import charts
 from ui.classroom import class_live
+from ui.classroom.store.store import Store
+from ui.classroom.store.writer import RateLimit
 
 SELF_ATTENTION = "app_pages/self_attention.py"
 

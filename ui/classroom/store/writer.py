@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from .store import Event, Presence, Store, StoreError
+from ui.classroom.store.store import Event, Presence, Store, StoreError
 
 #: Events waiting per process at most (about 2 MB); past it, new events are dropped and counted.
 QUEUE_BOUND = 20_000

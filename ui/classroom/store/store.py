@@ -23,7 +23,17 @@ from sqlalchemy import and_, create_engine, delete, event, func, insert, select,
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from .schema import LINK_CHARS, NAME_CHARS, SCHEMA_VERSION, SEAT_CHARS, classes, events, metadata, schema_version, seats
+from ui.classroom.store.schema import (
+    LINK_CHARS,
+    NAME_CHARS,
+    SCHEMA_VERSION,
+    SEAT_CHARS,
+    classes,
+    events,
+    metadata,
+    schema_version,
+    seats,
+)
 
 #: A class code's alphabet: capitals and digits without 0/O, 1/I/L (read aloud and typed from a projector).
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
