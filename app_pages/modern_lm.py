@@ -10,7 +10,7 @@ import functools
 import streamlit as st
 
 from attention_core.errors import N_, InputError
-from attention_core.lessons.modern_lm.page import MODERN_LM, header_latex, modern_lm_steps
+from attention_core.lessons.modern_lm.page import MODERN_LM, header_latex, modern_lm_step_through
 from attention_core.lessons.temperature.page import TEMPERATURE_GRID
 from attention_core.smollm2 import checkpoint, measure
 from attention_core.smollm2.model import (
@@ -242,7 +242,7 @@ def the_open_head(step, labels: list[str]) -> None:
     head as of the heads' part's last run: a click here changes neither the head nor the prompt)."""
     own = state.settings().modern_lm
     layer, head, stage = own.layer, own.head, own.stage
-    steps = modern_lm_steps(step, stage)
+    steps = modern_lm_step_through(step, stage)
 
     st.subheader(_("Layer {layer}, head {head} (key/value head {g})", layer=layer + 1, head=head + 1,
                    g=step.kv_head + 1))

@@ -8,7 +8,7 @@ import streamlit as st
 
 from attention_core.errors import N_, InputError
 from attention_core.inputs.tokens import token_labels
-from attention_core.lessons.trained_model.page import TRAINED_MODEL, header_latex, trained_model_steps
+from attention_core.lessons.trained_model.page import TRAINED_MODEL, header_latex, trained_model_step_through
 from attention_core.minilm.model import (
     LICENSE,
     MAX_CHARS,
@@ -123,7 +123,7 @@ def page() -> None:
 
     step = trained_model_data.head(own.sentence, own.padding, layer, head)
     stage = own.stage
-    steps = trained_model_steps(step, stage)
+    steps = trained_model_step_through(step, stage)
 
     # ---------------------------------------------------------------- the open head
     st.subheader(_("Layer {layer}, head {head}", layer=layer + 1, head=head + 1))

@@ -61,7 +61,7 @@ class Page:
             out. No builder reads a page's group from ``shared``. :meth:`walkthrough` calls it from one settings
             object (and :meth:`build_args` gives its arguments, for a caller that runs it itself, such as the shared
             build cache).
-        steps: a step page's ``steps(walk, stage)`` -> the ``StepThrough`` of that stage of its walk-through
+        step_through: a step page's ``step_through(walk, stage)`` -> the ``StepThrough`` of that stage of its walk-through
             (:mod:`attention_core.stepthrough`); what the one renderer draws, and the worksheets and exports read.
         settings: the page's own settings, a frozen dataclass with their defaults (``settings.<key>`` in the one
             settings object; a step page's ``stage`` is added to it), or None.
@@ -86,7 +86,7 @@ class Page:
     default_stage_why: str = ""
     opening_entry: Optional[Callable[[Any], Mapping[str, int]]] = None
     build: Optional[Callable[..., Any]] = None
-    steps: Optional[Callable[[Any, str], Any]] = None
+    step_through: Optional[Callable[[Any, str], Any]] = None
     settings: Optional[type] = None
     fields: tuple[Any, ...] = ()
     legacy: Mapping[str, str] = field(default_factory=dict)

@@ -2,8 +2,11 @@ r"""The one step-through protocol: what every page that steps through a formula 
 
 A page that steps (self-attention, causal attention, dropout, multi-head attention, cross-attention, one head
 of a trained model, ...) builds a :class:`StepThrough` for each stage from attention_core (its declaration's
-``steps(walk, stage)``) and hands its walk-through to the step-through element (``ui.stepper.live``), which shows
-every stage in the browser. A :class:`StepThrough` holds one :class:`Stage`:
+``step_through(walk, stage)``) and hands its walk-through to the step-through element (``ui.stepper.live``), which shows
+every stage in the browser. A *stage* is one part of a page's computation (the scores, the weights, the context
+vectors, ...), shown in the interface as a step ("Step", Previous / Next); in the code "step" is kept for what
+steps in time (a gradient-descent step, a training step, a generated token). A :class:`StepThrough` holds one
+:class:`Stage`:
 
 * its heatmaps (:class:`Panel`: a matrix, row/column labels, axis titles, which head it belongs to, whether a
   click explains that entry);
@@ -128,7 +131,7 @@ def _no_formula(tr: Translate) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Stage:
-    """One step: its heatmaps, its general formula, its explained entry and the code that computed it.
+    """One stage: its heatmaps, its general formula, its explained entry and the code that computed it.
 
     Attributes:
         key: a key of the page's stages (``Page.stages``).

@@ -12,24 +12,24 @@ import torch
 from attention_core import practice
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
-from attention_core.lessons.alibi.page import alibi_steps
-from attention_core.lessons.backward.page import backward_steps
-from attention_core.lessons.backward_multi_head.page import backward_multi_head_steps
-from attention_core.lessons.causal.page import causal_steps
+from attention_core.lessons.alibi.page import alibi_step_through
+from attention_core.lessons.backward.page import backward_step_through
+from attention_core.lessons.backward_multi_head.page import backward_multi_head_step_through
+from attention_core.lessons.causal.page import causal_step_through
 from attention_core.lessons.cross_attention.page import build_cross_attention_walkthrough
-from attention_core.lessons.dropout.page import DROPOUT_PAGE, dropout_steps
-from attention_core.lessons.encoder_block.page import ENCODER_BLOCK, encoder_steps
-from attention_core.lessons.flash_attention.page import flash_attention_steps
-from attention_core.lessons.generation.page import GENERATION_PAGE, generation_steps
-from attention_core.lessons.gqa.page import gqa_steps
-from attention_core.lessons.linear_attention.page import linear_attention_steps
-from attention_core.lessons.mla.page import mla_steps
-from attention_core.lessons.multi_head.page import multi_head_steps
-from attention_core.lessons.rope.page import rope_steps
-from attention_core.lessons.self_attention.page import self_attention_steps
-from attention_core.lessons.sinks.page import sinks_steps
-from attention_core.lessons.sliding_window.page import sliding_window_steps
-from attention_core.lessons.trained_model.page import trained_head_steps
+from attention_core.lessons.dropout.page import DROPOUT_PAGE, dropout_step_through
+from attention_core.lessons.encoder_block.page import ENCODER_BLOCK, encoder_step_through
+from attention_core.lessons.flash_attention.page import flash_attention_step_through
+from attention_core.lessons.generation.page import GENERATION_PAGE, generation_step_through
+from attention_core.lessons.gqa.page import gqa_step_through
+from attention_core.lessons.linear_attention.page import linear_attention_step_through
+from attention_core.lessons.mla.page import mla_step_through
+from attention_core.lessons.multi_head.page import multi_head_step_through
+from attention_core.lessons.rope.page import rope_step_through
+from attention_core.lessons.self_attention.page import self_attention_step_through
+from attention_core.lessons.sinks.page import sinks_step_through
+from attention_core.lessons.sliding_window.page import sliding_window_step_through
+from attention_core.lessons.trained_model.page import trained_head_step_through
 from attention_core.masking.walkthrough import build_causal_walkthrough
 from attention_core.minilm.model import head_step, load_model, run_model, tokenize
 from attention_core.multi_head.walkthrough import build_multi_head_walkthrough
@@ -99,14 +99,14 @@ def _self_attention():
     for preset, settings in _preset_settings():
         walk = build_walkthrough(settings)
         for stage in BY_KEY["self_attention"].stages:
-            yield f"self_attention/{preset}/{stage}", self_attention_steps(walk, stage)
+            yield f"self_attention/{preset}/{stage}", self_attention_step_through(walk, stage)
 
 
 def _causal(page: str):
     for preset, settings in _preset_settings():
         walk = BY_KEY[page].walkthrough(settings.replace(padding=1)[0])
         for stage in BY_KEY[page].stages:
-            yield f"{page}/{preset}/{stage}", BY_KEY[page].steps(walk, stage)
+            yield f"{page}/{preset}/{stage}", BY_KEY[page].step_through(walk, stage)
 
 
 def _multi_head(page: str):
@@ -116,7 +116,7 @@ def _multi_head(page: str):
         else:
             walk = build_cross_attention_walkthrough(settings)
         for stage in BY_KEY[page].stages:
-            yield f"{page}/{preset}/{stage}", BY_KEY[page].steps(walk, stage)
+            yield f"{page}/{preset}/{stage}", BY_KEY[page].step_through(walk, stage)
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +125,7 @@ def trained_steps():
     run = run_model(pm, tokenize(pm, "The cat sat on the mat.", padding=2))
     step = head_step(pm, run, 2, 8)
     labels = [str(n) for n in range(run.encoding.n)]
-    return [(f"trained_head/{stage}", trained_head_steps(step, stage, labels)) for stage in BY_KEY["trained_model"].stages]
+    return [(f"trained_head/{stage}", trained_head_step_through(step, stage, labels)) for stage in BY_KEY["trained_model"].stages]
 
 
 def _modern(page: str, steps, variants):
@@ -143,7 +143,7 @@ def _encoder():
         for norm_first in (False, True):
             walk = ENCODER_BLOCK.walkthrough(settings.replace(**{"encoder_block.norm_first": norm_first, "encoder_block.block": 1})[0])
             for stage in walk.order:
-                yield f"encoder/{'pre' if norm_first else 'post'}-LN/{preset}/{stage}", encoder_steps(walk, stage)
+                yield f"encoder/{'pre' if norm_first else 'post'}-LN/{preset}/{stage}", encoder_step_through(walk, stage)
 
 
 def _generation():
@@ -151,7 +151,7 @@ def _generation():
         settings = Settings().replace(**{"generation.source": source, "generation.step": step, "generation.layer": layer, "generation.temperature": temperature})[0]
         walk = GENERATION_PAGE.walkthrough(settings)
         for stage in BY_KEY["generation"].stages:
-            yield f"generation/{source}/{step}/{stage}", generation_steps(walk, stage)
+            yield f"generation/{source}/{step}/{stage}", generation_step_through(walk, stage)
 
 
 CASES = {
@@ -162,30 +162,30 @@ CASES = {
     "cross_attention": lambda: _multi_head("cross_attention"),
     "encoder": _encoder,
     "generation": _generation,
-    "gqa": lambda: _modern("gqa", gqa_steps, [{}, {"gqa.num_kv_heads": 1}, {"causal_mask": False}]),
-    "rope": lambda: _modern("rope", rope_steps, [{}, {"rope.head_dim": 6}]),
-    "alibi": lambda: _modern("alibi", alibi_steps, [{}, {"alibi.num_heads": 3}]),
-    "sliding_window": lambda: _modern("sliding_window", sliding_window_steps,
+    "gqa": lambda: _modern("gqa", gqa_step_through, [{}, {"gqa.num_kv_heads": 1}, {"causal_mask": False}]),
+    "rope": lambda: _modern("rope", rope_step_through, [{}, {"rope.head_dim": 6}]),
+    "alibi": lambda: _modern("alibi", alibi_step_through, [{}, {"alibi.num_heads": 3}]),
+    "sliding_window": lambda: _modern("sliding_window", sliding_window_step_through,
                                       [{}, {"causal_mask": False}]),
-    "flash_attention": lambda: _modern("flash_attention", flash_attention_steps,
+    "flash_attention": lambda: _modern("flash_attention", flash_attention_step_through,
                              [{"flash_attention.tile": n} for n in range(4)]),
-    "linear_attention": lambda: _modern("linear_attention", linear_attention_steps,
+    "linear_attention": lambda: _modern("linear_attention", linear_attention_step_through,
                                         [{}, {"linear_attention.step": 5, "linear_attention.beta": 0.8,
                                               "linear_attention.alpha": 0.5}]),
-    "mla": lambda: _modern("mla", mla_steps, [{}, {"mla.head": 1, "mla.rope_dim": 4}]),
-    "sinks": lambda: _modern("sinks", sinks_steps,
+    "mla": lambda: _modern("mla", mla_step_through, [{}, {"mla.head": 1, "mla.rope_dim": 4}]),
+    "sinks": lambda: _modern("sinks", sinks_step_through,
                              [{}, {"sinks.sink_logit": -3.0, "d_k": 5}]),
-    "backward": lambda: _modern("backward", backward_steps,
+    "backward": lambda: _modern("backward", backward_step_through,
                                 [{"backward.target": "random", "backward.learning_rate": 1.0},
                                  {"causal_mask": False, "backward.learning_rate": 2.0}]),
-    "backward_multi_head": lambda: _modern("backward_multi_head", backward_multi_head_steps,
+    "backward_multi_head": lambda: _modern("backward_multi_head", backward_multi_head_step_through,
                                            [{"backward.target": "random", "backward.learning_rate": 1.0},
                                             {"causal_mask": False, "d_out": 6, "num_heads": 3}]),
 }
 #: A step page of the registry without a case above (a new page) is stepped through on every worked example with its
 #: own builder and steps, as its declaration gives them: adding a page edits nothing here.
 _COVERED = {"encoder": "encoder_block"}
-CASES.update({page.key: (lambda page=page: _modern(page.key, page.steps, [{}]))
+CASES.update({page.key: (lambda page=page: _modern(page.key, page.step_through, [{}]))
               for page in BY_KEY.values() if page.build is not None
               and page.key not in CASES and page.key not in _COVERED.values()})
 
@@ -286,22 +286,22 @@ def test_self_attention_mistakes_are_the_numbers_they_name():
     d_k, d_model = att.query.shape[-1], walk.trace.x.shape[-1]
     assert d_model != d_k
     row, col = 1, 3
-    scores = self_attention_steps(walk, "scores").stage.exercise(row, col, 0)
+    scores = self_attention_step_through(walk, "scores").stage.exercise(row, col, 0)
     assert scores.answer == pytest.approx(float(att.query[row] @ att.key[col]), abs=1e-6)
     assert _mistakes(scores)["swapped"] == pytest.approx(float(att.scores.T[row, col]), abs=1e-5)
-    scaled = self_attention_steps(walk, "scaled_scores").stage.exercise(row, col, 0)
+    scaled = self_attention_step_through(walk, "scaled_scores").stage.exercise(row, col, 0)
     wrong = _mistakes(scaled)
     assert wrong["no_scale"] == pytest.approx(float(att.scores[row, col]), abs=1e-6)
     assert wrong["scale_d_k"] == pytest.approx(float(att.scores[row, col]) / d_k, abs=1e-6)
     assert wrong["scale_d_model"] == pytest.approx(float(att.scores[row, col]) / math.sqrt(d_model), abs=1e-6)
-    weights = self_attention_steps(walk, "weights").stage.exercise(row, col, 0)
+    weights = self_attention_step_through(walk, "weights").stage.exercise(row, col, 0)
     assert weights.predict
     wrong = _mistakes(weights)
     assert wrong["softmax_column"] == pytest.approx(float(torch.softmax(att.scaled_scores, dim=0)[row, col]), abs=1e-6)
     assert wrong["no_scale"] == pytest.approx(float(torch.softmax(att.scores, dim=-1)[row, col]), abs=1e-6)
     expected = math.exp(float(att.scaled_scores[row, col]) - float(att.scaled_scores[row].sum()))
     assert wrong["sum_before_exp"] == pytest.approx(expected, rel=1e-5)
-    output = self_attention_steps(walk, "output").stage.exercise(row, 0, 0)
+    output = self_attention_step_through(walk, "output").stage.exercise(row, 0, 0)
     top = int(att.weights[row].argmax())
     assert _mistakes(output)["max_not_sum"] == pytest.approx(float(att.value[top, 0]), abs=1e-6)
 
@@ -311,19 +311,19 @@ def test_masked_and_dropout_mistakes_are_the_numbers_they_name():
     causal = build_causal_walkthrough(settings)
     att = causal.trace.attention
     row, col = 3, 1  # query 4 may look at keys 1..4: 3 keys blocked
-    weights = causal_steps(causal, "weights").stage.exercise(row, col, 0)
+    weights = causal_step_through(causal, "weights").stage.exercise(row, col, 0)
     expected = float(torch.softmax(att.scaled_scores, dim=-1)[row, col])  # over every key: not renormalised
     assert _mistakes(weights)["no_renormalise"] == pytest.approx(expected, abs=1e-6)
-    route = causal_steps(causal, "other_route").stage.exercise(row, col, 0)
+    route = causal_step_through(causal, "other_route").stage.exercise(row, col, 0)
     assert _mistakes(route)["no_renormalise"] == pytest.approx(expected, abs=1e-6)
     dropout = DROPOUT_PAGE.walkthrough(settings)
     datt = dropout.trace.attention
     kept = [(r, c) for r in range(datt.weights.shape[0]) for c in range(r + 1) if dropout.keep[r, c]]
     r, c = max(kept, key=lambda rc: float(datt.weights[rc]))
-    dropped = dropout_steps(dropout, "dropped_weights").stage.exercise(r, c, 0)
+    dropped = dropout_step_through(dropout, "dropped_weights").stage.exercise(r, c, 0)
     assert dropped.answer == pytest.approx(float(datt.weights[r, c]) / 0.5, abs=1e-6)
     assert _mistakes(dropped)["no_dropout_rescale"] == pytest.approx(float(datt.weights[r, c]), abs=1e-6)
-    output = dropout_steps(dropout, "output").stage.exercise(r, 0, 0)
+    output = dropout_step_through(dropout, "output").stage.exercise(r, 0, 0)
     undropped = (datt.weights * dropout.keep) @ datt.value  # forgot 1 / (1 - p)
     assert _mistakes(output)["no_dropout_rescale"] == pytest.approx(float(undropped[r, 0]), abs=1e-5)
 
@@ -333,7 +333,7 @@ def test_multi_head_scaling_mistake_divides_by_root_d_model():
     walk = build_multi_head_walkthrough(settings)
     trace = walk.trace
     att = trace.heads[1]
-    exercise = multi_head_steps(walk, "scaled_scores").stage.exercise(0, 1, 1)
+    exercise = multi_head_step_through(walk, "scaled_scores").stage.exercise(0, 1, 1)
     score = float(att.query[0] @ att.key[1])
     assert exercise.answer == pytest.approx(score / math.sqrt(trace.head_dim), abs=1e-6)
     wrong = _mistakes(exercise)

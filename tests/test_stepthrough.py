@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from attention_core import registry
 from attention_core.errors import Message
 from attention_core.inputs.presets import PRESETS
-from attention_core.lessons.multi_head.page import multi_head_steps
+from attention_core.lessons.multi_head.page import multi_head_step_through
 from attention_core.multi_head.walkthrough import build_multi_head_walkthrough
 from attention_core.settings import Settings
 from ui.stepper_data import entry_cells
@@ -77,7 +77,7 @@ def test_the_multi_head_weights_entry_of_a_blocked_row_explains_it_instead_of_cr
     settings = Settings.for_preset("journey_v1")
     walk = build_multi_head_walkthrough(settings, BLOCKED_ROW)
     assert walk.blocked_rows == (0,)
-    steps = multi_head_steps(walk, "weights")
+    steps = multi_head_step_through(walk, "weights")
     text = steps.stage.entry(0, 0, 1, Message)
     assert r"\alpha^{(2)}_{1,1}" in text and "0" in text
     with pytest.raises(IndexError):
@@ -100,7 +100,7 @@ def test_every_causal_stage_has_one_explained_panel_and_its_entry_states_the_pan
     walk = registry.BY_KEY[page].walkthrough(settings, {})
     declared = registry.BY_KEY[page]
     for key in declared.stages:
-        stage = declared.steps(walk, key).stage
+        stage = declared.step_through(walk, key).stage
         assert [p.explained for p in stage.panels].count(True) == 1, key
         rows, cols = stage.target.matrix.shape
         value = float(stage.target.matrix[rows - 1, 0])
@@ -170,14 +170,14 @@ def test_every_panel_follows_the_explained_entry_on_a_fragment_rerun(key):
     walk = build(before)
     checked = 0
     for stage in page.stages:
-        steps = page.steps(walk, stage)
+        steps = page.step_through(walk, stage)
         if steps.stage.target is None:
             continue
         rows, cols = steps.stage.target.matrix.shape
         for row, col, head in {(rows - 1, cols - 1, 1), (rows // 2, cols // 2, 0), (1, 0, 1)}:
             after = _moved(steps, before.set(**{page.stage_field: stage}), min(row, rows - 1), col, head)
-            fresh = page.steps(build(after), stage)
-            assert _drawn(page.steps(as_of(walk, after), stage)) == _drawn(fresh), (stage, row, col, head)
+            fresh = page.step_through(build(after), stage)
+            assert _drawn(page.step_through(as_of(walk, after), stage)) == _drawn(fresh), (stage, row, col, head)
             checked += 1
     assert checked >= 2
 
@@ -191,8 +191,8 @@ def test_the_softmax_jacobian_is_the_explained_rows_after_a_click(key):
     before = Settings()
     walk = build(before)
     after = before.set(entry_row=1, **{page.stage_field: "d_scores"})
-    titles = [p.title for p in page.steps(as_of(walk, after), "d_scores").stage.panels]
-    stale = [p.title for p in page.steps(walk, "d_scores").stage.panels]
+    titles = [p.title for p in page.step_through(as_of(walk, after), "d_scores").stage.panels]
+    stale = [p.title for p in page.step_through(walk, "d_scores").stage.panels]
     (jacobian,) = [t for t in titles if "Jacobian" in str(getattr(t, "text", t))]
     assert jacobian.params.get("row") == 2 and jacobian not in stale
 
@@ -282,7 +282,7 @@ def test_every_formula_is_one_katex_draws_without_a_warning(key, language):
     tr = Message if language == "en" else Translator(language)
     page, walk = registry.BY_KEY[key], _builders()[key](Settings())
     for stage in page.stages:
-        shown = page.steps(walk, stage).stage
+        shown = page.step_through(walk, stage).stage
         texts = list(shown.formula(tr))
         for row, col in ((0, 0), (1, 0), (2, 1), (0, 1)):  # (0, 1): a key the causal mask blocks
             try:
@@ -303,7 +303,7 @@ def test_every_cells_number_fits_its_cell_on_every_stage_at_the_default_settings
 
     page, walk = registry.BY_KEY[key], _builders()[key](Settings())
     for stage in page.stages:
-        for panel in page.steps(walk, stage).stage.panels:
+        for panel in page.step_through(walk, stage).stage.panels:
             matrix = panel.matrix.double().numpy()
             c0, c1 = window(matrix.shape[-1], 0)
             r0, r1 = window(matrix.shape[0], 0)
@@ -337,7 +337,7 @@ def test_cell_numbers_share_one_format_per_matrix(values, exponent, decimals, wr
 
 
 #: The step pages built from the settings alone (the two model pages load a model: their own tests).
-BUILT_FROM_SETTINGS = [p.key for p in registry.PAGES if p.steps is not None and p.key not in ("trained_model",
+BUILT_FROM_SETTINGS = [p.key for p in registry.PAGES if p.step_through is not None and p.key not in ("trained_model",
                                                                                                  "modern_lm")]
 
 
@@ -351,7 +351,7 @@ def test_every_entry_of_every_stage_explains_when_the_widths_outnumber_the_token
     for settings in (Settings(), small):
         walk = page.walkthrough(settings)
         for stage in page.stages:
-            steps = page.steps(walk, stage)
+            steps = page.step_through(walk, stage)
             cells = entry_cells(steps)
             assert cells or steps.stage.entry is None or steps.stage.target is None, (key, stage)
             for row, col, head in cells:

@@ -102,7 +102,7 @@ def live(page: Page, walk: Any, explain: Mapping[str, str], *, layout: str = "st
     """
     if page.opening_entry is not None:
         state.open_at_entry(dict(page.opening_entry(walk)))
-    first = page.steps(walk, state.settings().get(page.stage_field))
+    first = page.step_through(walk, state.settings().get(page.stage_field))
     fields = tuple(f for f in (page.stage_field, first.row_field, first.col_field, first.head_field, practice.FIELD) if f)
     # a part of the page's body (a fragment of its own): what the element sends (its requests for entries, an answer)
     # reruns the part alone, not the page's settings around it; an edit (a mask cell) reruns the whole app
@@ -147,7 +147,7 @@ def _need(page: Page) -> None:
     position comes with the request, so the link the server writes on that run is the element's."""
     position = _position(page, "need")
     if position is not None:
-        steps = page.steps(st.session_state[_WALK][page.key], position[page.stage_field])
+        steps = page.step_through(st.session_state[_WALK][page.key], position[page.stage_field])
         row = position.get(steps.row_field, 0)
         sent = st.session_state[f"stepper_{page.key}"]["need"].get("stages")
         # the stage shown and those it asks for: its neighbours, in a class every stage (known stages only: a forged
@@ -176,7 +176,7 @@ def _flip(page: Page) -> None:
     position = _position(page, "flip")
     if position is None:
         return
-    steps = page.steps(st.session_state[_WALK][page.key], position[page.stage_field])
+    steps = page.step_through(st.session_state[_WALK][page.key], position[page.stage_field])
     mask = steps.stage.mask
     row, col = position.get(steps.row_field), position.get(steps.col_field)
     if mask is None or row is None or col is None or not (0 <= row < mask.attn_mask.shape[0]
@@ -201,7 +201,7 @@ def _asked(page: Page, name: str) -> Optional[tuple[StepThrough, int, int, int, 
         return None
     state.update(**position, own_position=True)
     settings = state.settings()
-    steps = page.steps(as_of(st.session_state[_WALK][page.key], settings), position[page.stage_field])
+    steps = page.step_through(as_of(st.session_state[_WALK][page.key], settings), position[page.stage_field])
     if steps.stage.target is None:
         return None
     row, col, head = clamp_entry(steps.stage, settings.get(steps.row_field), settings.get(steps.col_field),
@@ -247,7 +247,7 @@ def _pick(page: Page) -> None:
     if position is None or not state.settings().get(practice.FIELD):
         return
     state.update(**position, own_position=True)
-    steps = page.steps(st.session_state[_WALK][page.key], position[page.stage_field])
+    steps = page.step_through(st.session_state[_WALK][page.key], position[page.stage_field])
     if steps.stage.exercise is not None and steps.stage.target is not None:
         settings = state.settings()
         practice.pick(steps, settings.get(steps.head_field) if steps.head_field else 0)
@@ -265,7 +265,7 @@ def _position(page: Page, name: str, key: str = "") -> Optional[dict[str, Any]]:
     walk = st.session_state.get(_WALK, {}).get(page.key)
     if walk is None:  # no element of this page was drawn in this session
         return None
-    steps = page.steps(walk, sent["stage"])
+    steps = page.step_through(walk, sent["stage"])
     changes: dict[str, Any] = {page.stage_field: sent["stage"]}
     for field, part in ((steps.row_field, "row"), (steps.col_field, "col"), (steps.head_field, "head")):
         if field and isinstance(sent.get(part), int) and not isinstance(sent.get(part), bool):

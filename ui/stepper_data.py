@@ -359,14 +359,14 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
     """
     settings = state.settings()
     stage_key = settings.get(page.stage_field)
-    first = page.steps(as_of(walk, settings), stage_key)
+    first = page.step_through(as_of(walk, settings), stage_key)
     order = list(first.titles)
     view = _view()
     at = (settings.get(first.row_field), settings.get(first.col_field),
           settings.get(first.head_field) if first.head_field else 0)
     stages = {}
     for key in order:
-        steps = page.steps(walk, key)
+        steps = page.step_through(walk, key)
         shown = blocks(steps, *at) if windowed else None
         part = _shared((page.key, key, "stage", shown) + view, walk,
                        functools.partial(stage_data, steps, explain, shown))
@@ -465,7 +465,7 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
 def practice_data(page: Page, walk: Any) -> dict[str, Any]:
     """Practice mode's part of what the element is sent: the session's score, its answers on this page (their
     verdicts, what is revealed, the predictions: ``ui.classroom.practice.status``, as HTML) and the words the element shows."""
-    said = practice.status(page.key, functools.partial(page.steps, walk))
+    said = practice.status(page.key, functools.partial(page.step_through, walk))
     for entry in said.values():
         for name in ("error", "correct", "verdict"):
             if name in entry:

@@ -34,7 +34,7 @@ def _exports(page: Page, walk: Any) -> dict[str, Callable[[], str]]:
 def downloads(page: Page, walk: Any, titles: Mapping[str, str]) -> None:
     """The page's worksheet and exports of every stage (``ui.classroom.worksheet``), under its step-through: ``titles``, its
     stages' titles (English, marked for translation)."""
-    worksheet.downloads(page, titles, functools.partial(page.steps, walk), **_exports(page, walk))
+    worksheet.downloads(page, titles, functools.partial(page.step_through, walk), **_exports(page, walk))
 
 
 #: A large matrix (the trained model's X is n × 384) is shown in blocks of WINDOW rows and columns; up to

@@ -3,7 +3,7 @@
 :func:`build_backward_walkthrough` takes the self-attention page's sentence, X and weights W_q, W_k, W_v (d_k wide,
 the causal switch), a target T for the output (a token that should copy another's value, or a seeded random
 matrix), and works out every gradient of L = ½ ‖O − T‖² by hand (:mod:`attention_core.backward.gradients`), checks
-each against ``torch.autograd``, a finite difference and one gradient-descent step; :func:`steps_for_page` puts a
+each against ``torch.autograd``, a finite difference and one gradient-descent step; :func:`step_through_for_page` puts a
 stage in a :class:`~attention_core.stepthrough.StepThrough`.
 
 Shape legend: n tokens (T is the target), D = d_model, d_k = d_v (the self-attention page's width). Float32.
@@ -302,7 +302,7 @@ def loss_remark(loss: float) -> Message:
     return Message(N_("L = ½ ‖O − T‖² = {loss}"), loss=f"{loss:.6g}")
 
 
-def steps_for_page(walk: BackwardWalkthrough, stage: str, page: Page) -> StepThrough:
+def step_through_for_page(walk: BackwardWalkthrough, stage: str, page: Page) -> StepThrough:
     """``page``'s ``stage`` in the one step-through protocol (the backward page's).
 
     Raises:

@@ -42,8 +42,8 @@ def recipe_and_steps(page: Page, walk: Any) -> tuple[Recipe, list[StepThrough]]:
     Raises:
         ValueError: ``page`` is not a step page or declares no recipe.
     """
-    if page.steps is None or page.recipe is None:
+    if page.step_through is None or page.recipe is None:
         raise ValueError(f"{page.key} is not a step page with a recipe")
     recipe = page.recipe(walk)
-    order = page.steps(walk, next(iter(page.stages))).titles  # the walk-through's variant decides the order
-    return recipe, [page.steps(walk, stage) for stage in order]
+    order = page.step_through(walk, next(iter(page.stages))).titles  # the walk-through's variant decides the order
+    return recipe, [page.step_through(walk, stage) for stage in order]

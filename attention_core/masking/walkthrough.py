@@ -3,7 +3,7 @@
 The pages build up like seed 001's classes: ``CausalAttention`` adds a mask and dropout to self-attention.
 :func:`build_causal_walkthrough` turns a :class:`~attention_core.settings.Settings` and the user's edits into a
 frozen walk-through holding every number its page shows and the checks against PyTorch;
-:func:`steps_for_page` puts a stage of the causal or dropout page in the one step-through protocol. The mask with the
+:func:`step_through_for_page` puts a stage of the causal or dropout page in the one step-through protocol. The mask with the
 user's clicked cells and the
 context-length check, which the multi-head pages share, are in :mod:`attention_core.masking.user_mask`; the seeded
 module weights in :mod:`attention_core.weights`.
@@ -306,7 +306,7 @@ def _causal_code(stage: str) -> tuple:
     return (functional.scaled_dot_product_attention,)
 
 
-def steps_for_page(walk: CausalWalkthrough, stage: str, page: Page) -> StepThrough:
+def step_through_for_page(walk: CausalWalkthrough, stage: str, page: Page) -> StepThrough:
     """``page``'s ``stage`` in the one step-through protocol: the causal page's, or the dropout page's (its key
     "dropout": its dropped weights and their output).
 

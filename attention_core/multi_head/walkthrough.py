@@ -5,7 +5,7 @@ causal page's mask) and mixes the concatenated heads with W_O; cross-attention t
 a second (encoder) sentence (seed 003). :func:`build_multi_head_walkthrough` and
 :func:`attention_core.lessons.cross_attention.page.build_cross_attention_walkthrough` hold every number their page shows and the checks against
 ``torch.nn.functional.scaled_dot_product_attention`` and ``torch.nn.MultiheadAttention``;
-:func:`steps_for_page` puts a stage of a page on this machinery (multi-head, cross-attention) in the one step-through
+:func:`step_through_for_page` puts a stage of a page on this machinery (multi-head, cross-attention) in the one step-through
 protocol.
 
 Shape legend: m query tokens (the decoder's in cross-attention), n key/value tokens, D = d_model,
@@ -308,7 +308,7 @@ def multi_head_exercise(walk: MultiHeadWalkthrough, stage: str, row: int, col: i
     return None
 
 
-def steps_for_page(walk: MultiHeadWalkthrough, stage: str, page: Page) -> StepThrough:
+def step_through_for_page(walk: MultiHeadWalkthrough, stage: str, page: Page) -> StepThrough:
     """``page``'s ``stage`` in the one step-through protocol (the multi-head page's, or another page's on the same
     machinery: the cross-attention page's).
 

@@ -84,7 +84,7 @@ def stage_labels(walk: Walkthrough, stage: str) -> tuple[list[str], list[str]]:
     return rows, dim_labels("d" if stage == "inputs" else "c", width)
 
 
-def steps_for_page(walk: Walkthrough, stage: str, page: Page) -> StepThrough:
+def step_through_for_page(walk: Walkthrough, stage: str, page: Page) -> StepThrough:
     """``page``'s ``stage`` (the self-attention page's; the no-weights page's) in the one step-through protocol (:mod:`attention_core.stepthrough`).
 
     One heatmap per stage: X, Q, K, V (T × D or T × d_k), the scores, scaled scores and weights (T × T), the

@@ -66,17 +66,17 @@ def size(value) -> tuple[int, int]:
 def measure(page, settings: Settings, repeat: int) -> dict:
     walk_s, walk = best(repeat, lambda: page.walkthrough(settings))
     explain = defaultdict(str)
-    stages_s, stages = best(repeat, lambda: {k: stepper_data.stage_data(page.steps(walk, k), explain)
+    stages_s, stages = best(repeat, lambda: {k: stepper_data.stage_data(page.step_through(walk, k), explain)
                                              for k in page.stages})
-    first = page.steps(walk, page.default_stage or next(iter(page.stages)))  # "": the first stage
+    first = page.step_through(walk, page.default_stage or next(iter(page.stages)))  # "": the first stage
     one_s, one = best(repeat, lambda: first.stage.entry(0, 0, 0, lambda text: text)
                       if first.stage.entry is not None else "")
     per_stage = {}
     for key in page.stages:
-        per_stage[key] = best(repeat, lambda key=key: stepper_data.entries(page.steps(walk, key)))
+        per_stage[key] = best(repeat, lambda key=key: stepper_data.entries(page.step_through(walk, key)))
     entries_s = sum(t for t, _ in per_stage.values())
     heaviest = max(per_stage, key=lambda k: per_stage[k][0])
-    row_s, _row = best(repeat, lambda: stepper_data.entries(page.steps(walk, heaviest), (0,)))
+    row_s, _row = best(repeat, lambda: stepper_data.entries(page.step_through(walk, heaviest), (0,)))
     return {"row": row_s, "walk": walk_s, "stages": (stages_s, *size(stages)), "one": (one_s, *size(one)),
             "entries": (entries_s, *size({k: v for k, (_t, v) in per_stage.items()})),
             "heaviest": (heaviest, per_stage[heaviest][0], size(per_stage[heaviest][1])[0],
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
                         help="only this example (repeatable; default: both)")
     args = parser.parse_args(argv)
     wanted = set(filter(None, args.pages.split(",")))
-    pages = [p for p in registry.PAGES if p.steps is not None and (not wanted or p.key in wanted)]
+    pages = [p for p in registry.PAGES if p.step_through is not None and (not wanted or p.key in wanted)]
     print(f"{'page':<22} {'example':<8} {'walk':>7} {'stages':>8} {'size':>14} {'entry':>7} {'entries':>9} "
           f"{'size':>14}  heaviest stage")
     for page in pages:

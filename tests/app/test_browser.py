@@ -606,11 +606,11 @@ def test_practice_names_a_mistake_then_reveals_the_step_and_the_worksheet_downlo
 
     from pypdf import PdfReader
 
-    from attention_core.lessons.self_attention.page import self_attention_steps
+    from attention_core.lessons.self_attention.page import self_attention_step_through
     from attention_core.self_attention.walkthrough import build_walkthrough
     from attention_core.settings import Settings
 
-    exercise = self_attention_steps(build_walkthrough(Settings()), "scaled_scores").stage.exercise(1, 3, 0)
+    exercise = self_attention_step_through(build_walkthrough(Settings()), "scaled_scores").stage.exercise(1, 3, 0)
     forgot = next(m for m in exercise.mistakes if m.key == "no_scale")
     open_page(page, app_url, "/self-attention?practice=1&stage=scaled_scores&entry_row=1&entry_col=3",
               "Scaled dot-product self-attention, step by step")
@@ -1124,11 +1124,11 @@ def test_a_class_live_the_teacher_sees_a_named_mistake_and_brings_the_class_to_a
     opens *Your class*; the students join by the link and answer in practice mode; the named mistake is on the
     teacher's page within 3 s. Then the teacher brings the class to another page: a student's banner offers Follow,
     which opens the teacher's page, and *Back to where you were* brings the student's own page back."""
-    from attention_core.lessons.self_attention.page import self_attention_steps
+    from attention_core.lessons.self_attention.page import self_attention_step_through
     from attention_core.self_attention.walkthrough import build_walkthrough
     from attention_core.settings import Settings
 
-    steps = self_attention_steps(build_walkthrough(Settings(preset="seed000")), "scaled_scores")
+    steps = self_attention_step_through(build_walkthrough(Settings(preset="seed000")), "scaled_scores")
     exercise = steps.stage.exercise(1, 3, 0)
     forgot = next(m for m in exercise.mistakes if m.key == "no_scale")
     with new_page(browser, 1280, 800) as teacher, new_page(browser, 1280, 800) as ann, \

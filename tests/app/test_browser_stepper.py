@@ -406,11 +406,11 @@ def test_practice_mode_steps_in_the_browser_and_only_an_answer_goes_to_the_serve
     """Practice mode in the element: a step with an exercise hides its matrices and asks its entry; Previous and Next
     over stages already sent send nothing (the link follows); Check sends the answer, the named mistake comes back
     with what was typed still in the box; the right answer brings the numbers and the worked entry back."""
-    from attention_core.lessons.self_attention.page import self_attention_steps
+    from attention_core.lessons.self_attention.page import self_attention_step_through
     from attention_core.self_attention.walkthrough import build_walkthrough
     from attention_core.settings import Settings
 
-    exercise = self_attention_steps(build_walkthrough(Settings()), "scaled_scores").stage.exercise(1, 3, 0)
+    exercise = self_attention_step_through(build_walkthrough(Settings()), "scaled_scores").stage.exercise(1, 3, 0)
     forgot = next(m for m in exercise.mistakes if m.key == "no_scale")
     page = element_page
     open_element(page, "/self-attention?practice=1&stage=scaled_scores&entry_row=1&entry_col=3")

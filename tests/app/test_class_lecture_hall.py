@@ -28,7 +28,7 @@ from sqlalchemy import select
 from test_lecture_hall import HAPROXY, SessionClosed, Student, reconnect, require, start_hall, stop_hall
 
 from attention_core import practice
-from attention_core.lessons.self_attention.page import self_attention_steps
+from attention_core.lessons.self_attention.page import self_attention_step_through
 from attention_core.self_attention.walkthrough import build_walkthrough
 from attention_core.settings import Settings
 from ui.classroom.store import schema
@@ -50,7 +50,7 @@ DEADLINE_S = 30.0  # for each phase: the answers before the kill, and after it
 
 
 def _exercise():
-    return self_attention_steps(build_walkthrough(Settings(preset="seed000")), "scaled_scores").stage.exercise(1, 3, 0)
+    return self_attention_step_through(build_walkthrough(Settings(preset="seed000")), "scaled_scores").stage.exercise(1, 3, 0)
 
 
 def _outcome(exercise, typed: str) -> str:

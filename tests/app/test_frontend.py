@@ -130,7 +130,7 @@ def test_every_formula_and_entry_of_every_step_page_typesets_without_a_katex_war
             continue
         walk = page.walkthrough(Settings())
         for key in page.stages:
-            steps = page.steps(walk, key)
+            steps = page.step_through(walk, key)
             items += [(f"{page.key} {key} formula", line) for line in steps.stage.formula(lambda text, **_: text)]
             items += [(f"{page.key} {key} {r},{c},{h}", steps.stage.entry(r, c, h, lambda text, **_: text))
                       for r, c, h in stepper_data.entry_cells(steps)]

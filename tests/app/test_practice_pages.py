@@ -8,7 +8,7 @@ from conftest import APP, element, element_send, element_step, errors, has_eleme
 from streamlit.testing.v1 import AppTest
 
 from attention_core import practice, registry
-from attention_core.lessons.self_attention.page import self_attention_steps
+from attention_core.lessons.self_attention.page import self_attention_step_through
 from attention_core.self_attention.walkthrough import build_walkthrough
 
 NO_EXERCISE = ("No exercise at this step", "这一步没有练习")
@@ -99,7 +99,7 @@ def test_a_whole_self_attention_walk_through_as_exercises_with_every_mistake_nam
     for stage in registry.BY_KEY["self_attention"].stages:
         col = 3 if stage in ("scores", "scaled_scores", "weights") else 0  # entries where every mistake differs
         element_step(at, **{"self_attention.stage": stage, "entry_row": 1, "entry_col": col})
-        exercise = self_attention_steps(walk, stage).stage.exercise(1, col, 0)
+        exercise = self_attention_step_through(walk, stage).stage.exercise(1, col, 0)
         sent = element(at)["stages"][stage]
         if exercise is None:
             assert not sent["has_entry"] or sent["exercises"][f"1,{col},0"] is None, stage

@@ -231,7 +231,7 @@ def test_each_stage_carries_its_own_checks(key):
     data = element(at)
     against = set()
     for stage in data["order"]:
-        want = page.steps(walk, stage).checks
+        want = page.step_through(walk, stage).checks
         lines = [line for line in data["stages"][stage]["checks_html"]]
         assert [line["ok"] for line in lines] == [check.matches for check in want], stage
         for line, check in zip(lines, want):

@@ -165,16 +165,16 @@ def test_every_worksheet_notebook_markdown_and_script_names_only_references_a_st
     from ui.i18n import Translator
 
     walk = _walk(page)
-    order = page.steps(walk, next(iter(page.stages))).titles
+    order = page.step_through(walk, next(iter(page.stages))).titles
     found = [f"script: {bad}" for bad in unfollowable(checking_script.script_for(page, walk))]
     for language in ("en", "zh"):
         tr = Translator(language)
         cells = json.loads(notebook.notebook_for(page, walk, tr))["cells"]
         found += [f"{language} notebook: {bad}" for cell in cells for bad in unfollowable("".join(cell["source"]))]
-        steps = [page.steps(walk, stage) for stage in order]
+        steps = [page.step_through(walk, stage) for stage in order]
         markdown = export.steps_markdown(tr(page.title), "Settings: d_k=3", steps, tr)
         found += [f"{language} Markdown: {bad}" for bad in unfollowable(markdown)]
-        sheet = worksheet.build_worksheet(lambda stage: page.steps(walk, stage), list(order), title=tr(page.title),
+        sheet = worksheet.build_worksheet(lambda stage: page.step_through(walk, stage), list(order), title=tr(page.title),
                                           settings_line="Settings: d_k=3", seed_text="link", tr=tr)
         texts = [sheet.title, sheet.settings_line]
         for stage in sheet.stages:
@@ -204,7 +204,7 @@ def _kind(code: str) -> str:
 @pytest.mark.parametrize("page", STEP_PAGES, ids=[page.key for page in STEP_PAGES])
 def test_every_check_of_every_step_page_is_labelled_with_what_it_was_compared_with(page):
     walk = _walk(page)
-    checks = {check.reference: check for stage in page.stages for check in page.steps(walk, stage).checks}
+    checks = {check.reference: check for stage in page.stages for check in page.step_through(walk, stage).checks}
     assert checks, page.key
     wrong = {code: (check.against, _kind(code)) for code, check in checks.items() if check.against != _kind(code)}
     assert not wrong, wrong
@@ -251,7 +251,7 @@ def shown_functions() -> set:
             continue
         walk = page.walkthrough(settings)
         for stage in page.stages:
-            functions |= set(page.steps(walk, stage).stage.code)
+            functions |= set(page.step_through(walk, stage).stage.code)
     return functions
 
 

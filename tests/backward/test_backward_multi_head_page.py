@@ -34,7 +34,7 @@ def test_every_gradient_equals_autograds_on_every_worked_example(preset, causal,
         assert check.matches and check.max_abs_diff <= 1e-5, (check.reference, check.max_abs_diff)
     h = walk.trace.num_heads
     for stage in BACKWARD_MULTI_HEAD.stages:
-        steps = BACKWARD_MULTI_HEAD.steps(walk, stage)
+        steps = BACKWARD_MULTI_HEAD.step_through(walk, stage)
         explained = [p for p in steps.stage.panels if p.explained]
         assert len(explained) == (h if steps.stage.per_head and stage != "step" else 1), stage
         assert steps.checks and all(c.matches for c in steps.checks), stage
@@ -73,7 +73,7 @@ def test_each_heads_panels_are_its_slice_and_its_columns_of_the_whole():
     walk = BACKWARD_MULTI_HEAD.walkthrough(Settings(d_out=6, num_heads=3))
     t = walk.trace
     for stage, name in (("d_value", "d_value_heads"), ("d_query", "d_query_heads"), ("d_key", "d_key_heads")):
-        panels = [p for p in BACKWARD_MULTI_HEAD.steps(walk, stage).stage.panels if p.head is not None]
+        panels = [p for p in BACKWARD_MULTI_HEAD.step_through(walk, stage).stage.panels if p.head is not None]
         for r, panel in enumerate(panels):
             assert panel.head == r
             torch.testing.assert_close(panel.matrix, getattr(t, name)[r])
@@ -114,12 +114,12 @@ def test_the_finite_difference_of_the_explained_weight_moves_the_loss_by_eps_tim
         fd = walk.finite_difference(which, row, col)
         assert fd.predicted_change == pytest.approx(EPSILON * walk.explained(stage, row, col), rel=1e-4)
         assert fd.actual_change == pytest.approx(fd.predicted_change, rel=1e-3, abs=1e-12)
-        text = BACKWARD_MULTI_HEAD.steps(walk, stage).stage.entry(row, col, 0, lambda s, **k: str(s).format(**k))
+        text = BACKWARD_MULTI_HEAD.step_through(walk, stage).stage.entry(row, col, 0, lambda s, **k: str(s).format(**k))
         assert r"\varepsilon = 0.000001" in text and "approx" in text  # ε in math: KaTeX has no ε in \text
 
 
 def _mistake(walk, stage: str, key: str, head: int = 0):
-    steps = BACKWARD_MULTI_HEAD.steps(walk, stage)
+    steps = BACKWARD_MULTI_HEAD.step_through(walk, stage)
     panel = next(p for p in steps.stage.panels if p.explained and p.head in (None, head))
     rows, cols = panel.matrix.shape
     for row in range(rows):
@@ -153,9 +153,9 @@ def test_the_mistakes_are_the_wrong_formulas_they_name():
 def test_every_stage_shows_the_checks_of_its_own_gradients():
     walk = BACKWARD_MULTI_HEAD.walkthrough(Settings())
     for stage, names in STAGE_CHECKS.items():
-        references = [c.reference for c in BACKWARD_MULTI_HEAD.steps(walk, stage).checks]
+        references = [c.reference for c in BACKWARD_MULTI_HEAD.step_through(walk, stage).checks]
         assert len(references) == len(names) and all(r.startswith("torch.autograd: ") for r in references), stage
-    assert [c.reference for c in BACKWARD_MULTI_HEAD.steps(walk, "d_w_out").checks] == [
+    assert [c.reference for c in BACKWARD_MULTI_HEAD.step_through(walk, "d_w_out").checks] == [
         "torch.autograd: dW_O", "torch.autograd: db_O"]
 
 

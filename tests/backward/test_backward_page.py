@@ -33,7 +33,7 @@ def test_every_gradient_equals_autograds_on_every_worked_example(preset, causal,
         assert check.matches and check.max_abs_diff <= 1e-5, (check.reference, check.max_abs_diff)
     # the page's own panels hold those numbers (dV's panel is the trace's dV, ...), every stage builds
     for stage in BACKWARD.stages:
-        steps = BACKWARD.steps(walk, stage)
+        steps = BACKWARD.step_through(walk, stage)
         assert sum(p.explained for p in steps.stage.panels) == 1, stage
     t = walk.trace
     torch.testing.assert_close(walk.flash.d_scores, t.d_scores, rtol=1e-5, atol=1e-6)
@@ -59,7 +59,7 @@ def test_the_finite_difference_of_the_explained_weight_moves_the_loss_by_eps_tim
                                     row, col)
         assert fd.predicted_change == pytest.approx(EPSILON * explained(walk, stage, row, col), rel=1e-4)
         assert fd.actual_change == pytest.approx(fd.predicted_change, rel=1e-3, abs=1e-12)
-        text = BACKWARD.steps(walk, stage).stage.entry(row, col, 0, lambda s, **k: str(s).format(**k))
+        text = BACKWARD.step_through(walk, stage).stage.entry(row, col, 0, lambda s, **k: str(s).format(**k))
         assert r"\varepsilon = 0.000001" in text and "approx" in text  # ε in math: KaTeX has no ε in \text
 
 
@@ -75,7 +75,7 @@ def test_every_hint_fires_on_its_own_mistake_and_never_on_the_right_answer(causa
     walk = BACKWARD.walkthrough(_settings("journey_v1", causal, "random").set(**{"backward.learning_rate": 1.0}))
     fired = set()
     for stage in EXERCISED:
-        steps = BACKWARD.steps(walk, stage)
+        steps = BACKWARD.step_through(walk, stage)
         rows, cols = next(p for p in steps.stage.panels if p.explained).matrix.shape
         for row in range(rows):
             for col in range(cols):
@@ -93,7 +93,7 @@ def test_every_hint_fires_on_its_own_mistake_and_never_on_the_right_answer(causa
 
 
 def _first_mistake(walk, stage: str, key: str):
-    steps = BACKWARD.steps(walk, stage)
+    steps = BACKWARD.step_through(walk, stage)
     rows, cols = next(p for p in steps.stage.panels if p.explained).matrix.shape
     for row in range(rows):
         for col in range(cols):
@@ -183,7 +183,7 @@ def test_a_new_session_opens_on_the_targets_row_where_every_step_explains_a_numb
     page = registry.BY_KEY[key]
     walk = page.walkthrough(settings(at))
     zeros = [stage for stage in page.stages if stage not in ("flash", "step")  # (D: one column; the step: W itself)
-             if explained_value(page.steps(walk, stage).stage.panels, 1, 0, settings(at).head) == 0]
+             if explained_value(page.step_through(walk, stage).stage.panels, 1, 0, settings(at).head) == 0]
     assert not zeros, f"the opening entry explains 0 on {zeros}"
     element_step(at, **{f"{key}.stage": "d_scores"})
     data = element(at)
@@ -208,7 +208,7 @@ def test_T_is_the_target_alone_and_the_sums_run_over_n_tokens(key):
 
     page = registry.BY_KEY[key]
     walk = page.walkthrough(Settings())
-    formulas = {stage: " ".join(page.steps(walk, stage).stage.formula(Message))
+    formulas = {stage: " ".join(page.step_through(walk, stage).stage.formula(Message))
                 for stage in page.stages}
     loss = formulas["loss"]
     assert "{T}_{i,j}" in loss and r"1 \leq i \leq n" in loss, loss
@@ -248,7 +248,7 @@ def test_another_pages_opening_entry_is_no_choice_the_backward_pages_open_on_the
     key = "backward_multi_head" if "multi_head" in page_file else "backward"
     page = registry.BY_KEY[key]
     walk = page.walkthrough(settings(at))
-    assert explained_value(page.steps(walk, page.default_stage or next(iter(page.stages))).stage.panels,
+    assert explained_value(page.step_through(walk, page.default_stage or next(iter(page.stages))).stage.panels,
                            1, 0, settings(at).head) != 0
     at.switch_page("app_pages/sinks.py").run()
     assert (settings(at).entry_row, settings(at).entry_col) == (last, 0)

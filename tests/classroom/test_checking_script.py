@@ -181,8 +181,8 @@ def exported_runs(tmp_path_factory) -> dict[str, tuple[object, str, subprocess.C
 
 def every_panel(walk, page):
     """[(stage, panel index, panel)] of every stage of the page (in this walk-through's order), from its declaration."""
-    order = page.steps(walk, next(iter(page.stages))).titles
-    return order, [(stage, n, panel) for stage in order for n, panel in enumerate(page.steps(walk, stage).stage.panels)]
+    order = page.step_through(walk, next(iter(page.stages))).titles
+    return order, [(stage, n, panel) for stage in order for n, panel in enumerate(page.step_through(walk, stage).stage.panels)]
 
 
 def checked_literals(source: str) -> dict[str, torch.Tensor]:
@@ -310,11 +310,11 @@ def test_a_per_head_heatmap_downloads_as_csv_with_its_numbers_and_translated_lab
     """What the heatmap picker hands to the CSV button: a panel of any step, its labels in the interface language."""
     import pandas as pd
 
-    from attention_core.lessons.multi_head.page import multi_head_steps
+    from attention_core.lessons.multi_head.page import multi_head_step_through
     from ui.classroom.export import matrix_csv
     from ui.i18n import Translator
 
-    panel = multi_head_steps(build_multi_head_walkthrough(Settings.for_preset("journey_v1")), "head").stage.panels[1]
+    panel = multi_head_step_through(build_multi_head_walkthrough(Settings.for_preset("journey_v1")), "head").stage.panels[1]
     cols = [Translator("zh")(label) for label in panel.col_labels]
     assert cols[0] != str(panel.col_labels[0])  # "col 3" in Chinese
     table = pd.read_csv(io.StringIO(matrix_csv(panel.matrix, list(panel.row_labels), cols)), index_col=0)

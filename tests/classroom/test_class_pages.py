@@ -13,7 +13,7 @@ from conftest import APP, element, element_send, shown
 from streamlit.testing.v1 import AppTest
 
 from attention_core import practice
-from attention_core.lessons.self_attention.page import self_attention_steps
+from attention_core.lessons.self_attention.page import self_attention_step_through
 from attention_core.self_attention.walkthrough import build_walkthrough
 from ui import charts
 from ui.classroom import class_live
@@ -75,7 +75,7 @@ def verdict(at: AppTest) -> str:
 
 def exercise(at: AppTest, stage: str, row: int = 1, col: int = 3):
     walk = build_walkthrough(at.session_state["settings"])
-    return self_attention_steps(walk, stage).stage.exercise(row, col, 0)
+    return self_attention_step_through(walk, stage).stage.exercise(row, col, 0)
 
 
 def texts(at: AppTest) -> str:
@@ -342,6 +342,6 @@ def test_the_csv_holds_the_aggregate_and_no_seat(url):
     assert writer(url).flush()
     text = class_dashboard.csv_text(Store(url).dashboard(code))
     lines = text.splitlines()
-    assert lines[0] == "page_key,page,stage_key,stage,measure,count"
+    assert lines[0] == "page_key,page,step_key,step,measure,count"
     assert "self_attention,Scaled dot-product self-attention,scaled_scores" in text and ",answers,1" in text
     assert seat not in text and "999" not in text

@@ -12,10 +12,10 @@ from pypdf import PdfReader
 from attention_core import registry
 from attention_core.classroom import worksheet
 from attention_core.errors import Message
-from attention_core.lessons.causal.page import causal_steps
-from attention_core.lessons.multi_head.page import multi_head_steps
-from attention_core.lessons.self_attention.page import self_attention_steps
-from attention_core.lessons.sinks.page import SINKS, sinks_steps
+from attention_core.lessons.causal.page import causal_step_through
+from attention_core.lessons.multi_head.page import multi_head_step_through
+from attention_core.lessons.self_attention.page import self_attention_step_through
+from attention_core.lessons.sinks.page import SINKS, sinks_step_through
 from attention_core.masking.walkthrough import build_causal_walkthrough
 from attention_core.multi_head.walkthrough import build_multi_head_walkthrough
 from attention_core.self_attention.walkthrough import build_walkthrough
@@ -25,7 +25,7 @@ from attention_core.stepthrough import explained_value
 
 def _self_attention_sheet(settings: Settings | None = None, seed_text: str = "link") -> worksheet.Worksheet:
     walk = build_walkthrough(settings or Settings())
-    return worksheet.build_worksheet(lambda stage: self_attention_steps(walk, stage), list(registry.BY_KEY["self_attention"].stages),
+    return worksheet.build_worksheet(lambda stage: self_attention_step_through(walk, stage), list(registry.BY_KEY["self_attention"].stages),
                                      title="Scaled dot-product self-attention", settings_line="Settings: d_k=3",
                                      seed_text=seed_text)
 
@@ -47,7 +47,7 @@ def test_one_page_per_stage_asked_and_the_key_holds_the_apps_numbers():
         assert "Worksheet" in blank_page and "Name:" in blank_page and "________" in blank_page
         assert "Answer key" in key_page and "Name:" not in key_page
         assert len(stage.blanks) == worksheet.PER_STAGE
-        steps = self_attention_steps(walk, stage.key)
+        steps = self_attention_step_through(walk, stage.key)
         for blank in stage.blanks:
             shown = explained_value(steps.stage.panels, blank.row, blank.col)
             assert blank.exercise.answer == pytest.approx(shown, abs=1e-6)
@@ -82,11 +82,11 @@ def test_a_users_dollar_sign_does_not_break_the_sheet():
 
 
 @pytest.mark.parametrize(("page", "steps_for"), [
-    ("self_attention", lambda: (lambda w: lambda s: self_attention_steps(w, s))(build_walkthrough(Settings()))),
-    ("causal", lambda: (lambda w: lambda s: causal_steps(w, s))(build_causal_walkthrough(Settings()))),
-    ("multi_head", lambda: (lambda w: lambda s: multi_head_steps(w, s))(
+    ("self_attention", lambda: (lambda w: lambda s: self_attention_step_through(w, s))(build_walkthrough(Settings()))),
+    ("causal", lambda: (lambda w: lambda s: causal_step_through(w, s))(build_causal_walkthrough(Settings()))),
+    ("multi_head", lambda: (lambda w: lambda s: multi_head_step_through(w, s))(
         build_multi_head_walkthrough(Settings.for_preset("journey_v1")))),
-    ("sinks", lambda: (lambda w: lambda s: sinks_steps(w, s))(SINKS.walkthrough(Settings()))),
+    ("sinks", lambda: (lambda w: lambda s: sinks_step_through(w, s))(SINKS.walkthrough(Settings()))),
 ])
 def test_every_asked_formula_can_be_typeset(page, steps_for):
     sheet = worksheet.build_worksheet(steps_for(), list(registry.BY_KEY[page].stages), title=page, settings_line="",
@@ -112,9 +112,9 @@ def test_every_step_as_markdown_holds_each_stage_its_formula_and_its_numbers(pag
     from attention_core.classroom.export import steps_markdown
 
     builders = {
-        "self_attention": lambda: (lambda w: lambda s: self_attention_steps(w, s))(build_walkthrough(Settings())),
-        "causal": lambda: (lambda w: lambda s: causal_steps(w, s))(build_causal_walkthrough(Settings())),
-        "multi_head": lambda: (lambda w: lambda s: multi_head_steps(w, s))(
+        "self_attention": lambda: (lambda w: lambda s: self_attention_step_through(w, s))(build_walkthrough(Settings())),
+        "causal": lambda: (lambda w: lambda s: causal_step_through(w, s))(build_causal_walkthrough(Settings())),
+        "multi_head": lambda: (lambda w: lambda s: multi_head_step_through(w, s))(
             build_multi_head_walkthrough(Settings.for_preset("journey_v1"))),
     }
     steps_for = builders[page]()

@@ -23,7 +23,7 @@ from attention_core.inputs.presets import PRESETS
 from attention_core.inputs.text import MAX_TOKENS
 from attention_core.lessons.cross_attention.page import build_cross_attention_walkthrough
 from attention_core.lessons.dropout.page import DROPOUT_PAGE
-from attention_core.lessons.multi_head.page import multi_head_steps
+from attention_core.lessons.multi_head.page import multi_head_step_through
 from attention_core.masking import formulas as fm
 from attention_core.masking.user_mask import MASK_EDITS
 from attention_core.masking.walkthrough import MAX_DROPOUT, build_causal_walkthrough, causal_panels, explain_causal
@@ -375,8 +375,8 @@ def test_scaled_scores_entry_divides_by_sqrt_head_dim():
 
 def test_clamp_entry_moves_inside_the_stage_and_the_heads():
     walk = build_multi_head_walkthrough(Settings.for_preset("journey_v1"))
-    assert clamp_entry(multi_head_steps(walk, "split").stage, 9, 9, 5, 2) == (5, 0, 1)
-    assert clamp_entry(multi_head_steps(walk, "weights").stage, -1, 3, 0, 2) == (0, 3, 0)
+    assert clamp_entry(multi_head_step_through(walk, "split").stage, 9, 9, 5, 2) == (5, 0, 1)
+    assert clamp_entry(multi_head_step_through(walk, "weights").stage, -1, 3, 0, 2) == (0, 3, 0)
 
 
 # ---------------------------------------------------------------- settings

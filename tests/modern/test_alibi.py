@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from test_stepthrough import step_through_every_stage
 
 from attention_core.errors import Message
-from attention_core.lessons.alibi.page import ALIBI_PAGE, alibi_steps, build_alibi_walkthrough, explain_alibi
+from attention_core.lessons.alibi.page import ALIBI_PAGE, alibi_step_through, build_alibi_walkthrough, explain_alibi
 from attention_core.modern.alibi import alibi_attention, alibi_weights_loop, slopes
 from attention_core.settings import Settings
 
@@ -55,7 +55,7 @@ def test_every_stage_and_entry():
     walk = build_alibi_walkthrough(settings, settings.alibi)
     assert all(c.matches for c in walk.checks)
     for stage in ALIBI_PAGE.stages:
-        steps = alibi_steps(walk, stage)
+        steps = alibi_step_through(walk, stage)
         target = steps.stage.target
         for head in range(max(steps.num_heads, 1)):
             for row in range(target.matrix.shape[0]):

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from test_stepthrough import step_through_every_stage
 
 from attention_core.errors import InputError, Message
-from attention_core.lessons.flash_attention.page import FLASH_ATTENTION, explain_flash, flash_attention_steps
+from attention_core.lessons.flash_attention.page import FLASH_ATTENTION, explain_flash, flash_attention_step_through
 from attention_core.modern.online_softmax import flash_attention
 from attention_core.settings import Settings
 
@@ -62,13 +62,13 @@ def test_every_stage_entry_of_every_tile():
     for tile in range(len(walk.trace.tiles)):
         walk = FLASH_ATTENTION.walkthrough(settings_.set(**{"flash_attention.tile": tile}))
         for stage in FLASH_ATTENTION.stages:
-            steps = flash_attention_steps(walk, stage)
+            steps = flash_attention_step_through(walk, stage)
             target = steps.stage.target
             for row in range(target.matrix.shape[0]):
                 for col in range(target.matrix.shape[1]):
                     explain_flash(walk, stage, row, col)
             assert steps.stage.formula(Message)
-    assert "Max |tiled − full|" in flash_attention_steps(walk, "final").stage.remark
+    assert "Max |tiled − full|" in flash_attention_step_through(walk, "final").stage.remark
 
 
 def test_a_block_larger_than_the_sentence_gets_a_message_and_keeps_the_settings():

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from test_stepthrough import step_through_every_stage
 
 from attention_core.errors import InputError, Message
-from attention_core.lessons.gqa.page import GQA_PAGE, explain_gqa, gqa_steps
+from attention_core.lessons.gqa.page import GQA_PAGE, explain_gqa, gqa_step_through
 from attention_core.modern.gqa import grouped_query_attention, kv_head_of
 from attention_core.multi_head.heads import multi_head_attention
 from attention_core.settings import Settings
@@ -65,7 +65,7 @@ def test_every_stage_entry_and_the_checks():
         walk = GQA_PAGE.walkthrough(Settings().set(**{"gqa.num_kv_heads": kv}))
         assert all(c.matches for c in walk.checks) and len(walk.checks) == (2 if kv == 4 else 1)
         for stage in GQA_PAGE.stages:
-            steps = gqa_steps(walk, stage)
+            steps = gqa_step_through(walk, stage)
             target = steps.stage.target
             for head in range(max(steps.num_heads, 1)):
                 for row in range(target.matrix.shape[0]):
@@ -79,7 +79,7 @@ def test_every_stage_entry_and_the_checks():
 def test_the_kv_cache_shrinks_by_h_over_num_kv_heads():
     walk = GQA_PAGE.walkthrough(Settings().set(**{"gqa.num_heads": 8, "gqa.num_kv_heads": 2, "gqa.head_dim": 2}))
     assert walk.cache_rows == (("MHA", 8, 128), ("GQA", 2, 32), ("MQA", 1, 16))
-    assert "4 × smaller" in gqa_steps(walk, "kv_cache").stage.remark
+    assert "4 × smaller" in gqa_step_through(walk, "kv_cache").stage.remark
 
 
 def test_too_wide_is_refused():

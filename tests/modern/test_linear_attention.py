@@ -23,7 +23,7 @@ from attention_core.errors import InputError, Message
 from attention_core.lessons.linear_attention.page import (
     LINEAR_ATTENTION,
     explain_linear,
-    linear_attention_steps,
+    linear_attention_step_through,
 )
 from attention_core.modern.linear_attention import (
     feature_map,
@@ -163,7 +163,7 @@ def test_the_page_matches_every_reference_and_explains_every_entry():
     assert any("torch_chunk_gated_delta_rule" in c.reference for c in walk.checks)
     assert any("torch_recurrent_gated_delta_rule" in c.reference for c in walk.checks)
     for stage in LINEAR_ATTENTION.stages:
-        steps = linear_attention_steps(walk, stage)
+        steps = linear_attention_step_through(walk, stage)
         assert steps.stage.formula(Message)
         target = steps.stage.target
         for row in range(target.matrix.shape[0]):

@@ -14,7 +14,7 @@ from test_stepthrough import step_through_every_stage
 
 from attention_core.classroom import worksheet
 from attention_core.errors import InputError, Message
-from attention_core.lessons.mla.page import MLA_PAGE, mla_steps
+from attention_core.lessons.mla.page import MLA_PAGE, mla_step_through
 from attention_core.modern.mla import (
     DEEPSEEK_V3,
     absorbed_scores,
@@ -92,9 +92,9 @@ def test_the_page_shows_the_decoupling_mismatch_by_more_than_the_margin():
 def test_with_nothing_rotated_the_decoupling_step_says_so_instead_of_claiming_a_failure():
     walk = MLA_PAGE.walkthrough(Settings().set(**{"mla.head_dim": 1}))
     assert walk.coupled.difference.abs().max() < 1e-6
-    assert "happens to stay right: with d_h = 1" in str(mla_steps(walk, "decoupling").stage.remark)
+    assert "happens to stay right: with d_h = 1" in str(mla_step_through(walk, "decoupling").stage.remark)
     walk = MLA_PAGE.walkthrough(Settings())
-    assert "largest mismatch is 0.212, at query 7 and key 4" in str(mla_steps(walk, "decoupling").stage.remark)
+    assert "largest mismatch is 0.212, at query 7 and key 4" in str(mla_step_through(walk, "decoupling").stage.remark)
 
 
 def test_cache_numbers_at_deepseek_v3_sizes():
@@ -109,7 +109,7 @@ def test_cache_numbers_at_deepseek_v3_sizes():
     assert walk.cache.tolist() == [32, 16, 8, 4]  # h 4, d_h 4, GQA 2 heads, d_c 2 + d_R 2
     assert walk.cache_v3[:, 1].tolist() == pytest.approx([32768 * 61 * 2 / 1024, 2048 * 61 * 2 / 1024,
                                                           256 * 61 * 2 / 1024, 576 * 61 * 2 / 1024])
-    remark = str(mla_steps(walk, "cache").stage.remark)
+    remark = str(mla_step_through(walk, "cache").stage.remark)
     assert "576 against 32,768, 57 × fewer" in remark and "68.6 KiB" in remark
 
 
@@ -117,7 +117,7 @@ def test_every_stage_explains_its_entries_with_the_shown_value():
     walk = MLA_PAGE.walkthrough(Settings().set(**{"mla.head": 2, "mla.head_dim": 3}))
     assert walk.head == 2
     for stage in MLA_PAGE.stages:
-        step = mla_steps(walk, stage)
+        step = mla_step_through(walk, stage)
         target = step.stage.target
         rows, cols = target.matrix.shape
         for row in range(rows):
@@ -171,7 +171,7 @@ def test_every_stage_of_the_mla_page(language):
 
 def test_every_asked_formula_of_the_worksheet_can_be_typeset():
     walk = MLA_PAGE.walkthrough(Settings().set(**{"mla.head": 1}))
-    sheet = worksheet.build_worksheet(lambda stage: mla_steps(walk, stage), list(MLA_PAGE.stages), title="mla",
+    sheet = worksheet.build_worksheet(lambda stage: mla_step_through(walk, stage), list(MLA_PAGE.stages), title="mla",
                                       settings_line="", seed_text="mla")
     asked = [stage for stage in sheet.stages if stage.blanks]
     assert len(asked) >= 5

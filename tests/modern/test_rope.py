@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from test_stepthrough import step_through_every_stage
 
 from attention_core.errors import InputError, Message
-from attention_core.lessons.rope.page import ROPE_PAGE, explain_rope, llama_rotation, rope_steps
+from attention_core.lessons.rope.page import ROPE_PAGE, explain_rope, llama_rotation, rope_step_through
 from attention_core.modern.rope import frequencies, rope_scores, rotate
 from attention_core.settings import Settings
 
@@ -57,13 +57,13 @@ def test_every_stage_and_entry():
     walk = ROPE_PAGE.walkthrough(Settings().set(**{"rope.head_dim": 6, "rope.shift": 7}))
     assert all(c.matches for c in walk.checks)
     for stage in ROPE_PAGE.stages:
-        steps = rope_steps(walk, stage)
+        steps = rope_step_through(walk, stage)
         target = steps.stage.target
         for row in range(target.matrix.shape[0]):
             for col in range(target.matrix.shape[1]):
                 explain_rope(walk, stage, row, col)
         assert steps.stage.formula(Message)
-    assert "7" in rope_steps(walk, "relative").stage.remark
+    assert "7" in rope_step_through(walk, "relative").stage.remark
     # the rotation entry states the number it explains
     q = float(walk.trace.query_rotated[2, 4])
     text = explain_rope(walk, "rotate_query", 2, 4)
@@ -77,7 +77,7 @@ def test_the_sinusoidal_stage_uses_the_same_angles_and_the_pair_drawing_is_the_r
     from attention_core.lessons.rope.page import pair_vectors
 
     walk = ROPE_PAGE.walkthrough(Settings().set(**{"rope.head_dim": 4, "rope.base": 100.0}))
-    pe = rope_steps(walk, "sinusoidal").stage.panels[0].matrix
+    pe = rope_step_through(walk, "sinusoidal").stage.panels[0].matrix
     torch.testing.assert_close(pe[:, 0::2], torch.sin(walk.trace.angles))  # PE's even columns: sin(m θᵢ)
     torch.testing.assert_close(pe[:, 1::2], torch.cos(walk.trace.angles))
     before, after, angle = pair_vectors(walk, "rotate_key", 3, 3)  # dimension 4 belongs to pair i = 1

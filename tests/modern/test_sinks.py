@@ -20,7 +20,7 @@ from streamlit.testing.v1 import AppTest
 from test_stepthrough import result_of
 
 from attention_core.errors import InputError, Message
-from attention_core.lessons.sinks.page import SINKS, explain_sinks, sinks_steps
+from attention_core.lessons.sinks.page import SINKS, explain_sinks, sinks_step_through
 from attention_core.modern.sinks import check_sink_logit, gpt_oss_reference, sink_softmax, uniform_query
 from attention_core.settings import Settings
 
@@ -84,7 +84,7 @@ def test_the_page_matches_every_reference_and_every_entry_ends_with_its_panels_n
     assert len(walk.checks) == 4 and all(c.matches for c in walk.checks), walk.checks
     assert max(c.max_abs_diff for c in walk.checks) < 1e-6
     for stage in SINKS.stages:
-        steps = sinks_steps(walk, stage)
+        steps = sinks_step_through(walk, stage)
         assert steps.stage.formula(Message) and steps.stage.remark
         target = steps.stage.target
         for row in range(target.matrix.shape[0]):
@@ -93,7 +93,7 @@ def test_the_page_matches_every_reference_and_every_entry_ends_with_its_panels_n
                 text = explain_sinks(walk, stage, row, col, Message)
                 assert result_of(text) == pytest.approx(value, rel=1e-3, abs=1e-4), (stage, row, col, text)
     with pytest.raises(KeyError):
-        sinks_steps(walk, "nope")
+        sinks_step_through(walk, "nope")
 
 
 # ---------------------------------------------------------------- the page (AppTest)

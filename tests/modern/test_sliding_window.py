@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from test_stepthrough import step_through_every_stage
 
 from attention_core.errors import InputError, Message
-from attention_core.lessons.sliding_window.page import SLIDING_WINDOW, explain_sliding, sliding_window_steps
+from attention_core.lessons.sliding_window.page import SLIDING_WINDOW, explain_sliding, sliding_window_step_through
 from attention_core.modern.sliding import receptive_field, window_mask
 from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.settings import Settings
@@ -56,7 +56,7 @@ def test_every_stage_and_entry():
         walk = SLIDING_WINDOW.walkthrough(Settings().set(**{"causal_mask": causal}).set(**{"sliding_window.window": 2, "sliding_window.layers": 3}))
         assert all(c.matches for c in walk.checks)
         for stage in SLIDING_WINDOW.stages:
-            steps = sliding_window_steps(walk, stage)
+            steps = sliding_window_step_through(walk, stage)
             target = steps.stage.target
             for row in range(target.matrix.shape[0]):
                 for col in range(target.matrix.shape[1]):
@@ -65,7 +65,7 @@ def test_every_stage_and_entry():
     walk = SLIDING_WINDOW.walkthrough(Settings().set(**{"sliding_window.window": 2, "sliding_window.layers": 3}))
     assert r"\le\; L (w - 1) = 3 \cdot 1 = 3" in explain_sliding(walk, "receptive", 4, 1)
     assert "R^{(3)}_{5,1} = 0" in explain_sliding(walk, "receptive", 4, 0)
-    assert "depends on 4 input tokens" in sliding_window_steps(walk, "receptive").stage.remark
+    assert "depends on 4 input tokens" in sliding_window_step_through(walk, "receptive").stage.remark
 
 
 def test_window_0_is_clamped_with_a_message_and_the_page_keeps_working():

@@ -17,7 +17,7 @@ from test_stepthrough import result_of, step_through_every_stage
 
 from attention_core import registry
 from attention_core.errors import InputError, Message
-from attention_core.lessons.modern_lm.page import MODERN_LM, entry_latex, modern_lm_steps, stage_matrix
+from attention_core.lessons.modern_lm.page import MODERN_LM, entry_latex, modern_lm_step_through, stage_matrix
 from attention_core.smollm2 import checkpoint, measure
 from attention_core.smollm2.model import MODERN_LM_MAX_TOKENS, load_decoder, run_prompt
 
@@ -76,7 +76,7 @@ def test_the_step_through_equals_the_models_own_attention_and_output(decoder, ru
     torch.testing.assert_close(step.model_weights, reference.attentions[layer, head], rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(step.weights, reference.attentions[layer, head], rtol=1e-4, atol=1e-5)
     assert step.kv_head == head // 3
-    checks = modern_lm_steps(step, "weights").checks
+    checks = modern_lm_step_through(step, "weights").checks
     assert len(checks) == 2 and all(check.matches for check in checks), checks
     assert max(check.max_abs_diff for check in checks) < 1e-4
 
@@ -86,7 +86,7 @@ def test_a_check_fails_when_the_numbers_differ(decoder, runs):
     import dataclasses
 
     wrong = dataclasses.replace(step, weights=step.weights + 1e-3 * torch.eye(len(step.tokens)))
-    assert not modern_lm_steps(wrong, "weights").checks[0].matches
+    assert not modern_lm_step_through(wrong, "weights").checks[0].matches
 
 
 def test_every_stage_explains_its_entries_ending_with_the_panels_number(decoder, runs):
@@ -128,7 +128,7 @@ def test_a_weights_entry_says_why_it_subtracts_the_rows_largest_score(decoder, r
 def test_the_exercises_grade_answers_and_name_mistakes(decoder, runs):
     step = measure.head(decoder, runs[PROMPTS[0]], 2, 2)
     seen: dict[str, int] = {}
-    asked = {stage: _check_stage(stage, modern_lm_steps(step, stage), seen) for stage in MODERN_LM.stages}
+    asked = {stage: _check_stage(stage, modern_lm_step_through(step, stage), seen) for stage in MODERN_LM.stages}
     assert {stage for stage, n in asked.items() if n} == {"scaled_scores", "weights", "output"}
     assert {"no_scale", "scale_d_k", "softmax_column", "max_not_sum"} <= set(seen)
 

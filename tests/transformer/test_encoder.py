@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from attention_core.errors import InputError, Message
-from attention_core.lessons.encoder_block.page import ENCODER_BLOCK, encoder_steps, explain_encoder
+from attention_core.lessons.encoder_block.page import ENCODER_BLOCK, encoder_step_through, explain_encoder
 from attention_core.lessons.encoder_block.walk import ENCODER_POST_LN, ENCODER_PRE_LN
 from attention_core.settings import Settings
 from attention_core.transformer.encoder import (
@@ -100,7 +100,7 @@ def test_every_stage_explains_its_panels_number_and_the_checks_hold(norm_first):
     assert all(check.matches for check in walk.checks), walk.checks
     assert len(walk.checks) == 3
     for key in walk.order:
-        stage = encoder_steps(walk, key).stage
+        stage = encoder_step_through(walk, key).stage
         assert [p.explained for p in stage.panels].count(True) == 1, key
         rows, cols = stage.target.matrix.shape
         value = float(stage.target.matrix[rows - 1, cols - 1])

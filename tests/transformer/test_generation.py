@@ -21,7 +21,7 @@ from attention_core.lessons.generation.page import (
     GENERATION_PAGE,
     cost_rows,
     explain_generation,
-    generation_steps,
+    generation_step_through,
     real_cache_rows,
 )
 from attention_core.settings import Settings
@@ -254,7 +254,7 @@ def test_every_stage_and_entry_has_its_numbers():
     assert walk.output_tokens == ("e", "f", "a", "c", "END") == walk.expected
     assert all(c.matches for c in walk.checks), walk.checks
     for stage in GENERATION_PAGE.stages:
-        steps = generation_steps(walk, stage)
+        steps = generation_step_through(walk, stage)
         target = steps.stage.target
         assert target is not None
         for head in range(max(steps.num_heads, 1)):
@@ -267,7 +267,7 @@ def test_every_stage_and_entry_has_its_numbers():
     with pytest.raises(IndexError):
         explain_generation(walk, "logits", 1, 0)
     with pytest.raises(KeyError):
-        generation_steps(walk, "nope")
+        generation_step_through(walk, "nope")
 
 
 def test_an_explained_entry_shows_the_value_it_explains():
@@ -358,8 +358,8 @@ def test_a_draw_that_never_ends_and_a_wrong_draw_are_explained():
 
 def test_the_encoder_attention_has_no_mask_and_the_decoder_s_is_causal():
     walk = GENERATION_PAGE.walkthrough(Settings().set(**{"generation.source": "beach", "generation.step": 4, "generation.layer": 0}))
-    encoder = generation_steps(walk, "encoder_attention").stage.panels
-    decoder = generation_steps(walk, "self_attention").stage.panels
+    encoder = generation_step_through(walk, "encoder_attention").stage.panels
+    decoder = generation_step_through(walk, "self_attention").stage.panels
     assert all(tuple(p.matrix.shape) == (5, 5) and float(p.matrix.min()) > 0 for p in encoder)
     assert all(float(p.matrix.triu(1).abs().max()) == 0 for p in decoder)
 

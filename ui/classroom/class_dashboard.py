@@ -216,7 +216,7 @@ def csv_text(dash: Dashboard) -> str:
     rows += [(p, page_title(p), s, stage_title(p, s), mistake_name(o), n) for p, s, o, n in dash.mistakes]
     rows += [(p, page_title(p), s, stage_title(p, s), _("solutions shown"), n) for p, s, n in dash.reveals]
     buffer = io.StringIO()
-    pd.DataFrame(rows, columns=["page_key", "page", "stage_key", "stage", "measure", "count"]).to_csv(buffer,
+    pd.DataFrame(rows, columns=["page_key", "page", "step_key", "step", "measure", "count"]).to_csv(buffer,
                                                                                                       index=False)
     return buffer.getvalue()
 

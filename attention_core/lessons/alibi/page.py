@@ -203,7 +203,7 @@ def alibi_exercise(walk: AlibiWalkthrough, stage: str, row: int, col: int, head:
     return None
 
 
-def alibi_steps(walk: AlibiWalkthrough, stage: str) -> StepThrough:
+def alibi_step_through(walk: AlibiWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` in the one step-through protocol.
 
     Raises:
@@ -246,7 +246,7 @@ ALIBI_PAGE = Page(
         "biased_scores": N_("Scores plus bias (and the causal mask)"),
         "weights": N_("Weights: softmax over the biased scores"),
     },
-    build=build_alibi_walkthrough, steps=alibi_steps, default_stage="bias",
+    build=build_alibi_walkthrough, step_through=alibi_step_through, default_stage="bias",
     default_stage_why=N_("The bias is what ALiBi adds; the slopes and distances it is made of come before."), recipe=alibi_recipe,
     settings=AlibiSettings, fields=(IntRange("num_heads", 1, MAX_ALIBI_HEADS, label(N_("The number of heads"))),),
     legacy={"alibi_num_heads": "num_heads", "alibi_stage": "stage"},

@@ -14,7 +14,7 @@ from attention_core.backward.walkthrough import (
     BackwardSettings,
     build_backward_walkthrough,
     opening_entry,
-    steps_for_page,
+    step_through_for_page,
 )
 from attention_core.errors import N_
 from attention_core.fields import Choice, FloatRange, IntRange, label
@@ -24,13 +24,13 @@ from attention_core.shared_settings import MAX_SEED
 from attention_core.stepthrough import StepThrough
 
 
-def backward_steps(walk, stage: str) -> StepThrough:
+def backward_step_through(walk, stage: str) -> StepThrough:
     """The backward pass page's ``stage`` in the one step-through protocol: the shared walk-through's steps of this page.
 
     Raises:
         KeyError: a stage that is not one of the page's.
     """
-    return steps_for_page(walk, stage, BACKWARD)
+    return step_through_for_page(walk, stage, BACKWARD)
 
 
 BACKWARD = Page(
@@ -50,7 +50,7 @@ BACKWARD = Page(
         "d_x": N_("dX: X feeds all three"),
         "step": N_("One gradient-descent step"),
     },
-    build=build_backward_walkthrough, steps=backward_steps, recipe=backward_recipe, settings=BackwardSettings, opening_entry=opening_entry,
+    build=build_backward_walkthrough, step_through=backward_step_through, recipe=backward_recipe, settings=BackwardSettings, opening_entry=opening_entry,
     fields=(
         Choice("target", tuple(TARGETS), N_("Unknown target “{raw}”; using “{value}”.")),
         IntRange("copy_query", 1, MAX_TOKENS, label(N_("The token that copies (i)"))),

@@ -5,7 +5,7 @@ r"""From settings to every number of *The backward pass, multi-head*, in the one
 page's target (a token that should copy another's value, or a seeded random matrix), and works out every gradient of
 L = ½ ‖O − T‖² by hand (:mod:`attention_core.backward.multi_head_gradients`): back through W_O and the concatenation,
 then every head alone, then the heads' gradients side by side into dW_q, dW_k, dW_v; checks each against
-``torch.autograd``, a finite difference and one gradient-descent step. :func:`backward_multi_head_steps` puts a stage
+``torch.autograd``, a finite difference and one gradient-descent step. :func:`backward_multi_head_step_through` puts a stage
 in a :class:`~attention_core.stepthrough.StepThrough`.
 
 Shape legend: n tokens (T is the target), D = d_model, h = num_heads, head_dim = d_out // h, d_o = d_out (W_O is
@@ -278,7 +278,7 @@ def backward_multi_head_panels(walk: BackwardMultiHeadWalkthrough, stage: str) -
 
 # ---------------------------------------------------------------- the step-through protocol
 
-def backward_multi_head_steps(walk: BackwardMultiHeadWalkthrough, stage: str) -> StepThrough:
+def backward_multi_head_step_through(walk: BackwardMultiHeadWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` in the one step-through protocol.
 
     Raises:
@@ -336,6 +336,6 @@ BACKWARD_MULTI_HEAD = Page(
         "d_x": N_("dX: X feeds all three"),
         "step": N_("One gradient-descent step"),
     },
-    build=build_backward_multi_head_walkthrough, steps=backward_multi_head_steps, recipe=backward_multi_head_recipe, opening_entry=opening_entry,
+    build=build_backward_multi_head_walkthrough, step_through=backward_multi_head_step_through, recipe=backward_multi_head_recipe, opening_entry=opening_entry,
     settings_of="backward",  # the target, η and steps are the backward page's: both pages bind them (ui.page_parts.learning)
 )

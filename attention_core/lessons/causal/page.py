@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from attention_core.errors import N_
 from attention_core.masking.recipe import causal_recipe
-from attention_core.masking.walkthrough import build_causal_walkthrough, steps_for_page
+from attention_core.masking.walkthrough import build_causal_walkthrough, step_through_for_page
 from attention_core.page import Page
 from attention_core.stepthrough import StepThrough
 
 
-def causal_steps(walk, stage: str) -> StepThrough:
+def causal_step_through(walk, stage: str) -> StepThrough:
     """The causal mask page's ``stage`` in the one step-through protocol: the shared walk-through's steps of this page.
 
     Raises:
         KeyError: a stage that is not one of the page's.
     """
-    return steps_for_page(walk, stage, CAUSAL_PAGE)
+    return step_through_for_page(walk, stage, CAUSAL_PAGE)
 
 
 CAUSAL_PAGE = Page(
@@ -30,7 +30,7 @@ CAUSAL_PAGE = Page(
         "other_route": N_("Other route: softmax, zero, renormalise"),
         "output": N_("Output: weights · V"),
     },
-    build=build_causal_walkthrough, steps=causal_steps, default_stage="masked_scores",
+    build=build_causal_walkthrough, step_through=causal_step_through, default_stage="masked_scores",
     default_stage_why=N_("The mask is what this page adds; the scaled scores before it are the self-attention page's."), recipe=causal_recipe,
     legacy={"causal_stage": "stage"},
 )

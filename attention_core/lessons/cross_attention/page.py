@@ -30,7 +30,7 @@ from attention_core.multi_head.walkthrough import (
     MultiHeadWalkthrough,
     _reshape_chain,
     _torch_mha_checks,
-    steps_for_page,
+    step_through_for_page,
 )
 from attention_core.page import Page
 from attention_core.shared_settings import SharedSettings
@@ -125,13 +125,13 @@ def build_cross_attention_walkthrough(settings: SharedSettings, edits: Optional[
                                                                                    settings.num_heads),
         blocked_rows=(), checks=tuple(checks), warnings=(), notes=tuple(notes),
     )
-def cross_attention_steps(walk: MultiHeadWalkthrough, stage: str) -> StepThrough:
+def cross_attention_step_through(walk: MultiHeadWalkthrough, stage: str) -> StepThrough:
     """The cross-attention page's ``stage`` in the one step-through protocol (the multi-head page's machinery).
 
     Raises:
         KeyError: a stage that is not one of the page's.
     """
-    return steps_for_page(walk, stage, CROSS_ATTENTION)
+    return step_through_for_page(walk, stage, CROSS_ATTENTION)
 
 
 CROSS_ATTENTION = Page(
@@ -147,7 +147,7 @@ CROSS_ATTENTION = Page(
         "head": N_("Each head's context vectors"),
         "output": N_("Output: Concat · W_O + b_O"),
     },
-    build=build_cross_attention_walkthrough, steps=cross_attention_steps, default_stage="weights",
+    build=build_cross_attention_walkthrough, step_through=cross_attention_step_through, default_stage="weights",
     default_stage_why=N_("The weights, decoder tokens over encoder tokens, are what this page is about; the projections and scores that make them come before."), recipe=multi_head_recipe,
     legacy={"cross_stage": "stage"},
 )

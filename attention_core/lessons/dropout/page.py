@@ -10,7 +10,12 @@ from attention_core.fields import FloatRange, IntRange, Switch, label
 from attention_core.inputs.edits import Edits
 from attention_core.masking.recipe import dropout_recipe
 from attention_core.masking.walk import CausalWalkthrough
-from attention_core.masking.walkthrough import MAX_DROPOUT, DropoutSettings, build_causal_walkthrough, steps_for_page
+from attention_core.masking.walkthrough import (
+    MAX_DROPOUT,
+    DropoutSettings,
+    build_causal_walkthrough,
+    step_through_for_page,
+)
 from attention_core.page import Page
 from attention_core.shared_settings import MAX_SEED, SharedSettings
 from attention_core.stepthrough import StepThrough
@@ -32,9 +37,9 @@ def build_dropout_walkthrough(settings: SharedSettings, dropout: DropoutSettings
     return build_causal_walkthrough(settings, edits, dropout=dropout)
 
 
-def dropout_steps(walk: CausalWalkthrough, stage: str) -> StepThrough:
-    """The dropout page's ``stage``: :func:`attention_core.masking.walkthrough.steps_for_page` of its walk-through (:func:`build_dropout_walkthrough`)."""
-    return steps_for_page(walk, stage, DROPOUT_PAGE)
+def dropout_step_through(walk: CausalWalkthrough, stage: str) -> StepThrough:
+    """The dropout page's ``stage``: :func:`attention_core.masking.walkthrough.step_through_for_page` of its walk-through (:func:`build_dropout_walkthrough`)."""
+    return step_through_for_page(walk, stage, DROPOUT_PAGE)
 
 
 
@@ -47,7 +52,7 @@ DROPOUT_PAGE = Page(
         "dropped_weights": N_("Dropped and rescaled by 1 / (1 − p)"),
         "output": N_("Output: dropped weights · V"),
     },
-    build=build_dropout_walkthrough, steps=dropout_steps, default_stage="dropout_mask",
+    build=build_dropout_walkthrough, step_through=dropout_step_through, default_stage="dropout_mask",
     default_stage_why=N_("The dropout mask is what this page adds to the causal weights before it."), recipe=dropout_recipe,
     settings=DropoutSettings,
     fields=(

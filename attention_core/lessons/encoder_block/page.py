@@ -1,7 +1,7 @@
 r"""From settings to every number of the *Encoder block* page, its formulas (sympy) and its step-through.
 
 :func:`build_encoder_walkthrough` runs N encoder blocks (:mod:`attention_core.transformer.encoder`) on the
-sentence's X and checks them against ``torch.nn.TransformerEncoderLayer``; :func:`encoder_steps` puts one
+sentence's X and checks them against ``torch.nn.TransformerEncoderLayer``; :func:`encoder_step_through` puts one
 stage of the chosen block in the one step-through protocol (:mod:`attention_core.stepthrough`).
 :func:`encoder_formula` writes each stage's general formula with sympy; :func:`explain_encoder` one entry
 with its numbers in.
@@ -367,7 +367,7 @@ def encoder_exercise(walk: EncoderWalkthrough, stage: str, row: int, col: int) -
     return None
 
 
-def encoder_steps(walk: EncoderWalkthrough, stage: str) -> StepThrough:
+def encoder_step_through(walk: EncoderWalkthrough, stage: str) -> StepThrough:
     """The *Encoder block* page's ``stage`` (of its post-LN or pre-LN order) in the one step-through protocol.
 
     Raises:
@@ -413,7 +413,7 @@ class EncoderBlockSettings:
 ENCODER_BLOCK = Page(
     key="encoder_block", title=N_("The encoder block"), icon=":material/stacks:", section="transformer",
     summary=N_("The encoder block: residuals, LayerNorm and the feed-forward layer around attention"),
-    stages=ENCODER_POST_LN, build=build_encoder_walkthrough, steps=encoder_steps, default_stage="norm_1",
+    stages=ENCODER_POST_LN, build=build_encoder_walkthrough, step_through=encoder_step_through, default_stage="norm_1",
     default_stage_why=N_("LayerNorm is what the block adds around attention; the attention and the residual that feed it come before."), recipe=encoder_block_recipe,
     settings=EncoderBlockSettings,
     fields=(

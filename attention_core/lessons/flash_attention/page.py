@@ -2,7 +2,7 @@ r"""From settings to every number of the *FlashAttention* page, in the one step-
 
 :func:`build_flash_attention_walkthrough` projects the sentence's X to Q, K, V (the self-attention page's seeded weights,
 d_k wide), runs :func:`online_softmax.flash_attention` tile by tile and checks the final output against
-``torch.nn.functional.scaled_dot_product_attention``; :func:`flash_attention_steps` puts one stage of the chosen tile in a
+``torch.nn.functional.scaled_dot_product_attention``; :func:`flash_attention_step_through` puts one stage of the chosen tile in a
 :class:`~attention_core.stepthrough.StepThrough`.
 
 Shape legend: T tokens, d = d_k, d_v = d_k here, B_q and B_k the block sizes. Float32.
@@ -256,7 +256,7 @@ def flash_exercise(walk: FlashWalkthrough, stage: str, row: int, col: int) -> Op
          practice.vector(f"S_{{{i + 1},:}}", tile.scores[row].tolist())), value)
 
 
-def flash_attention_steps(walk: FlashWalkthrough, stage: str) -> StepThrough:
+def flash_attention_step_through(walk: FlashWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` for the shown tile in the one step-through protocol.
 
     Raises:
@@ -309,7 +309,7 @@ FLASH_ATTENTION = Page(
         "partial_output": N_("The running output O, rescaled, plus P V_j"),
         "final": N_("After the last key block: O / l equals full attention"),
     },
-    build=build_flash_attention_walkthrough, steps=flash_attention_steps, default_stage="running_sum",
+    build=build_flash_attention_walkthrough, step_through=flash_attention_step_through, default_stage="running_sum",
     default_stage_why=N_("The running sum, rescaled as each tile arrives, is the heart of the online softmax; the tiles and the running maximum come before."), recipe=flash_attention_recipe,
     settings=FlashAttentionSettings,
     fields=(

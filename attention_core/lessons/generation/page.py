@@ -2,7 +2,7 @@ r"""From settings to every number of the *Generating token by token* page, in th
 
 :func:`build_generation_walkthrough` reads the word, runs the trained toy encoder–decoder one token per step
 (:func:`generation.generate`, with and without the KV cache) and checks it against PyTorch's Transformer
-layers; :func:`generation_steps` puts one stage of the chosen step and decoder block in a
+layers; :func:`generation_step_through` puts one stage of the chosen step and decoder block in a
 :class:`~attention_core.stepthrough.StepThrough`. :func:`generation_formula` writes each stage's general
 formula with sympy; :func:`explain_generation` one entry with its numbers in.
 
@@ -366,7 +366,7 @@ def real_cache_rows(tokens: int = REAL_CONTEXT) -> tuple[CacheSize, ...]:
                  for name, layers, kv_heads, head_dim, size in REAL_MODELS)
 
 
-def generation_steps(walk: GenerationWalkthrough, stage: str) -> StepThrough:
+def generation_step_through(walk: GenerationWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` at the shown step and block, in the one step-through protocol.
 
     Raises:
@@ -429,7 +429,7 @@ GENERATION_PAGE = Page(
         "logits": N_("Next-token logits: the last row × W_vocab + b"),
         "probabilities": N_("Softmax: a probability for every token, then the choice"),
     },
-    build=build_generation_walkthrough, steps=generation_steps, default_stage="cross_attention",
+    build=build_generation_walkthrough, step_through=generation_step_through, default_stage="cross_attention",
     default_stage_why=N_("Cross-attention, the decoder reading the encoder's output, is the step to watch; the encoder and the decoder's input come before."), recipe=generation_recipe,
     settings=GenerationSettings,
     fields=(

@@ -2,7 +2,7 @@ r"""From settings to every number of the *Grouped-query attention* page, in the 
 
 :func:`build_gqa_walkthrough` runs :func:`gqa.grouped_query_attention` on the sentence's X with seeded weights
 and checks it against ``torch.nn.functional.scaled_dot_product_attention(..., enable_gqa=True)``;
-:func:`gqa_steps` puts one stage in a :class:`~attention_core.stepthrough.StepThrough`.
+:func:`gqa_step_through` puts one stage in a :class:`~attention_core.stepthrough.StepThrough`.
 :func:`gqa_formula` writes each stage's general formula with sympy; :func:`explain_gqa` one entry with its
 numbers in.
 
@@ -249,7 +249,7 @@ def gqa_exercise(walk: GQAWalkthrough, stage: str, row: int, col: int, head: int
     return None
 
 
-def gqa_steps(walk: GQAWalkthrough, stage: str) -> StepThrough:
+def gqa_step_through(walk: GQAWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` in the one step-through protocol.
 
     Raises:
@@ -304,7 +304,7 @@ GQA_PAGE = Page(
         "output": N_("Concat the heads, then W_O"),
         "kv_cache": N_("The KV cache per token: MHA, GQA, MQA"),
     },
-    build=build_gqa_walkthrough, steps=gqa_steps, default_stage="groups",
+    build=build_gqa_walkthrough, step_through=gqa_step_through, default_stage="groups",
     default_stage_why=N_("Which query heads share a key/value head is what this page adds; X and the projections come before."), recipe=gqa_recipe,
     settings=GQASettings,
     fields=(

@@ -5,7 +5,7 @@ weights, d_k wide, so d_v = d_k), runs causal linear attention in its parallel a
 (α = 1) and the gated delta rule (the page's β and α for every token), and checks them: the two forms against each
 other and against a Python loop, the delta rules against a Python loop and against transformers' Qwen3-Next kernels
 ``torch_recurrent_gated_delta_rule`` and ``torch_chunk_gated_delta_rule`` (imported on the first build, ~3 s once per
-server); :func:`linear_attention_steps` puts one stage, at the chosen step t, in a
+server); :func:`linear_attention_step_through` puts one stage, at the chosen step t, in a
 :class:`~attention_core.stepthrough.StepThrough`.
 
 Shape legend: T tokens, D = d_model, d = d_k = d_v; states (d, d). Float32. Every check: rtol = atol = 1e-5 (measured
@@ -365,7 +365,7 @@ def linear_exercise(walk: LinearWalkthrough, stage: str, row: int, col: int) -> 
     return None
 
 
-def linear_attention_steps(walk: LinearWalkthrough, stage: str) -> StepThrough:
+def linear_attention_step_through(walk: LinearWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` at the shown step in the one step-through protocol.
 
     Raises:
@@ -447,7 +447,7 @@ LINEAR_ATTENTION = Page(
         "delta": N_("The delta rule: write only the prediction error"),
         "gated": N_("The gated delta rule: decay the state by α first"),
     },
-    build=build_linear_attention_walkthrough, steps=linear_attention_steps, default_stage="recurrent",
+    build=build_linear_attention_walkthrough, step_through=linear_attention_step_through, default_stage="recurrent",
     default_stage_why=N_("The recurrence over a state of fixed size is what makes linear attention an RNN; the feature "
                          "map and the parallel form it equals come before."),
     recipe=linear_attention_recipe,

@@ -5,7 +5,7 @@ with seeded weights (:func:`~attention_core.modern.mla.mla_weights`), the absorb
 content keys (the design MLA rejects) and the KV cache of MHA, GQA, MQA and MLA at the page's sizes and at
 DeepSeek-V3's; it checks the output and the weights against transformers' ``DeepseekV3Attention`` (imported on the
 first build, ~3 s once per server), the scores against a Python-float loop, and the absorbed scores against the
-scores. :func:`mla_steps` puts one stage, for the chosen head, in a :class:`~attention_core.stepthrough.StepThrough`;
+scores. :func:`mla_step_through` puts one stage, for the chosen head, in a :class:`~attention_core.stepthrough.StepThrough`;
 the panels, entry formulas and exercises are in :mod:`attention_core.lessons.mla.entries`.
 
 Shape legend: T tokens, D = d_model, h heads, d_h = head_dim, d_R the RoPE part, d_c / d_c' the latents. Float32.
@@ -112,7 +112,7 @@ def build_mla_walkthrough(settings: SharedSettings, mla: MLASettings,
         cache_v3=v3_cache(), checks=checks, warnings=warnings)
 
 
-def mla_steps(walk: MLAWalkthrough, stage: str) -> StepThrough:
+def mla_step_through(walk: MLAWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` for the chosen head in the one step-through protocol.
 
     Raises:
@@ -209,7 +209,7 @@ MLA_PAGE = Page(
         "absorption": N_("Weight absorption: the scores straight from c_KV"),
         "decoupling": N_("Why RoPE had to be decoupled"),
     },
-    build=build_mla_walkthrough, steps=mla_steps, recipe=mla_recipe, settings=MLASettings,
+    build=build_mla_walkthrough, step_through=mla_step_through, recipe=mla_recipe, settings=MLASettings,
     fields=(
         IntRange("num_heads", 1, MAX_MLA_HEADS, label(N_("The number of heads"))),
         IntRange("head_dim", 1, MAX_HEAD_DIM, "d_h"),

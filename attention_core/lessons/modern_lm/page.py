@@ -289,7 +289,7 @@ def model_checks(step: LmHeadStep) -> tuple[Check, ...]:
                                  tol=TOLERANCE), tolerance=TOLERANCE, against=TRANSFORMERS))
 
 
-def modern_lm_steps(step: LmHeadStep, stage: str) -> StepThrough:
+def modern_lm_step_through(step: LmHeadStep, stage: str) -> StepThrough:
     """The modern language model page's ``stage`` of one head, its rows labelled "1 The", "2 ␣capital", ...
 
     Raises:
@@ -400,7 +400,7 @@ MODERN_LM = Page(
         "output": N_("Output: weights · V"),
         "projected": N_("This head's share: Z W_O"),
     },
-    steps=modern_lm_steps, default_stage="weights",
+    step_through=modern_lm_step_through, default_stage="weights",
     default_stage_why=N_("The weights are what the head's picture above shows; RMSNorm, the projections, RoPE and the scores that make them come before."), recipe=modern_lm_recipe, settings=ModernLMSettings,
     fields=(
         Text("prompt", N_("The model's prompt must be text; restored the example prompt."),

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from attention_core.errors import N_
 from attention_core.multi_head.recipe import multi_head_recipe
-from attention_core.multi_head.walkthrough import build_multi_head_walkthrough, steps_for_page
+from attention_core.multi_head.walkthrough import build_multi_head_walkthrough, step_through_for_page
 from attention_core.page import Page
 from attention_core.stepthrough import StepThrough
 
 
-def multi_head_steps(walk, stage: str) -> StepThrough:
+def multi_head_step_through(walk, stage: str) -> StepThrough:
     """The multi-head attention page's ``stage`` in the one step-through protocol: the shared walk-through's steps of this page.
 
     Raises:
         KeyError: a stage that is not one of the page's.
     """
-    return steps_for_page(walk, stage, MULTI_HEAD)
+    return step_through_for_page(walk, stage, MULTI_HEAD)
 
 
 MULTI_HEAD = Page(
@@ -33,7 +33,7 @@ MULTI_HEAD = Page(
         "concat": N_("Concat(head_1, …, head_h)"),
         "output": N_("Output: Concat · W_O + b_O"),
     },
-    build=build_multi_head_walkthrough, steps=multi_head_steps, default_stage="split",
+    build=build_multi_head_walkthrough, step_through=multi_head_step_through, default_stage="split",
     default_stage_why=N_("The split into heads is what this page adds; X and the projections before it are as on the self-attention page."), recipe=multi_head_recipe,
     legacy={"mha_stage": "stage"},
 )

@@ -4,7 +4,7 @@ r"""From settings to every number of the *RoPE* page, in the one step-through pr
 ``module_weights(d_model, head_dim, seed)`` (RoPE rotates pairs, so the head is head_dim wide, even: not the
 self-attention page's d_k-wide W, and the page says so), rotates them with :func:`rope.rope_scores` and checks the
 rotation against Hugging Face transformers' Llama implementation (``LlamaRotaryEmbedding`` and
-``apply_rotary_pos_emb``); :func:`rope_steps` puts one stage in a :class:`~attention_core.stepthrough.StepThrough`.
+``apply_rotary_pos_emb``); :func:`rope_step_through` puts one stage in a :class:`~attention_core.stepthrough.StepThrough`.
 
 Shape legend: T tokens, D = d_model, d = head_dim (even), d/2 pairs. Float32.
 
@@ -309,7 +309,7 @@ def pair_vectors(walk: RopeWalkthrough, stage: str, row: int, col: int) -> tuple
             float(t.angles[row, i]))
 
 
-def rope_steps(walk: RopeWalkthrough, stage: str) -> StepThrough:
+def rope_step_through(walk: RopeWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` in the one step-through protocol.
 
     Raises:
@@ -366,7 +366,7 @@ ROPE_PAGE = Page(
         "relative": N_("Shift every position by s: the scores do not change"),
         "base": N_("What the base changes: how fast each pair turns"),
     },
-    build=build_rope_walkthrough, steps=rope_steps, default_stage="rotate_query",
+    build=build_rope_walkthrough, step_through=rope_step_through, default_stage="rotate_query",
     default_stage_why=N_("The rotation is what RoPE adds; the projections and the angles it uses come before."), recipe=rope_recipe,
     settings=RopeSettings,
     fields=(

@@ -6,17 +6,17 @@ from __future__ import annotations
 from attention_core.errors import N_
 from attention_core.page import Page
 from attention_core.self_attention.recipe import self_attention_recipe
-from attention_core.self_attention.walkthrough import build_walkthrough, steps_for_page
+from attention_core.self_attention.walkthrough import build_walkthrough, step_through_for_page
 from attention_core.stepthrough import StepThrough
 
 
-def self_attention_steps(walk, stage: str) -> StepThrough:
+def self_attention_step_through(walk, stage: str) -> StepThrough:
     """The self-attention page's ``stage`` in the one step-through protocol: the shared walk-through's steps of this page.
 
     Raises:
         KeyError: a stage that is not one of the page's.
     """
-    return steps_for_page(walk, stage, SELF_ATTENTION_PAGE)
+    return step_through_for_page(walk, stage, SELF_ATTENTION_PAGE)
 
 
 SELF_ATTENTION_PAGE = Page(
@@ -32,7 +32,7 @@ SELF_ATTENTION_PAGE = Page(
         "weights": N_("Weights: softmax"),
         "output": N_("Output: weights · V"),
     },
-    build=build_walkthrough, steps=self_attention_steps, default_stage="scores",
+    build=build_walkthrough, step_through=self_attention_step_through, default_stage="scores",
     default_stage_why=N_("The scores Q Kᵀ are where attention begins; X, Q, K and V before them are plain matrix products."), recipe=self_attention_recipe,
     legacy={"stage": "stage"},
 )

@@ -5,7 +5,7 @@ d_k wide), and computes: causal softmax attention (every row of weights sums to 
 (every score 0), with and without a sink; gpt-oss's learned sink (one logit b in every row's denominator) and its
 output; and checks the sink's weights and output against transformers' ``GptOssAttention`` and its
 ``eager_attention_forward`` (imported on the first build, about 3 s once per server), the plain softmax against
-``F.scaled_dot_product_attention``. :func:`sinks_steps` puts one stage in a
+``F.scaled_dot_product_attention``. :func:`sinks_step_through` puts one stage in a
 :class:`~attention_core.stepthrough.StepThrough`. The page's SmolLM2 parts (every head's weight on the first token,
 StreamingLLM's losses) are :mod:`attention_core.smollm2.sinks`, run by the page through ``ui.page_parts.sink_data``.
 
@@ -258,7 +258,7 @@ def sinks_exercise(walk: SinksWalkthrough, stage: str, row: int, col: int) -> Op
     return None
 
 
-def sinks_steps(walk: SinksWalkthrough, stage: str) -> StepThrough:
+def sinks_step_through(walk: SinksWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` in the one step-through protocol.
 
     Raises:
@@ -346,7 +346,7 @@ SINKS = Page(
         "sink_weights": N_("gpt-oss's learned sink: one more logit in the denominator"),
         "sink_output": N_("The output with the sink: weight given to nothing"),
     },
-    build=build_sinks_walkthrough, steps=sinks_steps, recipe=sinks_recipe, settings=SinksSettings, opening_entry=_last_row,
+    build=build_sinks_walkthrough, step_through=sinks_step_through, recipe=sinks_recipe, settings=SinksSettings, opening_entry=_last_row,
     fields=(
         FloatRange("sink_logit", MIN_SINK_LOGIT, MAX_SINK_LOGIT, "b",
                    malformed=N_("The sink logit b must be a number; got “{raw}”, using {value:g}."),

@@ -2,7 +2,7 @@ r"""From settings to every number of the *Sliding-window attention* page, in the
 
 :func:`build_sliding_window_walkthrough` projects the sentence's X to Q, K, V (the self-attention page's seeded weights,
 d_k wide), attends with :func:`sliding.window_mask` and checks the result against
-``torch.nn.functional.scaled_dot_product_attention`` with the same mask; :func:`sliding_window_steps` puts one stage in
+``torch.nn.functional.scaled_dot_product_attention`` with the same mask; :func:`sliding_window_step_through` puts one stage in
 a :class:`~attention_core.stepthrough.StepThrough`.
 
 Shape legend: T tokens, D = d_model, d = d_k, w = window, L = layers of the receptive-field view. Float32.
@@ -181,7 +181,7 @@ def sliding_exercise(walk: SlidingWalkthrough, stage: str, row: int, col: int) -
         t.masked_scores.tolist(), row, col, value, unmasked=t.scaled_scores.tolist())
 
 
-def sliding_window_steps(walk: SlidingWalkthrough, stage: str) -> StepThrough:
+def sliding_window_step_through(walk: SlidingWalkthrough, stage: str) -> StepThrough:
     """The page's ``stage`` in the one step-through protocol.
 
     Raises:
@@ -235,7 +235,7 @@ SLIDING_WINDOW = Page(
         "weights": N_("Weights: softmax inside the window"),
         "receptive": N_("Stacked layers: the receptive field grows"),
     },
-    build=build_sliding_window_walkthrough, steps=sliding_window_steps, recipe=sliding_window_recipe,
+    build=build_sliding_window_walkthrough, step_through=sliding_window_step_through, recipe=sliding_window_recipe,
     settings=SlidingWindowSettings,
     fields=(
         IntRange("window", 1, MAX_TOKENS, label(N_("The window"))),

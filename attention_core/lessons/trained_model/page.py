@@ -337,7 +337,7 @@ def trained_head_exercise(step: HeadStep, stage: str, row: int, col: int) -> Opt
     return None
 
 
-def trained_head_steps(step: HeadStep, stage: str, labels: Sequence[str]) -> StepThrough:
+def trained_head_step_through(step: HeadStep, stage: str, labels: Sequence[str]) -> StepThrough:
     """One trained head's ``stage`` in the one step-through protocol (:mod:`attention_core.stepthrough`).
 
     Args:
@@ -383,9 +383,9 @@ def header_latex() -> str:
     return lines[0] + r",\quad " + r",\ ".join(lines[1:])
 
 
-def trained_model_steps(step: HeadStep, stage: str) -> StepThrough:
+def trained_model_step_through(step: HeadStep, stage: str) -> StepThrough:
     """The trained model page's ``stage`` of one head, its rows labelled as on the page ("1 [CLS]", "2 the", ...)."""
-    return trained_head_steps(step, stage, token_labels(step.tokens))
+    return trained_head_step_through(step, stage, token_labels(step.tokens))
 
 
 # ---------------------------------------------------------------- the page
@@ -429,7 +429,7 @@ TRAINED_MODEL = Page(
         "weights": N_("Weights: softmax"),
         "output": N_("Output: weights · V"),
     },
-    steps=trained_model_steps, default_stage="weights",
+    step_through=trained_model_step_through, default_stage="weights",
     default_stage_why=N_("The weights are what the head's map above shows; the hidden states, projections and scores that make them come before."), recipe=trained_model_recipe,
     settings=TrainedModelSettings,
     fields=(
