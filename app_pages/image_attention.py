@@ -39,7 +39,7 @@ def page() -> None:
     with c2:
         st.file_uploader(
             _("…or upload a PNG or JPEG (at most {limit} MB; shrunk to fit {side} × {side} pixels)",
-              limit=image.MAX_UPLOAD_MB, side=image.MAX_SIDE),
+              limit=image.MAX_UPLOAD_MB, side=image.MAX_IMAGE_SIDE),
             type=experiments.UPLOADER_TYPES, key=(key := experiments.uploader_key()),
             on_change=experiments.receive_upload, args=(key,), max_upload_size=image.MAX_UPLOAD_MB,
         )

@@ -11,14 +11,14 @@ from attention_core.inputs.tokens import token_labels
 from attention_core.lessons.trained_model.page import TRAINED_MODEL, header_latex, trained_model_step_through
 from attention_core.minilm.model import (
     LICENSE,
-    MAX_CHARS,
-    MAX_PADDING,
-    MAX_TOKENS,
     MODEL_ID,
     PACKAGE,
     REVISION,
     TRAINED_MODEL_HEADS,
     TRAINED_MODEL_LAYERS,
+    TRAINED_MODEL_MAX_CHARS,
+    TRAINED_MODEL_MAX_PADDING,
+    TRAINED_MODEL_MAX_TOKENS,
 )
 from ui import heatmaps, page_body, runtime, state, stepper, stepthrough, widgets
 from ui.i18n import _
@@ -63,9 +63,9 @@ def page() -> None:
                    height=80,
                    help=_("Split into WordPiece tokens; at most {max} tokens are used, counting [CLS], [SEP] and any "
                           "[PAD], and at most {chars} characters are read (a longer text is cut, with a message). "
-                          "Press Ctrl+Enter to apply.", max=MAX_TOKENS, chars=f"{MAX_CHARS:,}"))
+                          "Press Ctrl+Enter to apply.", max=TRAINED_MODEL_MAX_TOKENS, chars=f"{TRAINED_MODEL_MAX_CHARS:,}"))
     with pad_col:
-        state.bind(st.number_input, _("[PAD] tokens"), "trained_model.padding", min_value=0, max_value=MAX_PADDING,
+        state.bind(st.number_input, _("[PAD] tokens"), "trained_model.padding", min_value=0, max_value=TRAINED_MODEL_MAX_PADDING,
                    step=1, help=_("Append padding, as in a batch of texts of different lengths, to see the mask."))
 
     try:
@@ -84,7 +84,7 @@ def page() -> None:
         st.warning(
             _("Your text has {n} WordPiece tokens; the model here reads at most {max} including [CLS], [SEP] and any "
               "[PAD], so it was cut after the first {kept} (character {chars}).", n=encoding.text_tokens,
-              max=MAX_TOKENS, kept=encoding.num_real - 2, chars=encoding.kept_chars),
+              max=TRAINED_MODEL_MAX_TOKENS, kept=encoding.num_real - 2, chars=encoding.kept_chars),
             icon=":material/content_cut:",
         )
     if encoding.unknown:

@@ -24,10 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from attention_core.transformer.toy_model import (  # noqa: E402
     END,
     LETTERS,
-    MAX_INPUT,
-    MAX_OUTPUT,
     PAD,
     START,
+    TOY_MAX_INPUT,
+    TOY_MAX_OUTPUT,
     VOCAB,
     WEIGHTS_FILE,
     ToyReverser,
@@ -35,7 +35,7 @@ from attention_core.transformer.toy_model import (  # noqa: E402
 )
 
 BATCH, LEARNING_RATE = 128, 3e-3
-HELD_OUT, HELD_OUT_LENGTHS = 1000, range(5, MAX_INPUT + 1)
+HELD_OUT, HELD_OUT_LENGTHS = 1000, range(5, TOY_MAX_INPUT + 1)
 FIRST_LETTER = VOCAB.index(LETTERS[0])
 
 
@@ -51,9 +51,9 @@ def held_out_words() -> set[tuple[int, ...]]:
 
 def tensors(words: list[tuple[int, ...]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Source (B, 8), decoder input (B, 9) = START + reversed word, labels (B, 9) = reversed word + END; PAD-padded."""
-    source = torch.full((len(words), MAX_INPUT), PAD)
-    target = torch.full((len(words), MAX_OUTPUT), PAD)
-    labels = torch.full((len(words), MAX_OUTPUT), PAD)
+    source = torch.full((len(words), TOY_MAX_INPUT), PAD)
+    target = torch.full((len(words), TOY_MAX_OUTPUT), PAD)
+    labels = torch.full((len(words), TOY_MAX_OUTPUT), PAD)
     for i, word in enumerate(words):
         n, reverse = len(word), list(reversed(word))
         source[i, :n] = torch.tensor(word)
@@ -65,7 +65,7 @@ def tensors(words: list[tuple[int, ...]]) -> tuple[torch.Tensor, torch.Tensor, t
 def training_batch(g: torch.Generator, held: set[tuple[int, ...]]) -> list[tuple[int, ...]]:
     words = []
     while len(words) < BATCH:
-        n = int(torch.randint(1, MAX_INPUT + 1, (1,), generator=g))
+        n = int(torch.randint(1, TOY_MAX_INPUT + 1, (1,), generator=g))
         word = tuple((torch.randint(len(LETTERS), (n,), generator=g) + FIRST_LETTER).tolist())
         if word not in held:
             words.append(word)
@@ -74,11 +74,11 @@ def training_batch(g: torch.Generator, held: set[tuple[int, ...]]) -> list[tuple
 
 @torch.no_grad()
 def greedy(model: ToyReverser, words: list[tuple[int, ...]]) -> torch.Tensor:
-    """Greedy decoding of every word at once: (B, MAX_OUTPUT) generated ids."""
+    """Greedy decoding of every word at once: (B, TOY_MAX_OUTPUT) generated ids."""
     source, _, _ = tensors(words)
     memory = model.encode(source)
     out = torch.full((len(words), 1), START)
-    for _ in range(MAX_OUTPUT):
+    for _ in range(TOY_MAX_OUTPUT):
         logits = model.decode(out, memory, source)[:, -1]
         out = torch.cat([out, logits.argmax(-1, keepdim=True)], dim=1)
     return out[:, 1:]

@@ -18,7 +18,7 @@ from attention_core.lessons.image_attention import page as image
 from attention_core.lessons.positional_encoding import page as positional
 from attention_core.lessons.temperature import page as temperature
 from attention_core.lessons.why_sqrt_dk import page as scaling
-from attention_core.minilm.model import MAX_PADDING, MAX_TOKENS
+from attention_core.minilm.model import TRAINED_MODEL_MAX_PADDING, TRAINED_MODEL_MAX_TOKENS
 from attention_core.settings import Settings, validate_settings
 from attention_core.shared_settings import MAX_DIM
 
@@ -40,12 +40,12 @@ def test_upload_is_not_a_built_in_image():
 
 
 def test_feature_modules_keep_their_names_for_the_limits():
-    assert (scaling.MIN_SAMPLES, scaling.MAX_SAMPLES, scaling.MIN_KEYS, scaling.MAX_KEYS) == (100, 5000, 2, 32)
-    assert (positional.MIN_POSITIONS, positional.MAX_POSITIONS, positional.MIN_WIDTH, positional.MAX_WIDTH) == (
+    assert (scaling.MIN_SQRT_SAMPLES, scaling.MAX_SQRT_SAMPLES, scaling.MIN_SQRT_KEYS, scaling.MAX_SQRT_KEYS) == (100, 5000, 2, 32)
+    assert (positional.MIN_PE_POSITIONS, positional.MAX_PE_POSITIONS, positional.MIN_PE_WIDTH, positional.MAX_PE_WIDTH) == (
         2, 128, 2, 128)
-    assert (additive.MIN_HIDDEN, additive.MAX_HIDDEN) == (1, 16)
-    assert image.MAX_SIDE == 16
-    assert (MAX_TOKENS, MAX_PADDING) == (512, 8)
+    assert (additive.MIN_ADDITIVE_HIDDEN, additive.MAX_ADDITIVE_HIDDEN) == (1, 16)
+    assert image.MAX_IMAGE_SIDE == 16
+    assert (TRAINED_MODEL_MAX_TOKENS, TRAINED_MODEL_MAX_PADDING) == (512, 8)
     assert (temperature.MIN_TEMPERATURE, temperature.MAX_TEMPERATURE) == (0.01, 100.0)
     assert temperature.nearest_temperature(0.4) == 0.5
 

@@ -25,7 +25,7 @@ d_k = head_dim (32). Every tensor is float32 on the CPU.
 
 Errors: every problem a user can cause or meet (empty text, the model package
 missing, a file that fails its checksum) raises :class:`~attention_core.errors.InputError`
-with a message for the page. Text longer than :data:`MAX_TOKENS` WordPieces is cut,
+with a message for the page. Text longer than :data:`TRAINED_MODEL_MAX_TOKENS` WordPieces is cut,
 not refused (:attr:`Encoding.truncated` says so); [PAD]s count in it.
 
 Sources: Vaswani et al. 2017, "Attention Is All You Need", eq. 1 (scaled dot-product
@@ -78,15 +78,6 @@ EXPECTED_SHA256: Mapping[str, str] = {
     "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
     "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
 }
-
-#: The longest input the page runs: WordPieces including [CLS], [SEP] and any [PAD] (longer text is cut): the
-#: model's 512 positions.
-MAX_TOKENS = TRAINED_MODEL_MAX_TOKENS
-#: Text beyond this many characters is not even tokenised (it could never fit in MAX_TOKENS
-#: WordPieces but a pasted book would cost time); the settings cut a longer text, with a message.
-MAX_CHARS = TRAINED_MODEL_MAX_CHARS
-#: The most [PAD] tokens a user can append to show the padding mask at work.
-MAX_PADDING = TRAINED_MODEL_MAX_PADDING
 
 
 # ---------------------------------------------------------------- finding and checking the files
@@ -235,9 +226,9 @@ class Encoding:
             [CLS], [SEP] and [PAD].
         attention_mask: 1 for a real token, 0 for [PAD] (BERT's ``attention_mask``).
         text_tokens: how many WordPieces the whole text has (before any cut).
-        truncated: True when the text had more than MAX_TOKENS - 2 - padding WordPieces and was cut.
+        truncated: True when the text had more than TRAINED_MODEL_MAX_TOKENS - 2 - padding WordPieces and was cut.
         kept_chars: how many characters of the text the kept WordPieces cover.
-        chars_cut: True when the text was longer than MAX_CHARS characters.
+        chars_cut: True when the text was longer than TRAINED_MODEL_MAX_CHARS characters.
         unknown: how many tokens are [UNK] (characters the vocabulary lacks, e.g. emoji).
     """
 
@@ -271,7 +262,7 @@ def clean_text(text: str) -> str:
 
 
 def tokenize(pm: PretrainedModel, text: str, padding: int = 0) -> Encoding:
-    """WordPiece-tokenise ``text`` as BERT does: [CLS] pieces [SEP], then [PAD]s, cut to MAX_TOKENS in all (the
+    """WordPiece-tokenise ``text`` as BERT does: [CLS] pieces [SEP], then [PAD]s, cut to TRAINED_MODEL_MAX_TOKENS in all (the
     model has 512 positions: the text's pieces make room for the padding).
 
     Any Unicode is accepted: characters outside the vocabulary become [UNK], control and
@@ -286,14 +277,14 @@ def tokenize(pm: PretrainedModel, text: str, padding: int = 0) -> Encoding:
         InputError: empty text, text with no WordPiece (only spaces, control or zero-width
             characters), or padding out of range.
     """
-    if not 0 <= padding <= MAX_PADDING:
+    if not 0 <= padding <= TRAINED_MODEL_MAX_PADDING:
         raise InputError(N_("The number of [PAD] tokens must be between 0 and {high}; got {padding}."),
-                         field="trained_model.padding", high=MAX_PADDING, padding=padding)
+                         field="trained_model.padding", high=TRAINED_MODEL_MAX_PADDING, padding=padding)
     text = clean_text(text)
     if not text.strip():
         raise InputError(N_("The text is empty: type a sentence for the model to read."), field="trained_model.sentence")
-    chars_cut = len(text) > MAX_CHARS
-    encoded = pm.tokenizer.encode(text[:MAX_CHARS], add_special_tokens=False)
+    chars_cut = len(text) > TRAINED_MODEL_MAX_CHARS
+    encoded = pm.tokenizer.encode(text[:TRAINED_MODEL_MAX_CHARS], add_special_tokens=False)
     pieces = len(encoded.ids)
     if pieces == 0:
         raise InputError(
@@ -301,7 +292,7 @@ def tokenize(pm: PretrainedModel, text: str, padding: int = 0) -> Encoding:
                "Type a few words."),
             field="trained_model.sentence",
         )
-    keep = min(pieces, MAX_TOKENS - 2 - padding)
+    keep = min(pieces, TRAINED_MODEL_MAX_TOKENS - 2 - padding)
     tokens = ("[CLS]", *encoded.tokens[:keep], "[SEP]") + ("[PAD]",) * padding
     ids = (pm.cls_id, *encoded.ids[:keep], pm.sep_id) + (pm.pad_id,) * padding
     word_ids = (None, *encoded.word_ids[:keep], None) + (None,) * padding

@@ -47,10 +47,10 @@ from attention_core.transformer.toy_model import (
     D_MODEL,
     DIM_FEEDFORWARD,
     END,
-    MAX_OUTPUT,
     NUM_HEADS,
     NUM_LAYERS,
     START,
+    TOY_MAX_OUTPUT,
     VOCAB,
     load_toy_model,
 )
@@ -62,8 +62,6 @@ MAX_TOY_TEMPERATURE = 10.0
 #: below 0.01 the draw is the greedy choice anyway for the toy model's logits. A τ in (0, 0.01) is moved to 0.01.
 MIN_TOY_TEMPERATURE = 0.01
 
-#: The largest sampling temperature τ accepted (above it every token is about equally likely).
-MAX_TEMPERATURE = MAX_TOY_TEMPERATURE
 #: Bytes of one float32 number.
 FLOAT32_BYTES = 4
 
@@ -73,7 +71,7 @@ class ToyWeights:
     """The trained toy model's parameters, as our code uses them.
 
     Attributes:
-        embedding: (V, D), E. positional: (MAX_OUTPUT + 1, D), the sinusoidal PE.
+        embedding: (V, D), E. positional: (TOY_MAX_OUTPUT + 1, D), the sinusoidal PE.
         encoder: one :class:`BlockWeights` per encoder block. decoder: one :class:`DecoderBlockWeights` per block.
         w_vocab: (D, V), b_vocab: (V,): the last linear layer (applied as x @ W).
     """
@@ -167,28 +165,28 @@ class Generation:
 
 
 def _check_temperature(temperature: float) -> None:
-    if not (temperature == 0.0 or MIN_TOY_TEMPERATURE <= temperature <= MAX_TEMPERATURE):  # also catches NaN
+    if not (temperature == 0.0 or MIN_TOY_TEMPERATURE <= temperature <= MAX_TOY_TEMPERATURE):  # also catches NaN
         raise InputError(N_("The temperature τ must be 0 (greedy: always the most likely token) or between {min} and "
                             "{max}; got {value}."), field="generation.temperature", min=MIN_TOY_TEMPERATURE,
-                         max=MAX_TEMPERATURE, value=temperature)
+                         max=MAX_TOY_TEMPERATURE, value=temperature)
 
 
 @lru_cache(maxsize=256)
 def generate(source: tuple[int, ...], temperature: float = 0.0, seed: int = 0,
-             max_steps: int = MAX_OUTPUT) -> Generation:
+             max_steps: int = TOY_MAX_OUTPUT) -> Generation:
     """Run the trained toy model on ``source`` one token per step, every intermediate kept (module docstring).
 
     Results are cached per process (the model is fixed): a class typing the same word shares one run.
 
     Args:
         source: 1..MAX_INPUT token ids (from :func:`toy_model.parse_source`).
-        temperature: τ = 0 or MIN_TOY_TEMPERATURE ≤ τ ≤ MAX_TEMPERATURE; 0 picks the most likely token, τ > 0
+        temperature: τ = 0 or MIN_TOY_TEMPERATURE ≤ τ ≤ MAX_TOY_TEMPERATURE; 0 picks the most likely token, τ > 0
             draws from softmax(logits / τ) with a
             generator seeded with ``seed``.
         max_steps: the length limit (tokens generated, END included).
 
     Raises:
-        InputError: τ outside {0} ∪ [MIN_TOY_TEMPERATURE, MAX_TEMPERATURE], or NaN (a smaller τ > 0 overflows
+        InputError: τ outside {0} ∪ [MIN_TOY_TEMPERATURE, MAX_TOY_TEMPERATURE], or NaN (a smaller τ > 0 overflows
             logits / τ in float32).
     """
     _check_temperature(temperature)

@@ -4,7 +4,7 @@ Seed 003 (``003_734755b2d0b981d3.txt`` §2) describes the decoder as generating 
 token until an END token, attending with masked self-attention to what it has produced and with
 cross-attention to the encoder's outputs. With random weights that produces noise; this model was trained
 (by ``scripts/train_toy_reverser.py``, deterministic, about 80 s on a 2-core CPU) to reverse a sequence of
-1 to :data:`MAX_INPUT` letters from :data:`LETTERS`, so a learner can check its answer by eye, and its
+1 to :data:`TOY_MAX_INPUT` letters from :data:`LETTERS`, so a learner can check its answer by eye, and its
 cross-attention shows the alignment: output token t looks at input token n + 1 − t (an anti-diagonal).
 
 The model (post-LN, no dropout, Vaswani et al. 2017 sec. 3 at a toy size)::
@@ -49,10 +49,6 @@ LETTERS = "abcdefgh"
 #: The vocabulary: padding, START, END, then the letters. Token id = index.
 VOCAB: tuple[str, ...] = ("PAD", "START", "END", *LETTERS)
 PAD, START, END = 0, 1, 2
-#: The longest input the model was trained on, in letters.
-MAX_INPUT = TOY_MAX_INPUT
-#: The longest output generated before stopping without END: the reversed input and END.
-MAX_OUTPUT = TOY_MAX_OUTPUT
 #: d_model, heads, feed-forward width and blocks per stack (encoder and decoder each).
 D_MODEL, NUM_HEADS, DIM_FEEDFORWARD, NUM_LAYERS = 16, 2, 64, TOY_LAYERS
 #: The weights, written by scripts/train_toy_reverser.py.
@@ -72,7 +68,7 @@ class ToyReverser(nn.Module):
             nn.TransformerDecoderLayer(D_MODEL, NUM_HEADS, DIM_FEEDFORWARD, dropout=0.0, batch_first=True)
             for _ in range(NUM_LAYERS))
         self.to_vocab = nn.Linear(D_MODEL, len(VOCAB))
-        self.register_buffer("positional", sinusoidal_encoding(MAX_OUTPUT + 1, D_MODEL), persistent=False)
+        self.register_buffer("positional", sinusoidal_encoding(TOY_MAX_OUTPUT + 1, D_MODEL), persistent=False)
 
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:
         """(B, L) token ids -> (B, L, D): E[token] · √D + PE[position]."""
@@ -117,19 +113,19 @@ def parse_source(text: str) -> tuple[int, ...]:
     """The token ids of the letters in ``text``; spaces and commas between them are ignored.
 
     Raises:
-        InputError (field ``generation.source``): empty, longer than :data:`MAX_INPUT` letters, or characters outside
+        InputError (field ``generation.source``): empty, longer than :data:`TOY_MAX_INPUT` letters, or characters outside
             :data:`LETTERS` (all of them named).
     """
     letters = [c for c in text.strip().lower() if not c.isspace() and c != ","]
     if not letters:
         raise InputError(N_("Type 1 to {max} letters from {letters} for the model to reverse, e.g. “abcd”."),
-                         field="generation.source", max=MAX_INPUT, letters=", ".join(LETTERS))
+                         field="generation.source", max=TOY_MAX_INPUT, letters=", ".join(LETTERS))
     unknown = sorted(set(letters) - set(LETTERS))
     if unknown:
         raise InputError(N_("The model only knows the letters {letters}; it has never seen {unknown}. "
                             "Replace them and it will run."),
                          field="generation.source", letters=", ".join(LETTERS), unknown=UserText(", ".join(unknown)))
-    if len(letters) > MAX_INPUT:
+    if len(letters) > TOY_MAX_INPUT:
         raise InputError(N_("The model was trained on 1 to {max} letters; this input has {n}. Shorten it."),
-                         field="generation.source", max=MAX_INPUT, n=len(letters))
+                         field="generation.source", max=TOY_MAX_INPUT, n=len(letters))
     return tuple(VOCAB.index(c) for c in letters)

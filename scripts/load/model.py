@@ -14,7 +14,7 @@ Run it as its own process (the first load is only "first" once per process). Mea
    text (target < 300 ms), median and max of N runs, uncached;
 4. the page itself under AppTest (server-side script time, no browser): a new 64-token text,
    and opening another head of the same text (the text's results come from the cache);
-5. the longest text the page reads (``MAX_TOKENS``, 512): everything the page computes for it, uncached, and the
+5. the longest text the page reads (``TRAINED_MODEL_MAX_TOKENS``, 512): everything the page computes for it, uncached, and the
    memory of its results (``ui.page_parts.trained_model_data.held_bytes``: what one entry of the page's cache holds).
 
 The page's own clicks at 512 tokens on the real server, over Streamlit's websocket, are measured by
@@ -101,8 +101,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 
     import attention_core  # noqa: F401
     from attention_core.minilm.model import (
-        MAX_TOKENS,
         MODEL_ID,
+        TRAINED_MODEL_MAX_TOKENS,
         load_model,
         model_folder,
         run_model,
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             print(at.exception, file=sys.stderr)
             return 1
 
-    longest = text_of(pm, MAX_TOKENS)
+    longest = text_of(pm, TRAINED_MODEL_MAX_TOKENS)
     page_data(pm, longest)
     long_times = []
     for _ in range(long_runs(args.runs)):
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
           f"{1000 * statistics.median(new_text):6.1f} ms")
     print(f"page under AppTest, another head of the same text (median):    "
           f"{1000 * statistics.median(other_head):6.1f} ms")
-    print(f"the longest text ({MAX_TOKENS} tokens), everything the page computes (median):   "
+    print(f"the longest text ({TRAINED_MODEL_MAX_TOKENS} tokens), everything the page computes (median):   "
           f"{1000 * statistics.median(long_times):6.1f} ms (max {1000 * max(long_times):.1f}); its run holds "
           f"{held_bytes(run) / 1e6:.0f} MB, one head's step {held_bytes(step) / 1e6:.1f} MB")
     print(f"RSS: {before:.0f} MB before the load, {after_load:.0f} MB after it, {after_forward:.0f} MB after the "

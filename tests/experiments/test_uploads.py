@@ -190,7 +190,7 @@ def test_damaged_files_load_or_get_the_message_never_a_traceback():
             refused += 1
             continue
         h, w, channels = upload.pixels.shape
-        assert channels == 3 and 1 <= h <= image.MAX_SIDE and 1 <= w <= image.MAX_SIDE and h * w >= 2
+        assert channels == 3 and 1 <= h <= image.MAX_IMAGE_SIDE and 1 <= w <= image.MAX_IMAGE_SIDE and h * w >= 2
         loaded += 1
     assert loaded > 50 and refused > 50, (loaded, refused)  # the mutants reach both outcomes
 

@@ -31,9 +31,9 @@ from attention_core.lessons.trained_model.page import (
 from attention_core.minilm import head_findings
 from attention_core.minilm.model import (
     EXPECTED_SHA256,
-    MAX_CHARS,
-    MAX_PADDING,
-    MAX_TOKENS,
+    TRAINED_MODEL_MAX_CHARS,
+    TRAINED_MODEL_MAX_PADDING,
+    TRAINED_MODEL_MAX_TOKENS,
     ModelRun,
     PretrainedModel,
     head_step,
@@ -257,7 +257,7 @@ def test_wordpieces_with_cls_and_sep(pm):
 
 def test_text_over_512_wordpieces_is_cut_to_512_with_its_padding(pm):
     encoding = tokenize(pm, "word " * 600, padding=2)
-    assert MAX_TOKENS == 512 == pm.model.config.max_position_embeddings  # every position the model has
+    assert TRAINED_MODEL_MAX_TOKENS == 512 == pm.model.config.max_position_embeddings  # every position the model has
     assert encoding.truncated and encoding.text_tokens == 600
     assert encoding.n == 512 and encoding.num_real == 510 and encoding.num_padding == 2  # [PAD]s count too
     assert encoding.tokens[0] == "[CLS]" and encoding.tokens[509] == "[SEP]" and encoding.tokens[-1] == "[PAD]"
@@ -303,7 +303,7 @@ def test_text_of_exactly_510_wordpieces_is_not_cut(pm):
 
 
 def test_text_beyond_the_character_cap_is_flagged(pm):
-    encoding = tokenize(pm, "a " * MAX_CHARS)
+    encoding = tokenize(pm, "a " * TRAINED_MODEL_MAX_CHARS)
     assert encoding.chars_cut and encoding.truncated
 
 
@@ -313,7 +313,7 @@ def test_empty_text_is_refused(pm, text):
         tokenize(pm, text)
 
 
-@pytest.mark.parametrize("padding", [-1, MAX_PADDING + 1])
+@pytest.mark.parametrize("padding", [-1, TRAINED_MODEL_MAX_PADDING + 1])
 def test_padding_out_of_range_is_refused(pm, padding):
     with pytest.raises(InputError, match=r"\[PAD\]"):
         tokenize(pm, "hello", padding)

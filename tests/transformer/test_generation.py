@@ -39,10 +39,10 @@ from attention_core.transformer.generation import (
     reference_logits,
     toy_weights,
 )
-from attention_core.transformer.toy_model import END, LETTERS, MAX_INPUT, NUM_HEADS, START, VOCAB, parse_source
+from attention_core.transformer.toy_model import END, LETTERS, NUM_HEADS, START, TOY_MAX_INPUT, VOCAB, parse_source
 
 ROOT = Path(__file__).resolve().parents[2]
-words = st.text(alphabet=LETTERS, min_size=1, max_size=MAX_INPUT)
+words = st.text(alphabet=LETTERS, min_size=1, max_size=TOY_MAX_INPUT)
 
 
 def letters(ids) -> str:
@@ -114,7 +114,7 @@ def test_the_trained_model_reverses_held_out_words():
     """The README's accuracy, re-measured on words of every length (the training script's held-out words are
     5-8 letters long; these are drawn afresh)."""
     g = torch.Generator().manual_seed(2026)
-    for n in range(1, MAX_INPUT + 1):
+    for n in range(1, TOY_MAX_INPUT + 1):
         for _ in range(5):
             source = tuple((torch.randint(len(LETTERS), (n,), generator=g) + VOCAB.index(LETTERS[0])).tolist())
             run = generate(source)

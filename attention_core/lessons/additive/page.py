@@ -34,9 +34,6 @@ from attention_core.page import Page
 #: Additive scoring: h, the scorer's hidden size.
 MIN_ADDITIVE_HIDDEN, MAX_ADDITIVE_HIDDEN = 1, 16
 
-#: h, the scorer's hidden size.
-MIN_HIDDEN, MAX_HIDDEN = MIN_ADDITIVE_HIDDEN, MAX_ADDITIVE_HIDDEN
-
 
 @dataclass(frozen=True)
 class AdditiveWeights:
@@ -57,11 +54,11 @@ def seeded_additive_weights(d_q: int, d_k: int, hidden: int, generator: torch.Ge
     Drawn in the order W_q, W_k, w_v from the local ``generator``.
 
     Raises:
-        InputError: hidden outside [MIN_HIDDEN, MAX_HIDDEN] or a width below 1.
+        InputError: hidden outside [MIN_ADDITIVE_HIDDEN, MAX_ADDITIVE_HIDDEN] or a width below 1.
     """
-    if not MIN_HIDDEN <= hidden <= MAX_HIDDEN:
+    if not MIN_ADDITIVE_HIDDEN <= hidden <= MAX_ADDITIVE_HIDDEN:
         raise InputError(N_("The hidden size h must be between {low} and {high}; got {hidden}."),
-                         field="additive.hidden", low=MIN_HIDDEN, high=MAX_HIDDEN, hidden=hidden)
+                         field="additive.hidden", low=MIN_ADDITIVE_HIDDEN, high=MAX_ADDITIVE_HIDDEN, hidden=hidden)
     if d_q < 1 or d_k < 1:
         raise InputError(N_("Queries and keys need at least one component."), field="d_k")
 
@@ -223,7 +220,7 @@ def compare_scorers(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
     Args:
         query: Q, (n, d_k). key: K, (n, d_k). value: V, (n, d_v). Floating point.
         dot_weights: softmax(Q Kᵀ / √d_k), (n, n) (the walk-through's weights of the same Q and K).
-        hidden: h, in [MIN_HIDDEN, MAX_HIDDEN].
+        hidden: h, in [MIN_ADDITIVE_HIDDEN, MAX_ADDITIVE_HIDDEN].
         seed: seeds a local ``torch.Generator`` for W_q, W_k, w_v (:func:`seeded_additive_weights`).
         row, col: the pair to explain, 0-based (moved inside n × n when out of range).
 

@@ -42,8 +42,6 @@ IMAGE_UPLOAD = "upload"
 
 IMAGE_FEATURES: tuple[str, ...] = ("rgb", "projected")
 
-#: The largest side of an image on the page (uploads are downscaled to fit).
-MAX_SIDE = MAX_IMAGE_SIDE
 #: Size of the built-in patterns.
 PATTERN_SIDE = 12
 #: Upload limits: bytes of the file, and pixels of the decoded image (checked before decoding).
@@ -233,7 +231,7 @@ def image_attention(image: torch.Tensor, features: str = "rgb", d_k: int = 3, se
     """Self-attention with each pixel of ``image`` as a token.
 
     Args:
-        image: (H, W, 3) uint8, at most MAX_SIDE on each side, at least 2 pixels.
+        image: (H, W, 3) uint8, at most MAX_IMAGE_SIDE on each side, at least 2 pixels.
         features: "rgb": Q = K = V = X; "projected": Q = X W_q, K = X W_k with W_q, W_k drawn
             N(0, 1/3) (so q has about unit variance) from a generator seeded ``seed``, and V = X,
             so the output is still a colour per pixel.
@@ -249,9 +247,9 @@ def image_attention(image: torch.Tensor, features: str = "rgb", d_k: int = 3, se
     if image.dim() != 3 or image.shape[2] != 3 or image.dtype != torch.uint8:
         raise InputError(N_("An image must be H × W × 3 colours (0..255)."), field="image_attention.source")
     h, w, _ = image.shape
-    if h > MAX_SIDE or w > MAX_SIDE:
+    if h > MAX_IMAGE_SIDE or w > MAX_IMAGE_SIDE:
         raise InputError(N_("The image is {h} × {w}; the page shows at most {side} × {side}."), field="image_attention.source",
-                         h=h, w=w, side=MAX_SIDE)
+                         h=h, w=w, side=MAX_IMAGE_SIDE)
     if h * w < 2:
         raise InputError(N_("The image needs at least two pixels."), field="image_attention.source")
     if features not in FEATURES:

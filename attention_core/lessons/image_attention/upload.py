@@ -1,5 +1,5 @@
 """An uploaded photo as the image page's pixels: checked (size, type, header, aspect), turned upright, shrunk by
-block means to at most MAX_SIDE × MAX_SIDE, and flattened to RGB; never decoded whole when it is large.
+block means to at most MAX_IMAGE_SIDE × MAX_IMAGE_SIDE, and flattened to RGB; never decoded whole when it is large.
 
 Shape legend: H rows, W columns, 3 channels (R, G, B, float32 in [0, 1] before the page scales them).
 """
@@ -16,7 +16,7 @@ import torch
 
 from attention_core.errors import N_, InputError
 from attention_core.lessons.image_attention.page import (
-    MAX_SIDE,
+    MAX_IMAGE_SIDE,
     MAX_UPLOAD_BYTES,
     MAX_UPLOAD_PIXELS,
     UPLOAD_TYPES,
@@ -30,7 +30,7 @@ class UploadedImage:
     """A decoded, downscaled upload.
 
     Attributes:
-        pixels: (h, w, 3) uint8, h and w at most MAX_SIDE (the aspect ratio kept).
+        pixels: (h, w, 3) uint8, h and w at most MAX_IMAGE_SIDE (the aspect ratio kept).
         format: "PNG" or "JPEG".
         original_size: (width, height) of the file's image, as Pillow reports it.
     """
@@ -66,7 +66,7 @@ def _sniff(data: bytes) -> str | None:
     return None
 
 
-def load_upload(data: bytes, filename: str, max_side: int = MAX_SIDE) -> UploadedImage:
+def load_upload(data: bytes, filename: str, max_side: int = MAX_IMAGE_SIDE) -> UploadedImage:
     """Check an uploaded file and decode it into a small RGB image.
 
     The checks, in order (each failure is an :class:`InputError` with a message for the user):

@@ -55,9 +55,6 @@ SHUFFLES: dict[str, str] = {
     "rotate": N_("move the first token to the end"),
     "random": N_("random shuffle (seeded)"),
 }
-#: Limits of the pattern heatmap (positions × d_model).
-MIN_POSITIONS, MAX_POSITIONS = MIN_PE_POSITIONS, MAX_PE_POSITIONS
-MIN_WIDTH, MAX_WIDTH = MIN_PE_WIDTH, MAX_PE_WIDTH
 #: SA(P X) = P SA(X) holds when no entry differs by more than this (float32 rounding is ~1e-7).
 EQUIVARIANCE_TOLERANCE = 1e-5
 #: With an encoding, the order matters when some entry of SA(P X + PE) − P SA(X + PE) exceeds this.

@@ -64,9 +64,6 @@ FOURTH_MOMENT: dict[str, float] = {"normal": 3.0, "uniform": 9.0 / 5.0, "rademac
 
 #: d_k = 1, 2, 4, ..., 1024: log-spaced, as the issue asks (1 to 1024).
 D_K_GRID: tuple[int, ...] = tuple(2**p for p in range(11))
-#: S, the (q, k) pairs sampled per d_k, and n, the keys per query.
-MIN_SAMPLES, MAX_SAMPLES = MIN_SQRT_SAMPLES, MAX_SQRT_SAMPLES
-MIN_KEYS, MAX_KEYS = MIN_SQRT_KEYS, MAX_SQRT_KEYS
 #: The softmax experiment averages over at most this many query rows (each with n keys of
 #: width up to 1024: 500 × 32 × 1024 floats is the largest draw, 65 MB).
 SOFTMAX_ROWS = 500
@@ -164,8 +161,8 @@ def run_scaling_experiment(
     distribution) they are drawn at once, the softmax experiment on a worker thread (the same numbers).
 
     Args:
-        samples: S, in [MIN_SAMPLES, MAX_SAMPLES].
-        keys: n, in [MIN_KEYS, MAX_KEYS].
+        samples: S, in [MIN_SQRT_SAMPLES, MAX_SQRT_SAMPLES].
+        keys: n, in [MIN_SQRT_KEYS, MAX_SQRT_KEYS].
         seed: seeds a local ``torch.Generator`` (the global RNG is untouched).
         distribution: a key of :data:`DISTRIBUTIONS`.
         grid: increasing d_k values, each at least 1.
@@ -176,12 +173,12 @@ def run_scaling_experiment(
     Raises:
         InputError: samples or keys out of range, an unknown distribution, or a bad grid.
     """
-    if not MIN_SAMPLES <= samples <= MAX_SAMPLES:
+    if not MIN_SQRT_SAMPLES <= samples <= MAX_SQRT_SAMPLES:
         raise InputError(N_("The number of samples must be between {low} and {high}; got {samples}."),
-                         field="why_sqrt_dk.samples", low=MIN_SAMPLES, high=MAX_SAMPLES, samples=samples)
-    if not MIN_KEYS <= keys <= MAX_KEYS:
+                         field="why_sqrt_dk.samples", low=MIN_SQRT_SAMPLES, high=MAX_SQRT_SAMPLES, samples=samples)
+    if not MIN_SQRT_KEYS <= keys <= MAX_SQRT_KEYS:
         raise InputError(N_("The number of keys must be between {low} and {high}; got {keys}."),
-                         field="why_sqrt_dk.keys", low=MIN_KEYS, high=MAX_KEYS, keys=keys)
+                         field="why_sqrt_dk.keys", low=MIN_SQRT_KEYS, high=MAX_SQRT_KEYS, keys=keys)
     if not grid or any(d < 1 for d in grid) or list(grid) != sorted(set(grid)):
         raise InputError(N_("The d_k grid must be increasing whole numbers, each at least 1."), field="grid")
     rows = min(samples, SOFTMAX_ROWS)
@@ -312,7 +309,7 @@ def summarise(result: ScalingExperiment) -> ScalingSummary:
 
     Args:
         result: from :func:`run_scaling_experiment`, which has already checked it (a non-empty grid of
-            d_k >= 1, n >= MIN_KEYS keys), so nothing is raised.
+            d_k >= 1, n >= MIN_SQRT_KEYS keys), so nothing is raised.
     """
     d = list(result.d_k)
     var, se = result.variance.tolist(), result.standard_error.tolist()
