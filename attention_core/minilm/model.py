@@ -271,7 +271,7 @@ def tokenize(pm: PretrainedModel, text: str, padding: int = 0) -> Encoding:
     Args:
         pm: the loaded model (its tokenizer).
         text: the user's text.
-        padding: how many [PAD] tokens to append (0..MAX_PADDING).
+        padding: how many [PAD] tokens to append (0..TRAINED_MODEL_MAX_PADDING).
 
     Raises:
         InputError: empty text, text with no WordPiece (only spaces, control or zero-width

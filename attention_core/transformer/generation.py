@@ -179,7 +179,7 @@ def generate(source: tuple[int, ...], temperature: float = 0.0, seed: int = 0,
     Results are cached per process (the model is fixed): a class typing the same word shares one run.
 
     Args:
-        source: 1..MAX_INPUT token ids (from :func:`toy_model.parse_source`).
+        source: 1..TOY_MAX_INPUT token ids (from :func:`toy_model.parse_source`).
         temperature: τ = 0 or MIN_TOY_TEMPERATURE ≤ τ ≤ MAX_TOY_TEMPERATURE; 0 picks the most likely token, τ > 0
             draws from softmax(logits / τ) with a
             generator seeded with ``seed``.
