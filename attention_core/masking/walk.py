@@ -1,6 +1,6 @@
 """What the causal and dropout pages' builder returns: their walk-through, every number the pages show.
 
-Declared here, below the builder and its steps (``walkthrough.py``) and the export recipes (``recipe.py``) that
+Declared here, below the builder and its step-through (``walkthrough.py``) and the export recipes (``recipe.py``) that
 read it, so that a recipe imports the walk-through it is handed and the module that declares the pages with their
 recipes imports the recipes: no circle between them.
 

@@ -1,6 +1,6 @@
 """What the self-attention page's builder returns: its walk-through, every number the page shows.
 
-Declared here, below the builder and its steps (``walkthrough.py``) and the export recipe (``recipe.py``) that
+Declared here, below the builder and its step-through (``walkthrough.py``) and the export recipe (``recipe.py``) that
 read it, so that the recipe imports the walk-through it is handed and the module that declares the page with its
 recipe imports the recipe: no circle between them.
 

@@ -25,7 +25,7 @@ from attention_core.stepthrough import StepThrough
 
 
 def backward_step_through(walk, stage: str) -> StepThrough:
-    """The backward pass page's ``stage`` in the one step-through protocol: the shared walk-through's steps of this page.
+    """The backward pass page's ``stage`` in the one step-through protocol: the shared walk-through's stages of this page.
 
     Raises:
         KeyError: a stage that is not one of the page's.

@@ -1,4 +1,4 @@
-"""The *causal mask* page's declaration (its builder and steps, which the dropout page reuses, are below it:
+"""The *causal mask* page's declaration (its builder and step-through, which the dropout page reuses, are below it:
 ``attention_core.masking.walkthrough``)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from attention_core.stepthrough import StepThrough
 
 
 def causal_step_through(walk, stage: str) -> StepThrough:
-    """The causal mask page's ``stage`` in the one step-through protocol: the shared walk-through's steps of this page.
+    """The causal mask page's ``stage`` in the one step-through protocol: the shared walk-through's stages of this page.
 
     Raises:
         KeyError: a stage that is not one of the page's.

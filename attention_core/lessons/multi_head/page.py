@@ -1,4 +1,4 @@
-"""The *multi-head attention* page's declaration (its builder and steps, which the cross-attention page reuses,
+"""The *multi-head attention* page's declaration (its builder and step-through, which the cross-attention page reuses,
 are below it: ``attention_core.multi_head.walkthrough``)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from attention_core.stepthrough import StepThrough
 
 
 def multi_head_step_through(walk, stage: str) -> StepThrough:
-    """The multi-head attention page's ``stage`` in the one step-through protocol: the shared walk-through's steps of this page.
+    """The multi-head attention page's ``stage`` in the one step-through protocol: the shared walk-through's stages of this page.
 
     Raises:
         KeyError: a stage that is not one of the page's.

@@ -11,7 +11,7 @@ from attention_core.stepthrough import StepThrough
 
 
 def self_attention_step_through(walk, stage: str) -> StepThrough:
-    """The self-attention page's ``stage`` in the one step-through protocol: the shared walk-through's steps of this page.
+    """The self-attention page's ``stage`` in the one step-through protocol: the shared walk-through's stages of this page.
 
     Raises:
         KeyError: a stage that is not one of the page's.
