@@ -137,3 +137,20 @@ def test_the_scripts_that_are_no_benchmark_answer_help():
     assert result.returncode == 0 and result.stdout.startswith("usage: vendor_frontend.py"), result.stderr
     assert sorted(p.name for p in (ROOT / "scripts").glob("*.py")) == [
         "benchmark_load.py", "load_floor_app.py", "train_toy_reverser.py", "vendor_frontend.py"]
+
+
+def test_slower_means_the_whole_interval_of_the_ratio_is_above_one():
+    """The --against verdicts: a page is slower only beyond the machine's noise (load/report.py)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from load.report import median_ratio_interval
+
+    rng = __import__("numpy").random.default_rng(1)
+    before = list(0.050 + 0.010 * rng.random(40))
+    same = list(0.050 + 0.010 * rng.random(40))
+    low, high = median_ratio_interval(same, before)
+    assert low < 1 < high  # two draws of one version: not slower
+    low, high = median_ratio_interval([1.3 * t for t in same], before)
+    assert 1 < low < 1.3 < high < 1.5  # 30 % slower: the interval holds 1.3, not 1
+    assert median_ratio_interval(same, before) == median_ratio_interval(same, before)  # seeded
+    with pytest.raises(ValueError):
+        median_ratio_interval([], before)

@@ -33,7 +33,7 @@ from typing import Callable
 
 from load.classroom import ClassResult, class_round, on_server
 from load.client import PageLoad, Student
-from load.report import pct
+from load.report import median_ratio_interval, pct
 from load.server import ROOT, Server
 from load.single import PageClicks, measure_floor, one_student
 
@@ -132,10 +132,10 @@ def run_single_against(args: argparse.Namespace) -> bool:
     limit = args.floor_factor * floor
     print(f"\nthe floor (one-widget app), median of the rounds: {1000 * floor:.0f} ms "
           f"(rounds: {', '.join(f'{1000 * f:.0f}' for f in floors)}); budget: median <= {args.floor_factor:g} x floor "
-          f"and no page of {args.against} slower than there\n")
+          f"and no page slower than on {args.against} beyond the noise (95% interval of the ratio above 1)\n")
     old, new = args.against[:9], "this"
     print(f"{'page':<20} {old + ' p50/p95':>16} {new + ' p50/p95':>14} {'x floor':>11} {'this/old':>8} "
-          f"{'msgs':>9} {'kB':>11} {'CPU ms':>9}  verdict")
+          f"{'95% of it':>10} {'msgs':>9} {'kB':>11} {'CPU ms':>9}  verdict")
     ok = True
     order = [p.path for p in pages["this"]] + [p.path for p in pages[args.against]
                                                if p.path not in {q.path for q in pages["this"]}]
@@ -161,18 +161,23 @@ def run_single_against(args: argparse.Namespace) -> bool:
         x_floor = " / ".join(_ratio(medians[label], floor) if label in medians else "—"
                              for label in (args.against, "this"))
         verdict = "only in " + args.against if cells[1] is None else "ok"
+        interval = "—"
         if cells[1] is not None:
             over = medians["this"] > limit
-            slower = args.against in medians and medians["this"] > medians[args.against]
+            slower = False
+            if cells[0] is not None:
+                low, high = median_ratio_interval(cells[1][0], cells[0][0])
+                interval, slower = f"{low:.2f}–{high:.2f}", low > 1
             verdict = ("EXCEPTION " + "; ".join(cells[1][4])[:120] if cells[1][4] else
                        "OVER BUDGET" if over else "slower than " + args.against if slower else "ok")
             ok &= verdict == "ok"
         print(f"{path:<20} {ms(cells[0]):>16} {ms(cells[1]):>14} {x_floor:>11} "
               f"{_ratio(medians.get('this', float('nan')), medians.get(args.against, float('nan'))):>8} "
-              f"{pair(1, '.0f'):>9} {pair(2, '.1f'):>11} {pair(3, '.0f'):>9}  {verdict}")
+              f"{interval:>10} {pair(1, '.0f'):>9} {pair(2, '.1f'):>11} {pair(3, '.0f'):>9}  {verdict}")
     print(f"\nms: one change of a page's own widget, click -> script_finished (p50 / p95 of every round's changes); "
-          f"x floor: the medians of {args.against} / this over the floor's; msgs, kB, CPU ms: what the server sent and "
-          f"spent per change, {args.against} → this")
+          f"x floor: the medians of {args.against} / this over the floor's; this/old: the ratio of the medians, and "
+          f"95% of it: its bootstrap interval (slower only when the whole interval is above 1); msgs, kB, CPU ms: "
+          f"what the server sent and spent per change, {args.against} → this")
     return ok
 
 
@@ -302,9 +307,10 @@ def run_browser_against(args: argparse.Namespace) -> bool:
         verdict = ""
         if name != FLOOR and pooled[args.against].get(name) and pooled["this"].get(name) and \
                 sent[args.against].get(name) and statistics.median(sent["this"].get(name) or [0]) > 0:
-            slower = statistics.median(pooled["this"][name]) > statistics.median(pooled[args.against][name])
+            low, high = median_ratio_interval(pooled["this"][name], pooled[args.against][name])
+            slower = low > 1
             ok &= not slower
-            verdict = "slower" if slower else "ok (no slower)"
+            verdict = f"{'slower' if slower else 'ok (no slower)'}, this/old {low:.2f}–{high:.2f}"
         print(f"{name:<46} {cells[0]:>10} {cells[1]:>9} {1000 * floor:>5.0f} ms {counts[0]:>11} {counts[1]:>10}  "
               f"{verdict}")
     return ok
