@@ -154,3 +154,16 @@ def test_slower_means_the_whole_interval_of_the_ratio_is_above_one():
     assert median_ratio_interval(same, before) == median_ratio_interval(same, before)  # seeded
     with pytest.raises(ValueError):
         median_ratio_interval([], before)
+
+
+def test_comparing_many_pages_widens_each_interval():
+    """Bonferroni: 28 pages at once get 99.8 % intervals each, so two equal versions fail one run in twenty."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from load.report import median_ratio_interval
+
+    rng = __import__("numpy").random.default_rng(2)
+    before, this = list(0.05 + 0.01 * rng.random(40)), list(0.05 + 0.01 * rng.random(40))
+    one, many = median_ratio_interval(this, before), median_ratio_interval(this, before, comparisons=28)
+    assert many[0] < one[0] < one[1] < many[1]
+    with pytest.raises(ValueError):
+        median_ratio_interval(this, before, comparisons=0)

@@ -132,7 +132,8 @@ def run_single_against(args: argparse.Namespace) -> bool:
     limit = args.floor_factor * floor
     print(f"\nthe floor (one-widget app), median of the rounds: {1000 * floor:.0f} ms "
           f"(rounds: {', '.join(f'{1000 * f:.0f}' for f in floors)}); budget: median <= {args.floor_factor:g} x floor "
-          f"and no page slower than on {args.against} beyond the noise (95% interval of the ratio above 1)\n")
+          f"and no page slower than on {args.against} beyond the noise (the ratio's interval, 95% for the {len(pages['this'])} "
+          f"pages together, above 1)\n")
     old, new = args.against[:9], "this"
     print(f"{'page':<20} {old + ' p50/p95':>16} {new + ' p50/p95':>14} {'x floor':>11} {'this/old':>8} "
           f"{'95% of it':>10} {'msgs':>9} {'kB':>11} {'CPU ms':>9}  verdict")
@@ -166,7 +167,7 @@ def run_single_against(args: argparse.Namespace) -> bool:
             over = medians["this"] > limit
             slower = False
             if cells[0] is not None:
-                low, high = median_ratio_interval(cells[1][0], cells[0][0])
+                low, high = median_ratio_interval(cells[1][0], cells[0][0], comparisons=len(order))
                 interval, slower = f"{low:.2f}–{high:.2f}", low > 1
             verdict = ("EXCEPTION " + "; ".join(cells[1][4])[:120] if cells[1][4] else
                        "OVER BUDGET" if over else "slower than " + args.against if slower else "ok")
@@ -176,7 +177,7 @@ def run_single_against(args: argparse.Namespace) -> bool:
               f"{interval:>10} {pair(1, '.0f'):>9} {pair(2, '.1f'):>11} {pair(3, '.0f'):>9}  {verdict}")
     print(f"\nms: one change of a page's own widget, click -> script_finished (p50 / p95 of every round's changes); "
           f"x floor: the medians of {args.against} / this over the floor's; this/old: the ratio of the medians, and "
-          f"95% of it: its bootstrap interval (slower only when the whole interval is above 1); msgs, kB, CPU ms: "
+          f"95% of it: its bootstrap interval, 95% for all pages together (slower only when it is wholly above 1); msgs, kB, CPU ms: "
           f"what the server sent and spent per change, {args.against} → this")
     return ok
 
@@ -307,7 +308,8 @@ def run_browser_against(args: argparse.Namespace) -> bool:
         verdict = ""
         if name != FLOOR and pooled[args.against].get(name) and pooled["this"].get(name) and \
                 sent[args.against].get(name) and statistics.median(sent["this"].get(name) or [0]) > 0:
-            low, high = median_ratio_interval(pooled["this"][name], pooled[args.against][name])
+            low, high = median_ratio_interval(pooled["this"][name], pooled[args.against][name],
+                                              comparisons=len(pooled["this"]))
             slower = low > 1
             ok &= not slower
             verdict = f"{'slower' if slower else 'ok (no slower)'}, this/old {low:.2f}–{high:.2f}"
