@@ -55,6 +55,8 @@ def page() -> None:
 
     walk = widgets.walkthrough_or_stop(SINKS, state.settings(), state.edits())
     stepper.live(SINKS, walk, EXPLAIN)
+    st.page_link("app_pages/gated_attention.py", icon=":material/toggle_on:",
+                 label=_("Gated attention (Qwen3-Next): a gate lets a head output nothing, so it needs no sink"))
     real_model()
 
 

@@ -73,6 +73,11 @@ MISTAKES: dict[str, str] = {
     "sink_forgotten": N_("Forgot the sink's e^b"),
     "sink_not_exponentiated": N_("Added b, not e^b"),
     "sink_share_instead": N_("Computed the sink's own share"),
+    "gate_shift_forgotten": N_("Forgot the gate's shift b"),
+    "gate_no_sigmoid": N_("Used the logit g, not σ(g)"),
+    "gate_sigmoid_sign": N_("σ(−g) instead of σ(g)"),
+    "gate_not_applied": N_("Forgot the gate"),
+    "gate_added": N_("Added the gate instead of multiplying"),
 }
 
 #: The longest answer read (characters); a number needs far fewer.

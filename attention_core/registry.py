@@ -17,6 +17,7 @@ from attention_core.lessons.cross_attention.page import CROSS_ATTENTION
 from attention_core.lessons.dropout.page import DROPOUT_PAGE
 from attention_core.lessons.encoder_block.page import ENCODER_BLOCK
 from attention_core.lessons.flash_attention.page import FLASH_ATTENTION
+from attention_core.lessons.gated_attention.page import GATED_ATTENTION
 from attention_core.lessons.generation.page import GENERATION_PAGE
 from attention_core.lessons.gqa.page import GQA_PAGE
 from attention_core.lessons.image_attention.page import IMAGE_ATTENTION
@@ -69,6 +70,7 @@ PAGES: tuple[Page, ...] = (
     LINEAR_ATTENTION,
     MLA_PAGE,
     SINKS,
+    GATED_ATTENTION,
     TRAINED_MODEL,
     MODERN_LM,
     BACKWARD,

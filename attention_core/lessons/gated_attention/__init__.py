@@ -1,0 +1,1 @@
+"""The *gated attention* page."""
