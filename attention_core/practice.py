@@ -78,6 +78,12 @@ MISTAKES: dict[str, str] = {
     "gate_sigmoid_sign": N_("σ(−g) instead of σ(g)"),
     "gate_not_applied": N_("Forgot the gate"),
     "gate_added": N_("Added the gate instead of multiplying"),
+    "lambda_init_forgotten": N_("Forgot λ_init"),
+    "difference_no_lambda": N_("Subtracted A2 without λ"),
+    "difference_added": N_("Added the second map instead of subtracting"),
+    "difference_single_map": N_("Used the first map alone"),
+    "norm_scale_forgotten": N_("Forgot the (1 − λ_init) scale"),
+    "norm_forgotten": N_("Forgot the RMSNorm"),
 }
 
 #: The longest answer read (characters); a number needs far fewer.

@@ -14,6 +14,7 @@ from attention_core.lessons.backward.page import BACKWARD
 from attention_core.lessons.backward_multi_head.page import BACKWARD_MULTI_HEAD
 from attention_core.lessons.causal.page import CAUSAL_PAGE
 from attention_core.lessons.cross_attention.page import CROSS_ATTENTION
+from attention_core.lessons.differential_attention.page import DIFFERENTIAL_ATTENTION
 from attention_core.lessons.dropout.page import DROPOUT_PAGE
 from attention_core.lessons.encoder_block.page import ENCODER_BLOCK
 from attention_core.lessons.flash_attention.page import FLASH_ATTENTION
@@ -71,6 +72,7 @@ PAGES: tuple[Page, ...] = (
     MLA_PAGE,
     SINKS,
     GATED_ATTENTION,
+    DIFFERENTIAL_ATTENTION,
     TRAINED_MODEL,
     MODERN_LM,
     BACKWARD,

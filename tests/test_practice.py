@@ -251,6 +251,8 @@ def test_every_entry_of_every_stage_grades_its_answer_and_names_its_mistakes(pag
                 "mla": {"latents", "up", "rope", "scores", "weights", "output", "absorption"},
                 "sinks": {"weights", "nothing", "sink_weights", "sink_output"},
                 "gated_attention": {"projections", "attention", "gate", "gated", "output", "sink"},
+                "differential_attention": {"split", "maps", "lambda", "difference", "values", "norm", "output",
+                                           "cancel"},
                 "backward": {"loss", "d_value", "d_weights", "d_scores", "d_query", "d_key", "d_w_query", "d_w_key",
                              "d_w_value", "step"},
                 "backward_multi_head": {"loss", "d_w_out", "d_concat", "d_value", "d_weights", "d_scores", "d_query",

@@ -1,0 +1,1 @@
+"""The *differential attention* page."""
