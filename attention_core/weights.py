@@ -11,7 +11,7 @@ Source: seed 001 (001_9275b51964da46b3.txt); ``torch.nn.Linear``'s initialisatio
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Mapping, Optional
 
 import torch
 from torch import nn
@@ -50,4 +50,22 @@ def module_weights(d_in: int, d_out: int, seed: int, *, out_proj: bool) -> dict[
     out = {name: linear(d_in, d_out, False)[0] for name in ("w_query", "w_key", "w_value")}
     if out_proj:
         out["w_out"], out["b_out"] = linear(d_out, d_out, True)
+    return out
+
+
+def linear_weights(shapes: Mapping[str, tuple[int, int]], generator: torch.Generator) -> dict[str, torch.Tensor]:
+    """One ``nn.Linear`` weight per name, in the mapping's order, drawn as ``nn.Linear`` draws it (``kaiming_uniform_
+    (a=√5)`` = U(−1/√fan_in, 1/√fan_in), no bias) from ``generator``: the modern pages' projections.
+
+    Args:
+        shapes: name -> (fan_in, fan_out). generator: a seeded local generator (advanced by the draws).
+
+    Returns:
+        name -> (fan_in, fan_out) float32, applied as x @ W (= ``linear.weight.T``).
+    """
+    out = {}
+    for name, (fan_in, fan_out) in shapes.items():
+        weight = torch.empty(fan_out, fan_in)  # nn.Linear's layout: (out, in)
+        nn.init.kaiming_uniform_(weight, a=math.sqrt(5), generator=generator)
+        out[name] = weight.T.contiguous()
     return out

@@ -35,11 +35,12 @@ from dataclasses import dataclass
 from typing import Mapping
 
 import torch
-from torch import nn
 
 from attention_core.errors import N_, InputError
-from attention_core.masks import causal_mask
+from attention_core.masks import additive_mask, causal_mask
+from attention_core.multi_head.heads import split_heads
 from attention_core.self_attention.functional import AttentionTrace, scaled_dot_product_attention
+from attention_core.weights import linear_weights
 
 #: The layers l the page offers (λ_init's depth): 1 … MAX_LAYER.
 MAX_LAYER = 32
@@ -78,20 +79,10 @@ def differential_weights(d_model: int, num_heads: int, head_dim: int, seed: int)
     width = num_heads * 2 * head_dim
     shapes = {"w_query": (d_model, width), "w_key": (d_model, width), "w_value": (d_model, width),
               "w_out": (width, d_model)}
-    out = {}
-    for name in WEIGHT_NAMES:
-        fan_in, fan_out = shapes[name]
-        weight = torch.empty(fan_out, fan_in)  # nn.Linear's layout
-        nn.init.kaiming_uniform_(weight, a=math.sqrt(5), generator=g)
-        out[name] = weight.T.contiguous()
+    out = linear_weights({name: shapes[name] for name in WEIGHT_NAMES}, g)
     for name in LAMBDA_NAMES:
         out[name] = torch.randn(head_dim, generator=g) * LAMBDA_STD
     return out
-
-
-def _heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
-    """(T, h · w) -> (h, T, w): head r's columns r w … (r + 1) w − 1."""
-    return x.view(x.shape[0], num_heads, -1).transpose(0, 1)
 
 
 def rms_norm(x: torch.Tensor, eps: float = NORM_EPS) -> torch.Tensor:
@@ -149,9 +140,9 @@ def differential_attention(x: torch.Tensor, weights: Mapping[str, torch.Tensor],
     init = lambda_init(layer)
     t, d = x.shape[0], head_dim
     w = weights
-    query, key = _heads(x @ w["w_query"], num_heads), _heads(x @ w["w_key"], num_heads)  # (h, T, 2d)
+    query, key = split_heads(x @ w["w_query"], num_heads), split_heads(x @ w["w_key"], num_heads)  # (h, T, 2d)
     query1, query2, key1, key2 = query[..., :d], query[..., d:], key[..., :d], key[..., d:]
-    value = _heads(x @ w["w_value"], num_heads)  # (h, T, 2d)
+    value = split_heads(x @ w["w_value"], num_heads)  # (h, T, 2d)
     mask = causal_mask(t)
     first = scaled_dot_product_attention(query1, key1, value, attn_mask=mask)
     second = scaled_dot_product_attention(query2, key2, value, attn_mask=mask)
@@ -270,6 +261,6 @@ def transformers_differential(trace: DifferentialTrace) -> tuple[torch.Tensor, t
         for name in LAMBDA_NAMES:
             getattr(layer, name).copy_(w[name])
         cos, sin = torch.ones(1, t, d), torch.zeros(1, t, d)  # no rotation
-        mask = torch.zeros(t, t).masked_fill(~causal_mask(t), -math.inf)[None, None]
+        mask = additive_mask(causal_mask(t))[None, None]
         output, weights = layer(trace.x[None], (cos, sin), mask)
     return output[0], weights[0]

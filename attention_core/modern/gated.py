@@ -46,8 +46,11 @@ import torch
 from torch import nn
 
 from attention_core.errors import N_, InputError
-from attention_core.masks import causal_mask
+from attention_core.masks import additive_mask, causal_mask
+from attention_core.modern.sinks import uniform_query
+from attention_core.multi_head.heads import split_heads
 from attention_core.self_attention.functional import AttentionTrace, scaled_dot_product_attention
+from attention_core.weights import linear_weights
 
 #: The range of b, the shift added to every gate logit: σ(±20) is 1 − 2e-9 and 2e-9, shut and open in float32.
 MIN_GATE_SHIFT, MAX_GATE_SHIFT = -20.0, 20.0
@@ -75,18 +78,7 @@ def gated_weights(d_model: int, num_heads: int, head_dim: int, headwise: bool, s
     width = num_heads * head_dim
     shapes = {"w_query": (d_model, width), "w_key": (d_model, width), "w_value": (d_model, width),
               "w_gate": (d_model, num_heads if headwise else width), "w_out": (width, d_model)}
-    out = {}
-    for name in WEIGHT_NAMES:
-        fan_in, fan_out = shapes[name]
-        weight = torch.empty(fan_out, fan_in)  # nn.Linear's layout
-        nn.init.kaiming_uniform_(weight, a=math.sqrt(5), generator=g)
-        out[name] = weight.T.contiguous()
-    return out
-
-
-def _heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
-    """(T, h · w) -> (h, T, w): head r's columns r w … (r + 1) w − 1."""
-    return x.view(x.shape[0], num_heads, -1).transpose(0, 1)
+    return linear_weights({name: shapes[name] for name in WEIGHT_NAMES}, g)
 
 
 @dataclass(frozen=True)
@@ -137,9 +129,9 @@ def gated_attention(x: torch.Tensor, weights: Mapping[str, torch.Tensor], *, num
     check_gate_shift(shift)
     t = x.shape[0]
     w = weights
-    query, key, value = (_heads(x @ w[name], num_heads) for name in ("w_query", "w_key", "w_value"))
+    query, key, value = (split_heads(x @ w[name], num_heads) for name in ("w_query", "w_key", "w_value"))
     attention = scaled_dot_product_attention(query, key, value, attn_mask=causal_mask(t))
-    gate_logits = _heads(x @ w["w_gate"], num_heads) + shift  # (h, T, d_h) or (h, T, 1)
+    gate_logits = split_heads(x @ w["w_gate"], num_heads) + shift  # (h, T, d_h) or (h, T, 1)
     gate = torch.sigmoid(gate_logits)
     gated = attention.output * gate
     concat = gated.transpose(0, 1).reshape(t, num_heads * head_dim)
@@ -158,9 +150,7 @@ def null_query_output(trace: GatedTrace) -> tuple[torch.Tensor, torch.Tensor, to
         mean (h, T, d_h): what each head outputs without a gate, the mean of v_1 … v_i;
         gated (h, T, d_h): that mean times the head's gate for token i, σ(G_r,i) (→ 0 as the gate closes).
     """
-    t = trace.x.shape[0]
-    weights = torch.softmax(torch.zeros(t, t).masked_fill(~causal_mask(t), -math.inf), dim=-1)
-    mean = weights @ trace.value  # (h, T, d_h)
+    weights, mean = uniform_query(trace.value)  # the sinks page's query that matches nothing, for every head
     return weights, mean, mean * trace.gate
 
 
@@ -169,7 +159,7 @@ def gated_loop(trace: GatedTrace) -> torch.Tensor:
     (scores, causal softmax, weighted sum, sigmoid, product)."""
     h, d_h = trace.num_heads, trace.head_dim
     q, k, v = trace.query.tolist(), trace.key.tolist(), trace.value.tolist()
-    logits = _heads(trace.x.double() @ trace.weights["w_gate"].double(), h).tolist()
+    logits = split_heads(trace.x.double() @ trace.weights["w_gate"].double(), h).tolist()
     t = len(q[0])
     out = []
     for r in range(h):
@@ -219,6 +209,6 @@ def transformers_gated(trace: GatedTrace) -> tuple[torch.Tensor, torch.Tensor]:
             linear.bias.zero_()
         hidden = trace.x[None]  # (1, T, D)
         cos, sin = torch.ones(1, t, d_h), torch.zeros(1, t, d_h)  # no rotation
-        mask = torch.zeros(t, t).masked_fill(~causal_mask(t), -math.inf)[None, None]
+        mask = additive_mask(causal_mask(t))[None, None]
         output, weights = layer(hidden, (cos, sin), mask)
     return output[0], weights[0]

@@ -45,10 +45,12 @@ import torch
 from torch import nn
 
 from attention_core.errors import N_, InputError, Message
-from attention_core.masks import causal_mask
+from attention_core.masks import additive_mask, causal_mask
 from attention_core.modern.rope import BASE, rotate, rotation_angles
+from attention_core.multi_head.heads import split_heads
 from attention_core.self_attention.functional import AttentionTrace, scaled_dot_product_attention
 from attention_core.transformer.generation import kv_cache_bytes
+from attention_core.weights import linear_weights
 
 #: DeepSeek-V3's attention sizes (its config.json): d_model, heads, d_h (qk_nope_head_dim = v_head_dim), d_R
 #: (qk_rope_head_dim), d_c (kv_lora_rank), d_c' (q_lora_rank), layers.
@@ -94,18 +96,7 @@ def mla_weights(d_model: int, num_heads: int, head_dim: int, rope_dim: int, kv_l
               "w_uv": (kv_latent, num_heads * head_dim), "w_dq": (d_model, q_latent),
               "w_uq": (q_latent, num_heads * head_dim), "w_qr": (q_latent, num_heads * rope_dim),
               "w_kr": (d_model, rope_dim), "w_out": (num_heads * head_dim, d_model)}
-    out = {}
-    for name in WEIGHT_NAMES:
-        fan_in, fan_out = shapes[name]
-        weight = torch.empty(fan_out, fan_in)  # nn.Linear's layout
-        nn.init.kaiming_uniform_(weight, a=math.sqrt(5), generator=g)
-        out[name] = weight.T.contiguous()
-    return out
-
-
-def _heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
-    """(T, h · w) -> (h, T, w): head r's columns r w … (r + 1) w − 1."""
-    return x.view(x.shape[0], num_heads, -1).transpose(0, 1)
+    return linear_weights({name: shapes[name] for name in WEIGHT_NAMES}, g)
 
 
 @dataclass(frozen=True)
@@ -165,10 +156,10 @@ def multi_head_latent_attention(x: torch.Tensor, weights: Mapping[str, torch.Ten
     t = x.shape[0]
     w = weights
     latent_kv, latent_q = x @ w["w_dkv"], x @ w["w_dq"]  # (T, d_c), (T, d_c')
-    key_content = _heads(latent_kv @ w["w_uk"], num_heads)  # (h, T, d_h)
-    value = _heads(latent_kv @ w["w_uv"], num_heads)  # (h, T, d_h)
-    query_content = _heads(latent_q @ w["w_uq"], num_heads)  # (h, T, d_h)
-    query_rope_raw = _heads(latent_q @ w["w_qr"], num_heads)  # (h, T, d_R)
+    key_content = split_heads(latent_kv @ w["w_uk"], num_heads)  # (h, T, d_h)
+    value = split_heads(latent_kv @ w["w_uv"], num_heads)  # (h, T, d_h)
+    query_content = split_heads(latent_q @ w["w_uq"], num_heads)  # (h, T, d_h)
+    query_rope_raw = split_heads(latent_q @ w["w_qr"], num_heads)  # (h, T, d_R)
     key_rope_raw = x @ w["w_kr"]  # (T, d_R)
     angles = rotation_angles(torch.arange(t), rope_dim, base)  # (T, d_R / 2)
     query_rope, key_rope = rotate(query_rope_raw, angles), rotate(key_rope_raw, angles)
@@ -306,6 +297,6 @@ def transformers_mla(trace: MLATrace, base: float = BASE, interleave: bool = Fal
         layer.o_proj.weight.copy_(w["w_out"].T)
         hidden = trace.x[None]  # (1, T, D)
         cos, sin = DeepseekV3RotaryEmbedding(config)(hidden, torch.arange(t)[None])
-        mask = torch.zeros(t, t).masked_fill(~causal_mask(t), -math.inf)[None, None]
+        mask = additive_mask(causal_mask(t))[None, None]
         output, weights = layer(hidden, (cos, sin), mask)
     return output[0], weights[0]

@@ -84,12 +84,13 @@ def sink_softmax(scores: torch.Tensor, sink: float) -> SinkSoftmax:
 
 
 def uniform_query(value: torch.Tensor, sink: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """A query that matches no key (every score 0), causal: ((T, T) weights, (T, d) outputs) for each position.
+    """A query that matches no key (every score 0), causal: ((T, T) weights, (..., T, d) outputs) for each position;
+    ``value`` is (T, d) or per head (h, T, d).
 
     Without a sink row i spreads 1/i over its i keys and outputs the mean of v_1 … v_i; with a sink logit b each key
     gets 1/(i + e^b) and the output is i/(i + e^b) times that mean.
     """
-    t = value.shape[0]
+    t = value.shape[-2]
     scores = torch.zeros(t, t).masked_fill(~torch.ones(t, t, dtype=torch.bool).tril(), float("-inf"))
     weights = torch.softmax(scores, dim=-1) if sink is None else sink_softmax(scores, sink).weights
     return weights, weights @ value

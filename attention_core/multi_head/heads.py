@@ -39,6 +39,11 @@ from attention_core.errors import N_, InputError
 from attention_core.self_attention.functional import AttentionTrace, scaled_dot_product_attention
 
 
+def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """(T, h · w) -> (h, T, w): head r's columns r w … (r + 1) w − 1 (seed 001's view and transpose)."""
+    return x.view(x.shape[0], num_heads, -1).transpose(0, 1)
+
+
 def head_columns(d_out: int, num_heads: int) -> tuple[range, ...]:
     """Which columns of Q, K and V (and of the concatenation) belong to which head.
 
