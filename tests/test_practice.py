@@ -206,7 +206,8 @@ def _entries(steps: StepThrough):
 
 
 def _check_stage(name: str, steps: StepThrough, seen: dict[str, int]) -> int:
-    """Every entry: the answer is the shown value; each mistake is named by its own value and never by the answer."""
+    """Every entry: the answer is the shown value; each mistake is named by its own value, never by the answer, and its
+    value names no other mistake whose value is told apart from it."""
     asked = 0
     for row, col, head, shown in _entries(steps):
         exercise = steps.stage.exercise(row, col, head) if steps.stage.exercise else None
@@ -223,6 +224,9 @@ def _check_stage(name: str, steps: StepThrough, seen: dict[str, int]) -> int:
         for mistake in exercise.mistakes:
             verdict = practice.grade(exercise, mistake.value)
             assert not verdict.correct and mistake in verdict.mistakes, (where, mistake.key)
+            others = [m for m in exercise.mistakes
+                      if m.key != mistake.key and abs(m.value - mistake.value) > practice.tolerance(mistake.value)]
+            assert not any(m in verdict.mistakes for m in others), (where, mistake.key)
             assert mistake.key in practice.MISTAKES and str(mistake.hint)
             seen[mistake.key] = seen.get(mistake.key, 0) + 1
     return asked

@@ -13,8 +13,8 @@ import pytest
 import torch
 from conftest import APP, errors, shown_checks, shown_warnings
 from streamlit.testing.v1 import AppTest
+from test_practice import _check_stage
 
-from attention_core import practice
 from attention_core.classroom import worksheet
 from attention_core.errors import InputError
 from attention_core.lessons.gated_attention.page import GATED_ATTENTION, gated_attention_step_through
@@ -103,33 +103,17 @@ def test_the_page_checks_pass_and_extreme_shifts_say_what_they_do():
     assert len(wide.warnings) == 1 and "wide open" in str(wide.warnings[0])
 
 
-def _exercises(walk):
-    for stage in GATED_ATTENTION.stages:
-        step = gated_attention_step_through(walk, stage)
-        rows, cols = step.stage.target.matrix.shape
-        for row in range(rows):
-            for col in range(cols):
-                exercise = step.stage.exercise(row, col, 0)
-                if exercise is not None:
-                    yield stage, row, col, exercise
 
 
 @pytest.mark.parametrize("changes", [{}, {"gated_attention.gate_shift": 1.5, "gated_attention.headwise": True},
                                      {"gated_attention.gate_shift": -3.0, "gated_attention.head": 1}])
 def test_each_named_mistake_fires_on_its_own_wrong_value_only(changes):
     walk = GATED_ATTENTION.walkthrough(Settings().set(**changes))
-    seen = set()
-    for stage, row, col, exercise in _exercises(walk):
-        assert practice.grade(exercise, exercise.answer).correct, (stage, row, col)
-        for mistake in exercise.mistakes:
-            verdict = practice.grade(exercise, mistake.value)
-            assert not verdict.correct and mistake.key in {m.key for m in verdict.mistakes}, (stage, mistake.key)
-            others = [m for m in exercise.mistakes
-                      if m.key != mistake.key and abs(m.value - mistake.value) > practice.tolerance(mistake.value)]
-            assert not any(m in verdict.mistakes for m in others), (stage, mistake.key)
-            seen.add(mistake.key)
+    seen: dict[str, int] = {}
+    for stage in GATED_ATTENTION.stages:  # answer, rounding, each mistake named by its own value only (test_practice's check)
+        _check_stage(f"gated/{stage}", gated_attention_step_through(walk, stage), seen)
     page_mistakes = {"gate_no_sigmoid", "gate_not_applied", "gate_added", "nothing_sum_not_mean"}
-    assert page_mistakes <= seen
+    assert page_mistakes <= set(seen)
     assert ("gate_shift_forgotten" in seen) == bool(changes.get("gated_attention.gate_shift"))
 
 
