@@ -233,17 +233,22 @@ def assert_nothing_fails_behind_the_screen(page: Page, base_url: str, path: str)
     assert not page.console_warnings, f"{path}: console warnings: {page.console_warnings}"
 
 
-def click_mark_until(mark, combobox, expected: str, attempts: int = 3) -> None:
-    """Click a chart mark until the app takes the selection (the combobox it sets shows ``expected``).
+def click_mark_until(mark, combobox, expected: str, attempts: int = 3, shows=None) -> None:
+    """Click a chart mark until the app takes the selection (the combobox it sets shows ``expected``, and
+    ``shows``, when given, is visible: what the app draws for that mark alone, e.g. a heading naming layer and head).
 
-    Right after its first render Vega can still be replacing the chart's SVG (Streamlit sizes it), and a
-    click on the replaced SVG is lost. So the click is repeated, each time waiting on the app's answer
-    (the combobox's value), never on a fixed delay.
+    Right after its first render Vega can still be replacing or resizing the chart's SVG (Streamlit sizes it): a
+    click on the replaced SVG is lost, and one on a picture that moves as it is clicked can land on its neighbour
+    (same layer, another head: the combobox agrees, the heading does not). So the click is repeated, each time
+    waiting on the app's answer, never on a fixed delay.
     """
     for attempt in range(attempts):
         mark.click()
         try:
             expect(combobox).to_have_value(expected, timeout=APP_RUN_MS // attempts)
+            if shows is not None:
+                wait_for_app_run(mark.page)
+                expect(shows).to_be_visible(timeout=APP_RUN_MS // attempts)
             return
         except AssertionError:
             if attempt == attempts - 1:
@@ -467,7 +472,7 @@ def test_trained_model_grid_click_opens_the_head(page: Page, app_url: str):
     expect(pictures).to_have_count(72)  # 6 layers x 12 heads, in data order: layer by layer
     assert pictures.nth(0).get_attribute("href").startswith("data:image/png;base64,")
     click_mark_until(pictures.nth(2 * 12 + 8), page.get_by_role("combobox", name="Layer", exact=True),
-                     "Layer 3")  # layer 3, head 9
+                     "Layer 3", shows=page.get_by_role("heading", name="Layer 3, head 9", exact=True))
     wait_for_app_run(page)
     expect(page.get_by_role("heading", name="Layer 3, head 9", exact=True)).to_be_visible()
     expect(page.get_by_text("Checked against Hugging Face transformers")).to_be_visible()
@@ -537,14 +542,15 @@ def test_modern_lm_grid_click_opens_the_head_and_generating_grows_the_kv_cache(p
     assert second.nth(0).bounding_box()["width"] >= 48
     page.get_by_role("radio", name="21–30").click()
     wait_for_app_run(page)
-    click_mark_until(second.nth(0), page.get_by_role("combobox", name="Layer", exact=True), "Layer 21")  # head 4
+    click_mark_until(second.nth(0), page.get_by_role("combobox", name="Layer", exact=True), "Layer 21",
+                     shows=page.get_by_role("heading", name="Layer 21, head 4 (key/value head 2)", exact=True))
     wait_for_app_run(page)
     expect(page.get_by_role("heading", name="Layer 21, head 4 (key/value head 2)", exact=True)).to_be_visible()
     page.get_by_role("radio", name="1–10").click()
     wait_for_app_run(page)
     expect(second.nth(0)).to_have_attribute("href", re.compile(r"^data:image/png;base64,"))
     click_mark_until(second.nth(2 * 3 + 1), page.get_by_role("combobox", name="Layer", exact=True),
-                     "Layer 3")  # layer 3, query head 5
+                     "Layer 3", shows=page.get_by_role("heading", name="Layer 3, head 5 (key/value head 2)", exact=True))
     wait_for_app_run(page)
     expect(page.get_by_role("heading", name="Layer 3, head 5 (key/value head 2)", exact=True)).to_be_visible()
     expect(page.get_by_text("Checked against Hugging Face transformers").first).to_be_visible()
