@@ -58,6 +58,12 @@ DEEPSEEK_V3: Mapping[str, int] = {"d_model": 7168, "num_heads": 128, "head_dim":
                                   "kv_latent": 512, "q_latent": 1536, "layers": 61}
 #: The key/value heads of the GQA row at DeepSeek-V3's size (8, as Llama 3 70B shares them).
 V3_GQA_KV_HEADS = 8
+#: Multi-head latent attention's heads, 1..MAX_MLA_HEADS, and its decoupled RoPE part d_R, 2..MAX_MLA_ROPE_DIM (odd: a
+#: message, RoPE rotates pairs); d_h is 1..MAX_HEAD_DIM; the latents d_c, d_c' are 1..MAX_DIM and at most d_model (the
+#: MLA page's ranges; DeepSeek sparse attention's main attention is the same MLA).
+MAX_MLA_HEADS = 8
+
+MAX_MLA_ROPE_DIM = 4
 #: The weights' names, in the order they are drawn.
 WEIGHT_NAMES = ("w_dkv", "w_uk", "w_uv", "w_dq", "w_uq", "w_qr", "w_kr", "w_out")
 
@@ -142,12 +148,15 @@ class MLATrace:
 
 
 def multi_head_latent_attention(x: torch.Tensor, weights: Mapping[str, torch.Tensor], *, num_heads: int,
-                                head_dim: int, rope_dim: int, base: float = BASE) -> MLATrace:
+                                head_dim: int, rope_dim: int, base: float = BASE,
+                                attn_mask: torch.Tensor | None = None) -> MLATrace:
     """MLA on ``x`` (T, D), causal, positions 0 … T − 1 (DeepSeek-V2 eqs. 9-19; no RMSNorm on the latents).
 
     Args:
         x: (T, D) float32. weights: as :func:`mla_weights` returns. num_heads, head_dim, rope_dim: h, d_h, d_R.
         base: RoPE's base (10000).
+        attn_mask: bool (T, T), True = may attend; default the causal mask (DeepSeek sparse attention passes the
+            causal mask and its top-k keys, :mod:`attention_core.modern.sparse`). Every row must allow a key.
 
     Raises:
         InputError: rope_dim odd (field ``mla.rope_dim``).
@@ -165,7 +174,8 @@ def multi_head_latent_attention(x: torch.Tensor, weights: Mapping[str, torch.Ten
     query_rope, key_rope = rotate(query_rope_raw, angles), rotate(key_rope_raw, angles)
     query = torch.cat([query_content, query_rope], dim=-1)  # (h, T, d_h + d_R)
     key = torch.cat([key_content, key_rope.expand(num_heads, t, rope_dim)], dim=-1)  # k^R shared by every head
-    attention = scaled_dot_product_attention(query, key, value, attn_mask=causal_mask(t),
+    attention = scaled_dot_product_attention(query, key, value,
+                                             attn_mask=causal_mask(t) if attn_mask is None else attn_mask,
                                              scale=1.0 / math.sqrt(head_dim + rope_dim))
     concat = attention.output.transpose(0, 1).reshape(t, num_heads * head_dim)  # (T, h d_h)
     return MLATrace(x=x, weights=dict(w), num_heads=num_heads, head_dim=head_dim, rope_dim=rope_dim,
@@ -256,33 +266,17 @@ def toy_gqa_kv_heads(num_heads: int) -> int:
     return num_heads // 2 if num_heads % 2 == 0 else 1
 
 
-def transformers_mla(trace: MLATrace, base: float = BASE, interleave: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """(output (T, D), weights (h, T, T)) of transformers' ``DeepseekV3Attention`` with the trace's weights copied in.
-
-    A small ``DeepseekV3Config`` (hidden_size D, h heads, q_lora_rank d_c', kv_lora_rank d_c, qk_nope_head_dim =
-    v_head_dim = d_h, qk_rope_head_dim d_R, rope_interleave=``interleave``, eager attention, no bias);
-    ``q_a_layernorm`` and ``kv_a_layernorm`` replaced by the identity (the paper's equations have no norm there); cos
-    and sin from its ``DeepseekV3RotaryEmbedding`` at positions 0 … T − 1; an additive causal mask (0 / −inf).
-    With ``interleave`` (DeepSeek's checkpoints) the RoPE columns of W_QR and W_KR are laid out as pairs (2i, 2i + 1)
-    first: the same rotation, so the same output. Imported on first use.
-    """
-    from transformers import DeepseekV3Config
-    from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3Attention, DeepseekV3RotaryEmbedding
-
-    w, h, d_h, d_r = dict(trace.weights), trace.num_heads, trace.head_dim, trace.rope_dim
-    t, d_model = trace.x.shape
+def copy_mla_weights(layer: nn.Module, trace: MLATrace, interleave: bool = False) -> None:
+    """Copy the trace's eight weights into a transformers MLA layer (``DeepseekV3Attention`` and its kin:
+    ``q_a_proj``, ``q_b_proj``, ``kv_a_proj_with_mqa``, ``kv_b_proj``, ``o_proj``) and set its two latent RMSNorms to
+    the identity (the paper's equations have no norm there). With ``interleave`` (DeepSeek's checkpoints, and
+    ``DeepseekV32Attention`` always) the RoPE columns of W_QR and W_KR are laid out as pairs (2i, 2i + 1) first: the
+    same rotation, so the same output."""
+    w, h, d_r = dict(trace.weights), trace.num_heads, trace.rope_dim
     if interleave:  # column 2i <- i, 2i + 1 <- i + d_R/2: the pair (i, i + d_R/2) becomes neighbours
         pairs = torch.arange(d_r).view(2, -1).T.reshape(-1)
         w["w_kr"] = w["w_kr"][:, pairs]
         w["w_qr"] = w["w_qr"].view(-1, h, d_r)[:, :, pairs].reshape(-1, h * d_r)
-    config = DeepseekV3Config(hidden_size=d_model, num_attention_heads=h, num_key_value_heads=h,
-                              q_lora_rank=w["w_dq"].shape[1], kv_lora_rank=w["w_dkv"].shape[1],
-                              qk_nope_head_dim=d_h, qk_rope_head_dim=d_r, v_head_dim=d_h, rope_interleave=interleave,
-                              rope_parameters={"rope_type": "default", "rope_theta": base}, attention_bias=False,
-                              num_hidden_layers=1, vocab_size=8, intermediate_size=8, moe_intermediate_size=8,
-                              n_routed_experts=1, num_experts_per_tok=1, n_group=1, topk_group=1)
-    config._attn_implementation = "eager"
-    layer = DeepseekV3Attention(config, layer_idx=0).eval()
     layer.q_a_layernorm, layer.kv_a_layernorm = nn.Identity(), nn.Identity()
 
     def per_head(*parts: torch.Tensor) -> torch.Tensor:  # (in, h w_1), (in, h w_2) -> (h (w_1 + w_2), in)
@@ -295,6 +289,31 @@ def transformers_mla(trace: MLATrace, base: float = BASE, interleave: bool = Fal
         layer.kv_a_proj_with_mqa.weight.copy_(torch.cat([w["w_dkv"], w["w_kr"]], dim=1).T)
         layer.kv_b_proj.weight.copy_(per_head(w["w_uk"], w["w_uv"]))
         layer.o_proj.weight.copy_(w["w_out"].T)
+
+
+def transformers_mla(trace: MLATrace, base: float = BASE, interleave: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(output (T, D), weights (h, T, T)) of transformers' ``DeepseekV3Attention`` with the trace's weights copied in.
+
+    A small ``DeepseekV3Config`` (hidden_size D, h heads, q_lora_rank d_c', kv_lora_rank d_c, qk_nope_head_dim =
+    v_head_dim = d_h, qk_rope_head_dim d_R, rope_interleave=``interleave``, eager attention, no bias); the weights
+    and the identity norms as :func:`copy_mla_weights` puts them; cos and sin from its ``DeepseekV3RotaryEmbedding`` at
+    positions 0 … T − 1; an additive causal mask (0 / −inf). Imported on first use.
+    """
+    from transformers import DeepseekV3Config
+    from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3Attention, DeepseekV3RotaryEmbedding
+
+    w, h, d_h, d_r = trace.weights, trace.num_heads, trace.head_dim, trace.rope_dim
+    t, d_model = trace.x.shape
+    config = DeepseekV3Config(hidden_size=d_model, num_attention_heads=h, num_key_value_heads=h,
+                              q_lora_rank=w["w_dq"].shape[1], kv_lora_rank=w["w_dkv"].shape[1],
+                              qk_nope_head_dim=d_h, qk_rope_head_dim=d_r, v_head_dim=d_h, rope_interleave=interleave,
+                              rope_parameters={"rope_type": "default", "rope_theta": base}, attention_bias=False,
+                              num_hidden_layers=1, vocab_size=8, intermediate_size=8, moe_intermediate_size=8,
+                              n_routed_experts=1, num_experts_per_tok=1, n_group=1, topk_group=1)
+    config._attn_implementation = "eager"
+    layer = DeepseekV3Attention(config, layer_idx=0).eval()
+    copy_mla_weights(layer, trace, interleave)
+    with torch.no_grad():
         hidden = trace.x[None]  # (1, T, D)
         cos, sin = DeepseekV3RotaryEmbedding(config)(hidden, torch.arange(t)[None])
         mask = additive_mask(causal_mask(t))[None, None]

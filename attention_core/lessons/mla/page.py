@@ -32,6 +32,8 @@ from attention_core.lessons.mla.recipe import mla_recipe
 from attention_core.lessons.mla.walk import MLAWalkthrough
 from attention_core.modern.mla import (
     DEEPSEEK_V3,
+    MAX_MLA_HEADS,
+    MAX_MLA_ROPE_DIM,
     V3_GQA_KV_HEADS,
     absorbed_query,
     absorbed_scores,
@@ -49,12 +51,6 @@ from attention_core.modern.rope import rotate
 from attention_core.page import Page
 from attention_core.shared_settings import MAX_DIM, MAX_HEAD_DIM, SharedSettings
 from attention_core.stepthrough import FLOAT_LOOP, OTHER_ROUTE, TRANSFORMERS, Stage, StepThrough, compare
-
-#: Multi-head latent attention: its heads, 1..MAX_MLA_HEADS, and the decoupled RoPE part d_R, 2..MAX_MLA_ROPE_DIM (odd:
-#: a message, RoPE rotates pairs); d_h is 1..MAX_HEAD_DIM; the latents d_c, d_c' are 1..MAX_DIM and at most d_model.
-MAX_MLA_HEADS = 8
-
-MAX_MLA_ROPE_DIM = 4
 
 #: The tolerance of every check on this page (float32).
 TOLERANCE = 1e-5
