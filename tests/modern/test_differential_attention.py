@@ -14,7 +14,6 @@ from conftest import APP, errors, shown_checks
 from streamlit.testing.v1 import AppTest
 from test_practice import _check_stage
 
-from attention_core.classroom import worksheet
 from attention_core.errors import InputError
 from attention_core.lessons.differential_attention.page import (
     DIFFERENTIAL_ATTENTION,
@@ -155,17 +154,3 @@ def test_bad_settings_are_repaired_with_messages_and_the_page_keeps_running():
     at.number_input(key="setting_differential_attention.noise").set_value(0.0).run()
     at.number_input(key="setting_differential_attention.num_heads").set_value(1).run()
     assert not at.exception and not at.error, errors(at)
-
-
-def test_every_asked_formula_of_the_worksheet_can_be_typeset():
-    walk = DIFFERENTIAL_ATTENTION.walkthrough(Settings())
-    sheet = worksheet.build_worksheet(lambda stage: differential_attention_step_through(walk, stage),
-                                      list(DIFFERENTIAL_ATTENTION.stages), title="differential", settings_line="",
-                                      seed_text="differential")
-    asked = [stage for stage in sheet.stages if stage.blanks]
-    assert len(asked) >= 6
-    for stage in asked:
-        for blank in stage.blanks:
-            e = blank.exercise
-            for latex in (f"{e.lhs} = {e.formula}",) + e.inputs:
-                assert all(line.startswith("$") for line in worksheet.mathtext_lines(latex))  # raises if it cannot

@@ -15,7 +15,6 @@ from conftest import APP, errors, shown_checks, shown_warnings
 from streamlit.testing.v1 import AppTest
 from test_practice import _check_stage
 
-from attention_core.classroom import worksheet
 from attention_core.errors import InputError
 from attention_core.lessons.gated_attention.page import GATED_ATTENTION, gated_attention_step_through
 from attention_core.modern.gated import (
@@ -180,16 +179,3 @@ def test_bad_input_on_the_page_shows_a_message_and_keeps_running():
     at.toggle(key="setting_gated_attention.headwise").set_value(True).run()
     assert not at.exception and not at.error, errors(at)
     assert at.session_state["settings"].gated_attention.headwise is True
-
-
-def test_every_asked_formula_of_the_worksheet_can_be_typeset():
-    walk = GATED_ATTENTION.walkthrough(Settings().set(**{"gated_attention.gate_shift": 1.0}))
-    sheet = worksheet.build_worksheet(lambda stage: gated_attention_step_through(walk, stage),
-                                      list(GATED_ATTENTION.stages), title="gated", settings_line="", seed_text="gated")
-    asked = [stage for stage in sheet.stages if stage.blanks]
-    assert len(asked) >= 5
-    for stage in asked:
-        for blank in stage.blanks:
-            e = blank.exercise
-            for latex in (f"{e.lhs} = {e.formula}",) + e.inputs:
-                assert all(line.startswith("$") for line in worksheet.mathtext_lines(latex))  # raises if it cannot

@@ -12,7 +12,6 @@ from conftest import APP, errors, shown_checks, shown_warnings
 from streamlit.testing.v1 import AppTest
 from test_stepthrough import step_through_every_stage
 
-from attention_core.classroom import worksheet
 from attention_core.errors import InputError, Message
 from attention_core.lessons.mla.page import MLA_PAGE, mla_step_through
 from attention_core.modern.mla import (
@@ -167,16 +166,3 @@ def test_every_stage_of_the_mla_page(language):
     assert any("DeepseekV3Attention" in s for s in shown_checks(at))
     missing = at.session_state["i18n_missing"] if "i18n_missing" in at.session_state else set()
     assert not missing, f"shown without a translation: {sorted(missing)}"
-
-
-def test_every_asked_formula_of_the_worksheet_can_be_typeset():
-    walk = MLA_PAGE.walkthrough(Settings().set(**{"mla.head": 1}))
-    sheet = worksheet.build_worksheet(lambda stage: mla_step_through(walk, stage), list(MLA_PAGE.stages), title="mla",
-                                      settings_line="", seed_text="mla")
-    asked = [stage for stage in sheet.stages if stage.blanks]
-    assert len(asked) >= 5
-    for stage in asked:
-        for blank in stage.blanks:
-            e = blank.exercise
-            for latex in (f"{e.lhs} = {e.formula}",) + e.inputs:
-                assert all(line.startswith("$") for line in worksheet.mathtext_lines(latex))  # raises if it cannot
