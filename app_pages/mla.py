@@ -78,6 +78,8 @@ def page() -> None:
                   width=t.head_dim + t.rope_dim))
 
     stepper.live(MLA_PAGE, walk, EXPLAIN)
+    st.page_link("app_pages/sparse_attention.py", icon=":material/filter_alt:",
+                 label=_("DeepSeek-V3.2 runs this MLA over each query's top-k keys only: DeepSeek sparse attention"))
 
 
 page_body.run(page, header=header)

@@ -84,6 +84,12 @@ MISTAKES: dict[str, str] = {
     "difference_single_map": N_("Used the first map alone"),
     "norm_scale_forgotten": N_("Forgot the (1 − λ_init) scale"),
     "norm_forgotten": N_("Forgot the RMSNorm"),
+    "index_weight_scale_forgotten": N_("Forgot the indexer's ÷ √H_I"),
+    "index_relu_forgotten": N_("Forgot the indexer's ReLU"),
+    "index_relu_of_sum": N_("ReLU on the sum, not on each head"),
+    "index_weights_forgotten": N_("Forgot the indexer's head weights"),
+    "sparse_dropped_keys_counted": N_("Counted the dropped keys in the softmax"),
+    "mass_of_kept_keys": N_("Added the kept keys' weights, not the dropped ones'"),
 }
 
 #: The longest answer read (characters); a number needs far fewer.

@@ -32,6 +32,7 @@ from attention_core.lessons.rope.page import ROPE_PAGE
 from attention_core.lessons.self_attention.page import SELF_ATTENTION_PAGE
 from attention_core.lessons.sinks.page import SINKS
 from attention_core.lessons.sliding_window.page import SLIDING_WINDOW
+from attention_core.lessons.sparse_attention.page import SPARSE_ATTENTION
 from attention_core.lessons.temperature.page import TEMPERATURE_PAGE
 from attention_core.lessons.tokens.page import TOKENS
 from attention_core.lessons.trained_model.page import TRAINED_MODEL
@@ -70,6 +71,7 @@ PAGES: tuple[Page, ...] = (
     FLASH_ATTENTION,
     LINEAR_ATTENTION,
     MLA_PAGE,
+    SPARSE_ATTENTION,
     SINKS,
     GATED_ATTENTION,
     DIFFERENTIAL_ATTENTION,

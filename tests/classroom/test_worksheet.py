@@ -98,6 +98,7 @@ def _registered(key: str, **changes):
     ("mla", lambda: _registered("mla", **{"mla.head": 1}), 5),
     ("gated_attention", lambda: _registered("gated_attention", **{"gated_attention.gate_shift": 1.0}), 5),
     ("differential_attention", lambda: _registered("differential_attention"), 6),
+    ("sparse_attention", lambda: _registered("sparse_attention"), 5),
 ])
 def test_every_asked_formula_can_be_typeset(page, steps_for, asked_at_least):
     sheet = worksheet.build_worksheet(steps_for(), list(registry.BY_KEY[page].stages), title=page, settings_line="",

@@ -1,0 +1,1 @@
+"""DeepSeek sparse attention: the page, its walk-through, formulas, entries and recipe."""
