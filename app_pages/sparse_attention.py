@@ -57,7 +57,6 @@ def page() -> None:
     with c3:
         state.bind(st.number_input, _("num_heads h (MLA, shared with its page)"), "mla.num_heads", step=1,
                    help=state.range_help("mla.num_heads", N_("{low} to {high}.")))
-        st.page_link("app_pages/mla.py", label=_("MLA's other sizes: on its page"), icon=":material/compress:")
     with c4:
         state.bind(st.number_input, _("Seed of W"), "seed", step=1)
 
@@ -71,6 +70,8 @@ def page() -> None:
                   h_i=t.indexer.index_heads, d_i=t.indexer.index_dim, k=t.indexer.top_k, h=t.dense.num_heads,
                   d_h=t.dense.head_dim, d_r=t.dense.rope_dim, d_c=t.dense.latent_kv.shape[-1],
                   d_cq=t.dense.latent_q.shape[-1]))
+    st.page_link("app_pages/mla.py", label=_("MLA's other sizes (d_h, d_R, the latents) are set on its page"),
+                 icon=":material/compress:")
 
     stepper.live(SPARSE_ATTENTION, walk, EXPLAIN)
 

@@ -49,12 +49,12 @@ def _work_rows(walk: SparseWalkthrough) -> tuple:
             Message(N_("{tokens:,} tokens, k = {k:,} (DeepSeek-V3.2)"), tokens=LONG_CONTEXT, k=DEEPSEEK_V32["top_k"]))
 
 
-def work_table(walk: SparseWalkthrough) -> torch.Tensor:
-    """(2, 3) float32: dense pairs, sparse pairs (millions in row 1) and how many times fewer."""
-    work = walk.trace.work.clone()
-    ratio = work[:, :1] / work[:, 1:]
-    work[1] = work[1] / 1e6
-    return torch.cat([work, ratio], dim=1).float()
+def work_table(walk: SparseWalkthrough) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """float32: (2, 1) how many times fewer pairs the main attention scores, on the sentence and at 128K tokens;
+    (1, 2) the dense and sparse pairs on the sentence; (1, 2) the same at 128K tokens, in millions (each its own
+    panel, so that no panel mixes a handful with billions)."""
+    work = walk.trace.work
+    return ((work[:, :1] / work[:, 1:]).float(), work[:1].float(), (work[1:] / 1e6).float())
 
 
 def sparse_panels(walk: SparseWalkthrough, stage: str) -> tuple[Panel, ...]:
@@ -109,9 +109,14 @@ def sparse_panels(walk: SparseWalkthrough, stage: str) -> tuple[Panel, ...]:
                 Panel("|u − u_dense|", (tr.sparse.output - tr.dense.output).abs(), rows,
                       tuple(dim_labels("d", d_model)), _TOKEN, _COLUMN, explained=False))
     if stage == "work":
-        return (Panel(Message(N_("Key–query pairs the main attention scores")), work_table(walk), _work_rows(walk),
-                      (Message(N_("dense")), Message(N_("sparse")), Message(N_("× fewer"))), "",
-                      Message(N_("pairs (row 2 in millions)"))),)
+        ratio, here, long = work_table(walk)
+        pairs = (Message(N_("dense")), Message(N_("sparse")))
+        return (Panel(Message(N_("How many times fewer pairs the main attention scores")), ratio, _work_rows(walk),
+                      (Message(N_("dense ÷ sparse")),), "", ""),
+                Panel(Message(N_("Key–query pairs scored on this sentence")), here, _work_rows(walk)[:1], pairs, "",
+                      "", explained=False),
+                Panel(Message(N_("Key–query pairs scored at {tokens:,} tokens (millions)"), tokens=LONG_CONTEXT), long,
+                      _work_rows(walk)[1:], pairs, "", "", explained=False))
     raise KeyError(stage)
 
 
@@ -156,11 +161,11 @@ def explain_sparse(walk: SparseWalkthrough, stage: str, row: int, col: int, tr: 
         visible = ix.scores[row, :row + 1].tolist()
         order = sorted(range(row + 1), key=lambda s: -visible[s])
         rank = order.index(col) + 1
-        listed = ", ".join(f"I_{{{i},{s + 1}}} = {number(visible[s])}" for s in order)
-        lines = [words_and_math(str(tr(N_("Row {i}'s scores, largest first: {listed}"), i=i, listed="{listed}")),
-                                listed=listed)]
+        listed = [f"I_{{{i},{s + 1}}} = {number(visible[s])}" for s in order]
+        lines = [latex_text(str(tr(N_("Row {i}'s scores, largest first:"), i=i)))]
+        lines += [",\\ ".join(listed[n:n + 2]) for n in range(0, len(listed), 2)]  # two a line: a phone's width
         if row + 1 <= ix.top_k:
-            lines.append(words_and_math(str(tr(N_("Query {i} may see {n} keys and keeps k = {k}: every one "
+            lines.append(words_and_math(str(tr(N_("Query {i} may see {n} key(s) and keeps up to k = {k}: all of them "
                                                   "({cond})."), i=i, n=row + 1, k=ix.top_k, cond="{cond}")),
                                         cond=f"{row + 1} \\le k"))
         else:
@@ -195,10 +200,11 @@ def explain_sparse(walk: SparseWalkthrough, stage: str, row: int, col: int, tr: 
         t_, k = (len(walk.tokens), ix.top_k) if row == 0 else (LONG_CONTEXT, DEEPSEEK_V32["top_k"])
         k = min(k, t_)
         dense, sparse = t_ * (t_ + 1) // 2, k * (k + 1) // 2 + (t_ - k) * k
-        return (f"N_{{\\mathrm{{dense}}}} = \\frac{{{t_} \\cdot {t_ + 1}}}{{2}} = {dense:,}".replace(",", "{,}"),
-                f"N_{{\\mathrm{{sparse}}}} = \\frac{{{k} \\cdot {k + 1}}}{{2}} + ({t_} - {k}) \\cdot {k} = "
-                f"{sparse:,}".replace(",", "{,}"),
-                f"\\frac{{N_{{\\mathrm{{dense}}}}}}{{N_{{\\mathrm{{sparse}}}}}} = {dense / sparse:.4g}")[col]
+        return ("\\begin{aligned} "
+                f"N_{{\\mathrm{{dense}}}} &= \\frac{{{t_} \\cdot {t_ + 1}}}{{2}} = {dense:,} \\\\ "
+                f"N_{{\\mathrm{{sparse}}}} &= \\frac{{{k} \\cdot {k + 1}}}{{2}} + ({t_} - {k}) \\cdot {k} = {sparse:,} \\\\ "
+                f"\\frac{{N_{{\\mathrm{{dense}}}}}}{{N_{{\\mathrm{{sparse}}}}}} &= {number(value)}"
+                " \\end{aligned}").replace(",", "{,}")
     raise KeyError(stage)
 
 

@@ -51,7 +51,7 @@ def sparse_formula(stage: str, tr: Translate) -> tuple[str, ...]:
                 r"\max(0, \cdot) = \mathrm{ReLU}: " + latex_text(str(tr(N_("a head that finds the key unlike its "
                                                                           "query adds nothing, never a negative")))))
     if stage == "topk":
-        return (r"S_t = \operatorname{top-}k_{\,s \le t}\; I_{t,s} \quad (\lvert S_t \rvert = \min(k, t))",
+        return (r"S_t = \operatorname{top}\text{-}k_{\,s \le t}\; I_{t,s} \quad (\lvert S_t \rvert = \min(k, t))",
                 translate_cases(r"M_{t,s} = \begin{cases} 0 & \text{for}\: s \in S_t \\ -\infty & "
                                 r"\text{otherwise} \end{cases}", tr),
                 words_and_math(str(tr(N_("{cond}: query t keeps every key it may see"), cond="{cond}")),

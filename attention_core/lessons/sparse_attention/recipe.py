@@ -60,15 +60,15 @@ def sparse_attention_recipe(walk: SparseWalkthrough) -> Recipe:
               "u_s = o_s.transpose(0, 1).reshape(T, h * d_h) @ W_O",
               "dropped_mass = (weights_d * (causal & ~kept)).sum(dim=-1)  # (h, T)",
               "work = torch.tensor([pairs_scored(T, top_k), pairs_scored(LONG, K_LONG)], dtype=torch.float64)",
-              "work = torch.cat([work * torch.tensor([[1.0], [1e-6]], dtype=torch.float64), "
-              "work[:, :1] / work[:, 1:]], dim=1).float()"),
+              "fewer = (work[:, :1] / work[:, 1:]).float()  # how many times fewer pairs",
+              "here, long = work[:1].float(), (work[1:] / 1e6).float()  # pairs; at 128K in millions"),
         panels={"indexer": ("q_I.transpose(0, 1).reshape(T, -1)", "k_I", "w_I"),
                 "scores": (*(f"relu_I[{j}].masked_fill(~causal, -inf)" for j in range(shown)), "I"),
                 "topk": ("I", "kept_shown"),
                 "weights": ("masked_s[r]", "weights_s[r]", "weights_d[r]"),
                 "output": ("o_s[r]", "u_s", "u_d"),
                 "lost": ("dropped_mass.T", "(u_s - u_d).abs()"),
-                "work": ("work",)},
+                "work": ("fewer", "here", "long")},
         references=(
             "same_as('SDPA over the kept keys', o_s, torch.nn.functional.scaled_dot_product_attention(q, k, V, "
             "attn_mask=kept))",
