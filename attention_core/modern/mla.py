@@ -148,15 +148,12 @@ class MLATrace:
 
 
 def multi_head_latent_attention(x: torch.Tensor, weights: Mapping[str, torch.Tensor], *, num_heads: int,
-                                head_dim: int, rope_dim: int, base: float = BASE,
-                                attn_mask: torch.Tensor | None = None) -> MLATrace:
+                                head_dim: int, rope_dim: int, base: float = BASE) -> MLATrace:
     """MLA on ``x`` (T, D), causal, positions 0 … T − 1 (DeepSeek-V2 eqs. 9-19; no RMSNorm on the latents).
 
     Args:
         x: (T, D) float32. weights: as :func:`mla_weights` returns. num_heads, head_dim, rope_dim: h, d_h, d_R.
         base: RoPE's base (10000).
-        attn_mask: bool (T, T), True = may attend; default the causal mask (DeepSeek sparse attention passes the
-            causal mask and its top-k keys, :mod:`attention_core.modern.sparse`). Every row must allow a key.
 
     Raises:
         InputError: rope_dim odd (field ``mla.rope_dim``).
@@ -174,8 +171,7 @@ def multi_head_latent_attention(x: torch.Tensor, weights: Mapping[str, torch.Ten
     query_rope, key_rope = rotate(query_rope_raw, angles), rotate(key_rope_raw, angles)
     query = torch.cat([query_content, query_rope], dim=-1)  # (h, T, d_h + d_R)
     key = torch.cat([key_content, key_rope.expand(num_heads, t, rope_dim)], dim=-1)  # k^R shared by every head
-    attention = scaled_dot_product_attention(query, key, value,
-                                             attn_mask=causal_mask(t) if attn_mask is None else attn_mask,
+    attention = scaled_dot_product_attention(query, key, value, attn_mask=causal_mask(t),
                                              scale=1.0 / math.sqrt(head_dim + rope_dim))
     concat = attention.output.transpose(0, 1).reshape(t, num_heads * head_dim)  # (T, h d_h)
     return MLATrace(x=x, weights=dict(w), num_heads=num_heads, head_dim=head_dim, rope_dim=rope_dim,

@@ -34,6 +34,7 @@ sec. 2.1 (eq. 1, the lightning indexer; eq. 2, attention over the selected entri
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Mapping
@@ -44,6 +45,7 @@ from attention_core.errors import N_, Message
 from attention_core.masks import additive_mask, causal_mask
 from attention_core.modern.mla import MLATrace, copy_mla_weights, multi_head_latent_attention
 from attention_core.modern.rope import BASE, rotate
+from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.weights import linear_weights
 
 #: DeepSeek-V3.2-Exp's indexer (its config.json): heads H_I, width d_I, and the keys each query keeps, k.
@@ -151,8 +153,8 @@ class SparseTrace:
 
     Attributes:
         indexer: :class:`IndexerTrace`. dense: :class:`~attention_core.modern.mla.MLATrace`, causal MLA (every key).
-        sparse: the same MLA with only the kept keys (``attention.scaled_scores`` are the same; ``masked``, weights,
-            output differ).
+        sparse: the same MLA with only the kept keys: the dense trace's projections, its attention (masked scores,
+            weights, output), concat and output over the kept keys.
         dropped_mass: (h, T) the weight dense attention gave to the keys the indexer dropped, per head and query.
         work: (2, 2) pairs scored by the main attention, dense T(T + 1)/2 and sparse Σ_t min(t, k): at the page's T
             and k (row 0) and at :data:`LONG_CONTEXT` tokens with DeepSeek's k = 2048 (row 1); float64.
@@ -193,8 +195,10 @@ def sparse_attention(x: torch.Tensor, mla_weights: Mapping[str, torch.Tensor],
                                         base=base)
     indexer = lightning_indexer(x, dense.latent_q, dense.angles, index_weights, index_heads=index_heads,
                                 index_dim=index_dim, top_k=top_k)
-    sparse = multi_head_latent_attention(x, mla_weights, num_heads=num_heads, head_dim=head_dim, rope_dim=rope_dim,
-                                         base=base, attn_mask=indexer.kept)
+    attention = scaled_dot_product_attention(dense.query, dense.key, dense.value, attn_mask=indexer.kept,
+                                             scale=dense.scale)  # the same q, k, V: only the mask differs
+    concat = attention.output.transpose(0, 1).reshape(x.shape[0], num_heads * head_dim)
+    sparse = dataclasses.replace(dense, attention=attention, concat=concat, output=concat @ mla_weights["w_out"])
     dropped = causal_mask(x.shape[0]) & ~indexer.kept  # (T, T)
     dropped_mass = (dense.attention.weights * dropped).sum(dim=-1)  # (h, T)
     work = torch.tensor([pairs_scored(x.shape[0], top_k), pairs_scored(LONG_CONTEXT, DEEPSEEK_V32["top_k"])],

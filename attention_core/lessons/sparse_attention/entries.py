@@ -130,13 +130,15 @@ def _index_terms(walk: SparseWalkthrough, row: int, col: int) -> tuple[list[floa
     return ix.head_weights[row].tolist(), ix.dots[:, row, col].tolist()
 
 
-def explain_sparse(walk: SparseWalkthrough, stage: str, row: int, col: int, tr: Translate) -> str:
-    """One entry (row, col) of ``stage``'s explained panel, numbers in, as LaTeX.
+def explain_sparse(walk: SparseWalkthrough, stage: str, row: int, col: int, tr: Translate,
+                   panels: Optional[tuple[Panel, ...]] = None) -> str:
+    """One entry (row, col) of ``stage``'s explained panel, numbers in, as LaTeX; ``panels``: the stage's
+    :func:`sparse_panels`, when the caller has them (the step-through asks for every entry of a stage).
 
     Raises:
         KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
     """
-    value = explained_value(sparse_panels(walk, stage), row, col)
+    value = explained_value(panels or sparse_panels(walk, stage), row, col)
     t, r = walk.trace, walk.head
     ix = t.indexer
     i, j = row + 1, col + 1
@@ -212,13 +214,15 @@ def _mistake(key: str, value: float, template: str, **params: object) -> practic
     return practice.Mistake(key, value, Message(template, value=f"{value:.4g}", **params))
 
 
-def sparse_exercise(walk: SparseWalkthrough, stage: str, row: int, col: int) -> Optional[practice.Exercise]:
-    """Entry (row, col) of ``stage`` as an exercise (none for the top-k, a choice, and the work table).
+def sparse_exercise(walk: SparseWalkthrough, stage: str, row: int, col: int,
+                    panels: Optional[tuple[Panel, ...]] = None) -> Optional[practice.Exercise]:
+    """Entry (row, col) of ``stage`` as an exercise (none for the top-k, a choice, and the work table); ``panels`` as
+    for :func:`explain_sparse`.
 
     Raises:
         KeyError: unknown stage. IndexError: (row, col) outside the explained panel.
     """
-    value = explained_value(sparse_panels(walk, stage), row, col)
+    value = explained_value(panels or sparse_panels(walk, stage), row, col)
     t, r = walk.trace, walk.head
     ix = t.indexer
     i, j = row + 1, col + 1

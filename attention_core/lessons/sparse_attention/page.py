@@ -172,11 +172,12 @@ def sparse_attention_step_through(walk: SparseWalkthrough, stage: str) -> StepTh
                             "of {dense:,.0f}: {ratio:.0f} × fewer, and the gap grows with T (T · k against T²/2). The "
                             "indexer still scores every pair, with few small heads."),
                          tokens=LONG_CONTEXT, k=DEEPSEEK_V32["top_k"], sparse=sparse, dense=dense, ratio=dense / sparse)
+    panels = sparse_panels(walk, stage)
     return StepThrough(
         page=SPARSE_ATTENTION,
-        stage=Stage(key=stage, panels=sparse_panels(walk, stage), formula=lambda tr: sparse_formula(stage, tr),
-                    entry=lambda row, col, head, tr: explain_sparse(walk, stage, row, col, tr),
-                    exercise=lambda row, col, head: sparse_exercise(walk, stage, row, col),
+        stage=Stage(key=stage, panels=panels, formula=lambda tr: sparse_formula(stage, tr),
+                    entry=lambda row, col, head, tr: explain_sparse(walk, stage, row, col, tr, panels),
+                    exercise=lambda row, col, head: sparse_exercise(walk, stage, row, col, panels),
                     code=code, remark=remark),
         checks=walk.checks, warnings=walk.warnings,
         check_caption=Message(N_("Every check: rtol = atol = 1e-5 in float32; the kept keys exactly. transformers' "
