@@ -35,7 +35,7 @@ def header() -> None:
         "Attention scores every earlier token for every query: T²/2 pairs, too many at 128K tokens. **DeepSeek "
         "Sparse Attention** (DeepSeek-V3.2, 2025) first runs a small **lightning indexer** that scores every earlier "
         "token cheaply, keeps each query's **top k**, and lets MLA attend to those alone: T · k pairs. The main "
-        "attention here is the MLA page's, with its numbers."
+        "attention here is the MLA page's: with its sizes and seed, its numbers."
     ))
 
 
@@ -47,18 +47,34 @@ def page() -> None:
         state.bind(st.number_input, _("k (keys each query keeps)"), "sparse_attention.top_k", step=1,
                    help=state.range_help("sparse_attention.top_k", N_("{low} to {high}; k ≥ the sentence's length "
                                                                        "keeps every key: dense attention.")))
-        state.bind(st.number_input, _("d_model (embedding width)"), "d_model", step=1,
-                   help=state.range_help("d_model", N_("{low} to {high}.")))
     with c2:
         state.bind(st.number_input, _("H_I (indexer heads)"), "sparse_attention.index_heads", step=1,
                    help=state.range_help("sparse_attention.index_heads", N_("{low} to {high}.")))
+    with c3:
         state.bind(st.number_input, _("d_I (indexer width)"), "sparse_attention.index_dim", step=1,
                    help=state.range_help("sparse_attention.index_dim", N_("{low} to {high}, at least MLA's d_R.")))
-    with c3:
-        state.bind(st.number_input, _("num_heads h (MLA, shared with its page)"), "mla.num_heads", step=1,
-                   help=state.range_help("mla.num_heads", N_("{low} to {high}.")))
     with c4:
         state.bind(st.number_input, _("Seed of W"), "seed", step=1)
+    with st.expander(_("MLA, the main attention: its sizes (the MLA page's defaults)")):
+        m1, m2, m3 = st.columns(3)
+        with m1:
+            state.bind(st.number_input, _("num_heads h"), "sparse_attention.num_heads", step=1,
+                       help=state.range_help("sparse_attention.num_heads", N_("{low} to {high}.")))
+            state.bind(st.number_input, _("d_model (embedding width)"), "d_model", step=1,
+                       help=state.range_help("d_model", N_("{low} to {high}; the latents must not be wider.")))
+        with m2:
+            state.bind(st.number_input, _("head_dim d_h"), "sparse_attention.head_dim", step=1,
+                       help=state.range_help("sparse_attention.head_dim", N_("{low} to {high}: the width of a head's "
+                                                                              "content query, key and value.")))
+            state.bind(st.number_input, _("d_R (RoPE part)"), "sparse_attention.rope_dim", step=1,
+                       help=state.range_help("sparse_attention.rope_dim", N_("Even, {low} to {high}: RoPE rotates "
+                                                                              "pairs.")))
+        with m3:
+            state.bind(st.number_input, _("d_c (key/value latent)"), "sparse_attention.kv_latent", step=1,
+                       help=state.range_help("sparse_attention.kv_latent", N_("{low} to {high}, at most d_model: what "
+                                                                               "the cache keeps per token.")))
+            state.bind(st.number_input, _("d_c' (query latent)"), "sparse_attention.q_latent", step=1,
+                       help=state.range_help("sparse_attention.q_latent", N_("{low} to {high}, at most d_model.")))
 
     walk = widgets.walkthrough_or_stop(SPARSE_ATTENTION, state.settings(), state.edits())
     widgets.keep_in_range(**{"sparse_attention.head": walk.head})
@@ -70,8 +86,7 @@ def page() -> None:
                   h_i=t.indexer.index_heads, d_i=t.indexer.index_dim, k=t.indexer.top_k, h=t.dense.num_heads,
                   d_h=t.dense.head_dim, d_r=t.dense.rope_dim, d_c=t.dense.latent_kv.shape[-1],
                   d_cq=t.dense.latent_q.shape[-1]))
-    st.page_link("app_pages/mla.py", label=_("MLA's other sizes (d_h, d_R, the latents) are set on its page"),
-                 icon=":material/compress:")
+    st.page_link("app_pages/mla.py", label=_("MLA itself, step by step: its page"), icon=":material/compress:")
 
     stepper.live(SPARSE_ATTENTION, walk, EXPLAIN)
 

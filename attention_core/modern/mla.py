@@ -82,11 +82,12 @@ def fit_latents(d_model: int, kv_latent: int, q_latent: int) -> tuple[int, int, 
     return sizes[0], sizes[1], tuple(messages)
 
 
-def check_rope_dim(rope_dim: int) -> None:
-    """Raise :class:`InputError` (field ``mla.rope_dim``) for an odd d_R: RoPE rotates pairs of dimensions."""
+def check_rope_dim(rope_dim: int, field: str = "mla.rope_dim") -> None:
+    """Raise :class:`InputError` (on ``field``, the page's d_R setting) for an odd d_R: RoPE rotates pairs of
+    dimensions."""
     if rope_dim % 2:
         raise InputError(N_("RoPE rotates pairs of dimensions, so d_R must be even (2, 4, …); got {d}."),
-                         field="mla.rope_dim", d=rope_dim)
+                         field=field, d=rope_dim)
 
 
 def mla_weights(d_model: int, num_heads: int, head_dim: int, rope_dim: int, kv_latent: int, q_latent: int,

@@ -15,6 +15,7 @@ from conftest import APP, errors, shown_checks, shown_warnings
 from streamlit.testing.v1 import AppTest
 from test_practice import _check_stage
 
+from attention_core import registry
 from attention_core.errors import InputError, Message
 from attention_core.lessons.sparse_attention.page import SPARSE_ATTENTION, sparse_attention_step_through
 from attention_core.masks import causal_mask
@@ -134,9 +135,13 @@ def test_the_page_checks_pass_on_the_mla_pages_numbers():
     assert all(c.matches for c in walk.checks), [(c.reference, c.max_abs_diff) for c in walk.checks]
     assert walk.checks[0].max_abs_diff == 0.0 and max(c.max_abs_diff for c in walk.checks) < 1e-6
     assert walk.warnings == ()
-    mla = walk.settings.mla
-    mla_walk = __import__("attention_core.registry", fromlist=["BY_KEY"]).BY_KEY["mla"].walkthrough(Settings())
-    assert (walk.trace.dense.num_heads, walk.trace.dense.head_dim) == (mla.num_heads, mla.head_dim)
+    mla_page = registry.BY_KEY["mla"]
+    own, theirs = walk.settings.sparse_attention, Settings().mla
+    sizes = ("num_heads", "head_dim", "rope_dim", "kv_latent", "q_latent")
+    assert [getattr(own, f) for f in sizes] == [getattr(theirs, f) for f in sizes]  # the MLA page's defaults
+    assert [(f.low, f.high) for f in SPARSE_ATTENTION.fields if f.name in sizes] == [
+        (f.low, f.high) for f in mla_page.fields if f.name in sizes]  # and its ranges
+    mla_walk = mla_page.walkthrough(Settings())
     torch.testing.assert_close(walk.trace.dense.output, mla_walk.trace.output, rtol=0, atol=0)  # the MLA page's numbers
 
 
@@ -192,15 +197,17 @@ def test_bad_settings_are_repaired_with_messages():
     assert (fixed.sparse_attention.top_k, fixed.sparse_attention.index_heads, fixed.sparse_attention.index_dim) == (
         1, 8, 4)
     assert len(messages) == 3 and any("k must be between 1" in str(m) for m in messages)
-    narrow = SPARSE_ATTENTION.walkthrough(Settings().set(**{"sparse_attention.index_dim": 1, "mla.rope_dim": 4}))
+    narrow = SPARSE_ATTENTION.walkthrough(Settings().set(**{"sparse_attention.index_dim": 1,
+                                                            "sparse_attention.rope_dim": 4}))
     assert narrow.trace.indexer.index_dim == 4 and any("narrower than" in str(w) for w in narrow.warnings)
     assert narrow.settings.sparse_attention.index_dim == 1  # what was typed is kept
     with pytest.raises(InputError) as error:
-        SPARSE_ATTENTION.walkthrough(Settings().set(**{"mla.rope_dim": 3}))
-    assert error.value.field == "mla.rope_dim"
+        SPARSE_ATTENTION.walkthrough(Settings().set(**{"sparse_attention.rope_dim": 3}))
+    assert error.value.field == "sparse_attention.rope_dim"
     with pytest.raises(InputError, match="at least two words"):  # the app's message (one token: _trace(t=1) above)
         SPARSE_ATTENTION.walkthrough(Settings.for_preset("custom", sentence="alone"))
-    assert SPARSE_ATTENTION.walkthrough(Settings().set(**{"sparse_attention.head": 7, "mla.num_heads": 2})).head == 1
+    assert SPARSE_ATTENTION.walkthrough(Settings().set(**{"sparse_attention.head": 7,
+                                                        "sparse_attention.num_heads": 2})).head == 1
 
 
 def test_bad_input_on_the_page_shows_a_message_and_keeps_running():

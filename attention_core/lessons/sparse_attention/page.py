@@ -1,8 +1,8 @@
 r"""From settings to every number of the *DeepSeek sparse attention* page, in the one step-through protocol.
 
 :func:`build_sparse_walkthrough` runs :func:`~attention_core.modern.sparse.sparse_attention` on the sentence's X with
-the MLA page's weights and sizes (:func:`~attention_core.modern.mla.mla_weights`, ``settings.mla``: the same numbers as
-that page) and the indexer's own seeded weights; it checks the kept keys against transformers' ``DeepseekV32Indexer``,
+MLA's weights drawn as the MLA page draws them (:func:`~attention_core.modern.mla.mla_weights`; with the MLA page's
+default sizes, the same seed gives that page's numbers) and the indexer's own seeded weights; it checks the kept keys against transformers' ``DeepseekV32Indexer``,
 the output and the weights against its ``DeepseekV32Attention`` (imported on the first build, once per server; its
 norms set to the identity, as the page shows none), the index scores against a float64 loop, and each head's sparse
 output against a float64 loop and PyTorch's ``F.scaled_dot_product_attention`` with the sparse mask.
@@ -33,7 +33,7 @@ from attention_core.lessons.sparse_attention.formulas import sparse_formula
 from attention_core.lessons.sparse_attention.recipe import sparse_attention_recipe
 from attention_core.lessons.sparse_attention.walk import SparseWalkthrough
 from attention_core.masks import causal_mask
-from attention_core.modern.mla import MAX_MLA_HEADS, check_rope_dim, fit_latents, mla_weights
+from attention_core.modern.mla import MAX_MLA_HEADS, MAX_MLA_ROPE_DIM, check_rope_dim, fit_latents, mla_weights
 from attention_core.modern.sparse import (
     DEEPSEEK_V32,
     LONG_CONTEXT,
@@ -48,7 +48,7 @@ from attention_core.modern.sparse import (
     transformers_dsa,
 )
 from attention_core.page import Page
-from attention_core.shared_settings import SharedSettings
+from attention_core.shared_settings import MAX_DIM, MAX_HEAD_DIM, SharedSettings
 from attention_core.stepthrough import FLOAT_LOOP, PYTORCH, TRANSFORMERS, Stage, StepThrough, compare
 
 #: The indexer's heads H_I and width d_I, 1..MAX_INDEX_HEADS and 1..MAX_INDEX_DIM (d_I below MLA's d_R: widened, with a
@@ -71,20 +71,20 @@ def build_sparse_walkthrough(settings: SharedSettings, own: SparseSettings,
     """DeepSeek sparse attention on the settings' sentence, checked against transformers' ``DeepseekV32Attention``.
 
     Args:
-        settings: validated settings: sentence, d_model, seed, and the MLA page's group (``settings.mla``: h, d_h,
-            d_R, the latents), whose numbers the main attention is.
-        own: the page's own settings (``settings.sparse_attention``): index_heads H_I, index_dim d_I, top_k k, the
-            MLA head shown.
+        settings: validated shared settings: sentence, d_model, seed.
+        own: the page's own settings (``settings.sparse_attention``): MLA's sizes (num_heads h, head_dim d_h,
+            rope_dim d_R, kv_latent d_c, q_latent d_c'; the MLA page's defaults, so that the same seed gives the MLA
+            page's numbers), index_heads H_I, index_dim d_I, top_k k, the MLA head shown.
         edits: the user's edits of X ("x"); other edits are ignored.
 
     Raises:
-        InputError: a bad sentence or X cell; an odd d_R (``mla.rope_dim``). A latent wider than d_model or an indexer
-            narrower than d_R is changed to fit with a message (``warnings``), not an error.
+        InputError: a bad sentence or X cell; an odd d_R (``sparse_attention.rope_dim``). A latent wider than d_model
+            or an indexer narrower than d_R is changed to fit with a message (``warnings``), not an error.
     """
     inputs = build_inputs(settings, edits or {}, edited=("x",))
     x = inputs.x  # (T, D)
-    m = settings.mla
-    check_rope_dim(m.rope_dim)
+    m = own
+    check_rope_dim(m.rope_dim, field="sparse_attention.rope_dim")
     kv_latent, q_latent, warnings = fit_latents(x.shape[-1], m.kv_latent, m.q_latent)
     index_dim, index_warnings = fit_index_dim(own.index_dim, m.rope_dim)
     w = mla_weights(x.shape[-1], m.num_heads, m.head_dim, m.rope_dim, kv_latent, q_latent, settings.seed)
@@ -190,15 +190,21 @@ def sparse_attention_step_through(walk: SparseWalkthrough, stage: str) -> StepTh
 
 @dataclass(frozen=True)
 class SparseSettings:
-    """The DeepSeek sparse attention page's own settings (``settings.sparse_attention``); MLA's sizes are the MLA
-    page's (``settings.mla``).
+    """The DeepSeek sparse attention page's own settings (``settings.sparse_attention``).
 
     Attributes:
+        num_heads, head_dim, rope_dim, kv_latent, q_latent: MLA's sizes h, d_h, d_R, d_c, d_c', with the MLA page's
+            ranges and defaults (:class:`attention_core.lessons.mla.page.MLASettings`; a test holds them equal).
         index_heads: H_I, 1..MAX_INDEX_HEADS. index_dim: d_I, 1..MAX_INDEX_DIM (below d_R: d_R, with a message).
         top_k: k, the keys each query keeps, 1..MAX_TOKENS (k ≥ T: every key, dense attention, with a message).
         head: MLA's head shown (0-based; the page keeps it below h).
     """
 
+    num_heads: int = 4
+    head_dim: int = 4
+    rope_dim: int = 2
+    kv_latent: int = 2
+    q_latent: int = 3
     index_heads: int = 4
     index_dim: int = 4
     top_k: int = 3
@@ -222,6 +228,11 @@ SPARSE_ATTENTION = Page(
     default_stage_why=N_("The top-k choice is what this page adds: the indexer's scores lead to it and MLA's attention "
                          "over the kept keys follows from it."),
     fields=(
+        IntRange("num_heads", 1, MAX_MLA_HEADS, label(N_("The number of heads"))),
+        IntRange("head_dim", 1, MAX_HEAD_DIM, "d_h"),
+        IntRange("rope_dim", 2, MAX_MLA_ROPE_DIM, "d_R"),
+        IntRange("kv_latent", 1, MAX_DIM, "d_c"),
+        IntRange("q_latent", 1, MAX_DIM, "d_c'"),
         IntRange("index_heads", 1, MAX_INDEX_HEADS, "H_I"),
         IntRange("index_dim", 1, MAX_INDEX_DIM, "d_I"),
         IntRange("top_k", 1, MAX_TOKENS, "k"),
