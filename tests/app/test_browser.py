@@ -255,6 +255,21 @@ def click_mark_until(mark, combobox, expected: str, attempts: int = 3, shows=Non
                 raise
 
 
+def click_until_checked(choice, attempts: int = 3) -> None:
+    """Click a segmented control's choice (role radio) until the app's run leaves it chosen: a click made while a run
+    that moves the control is under way (the model grids' layer blocks follow the open head) can be undone by that
+    run, or lost with the redraw; the click is repeated, each time after the app's run, never after a fixed delay."""
+    for attempt in range(attempts):
+        choice.click()
+        wait_for_app_run(choice.page)
+        try:
+            expect(choice).to_be_checked(timeout=APP_RUN_MS // attempts)
+            return
+        except AssertionError:
+            if attempt == attempts - 1:
+                raise
+
+
 def save_screenshot(page: Page, name: str, width: int = 1280) -> Path:
     """A full-page screenshot. Streamlit scrolls inside its main section, not the document,
     so the viewport is first made as tall as that section's content."""
@@ -540,14 +555,12 @@ def test_modern_lm_grid_click_opens_the_head_and_generating_grows_the_kv_cache(p
     second = grids.nth(1).locator("svg image")  # key/value head 2: query heads 4-6
     expect(second).to_have_count(30)  # layers 1-10
     assert second.nth(0).bounding_box()["width"] >= 48
-    page.get_by_role("radio", name="21–30").click()
-    wait_for_app_run(page)
+    click_until_checked(page.get_by_role("radio", name="21–30"))
     click_mark_until(second.nth(0), page.get_by_role("combobox", name="Layer", exact=True), "Layer 21",
                      shows=page.get_by_role("heading", name="Layer 21, head 4 (key/value head 2)", exact=True))
     wait_for_app_run(page)
     expect(page.get_by_role("heading", name="Layer 21, head 4 (key/value head 2)", exact=True)).to_be_visible()
-    page.get_by_role("radio", name="1–10").click()
-    wait_for_app_run(page)
+    click_until_checked(page.get_by_role("radio", name="1–10"))
     expect(second.nth(0)).to_have_attribute("href", re.compile(r"^data:image/png;base64,"))
     click_mark_until(second.nth(2 * 3 + 1), page.get_by_role("combobox", name="Layer", exact=True),
                      "Layer 3", shows=page.get_by_role("heading", name="Layer 3, head 5 (key/value head 2)", exact=True))
