@@ -176,12 +176,19 @@ def open_page(page: Page, base_url: str, path: str, title: str) -> None:
     expect(page.locator("h1").filter(has_text=title)).to_be_visible(timeout=APP_RUN_MS)
     # app.py ran around the page: its sidebar (the shared worked-example picker) is there.
     expect(page.get_by_role("combobox", name="Worked example", exact=True)).to_be_visible(timeout=APP_RUN_MS)
-    if page.locator(".ae-stepper").count():  # a step page: its element asks for the entries around when the learner
-        # pauses, a run of its own; a click made as it starts can be lost with the redraw (a download, once)
-        expect(page.locator('.ae-stepper[data-ready="true"]')).to_have_count(1, timeout=APP_RUN_MS)
-        expect(page.locator(".ae-stepper[data-prefetch]")).to_have_count(0, timeout=APP_RUN_MS)
-        page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
-        wait_for_app_run(page)
+    if page.locator(".ae-stepper").count():  # a step page
+        wait_for_stepper(page)
+
+
+def wait_for_stepper(page: Page) -> None:
+    """Wait until the step-through element has drawn and its own request is answered: it asks for the entries around
+    when the learner pauses, a run of its own that carries the widgets' values as they were when it asked; a click made
+    before it lands can be lost with the redraw (a download, once) or undone by it (the model grid's layer block, which
+    went back to 21–30 and opened layer 23 in three full runs)."""
+    expect(page.locator('.ae-stepper[data-ready="true"]')).to_have_count(1, timeout=APP_RUN_MS)
+    expect(page.locator(".ae-stepper[data-prefetch]")).to_have_count(0, timeout=APP_RUN_MS)
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    wait_for_app_run(page)
 
 
 def assert_no_exception(page: Page) -> None:
@@ -558,6 +565,7 @@ def test_modern_lm_grid_click_opens_the_head_and_generating_grows_the_kv_cache(p
     click_until_checked(page.get_by_role("radio", name="21–30"))
     click_mark_until(second.nth(0), page.get_by_role("combobox", name="Layer", exact=True), "Layer 21",
                      shows=page.get_by_role("heading", name="Layer 21, head 4 (key/value head 2)", exact=True))
+    wait_for_stepper(page)  # the open head's step-through asks for its entries: its run must not undo the next click
     wait_for_app_run(page)
     expect(page.get_by_role("heading", name="Layer 21, head 4 (key/value head 2)", exact=True)).to_be_visible()
     click_until_checked(page.get_by_role("radio", name="1–10"))
