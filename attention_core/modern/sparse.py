@@ -119,6 +119,12 @@ def _rope_first(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
     return torch.cat([rotate(x[..., :d_r], angles), x[..., d_r:]], dim=-1)
 
 
+def kept_keys(chosen: torch.Tensor, tokens: int) -> torch.Tensor:
+    """(T, T) bool: key s is among query t's top-k indices ``chosen`` (T, k') and s ≤ t (an index of a future key,
+    which torch.topk returns where k > t, keeps nothing)."""
+    return torch.zeros(tokens, tokens, dtype=torch.bool).scatter(-1, chosen, True) & causal_mask(tokens)
+
+
 def lightning_indexer(x: torch.Tensor, latent_q: torch.Tensor, angles: torch.Tensor,
                       weights: Mapping[str, torch.Tensor], *, index_heads: int, index_dim: int,
                       top_k: int) -> IndexerTrace:
@@ -140,7 +146,7 @@ def lightning_indexer(x: torch.Tensor, latent_q: torch.Tensor, angles: torch.Ten
     head_weights = (x @ weights["w_iw"]) * index_heads ** -0.5  # (T, H_I)
     scores = torch.matmul(head_weights.unsqueeze(-2), relu).squeeze(-2) + additive_mask(causal_mask(t))  # (T, T)
     chosen = scores.topk(min(top_k, t), dim=-1).indices  # (T, min(k, T))
-    kept = torch.zeros(t, t, dtype=torch.bool).scatter(-1, chosen, True) & causal_mask(t)
+    kept = kept_keys(chosen, t)
     return IndexerTrace(weights=dict(weights), index_heads=index_heads, index_dim=index_dim, top_k=top_k,
                         query_raw=query_raw.transpose(0, 1), query=query, key_raw=key_raw, key=key,
                         head_weights=head_weights, dots=dots.transpose(0, 1), relu=relu.transpose(0, 1),

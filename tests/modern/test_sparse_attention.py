@@ -24,6 +24,7 @@ from attention_core.modern.sparse import (
     LONG_CONTEXT,
     indexer_loop,
     indexer_weights,
+    kept_keys,
     pairs_scored,
     sparse_attention,
     sparse_loop,
@@ -43,10 +44,6 @@ def _trace(t=6, d_model=8, h=2, d_h=4, d_r=2, d_c=4, d_cq=4, index_heads=2, inde
                             index_dim=index_dim, top_k=top_k)
 
 
-def _kept(chosen: torch.Tensor, t: int) -> torch.Tensor:
-    return torch.zeros(t, t, dtype=torch.bool).scatter(-1, chosen, True) & causal_mask(t)
-
-
 SIZES = [dict(), dict(index_heads=1, top_k=2), dict(t=12, d_model=16, h=4, d_r=4, index_heads=4, index_dim=6, top_k=5,
                                                     seed=7),
          dict(t=1, top_k=1), dict(t=9, h=1, d_h=1, index_dim=2, top_k=8, seed=3), dict(t=10, index_heads=3, top_k=1,
@@ -58,7 +55,7 @@ def test_the_page_equals_deepseek_v32_attention_its_indexer_sdpa_and_float64_loo
     trace = _trace(**sizes)
     t = trace.dense.x.shape[0]
     chosen, output, weights = transformers_dsa(trace)
-    assert torch.equal(_kept(chosen, t), trace.indexer.kept)  # the same keys, ties included
+    assert torch.equal(kept_keys(chosen, t), trace.indexer.kept)  # the same keys, ties included
     torch.testing.assert_close(trace.sparse.output, output, rtol=TOL, atol=TOL)
     torch.testing.assert_close(trace.sparse.attention.weights, weights, rtol=TOL, atol=TOL)
     loop = indexer_loop(trace.indexer)
@@ -98,7 +95,7 @@ def test_a_tie_at_the_cut_is_broken_as_torch_topk_breaks_it_and_transformers_agr
     scores = trace.indexer.scores[row]
     assert len({float(scores[s]) for s in kept_ties + dropped_ties}) == 1
     chosen, _, _ = transformers_dsa(trace)
-    assert torch.equal(_kept(chosen, 8), trace.indexer.kept)
+    assert torch.equal(kept_keys(chosen, 8), trace.indexer.kept)
     step = sparse_attention_step_through(SPARSE_ATTENTION.walkthrough(Settings()), "topk")  # renders a tie's words
     assert step.stage.remark is not None
 
@@ -167,7 +164,6 @@ def test_the_mistakes_values_are_what_the_mistakes_compute():
     values = {m.key: m.value for m in ex.mistakes}
     assert values.get("index_relu_forgotten", math.fsum(a * b for a, b in zip(w, d))) == pytest.approx(
         math.fsum(a * b for a, b in zip(w, d)))
-    weights_ex = sparse_attention_step_through(walk, "weights").stage.exercise(row, 0, 0)
     kept_col = int(torch.nonzero(t.indexer.kept[row])[0])
     weights_ex = sparse_attention_step_through(walk, "weights").stage.exercise(row, kept_col, 0)
     assert {m.key: m.value for m in weights_ex.mistakes}["sparse_dropped_keys_counted"] == pytest.approx(

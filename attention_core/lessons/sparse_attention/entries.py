@@ -25,6 +25,7 @@ from attention_core.errors import N_, Message
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import Translate, aligned, factor, latex_text, number, terms_lines, words_and_math
 from attention_core.lessons.sparse_attention.walk import SparseWalkthrough
+from attention_core.masks import causal_mask
 from attention_core.modern.sparse import DEEPSEEK_V32, LONG_CONTEXT, ties_at_the_cut
 from attention_core.stepthrough import Panel, explained_value
 
@@ -34,8 +35,7 @@ _COLUMN = Message(N_("column"))
 
 def _blocked(scores: torch.Tensor) -> torch.Tensor:
     """``scores`` (T, T) with −inf above the diagonal (the future keys)."""
-    t = scores.shape[-1]
-    return scores.masked_fill(~torch.ones(t, t, dtype=torch.bool).tril(), -math.inf)
+    return scores.masked_fill(~causal_mask(scores.shape[-1]), -math.inf)
 
 
 def kept_matrix(walk: SparseWalkthrough) -> torch.Tensor:
@@ -201,7 +201,7 @@ def explain_sparse(walk: SparseWalkthrough, stage: str, row: int, col: int, tr: 
     if stage == "work":
         t_, k = (len(walk.tokens), ix.top_k) if row == 0 else (LONG_CONTEXT, DEEPSEEK_V32["top_k"])
         k = min(k, t_)
-        dense, sparse = t_ * (t_ + 1) // 2, k * (k + 1) // 2 + (t_ - k) * k
+        dense, sparse = (int(n) for n in t.work[row].tolist())  # pairs_scored(T, k), as the panels
         return ("\\begin{aligned} "
                 f"N_{{\\mathrm{{dense}}}} &= \\frac{{{t_} \\cdot {t_ + 1}}}{{2}} = {dense:,} \\\\ "
                 f"N_{{\\mathrm{{sparse}}}} &= \\frac{{{k} \\cdot {k + 1}}}{{2}} + ({t_} - {k}) \\cdot {k} = {sparse:,} \\\\ "

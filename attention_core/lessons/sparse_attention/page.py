@@ -40,6 +40,7 @@ from attention_core.modern.sparse import (
     fit_index_dim,
     indexer_loop,
     indexer_weights,
+    kept_keys,
     lightning_indexer,
     pairs_scored,
     sparse_attention,
@@ -59,11 +60,6 @@ MAX_INDEX_DIM = 8
 
 #: The tolerance of every check on this page (float32).
 TOLERANCE = 1e-5
-
-
-def _kept_sets(chosen: torch.Tensor, t: int) -> torch.Tensor:
-    """(T, T) bool: the keys s ≤ t among ``chosen`` (T, k') top-k indices."""
-    return torch.zeros(t, t, dtype=torch.bool).scatter(-1, chosen, True) & causal_mask(t)
 
 
 def build_sparse_walkthrough(settings: SharedSettings, own: SparseSettings,
@@ -98,7 +94,7 @@ def build_sparse_walkthrough(settings: SharedSettings, own: SparseSettings,
     sdpa = F.scaled_dot_product_attention(trace.sparse.query, trace.sparse.key, trace.sparse.value,
                                           attn_mask=trace.indexer.kept)
     checks = (
-        compare(trace.indexer.kept.float(), _kept_sets(chosen_hf, t).float(),
+        compare(trace.indexer.kept.float(), kept_keys(chosen_hf, t).float(),
                 "transformers…deepseek_v32.DeepseekV32Indexer(config, 0)(X, c_Q, (cos, sin), causal)  # top-k indices",
                 note=Message(N_("the keys each query keeps")), tolerance=0.0, against=TRANSFORMERS),
         compare(trace.sparse.output, output_hf, "transformers…DeepseekV32Attention(config, 0)(X, (cos, sin), causal)  "
