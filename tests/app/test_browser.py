@@ -1000,8 +1000,8 @@ def test_training_play_shows_the_snapshots_in_order_and_stops_at_the_last(browse
     """Play steps through the snapshots on the fragment's own timer (AppTest does not run it): from the first, in
     order, and at the last the player stops (Play again) and the whole page follows (the explained update is the
     last snapshot's). Played again while another student's page opens: the player's short fragment runs do not hold
-    the server, and the player still goes in order and stops at the last (a server busy with the other page may show
-    fewer snapshots: its ticks wait and are folded into one). Screenshot: test-artifacts/training-played.png."""
+    the server, and the player still goes in order and stops at the last (how many snapshots are painted then is not
+    asserted: one loaded CI run painted only the first and the last). Screenshot: test-artifacts/training-played.png."""
     query = "?training.task=previous&training.learning_rate=0.03&training.steps=150"
     with new_page(browser, 1440, 900) as page:
         _trained_training_page(page, app_url, query)
