@@ -300,8 +300,9 @@ def stage_data(steps: StepThrough, explain: Mapping[str, str],
     return data
 
 
-#: How many stages' parts (and entries) the server keeps, shared by every session (least recently used dropped).
-SHARED_PARTS = 256
+#: How many stages' parts (their step-throughs, data and entries) the server keeps, shared by every session (least
+#: recently used dropped): a class on every page in both languages keeps ~28 pages × ~7 stages × 2-3 parts.
+SHARED_PARTS = 768
 
 
 _PARTS: collections.OrderedDict = collections.OrderedDict()
@@ -365,8 +366,8 @@ def payload(page: Page, walk: Any, explain: Mapping[str, str], loaded: Mapping[s
     at = (settings.get(first.row_field), settings.get(first.col_field),
           settings.get(first.head_field) if first.head_field else 0)
     stages = {}
-    for key in order:
-        steps = page.step_through(walk, key)
+    for key in order:  # each stage's step-through is built once per shared build, not on every click
+        steps = _shared((page.key, key, "steps"), walk, functools.partial(page.step_through, walk, key))
         shown = blocks(steps, *at) if windowed else None
         part = _shared((page.key, key, "stage", shown) + view, walk,
                        functools.partial(stage_data, steps, explain, shown))
