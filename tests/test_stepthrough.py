@@ -362,3 +362,26 @@ def test_every_entry_of_every_stage_explains_when_the_widths_outnumber_the_token
             for row, col, head in cells:
                 text = steps.stage.entry(row, col, head, Message)
                 assert text and "nan" not in text.lower(), (key, stage, row, col, head)
+
+
+#: Settings that reach a page's rarer entries (a head-wise gate; a later head; k = 1 with one indexer head, so many
+#: ties at the cut), besides the defaults.
+STRESSED = {"gated_attention": {"gated_attention.headwise": True, "gated_attention.head": 1},
+            "differential_attention": {"differential_attention.head": 1},
+            "sparse_attention": {"sparse_attention.top_k": 1, "sparse_attention.index_heads": 1,
+                                 "sparse_attention.head": 3}}
+
+
+@pytest.mark.parametrize("page", sorted(STRESSED))
+def test_every_entry_of_every_stage_is_written_on_the_defaults_and_on_settings_that_stress_it(page):
+    declared = registry.BY_KEY[page]
+    for changes in ({}, STRESSED[page]):
+        walk = declared.walkthrough(Settings().set(**changes))
+        for stage in declared.stages:
+            step = declared.step_through(walk, stage)
+            rows, cols = step.stage.target.matrix.shape
+            for row in range(rows):
+                for col in range(cols):
+                    latex = step.stage.entry(row, col, 0, Message)
+                    assert latex and "nan" not in latex, (page, changes, stage, row, col)
+            assert step.stage.formula(Message), (page, stage)
