@@ -10,6 +10,7 @@ A general formula is built of :func:`matrix_symbol` (a matrix keeps its place in
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Callable, Optional, Sequence
@@ -39,8 +40,11 @@ def number_expr(value: float) -> sp.Expr:
     return sp.UnevaluatedExpr(sp.Float(value, DIGITS))
 
 
+@functools.lru_cache(maxsize=8192)
 def number(value: float) -> str:
-    r"""``value`` as LaTeX with 4 significant digits; ±inf as ``\infty`` / ``-\infty`` (a blocked score)."""
+    r"""``value`` as LaTeX with 4 significant digits; ±inf as ``\infty`` / ``-\infty`` (a blocked score).
+
+    Kept for the last 8,192 values (a pure function of the value; sympy's printer is the slow part of a formula)."""
     if math.isinf(value):
         return r"\infty" if value > 0 else r"-\infty"
     return sp.latex(sp.Float(value, DIGITS))

@@ -90,6 +90,10 @@ MISTAKES: dict[str, str] = {
     "index_weights_forgotten": N_("Forgot the indexer's head weights"),
     "sparse_dropped_keys_counted": N_("Counted the dropped keys in the softmax"),
     "mass_of_kept_keys": N_("Added the kept keys' weights, not the dropped ones'"),
+    "mask_transposed": N_("Blocked the past instead of the future"),
+    "head_dim_times": N_("Multiplied by the number of heads instead of dividing"),
+    "scale_flattens": N_("Thought larger scores flatten the softmax"),
+    "shift_changes_weights": N_("Thought adding the same number to a row changes its weights"),
 }
 
 #: The longest answer read (characters); a number needs far fewer.

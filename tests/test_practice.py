@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from attention_core import practice
+from attention_core import check, practice
 from attention_core.errors import InputError
 from attention_core.inputs.presets import PRESETS
 from attention_core.lessons.alibi.page import alibi_step_through
@@ -320,9 +320,15 @@ def test_the_trained_heads_exercises(trained_steps):
 
 
 def test_every_named_mistake_is_caught_somewhere():
-    """Each page's test above checks the mistakes of :data:`CAUGHT` fire (on their own values only): together they
-    name every mistake the app knows (stepping every page again here took ~50 s of the suite)."""
-    assert set().union(*CAUGHT.values()) == set(practice.MISTAKES)
+    """Each page's test above checks the mistakes of :data:`CAUGHT` fire (on their own values only), and
+    tests/check the check's items' (on their own values or choices only): together they name every mistake the app
+    knows (stepping every page again here took ~50 s of the suite)."""
+    in_check = set()
+    for template in check.TEMPLATES.values():
+        for seed in range(10):
+            item = template(seed)
+            in_check |= {m.key for m in item.exercise.mistakes} if item.exercise else set(item.choice_mistakes)
+    assert set().union(*CAUGHT.values()) | (in_check - {"", check.WRONG}) == set(practice.MISTAKES)
     assert set(CAUGHT) == set(CASES)
 
 
