@@ -297,3 +297,37 @@ def test_the_rate_limit_cuts_a_flood_and_lets_a_student_through():
         now[0] += 2
         verdicts[limit.allow()] += 1
     assert verdicts[True] == 60
+
+
+def _check(code, seat, phase, concept, outcomes, at=1000.0):
+    kind = {"before": "check_before", "after": "check_after"}[phase]
+    return [Event(code, seat, kind, at + n, concept, f"{concept}.t{n}", "procedural", outcome)
+            for n, outcome in enumerate(outcomes)]
+
+
+def test_the_checks_results_per_concept_over_the_students_who_took_both_with_sql(store):
+    code, _ = store.create_class()
+    other, _ = store.create_class()
+    batch = (_check(code, "A", "before", "softmax", [CORRECT, CORRECT, WRONG, "sum_before_exp"])
+             + _check(code, "A", "after", "softmax", [CORRECT] * 4)
+             + _check(code, "B", "before", "softmax", [CORRECT, "shift_changes_weights", WRONG, WRONG])
+             + _check(code, "B", "after", "softmax", [CORRECT, CORRECT, CORRECT, "shift_changes_weights"])
+             + _check(code, "C", "before", "softmax", [WRONG] * 4)  # left before the end: not in the shares
+             + _check(code, "D", "after", "softmax", [CORRECT] * 4)  # joined late: not in the shares
+             + _check(code, "A", "before", "causal_mask", [CORRECT, WRONG])
+             + _check(code, "A", "after", "causal_mask", [CORRECT, "mask_transposed"])
+             + _check(other, "A", "before", "softmax", [WRONG] * 4)  # another class
+             + [answer(code, "A", WRONG, page="softmax")])  # practice, not the check
+    assert store.write(batch) == len(batch)
+    results = store.check_results(code)
+    by = {c.concept: c for c in results.concepts}
+    softmax = by["softmax"]
+    assert (softmax.students, softmax.before_only, softmax.after_only) == (2, 1, 1)
+    assert (softmax.before_right, softmax.before_answers, softmax.after_right, softmax.after_answers) == (3, 8, 7, 8)
+    assert (softmax.before, softmax.after) == (3 / 8, 7 / 8)
+    causal = by["causal_mask"]
+    assert (causal.students, causal.before, causal.after) == (1, 0.5, 0.5)
+    # the misconceptions that survived first (most made after, then before), then those the lesson removed
+    assert results.mistakes == [("softmax", "shift_changes_weights", 1, 1), ("causal_mask", "mask_transposed", 0, 1),
+                                ("softmax", "sum_before_exp", 1, 0)]
+    assert store.check_results(new_code()) == type(results)([], [])
