@@ -10,12 +10,16 @@ own (declared beside the page, :class:`attention_core.page.Page`). A floor modul
 from __future__ import annotations
 
 import math
+import re
 import string
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
 from attention_core.errors import N_, Message, quote
 from attention_core.inputs.text import cut_message, cut_text
+
+#: A random id's alphabet (``secrets.token_urlsafe``).
+_TOKEN = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def as_float(value: Any) -> Optional[float]:
@@ -252,6 +256,25 @@ class Text(Field):
         return cut.text, [cut_message(self.what or label(N_("The text")), cut, max_tokens=self.max_tokens,
                                       max_chars=self.max_chars)]
 
+
+
+@dataclass(frozen=True)
+class Token(Field):
+    """A random id as the app draws them (URL-safe base64: letters, digits, ``-`` and ``_``, 1 to ``max_chars``), or
+    "" (none yet); anything else (a forged link's value) becomes "" with ``template`` (no parameters).
+
+    Attributes:
+        template: the message of a value that is not such an id.
+        max_chars: the longest id accepted.
+    """
+
+    template: str
+    max_chars: int = 32
+
+    def check(self, raw: Any, fallback: Any) -> Checked:
+        if raw == "" or (isinstance(raw, str) and len(raw) <= self.max_chars and _TOKEN.fullmatch(raw)):
+            return raw, []
+        return "", [Message(self.template)]
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from attention_core.lessons.alibi.page import ALIBI_PAGE
 from attention_core.lessons.backward.page import BACKWARD
 from attention_core.lessons.backward_multi_head.page import BACKWARD_MULTI_HEAD
 from attention_core.lessons.causal.page import CAUSAL_PAGE
+from attention_core.lessons.check.page import CHECK_PAGE
 from attention_core.lessons.cross_attention.page import CROSS_ATTENTION
 from attention_core.lessons.differential_attention.page import DIFFERENTIAL_ATTENTION
 from attention_core.lessons.dropout.page import DROPOUT_PAGE
@@ -50,6 +51,7 @@ YOUR_CLASS = Page(key="your_class", title=N_("Your class"), icon=":material/moni
 #: Every page, in the order of the navigation (each section's pages together, the sections in ``SECTIONS``' order).
 PAGES: tuple[Page, ...] = (
     OVERVIEW,
+    CHECK_PAGE,
     TOKENS,
     NO_WEIGHTS,
     SELF_ATTENTION_PAGE,

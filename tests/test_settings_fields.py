@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import pytest
 
-from attention_core import registry, settings
+from attention_core import fields, registry, settings
 from attention_core.inputs.text import cut_text
 from attention_core.lessons.additive import page as additive
 from attention_core.lessons.image_attention import page as image
@@ -343,6 +343,9 @@ def _cases(path: str, row: settings.Field) -> list[tuple[Any, Any, Optional[str]
             (["a", "list"], fallback, message.format(got="['a', 'list']")),
             *((key, key, None) for key in row.keys),
         ]
+    if isinstance(row, fields.Token):  # a random id, or "" (none yet); a forged one is dropped with a message
+        return [("", "", None), ("Ab_9-x", "Ab_9-x", None), ("<script>", "", row.template), ("a b", "", row.template),
+                ("x" * (row.max_chars + 1), "", row.template), (None, "", row.template), (5, "", row.template)]
     if isinstance(row, settings.FieldNames):
         unknown = "The link fixes settings this app does not have or cannot fix: {names}. They are left free."
         return [

@@ -431,3 +431,41 @@ def answers_over_time(minutes: Sequence[int], verdicts: Sequence[str], answers: 
         table = df[["time", "verdict", "answers"]].assign(time=pd.to_datetime(df["time"], unit="ms").dt.strftime("%H:%M UTC"))
         st.dataframe(table.rename(columns={"time": x_title, "verdict": series_title, "answers": y_title}),
                      hide_index=True)
+
+
+# ---------------------------------------------------------------- the check before and after, per concept
+
+
+@builds.spec
+def _before_after_spec(x_title: str, y_title: str, series_title: str, domain: tuple[str, str], labels: tuple[str, ...],
+                       scale: float = 1.0) -> dict:
+    rows = len(labels)
+    # in the order given (teaching order), each label whole
+    # no axis title (the labels say it): on a 390 px phone every pixel goes to the bars
+    y = alt.Y("label:N", sort=list(labels), title=None, axis=alt.Axis(labelLimit=260 * scale))
+    colour = alt.Color("check:N", title=series_title, scale=alt.Scale(domain=list(domain), range=["#bdbdbd", "#1b9e77"]))
+    offset = alt.YOffset("check:N", scale=alt.Scale(domain=list(domain)))
+    bars = alt.Chart().mark_bar().encode(
+        # room right of 100 % for the bar's number
+        x=alt.X("share:Q", title=x_title, scale=alt.Scale(domain=[0, 1.15]),
+                axis=alt.Axis(format="%", values=[0, 0.25, 0.5, 0.75, 1])),
+        y=y, yOffset=offset, color=colour,
+        tooltip=[alt.Tooltip("label:N", title=y_title), alt.Tooltip("check:N", title=series_title),
+                 alt.Tooltip("share:Q", title=x_title, format=".0%")])
+    text = alt.Chart().mark_text(align="left", dx=4 * scale, fontSize=presenter.font_px(14, scale)).encode(
+        x="share:Q", y=y, yOffset=offset, text=alt.Text("share:Q", format=".0%"))
+    return _finish(alt.layer(bars, text).properties(height=max(120, 56 * rows) * scale), scale)
+
+
+def before_after(labels: Sequence[str], before: Sequence[float], after: Sequence[float], *, key: str, x_title: str,
+                 y_title: str, series_title: str, domain: tuple[str, str]) -> None:
+    """Per label (a concept), two bars: the share right before and after (0 to 1, written beside each bar); with the
+    tables setting, the same numbers as a table."""
+    n = len(labels)
+    df = pd.DataFrame({"i": list(range(n)) * 2, "label": list(labels) * 2, "check": [domain[0]] * n + [domain[1]] * n,
+                       "share": [float(v) for v in before] + [float(v) for v in after]})
+    _show(df, _before_after_spec(x_title, y_title, series_title, domain, tuple(labels), presenter.scale()), key,
+          width="stretch")
+    if state.settings().tables:
+        st.dataframe(pd.DataFrame({y_title: list(labels), domain[0]: list(before), domain[1]: list(after)}),
+                     hide_index=True)

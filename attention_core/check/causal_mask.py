@@ -69,7 +69,7 @@ def count(seed: int) -> Item:
             break
     answer = int(causal_mask(tokens)[row].sum())
     wrong = int(causal_mask(tokens).T[row].sum())  # the transposed mask: keys i … T
-    exercise = practice.Exercise("n_{" + str(row + 1) + "}", r"\#\{\, j : j \text{ may be attended to} \,\}",
+    exercise = practice.Exercise("n_{" + str(row + 1) + "}", r"\#\,\text{keys}",
                                  (f"T = {tokens}", f"i = {row + 1}"), float(answer), (practice.Mistake(
                                      "mask_transposed", float(wrong), Message(
                                          N_("That is {value}: the keys from i to T. The causal mask blocks the "

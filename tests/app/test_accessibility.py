@@ -18,7 +18,7 @@ from attention_core.settings import Settings
 from ui import heatmaps
 
 #: the pages without a chart; every other page of the registry has charts (on the step it opens on)
-NO_CHARTS = {"app_pages/overview.py", "app_pages/no_weights.py"}
+NO_CHARTS = {"app_pages/overview.py", "app_pages/no_weights.py", "app_pages/check.py"}
 
 
 def _open(path: str, **params) -> AppTest:

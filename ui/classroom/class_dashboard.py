@@ -20,8 +20,8 @@ import streamlit as st
 
 from attention_core import practice, registry
 from ui import charts, widgets
-from ui.classroom import class_live
-from ui.classroom.store.store import CONNECTED_S, CORRECT, WRONG, Dashboard, StoreError
+from ui.classroom import check, class_live
+from ui.classroom.store.store import CONNECTED_S, CORRECT, WRONG, CheckResults, Dashboard, StoreError
 from ui.i18n import _
 
 #: The live part's refresh (seconds): with the writer's 0.5 s (ui.classroom.store.writer.INTERVAL_S) and a run's drawing,
@@ -76,6 +76,7 @@ def show() -> None:
                      "when the app sleeps: give the app a PostgreSQL URL in its secrets for real use (the classroom guide, "
                      "*A class, live*)."))
     _live(seat.code)
+    check.teacher_controls(seat.code)
     _after_the_lesson(seat)
 
 
@@ -118,6 +119,7 @@ def _live(code: str) -> None:
     with right:
         _over_time(dash, info.ended_at if info is not None and info.ended else dash.at)
     _practice(dash)
+    check.gain_view(code)
     st.caption(_("Refreshed at {time}, every {s} s.", time=_clock(dash.at), s=f"{REFRESH_S:g}"))
 
 
@@ -206,8 +208,9 @@ def _over_time(dash: Dashboard, until: float) -> None:
                              until=int(until // 60) if until else None)
 
 
-def csv_text(dash: Dashboard) -> str:
-    """The class's aggregate as CSV: one row per measure (no seat, no name), in the teacher's language."""
+def csv_text(dash: Dashboard, results: Optional[CheckResults] = None) -> str:
+    """The class's aggregate as CSV: one row per measure (no seat, no name), in the teacher's language; with
+    ``results``, the check's per concept (``check.csv_rows``)."""
     rows = [(p, page_title(p), "", "", _("students who opened it"), n) for p, n in dash.reached]
     for p, s, answers, first, right in dash.practice:
         rows += [(p, page_title(p), s, stage_title(p, s), _("answers"), answers),
@@ -215,6 +218,8 @@ def csv_text(dash: Dashboard) -> str:
                  (p, page_title(p), s, stage_title(p, s), _("right at the first try"), right)]
     rows += [(p, page_title(p), s, stage_title(p, s), mistake_name(o), n) for p, s, o, n in dash.mistakes]
     rows += [(p, page_title(p), s, stage_title(p, s), _("solutions shown"), n) for p, s, n in dash.reveals]
+    if results is not None:
+        rows += check.csv_rows(results)
     buffer = io.StringIO()
     pd.DataFrame(rows, columns=["page_key", "page", "step_key", "step", "measure", "count"]).to_csv(buffer,
                                                                                                       index=False)
@@ -224,7 +229,7 @@ def csv_text(dash: Dashboard) -> str:
 def _csv(code: str) -> str:
     store, _writer, _why = class_live.live()
     try:
-        return csv_text(store.dashboard(code))
+        return csv_text(store.dashboard(code), store.check_results(code))
     except StoreError as error:
         return f"error\n{error}\n"
 
@@ -234,7 +239,8 @@ def _after_the_lesson(seat: class_live.Member) -> None:
     st.subheader(_("After the lesson"))
     st.download_button(_("The class's numbers (CSV)"), key="class_csv", icon=":material/table:", mime="text/csv",
                        file_name=f"class-{seat.code}.csv", on_click="ignore", data=lambda: _csv(seat.code),
-                       help=_("Per page and step: answers, right at the first try, each mistake, solutions shown. "
+                       help=_("Per page and step: answers, right at the first try, each mistake, solutions shown; the check before "
+                              "and after per concept. "
                               "No names, no seats."))
     end, remove = st.columns(2)
     with end.popover(_("End the class"), icon=":material/door_front:"):

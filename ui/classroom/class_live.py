@@ -33,6 +33,8 @@ from attention_core.classroom import share
 from attention_core.errors import N_
 from ui import state
 from ui.classroom.store.store import (
+    CHECK_AFTER,
+    CHECK_BEFORE,
     CORRECT,
     WRONG,
     ClassInfo,
@@ -257,6 +259,34 @@ def _send(seat: Member, limit: RateLimit, event: Event) -> None:
         writer.rate_limited(seat.code)
 
 
+_CHECKED = "class_checked"  # {(phase, template)}: the check's answers this seat handed in already
+
+
+def record_check(phase: str, outcomes) -> int:
+    """Hand a student's check (``attention_core.check.Outcome`` s of one hand-in in ``phase``) to the writer, as one
+    action of the rate limit: the concept, template, kind and outcome of each answer (never the number typed). Each
+    template counts once per phase and seat: a second hand-in is graded for the student but not recorded again.
+    Returns how many answers were recorded."""
+    seat = member()
+    _store, writer, _why = live()
+    if seat is None or seat.teacher or writer is None:
+        return 0
+    done = st.session_state.setdefault(_CHECKED, set())
+    fresh = [o for o in outcomes if (phase, o.template) not in done]
+    if not fresh:
+        return 0
+    if not _limit().allow():
+        writer.rate_limited(seat.code)
+        return 0
+    kind = CHECK_BEFORE if phase == "before" else CHECK_AFTER
+    now = time.time()
+    for outcome in fresh:
+        writer.put(Event(seat.code, seat.seat, kind, now, outcome.concept, outcome.template, outcome.kind,
+                         outcome.outcome))
+        done.add((phase, outcome.template))
+    return len(fresh)
+
+
 def recorded(fn: Callable[[], Any], kind: str, page: str, entry: str = "") -> Callable[[], Any]:
     """``fn`` (a deferred download's data), recording ``kind`` when it is called: the download may run outside the
     session's script thread, so the seat and its limit are taken now."""
@@ -342,6 +372,23 @@ def bring_here(current: str) -> None:
         return
     _info.clear()
     st.toast(_("Sent: your students see a banner with Follow."), icon=":material/campaign:")
+
+
+def push_check(phase: str, concept: str) -> None:
+    """(A button's callback on *Your class*.) Send the class to the check of ``phase`` on ``concept``: a pushed link
+    to the page *Check your understanding*, followed from each student's banner."""
+    seat = member()
+    store, _writer, _why = live()
+    if seat is None or not seat.teacher or store is None:
+        return
+    link = urllib.parse.urlencode({"page": registry.CHECK_PAGE.key, "check.phase": phase, "check.concept": concept})
+    try:
+        store.push_link(seat.code, link)
+    except (StoreError, ValueError) as error:
+        _say(_("The class store is unreachable ({why}): the class was not sent to the check.", why=str(error)))
+        return
+    _info.clear()
+    st.toast(_("Sent: your students see a banner with Follow, to the check."), icon=":material/campaign:")
 
 
 def _page_for(key: str):
