@@ -29,7 +29,7 @@ FLOOR = ("errors", "latex", "fields", "page", "inputs", "stepthrough", "practice
          "weights", "entry_formulas", "recipe", "reads", "shared_settings", "checkpoints", "sources")
 #: The concept folders, in teaching order: each may import the floor and the concepts before it.
 CONCEPTS = ("self_attention", "masking", "multi_head", "transformer", "modern", "minilm", "smollm2", "backward",
-            "training")
+            "training", "check")
 #: Above every concept, in one layer: the pages, one folder each (``lessons/<key>/``), each its own unit.
 LESSONS = "lessons"
 #: Above the lessons, in order: the list of pages, the settings composed from them, what a class shares and

@@ -9,17 +9,19 @@ each item's verdict, named mistake, worked solution and why, and hands the outco
 
 from __future__ import annotations
 
+import time
+import urllib.parse
 from typing import Optional
 
 import pandas as pd
 import streamlit as st
 
-from attention_core import check, practice
+from attention_core import check, practice, registry
 from attention_core.errors import InputError
 from attention_core.lessons.check.page import ALL
 from ui import charts, state, widgets
 from ui.classroom import class_live
-from ui.classroom.store.store import StoreError, new_seat
+from ui.classroom.store.store import CHECK_AFTER, CHECK_BEFORE, Event, StoreError, new_seat
 from ui.i18n import _
 
 _ITEMS = "check_items"  # (seat, phase, concept) -> the items drawn (one check of 24 items: ~25 ms to draw)
@@ -144,7 +146,7 @@ def _hand_in(drawn, phase: str, concept: str, seat_id: str, in_class: bool) -> N
         st.rerun()  # each problem under its item; every answer typed stays
     st.session_state.setdefault(_RESULTS, {})[(seat_id, phase, concept)] = graded
     if in_class:
-        class_live.record_check(phase, [outcome for _item, outcome, _given in graded])
+        record_check(phase, [outcome for _item, outcome, _given in graded])
     st.rerun()
 
 
@@ -197,6 +199,54 @@ def _own_gain(seat_id: str, concept: str) -> None:
                  width="stretch")
 
 
+# ---------------------------------------------------------------- what a class records, what a teacher sends
+
+
+_CHECKED = "class_checked"  # {(phase, template)}: the check's answers this seat handed in already
+
+
+def record_check(phase: str, outcomes) -> int:
+    """Hand a student's check (``attention_core.check.Outcome`` s of one hand-in in ``phase``) to the writer, as one
+    action of the rate limit: the concept, template, kind and outcome of each answer (never the number typed). Each
+    template counts once per phase and seat: a second hand-in is graded for the student but not recorded again.
+    Returns how many answers were recorded."""
+    seat = class_live.member()
+    _store, writer, _why = class_live.live()
+    if seat is None or seat.teacher or writer is None:
+        return 0
+    done = st.session_state.setdefault(_CHECKED, set())
+    fresh = [o for o in outcomes if (phase, o.template) not in done]
+    if not fresh:
+        return 0
+    if not class_live.rate_limit().allow():
+        writer.rate_limited(seat.code)
+        return 0
+    kind = CHECK_BEFORE if phase == "before" else CHECK_AFTER
+    now = time.time()
+    for outcome in fresh:
+        writer.put(Event(seat.code, seat.seat, kind, now, outcome.concept, outcome.template, outcome.kind,
+                         outcome.outcome))
+        done.add((phase, outcome.template))
+    return len(fresh)
+
+
+def push_check(phase: str, concept: str) -> None:
+    """(A button's callback on *Your class*.) Send the class to the check of ``phase`` on ``concept``: a pushed link
+    to the page *Check your understanding*, followed from each student's banner."""
+    seat = class_live.member()
+    store, _writer, _why = class_live.live()
+    if seat is None or not seat.teacher or store is None:
+        return
+    link = urllib.parse.urlencode({"page": registry.CHECK_PAGE.key, "check.phase": phase, "check.concept": concept})
+    try:
+        store.push_link(seat.code, link)
+    except (StoreError, ValueError) as error:
+        class_live.say(_("The class store is unreachable ({why}): the class was not sent to the check.", why=str(error)))
+        return
+    class_live.refresh_info()
+    st.toast(_("Sent: your students see a banner with Follow, to the check."), icon=":material/campaign:")
+
+
 # ---------------------------------------------------------------- the teacher's view
 
 
@@ -209,9 +259,9 @@ def teacher_controls(code: str) -> None:
                            format_func=concept_titles().get)
     before, after = st.columns(2)
     before.button(_("Check before the lesson"), key="class_check_before", icon=":material/quiz:",
-                  on_click=class_live.push_check, args=(check.BEFORE, concept))
+                  on_click=push_check, args=(check.BEFORE, concept))
     after.button(_("Check now (after the lesson)"), key="class_check_after", icon=":material/quiz:", type="primary",
-                 on_click=class_live.push_check, args=(check.AFTER, concept))
+                 on_click=push_check, args=(check.AFTER, concept))
 
 
 def gain_rows(results) -> pd.DataFrame:

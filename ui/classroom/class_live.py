@@ -33,8 +33,6 @@ from attention_core.classroom import share
 from attention_core.errors import N_
 from ui import state
 from ui.classroom.store.store import (
-    CHECK_AFTER,
-    CHECK_BEFORE,
     CORRECT,
     WRONG,
     ClassInfo,
@@ -162,7 +160,7 @@ def messages() -> list[str]:
     return st.session_state.pop(_MESSAGES, [])
 
 
-def _say(text: str) -> None:
+def say(text: str) -> None:
     st.session_state.setdefault(_MESSAGES, []).append(text)
 
 
@@ -183,21 +181,21 @@ def join_from_link(params: dict[str, Any]) -> None:
     if code is None:
         return
     if not valid_code(code):
-        _say(_("This link's class code is not valid (a class code is 8 letters and digits): you are not in a class."))
+        say(_("This link's class code is not valid (a class code is 8 letters and digits): you are not in a class."))
         return
     store, _writer, why = live()
     if store is None:
-        _say(_("The class store cannot be used ({why}): you are not in a class.", why=why))
+        say(_("The class store cannot be used ({why}): you are not in a class.", why=why))
         return
     try:
         info = class_info(code)
     except StoreError:  # joined anyway; the writer stores the events once the store answers (if the class is real)
         info = ClassInfo(code, 0.0, None, None, None, 0, 0)
     if info is None:
-        _say(_("No class has the code {code} (it may have been deleted): you are not in a class.", code=code))
+        say(_("No class has the code {code} (it may have been deleted): you are not in a class.", code=code))
         return
     if info.ended:
-        _say(_("Class {code} has ended: the pages work as always, and nothing is recorded.", code=code))
+        say(_("Class {code} has ended: the pages work as always, and nothing is recorded.", code=code))
         return
     if key is not None:
         try:
@@ -205,10 +203,10 @@ def join_from_link(params: dict[str, Any]) -> None:
         except StoreError:
             ok = None
         if ok is None:
-            _say(_("The class store is unreachable, so your teacher key cannot be checked now: open your link again "
+            say(_("The class store is unreachable, so your teacher key cannot be checked now: open your link again "
                    "in a minute."))
         elif not ok:
-            _say(_("This link's teacher key does not open class {code}: the class's page stays closed.", code=code))
+            say(_("This link's teacher key does not open class {code}: the class's page stays closed.", code=code))
         else:
             _become(Member(code, new_seat(), str(key)))
         return
@@ -224,19 +222,19 @@ def start_class() -> None:
     """Start a class with this session as its teacher (a button's callback)."""
     store, _writer, why = live()
     if store is None:
-        _say(_("The class store cannot be used ({why}): no class was started.", why=why))
+        say(_("The class store cannot be used ({why}): no class was started.", why=why))
         return
     try:
         code, key = store.create_class()
     except StoreError as error:
-        _say(_("The class store is unreachable ({why}): no class was started. Try again in a moment.", why=str(error)))
+        say(_("The class store is unreachable ({why}): no class was started. Try again in a moment.", why=str(error)))
         return
     _become(Member(code, new_seat(), key))
 
 
 # ---------------------------------------------------------------- recording
 
-def _limit() -> RateLimit:
+def rate_limit() -> RateLimit:
     return st.session_state.setdefault(_LIMIT, RateLimit())
 
 
@@ -246,7 +244,7 @@ def record(kind: str, page: str = "", stage: str = "", entry: str = "", outcome:
     seat = member()
     if seat is None or seat.teacher:
         return
-    _send(seat, _limit(), Event(seat.code, seat.seat, kind, time.time(), page, stage, entry, outcome, first_try))
+    _send(seat, rate_limit(), Event(seat.code, seat.seat, kind, time.time(), page, stage, entry, outcome, first_try))
 
 
 def _send(seat: Member, limit: RateLimit, event: Event) -> None:
@@ -259,41 +257,13 @@ def _send(seat: Member, limit: RateLimit, event: Event) -> None:
         writer.rate_limited(seat.code)
 
 
-_CHECKED = "class_checked"  # {(phase, template)}: the check's answers this seat handed in already
-
-
-def record_check(phase: str, outcomes) -> int:
-    """Hand a student's check (``attention_core.check.Outcome`` s of one hand-in in ``phase``) to the writer, as one
-    action of the rate limit: the concept, template, kind and outcome of each answer (never the number typed). Each
-    template counts once per phase and seat: a second hand-in is graded for the student but not recorded again.
-    Returns how many answers were recorded."""
-    seat = member()
-    _store, writer, _why = live()
-    if seat is None or seat.teacher or writer is None:
-        return 0
-    done = st.session_state.setdefault(_CHECKED, set())
-    fresh = [o for o in outcomes if (phase, o.template) not in done]
-    if not fresh:
-        return 0
-    if not _limit().allow():
-        writer.rate_limited(seat.code)
-        return 0
-    kind = CHECK_BEFORE if phase == "before" else CHECK_AFTER
-    now = time.time()
-    for outcome in fresh:
-        writer.put(Event(seat.code, seat.seat, kind, now, outcome.concept, outcome.template, outcome.kind,
-                         outcome.outcome))
-        done.add((phase, outcome.template))
-    return len(fresh)
-
-
 def recorded(fn: Callable[[], Any], kind: str, page: str, entry: str = "") -> Callable[[], Any]:
     """``fn`` (a deferred download's data), recording ``kind`` when it is called: the download may run outside the
     session's script thread, so the seat and its limit are taken now."""
     seat = member()
     if seat is None or seat.teacher:
         return fn
-    limit = _limit()
+    limit = rate_limit()
 
     def call() -> Any:
         _send(seat, limit, Event(seat.code, seat.seat, kind, time.time(), page, "", entry))
@@ -368,27 +338,15 @@ def bring_here(current: str) -> None:
     try:
         store.push_link(seat.code, link)
     except (StoreError, ValueError) as error:
-        _say(_("The class store is unreachable ({why}): the class was not brought here.", why=str(error)))
+        say(_("The class store is unreachable ({why}): the class was not brought here.", why=str(error)))
         return
     _info.clear()
     st.toast(_("Sent: your students see a banner with Follow."), icon=":material/campaign:")
 
 
-def push_check(phase: str, concept: str) -> None:
-    """(A button's callback on *Your class*.) Send the class to the check of ``phase`` on ``concept``: a pushed link
-    to the page *Check your understanding*, followed from each student's banner."""
-    seat = member()
-    store, _writer, _why = live()
-    if seat is None or not seat.teacher or store is None:
-        return
-    link = urllib.parse.urlencode({"page": registry.CHECK_PAGE.key, "check.phase": phase, "check.concept": concept})
-    try:
-        store.push_link(seat.code, link)
-    except (StoreError, ValueError) as error:
-        _say(_("The class store is unreachable ({why}): the class was not sent to the check.", why=str(error)))
-        return
+def refresh_info() -> None:
+    """Read the class's state from the store again on the next look (after the teacher changed it)."""
     _info.clear()
-    st.toast(_("Sent: your students see a banner with Follow, to the check."), icon=":material/campaign:")
 
 
 def _page_for(key: str):
@@ -517,7 +475,7 @@ def _as_teacher(action: Callable[[Store, str], None], failed: str) -> Optional[M
     try:
         action(store, seat.code)
     except StoreError as error:
-        _say(_(failed, why=str(error)))
+        say(_(failed, why=str(error)))
         return None
     finally:
         _info.clear()
@@ -536,4 +494,4 @@ def delete_class() -> None:
                                               "again in a moment."))
     if seat is not None:
         leave()
-        _say(_("Class {code} and everything it recorded were deleted.", code=seat.code))
+        say(_("Class {code} and everything it recorded were deleted.", code=seat.code))

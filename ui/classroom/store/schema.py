@@ -23,6 +23,12 @@ LINK_CHARS = 4000
 #: PostgreSQL's autovacuum vacuums the events table after this many inserts (see ``events``).
 VACUUM_EVERY_INSERTS = 10_000
 
+#: An answer's outcome when it is right, and when it is wrong without a named mistake.
+CORRECT, WRONG = "correct", "wrong"
+#: The check's two phases as event kinds (an answer of the check before / after the lesson: page = its concept,
+#: stage = its template, entry = its kind, procedural or conceptual; ``attention_core.check``).
+CHECK_BEFORE, CHECK_AFTER = "check_before", "check_after"
+
 metadata = MetaData()
 
 schema_version = Table(
