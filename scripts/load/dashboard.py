@@ -26,6 +26,11 @@ its statements' share (SQLAlchemy's cursor events), on:
   unvacuumed, with the store's setting (``ui.classroom.store.schema.events``: every 10,000 inserts) and with PostgreSQL's
   default (1000 + 20 % of the table: on a store holding a week of classes, the whole lesson).
 
+``--check``: every seat of both classes also takes the check before and after the lesson (``attention_core.check``:
+24 answers each time, about 45 % right before and 75 % after, most wrong answers a named mistake), and the call
+timed is the teacher's whole refresh, ``Store.dashboard`` then ``Store.check_results`` (300 students: 14,400 check
+answers a class).
+
 ``--explain`` prints each statement's plan (PostgreSQL: ``EXPLAIN (ANALYZE, BUFFERS)``; SQLite: ``EXPLAIN QUERY
 PLAN``). Budget: median < ``--budget-ms`` (300), printed for every state; exits 1 when a state is over it. Everything
 runs on this machine (SQLite's file and PostgreSQL's folder are temporary and removed at the end).
@@ -48,9 +53,18 @@ from sqlalchemy import event, text
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from attention_core import practice, registry  # noqa: E402
+from attention_core import check, practice, registry  # noqa: E402
 from ui.classroom.store.schema import VACUUM_EVERY_INSERTS  # noqa: E402
-from ui.classroom.store.store import CORRECT, WRONG, Event, Presence, Store, new_seat  # noqa: E402
+from ui.classroom.store.store import (  # noqa: E402
+    CHECK_AFTER,
+    CHECK_BEFORE,
+    CORRECT,
+    WRONG,
+    Event,
+    Presence,
+    Store,
+    new_seat,
+)
 from ui.classroom.store.writer import BATCH  # noqa: E402
 
 #: The mix of a lesson's events: kind -> weight.
@@ -94,16 +108,53 @@ def lesson(code: str, seats: list[str], minute: int, count: int, start: float, r
 
 
 def fill(store: Store, args: argparse.Namespace, rng: random.Random) -> tuple[str, float, dict[str, list[str]]]:
-    """Two classes of ``args.events`` events each, written as a live class writes them; (the measured class's code,
-    seconds the fill took, each class's seats)."""
+    """Two classes of ``args.events`` events each, written as a live class writes them (with ``--check``, each seat's
+    check before and after too); (the measured class's code, seconds the fill took, each class's seats)."""
     start = time.time() - 60 * args.minutes
     classes = [store.create_class(now=start)[0] for _ in range(2)]
     seats = {code: [new_seat() for _ in range(args.seats)] for code in classes}
     began = time.perf_counter()
+    if args.check:
+        write_checks(store, seats, start, check.BEFORE, 0.45, rng)
     write_lesson(store, seats, args.events, args.minutes, start, rng)
+    if args.check:
+        write_checks(store, seats, start + 60 * args.minutes - 120, check.AFTER, 0.75, rng)
     seconds = time.perf_counter() - began
     present(store, seats, rng)
     return classes[0], seconds, seats
+
+
+def _named_mistakes() -> dict[str, tuple[str, ...]]:
+    """Each check template's named mistakes (as drawn for one seat: the same kinds for every seat)."""
+    named = {}
+    for key, template in check.TEMPLATES.items():
+        item = template(0)
+        named[key] = (tuple(m.key for m in item.exercise.mistakes) if item.exercise is not None
+                      else tuple(m for m in item.choice_mistakes if m and m != WRONG))
+    return named
+
+
+def write_checks(store: Store, seats: dict[str, list[str]], at: float, phase: str, right: float,
+                 rng: random.Random) -> None:
+    """Every seat's check of ``phase`` (every template), a share ``right`` of the answers right, most wrong ones a
+    named mistake, written in the writer's batches."""
+    kind = CHECK_BEFORE if phase == check.BEFORE else CHECK_AFTER
+    named = _named_mistakes()
+    kinds = {key: template(0).kind for key, template in check.TEMPLATES.items()}
+    rows = []
+    for code, members in seats.items():
+        for seat in members:
+            for key in check.TEMPLATES:
+                concept, item_kind = key.split(".", 1)[0], kinds[key]
+                if rng.random() < right:
+                    outcome = CORRECT
+                elif named[key] and rng.random() < 0.7:
+                    outcome = rng.choice(named[key])
+                else:
+                    outcome = WRONG
+                rows.append(Event(code, seat, kind, at + rng.uniform(0, 60), concept, key, item_kind, outcome))
+    for n in range(0, len(rows), BATCH):
+        store.write(rows[n:n + BATCH])
 
 
 def write_lesson(store: Store, seats: dict[str, list[str]], events: int, minutes: int, start: float,
@@ -175,13 +226,19 @@ def measure(url: str, code: str, seats: dict[str, list[str]], args: argparse.Nam
     store = Store(url)
     try:
         present(store, seats, random.Random(args.seed))
-        for _ in range(args.warm_up):
+        def refresh():  # what the teacher's page reads every 2 s
             dash = store.dashboard(code)
+            if args.check:
+                store.check_results(code)
+            return dash
+
+        for _ in range(args.warm_up):
+            dash = refresh()
         statements = Statements(store)
         times = []
         for _ in range(args.repeat):
             began = time.perf_counter()
-            dash = store.dashboard(code)
+            dash = refresh()
             times.append(time.perf_counter() - began)
         statements.close()
     finally:
@@ -266,7 +323,7 @@ def run(database: str, args: argparse.Namespace, folder: Path) -> list[tuple[str
             _execute(url, "ALTER TABLE events SET (autovacuum_enabled = false)")
         code, seconds, seats = fill(store, args, random.Random(args.seed))
         store.dispose()
-        total = 2 * args.events
+        total = 2 * args.events + (2 * 2 * args.seats * len(check.TEMPLATES) if args.check else 0)
         print(f"\n== {database} ({Store(url).describe()}): filled {total:,} events of 2 classes in {seconds:.1f} s "
               f"({total / seconds:,.0f} events/s through Store.write, batches of {BATCH})")
         states: list[tuple[str, Optional[Callable[[], None]]]] = [("right after the fill", None)]
@@ -326,6 +383,8 @@ def main(argv: Optional[list[str]] = None, prog: Optional[str] = None) -> int:
     parser.add_argument("--budget-ms", type=float, default=300.0, help="the dashboard's median, in every state")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--explain", action="store_true", help="print each statement's plan")
+    parser.add_argument("--check", action="store_true",
+                        help="every seat takes the check before and after; time the dashboard and the check's results")
     args = parser.parse_args(argv)
     if not (1 <= args.seats <= 1000 and 1 <= args.minutes <= 600 and args.minutes <= args.events <= 2_000_000
             and 1 <= args.repeat <= 200 and 1 <= args.warm_up <= 50):

@@ -331,3 +331,18 @@ def test_the_checks_results_per_concept_over_the_students_who_took_both_with_sql
     assert results.mistakes == [("softmax", "shift_changes_weights", 1, 1), ("causal_mask", "mask_transposed", 0, 1),
                                 ("softmax", "sum_before_exp", 1, 0)]
     assert store.check_results(new_code()) == type(results)([], [])
+
+
+def test_a_store_created_before_the_checks_index_gets_it(store_url):
+    from sqlalchemy import inspect
+
+    first = Store(store_url)
+    first.ensure_schema()
+    with first.engine.begin() as conn:
+        conn.execute(text("DROP INDEX events_by_check"))
+    assert "events_by_check" not in {i["name"] for i in inspect(first.engine).get_indexes("events")}
+    first.dispose()
+    again = Store(store_url)
+    again.ensure_schema()
+    assert "events_by_check" in {i["name"] for i in inspect(again.engine).get_indexes("events")}
+    again.dispose()

@@ -60,40 +60,39 @@ class CheckResults:
 
 
 def check_results(conn, code: str) -> CheckResults:
-    """The class's check per concept (:class:`CheckResults`): which seats answered a concept in both phases
-    (one GROUP BY seat on the ``events_by_seat`` index), then those seats' answers right and in all per phase
-    and concept, and their named mistakes per phase (GROUP BYs over a join on that set). ~9,000 answers of 300
-    students: scripts/benchmark_load.py class-store measures it. ``conn``: a SQLAlchemy connection (the store's)."""
+    """The class's check per concept (:class:`CheckResults`), in two GROUP BYs that read the ``events_by_check``
+    index only (class, kind, page, seat, outcome): which seats answered a concept in one phase or both; then, over the
+    seats that answered it in both (a join on that set), the answers per phase, concept and outcome (a few dozen rows:
+    right, wrong and each named mistake), summed here. ~14,400 answers of 300 students: scripts/benchmark_load.py
+    class-store --check measures it. ``conn``: a SQLAlchemy connection (the store's)."""
     e = events.c
-    phases = (CHECK_BEFORE, CHECK_AFTER)
-    in_check = and_(e.class_code == code, e.kind.in_(phases))
-    both = func.count(e.kind.distinct()) == 2
+    in_check = and_(e.class_code == code, e.kind.in_((CHECK_BEFORE, CHECK_AFTER)))
     per_seat = (select(e.page, e.seat, func.count(e.kind.distinct()).label("phases"), func.max(e.kind).label("last"))
                 .where(in_check).group_by(e.page, e.seat).subquery())
-    matched = select(e.page, e.seat).where(in_check).group_by(e.page, e.seat).having(both).subquery()
-    joined = and_(e.page == matched.c.page, e.seat == matched.c.seat)
     seated = conn.execute(
         select(per_seat.c.page,
                func.sum(case((per_seat.c.phases == 2, 1), else_=0)),
                func.sum(case((and_(per_seat.c.phases == 1, per_seat.c.last == CHECK_BEFORE), 1), else_=0)),
                func.sum(case((and_(per_seat.c.phases == 1, per_seat.c.last == CHECK_AFTER), 1), else_=0)))
         .group_by(per_seat.c.page)).all()
+    matched = (select(e.page, e.seat).where(in_check).group_by(e.page, e.seat)
+               .having(func.count(e.kind.distinct()) == 2).subquery())
     answered = conn.execute(
-        select(e.kind, e.page, func.sum(case((e.outcome == CORRECT, 1), else_=0)), func.count())
-        .select_from(events.join(matched, joined)).where(in_check).group_by(e.kind, e.page)).all()
-    named = conn.execute(
-        select(e.page, e.outcome, e.kind, func.count())
-        .select_from(events.join(matched, joined))
-        .where(and_(in_check, e.outcome.not_in((CORRECT, WRONG))))
-        .group_by(e.page, e.outcome, e.kind)).all()
-    counts = {(kind, page): (int(right or 0), int(n)) for kind, page, right, n in answered}
+        select(e.kind, e.page, e.outcome, func.count())
+        .select_from(events.join(matched, and_(e.page == matched.c.page, e.seat == matched.c.seat)))
+        .where(in_check).group_by(e.kind, e.page, e.outcome)).all()
+    counts: dict[tuple[str, str], list[int]] = {}  # (kind, page) -> [right, answers]
+    mistakes: dict[tuple[str, str], list[int]] = {}  # (page, named mistake) -> [before, after]
+    for kind, page, outcome, n in answered:
+        tally = counts.setdefault((kind, page), [0, 0])
+        tally[0] += int(n) if outcome == CORRECT else 0
+        tally[1] += int(n)
+        if outcome not in (CORRECT, WRONG):
+            mistakes.setdefault((page, outcome), [0, 0])[0 if kind == CHECK_BEFORE else 1] += int(n)
     concepts = []
     for page, students, before_only, after_only in seated:
         (b_right, b_n), (a_right, a_n) = counts.get((CHECK_BEFORE, page), (0, 0)), counts.get((CHECK_AFTER, page), (0, 0))
         concepts.append(CheckConcept(page, int(students or 0), int(before_only or 0), int(after_only or 0),
                                      b_right, b_n, a_right, a_n))
-    mistakes: dict[tuple[str, str], list[int]] = {}
-    for page, outcome, kind, n in named:
-        mistakes.setdefault((page, outcome), [0, 0])[0 if kind == CHECK_BEFORE else 1] += int(n)
     return CheckResults(concepts, sorted(((p, o, b, a) for (p, o), (b, a) in mistakes.items()),
                                          key=lambda row: (-row[3], -row[2], row[0], row[1])))

@@ -70,6 +70,8 @@ events = Table(
     Index("events_by_stage", "class_code", "kind", "page", "stage", "outcome", "first_try"),
     Index("events_by_minute", "class_code", "kind", "minute", "outcome"),
     Index("events_by_seat", "class_code", "kind", "page", "seat"),
+    # The check before / after (store/checks.py): its GROUP BYs and join read this index only.
+    Index("events_by_check", "class_code", "kind", "page", "seat", "outcome"),
     # PostgreSQL: an index-only scan reads a table page too unless the visibility map marks it all-visible, and only
     # VACUUM sets that. Autovacuum vacuums an insert-only table after inserts of 20 % of its rows by default
     # (autovacuum_vacuum_insert_scale_factor 0.2): in a store holding a week of classes, never during a lesson, so

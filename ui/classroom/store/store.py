@@ -234,6 +234,10 @@ class Store:
                 return
             try:
                 metadata.create_all(self.engine, checkfirst=True)
+                # an index added since the store was created (create_all creates missing tables, not their indexes)
+                with self.engine.begin() as conn:
+                    for index in events.indexes:
+                        index.create(conn, checkfirst=True)
             except SQLAlchemyError:
                 # Two replicas creating the same tables at once: one wins, the other finds them on the second look.
                 try:
