@@ -6,6 +6,8 @@ blocked instead of the future). Shapes: a row of T = 4 scores.
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from attention_core import practice
@@ -43,9 +45,7 @@ def weight(seed: int) -> Item:
                                          rf"e^{{a_{{{row + 1},l}}}}}}", f"a_{{{row + 1}}}",
                                          trace.masked_scores.tolist(), row, col, answer, unmasked=scores.tolist(),
                                          by_column=False, predict=False)
-    exercise = practice.Exercise(exercise.lhs, exercise.formula,
-                                 (practice.vector(f"a_{{{row + 1}}}", scores[row].tolist()),), answer,
-                                 exercise.mistakes)
+    exercise = dataclasses.replace(exercise, inputs=(practice.vector(f"a_{{{row + 1}}}", scores[row].tolist()),))
     seen = scores[row, :row + 1].tolist()
     exps = " + ".join(f"e^{{{number(a)}}}" for a in seen)
     return Item(f"{CONCEPT}.weight", CONCEPT, PROCEDURAL,

@@ -7,6 +7,8 @@ Named mistakes: ``head_dim_times`` (d_model × num_heads for head_dim), ``no_sca
 
 from __future__ import annotations
 
+import dataclasses
+
 from attention_core import practice
 from attention_core.check.items import (
     PROCEDURAL,
@@ -62,8 +64,7 @@ def scale(seed: int) -> Item:
     exercise = practice.scale_exercise("a^{(2)}_{1,3}", r"\frac{q^{(2)}_{1} \cdot k^{(2)}_{3}}{\sqrt{d_{head}}}",
                                        "s", score, width, answer, d_name="head_dim", d_latex="d_{head}",
                                        d_model=d_model, dot=(("q^{(2)}_{1}", q), ("k^{(2)}_{3}", k)))
-    exercise = practice.Exercise(exercise.lhs, exercise.formula, exercise.inputs + (f"d_{{model}} = {d_model}",),
-                                 answer, exercise.mistakes)
+    exercise = dataclasses.replace(exercise, inputs=exercise.inputs + (f"d_{{model}} = {d_model}",))
     return Item(f"{CONCEPT}.scale", CONCEPT, PROCEDURAL,
                 Message(N_("In head 2 of {h} (d_model = {d}), query 1 and key 3 are below. Give their scaled score."),
                         h=d_model // width, d=d_model), exercise,

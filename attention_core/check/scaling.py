@@ -6,6 +6,7 @@ Named mistakes: ``no_scale`` (s itself, or the softmax of unscaled scores), ``sc
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
@@ -67,9 +68,7 @@ def weight(seed: int) -> Item:
     exercise = practice.softmax_exercise(r"\alpha_{1,1}", r"\frac{e^{a_{1,1}}}{e^{a_{1,1}} + e^{a_{1,2}}}",
                                          "a_{1}", scaled, 0, 0, answer, unscaled=row.tolist(), d=d_k,
                                          by_column=False, predict=False)
-    exercise = practice.Exercise(exercise.lhs, exercise.formula,
-                                 (practice.vector("s_{1}", row[0].tolist()), f"d_k = {d_k}"), answer,
-                                 exercise.mistakes)
+    exercise = dataclasses.replace(exercise, inputs=(practice.vector("s_{1}", row[0].tolist()), f"d_k = {d_k}"))
     return Item(f"{CONCEPT}.weight", CONCEPT, PROCEDURAL,
                 Message(N_("Query 1 has the scores s_1 below against two keys. Scale them by √d_k, then give key 1's "
                            "weight after the softmax.")), exercise,

@@ -6,6 +6,8 @@ Named mistakes: ``softmax_column`` (normalised down the column), ``sum_before_ex
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from attention_core import practice
@@ -42,9 +44,8 @@ def weight(seed: int) -> Item:
     exercise = practice.softmax_exercise(rf"\alpha_{{1,{col + 1}}}",
                                          rf"\frac{{e^{{a_{{1,{col + 1}}}}}}}{{\sum_l e^{{a_{{1,l}}}}}}",
                                          "a_{1}", scores.tolist(), 0, col, answer, predict=False)
-    exercise = practice.Exercise(exercise.lhs, exercise.formula,
-                                 (practice.vector("a_{1}", scores[0].tolist()),
-                                  practice.vector("a_{2}", scores[1].tolist())), answer, exercise.mistakes)
+    exercise = dataclasses.replace(exercise, inputs=(practice.vector("a_{1}", scores[0].tolist()),
+                                                     practice.vector("a_{2}", scores[1].tolist())))
     row = scores[0].tolist()
     exps = " + ".join(f"e^{{{number(a)}}}" for a in row)
     return Item(f"{CONCEPT}.weight", CONCEPT, PROCEDURAL,

@@ -124,14 +124,14 @@ def fill(store: Store, args: argparse.Namespace, rng: random.Random) -> tuple[st
     return classes[0], seconds, seats
 
 
-def _named_mistakes() -> dict[str, tuple[str, ...]]:
-    """Each check template's named mistakes (as drawn for one seat: the same kinds for every seat)."""
-    named = {}
+def _kinds_and_mistakes() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Each check template's kind and named mistakes (as drawn for one seat: the same for every seat)."""
+    found = {}
     for key, template in check.TEMPLATES.items():
         item = template(0)
-        named[key] = (tuple(m.key for m in item.exercise.mistakes) if item.exercise is not None
+        found[key] = (item.kind, tuple(m.key for m in item.exercise.mistakes) if item.exercise is not None
                       else tuple(m for m in item.choice_mistakes if m and m != WRONG))
-    return named
+    return found
 
 
 def write_checks(store: Store, seats: dict[str, list[str]], at: float, phase: str, right: float,
@@ -139,17 +139,16 @@ def write_checks(store: Store, seats: dict[str, list[str]], at: float, phase: st
     """Every seat's check of ``phase`` (every template), a share ``right`` of the answers right, most wrong ones a
     named mistake, written in the writer's batches."""
     kind = CHECK_BEFORE if phase == check.BEFORE else CHECK_AFTER
-    named = _named_mistakes()
-    kinds = {key: template(0).kind for key, template in check.TEMPLATES.items()}
+    drawn = _kinds_and_mistakes()
     rows = []
     for code, members in seats.items():
         for seat in members:
             for key in check.TEMPLATES:
-                concept, item_kind = key.split(".", 1)[0], kinds[key]
+                concept, (item_kind, named) = key.split(".", 1)[0], drawn[key]
                 if rng.random() < right:
                     outcome = CORRECT
-                elif named[key] and rng.random() < 0.7:
-                    outcome = rng.choice(named[key])
+                elif named and rng.random() < 0.7:
+                    outcome = rng.choice(named)
                 else:
                     outcome = WRONG
                 rows.append(Event(code, seat, kind, at + rng.uniform(0, 60), concept, key, item_kind, outcome))
