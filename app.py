@@ -14,7 +14,7 @@ from attention_core import registry
 from attention_core.inputs.presets import PRESETS
 from attention_core.settings import LANGUAGES, PALETTES
 from ui import layout, presenter, runtime, state, widgets
-from ui.classroom import class_live, teacher
+from ui.classroom import class_banner, class_live, teacher
 from ui.i18n import _
 
 runtime.tune_server()  # once per process: cheap garbage collection, no Nagle delay (ui/runtime.py)
@@ -62,7 +62,7 @@ with runtime.one_run_at_a_time():
                           "numbers ≥ 0. The numbers stay written in the cells."))
         state.bind(st.toggle, _("Every chart as a table too"), "tables",
                    help=_("A table of the same numbers under each chart: for screen readers and for copying."))
-    class_live.sidebar(current, on_class_page=current == registry.YOUR_CLASS.key)
+    class_banner.sidebar(current, on_class_page=current == registry.YOUR_CLASS.key)
 
     # The URL always holds the current state: copying it shares exactly these numbers (the page's body writes it,
     # ui/page_body.py, and says so when the edits are too large for it).
@@ -77,7 +77,7 @@ with runtime.one_run_at_a_time():
     presenter.apply()
     locked_note = st.empty()  # filled after the page: the settings a teacher's link fixed, by their labels
 
-    class_live.banner(current)
+    class_banner.banner(current)
     class_live.opened(current)  # before the page: a page may st.stop()
     try:
         page.run()

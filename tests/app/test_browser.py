@@ -1104,7 +1104,7 @@ CLASS_PRACTICE = "preset=seed000&stage=scaled_scores&entry_row=1&entry_col=3"
 #: (ui.classroom.store.writer.INTERVAL_S), the page's live part runs every 2 s (ui/class_dashboard.REFRESH_S).
 TEACHER_SEES_MS = 3_000
 #: A student's banner shows the teacher's "Bring the class here" within this (ms): it looks every 10 s
-#: (ui/class_live.BANNER_EVERY_S), and its run takes a moment.
+#: (ui/class_banner.BANNER_EVERY_S), and its run takes a moment.
 BANNER_SEES_MS = 12_500
 
 

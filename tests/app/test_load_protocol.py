@@ -18,7 +18,7 @@ from typing import AsyncIterator
 
 import pytest
 
-from ui.classroom import class_dashboard, class_live
+from ui.classroom import class_banner, class_dashboard
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))  # the benchmarks' package (scripts/load/)
@@ -366,7 +366,7 @@ def test_an_answer_is_one_rerun_and_the_class_records_every_answer(class_server)
         return banner, refresh, sent, recorded, dash, info, shown, student.exceptions + teacher.exceptions
 
     banner, refresh, sent, recorded, dash, info, shown, exceptions = asyncio.run(lesson())
-    assert banner == [class_live.BANNER_EVERY_S] and refresh == [class_dashboard.REFRESH_S]
+    assert banner == [class_banner.BANNER_EVERY_S] and refresh == [class_dashboard.REFRESH_S]
     assert recorded == sent == 3 and shown == "3"
     assert dash.practice == [("self_attention", "scores", 3, 1, 0)] and (info.dropped, info.rate_limited) == (0, 0)
     assert exceptions == [] and server.tracebacks() == []

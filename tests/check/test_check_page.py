@@ -125,3 +125,38 @@ def test_in_a_class_the_outcomes_reach_the_store_and_the_teacher_sees_the_gain(u
     table = next(d.value for d in teacher.dataframe if "normalised gain" in d.value.columns)
     # before 5/8 = 62.5 %, after 100 %: gain (1 − 0.625) / (1 − 0.625) = +1.00
     assert list(table.iloc[0]) == ["Causal mask", "+1.00", "62%", "100%", 2]
+
+
+def test_a_class_started_with_the_check_sends_joining_students_to_it_and_check_now_sends_the_check_after(url):
+    teacher = AppTest.from_file(APP, default_timeout=120).run()
+    teacher.toggle(key="class_start_check").set_value(True).run()
+    teacher.button(key="class_start").click().run()
+    assert not teacher.exception, teacher.exception
+    code = teacher.session_state["class_member"].code
+    info = Store(url).info(code)
+    assert info.follow_link == "page=check&check.phase=before&check.concept=all"
+
+    student = AppTest.from_file(APP, default_timeout=120)
+    student.query_params["class"] = code
+    student.run()
+    assert any("Check your understanding" in m.value for m in student.markdown), "the banner names the check"
+    student.button(key="class_follow").click().run()
+    assert not student.exception, student.exception
+    settings = student.session_state["settings"].check
+    assert (settings.phase, settings.concept) == ("before", "all")
+    assert any(b.label == "Hand in" for b in student.button)
+
+    teacher.switch_page("app_pages/your_class.py").run()
+    sent = [c.value for c in teacher.caption if c.value.startswith("Sent at")]
+    assert sent and "the check before the lesson (Every concept (24 items))" in sent[0]
+    assert any("send the check after" in c.value for c in teacher.caption), "ending now would leave no gain: said"
+    teacher.selectbox(key="class_check_concept").set_value("softmax").run()
+    teacher.button(key="class_check_after").click().run()
+    assert Store(url).info(code).follow_link == "page=check&check.phase=after&check.concept=softmax"
+    assert not any("send the check after" in c.value for c in teacher.caption)
+
+
+def test_a_class_started_without_the_check_sends_nobody_anywhere(url):
+    teacher = AppTest.from_file(APP, default_timeout=120).run()
+    teacher.button(key="class_start").click().run()
+    assert Store(url).info(teacher.session_state["class_member"].code).follow_link is None

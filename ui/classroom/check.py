@@ -262,6 +262,26 @@ def teacher_controls(code: str) -> None:
                   on_click=push_check, args=(check.BEFORE, concept))
     after.button(_("Check now (after the lesson)"), key="class_check_after", icon=":material/quiz:", type="primary",
                  on_click=push_check, args=(check.AFTER, concept))
+    sent = last_sent(code)
+    if sent is not None:
+        phase, concept, at = sent
+        st.caption(_("Sent at {time}: the check {phase} ({concept}). Students who join now find it in their banner.",
+                     time=time.strftime("%H:%M", time.localtime(at)), phase=phase_title(phase),
+                     concept=concept_titles().get(concept, concept)))
+
+
+def last_sent(code: str) -> Optional[tuple[str, str, float]]:
+    """The check the class was last sent to, as (phase, concept, when), if the teacher's last push was a check."""
+    try:
+        info = class_live.class_info(code)
+    except StoreError:
+        return None
+    if info is None or not info.follow_link or info.follow_at is None:
+        return None
+    params = dict(urllib.parse.parse_qsl(info.follow_link))
+    if params.get("page") != registry.CHECK_PAGE.key:
+        return None
+    return params.get("check.phase", check.BEFORE), params.get("check.concept", ALL), info.follow_at
 
 
 def gain_rows(results) -> pd.DataFrame:

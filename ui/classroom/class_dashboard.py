@@ -19,6 +19,7 @@ import pandas as pd
 import streamlit as st
 
 from attention_core import practice, registry
+from attention_core.check import BEFORE
 from ui import charts, widgets
 from ui.classroom import check, class_live
 from ui.classroom.store.store import CONNECTED_S, CORRECT, WRONG, CheckResults, Dashboard, StoreError
@@ -245,6 +246,10 @@ def _after_the_lesson(seat: class_live.Member) -> None:
     end, remove = st.columns(2)
     with end.popover(_("End the class"), icon=":material/door_front:"):
         st.markdown(_("Students see that the class has ended and nothing more is recorded. The numbers stay here."))
+        sent = check.last_sent(seat.code)
+        if sent is not None and sent[0] == BEFORE:
+            st.caption(_("You sent the check before the lesson: send the check after (**Check now**) and let your "
+                         "students hand it in first, or the class's gain stays empty."))
         st.button(_("End the class now"), key="class_end", on_click=class_live.end_class, type="primary")
     with remove.popover(_("Delete the class"), icon=":material/delete:"):
         st.markdown(_("Deletes the class and everything it recorded, at once. This cannot be undone."))

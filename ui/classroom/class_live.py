@@ -1,6 +1,6 @@
-"""A class, live: a student's seat in a class, what it records, and the links and banners around it.
+"""A class, live: a student's seat in a class, what it records, the class's links and the teacher's actions on it.
 
-A teacher starts a class from the sidebar (:func:`sidebar`): a random class code and a secret teacher key
+A teacher starts a class from the sidebar (``ui.classroom.class_banner``): a random class code and a secret teacher key
 (``ui.classroom.store``). The students' link is ``?class=CODE``; opening it gives the session an anonymous seat (a random
 id, kept in the link as ``seat=``, so a student moved to another replica or reloading keeps it). The teacher's link
 holds ``teacher=KEY`` instead and opens the page *Your class* (``ui/classroom/class_dashboard.py``).
@@ -28,8 +28,7 @@ from typing import Any, Callable, Optional
 
 import streamlit as st
 
-from attention_core import practice, registry
-from attention_core.classroom import share
+from attention_core import practice
 from attention_core.errors import N_
 from ui import state
 from ui.classroom.store.store import (
@@ -53,10 +52,9 @@ ENV_URL, ENV_DATA, ENV_RETENTION = ("ATTENTION_EXPLORER_CLASS_STORE", "ATTENTION
                                     "ATTENTION_EXPLORER_CLASS_RETENTION_DAYS")
 #: Classes older than this are deleted with everything they recorded (days), unless the host sets another.
 RETENTION_DAYS = 7.0
-#: How often a student's banner looks for the teacher's news (seconds): "Bring the class here", the class's end.
-BANNER_EVERY_S = 10.0
-#: Settings of a student's own view that "Bring the class here" leaves alone (the numbers and the step are pushed).
-PERSONAL = frozenset({"language", "presenter", "palette", "tables", "practice", "locked"})
+#: The sidebar's switch "Check before and after" (``ui.classroom.class_banner``): a class started with it is sent to the
+#: check before at once.
+START_WITH_CHECK = "class_start_check"
 #: How long a class's state read from the store is shared by every session of the process (seconds).
 INFO_TTL_S = 2.0
 
@@ -64,10 +62,6 @@ _MEMBER = "class_member"
 _LIMIT = "class_rate_limit"
 _LAST = "class_last"  # {"page": key, "step": (page, stage)}: what was recorded last, so a rerun records nothing new
 _MESSAGES = "class_messages"
-# {"seen": follow_at handled, "toasted": follow_at told in a toast, "back": (page key, state.snapshot()) before
-# following}. Not the Follow button's key ("class_follow"): Streamlit keeps a widget's value in session state under
-# its key, and the memo became a bool.
-_FOLLOW = "class_follow_memo"
 
 
 @dataclass(frozen=True)
@@ -279,6 +273,15 @@ def answered(key: tuple, verdict: practice.Grade, attempts: int) -> None:
     record("answer", page, stage, f"{row},{col},{head}", outcome, first_try=attempts == 1)
 
 
+def present(current: str) -> None:
+    """Tell the teacher this student's seat is here, on page ``current`` (at the step recorded last on it)."""
+    seat = member()
+    if seat is None or seat.teacher:
+        return
+    step = st.session_state.get(_LAST, {}).get("step", ("", ""))
+    _seen(seat, current, step[1] if step[0] == current else "")
+
+
 def _seen(seat: Member, page: str, stage: str) -> None:
     _store, writer, _why = live()
     if writer is not None:
@@ -326,142 +329,9 @@ def teachers_link(seat: Member) -> str:
     return _base_url() + "?" + urllib.parse.urlencode({"class": seat.code, "teacher": seat.teacher_key})
 
 
-def bring_here(current: str) -> None:
-    """Push this teacher's page and settings (a link without any class parameter) to the class."""
-    seat = member()
-    store, _writer, _why = live()
-    if seat is None or not seat.teacher or store is None:
-        return
-    params, _complete = share.encode(state.settings(), state.edits())
-    numbers = {k: v for k, v in params.items() if k not in PERSONAL}  # the student keeps their own language, view
-    link = urllib.parse.urlencode({"page": current, **numbers})
-    try:
-        store.push_link(seat.code, link)
-    except (StoreError, ValueError) as error:
-        say(_("The class store is unreachable ({why}): the class was not brought here.", why=str(error)))
-        return
-    _info.clear()
-    st.toast(_("Sent: your students see a banner with Follow."), icon=":material/campaign:")
-
-
 def refresh_info() -> None:
     """Read the class's state from the store again on the next look (after the teacher changed it)."""
     _info.clear()
-
-
-def _page_for(key: str):
-    return registry.BY_KEY.get(key)
-
-
-def _follow(link: str, at: float, current: str) -> None:
-    """Follow the teacher's link: remember this session's own page, settings and edits, then take the link's."""
-    memo = st.session_state.setdefault(_FOLLOW, {})
-    memo["seen"] = at
-    memo["back"] = (current, state.snapshot())
-    params = dict(urllib.parse.parse_qsl(link))
-    page = _page_for(params.pop("page", ""))
-    mine = state.settings()
-    state.apply_link(params)
-    state.update(**{field: mine.get(field) for field in PERSONAL})  # their language and view, as before
-    st.switch_page(f"app_pages/{(page or registry.OVERVIEW).file}")
-
-
-def _back() -> None:
-    memo = st.session_state.setdefault(_FOLLOW, {})
-    current, saved = memo.pop("back")
-    state.restore(saved)
-    page = _page_for(current)
-    st.switch_page(f"app_pages/{(page or registry.OVERVIEW).file}")
-
-
-def _dismiss(at: float) -> None:
-    st.session_state.setdefault(_FOLLOW, {})["seen"] = at
-
-
-# ---------------------------------------------------------------- what the session sees
-
-_ENDED = "class_ended"  # the code of a class that ended while this session was in it
-
-
-def sidebar(current: str, on_class_page: bool) -> None:
-    """The sidebar's class panel: start a class; the teacher's links and "Bring the class here"; a student's seat."""
-    seat = member()
-    with st.sidebar.expander(_("A class, live"), icon=":material/groups:", expanded=seat is not None):
-        if seat is None:
-            st.caption(_("Start a class: your students open its link, and the page *Your class* shows you where they "
-                         "are and which mistakes they make. No accounts, no names."))
-            st.button(_("Start a class"), key="class_start", on_click=start_class, icon=":material/group_add:")
-        elif seat.teacher:
-            st.markdown(_("**Class {code}**: you are its teacher.", code=seat.code))
-            st.caption(_("The students' link (share this one):"))
-            st.code(students_link(seat.code), language=None, wrap_lines=True)
-            if not on_class_page:
-                st.page_link("app_pages/your_class.py", label=_("Your class"), icon=":material/monitoring:")
-                st.button(_("Bring the class here"), key="class_bring", on_click=bring_here, args=(current,),
-                          icon=":material/campaign:",
-                          help=_("Sends this page and its settings to your students: they see a banner with Follow "
-                                 "(never forced; their own numbers stay one click away)."))
-            st.caption(_("Your address bar holds your teacher key: bookmark it to come back, and never share it."))
-        else:
-            st.caption(_("You are in class {code}: your teacher sees the class's answers, not your name.",
-                         code=seat.code))
-            if st.button(_("Leave the class"), key="class_leave_sidebar", icon=":material/logout:"):
-                leave()
-                st.rerun()
-
-
-def banner(current: str) -> None:
-    """Above a student's page: the class line, the teacher's "Bring the class here", the class's end.
-    Looks again every :data:`BANNER_EVERY_S` seconds (a fragment), which also tells the teacher the seat is here."""
-    seat = member()
-    if seat is not None and not seat.teacher:
-        _banner(current)
-    elif st.session_state.get(_ENDED):
-        _ended_note()
-
-
-def _ended_note() -> None:
-    st.info(_("Class {code} has ended. Thank you! Nothing more is recorded; the pages work as always.",
-              code=st.session_state[_ENDED]), icon=":material/door_front:")
-
-
-@st.fragment(run_every=BANNER_EVERY_S)
-def _banner(current: str) -> None:
-    seat = member()
-    if seat is None or seat.teacher:
-        return
-    try:
-        info = class_info(seat.code)
-    except StoreError:
-        info = ClassInfo(seat.code, 0.0, None, None, None, 0, 0)  # the student sees nothing wrong
-    if info is None or info.ended:
-        st.session_state[_ENDED] = seat.code
-        leave()
-        state.write_link()
-        _ended_note()
-        return
-    step = st.session_state.get(_LAST, {}).get("step", ("", ""))
-    _seen(seat, current, step[1] if step[0] == current else "")
-    memo = st.session_state.setdefault(_FOLLOW, {})
-    if info.follow_link and info.follow_at and info.follow_at > memo.get("seen", 0.0):
-        params = dict(urllib.parse.parse_qsl(info.follow_link))
-        page = _page_for(params.get("page", ""))
-        news = _(":material/campaign: Your teacher brings the class to **{page}**.",
-                 page=_(page.title) if page else _("Overview"))
-        if memo.get("toasted") != info.follow_at:  # once per push: the banner is at the page's top, out of sight
-            memo["toasted"] = info.follow_at  # of a student who scrolled down to answer; a toast is seen anywhere
-            st.toast(news, duration="long")
-        with st.container(border=True):
-            st.markdown(news)
-            follow, stay = st.columns(2)
-            if follow.button(_("Follow"), key="class_follow", type="primary", icon=":material/arrow_forward:",
-                             help=_("Opens the teacher's page and numbers; yours stay one click away.")):
-                _follow(info.follow_link, info.follow_at, current)
-            stay.button(_("Stay here"), key="class_stay", on_click=_dismiss, args=(info.follow_at,))
-    elif "back" in memo:
-        if st.button(_("Back to where you were"), key="class_back", icon=":material/undo:",
-                     help=_("Your page, settings and edits from before you followed your teacher.")):
-            _back()
 
 
 def _as_teacher(action: Callable[[Store, str], None], failed: str) -> Optional[Member]:
