@@ -13,6 +13,7 @@ each language gets its own cached spec.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Callable, Optional, Sequence
 
 import altair as alt
@@ -437,9 +438,14 @@ def answers_over_time(minutes: Sequence[int], verdicts: Sequence[str], answers: 
 
 
 @builds.spec
+def percent(share: float) -> str:
+    """A share in [0, 1] as a whole percentage, halves rounded up (5 of 8 is "63%"), as every table and chart of the
+    class's shares writes it."""
+    return f"{math.floor(share * 100 + 0.5):d}%"
+
+
 def _before_after_spec(x_title: str, y_title: str, series_title: str, domain: tuple[str, str], labels: tuple[str, ...],
                        scale: float = 1.0) -> dict:
-    rows = len(labels)
     # in the order given (teaching order), each label whole
     # no axis title (the labels say it): on a 390 px phone every pixel goes to the bars
     y = alt.Y("label:N", sort=list(labels), title=None, axis=alt.Axis(labelLimit=260 * scale))
@@ -452,9 +458,12 @@ def _before_after_spec(x_title: str, y_title: str, series_title: str, domain: tu
         y=y, yOffset=offset, color=colour,
         tooltip=[alt.Tooltip("label:N", title=y_title), alt.Tooltip("check:N", title=series_title),
                  alt.Tooltip("share:Q", title=x_title, format=".0%")])
+    # the number as the table beside the chart writes it (percent(): Vega's ".0%" rounds 62.5 % up, Python's down)
     text = alt.Chart().mark_text(align="left", dx=4 * scale, fontSize=presenter.font_px(14, scale)).encode(
-        x="share:Q", y=y, yOffset=offset, text=alt.Text("share:Q", format=".0%"))
-    return _finish(alt.layer(bars, text).properties(height=max(120, 56 * rows) * scale), scale)
+        x="share:Q", y=y, yOffset=offset, text="text:N")
+    # sized in steps, one per concept: a fixed height holds the legend above the plot too, and one concept's bars were
+    # squeezed to nothing (0.25 px) in it
+    return _finish(alt.layer(bars, text).properties(height=alt.Step(28 * scale)), scale)
 
 
 def before_after(labels: Sequence[str], before: Sequence[float], after: Sequence[float], *, key: str, x_title: str,
@@ -464,6 +473,7 @@ def before_after(labels: Sequence[str], before: Sequence[float], after: Sequence
     n = len(labels)
     df = pd.DataFrame({"i": list(range(n)) * 2, "label": list(labels) * 2, "check": [domain[0]] * n + [domain[1]] * n,
                        "share": [float(v) for v in before] + [float(v) for v in after]})
+    df["text"] = [percent(v) for v in df["share"]]
     _show(df, _before_after_spec(x_title, y_title, series_title, domain, tuple(labels), presenter.scale()), key,
           width="stretch")
     if state.settings().tables:

@@ -324,8 +324,8 @@ def gain_view(code: str) -> None:
     st.dataframe(pd.DataFrame({  # the gain right after the concept: what a phone shows without scrolling
         _("concept"): shown["concept"],
         _("normalised gain"): ["–" if g is None or pd.isna(g) else f"{g:+.2f}" for g in shown["gain"]],
-        _("right before"): [f"{v:.0%}" for v in shown["before"]],
-        _("right after"): [f"{v:.0%}" for v in shown["after"]],
+        _("right before"): [charts.percent(v) for v in shown["before"]],
+        _("right after"): [charts.percent(v) for v in shown["after"]],
         _("students (both)"): shown["students"],
     }), hide_index=True, width="stretch")
     st.caption(_("Normalised gain = (after − before) / (1 − before) (Hake 1998): the share of what was left to learn "
