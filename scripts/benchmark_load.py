@@ -101,6 +101,12 @@ host is refused), every loop is bounded by ``--duration`` and per-run timeouts, 
 stops the servers it started. Measure on an otherwise idle machine: the simulated students share
 the 2 cores with the server.
 
+- ``class-check`` (not in the default run; scripts/load/class_check.py): a class started with *Check before and
+  after*, ``--students`` students open the check (24 items drawn for their seat) within a second and hand it in
+  0.2-1 x ``--interval`` s later, then the check after once the teacher sends it; the teacher's page refreshing every
+  2 s. Budgets: a hand-in's p95 <= 3 x the floor, drawing a check <= 50 ms and grading an answer <= 20 ms (in
+  process), every answer in the store (``--class-store`` as class-live's).
+
 - ``model``, ``modern-lm`` (scripts/load/model.py, scripts/load/modern_lm.py): the model pages' first load, memory and
   computations in one process, and the page under AppTest; their targets are in ``--help``.
 - ``stepper`` (scripts/load/stepper.py): what the step-through element is sent, page by page (size, build time).
@@ -130,7 +136,7 @@ import sys
 from typing import Optional
 
 #: The scenarios that run on the server (or in Chromium), several in one command.
-SCENARIOS = ("single", "class", "browser", "training", "long", "class-live", "class-steps", "profile")
+SCENARIOS = ("single", "class", "browser", "training", "long", "class-live", "class-steps", "class-check", "profile")
 
 #: The benchmarks that are one process of their own, without a server: the first word, then their own options.
 ON_THEIR_OWN = {"model": "load.model", "modern-lm": "load.modern_lm", "stepper": "load.stepper",
@@ -156,6 +162,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 def run_scenarios(argv: list[str]) -> int:
     from load.against import run_browser_against, run_class_against, run_single_against
     from load.browser import BROWSER_PAGES, run_browser
+    from load.class_check import run_class_check
     from load.class_live import run_class_live
     from load.class_steps import run_class_steps
     from load.classroom import run_class
@@ -225,6 +232,8 @@ def run_scenarios(argv: list[str]) -> int:
                         help="class-live: the teacher's dashboard refresh p95 under this")
     parser.add_argument("--in-class", action="store_true",
                         help="class-steps: the students join a class (the element reports the step reached)")
+    parser.add_argument("--check-factor", type=float, default=3.0,
+                        help="class-check: a hand-in's p95 at most this times the one-widget floor's median")
     parser.add_argument("--class-store", choices=("sqlite", "postgresql"), default="sqlite",
                         help="class-live: the temporary class store of the server started here")
     parser.add_argument("--class-store-url",
@@ -251,7 +260,9 @@ def run_scenarios(argv: list[str]) -> int:
         parser.error("bounded load: 1-300 students, duration up to 900 s, 1-200 clicks, a watch share of 0-1, "
                      "1-5000 words, 1-20 opens, 1-4 rounds, 0-50 profiled browser clicks, a throttle of 1-20")
     runners = {"single": run_single, "class": run_class, "browser": run_browser, "training": run_training,
-               "long": run_long, "class-live": run_class_live, "class-steps": run_class_steps, "profile": run_profile}
+               "long": run_long, "class-live": run_class_live, "class-steps": run_class_steps,
+               "class-check": run_class_check,
+               "profile": run_profile}
     scenarios = args.scenarios or ["single", "class", "browser"]  # training, long, class-live, class-steps, profile:
     # not by default
     alone = [name for name in scenarios if name in ON_THEIR_OWN]

@@ -193,7 +193,7 @@ class Student:
                 elif etype == "bidi_component":
                     self.elements[element.bidi_component.component_name] = (element.bidi_component,
                                                                             msg.delta.fragment_id)
-                elif etype in ("number_input", "selectbox", "button", "text_input", "checkbox"):
+                elif etype in ("number_input", "selectbox", "button", "text_input", "checkbox", "radio"):
                     proto = getattr(element, etype)
                     key = proto.id.split("-", 2)[-1]
                     widgets[key] = (etype, proto, msg.delta.fragment_id)

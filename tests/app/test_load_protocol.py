@@ -372,6 +372,26 @@ def test_an_answer_is_one_rerun_and_the_class_records_every_answer(class_server)
     assert exceptions == [] and server.tracebacks() == []
 
 
+def test_the_class_check_scenario_follows_the_banner_hands_the_check_in_and_the_store_holds_every_answer(
+        class_server):
+    """scripts/load/class_check.py on the class server (1 student, no floor, no budget): a class started with *Check
+    before and after*; the student follows the banner to the check before, hands in its 24 answers as the browser
+    submits a form (the verdicts come back), follows the teacher's *Check now* to the check after and hands that in;
+    the teacher's page refreshed meanwhile; the store holds the 48 answers."""
+    import argparse
+
+    from load import class_check
+
+    server, url = class_server
+    args = argparse.Namespace(students=1, interval=0.2, seed=0)
+    result = class_check.Result()
+    code = asyncio.run(class_check._class(server.url, args, result))
+    assert (len(result.opened), len(result.handed), result.answers) == (2, 2, 48)
+    assert result.refresh, "the teacher's page refreshed"
+    assert class_check.recorded(url, code, 48) == 48
+    assert result.exceptions == result.failed == [] and server.tracebacks() == []
+
+
 def test_the_class_live_scenario_runs_end_to_end(capsys):
     """The whole scenario with 2 students for 3 s per configuration (budgets out of the way: speed is measured by the
     benchmark on a quiet machine, not by tests): the floor, both configurations, the teacher's refreshes, every
