@@ -25,6 +25,7 @@ from ui.classroom.store.store import CHECK_AFTER, CHECK_BEFORE, Event, StoreErro
 from ui.i18n import _
 
 _ITEMS = "check_items"  # (seat, phase, concept) -> the items drawn (one check of 24 items: ~25 ms to draw)
+_PROBLEMS = "check_problems"  # answer key -> the message under it, from the last hand-in
 _RESULTS = "check_results"  # (seat, phase, concept) -> [(item, outcome, answer shown)] of the last hand-in
 
 
@@ -104,6 +105,7 @@ def take() -> None:
 
 
 def _form(drawn: tuple[check.Item, ...], phase: str, concept: str, seat_id: str, in_class: bool) -> None:
+    problems = st.session_state.get(_PROBLEMS, {})
     with st.form(key=f"check_form_{phase}_{concept}", enter_to_submit=False, border=False):
         for n, item in enumerate(drawn):
             _question(n, item)
@@ -113,11 +115,11 @@ def _form(drawn: tuple[check.Item, ...], phase: str, concept: str, seat_id: str,
             else:
                 st.radio(_("Your answer"), options=range(len(item.choices)), index=None, key=key,
                          format_func=[_(choice) for choice in item.choices].__getitem__)
-            if key in st.session_state.get("check_problems", {}):
-                st.error(widgets.message_markdown(st.session_state["check_problems"][key]), icon=":material/edit:")
-        handed = st.form_submit_button(_("Hand in"), type="primary", icon=":material/done_all:")
-    if handed:
-        _hand_in(drawn, phase, concept, seat_id, in_class)
+            if key in problems:
+                st.error(widgets.message_markdown(problems[key]), icon=":material/edit:")
+        # graded in the button's callback, before the run: the run that follows draws the verdicts (one run, not two)
+        st.form_submit_button(_("Hand in"), type="primary", icon=":material/done_all:", on_click=_hand_in,
+                              args=(drawn, phase, concept, seat_id, in_class))
 
 
 def _question(n: int, item: check.Item) -> None:
@@ -128,6 +130,9 @@ def _question(n: int, item: check.Item) -> None:
 
 
 def _hand_in(drawn, phase: str, concept: str, seat_id: str, in_class: bool) -> None:
+    """*Hand in*'s callback: grade every answer of the form; a missing or unreadable one puts its message under its
+    item (every answer typed stays in the form); else the verdicts are kept for the run to draw, and in a class the
+    outcomes are recorded."""
     problems, graded = {}, []
     for item in drawn:
         key = _answer_key(phase, concept, item)
@@ -141,13 +146,12 @@ def _hand_in(drawn, phase: str, concept: str, seat_id: str, in_class: bool) -> N
             problems[key] = error.message
             continue
         graded.append((item, outcome, str(given) if item.kind == check.PROCEDURAL else _(item.choices[given])))
-    st.session_state["check_problems"] = problems
+    st.session_state[_PROBLEMS] = problems
     if problems:
-        st.rerun()  # each problem under its item; every answer typed stays
+        return
     st.session_state.setdefault(_RESULTS, {})[(seat_id, phase, concept)] = graded
     if in_class:
         record_check(phase, [outcome for _item, outcome, _given in graded])
-    st.rerun()
 
 
 def _review(done, phase: str, concept: str, seat_id: str) -> None:
