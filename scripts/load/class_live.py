@@ -249,7 +249,8 @@ async def _configuration(url: str, args: argparse.Namespace, side: Side, code: s
 
 def recorded_answers(url: str, code: str, expected: int, settle_s: float = SETTLE_S):
     """The class's dashboard read straight from the store, once it holds ``expected`` answers (or after
-    ``settle_s``: the writer writes every 0.5 s). Returns (answers recorded, the Dashboard, the ClassInfo)."""
+    ``settle_s``: the writer writes every 0.5 s). Returns (answers recorded, the Dashboard, the ClassInfo, the events
+    the class holds)."""
     from ui.classroom.store.store import Store
 
     store = Store(url)
@@ -259,7 +260,7 @@ def recorded_answers(url: str, code: str, expected: int, settle_s: float = SETTL
             dash = store.dashboard(code)
             answers = sum(row[2] for row in dash.practice)
             if answers >= expected or time.monotonic() > deadline:
-                return answers, dash, store.info(code)
+                return answers, dash, store.info(code), store.event_count(code)
             time.sleep(0.5)  # polling the store: the writer's next batch
     finally:
         store.dispose()
@@ -329,7 +330,7 @@ def run_class_live(args: argparse.Namespace) -> bool:
 
         code, _key = asyncio.run(everything())
         sent = sides["class"].sent
-        recorded, dash, info = recorded_answers(url, code, sent)
+        recorded, dash, info, held = recorded_answers(url, code, sent)
         tracebacks_ok = report_tracebacks(server) if server else True
         rss = rss_mb([server.process.pid]) if server else float("nan")
     finally:
@@ -365,7 +366,7 @@ def run_class_live(args: argparse.Namespace) -> bool:
           f"{1000 * pct(hit, .5):.0f} / {1000 * pct(hit, .95):.0f} ms; the others: {len(clear)}, "
           f"{1000 * pct(clear, .5):.0f} / {1000 * pct(clear, .95):.0f} ms")
     print(f"answers: alone {alone.sent} sent ({alone.graded} graded); in the class {sent} sent ({in_class.graded} "
-          f"graded), {recorded} in the store (class {code}: {dash.events} events, {dash.seats} seats, "
+          f"graded), {recorded} in the store (class {code}: {held} events, {dash.seats} seats, "
           f"{info.dropped if info else '?'} dropped, {info.rate_limited if info else '?'} rate-limited); the teacher's "
           f"'Answers' at its last refresh: {', '.join(in_class.teacher_answers) or '-'}")
     print(f"server RSS at the end: {rss:.0f} MB; load average (1, 5, 15 min): {os.getloadavg()} on "

@@ -7,8 +7,11 @@
 A store is filled with one class of ``--seats`` (300) students over ``--minutes`` (60) minutes, ``--events``
 (400,000) events in all, and a second class of the same size (so that every query has to find its class's rows
 among the others': the indexes matter). The mix is a lesson's: half of the events are practice answers (about
-45 % right, 20 % wrong without a named mistake, 35 % one of the named mistakes; about a third first tries), a third
-steps, then solutions shown, pages opened, training runs and exports, over the 16 step pages and their stages;
+45 % right, 20 % wrong without a named mistake, 35 % one of the stage's named mistakes; about a third first tries), a
+third steps, then solutions shown, pages opened, training runs and exports, over every step page and its stages;
+a stage's answers name :data:`STAGE_MISTAKES` mistakes, drawn once per stage from the app's named mistakes (a stage's
+exercises name a few; any of the 56 at every stage made ~18,000 groups of page, stage, mistake and first try, as no
+lesson does);
 every seat is present in the last minute. The events go in through ``Store.write`` in batches of the writer's size
 (5,000), minute after minute, both classes interleaved, as a live class writes them; the fill's rate is printed.
 
@@ -72,6 +75,8 @@ KINDS = {"answer": 50, "step": 33, "reveal": 7, "page": 6, "training_start": 1.5
 #: An answer's outcome: right, wrong without a named mistake, one of the named mistakes (weights).
 OUTCOMES = {CORRECT: 45, WRONG: 20, "named": 35}
 FIRST_TRY = 0.35
+#: How many named mistakes a stage's answers name (each stage its own, drawn once from practice.MISTAKES).
+STAGE_MISTAKES = 4
 
 
 def _pages() -> list[tuple[str, tuple[str, ...]]]:
@@ -80,7 +85,9 @@ def _pages() -> list[tuple[str, tuple[str, ...]]]:
 
 def lesson(code: str, seats: list[str], minute: int, count: int, start: float, rng: random.Random) -> list[Event]:
     """``count`` events of class ``code`` in minute ``minute`` of a lesson that began at ``start``."""
-    pages, mistakes = _pages(), list(practice.MISTAKES)
+    pages = _pages()
+    named = {(page, stage): random.Random(f"{page}/{stage}").sample(sorted(practice.MISTAKES), STAGE_MISTAKES)
+             for page, stages in pages for stage in stages}
     kinds, kind_weights = list(KINDS), list(KINDS.values())
     outcomes, outcome_weights = list(OUTCOMES), list(OUTCOMES.values())
     events = []
@@ -100,7 +107,7 @@ def lesson(code: str, seats: list[str], minute: int, count: int, start: float, r
             outcome, first = "", False
             if kind == "answer":
                 outcome = rng.choices(outcomes, outcome_weights)[0]
-                outcome = rng.choice(mistakes) if outcome == "named" else outcome
+                outcome = rng.choice(named[(page, stage)]) if outcome == "named" else outcome
                 first = rng.random() < FIRST_TRY
             events.append(Event(code, seat, kind, at, page, stage, entry, outcome, first))
     events.sort(key=lambda e: e.at)
@@ -240,6 +247,7 @@ def measure(url: str, code: str, seats: dict[str, list[str]], args: argparse.Nam
             dash = refresh()
             times.append(time.perf_counter() - began)
         statements.close()
+        events = store.event_count(code)
     finally:
         store.dispose()
     per_call = len(statements.runs) // args.repeat
@@ -250,10 +258,10 @@ def measure(url: str, code: str, seats: dict[str, list[str]], args: argparse.Nam
     median, worst = statistics.median(times), max(times)
     answers = sum(row[2] for row in dash.practice)
     print(f"{label:<44} median {1000 * median:6.1f} ms   max {1000 * worst:6.1f} ms   "
-          f"({dash.events} events, {answers} answers, {dash.connected} here)")
+          f"({events} events, {answers} answers, {dash.connected} here)")
     for name, (seconds, _sql, _params) in sorted(shares.items(), key=lambda kv: -kv[1][0])[:4]:
         print(f"    {1000 * seconds:6.1f} ms  {name}")
-    return {"median": median, "max": worst, "shares": shares, "events": dash.events}
+    return {"median": median, "max": worst, "shares": shares, "events": events}
 
 
 def explain(url: str, shares: dict, analyze: bool) -> None:

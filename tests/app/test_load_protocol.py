@@ -357,7 +357,7 @@ def test_an_answer_is_one_rerun_and_the_class_records_every_answer(class_server)
             await teacher.connect()
             await teacher.open_page(live.your_class_path(), f"class={code}&teacher={key}")
             refresh = sorted(interval for interval, _armed in teacher.auto_reruns.values())
-            recorded, dash, info = live.recorded_answers(url, code, sent)
+            recorded, dash, info, _held = live.recorded_answers(url, code, sent)
             await teacher.tick(teacher.next_tick()[1])
             shown = teacher.metrics.get("Answers")
         finally:

@@ -155,8 +155,9 @@ class Dashboard:
         mistakes: (page, stage, outcome, count), the named mistakes and unnamed wrong answers, most first.
         over_time: (minute since the epoch, outcome "correct" or "wrong", answers).
         reveals: (page, stage, solutions shown).
-        events: every event of the class; seats: every seat that was ever in it (student or teacher); students:
-            the student seats among them.
+        seats: every seat that was ever in it (student or teacher); students: the student seats among them.
+        (How many events the class holds is :meth:`Store.event_count`: a count over the whole class that the
+        teacher's page does not show, a sixth of a refresh on a big class.)
     """
 
     here: list[tuple[str, str, int]]
@@ -167,7 +168,6 @@ class Dashboard:
     mistakes: list[tuple[str, str, str, int]]
     over_time: list[tuple[int, str, int]]
     reveals: list[tuple[str, str, int]]
-    events: int
     seats: int
     students: int
     at: float = field(default=0.0)
@@ -401,7 +401,6 @@ class Store:
             reveals = conn.execute(
                 select(e.page, e.stage, func.count()).where(and_(e.class_code == code, e.kind == "reveal"))
                 .group_by(e.page, e.stage).order_by(func.count().desc())).all()
-            total = conn.execute(select(func.count()).where(e.class_code == code)).scalar_one()
             seated = dict(conn.execute(select(seats.c.role, func.count()).where(seats.c.class_code == code)
                                        .group_by(seats.c.role)).all())
         practice: dict[tuple[str, str], list[int]] = {}  # (page, stage) -> [answers, first tries, first tries right]
@@ -427,9 +426,14 @@ class Store:
                             key=lambda row: (-row[3], row[0], row[1], row[2]))[:MISTAKES_SHOWN],
             over_time=[(m, v, n) for (m, v), n in sorted(over_time.items())],
             reveals=[(p, s, int(n)) for p, s, n in reveals],
-            events=int(total), seats=sum(int(n) for n in seated.values()),
+            seats=sum(int(n) for n in seated.values()),
             students=int(seated.get("student", 0)), at=now)
 
+
+    def event_count(self, code: str) -> int:
+        """Every event the class holds (a count over the class's index entries). Raises :class:`StoreError`."""
+        with self._connect() as conn:
+            return int(conn.execute(select(func.count()).where(events.c.class_code == code)).scalar_one())
 
     def check_results(self, code: str) -> CheckResults:
         """The class's check per concept, over the students who took both phases (:func:`checks.check_results`).
