@@ -148,7 +148,7 @@ def test_a_class_started_with_the_check_sends_joining_students_to_it_and_check_n
 
     teacher.switch_page("app_pages/your_class.py").run()
     sent = [c.value for c in teacher.caption if c.value.startswith("Sent at")]
-    assert sent and "the check before the lesson (Every concept (24 items))" in sent[0]
+    assert sent and "the check before the lesson. Concepts: Every concept (24 items)." in sent[0]
     assert any("send the check after" in c.value for c in teacher.caption), "ending now would leave no gain: said"
     teacher.selectbox(key="class_check_concept").set_value("softmax").run()
     teacher.button(key="class_check_after").click().run()

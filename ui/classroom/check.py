@@ -269,7 +269,8 @@ def teacher_controls(code: str) -> None:
     sent = last_sent(code)
     if sent is not None:
         phase, concept, at = sent
-        st.caption(_("Sent at {time}: the check {phase} ({concept}). Students who join now find it in their banner.",
+        st.caption(_("Sent at {time}: the check {phase}. Concepts: {concept}. Students who join now find it in their "
+                     "banner.",
                      time=time.strftime("%H:%M", time.localtime(at)), phase=phase_title(phase),
                      concept=concept_titles().get(concept, concept)))
 
