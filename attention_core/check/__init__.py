@@ -1,6 +1,7 @@
 r"""The check before and after a lesson: a few short items per concept, on numbers drawn for each student.
 
-Six concepts (:data:`CONCEPTS`), each in its own module beside the practice mistakes it names, each with four
+Seven concepts (:data:`CONCEPTS`: the six of a lesson on attention, :data:`CORE`, then the backward pass), each in
+its own module beside the practice mistakes it names, each with four
 templates (:data:`TEMPLATES`): two procedural (compute a number: graded by ``attention_core.practice`` with its named
 mistakes) and two conceptual (choose an answer). :func:`make_check` draws a seat's items for a phase; the items of
 "after" are of the same kinds as "before", on new numbers. :func:`grade_item` grades one answer
@@ -8,7 +9,8 @@ mistakes) and two conceptual (choose an answer). :func:`make_check` draws a seat
 is :func:`normalised_gain` of the shares right before and after (Hake 1998).
 
 Sources: Vaswani et al. 2017 (eq. 1, sec. 3.2.2, 3.2.3, footnote 4), seed 002 and seed 004 (the softmax, the mask,
-dropout), Srivastava et al. 2014 (dropout), Hake 1998 ("Interactive-engagement versus traditional methods", the
+dropout), Srivastava et al. 2014 (dropout), Dao et al. 2022 (appendix B.2: the backward pass), Goodfellow et al. 2016
+(sec. 4.3: gradient descent), Hake 1998 ("Interactive-engagement versus traditional methods", the
 normalised gain g = (post − pre) / (1 − pre)).
 """
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from attention_core.check import causal_mask, multi_head, scaling, scores, softmax, weighted_sum
+from attention_core.check import backward, causal_mask, multi_head, scaling, scores, softmax, weighted_sum
 from attention_core.check.items import (
     AFTER,
     BEFORE,
@@ -34,7 +36,7 @@ from attention_core.check.items import (
 )
 from attention_core.errors import N_
 
-__all__ = ["AFTER", "BEFORE", "CONCEPTS", "CONCEPTUAL", "CORRECT", "PHASES", "PROCEDURAL", "TEMPLATES", "WRONG", "Item",
+__all__ = ["AFTER", "BEFORE", "CONCEPTS", "CONCEPTUAL", "CORE", "CORRECT", "PHASES", "PROCEDURAL", "TEMPLATES", "WRONG", "Item",
            "Outcome", "grade_item", "item_seed", "make_check", "normalised_gain"]
 
 #: The concepts checked, in teaching order: key -> its name (marked for translation).
@@ -45,26 +47,31 @@ CONCEPTS: dict[str, str] = {
     causal_mask.CONCEPT: N_("Causal mask"),
     weighted_sum.CONCEPT: N_("Weighted sum of the values"),
     multi_head.CONCEPT: N_("Multi-head split and concat"),
+    backward.CONCEPT: N_("The backward pass"),
 }
+#: The concepts of a lesson on attention itself (a check "on every concept" asks these: 24 items); the backward pass
+#: is checked when it is chosen.
+CORE: tuple[str, ...] = (scores.CONCEPT, scaling.CONCEPT, softmax.CONCEPT, causal_mask.CONCEPT, weighted_sum.CONCEPT,
+                         multi_head.CONCEPT)
 
 #: Every template: "<concept>.<name>" -> seed -> item, in the order a check asks them (each drawing again until no
 #: answer matches two of its named mistakes).
 TEMPLATES: dict[str, Template] = {
     f"{module.CONCEPT}.{name}": drawn_apart(template)
-    for module in (scores, scaling, softmax, causal_mask, weighted_sum, multi_head)
+    for module in (scores, scaling, softmax, causal_mask, weighted_sum, multi_head, backward)
     for name, template in module.TEMPLATES.items()
 }
 
 
 def make_check(seat: str, phase: str, concepts: Optional[Sequence[str]] = None) -> tuple[Item, ...]:
-    """The items of ``seat``'s check in ``phase`` (:data:`BEFORE` or :data:`AFTER`), on ``concepts`` (default every
-    one of :data:`CONCEPTS`), four per concept, in :data:`TEMPLATES`' order. Deterministic: the same arguments give
+    """The items of ``seat``'s check in ``phase`` (:data:`BEFORE` or :data:`AFTER`), on ``concepts`` (default the
+    lesson's, :data:`CORE`), four per concept, in :data:`TEMPLATES`' order. Deterministic: the same arguments give
     the same items (numbers and choices' order) on any machine.
 
     Raises:
         ValueError: an unknown phase or concept.
     """
-    chosen = list(CONCEPTS) if concepts is None else list(concepts)
+    chosen = list(CORE) if concepts is None else list(concepts)
     unknown = [c for c in chosen if c not in CONCEPTS]
     if unknown:
         raise ValueError(f"unknown concepts {unknown}; known: {list(CONCEPTS)}")

@@ -57,11 +57,22 @@ def _expected(item: check.Item) -> float:
         return float(mha.head_dim)
     if name == "multi_head.scale":
         return float(d["query"] @ d["key"] / math.sqrt(d["head_dim"]))
+    if name in ("backward.d_value", "backward.d_scores"):
+        # autograd through O = softmax(S) V with the drawn P as softmax(log P): dV and dS as torch computes them
+        scores = d["weights"].log().requires_grad_()
+        value = (d["value"] if "value" in d else torch.zeros(2, d["d_output"].shape[1], dtype=torch.float64))
+        value = value.clone().requires_grad_()
+        (torch.softmax(scores, dim=-1) @ value).backward(d["d_output"])
+        grad = value.grad if name == "backward.d_value" else scores.grad
+        return float(grad[d["row"], d["col"]])
     raise AssertionError(f"no PyTorch reference for {name}")
 
 
-def test_six_concepts_of_four_templates_two_of_each_kind():
-    assert list(check.CONCEPTS) == ["scores", "scaling", "softmax", "causal_mask", "weighted_sum", "multi_head"]
+def test_seven_concepts_of_four_templates_two_of_each_kind_the_lesson_six_by_default():
+    assert list(check.CONCEPTS) == ["scores", "scaling", "softmax", "causal_mask", "weighted_sum", "multi_head",
+                                    "backward"]
+    assert check.CORE == tuple(check.CONCEPTS)[:6]
+    assert {i.concept for i in check.make_check("seat", check.AFTER)} == set(check.CORE)
     for concept in check.CONCEPTS:
         items_ = check.make_check("seat", check.BEFORE, [concept])
         assert [i.kind for i in items_].count(check.PROCEDURAL) == 2, concept
@@ -106,6 +117,13 @@ def test_the_named_mistakes_values_are_what_they_name():
     assert dropout.exercise.mistakes[0].value == pytest.approx(kept) and dropout.exercise.answer == pytest.approx(2 * kept)
     heads = check.TEMPLATES["multi_head.head_dim"](1)
     assert heads.exercise.mistakes[0].value == heads.drawn["d_model"] * heads.drawn["num_heads"]
+    d_value = check.TEMPLATES["backward.d_value"](6)
+    p, d_o = torch.tensor(d_value.drawn["weights"]), torch.tensor(d_value.drawn["d_output"])
+    assert d_value.exercise.mistakes[0].value == pytest.approx(float((p @ d_o)[d_value.drawn["row"], d_value.drawn["col"]]))
+    d_scores = check.TEMPLATES["backward.d_scores"](8)
+    p, (i, j) = torch.tensor(d_scores.drawn["weights"]), (d_scores.drawn["row"], d_scores.drawn["col"])
+    dp = torch.tensor(d_scores.drawn["d_output"]) @ torch.tensor(d_scores.drawn["value"]).T
+    assert d_scores.exercise.mistakes[0].value == pytest.approx(float(p[i, j] * (1 - p[i, j]) * dp[i, j]))
 
 
 @pytest.mark.parametrize("template", [k for k, t in check.TEMPLATES.items() if t(0).kind == check.CONCEPTUAL])

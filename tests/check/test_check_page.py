@@ -64,7 +64,7 @@ def test_alone_a_learner_takes_the_check_before_and_after_and_sees_their_own_gai
     misconception = shift.choice_mistakes.index("shift_changes_weights")
     _answer(at, items, "before", "softmax", {"softmax.shift": misconception})
     _hand_in(at)
-    assert any("You got 3 of 4 right" in s.value for s in at.success)
+    assert any("You got 3 of 4 right" in s.value for s in at.info)
     assert any("adding the same number to a row changes its weights" in w.value for w in at.warning)
     assert len(at.latex) >= 2  # worked solutions
     # after the lesson: new numbers, all right; the learner's own before and after
@@ -148,7 +148,7 @@ def test_a_class_started_with_the_check_sends_joining_students_to_it_and_check_n
 
     teacher.switch_page("app_pages/your_class.py").run()
     sent = [c.value for c in teacher.caption if c.value.startswith("Sent at")]
-    assert sent and "the check before the lesson. Concepts: Every concept (24 items)." in sent[0]
+    assert sent and "the check before the lesson. Concepts: The six concepts of attention (24 items)." in sent[0]
     assert any("send the check after" in c.value for c in teacher.caption), "ending now would leave no gain: said"
     teacher.selectbox(key="class_check_concept").set_value("softmax").run()
     teacher.button(key="class_check_after").click().run()
@@ -160,3 +160,16 @@ def test_a_class_started_without_the_check_sends_nobody_anywhere(url):
     teacher = AppTest.from_file(APP, default_timeout=120).run()
     teacher.button(key="class_start").click().run()
     assert Store(url).info(teacher.session_state["class_member"].code).follow_link is None
+
+
+def test_the_backward_pass_is_checked_on_its_own_and_not_in_the_six():
+    at = _open(**{"check.concept": "backward"})
+    items = _items(at, "before", "backward")
+    assert [i.template for i in items] == ["backward.d_value", "backward.d_scores", "backward.scale", "backward.step"]
+    d_value = items[0]
+    wrong = {d_value.template: repr(d_value.exercise.mistakes[0].value)}  # P dO: row i of P
+    _answer(at, items, "before", "backward", wrong)
+    _hand_in(at)
+    assert any("You got 3 of 4 right" in s.value for s in at.info)
+    assert any("P dO instead of Pᵀ dO" in m.value for m in [*at.markdown, *at.warning])
+    assert "backward" not in {i.concept for i in _items(at, "before")}

@@ -30,13 +30,13 @@ _RESULTS = "check_results"  # (seat, phase, concept) -> [(item, outcome, answer 
 
 
 def concepts_of(concept: str) -> Optional[list[str]]:
-    """The concepts a ``settings.check.concept`` value asks (None: every one)."""
+    """The concepts a ``settings.check.concept`` value asks (None: the six of attention, ``check.CORE``)."""
     return None if concept == ALL else [concept]
 
 
 def concept_titles() -> dict[str, str]:
     """The concept setting's values -> their titles in the interface language ("all" first)."""
-    return {ALL: _("Every concept (24 items)"), **{key: _(title) for key, title in check.CONCEPTS.items()}}
+    return {ALL: _("The six concepts of attention (24 items)"), **{key: _(title) for key, title in check.CONCEPTS.items()}}
 
 
 def concept_title(key: str) -> str:
@@ -156,8 +156,10 @@ def _hand_in(drawn, phase: str, concept: str, seat_id: str, in_class: bool) -> N
 
 def _review(done, phase: str, concept: str, seat_id: str) -> None:
     right = sum(outcome.correct for _item, outcome, _given in done)
-    st.success(_("You got {right} of {n} right in the check {phase}.", right=right, n=len(done),
-                 phase=phase_title(phase)), icon=":material/task_alt:")
+    # green with its tick only when every answer is right: "0 of 4" in a green box read as a success
+    box = st.success if right == len(done) else st.info
+    box(_("You got {right} of {n} right in the check {phase}.", right=right, n=len(done), phase=phase_title(phase)),
+        icon=":material/task_alt:" if right == len(done) else ":material/school:")
     for n, (item, outcome, given) in enumerate(done):
         verdict = _("right") if outcome.correct else _("wrong")
         # a Material icon, not an emoji: a classroom's browsers may have no emoji font

@@ -1,7 +1,7 @@
 """The page *Check your understanding*: a short check before and after a lesson (``attention_core.check``).
 
 Its settings (``settings.check``) say which check is shown: the phase (before / after the lesson) and the concepts
-(one, or all six). A teacher's "Check now" pushes a link that sets them; a learner alone picks them. The seat the
+(one, or the six of attention). A teacher's "Check now" pushes a link that sets them; a learner alone picks them. The seat the
 numbers are drawn for is the class seat, or the learner's own (``seat``, kept in the link: a reload gives the same
 items back).
 
