@@ -1,6 +1,7 @@
 r"""The check before and after a lesson: a few short items per concept, on numbers drawn for each student.
 
-Seven concepts (:data:`CONCEPTS`: the six of a lesson on attention, :data:`CORE`, then the backward pass), each in
+Eight concepts (:data:`CONCEPTS`: the six of a lesson on attention, :data:`CORE`, then the backward pass and the
+attention of 2024–25: sinks, gates, GQA and RoPE), each in
 its own module beside the practice mistakes it names, each with four
 templates (:data:`TEMPLATES`): two procedural (compute a number: graded by ``attention_core.practice`` with its named
 mistakes) and two conceptual (choose an answer). :func:`make_check` draws a seat's items for a phase; the items of
@@ -10,7 +11,8 @@ is :func:`normalised_gain` of the shares right before and after (Hake 1998).
 
 Sources: Vaswani et al. 2017 (eq. 1, sec. 3.2.2, 3.2.3, footnote 4), seed 002 and seed 004 (the softmax, the mask,
 dropout), Srivastava et al. 2014 (dropout), Dao et al. 2022 (appendix B.2: the backward pass), Goodfellow et al. 2016
-(sec. 4.3: gradient descent), Hake 1998 ("Interactive-engagement versus traditional methods", the
+(sec. 4.3: gradient descent), OpenAI 2025 (gpt-oss's sinks), Qiu et al. 2025 (gated attention), Ainslie et al. 2023
+(GQA), Su et al. 2021 (RoPE), Hake 1998 ("Interactive-engagement versus traditional methods", the
 normalised gain g = (post − pre) / (1 − pre)).
 """
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from attention_core.check import backward, causal_mask, multi_head, scaling, scores, softmax, weighted_sum
+from attention_core.check import backward, causal_mask, modern, multi_head, scaling, scores, softmax, weighted_sum
 from attention_core.check.items import (
     AFTER,
     BEFORE,
@@ -48,9 +50,10 @@ CONCEPTS: dict[str, str] = {
     weighted_sum.CONCEPT: N_("Weighted sum of the values"),
     multi_head.CONCEPT: N_("Multi-head split and concat"),
     backward.CONCEPT: N_("The backward pass"),
+    modern.CONCEPT: N_("Sinks, gates, GQA and RoPE"),
 }
 #: The concepts of a lesson on attention itself (a check "on every concept" asks these: 24 items); the backward pass
-#: is checked when it is chosen.
+#: and the attention of 2024–25 are checked when they are chosen.
 CORE: tuple[str, ...] = (scores.CONCEPT, scaling.CONCEPT, softmax.CONCEPT, causal_mask.CONCEPT, weighted_sum.CONCEPT,
                          multi_head.CONCEPT)
 
@@ -58,7 +61,7 @@ CORE: tuple[str, ...] = (scores.CONCEPT, scaling.CONCEPT, softmax.CONCEPT, causa
 #: answer matches two of its named mistakes).
 TEMPLATES: dict[str, Template] = {
     f"{module.CONCEPT}.{name}": drawn_apart(template)
-    for module in (scores, scaling, softmax, causal_mask, weighted_sum, multi_head, backward)
+    for module in (scores, scaling, softmax, causal_mask, weighted_sum, multi_head, backward, modern)
     for name, template in module.TEMPLATES.items()
 }
 

@@ -45,7 +45,9 @@ from typing import Mapping
 import torch
 from torch import nn
 
-from attention_core.errors import N_, InputError
+from attention_core import practice
+from attention_core.errors import N_, InputError, Message
+from attention_core.latex import number
 from attention_core.masks import additive_mask, causal_mask
 from attention_core.modern.sinks import uniform_query
 from attention_core.multi_head.heads import split_heads
@@ -212,3 +214,19 @@ def transformers_gated(trace: GatedTrace) -> tuple[torch.Tensor, torch.Tensor]:
         mask = additive_mask(causal_mask(t))[None, None]
         output, weights = layer(hidden, (cos, sin), mask)
     return output[0], weights[0]
+
+
+def gated_output_exercise(y: float, logit: float, gate: float, gate_name: str, i: int, j: int,
+                          value: float) -> practice.Exercise:
+    r"""y'_{i,j} = y_{i,j} · σ(g) as an exercise (the gated page's practice, the check): ``y`` the head's output
+    before the gate, ``logit`` g, ``gate`` σ(g), ``gate_name`` g's LaTeX (g_i headwise, g_{i,j} elementwise), ``value``
+    the gated entry as shown (Qiu et al. 2025, the gate G1 after SDPA). Named mistakes: the gate forgotten, added, or its logit used."""
+    mistakes = [practice.Mistake("gate_not_applied", y, Message(N_(
+                    "That is {value}, y before the gate: multiply it by σ(g)."), value=f"{y:.4g}")),
+                practice.Mistake("gate_added", y + gate, Message(N_(
+                    "That is {value} = y + σ(g): the gate multiplies, y · σ(g)."), value=f"{y + gate:.4g}")),
+                practice.Mistake("gate_no_sigmoid", y * logit, Message(N_(
+                    "That is {value} = y · g: the gate is σ(g), not the logit g."), value=f"{y * logit:.4g}"))]
+    return practice.Exercise(f"y'_{{{i},{j}}}", f"y_{{{i},{j}}} \\cdot \\sigma({gate_name})",
+                             (f"y_{{{i},{j}}} = {number(y)}", f"{gate_name} = {number(logit)}"),
+                             value, practice._kept(value, mistakes))

@@ -35,7 +35,9 @@ from dataclasses import dataclass
 
 import torch
 
-from attention_core.errors import N_, InputError
+from attention_core import practice
+from attention_core.errors import N_, InputError, Message
+from attention_core.latex import number
 
 #: gpt-oss's learned sink logit b on the page: [MIN_SINK_LOGIT, MAX_SINK_LOGIT]. e^20 ≈ 5 · 10^8 already takes
 #: every weight from scores of the page's size; beyond ±20 nothing more is seen (and e^b stays far from float32's
@@ -147,3 +149,37 @@ def gpt_oss_reference(x: torch.Tensor, w_query: torch.Tensor, w_key: torch.Tenso
         output, weights = eager_attention_forward(module, q, k, v, mask, scaling=d ** -0.5)
     return GptOssReference(module_weights=module_weights[0, 0], eager_weights=weights[0, 0],
                            eager_output=output[0, :, 0])
+
+
+def overflow_shift(scores: list[float], b: float) -> float:
+    """The logit subtracted before e^x when the largest (the sink's included) is above 80 (e^x would overflow)."""
+    top = max([s for s in scores if not math.isinf(s)] + [b])
+    return top if top > 80 else 0.0
+
+
+def _mistake(key: str, value: float, template: str, **params: object) -> practice.Mistake:
+    return practice.Mistake(key, value, Message(template, value=f"{value:.4g}", **params))
+
+
+def sink_weight_exercise(row_scores: list[float], b: float, i: int, c: int, value: float) -> practice.Exercise:
+    """Weight w_{i,c} = e^{s_ic} / (Σ_{l≤i} e^{s_il} + e^b) as an exercise (the sinks page's practice, the check):
+    ``row_scores`` query i's scores against keys 1..i, ``b`` the sink logit, ``value`` the weight as shown. Named
+    mistakes: the sink forgotten (the plain softmax), b added instead of e^b, the sink's own share."""
+    m = overflow_shift(row_scores, b)
+    exps = [math.exp(s - m) for s in row_scores]
+    sink = math.exp(b - m)
+    plain, numerator = math.fsum(exps), exps[c - 1]
+    mistakes = [
+        _mistake("sink_forgotten", numerator / plain, N_("That is {value}, the plain softmax: add e^b = {sink} to "
+                                                         "the denominator."), sink=f"{math.exp(b):.4g}"),
+        _mistake("sink_not_exponentiated", numerator / (plain + b - m) if plain + b - m > 0 else math.nan,
+                 N_("That is {value}: you added b itself to the denominator. The sink is one more logit: add "
+                    "e^b, like every score's e^s.")),
+        _mistake("sink_share_instead", sink / (plain + sink),
+                 N_("That is {value}, the sink's own share e^b / (Σ e^s + e^b). Key j's weight has e^(s_ij) on "
+                    "top.")),
+    ]
+    return practice.Exercise(
+        f"w_{{{i},{c}}}", f"\\frac{{e^{{s_{{{i},{c}}}}}}}{{\\sum_{{l \\leq {i}}} e^{{s_{{{i},l}}}} + e^{{b}}}}",
+        (practice.vector(f"s_{{{i},1..{i}}}", row_scores), f"b = {number(b)}"), value,
+        practice._kept(value, [m_ for m_ in mistakes if not math.isnan(m_.value)]))

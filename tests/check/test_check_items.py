@@ -65,12 +65,18 @@ def _expected(item: check.Item) -> float:
         (torch.softmax(scores, dim=-1) @ value).backward(d["d_output"])
         grad = value.grad if name == "backward.d_value" else scores.grad
         return float(grad[d["row"], d["col"]])
+    if name == "modern.sink":
+        # the sink as one more key with a zero value: softmax over [scores, b], the last weight dropped
+        logits = torch.cat([d["scores"], torch.tensor([d["sink"]], dtype=torch.float64)])
+        return float(torch.softmax(logits, dim=-1)[d["col"]])
+    if name == "modern.gate":
+        return float(torch.nn.functional.sigmoid(torch.tensor(d["logit"], dtype=torch.float64)) * d["y"])
     raise AssertionError(f"no PyTorch reference for {name}")
 
 
-def test_seven_concepts_of_four_templates_two_of_each_kind_the_lesson_six_by_default():
+def test_eight_concepts_of_four_templates_two_of_each_kind_the_lesson_six_by_default():
     assert list(check.CONCEPTS) == ["scores", "scaling", "softmax", "causal_mask", "weighted_sum", "multi_head",
-                                    "backward"]
+                                    "backward", "modern"]
     assert check.CORE == tuple(check.CONCEPTS)[:6]
     assert {i.concept for i in check.make_check("seat", check.AFTER)} == set(check.CORE)
     for concept in check.CONCEPTS:
@@ -120,6 +126,14 @@ def test_the_named_mistakes_values_are_what_they_name():
     d_value = check.TEMPLATES["backward.d_value"](6)
     p, d_o = torch.tensor(d_value.drawn["weights"]), torch.tensor(d_value.drawn["d_output"])
     assert d_value.exercise.mistakes[0].value == pytest.approx(float((p @ d_o)[d_value.drawn["row"], d_value.drawn["col"]]))
+    sink = check.TEMPLATES["modern.sink"](2)
+    scores = torch.tensor(sink.drawn["scores"])
+    assert {m.key: m.value for m in sink.exercise.mistakes}.get("sink_forgotten") == pytest.approx(
+        float(torch.softmax(scores, -1)[sink.drawn["col"]]))
+    gate = check.TEMPLATES["modern.gate"](2)
+    assert {m.key: m.value for m in gate.exercise.mistakes} == pytest.approx(
+        {"gate_not_applied": gate.drawn["y"], "gate_no_sigmoid": gate.drawn["y"] * gate.drawn["logit"],
+         "gate_added": gate.drawn["y"] + float(torch.sigmoid(torch.tensor(gate.drawn["logit"])))})
     d_scores = check.TEMPLATES["backward.d_scores"](8)
     p, (i, j) = torch.tensor(d_scores.drawn["weights"]), (d_scores.drawn["row"], d_scores.drawn["col"])
     dp = torch.tensor(d_scores.drawn["d_output"]) @ torch.tensor(d_scores.drawn["value"]).T

@@ -8,7 +8,7 @@ import pytest
 from conftest import APP
 from streamlit.testing.v1 import AppTest
 
-from attention_core import check
+from attention_core import check, practice
 from ui.classroom import class_live
 from ui.classroom.store.store import Store
 
@@ -162,14 +162,16 @@ def test_a_class_started_without_the_check_sends_nobody_anywhere(url):
     assert Store(url).info(teacher.session_state["class_member"].code).follow_link is None
 
 
-def test_the_backward_pass_is_checked_on_its_own_and_not_in_the_six():
-    at = _open(**{"check.concept": "backward"})
-    items = _items(at, "before", "backward")
-    assert [i.template for i in items] == ["backward.d_value", "backward.d_scores", "backward.scale", "backward.step"]
-    d_value = items[0]
-    wrong = {d_value.template: repr(d_value.exercise.mistakes[0].value)}  # P dO: row i of P
-    _answer(at, items, "before", "backward", wrong)
+@pytest.mark.parametrize("concept, mistake", [("backward", "P dO instead of Pᵀ dO"),
+                                              ("modern", "Forgot the sink's e^b")])
+def test_the_backward_pass_and_the_modern_concepts_are_checked_on_their_own_not_in_the_six(concept, mistake):
+    at = _open(**{"check.concept": concept})
+    items = _items(at, "before", concept)
+    assert [i.kind for i in items] == [check.PROCEDURAL] * 2 + [check.CONCEPTUAL] * 2
+    first = items[0]
+    named = next(m for m in first.exercise.mistakes if practice.MISTAKES[m.key] == mistake)
+    _answer(at, items, "before", concept, {first.template: repr(named.value)})
     _hand_in(at)
     assert any("You got 3 of 4 right" in s.value for s in at.info)
-    assert any("P dO instead of Pᵀ dO" in m.value for m in [*at.markdown, *at.warning])
-    assert "backward" not in {i.concept for i in _items(at, "before")}
+    assert any(mistake in m.value for m in [*at.markdown, *at.warning])
+    assert concept not in {i.concept for i in _items(at, "before")}

@@ -22,6 +22,7 @@ from attention_core.errors import N_, Message
 from attention_core.inputs.tokens import dim_labels, token_labels
 from attention_core.latex import aligned, factor, number, terms_lines
 from attention_core.lessons.gated_attention.walk import GatedWalkthrough
+from attention_core.modern.gated import gated_output_exercise
 from attention_core.stepthrough import Panel, explained_value
 
 _TOKEN, _QUERY, _KEY = Message(N_("token")), Message(N_("query token")), Message(N_("key token"))
@@ -173,14 +174,7 @@ def gated_exercise(walk: GatedWalkthrough, stage: str, row: int, col: int) -> Op
         return practice.Exercise(f"\\sigma({gate_name})", f"\\frac{{1}}{{1 + e^{{-{gate_name}}}}}",
                                  (f"{gate_name} = {number(logit)}",), value, practice._kept(value, mistakes))
     if stage == "gated":
-        y = float(t.attention.output[r, row, col])
-        mistakes = [_mistake("gate_not_applied", y, N_("That is {value}, y before the gate: multiply it by σ(g).")),
-                    _mistake("gate_added", y + gate, N_("That is {value} = y + σ(g): the gate multiplies, y · σ(g).")),
-                    _mistake("gate_no_sigmoid", y * logit, N_("That is {value} = y · g: the gate is σ(g), not the "
-                                                              "logit g."))]
-        return practice.Exercise(f"y'_{{{i},{j}}}", f"y_{{{i},{j}}} \\cdot \\sigma({gate_name})",
-                                 (f"y_{{{i},{j}}} = {number(y)}", f"{gate_name} = {number(logit)}"),
-                                 value, practice._kept(value, mistakes))
+        return gated_output_exercise(float(t.attention.output[r, row, col]), logit, gate, gate_name, i, j, value)
     if stage == "output":
         return practice.dot_exercise(f"o_{{{i},{j}}}", f"\\sum_l y'_{{{i},l}}\\, W^{{O}}_{{l,{j}}}",
                                      (f"y'_{{{i}}}", t.concat[row].tolist()),

@@ -38,7 +38,15 @@ from attention_core.lessons.sinks.formulas import sinks_formula
 from attention_core.lessons.sinks.recipe import sinks_recipe
 from attention_core.lessons.sinks.walk import SinksWalkthrough
 from attention_core.masks import causal_mask
-from attention_core.modern.sinks import MAX_SINK_LOGIT, MIN_SINK_LOGIT, gpt_oss_reference, sink_softmax, uniform_query
+from attention_core.modern.sinks import (
+    MAX_SINK_LOGIT,
+    MIN_SINK_LOGIT,
+    gpt_oss_reference,
+    overflow_shift,
+    sink_softmax,
+    sink_weight_exercise,
+    uniform_query,
+)
 from attention_core.page import Page
 from attention_core.self_attention.functional import scaled_dot_product_attention
 from attention_core.shared_settings import SharedSettings
@@ -146,12 +154,6 @@ def sinks_panels(walk: SinksWalkthrough, stage: str) -> tuple[Panel, ...]:
     raise KeyError(stage)
 
 
-def _shift(scores: list[float], b: float) -> float:
-    """The logit subtracted before e^x when the largest (the sink's included) is above 80 (e^x would overflow)."""
-    top = max([s for s in scores if not math.isinf(s)] + [b])
-    return top if top > 80 else 0.0
-
-
 def explain_sinks(walk: SinksWalkthrough, stage: str, row: int, col: int, tr: Translate) -> str:
     """Entry (row, col) of ``stage``'s explained panel with its numbers in, as LaTeX.
 
@@ -171,7 +173,7 @@ def explain_sinks(walk: SinksWalkthrough, stage: str, row: int, col: int, tr: Tr
     if stage == "sink_weights":
         b = walk.sink_logit
         scores = walk.scores[row].tolist()
-        m = _shift(scores, b)
+        m = overflow_shift(scores, b)
         minus = f" - {number(m)}" if m else ""
         terms = [f"e^{{{number(s - m)}}}" for s in scores[: row + 1]] + [f"e^{{{number(b - m)}}}"]
         total = math.fsum([math.exp(s - m) for s in scores[: row + 1]] + [math.exp(b - m)])
@@ -226,26 +228,7 @@ def sinks_exercise(walk: SinksWalkthrough, stage: str, row: int, col: int) -> Op
     if stage == "sink_weights":
         if col > row:
             return None
-        b = walk.sink_logit
-        row_scores = scores[row][: row + 1]
-        m = _shift(row_scores, b)
-        exps = [math.exp(s - m) for s in row_scores]
-        sink = math.exp(b - m)
-        plain, numerator = math.fsum(exps), exps[col]
-        mistakes = [
-            _mistake("sink_forgotten", numerator / plain, N_("That is {value}, the plain softmax: add e^b = {sink} to "
-                                                             "the denominator."), sink=f"{math.exp(b):.4g}"),
-            _mistake("sink_not_exponentiated", numerator / (plain + b - m) if plain + b - m > 0 else math.nan,
-                     N_("That is {value}: you added b itself to the denominator. The sink is one more logit: add "
-                        "e^b, like every score's e^s.")),
-            _mistake("sink_share_instead", sink / (plain + sink),
-                     N_("That is {value}, the sink's own share e^b / (Σ e^s + e^b). Key j's weight has e^(s_ij) on "
-                        "top.")),
-        ]
-        return practice.Exercise(
-            f"w_{{{i},{c}}}", f"\\frac{{e^{{s_{{{i},{c}}}}}}}{{\\sum_{{l \\leq {i}}} e^{{s_{{{i},l}}}} + e^{{b}}}}",
-            (practice.vector(f"s_{{{i},1..{i}}}", row_scores), f"b = {number(b)}"), value,
-            practice._kept(value, [m_ for m_ in mistakes if not math.isnan(m_.value)]))
+        return sink_weight_exercise(scores[row][: row + 1], walk.sink_logit, i, c, value)
     if stage == "sink_output":
         weights = walk.sink.weights[row].tolist()
         column = walk.value[:, col].tolist()
