@@ -437,13 +437,13 @@ def answers_over_time(minutes: Sequence[int], verdicts: Sequence[str], answers: 
 # ---------------------------------------------------------------- the check before and after, per concept
 
 
-@builds.spec
 def percent(share: float) -> str:
     """A share in [0, 1] as a whole percentage, halves rounded up (5 of 8 is "63%"), as every table and chart of the
     class's shares writes it."""
     return f"{math.floor(share * 100 + 0.5):d}%"
 
 
+@builds.spec
 def _before_after_spec(x_title: str, y_title: str, series_title: str, domain: tuple[str, str], labels: tuple[str, ...],
                        scale: float = 1.0) -> dict:
     # in the order given (teaching order), each label whole
