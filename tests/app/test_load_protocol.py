@@ -271,7 +271,7 @@ def test_a_learner_trains_and_the_progress_reruns_on_its_timer_as_in_the_browser
 def test_the_browser_scenario_times_every_click_it_makes(capsys):
     """The benchmark's Chromium scenario runs end to end: every click is answered and timed, the first time (no click
     made again), with the one-widget app's click beside them (no budget here: speed is measured on an idle machine,
-    not by tests); ``--browser-profile`` splits two more clicks of each by part. The self-attention page's
+    not by tests); ``--browser-profile`` splits one more click of each by part. The self-attention page's
     step-through is the browser element: its Next and its cells are timed and send no message."""
     import argparse
     import os
@@ -279,9 +279,9 @@ def test_the_browser_scenario_times_every_click_it_makes(capsys):
 
     if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
         pytest.skip(f"{CHROMIUM} is missing (bash scripts/test.sh installs it)")
-    assert run_browser(argparse.Namespace(url=None, clicks=3, browser_budget_ms=1e9, step_budget_ms=1e9,
+    assert run_browser(argparse.Namespace(url=None, clicks=2, browser_budget_ms=1e9, step_budget_ms=1e9,
                                           browser_pages=["self-attention", "positional-encoding"],
-                                          browser_profile=2)) is True
+                                          browser_profile=1)) is True
     out = capsys.readouterr().out
     floor = re.search(r"^floor: a one-number_input app, \+\s+(\d+)\s+(\d+)\s+(\d+)\s+1\.00\s+\(floor\)", out, re.M)
     assert floor and 0 < int(floor[1]) <= int(floor[3]), out
