@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from attention_core import check, practice, registry
-from attention_core.errors import InputError
+from attention_core.errors import N_, InputError
 from attention_core.lessons.check.page import ALL
 from ui import charts, state, widgets
 from ui.classroom import class_live
@@ -239,18 +239,10 @@ def record_check(phase: str, outcomes) -> int:
 def push_check(phase: str, concept: str) -> None:
     """(A button's callback on *Your class*.) Send the class to the check of ``phase`` on ``concept``: a pushed link
     to the page *Check your understanding*, followed from each student's banner."""
-    seat = class_live.member()
-    store, _writer, _why = class_live.live()
-    if seat is None or not seat.teacher or store is None:
-        return
     link = urllib.parse.urlencode({"page": registry.CHECK_PAGE.key, "check.phase": phase, "check.concept": concept})
-    try:
-        store.push_link(seat.code, link)
-    except (StoreError, ValueError) as error:
-        class_live.say(_("The class store is unreachable ({why}): the class was not sent to the check.", why=str(error)))
-        return
-    class_live.refresh_info()
-    st.toast(_("Sent: your students see a banner with Follow, to the check."), icon=":material/campaign:")
+    if class_live.as_teacher(lambda store, code: store.push_link(code, link),
+                             N_("The class store is unreachable ({why}): the class was not sent to the check.")):
+        st.toast(_("Sent: your students see a banner with Follow, to the check."), icon=":material/campaign:")
 
 
 # ---------------------------------------------------------------- the teacher's view

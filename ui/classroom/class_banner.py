@@ -13,11 +13,12 @@ import streamlit as st
 
 from attention_core import check, registry
 from attention_core.classroom import share
+from attention_core.errors import N_
 from attention_core.lessons.check.page import ALL
 from ui import state
 from ui.classroom import check as class_check
 from ui.classroom import class_live
-from ui.classroom.class_live import START_WITH_CHECK, class_info, leave, live, member, say, students_link
+from ui.classroom.class_live import START_WITH_CHECK, class_info, leave, member, students_link
 from ui.classroom.store.store import ClassInfo, StoreError
 from ui.i18n import _
 
@@ -33,20 +34,12 @@ _FOLLOW = "class_follow_memo"
 
 def bring_here(current: str) -> None:
     """Push this teacher's page and settings (a link without any class parameter) to the class."""
-    seat = member()
-    store, _writer, _why = live()
-    if seat is None or not seat.teacher or store is None:
-        return
     params, _complete = share.encode(state.settings(), state.edits())
     numbers = {k: v for k, v in params.items() if k not in PERSONAL}  # the student keeps their own language, view
     link = urllib.parse.urlencode({"page": current, **numbers})
-    try:
-        store.push_link(seat.code, link)
-    except (StoreError, ValueError) as error:
-        say(_("The class store is unreachable ({why}): the class was not brought here.", why=str(error)))
-        return
-    class_live.refresh_info()
-    st.toast(_("Sent: your students see a banner with Follow."), icon=":material/campaign:")
+    if class_live.as_teacher(lambda store, code: store.push_link(code, link),
+                             N_("The class store is unreachable ({why}): the class was not brought here.")):
+        st.toast(_("Sent: your students see a banner with Follow."), icon=":material/campaign:")
 
 
 def _page_for(key: str):

@@ -334,9 +334,10 @@ def refresh_info() -> None:
     _info.clear()
 
 
-def _as_teacher(action: Callable[[Store, str], None], failed: str) -> Optional[Member]:
-    """Run ``action(store, code)`` for this session's class if it is its teacher; the seat, or None when it is not the
-    teacher or the store failed (``failed``: the message, with ``{why}``, marked for translation where it is written).
+def as_teacher(action: Callable[[Store, str], None], failed: str) -> Optional[Member]:
+    """Run ``action(store, code)`` for this session's class if it is its teacher (end, delete, push a link); the seat,
+    or None when it is not the teacher or the store refused (``failed``: the message, with ``{why}``, marked for
+    translation where it is written; a link too long for the store is refused with a ValueError).
     """
     seat = member()
     store, _writer, _why = live()
@@ -344,7 +345,7 @@ def _as_teacher(action: Callable[[Store, str], None], failed: str) -> Optional[M
         return None
     try:
         action(store, seat.code)
-    except StoreError as error:
+    except (StoreError, ValueError) as error:
         say(_(failed, why=str(error)))
         return None
     finally:
@@ -354,13 +355,13 @@ def _as_teacher(action: Callable[[Store, str], None], failed: str) -> Optional[M
 
 def end_class() -> None:
     """The teacher ends the class (a button's callback); the teacher keeps the page and its numbers."""
-    _as_teacher(Store.end_class, N_("The class store is unreachable ({why}): the class was not ended. Try again in a "
+    as_teacher(Store.end_class, N_("The class store is unreachable ({why}): the class was not ended. Try again in a "
                                     "moment."))
 
 
 def delete_class() -> None:
     """The teacher deletes the class at once (a button's callback) and leaves it."""
-    seat = _as_teacher(Store.delete_class, N_("The class store is unreachable ({why}): the class was not deleted. Try "
+    seat = as_teacher(Store.delete_class, N_("The class store is unreachable ({why}): the class was not deleted. Try "
                                               "again in a moment."))
     if seat is not None:
         leave()
