@@ -40,11 +40,11 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from load.class_live import ENV_DATA, ENV_URL, _tick_until, your_class_path
-from load.client import FLOOR, Student
+from load.class_live import ENV_DATA, ENV_URL, tick_until, your_class_path
+from load.client import Student
 from load.report import fmt_ms, pct, report_tracebacks
-from load.server import APP, FLOOR_APP, Server, rss_mb
-from load.single import one_student
+from load.server import APP, Server, class_store, rss_mb
+from load.single import floor_times
 
 START, WITH_CHECK = "class_start", "class_start_check"  # the sidebar's switch and button (ui/classroom/class_banner.py)
 NOW = "class_check_after"  # Your class: "Check now (after the lesson)"
@@ -134,7 +134,7 @@ async def _student(url: str, index: int, code: str, args: argparse.Namespace, re
             while FOLLOW not in student.widgets:
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"no Follow to the check {phase} in the banner")
-                await _tick_until(student, time.monotonic() + 0.5, [])
+                await tick_until(student, time.monotonic() + 0.5, [])
             began = time.perf_counter()
             await _click(student, FOLLOW)  # the page switches to the check, drawn for the seat
             result.opened.append(time.perf_counter() - began)
@@ -163,10 +163,10 @@ async def _teacher(url: str, code: str, key: str, args: argparse.Namespace, resu
         await teacher.connect()
         await teacher.open_page(your_class_path(), urllib.parse.urlencode({"class": code, "teacher": key}))
         while len(handed_before) < args.students and not done.is_set():
-            await _tick_until(teacher, time.monotonic() + 0.5, result.refresh)
+            await tick_until(teacher, time.monotonic() + 0.5, result.refresh)
         await _click(teacher, NOW)
         while not done.is_set():
-            await _tick_until(teacher, time.monotonic() + 0.5, result.refresh)
+            await tick_until(teacher, time.monotonic() + 0.5, result.refresh)
     except Exception as error:  # noqa: BLE001
         result.failed.append(f"teacher: {type(error).__name__}: {error}")
     finally:
@@ -227,19 +227,8 @@ def run_class_check(args: argparse.Namespace) -> bool:
     folder = Path(tempfile.mkdtemp(prefix="benchmark-class-check-"))
     cluster, server = None, None
     try:
-        if args.class_store == "postgresql":
-            from ui.classroom.store.cluster import Cluster
-
-            folder.chmod(0o755)  # as root the cluster runs as the postgres user: its parent must be traversable
-            cluster = Cluster(folder / "postgresql").start()
-            url = cluster.url
-        else:
-            url = f"sqlite:///{folder / 'classes.sqlite'}"
-        floor_server = Server(FLOOR_APP)
-        try:
-            floor = asyncio.run(one_student(floor_server.url, FLOOR, FLOOR_CLICKS)).times
-        finally:
-            floor_server.stop()
+        url, cluster = class_store(folder, args.class_store)
+        floor = floor_times(FLOOR_CLICKS)
         server = Server(APP, env={ENV_URL: url, ENV_DATA: str(folder)})
         result = Result()
         code = asyncio.run(_class(server.url, args, result))

@@ -50,10 +50,10 @@ import urllib.parse
 from pathlib import Path
 from typing import Optional
 
-from load.client import FLOOR, Student
+from load.client import Student
 from load.report import fmt_ms, pct, report_tracebacks
-from load.server import APP, FLOOR_APP, Server, cpu_seconds, rss_mb
-from load.single import one_student
+from load.server import APP, Server, class_store, cpu_seconds, rss_mb
+from load.single import floor_times
 
 #: The page the students practise on, and the stages of it that ask for a typed answer (the softmax stage asks for
 #: a prediction first: a click on a pill, not a number).
@@ -94,7 +94,7 @@ def _link(stage: str, code: str = "") -> str:
     return urllib.parse.urlencode({**params, "class": code} if code else params)
 
 
-async def _tick_until(student: Student, deadline: float, times: list[float],
+async def tick_until(student: Student, deadline: float, times: list[float],
                       spans: Optional[list[tuple[float, float]]] = None) -> None:
     """Until ``deadline`` (time.monotonic()), rerun the student's ``run_every`` fragments whenever their timers fire,
     as the browser does (none on a page without one); each rerun's seconds go to ``times``, its (start, end) to
@@ -149,7 +149,7 @@ async def _answerer(url: str, index: int, code: str, args: argparse.Namespace, s
         n = 0
         while True:
             next_answer = time.monotonic() + rng.uniform(0.5, 1.5) * args.interval  # reads, computes, types
-            await _tick_until(student, min(next_answer, t_end), side.ticks, side.other_spans)
+            await tick_until(student, min(next_answer, t_end), side.ticks, side.other_spans)
             if time.monotonic() >= t_end:
                 break
             n += 1
@@ -177,7 +177,7 @@ async def _teacher(url: str, code: str, key: str, side: Side, t_end: float) -> N
                                                           urllib.parse.urlencode({"class": code, "teacher": key})))
         if not teacher.auto_reruns:
             raise RuntimeError("the class page armed no refresh timer (not the teacher's page?)")
-        await _tick_until(teacher, t_end, side.refresh, side.other_spans)
+        await tick_until(teacher, t_end, side.refresh, side.other_spans)
         side.teacher_answers.append(teacher.metrics.get("Answers", "?"))
     except Exception as error:  # noqa: BLE001
         side.failed.append(f"{teacher.name}: {type(error).__name__}: {error}")
@@ -289,25 +289,15 @@ def run_class_live(args: argparse.Namespace) -> bool:
     try:
         if args.class_store_url:
             url = args.class_store_url
-        elif args.class_store == "postgresql":
-            from ui.classroom.store.cluster import Cluster
-
-            folder.chmod(0o755)  # as root the cluster runs as the postgres user: its parent must be traversable
-            cluster = Cluster(folder / "postgresql").start()
-            url = cluster.url
         else:
-            url = f"sqlite:///{folder / 'classes.sqlite'}"
+            url, cluster = class_store(folder, args.class_store)
         from ui.classroom.store.store import Store
 
         described = Store(url).describe()
-        floor_server = Server(FLOOR_APP)
-        try:
-            floor_times = asyncio.run(one_student(floor_server.url, FLOOR, FLOOR_CLICKS)).times
-        finally:
-            floor_server.stop()
+        floor = floor_times(FLOOR_CLICKS)
         print(f"floor (scripts/load_floor_app.py, one number_input, one student): median "
-              f"{1000 * statistics.median(floor_times):.0f} ms, p95 {1000 * pct(floor_times, .95):.0f} ms "
-              f"over {len(floor_times)} changes")
+              f"{1000 * statistics.median(floor):.0f} ms, p95 {1000 * pct(floor, .95):.0f} ms "
+              f"over {len(floor)} changes")
         print(f"class store: {described}")
         if not args.url:
             server = Server(APP, env={ENV_URL: url, ENV_DATA: str(folder)})
@@ -341,7 +331,7 @@ def run_class_live(args: argparse.Namespace) -> bool:
         shutil.rmtree(folder, ignore_errors=True)
     alone, in_class = sides["alone"], sides["class"]
     print(f"\n{'':<34} {'n':>5} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7}")
-    for label, values in (("floor: one-widget change", floor_times), ("students, first render: alone", alone.first),
+    for label, values in (("floor: one-widget change", floor), ("students, first render: alone", alone.first),
                           ("students, first render: in class", in_class.first), ("Check: alone", alone.answers),
                           ("Check: in a class", in_class.answers), ("students' banner reruns (10 s)", in_class.ticks),
                           ("teacher, first render", in_class.teacher_first),

@@ -57,6 +57,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from attention_core import check, practice, registry  # noqa: E402
+from load.server import class_store  # noqa: E402
 from ui.classroom.store.schema import VACUUM_EVERY_INSERTS  # noqa: E402
 from ui.classroom.store.store import (  # noqa: E402
     CHECK_AFTER,
@@ -314,14 +315,7 @@ def visibility(url: str) -> str:
 
 def run(database: str, args: argparse.Namespace, folder: Path) -> list[tuple[str, dict]]:
     """Fill a store on ``database`` and measure it; [(state, numbers)]."""
-    cluster = None
-    if database == "postgresql":
-        from ui.classroom.store.cluster import Cluster
-
-        cluster = Cluster(folder / "postgresql").start()
-        url = cluster.url
-    else:
-        url = f"sqlite:///{folder / 'classes.sqlite'}"
+    url, cluster = class_store(folder, database)
     results = []
     try:
         store = Store(url)

@@ -168,3 +168,16 @@ def cpu_seconds(pid: Optional[int]) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
+
+
+def class_store(folder: Path, database: str):
+    """A class store for a benchmark, in ``folder`` (temporary: the caller removes it): a SQLite file, or with
+    ``database`` "postgresql" a PostgreSQL cluster started on loopback (``ui.classroom.store.cluster``). Returns (its
+    SQLAlchemy URL, the cluster to ``remove()`` at the end or None)."""
+    if database != "postgresql":
+        return f"sqlite:///{folder / 'classes.sqlite'}", None
+    from ui.classroom.store.cluster import Cluster
+
+    folder.chmod(0o755)  # as root the cluster runs as the postgres user: its parent must be traversable
+    cluster = Cluster(folder / "postgresql").start()
+    return cluster.url, cluster

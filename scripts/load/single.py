@@ -50,13 +50,18 @@ async def one_student(url: str, page: PageLoad, clicks: int, pid: Optional[int] 
                       1000 * cpu / clicks)
 
 
-def measure_floor(clicks: int) -> float:
-    """The framework's floor: the median of ``clicks`` changes of a one-widget app's number input, in seconds."""
+def floor_times(clicks: int) -> list[float]:
+    """The framework's floor: ``clicks`` changes of a one-widget app's number input on its own server, in seconds."""
     floor_server = Server(FLOOR_APP)
     try:
-        return statistics.median(asyncio.run(one_student(floor_server.url, FLOOR, clicks)).times)
+        return asyncio.run(one_student(floor_server.url, FLOOR, clicks)).times
     finally:
         floor_server.stop()
+
+
+def measure_floor(clicks: int) -> float:
+    """The median of :func:`floor_times`, in seconds."""
+    return statistics.median(floor_times(clicks))
 
 
 def run_single(args: argparse.Namespace) -> bool:
