@@ -34,11 +34,14 @@ CONCEPT = "modern"
 def sink(seed: int) -> Item:
     """w_{n,c} = e^{s_nc} / (Σ_l e^{s_nl} + e^b) for the last of n = 2 or 3 queries, which sees every key."""
     gen = generator(seed)
-    n = int(pick(gen, (2, 3)))
-    row, b = integers(gen, n, low=-1, high=2), float(pick(gen, (-1.0, 0.0, 1.0, 2.0)))
-    col = int(torch.randint(n, (1,), generator=gen))
-    answer = float(sink_softmax(row[None], b).weights[0, col])
-    exercise = sink_weight_exercise(row.tolist(), b, n, col + 1, answer)
+    while True:
+        n = int(pick(gen, (2, 3)))
+        row, b = integers(gen, n, low=-1, high=2), float(pick(gen, (-1.0, 0.0, 1.0, 2.0)))
+        col = int(torch.randint(n, (1,), generator=gen))
+        answer = float(sink_softmax(row[None], b).weights[0, col])
+        exercise = sink_weight_exercise(row.tolist(), b, n, col + 1, answer)
+        if len(exercise.mistakes) == 3:  # a small weight can lie within the tolerance of a mistake's: draw again
+            break
     exps = " + ".join(f"e^{{{number(s)}}}" for s in row.tolist())
     return Item(f"{CONCEPT}.sink", CONCEPT, PROCEDURAL,
                 Message(N_("Query {i} sees keys 1 to {i}; its scores are below, and the head has a sink logit b "

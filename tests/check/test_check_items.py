@@ -126,6 +126,7 @@ def test_the_named_mistakes_values_are_what_they_name():
     d_value = check.TEMPLATES["backward.d_value"](6)
     p, d_o = torch.tensor(d_value.drawn["weights"]), torch.tensor(d_value.drawn["d_output"])
     assert d_value.exercise.mistakes[0].value == pytest.approx(float((p @ d_o)[d_value.drawn["row"], d_value.drawn["col"]]))
+    assert all(len(check.TEMPLATES["modern.sink"](seed).exercise.mistakes) == 3 for seed in SEEDS)
     sink = check.TEMPLATES["modern.sink"](2)
     scores = torch.tensor(sink.drawn["scores"])
     assert {m.key: m.value for m in sink.exercise.mistakes}.get("sink_forgotten") == pytest.approx(

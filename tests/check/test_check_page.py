@@ -168,6 +168,7 @@ def test_the_backward_pass_and_the_modern_concepts_are_checked_on_their_own_not_
     at = _open(**{"check.concept": concept})
     items = _items(at, "before", concept)
     assert [i.kind for i in items] == [check.PROCEDURAL] * 2 + [check.CONCEPTUAL] * 2
+    assert len(items[0].exercise.mistakes) == (1 if concept == "backward" else 3)  # every seat: each mistake named
     first = items[0]
     named = next(m for m in first.exercise.mistakes if practice.MISTAKES[m.key] == mistake)
     _answer(at, items, "before", concept, {first.template: repr(named.value)})
